@@ -1,0 +1,91 @@
+/**
+ * Inputs and results of the activities, shared with the workflow as types.
+ * Type-only module: safe to import from workflow code.
+ */
+import type { ModelSettings } from '../workflows/api';
+import type { ChatMessage } from '../transcript/messages';
+
+/** An assistant message as returned by the model. */
+export type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>;
+
+/** A model call, by reference: the activity reads the transcript from PostgreSQL. */
+export interface ModelCallInput {
+  conversationId: string;
+  /** Read messages with seq 0..throughSeq. */
+  throughSeq: number;
+  /** Stored messages to leave out (transcript repair; normally empty). */
+  omitSeqs: number[];
+  /** Tool results to add after the results of an assistant message (transcript repair; normally empty). */
+  synthesized: { afterSeq: number; toolCallId: string; content: string }[];
+  settings: ModelSettings;
+  /** Tool names offered to the model; every registered tool when unset. */
+  tools?: string[];
+  toolChoice: 'auto' | 'none';
+}
+
+/** How the worker will run one tool call, decided from its registry. */
+export interface ToolCallPlan {
+  toolCallId: string;
+  name: string;
+  /** Set when the call cannot run: it is settled as `tool_failed` without running. */
+  problem?: { reason: 'unknown_tool' | 'invalid_arguments'; message: string };
+  needsApproval: boolean;
+  /** Start-to-close timeout of one attempt. */
+  timeoutMs: number;
+  /** Attempts before the call is settled as failed (1 for tools that are not idempotent and have no ledger). */
+  maxAttempts: number;
+}
+
+/** The model's answer: the message to append and a plan for each of its tool calls. */
+export interface ModelCallResult {
+  message: AssistantMessage;
+  calls: ToolCallPlan[];
+  finishReason: string | null;
+  usage?: { promptTokens: number; completionTokens: number };
+}
+
+/** Messages to store, each at the seq the workflow assigned. Idempotent. */
+export interface AppendMessagesInput {
+  conversationId: string;
+  messages: { seq: number; message: ChatMessage; storedResultKey?: string }[];
+}
+
+/** One tool call to execute. */
+export interface ToolCallInput {
+  conversationId: string;
+  toolCallId: string;
+  name: string;
+  /** The raw JSON arguments the model produced. */
+  arguments: string;
+  /** `${workflowId}/${toolCallId}`: the same for every attempt of this call. */
+  idempotencyKey: string;
+}
+
+/** A tool's result: inline, or a preview with the full body stored in PostgreSQL. */
+export interface ToolCallResult {
+  content: string;
+  /** Key of the full result in PostgreSQL when `content` is only a preview. */
+  storedResultKey?: string;
+}
+
+/** Failure types the activities raise, for retry policies and for readers of the history. */
+export const ActivityErrorType = {
+  /** The provider refused the request (4xx other than 408/409/429): retrying cannot help. */
+  ModelRequestRejected: 'ModelRequestRejected',
+  /** The transcript about to be sent breaks the pairing rules: a bug, never sent. */
+  InvalidTranscript: 'InvalidTranscript',
+  UnknownTool: 'UnknownTool',
+  InvalidToolArguments: 'InvalidToolArguments',
+  /** A tool reported a failure that a retry cannot fix. */
+  ToolFailedPermanently: 'ToolFailedPermanently',
+} as const;
+
+/** The activities the conversation workflow schedules. Built by `createActivities`. */
+export interface ConversationActivities {
+  /** Stores messages at their seqs (upsert): safe to retry. */
+  appendMessages(input: AppendMessagesInput): Promise<void>;
+  /** Reads the transcript through `throughSeq`, calls the model, returns its message. */
+  callModel(input: ModelCallInput): Promise<ModelCallResult>;
+  /** Runs one tool call with its idempotency key. */
+  runTool(input: ToolCallInput): Promise<ToolCallResult>;
+}

@@ -1,0 +1,36 @@
+/**
+ * Activities: everything the conversation does with I/O. Built by a factory
+ * from real dependencies, so tests pass theirs instead of mocking modules.
+ */
+import type OpenAI from 'openai';
+import type { Pool } from 'pg';
+import type { ToolRegistry } from '../tools/registry';
+import type { ConversationActivities } from './contracts';
+import { createModelActivity } from './model';
+import { createToolActivity } from './tools';
+import { appendMessages } from './transcript-store';
+
+/** What the activities need. */
+export interface ActivityDeps {
+  pool: Pool;
+  openai: OpenAI;
+  tools: ToolRegistry;
+  /** Model used when a conversation names none. */
+  defaultModel: string;
+  /** Tool results longer than this are stored in PostgreSQL and carried as a preview. Default 4096. */
+  inlineResultLimit?: number;
+}
+
+/** Builds the activities registered on the worker. */
+export function createActivities(deps: ActivityDeps): ConversationActivities {
+  return {
+    appendMessages: (input) => appendMessages(deps.pool, input),
+    callModel: createModelActivity(deps),
+    runTool: createToolActivity(deps),
+  };
+}
+
+export type * from './contracts';
+export { ActivityErrorType } from './contracts';
+export { readTranscript, type StoredMessage } from './transcript-store';
+export { createOpenAIClient, type ModelEndpoint } from './openai-client';

@@ -1,0 +1,98 @@
+/** The tool activity: runs one tool call with its idempotency key. */
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { Pool, PoolClient } from 'pg';
+import { ToolError, type ToolContext } from '../tools/tool';
+import type { ToolRegistry } from '../tools/registry';
+import { logger } from '../runtime/logger';
+import { ActivityErrorType, type ToolCallInput, type ToolCallResult } from './contracts';
+import { checkToolCall } from './tool-calls';
+import { storeToolResult } from './transcript-store';
+
+/** Dependencies of the tool activity. */
+export interface ToolActivityDeps {
+  pool: Pool;
+  tools: ToolRegistry;
+  /** Results longer than this (characters) are stored in PostgreSQL and carried as a preview. Default 4096. */
+  inlineResultLimit?: number;
+}
+
+const PREVIEW_LENGTH = 512;
+
+/** Builds the `runTool` activity. */
+export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInput) => Promise<ToolCallResult> {
+  const limit = deps.inlineResultLimit ?? 4096;
+  return async function runTool(input: ToolCallInput): Promise<ToolCallResult> {
+    const checked = checkToolCall(deps.tools, undefined, input.name, input.arguments);
+    if (!checked.ok) {
+      throw ApplicationFailure.nonRetryable(
+        checked.message,
+        checked.reason === 'unknown_tool' ? ActivityErrorType.UnknownTool : ActivityErrorType.InvalidToolArguments,
+      );
+    }
+    const activity = Context.current();
+    const context: ToolContext = {
+      conversationId: input.conversationId,
+      toolCallId: input.toolCallId,
+      idempotencyKey: input.idempotencyKey,
+      attempt: activity.info.attempt,
+      signal: activity.cancellationSignal,
+      db: deps.pool,
+      once: (effect) => applyOnce(deps.pool, input.idempotencyKey, input.name, effect),
+    };
+    let result: unknown;
+    try {
+      result = await checked.tool.execute(checked.args, context);
+    } catch (err) {
+      if (err instanceof ToolError) {
+        throw ApplicationFailure.nonRetryable(err.message, ActivityErrorType.ToolFailedPermanently);
+      }
+      throw err;
+    }
+    const content = typeof result === 'string' ? result : JSON.stringify(result ?? null);
+    if (content.length <= limit) return { content };
+    await storeToolResult(deps.pool, {
+      idempotencyKey: input.idempotencyKey,
+      conversationId: input.conversationId,
+      toolCallId: input.toolCallId,
+      toolName: input.name,
+      content,
+    });
+    return {
+      content: `${content.slice(0, PREVIEW_LENGTH)}… [${content.length} characters; the full result is stored under ${input.idempotencyKey}]`,
+      storedResultKey: input.idempotencyKey,
+    };
+  };
+}
+
+/**
+ * Runs `effect` and records its result under `key` in one transaction. A
+ * second caller with the same key (a retry, or a concurrent zombie attempt,
+ * which waits on the row lock) gets the recorded result and applies nothing.
+ */
+export async function applyOnce<T>(pool: Pool, key: string, toolName: string, effect: (tx: PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const claim = await client.query(
+      'INSERT INTO tool_ledger (idempotency_key, tool_name) VALUES ($1, $2) ON CONFLICT (idempotency_key) DO NOTHING',
+      [key, toolName],
+    );
+    if (claim.rowCount === 0) {
+      const { rows } = await client.query<{ result: T }>('SELECT result FROM tool_ledger WHERE idempotency_key = $1', [key]);
+      await client.query('COMMIT');
+      logger.info({ idempotencyKey: key, tool: toolName }, 'side effect already applied; returning the recorded result');
+      return rows[0].result;
+    }
+    const result = await effect(client);
+    const recorded = JSON.stringify(result ?? null);
+    await client.query('UPDATE tool_ledger SET result = $2 WHERE idempotency_key = $1', [key, recorded]);
+    await client.query('COMMIT');
+    return JSON.parse(recorded) as T;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,141 @@
+/**
+ * The typed client: send messages (signal-with-start), read state, wait for
+ * turns, read transcripts. Runs anywhere; talks to Temporal and, for message
+ * bodies, to PostgreSQL.
+ */
+import { randomUUID } from 'node:crypto';
+import { Client, Connection, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { WorkflowIdReusePolicy } from '@temporalio/common';
+import type { Pool } from 'pg';
+import { readTranscript, type StoredMessage } from '../activities/transcript-store';
+import { createPool } from '../db/pool';
+import {
+  CONVERSATION_WORKFLOW_TYPE,
+  endConversationSignal,
+  stateQuery,
+  userMessageSignal,
+  type ConversationInput,
+  type ConversationState,
+  type TurnRecord,
+} from '../workflows/api';
+
+/** Where the client connects. */
+export interface AgentClientOptions {
+  /** Temporal frontend, host:port. */
+  temporalAddress: string;
+  namespace?: string;
+  /** Task queue the worker polls. Default `agent`. */
+  taskQueue?: string;
+  /** PostgreSQL with the transcripts; needed for {@link AgentClient.transcript} and answers. */
+  databaseUrl?: string;
+}
+
+/** Options of {@link AgentClient.sendMessage}. */
+export interface SendMessageOptions {
+  /** Used only if this message starts the conversation. */
+  input?: ConversationInput;
+  /** Id for deduplication and for {@link AgentClient.waitForTurn}; a random UUID when unset. */
+  messageId?: string;
+}
+
+/** A turn's record and, when it answered, the text of its answer. */
+export interface TurnAnswer {
+  turn: TurnRecord;
+  answer?: string;
+}
+
+/** Thrown when a conversation cannot take a message, with the reason and the way out. */
+export class ConversationClosedError extends Error {
+  constructor(conversationId: string) {
+    super(`Conversation ${conversationId} has ended and cannot take new messages. Start a new conversation with another id.`);
+    this.name = new.target.name;
+  }
+}
+
+/** The client of the durable agent worker. */
+export class AgentClient {
+  private constructor(
+    readonly temporal: Client,
+    private readonly connection: Connection,
+    private readonly taskQueue: string,
+    private readonly pool: Pool | undefined,
+  ) {}
+
+  /** Connects to Temporal (and PostgreSQL when `databaseUrl` is given). */
+  static async connect(options: AgentClientOptions): Promise<AgentClient> {
+    const connection = await Connection.connect({ address: options.temporalAddress });
+    const temporal = new Client({ connection, namespace: options.namespace ?? 'default' });
+    const pool = options.databaseUrl ? createPool(options.databaseUrl, 2) : undefined;
+    return new AgentClient(temporal, connection, options.taskQueue ?? 'agent', pool);
+  }
+
+  /** Sends a user message, starting the conversation if it is not running. Returns the message id. */
+  async sendMessage(conversationId: string, text: string, options: SendMessageOptions = {}): Promise<string> {
+    if (typeof text !== 'string' || text.trim() === '') {
+      throw new TypeError('A message needs some text: got an empty message.');
+    }
+    const messageId = options.messageId ?? randomUUID();
+    try {
+      await this.temporal.workflow.signalWithStart(CONVERSATION_WORKFLOW_TYPE, {
+        workflowId: conversationId,
+        taskQueue: this.taskQueue,
+        args: [options.input ?? {}],
+        signal: userMessageSignal,
+        signalArgs: [{ text, messageId }],
+        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+      });
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) throw new ConversationClosedError(conversationId);
+      throw err;
+    }
+    return messageId;
+  }
+
+  /** The conversation's state (from the workflow). */
+  async state(conversationId: string): Promise<ConversationState> {
+    return this.temporal.workflow.getHandle(conversationId).query(stateQuery);
+  }
+
+  /** Waits until the turn that took `messageId` has finished. */
+  async waitForTurn(conversationId: string, messageId: string, timeoutMs = 120_000): Promise<TurnRecord> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const state = await this.state(conversationId);
+      const turn = state.recentTurns.find((t) => t.messageIds.includes(messageId));
+      if (turn) return turn;
+      if (Date.now() > deadline) {
+        throw new Error(
+          `Conversation ${conversationId}: the turn for message ${messageId} did not finish within ${timeoutMs} ms (status ${state.status}). Is a worker running on task queue "${this.taskQueue}"?`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+
+  /** Sends a message, waits for its turn, and returns the answer's text. */
+  async ask(conversationId: string, text: string, options: SendMessageOptions & { timeoutMs?: number } = {}): Promise<TurnAnswer> {
+    const messageId = await this.sendMessage(conversationId, text, options);
+    const turn = await this.waitForTurn(conversationId, messageId, options.timeoutMs);
+    if (turn.answerSeq === undefined) return { turn };
+    const messages = await this.transcript(conversationId, turn.answerSeq);
+    const answer = messages.find((m) => m.seq === turn.answerSeq)?.message;
+    return { turn, answer: answer?.role === 'assistant' ? (answer.content ?? '') : undefined };
+  }
+
+  /** The stored transcript (message bodies), through `throughSeq` when given. */
+  async transcript(conversationId: string, throughSeq?: number): Promise<StoredMessage[]> {
+    if (!this.pool) throw new Error('This client has no databaseUrl, so it cannot read transcripts. Pass databaseUrl to AgentClient.connect.');
+    return readTranscript(this.pool, conversationId, throughSeq);
+  }
+
+  /** Ends the conversation after its current turn and queued messages. */
+  async end(conversationId: string): Promise<void> {
+    await this.temporal.workflow.getHandle(conversationId).signal(endConversationSignal);
+  }
+
+  /** Closes the connections. */
+  async close(): Promise<void> {
+    await this.pool?.end();
+    await this.connection.close();
+  }
+}

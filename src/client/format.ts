@@ -1,0 +1,23 @@
+/** Readable transcripts for terminals. */
+import type { StoredMessage } from '../activities/transcript-store';
+
+/** One line (or a few) per message: seq, role, text or tool calls. */
+export function formatTranscript(messages: readonly StoredMessage[]): string {
+  return messages
+    .map(({ seq, message }) => {
+      const head = `#${String(seq).padEnd(3)} ${message.role.padEnd(9)}`;
+      switch (message.role) {
+        case 'assistant': {
+          const calls = (message.tool_calls ?? []).map(
+            (c) => `\n${' '.repeat(14)}→ ${c.function.name}(${c.function.arguments})  [${c.id}]`,
+          );
+          return `${head} ${message.content ?? ''}${calls.join('')}`;
+        }
+        case 'tool':
+          return `${head} [${message.tool_call_id}] ${message.content}`;
+        default:
+          return `${head} ${message.content}`;
+      }
+    })
+    .join('\n');
+}

@@ -1,0 +1,109 @@
+/**
+ * The PostgreSQL schema, as ordered migrations applied at start-up.
+ * Idempotent and safe when several workers start at once (advisory lock).
+ */
+import type { Pool } from 'pg';
+
+interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+const MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    name: 'transcripts, tool results and the idempotency ledger',
+    sql: `
+      CREATE TABLE conversation_messages (
+        conversation_id text NOT NULL,
+        seq integer NOT NULL,
+        role text NOT NULL,
+        message jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (conversation_id, seq)
+      );
+      CREATE TABLE tool_results (
+        idempotency_key text PRIMARY KEY,
+        conversation_id text NOT NULL,
+        tool_call_id text NOT NULL,
+        tool_name text NOT NULL,
+        content text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE TABLE tool_ledger (
+        idempotency_key text PRIMARY KEY,
+        tool_name text NOT NULL,
+        result jsonb,
+        created_at timestamptz NOT NULL DEFAULT now()
+      );
+    `,
+  },
+  {
+    version: 2,
+    name: 'back-office demo domain: customers, orders, refunds',
+    sql: `
+      CREATE TABLE customers (
+        id text PRIMARY KEY,
+        name text NOT NULL,
+        email text NOT NULL
+      );
+      CREATE TABLE orders (
+        id text PRIMARY KEY,
+        customer_id text NOT NULL REFERENCES customers(id),
+        description text NOT NULL,
+        total_cents integer NOT NULL CHECK (total_cents >= 0),
+        refunded_cents integer NOT NULL DEFAULT 0 CHECK (refunded_cents >= 0),
+        created_at timestamptz NOT NULL DEFAULT now(),
+        CHECK (refunded_cents <= total_cents)
+      );
+      CREATE TABLE refunds (
+        id bigserial PRIMARY KEY,
+        order_id text NOT NULL REFERENCES orders(id),
+        amount_cents integer NOT NULL CHECK (amount_cents > 0),
+        reason text NOT NULL,
+        idempotency_key text NOT NULL UNIQUE,
+        created_at timestamptz NOT NULL DEFAULT now()
+      );
+      INSERT INTO customers (id, name, email) VALUES
+        ('cus_ada', 'Ada Lovelace', 'ada@example.com'),
+        ('cus_alan', 'Alan Turing', 'alan@example.com'),
+        ('cus_grace', 'Grace Hopper', 'grace@example.com');
+      INSERT INTO orders (id, customer_id, description, total_cents) VALUES
+        ('ord_1001', 'cus_ada', 'Analytical engine gears', 12900),
+        ('ord_1002', 'cus_ada', 'Punched cards, box of 500', 2400),
+        ('ord_2001', 'cus_alan', 'Enigma rotor set', 45000),
+        ('ord_3001', 'cus_grace', 'Compiler manual, hardcover', 5900);
+    `,
+  },
+];
+
+/** Applies every migration not yet applied. Returns the versions applied now. */
+export async function migrate(pool: Pool): Promise<number[]> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query("SELECT pg_advisory_xact_lock(hashtext('durable-agent-worker.migrations'))");
+    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version integer PRIMARY KEY,
+      name text NOT NULL,
+      applied_at timestamptz NOT NULL DEFAULT now()
+    )`);
+    const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_migrations');
+    const applied = new Set(rows.map((r) => r.version));
+    const now: number[] = [];
+    for (const m of MIGRATIONS) {
+      if (applied.has(m.version)) continue;
+      await client.query(m.sql);
+      await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+      now.push(m.version);
+    }
+    await client.query('COMMIT');
+    return now;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}

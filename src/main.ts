@@ -1,0 +1,76 @@
+/**
+ * `npm start`: runs the agent worker. Starts embedded Temporal, PostgreSQL
+ * and an offline demo model for whatever the environment does not configure.
+ * Ctrl-C shuts everything down cleanly.
+ */
+import { NativeConnection } from '@temporalio/worker';
+import { Connection } from '@temporalio/client';
+import { createOpenAIClient } from './activities/openai-client';
+import { migrate } from './db/migrations';
+import { createPool } from './db/pool';
+import { loadConfig } from './runtime/config';
+import { logger } from './runtime/logger';
+import { startServices } from './runtime/services';
+import { ensureSearchAttributes } from './runtime/temporal-server';
+import { createAgentWorker } from './runtime/worker';
+import { backofficeTools } from './tools/backoffice';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const services = await startServices(config);
+  const pool = createPool(services.databaseUrl);
+  let connection: NativeConnection | undefined;
+  try {
+    const applied = await migrate(pool);
+    if (applied.length > 0) logger.info({ versions: applied }, 'applied database migrations');
+    const admin = await Connection.connect({ address: services.temporalAddress });
+    try {
+      const added = await ensureSearchAttributes(admin, services.namespace);
+      if (added.length > 0) logger.info({ added }, 'registered search attributes');
+    } finally {
+      await admin.close();
+    }
+    connection = await NativeConnection.connect({ address: services.temporalAddress });
+    const worker = await createAgentWorker({
+      connection,
+      namespace: services.namespace,
+      taskQueue: services.taskQueue,
+      pool,
+      openai: createOpenAIClient({ apiKey: services.model.apiKey, baseUrl: services.model.baseUrl }),
+      defaultModel: services.model.name,
+      tools: backofficeTools(),
+    });
+    printBanner(services);
+    await worker.run();
+    logger.info('worker stopped');
+  } finally {
+    await connection?.close().catch(() => undefined);
+    await pool.end().catch(() => undefined);
+    await services.stop();
+  }
+}
+
+function printBanner(services: Awaited<ReturnType<typeof startServices>>): void {
+  const lines = [
+    '',
+    'Durable agent worker is running.',
+    `  Temporal     ${services.temporalAddress}  (${services.origins.temporal})`,
+    ...(services.temporalUiUrl ? [`  Temporal UI  ${services.temporalUiUrl}`] : []),
+    `  PostgreSQL   ${services.origins.postgres}`,
+    `  Model        ${services.origins.model}`,
+    `  Task queue   ${services.taskQueue}`,
+    '',
+    'Talk to it from another terminal:',
+    '  npm run cli -- chat                 interactive conversation',
+    '  npm run cli -- say <id> "find Ada"  one message, prints the answer',
+    '  npm run cli -- show <id>            the transcript',
+    'Press Ctrl-C to stop.',
+    '',
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+main().catch((err) => {
+  logger.error({ err }, 'worker failed');
+  process.exitCode = 1;
+});

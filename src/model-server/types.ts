@@ -1,0 +1,147 @@
+/**
+ * Types for the scripted OpenAI-compatible model server used by tests and the
+ * offline demo.
+ *
+ * @packageDocumentation
+ */
+
+/** A `finish_reason` value a Chat Completions choice can carry. */
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';
+
+/** Which provider's validation rules and error bodies the server imitates. */
+export type ModelServerDialect = 'openai' | 'deepseek' | 'deepseek-thinking';
+
+/** One tool call the scripted model makes. */
+export interface ScriptedToolCall {
+  /** Tool call id; when omitted the server makes one: `call_` plus 24 random alphanumerics. */
+  id?: string;
+  /** Function name. */
+  name: string;
+  /**
+   * Function arguments. An object is JSON-stringified; a string is sent
+   * verbatim, which is how a test scripts malformed JSON arguments.
+   */
+  arguments: string | Record<string, unknown>;
+}
+
+/** A normal assistant reply: content, tool calls or both. */
+export interface ScriptedMessageReply {
+  kind?: 'message';
+  /** Defaults to `null` when there are tool calls, else `""`. */
+  content?: string | null;
+  toolCalls?: ScriptedToolCall[];
+  /** Defaults to `tool_calls` when tool calls are present, else `stop`. */
+  finishReason?: FinishReason;
+  /** Sent as `message.reasoning_content` (streaming: `delta.reasoning_content`) when given. */
+  reasoningContent?: string;
+}
+
+/** An HTTP error answer, e.g. a 500 or a 429. */
+export interface ScriptedHttpError {
+  kind: 'http_error';
+  status: number;
+  /**
+   * Response body. Objects are sent as JSON, strings verbatim. Defaults to an
+   * `{error:{message,type,param,code}}` body fitting the status.
+   */
+  body?: unknown;
+}
+
+/** Waits `ms` milliseconds, then answers with `then`. */
+export interface ScriptedDelay {
+  kind: 'delay';
+  ms: number;
+  then: ScriptedReply;
+}
+
+/** Never answers; ends when the client disconnects or the server closes. */
+export interface ScriptedHang {
+  kind: 'hang';
+}
+
+/**
+ * Destroys the socket without a complete response. Non-streaming: before any
+ * byte is sent. Streaming: after the role chunk and part of `content`.
+ */
+export interface ScriptedDrop {
+  kind: 'drop';
+  /** Content whose first part is streamed before the drop; a default sentence when omitted. */
+  content?: string;
+}
+
+/** What the scripted model does for one valid request. */
+export type ScriptedReply =
+  | ScriptedMessageReply
+  | ScriptedHttpError
+  | ScriptedDelay
+  | ScriptedHang
+  | ScriptedDrop;
+
+/** An error body in the shape providers use and the `openai` SDK understands. */
+export interface ProviderErrorBody {
+  error: {
+    message: string;
+    type: string;
+    param: string | null;
+    code: string | null;
+  };
+}
+
+/** The 400 answer for a request a real provider would reject. */
+export interface ValidationFailure {
+  status: 400;
+  body: ProviderErrorBody;
+}
+
+/** One HTTP request the server received, in arrival order. */
+export interface RecordedRequest {
+  /** Position in {@link ModelServer.requests}, starting at 0. */
+  index: number;
+  /** `Date.now()` when the request arrived. */
+  receivedAt: number;
+  /** HTTP method, e.g. `POST`. */
+  method: string;
+  /** Request path without the query string, e.g. `/v1/chat/completions`. */
+  path: string;
+  /** Parsed JSON body; the raw text when it is not JSON; `undefined` when empty. */
+  body: unknown;
+  /** False when the server answered with a 400 (or 404 for an unknown URL) instead of playing the model. */
+  valid: boolean;
+  /** The error answer given to an invalid request. */
+  error?: { status: number; body: unknown };
+  /** The scripted reply chosen for a valid request (the outer reply for `delay`). */
+  reply?: ScriptedReply;
+  /** True when the client closed the connection before the reply finished. */
+  aborted: boolean;
+}
+
+/** Chooses the reply for a valid request once the queue is empty. */
+export type Responder = (request: RecordedRequest) => ScriptedReply | Promise<ScriptedReply>;
+
+/** Options for {@link startModelServer}. */
+export interface ModelServerOptions {
+  /** Loopback address to listen on; defaults to `127.0.0.1`. Non-loopback hosts are refused. */
+  host?: string;
+  /** Port; defaults to 0, any free port. */
+  port?: number;
+  /** Provider whose rules and error bodies to imitate; defaults to `openai`. */
+  dialect?: ModelServerDialect;
+  /** Called for valid requests when the queue is empty. */
+  responder?: Responder;
+}
+
+/** A running scripted model server. */
+export interface ModelServer {
+  /** Base URL for the SDK, ending in `/v1`, e.g. `http://127.0.0.1:PORT/v1`. */
+  readonly url: string;
+  /** Every request received so far, in arrival order (live array). */
+  readonly requests: RecordedRequest[];
+  /** The recorded requests that were answered with an error instead of a reply. */
+  invalidRequests(): RecordedRequest[];
+  /** Appends replies to the FIFO queue consulted before the responder. */
+  enqueue(...replies: ScriptedReply[]): void;
+  /** Replaces (or with `undefined` removes) the responder. */
+  setResponder(responder: Responder | undefined): void;
+  /** Stops listening and ends every open connection, hanging requests included. */
+  close(): Promise<void>;
+}

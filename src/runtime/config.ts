@@ -1,0 +1,100 @@
+/**
+ * The worker's configuration, read from the environment in one place.
+ */
+import path from 'node:path';
+import { z } from 'zod';
+
+/** The environment variables a deployment sets (see README, "Configuration"). */
+export const ENV_VARS = [
+  'TEMPORAL_ADDRESS',
+  'TEMPORAL_NAMESPACE',
+  'TEMPORAL_TASK_QUEUE',
+  'DATABASE_URL',
+  'OPENAI_API_KEY',
+  'OPENAI_BASE_URL',
+  'OPENAI_MODEL',
+  'AGENT_DATA_DIR',
+] as const;
+
+/** Variables that only matter on a developer's machine (embedded servers, logging). */
+export const DEV_ENV_VARS = ['TEMPORAL_CLI_PATH', 'TEMPORAL_UI_PORT', 'LOG_LEVEL'] as const;
+
+const optional = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+
+const envSchema = z.object({
+  TEMPORAL_ADDRESS: optional,
+  TEMPORAL_NAMESPACE: optional,
+  TEMPORAL_TASK_QUEUE: optional,
+  TEMPORAL_CLI_PATH: optional,
+  TEMPORAL_UI_PORT: optional.pipe(z.string().regex(/^\d+$/, "must be a port number").transform(Number).optional()),
+  DATABASE_URL: optional.pipe(
+    z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'must look like postgres://user:password@host:5432/database')
+      .optional(),
+  ),
+  OPENAI_API_KEY: optional,
+  OPENAI_BASE_URL: optional.pipe(z.url('must be a URL such as https://api.openai.com/v1').optional()),
+  OPENAI_MODEL: optional,
+  AGENT_DATA_DIR: optional,
+  LOG_LEVEL: optional.pipe(z.enum(['trace', 'debug', 'info', 'warn', 'error']).optional()),
+});
+
+/** The worker's settings. Unset connection settings mean "start an embedded one". */
+export interface WorkerConfig {
+  temporal: {
+    /** host:port of a Temporal frontend; unset = start the embedded dev server. */
+    address?: string;
+    namespace: string;
+    taskQueue: string;
+    /** Path of a `temporal` CLI binary for the embedded dev server. */
+    cliPath?: string;
+    /** Port of the embedded dev server's web UI. */
+    uiPort: number;
+  };
+  /** PostgreSQL connection string; unset = start embedded PostgreSQL. */
+  databaseUrl?: string;
+  openai: {
+    /** Unset = use the offline scripted demo model. */
+    apiKey?: string;
+    baseUrl?: string;
+    model: string;
+  };
+  /** Where embedded servers keep their files. */
+  dataDir: string;
+  logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error';
+}
+
+/** Thrown when an environment variable has a value the worker cannot use. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** Reads the configuration from `env` (default `process.env`), with clear errors for bad values. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
+    throw new ConfigError(`Invalid configuration in the environment:\n${lines.join('\n')}`);
+  }
+  const e = parsed.data;
+  return {
+    temporal: {
+      address: e.TEMPORAL_ADDRESS,
+      namespace: e.TEMPORAL_NAMESPACE ?? 'default',
+      taskQueue: e.TEMPORAL_TASK_QUEUE ?? 'agent',
+      cliPath: e.TEMPORAL_CLI_PATH,
+      uiPort: e.TEMPORAL_UI_PORT ?? 8233,
+    },
+    databaseUrl: e.DATABASE_URL,
+    openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL, model: e.OPENAI_MODEL ?? 'gpt-4o-mini' },
+    dataDir: path.resolve(e.AGENT_DATA_DIR ?? path.join(__dirname, '..', '..', '.data')),
+    logLevel: e.LOG_LEVEL ?? 'info',
+  };
+}

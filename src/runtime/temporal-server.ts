@@ -1,0 +1,105 @@
+/**
+ * The embedded Temporal dev server (`temporal server start-dev`), found or
+ * started without a human, and the project's search attributes on any server.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Connection } from '@temporalio/client';
+import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { SEARCH_ATTRIBUTES } from '../workflows/api';
+
+/** Where `scripts/ensure-temporal-cli.sh` installs the pinned CLI. */
+export const PROJECT_CLI_PATH = path.join(__dirname, '..', '..', '.tools', 'bin', 'temporal');
+
+/**
+ * Finds a Temporal CLI binary: `TEMPORAL_CLI_PATH`, then a `temporal` on
+ * PATH, then the project's own copy. Undefined means "let the SDK download
+ * one" (which needs internet).
+ */
+export function findTemporalCli(explicitPath?: string): string | undefined {
+  if (explicitPath) {
+    if (!isExecutable(explicitPath)) {
+      throw new Error(`TEMPORAL_CLI_PATH=${explicitPath} is not an executable file. Point it at a temporal binary or unset it.`);
+    }
+    return explicitPath;
+  }
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    const candidate = path.join(dir, 'temporal');
+    if (dir && isExecutable(candidate)) return candidate;
+  }
+  return isExecutable(PROJECT_CLI_PATH) ? PROJECT_CLI_PATH : undefined;
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** Options for {@link startDevServer}. */
+export interface DevServerOptions {
+  cliPath?: string;
+  /** SQLite file to persist to; in memory when unset. */
+  dbFilename?: string;
+  /** Serve the web UI on this port. */
+  uiPort?: number;
+  /** Frontend port; a free one when unset. */
+  port?: number;
+  namespace?: string;
+}
+
+/** A running dev server. */
+export interface DevServer {
+  /** host:port of the frontend. */
+  address: string;
+  namespace: string;
+  uiUrl?: string;
+  env: TestWorkflowEnvironment;
+  stop(): Promise<void>;
+}
+
+/** Starts the dev server with the project's search attributes registered. */
+export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
+  const cliPath = options.cliPath ?? findTemporalCli();
+  const namespace = options.namespace ?? 'default';
+  if (options.dbFilename) fs.mkdirSync(path.dirname(options.dbFilename), { recursive: true });
+  const env = await TestWorkflowEnvironment.createLocal({
+    server: {
+      executable: cliPath ? { type: 'existing-path', path: cliPath } : { type: 'cached-download' },
+      dbFilename: options.dbFilename,
+      namespace,
+      port: options.port,
+      ...(options.uiPort ? { ui: true, uiPort: options.uiPort } : {}),
+      searchAttributes: SEARCH_ATTRIBUTES,
+      log: { format: 'pretty', level: 'error' },
+    },
+  });
+  return {
+    address: env.address,
+    namespace,
+    uiUrl: options.uiPort ? `http://localhost:${options.uiPort}` : undefined,
+    env,
+    stop: () => env.teardown(),
+  };
+}
+
+/**
+ * Registers the project's search attributes on a namespace where they are
+ * missing (a server the worker did not start). Without them every status
+ * update would fail the workflow task.
+ */
+export async function ensureSearchAttributes(connection: Connection, namespace: string): Promise<string[]> {
+  const listed = await connection.operatorService.listSearchAttributes({ namespace });
+  const existing = new Set([...Object.keys(listed.customAttributes ?? {}), ...Object.keys(listed.systemAttributes ?? {})]);
+  const missing = SEARCH_ATTRIBUTES.filter((key) => !existing.has(key.name));
+  if (missing.length === 0) return [];
+  await connection.operatorService.addSearchAttributes({
+    namespace,
+    searchAttributes: Object.fromEntries(missing.map((key) => [key.name, encodeSearchAttributeIndexedValueType(key.type)!])),
+  });
+  return missing.map((key) => key.name);
+}

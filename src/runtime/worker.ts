@@ -1,0 +1,45 @@
+/** Builds the agent worker: the conversation workflow plus its activities, on one task queue. */
+import path from 'node:path';
+import { NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
+import type OpenAI from 'openai';
+import type { Pool } from 'pg';
+import { createActivities } from '../activities';
+import { ToolRegistry } from '../tools/registry';
+import type { Tool } from '../tools/tool';
+
+/** What a worker needs. */
+export interface AgentWorkerOptions {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  pool: Pool;
+  openai: OpenAI;
+  /** Model used when a conversation names none. */
+  defaultModel: string;
+  tools: readonly Tool[];
+  /** A prebuilt workflow bundle (tests build one once); the workflows are bundled at start when unset. */
+  workflowBundle?: WorkflowBundleOption;
+  /** Tool results longer than this are stored in PostgreSQL and carried as a preview. */
+  inlineResultLimit?: number;
+}
+
+/** Path of the workflows module, for bundling (the project runs from its TypeScript sources). */
+export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
+
+/** Creates (does not run) a worker for the conversation workflow. */
+export async function createAgentWorker(options: AgentWorkerOptions): Promise<Worker> {
+  return Worker.create({
+    connection: options.connection,
+    namespace: options.namespace,
+    taskQueue: options.taskQueue,
+    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    activities: createActivities({
+      pool: options.pool,
+      openai: options.openai,
+      tools: new ToolRegistry(options.tools),
+      defaultModel: options.defaultModel,
+      inlineResultLimit: options.inlineResultLimit,
+    }),
+    shutdownGraceTime: '10 seconds',
+  });
+}

@@ -1,0 +1,52 @@
+/** The worker's set of tools, with their JSON schemas for the model. */
+import { z } from 'zod';
+import type { Tool } from './tool';
+
+const NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
+const MAX_TOOLS = 128;
+
+/** A tool in the shape the Chat Completions API takes. */
+export interface FunctionToolSpec {
+  type: 'function';
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+}
+
+/** Looks tools up by name and describes them to the model. */
+export class ToolRegistry {
+  private readonly tools = new Map<string, Tool>();
+  private readonly specs = new Map<string, FunctionToolSpec>();
+
+  constructor(tools: readonly Tool[]) {
+    if (tools.length > MAX_TOOLS) {
+      throw new Error(`A worker can offer at most ${MAX_TOOLS} tools to the model; got ${tools.length}.`);
+    }
+    for (const t of tools) {
+      if (!NAME_PATTERN.test(t.name)) {
+        throw new Error(`Tool name "${t.name}" is not allowed: use 1-64 letters, digits, "_" or "-" (e.g. "issue_refund").`);
+      }
+      if (this.tools.has(t.name)) throw new Error(`Two tools are named "${t.name}"; tool names must be unique.`);
+      this.tools.set(t.name, t);
+      const { $schema: _ignored, ...parameters } = z.toJSONSchema(t.parameters) as Record<string, unknown>;
+      this.specs.set(t.name, { type: 'function', function: { name: t.name, description: t.description, parameters } });
+    }
+  }
+
+  /** The tool called `name`, if registered. */
+  get(name: string): Tool | undefined {
+    return this.tools.get(name);
+  }
+
+  /** Names of every registered tool. */
+  names(): string[] {
+    return [...this.tools.keys()];
+  }
+
+  /** Specs for the model: the named tools (registered ones only), or all when `names` is unset. */
+  specsFor(names?: readonly string[]): FunctionToolSpec[] {
+    const wanted = names ?? this.names();
+    return wanted.flatMap((name) => {
+      const spec = this.specs.get(name);
+      return spec ? [spec] : [];
+    });
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * Declaring tools: `tool({ name, description, parameters, execute, needsApproval })`,
+ * the shape the ecosystem already uses, with durability settings on top.
+ */
+import type { Pool, PoolClient } from 'pg';
+import { z } from 'zod';
+
+/** What a tool's `execute` receives besides its arguments. */
+export interface ToolContext {
+  conversationId: string;
+  toolCallId: string;
+  /** `${workflowId}/${toolCallId}`: the same for every attempt of this call. */
+  idempotencyKey: string;
+  /** 1 for the first attempt. */
+  attempt: number;
+  /** Aborted when the call is cancelled or its activity times out. */
+  signal: AbortSignal;
+  /** The worker's PostgreSQL pool (the demo domain lives there). */
+  db: Pool;
+  /**
+   * Applies a side effect at most once per tool call: runs `effect` in one
+   * PostgreSQL transaction together with a ledger row keyed by the idempotency
+   * key. A retry (after a crash, a timeout, a lost completion) gets the
+   * recorded result back without running `effect` again.
+   */
+  once<T>(effect: (tx: PoolClient) => Promise<T>): Promise<T>;
+}
+
+/** A tool as declared by its author. */
+export interface ToolDefinition<Schema extends z.ZodType = z.ZodType, Result = unknown> {
+  /** snake_case name the model calls; `^[a-zA-Z0-9_-]{1,64}$`. */
+  name: string;
+  description: string;
+  /** Zod schema of the arguments; sent to the model as JSON Schema and checked before `execute`. */
+  parameters: Schema;
+  /** Does the work. A string result is sent as is; anything else as JSON. */
+  execute(args: z.infer<Schema>, context: ToolContext): Promise<Result> | Result;
+  /** Whether a person must approve a call first: always, never, or depending on the arguments. Default false. */
+  needsApproval?: boolean | ((args: z.infer<Schema>) => boolean);
+  /** Start-to-close timeout of one attempt. Default 60 s. */
+  timeoutMs?: number;
+  /**
+   * True when a retry cannot apply an effect twice: the tool only reads, or it
+   * writes through `context.once`. Idempotent tools are retried (up to
+   * `maxAttempts`); others run at most once. Default true.
+   */
+  idempotent?: boolean;
+  /** Attempts for idempotent tools. Default 3. */
+  maxAttempts?: number;
+}
+
+/** A declared tool, ready for a {@link ToolRegistry}. */
+export interface Tool extends ToolDefinition<z.ZodType, unknown> {
+  readonly kind: 'tool';
+}
+
+/** Declares a tool. */
+export function tool<Schema extends z.ZodType, Result>(definition: ToolDefinition<Schema, Result>): Tool {
+  return { ...(definition as unknown as ToolDefinition<z.ZodType, unknown>), kind: 'tool' };
+}
+
+/** Thrown by a tool for a failure a retry cannot fix (e.g. "order not found"): no further attempts. */
+export class ToolError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}

@@ -1,0 +1,40 @@
+/**
+ * The content of the tool message that settles a call, for every way a call
+ * can end. Each is a JSON object the model can read, with a `kind`.
+ */
+
+/** How a tool call ended. */
+export type OutcomeKind =
+  | 'ok'
+  | 'tool_failed'
+  | 'rejected'
+  | 'approval_timeout'
+  | 'cancelled'
+  | 'interrupted'
+  | 'repaired';
+
+/** The settled result of one tool call: the tool message content and how it came about. */
+export interface ToolOutcome {
+  toolCallId: string;
+  kind: OutcomeKind;
+  /** Tool message content (JSON text, or the tool's own text result). */
+  content: string;
+  /** Set when the result body is stored in PostgreSQL rather than carried here. */
+  storedResultKey?: string;
+}
+
+/** Why a tool failed, for the model and for people reading the transcript. */
+export type ToolFailureReason = 'error' | 'unknown_tool' | 'invalid_arguments' | 'not_run_max_steps' | 'needs_approval';
+
+/** Content for a call whose tool failed: retries spent, non-retryable, bad arguments or unknown tool. */
+export function toolFailedContent(error: string, reason: ToolFailureReason = 'error'): string {
+  return JSON.stringify({ error, kind: 'tool_failed', reason });
+}
+
+/** Content synthesized by the transcript repair for a call that had no result. */
+export function repairedContent(): string {
+  return JSON.stringify({
+    error: 'No result was recorded for this tool call; the worker repaired the transcript before calling the model.',
+    kind: 'repaired',
+  });
+}

@@ -1,0 +1,123 @@
+/**
+ * Per-file test environment on the shared real servers: a fresh PostgreSQL
+ * database (migrated), a scripted model server speaking real HTTP, a real
+ * worker on its own task queue, and the project's client.
+ */
+import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
+import { Client as PgClient, type Pool } from 'pg';
+import { expect, inject } from 'vitest';
+import { createOpenAIClient } from '../../src/activities/openai-client';
+import { AgentClient } from '../../src/client/client';
+import { migrate } from '../../src/db/migrations';
+import { createPool } from '../../src/db/pool';
+import { startModelServer, type ModelServer, type ModelServerOptions } from '../../src/model-server';
+import { createAgentWorker } from '../../src/runtime/worker';
+import { backofficeTools } from '../../src/tools/backoffice';
+import type { Tool } from '../../src/tools/tool';
+
+try {
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+} catch {
+  // already installed in this process
+}
+
+/** Options of {@link startHarness}. */
+export interface HarnessOptions {
+  /** Tools on the worker; the back-office demo tools when unset. */
+  tools?: Tool[];
+  inlineResultLimit?: number;
+  /** Start an in-process worker. Default true. */
+  worker?: boolean;
+  dialect?: ModelServerOptions['dialect'];
+}
+
+/** What a test file works with. */
+export interface Harness {
+  temporalAddress: string;
+  databaseUrl: string;
+  taskQueue: string;
+  model: ModelServer;
+  pool: Pool;
+  client: AgentClient;
+  temporal: Client;
+  worker?: Worker;
+  /** A fresh conversation id. */
+  newConversationId(prefix?: string): string;
+  /** Requests the model server received whose messages include `marker` in a user message. */
+  requestsFor(marker: string): Record<string, unknown>[];
+  /** Asserts the scripted model server never saw an invalid request. */
+  expectOnlyValidModelRequests(): void;
+  stop(): Promise<void>;
+}
+
+/** Builds a harness; call `stop()` in `afterAll`. */
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const temporalAddress = inject('temporalAddress');
+  const databaseName = `t_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+  const admin = new PgClient({ connectionString: inject('postgresAdminUrl') });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${databaseName}`);
+  await admin.end();
+  const databaseUrl = inject('postgresAdminUrl').replace(/\/[^/]+$/, `/${databaseName}`);
+  const pool = createPool(databaseUrl);
+  await migrate(pool);
+
+  const model = await startModelServer({ dialect: options.dialect });
+  const taskQueue = `test-${randomUUID()}`;
+  const clientConnection = await Connection.connect({ address: temporalAddress });
+  const temporal = new Client({ connection: clientConnection });
+  const client = await AgentClient.connect({ temporalAddress, databaseUrl, taskQueue });
+
+  let worker: Worker | undefined;
+  let running: Promise<void> | undefined;
+  let workerConnection: NativeConnection | undefined;
+  if (options.worker !== false) {
+    workerConnection = await NativeConnection.connect({ address: temporalAddress });
+    worker = await createAgentWorker({
+      connection: workerConnection,
+      namespace: 'default',
+      taskQueue,
+      pool,
+      openai: createOpenAIClient({ apiKey: 'test-key', baseUrl: model.url }),
+      defaultModel: 'scripted-model',
+      tools: options.tools ?? backofficeTools(),
+      workflowBundle: { codePath: inject('workflowBundlePath') },
+      inlineResultLimit: options.inlineResultLimit,
+    });
+    running = worker.run();
+  }
+
+  return {
+    temporalAddress,
+    databaseUrl,
+    taskQueue,
+    model,
+    pool,
+    client,
+    temporal,
+    worker,
+    newConversationId: (prefix = 'conv') => `${prefix}-${randomUUID().slice(0, 8)}`,
+    requestsFor: (marker) =>
+      model.requests
+        .map((r) => r.body as Record<string, unknown>)
+        .filter((body) =>
+          ((body?.messages as { role: string; content: unknown }[] | undefined) ?? []).some(
+            (m) => m.role === 'user' && typeof m.content === 'string' && m.content.includes(marker),
+          ),
+        ),
+    expectOnlyValidModelRequests: () => {
+      expect(model.invalidRequests().map((r) => r.error?.body)).toEqual([]);
+    },
+    stop: async () => {
+      if (worker && worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
+      await workerConnection?.close();
+      await client.close();
+      await clientConnection.close();
+      await model.close();
+      await pool.end();
+    },
+  };
+}
