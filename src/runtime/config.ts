@@ -37,7 +37,9 @@ const envSchema = z.object({
       .optional(),
   ),
   OPENAI_API_KEY: optional,
-  OPENAI_BASE_URL: optional.pipe(z.url('must be a URL such as https://api.openai.com/v1').optional()),
+  OPENAI_BASE_URL: optional.pipe(
+    z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as https://api.openai.com/v1' }).optional(),
+  ),
   OPENAI_MODEL: optional,
   AGENT_DATA_DIR: optional,
   LOG_LEVEL: optional.pipe(z.enum(['trace', 'debug', 'info', 'warn', 'error']).optional()),

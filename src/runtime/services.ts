@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { startEmbeddedPostgres, freePort } from '../db/embedded-postgres';
+import { freePort } from '../db/free-port';
 import { demoResponder, DEMO_LABEL } from '../model-server/demo-model';
 import { startModelServer } from '../model-server';
 import type { WorkerConfig } from './config';
@@ -84,6 +84,8 @@ export async function startServices(config: WorkerConfig): Promise<RunningServic
     let databaseUrl = config.databaseUrl;
     let postgresOrigin = 'configured (DATABASE_URL)';
     if (!databaseUrl) {
+      // Imported only when used: embedded-postgres installs process exit hooks as soon as it is loaded.
+      const { startEmbeddedPostgres } = await import('../db/embedded-postgres');
       const pg = await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, 'postgres') });
       stops.push(pg.stop);
       databaseUrl = pg.databaseUrl;

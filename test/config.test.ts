@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/runtime/config';
+
+describe('configuration from the environment', () => {
+  it('defaults to embedded services and the offline demo model when nothing is set', () => {
+    const config = loadConfig({});
+    expect(config.temporal).toMatchObject({ address: undefined, namespace: 'default', taskQueue: 'agent' });
+    expect(config.databaseUrl).toBeUndefined();
+    expect(config.openai).toEqual({ apiKey: undefined, baseUrl: undefined, model: 'gpt-4o-mini' });
+  });
+
+  it('treats empty values as unset, as docker-compose passes them', () => {
+    expect(loadConfig({ OPENAI_API_KEY: '', OPENAI_BASE_URL: ' ' }).openai.apiKey).toBeUndefined();
+  });
+
+  it('refuses a DATABASE_URL that is not a PostgreSQL URL, naming the variable and the expected shape', () => {
+    expect(() => loadConfig({ DATABASE_URL: 'mysql://localhost/agent' })).toThrow(ConfigError);
+    expect(() => loadConfig({ DATABASE_URL: 'mysql://localhost/agent' })).toThrow(
+      /DATABASE_URL: must look like postgres:\/\/user:password@host:5432\/database/,
+    );
+  });
+
+  it('refuses an OPENAI_BASE_URL that is not a URL', () => {
+    expect(() => loadConfig({ OPENAI_BASE_URL: 'localhost:8080' })).toThrow(/OPENAI_BASE_URL/);
+  });
+});

@@ -1,0 +1,25 @@
+/** Measuring workflow history, event by event, in the bytes Temporal stores. */
+import type { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+
+/** Encoded size of every event of a workflow's history. */
+export async function historyEventSizes(client: Client, workflowId: string): Promise<{ event: temporal.api.history.v1.IHistoryEvent; bytes: number }[]> {
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  return (history.events ?? []).map((event) => ({
+    event,
+    bytes: temporal.api.history.v1.HistoryEvent.encode(event).finish().length,
+  }));
+}
+
+/**
+ * History bytes added by each step, a step being everything from one
+ * `callModel` activity being scheduled up to the next one.
+ */
+export async function historyBytesPerStep(client: Client, workflowId: string): Promise<number[]> {
+  const steps: number[] = [];
+  for (const { event, bytes } of await historyEventSizes(client, workflowId)) {
+    if (event.activityTaskScheduledEventAttributes?.activityType?.name === 'callModel') steps.push(0);
+    if (steps.length > 0) steps[steps.length - 1] += bytes;
+  }
+  return steps;
+}
