@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { InvalidConversationInputError } from '../src/errors';
 import { userMessageSignal } from '../src/workflows/api';
 import { startHarness, type Harness } from './support/harness';
 
@@ -42,5 +43,18 @@ describe('user messages arrive as signals', () => {
     await h.temporal.workflow.getHandle(id).result();
     await expect(h.client.sendMessage(id, 'Are you there?')).rejects.toThrow(/has ended and cannot take new messages/);
     expect((await h.client.transcript(id)).map((m) => m.message.role)).toEqual(['user', 'assistant']);
+  });
+});
+
+describe('start options', () => {
+  it('invalid start options are refused by the client, naming each field, and nothing is started', async () => {
+    const id = h.newConversationId();
+    const error = await h.client
+      .sendMessage(id, 'Hello', { input: { maxSteps: 0, tools: 'find_customer' as unknown as string[] } })
+      .catch((err: Error) => err);
+    expect(error).toBeInstanceOf(InvalidConversationInputError);
+    expect((error as Error).message).toContain('maxSteps must be a positive integer, got 0');
+    expect((error as Error).message).toContain('tools must be a list of tool names');
+    await expect(h.temporal.workflow.getHandle(id).describe()).rejects.toThrow(/not found/i);
   });
 });

@@ -7,10 +7,12 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import type { Pool } from 'pg';
+import { ConversationClosedError, InvalidConversationInputError } from '../errors';
 import { readTranscript, type StoredMessage } from '../activities/transcript-store';
 import { createPool } from '../db/pool';
 import {
   CONVERSATION_WORKFLOW_TYPE,
+  describeInvalidInput,
   endConversationSignal,
   stateQuery,
   userMessageSignal,
@@ -44,13 +46,6 @@ export interface TurnAnswer {
   answer?: string;
 }
 
-/** Thrown when a conversation cannot take a message, with the reason and the way out. */
-export class ConversationClosedError extends Error {
-  constructor(conversationId: string) {
-    super(`Conversation ${conversationId} has ended and cannot take new messages. Start a new conversation with another id.`);
-    this.name = new.target.name;
-  }
-}
 
 /** The client of the durable agent worker. */
 export class AgentClient {
@@ -74,6 +69,8 @@ export class AgentClient {
     if (typeof text !== 'string' || text.trim() === '') {
       throw new TypeError('A message needs some text: got an empty message.');
     }
+    const problems = describeInvalidInput(options.input);
+    if (problems.length > 0) throw new InvalidConversationInputError(`Invalid conversation input: ${problems.join('; ')}.`);
     const messageId = options.messageId ?? randomUUID();
     try {
       await this.temporal.workflow.signalWithStart(CONVERSATION_WORKFLOW_TYPE, {

@@ -1,3 +1,4 @@
 /** Client side of the durable agent worker. */
-export { AgentClient, ConversationClosedError, type AgentClientOptions, type SendMessageOptions, type TurnAnswer } from './client';
+export { ConversationClosedError, InvalidConversationInputError } from '../errors';
+export { AgentClient, type AgentClientOptions, type SendMessageOptions, type TurnAnswer } from './client';
 export { formatTranscript } from './format';

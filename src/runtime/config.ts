@@ -3,6 +3,9 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
+import { ConfigError } from '../errors';
+
+export { ConfigError };
 
 /** The environment variables a deployment sets (see README, "Configuration"). */
 export const ENV_VARS = [
@@ -70,13 +73,6 @@ export interface WorkerConfig {
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error';
 }
 
-/** Thrown when an environment variable has a value the worker cannot use. */
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = new.target.name;
-  }
-}
 
 /** Reads the configuration from `env` (default `process.env`), with clear errors for bad values. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {

@@ -5,6 +5,8 @@
 import type { Pool, PoolClient } from 'pg';
 import { z } from 'zod';
 
+export { ToolError } from '../errors';
+
 /** What a tool's `execute` receives besides its arguments. */
 export interface ToolContext {
   conversationId: string;
@@ -57,12 +59,4 @@ export interface Tool extends ToolDefinition<z.ZodType, unknown> {
 /** Declares a tool. */
 export function tool<Schema extends z.ZodType, Result>(definition: ToolDefinition<Schema, Result>): Tool {
   return { ...(definition as unknown as ToolDefinition<z.ZodType, unknown>), kind: 'tool' };
-}
-
-/** Thrown by a tool for a failure a retry cannot fix (e.g. "order not found"): no further attempts. */
-export class ToolError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = new.target.name;
-  }
 }

@@ -45,6 +45,37 @@ export const CONVERSATION_DEFAULTS = {
   modelCallAttempts: 5,
 } as const;
 
+/**
+ * Lists what is wrong with a {@link ConversationInput}; empty when it is valid.
+ * Checked by the client before starting, and by the workflow at start.
+ */
+export function describeInvalidInput(input: unknown): string[] {
+  if (input === undefined) return [];
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) return ['the input must be an object'];
+  const i = input as Record<string, unknown>;
+  const problems: string[] = [];
+  const positiveInt = (value: unknown, name: string): void => {
+    if (value !== undefined && !(Number.isInteger(value) && (value as number) > 0)) {
+      problems.push(`${name} must be a positive integer, got ${JSON.stringify(value)}`);
+    }
+  };
+  if (i.systemPrompt !== undefined && typeof i.systemPrompt !== 'string') problems.push('systemPrompt must be a string');
+  if (i.tools !== undefined && !(Array.isArray(i.tools) && i.tools.every((t) => typeof t === 'string'))) {
+    problems.push('tools must be a list of tool names, e.g. ["find_customer"]');
+  }
+  positiveInt(i.maxSteps, 'maxSteps');
+  const timeouts = (i.timeouts ?? {}) as Record<string, unknown>;
+  positiveInt(timeouts.modelCallMs, 'timeouts.modelCallMs');
+  positiveInt(timeouts.modelCallAttempts, 'timeouts.modelCallAttempts');
+  const model = (i.model ?? {}) as Record<string, unknown>;
+  if (model.model !== undefined && (typeof model.model !== 'string' || model.model === '')) {
+    problems.push('model.model must be a non-empty model name');
+  }
+  if (model.temperature !== undefined && typeof model.temperature !== 'number') problems.push('model.temperature must be a number');
+  positiveInt(model.maxTokens, 'model.maxTokens');
+  return problems;
+}
+
 /** A message from the user. */
 export interface UserMessage {
   text: string;

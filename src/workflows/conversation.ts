@@ -30,6 +30,7 @@ import {
 import {
   AgentStatusAttribute,
   CONVERSATION_DEFAULTS,
+  describeInvalidInput,
   endConversationSignal,
   PendingApprovalsAttribute,
   RECENT_TURNS_KEPT,
@@ -59,6 +60,10 @@ const store = proxyActivities<ConversationActivities>({
 /** Runs one conversation until it is ended. */
 export async function conversationWorkflow(input: ConversationInput = {}): Promise<ConversationSummary> {
   const conversationId = workflowInfo().workflowId;
+  const inputProblems = describeInvalidInput(input);
+  if (inputProblems.length > 0) {
+    throw ApplicationFailure.nonRetryable(`Invalid conversation input: ${inputProblems.join('; ')}.`, 'InvalidConversationInput');
+  }
   const maxSteps = input.maxSteps ?? CONVERSATION_DEFAULTS.maxSteps;
   const model = proxyActivities<ConversationActivities>({
     startToCloseTimeout: input.timeouts?.modelCallMs ?? CONVERSATION_DEFAULTS.modelCallMs,

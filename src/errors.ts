@@ -1,0 +1,28 @@
+/**
+ * The project's errors: one base class, narrow subclasses, each message
+ * naming the thing, the value and the way out. Pure module, safe anywhere.
+ */
+
+/** Base of every error the project throws on purpose. */
+export abstract class AgentError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** An environment variable has a value the worker cannot use. */
+export class ConfigError extends AgentError {}
+
+/** A conversation's start options are invalid. */
+export class InvalidConversationInputError extends AgentError {}
+
+/** A conversation has ended and takes no more messages. */
+export class ConversationClosedError extends AgentError {
+  constructor(conversationId: string) {
+    super(`Conversation ${conversationId} has ended and cannot take new messages. Start a new conversation with another id.`);
+  }
+}
+
+/** Thrown by a tool for a failure a retry cannot fix (e.g. "order not found"): no further attempts. */
+export class ToolError extends AgentError {}
