@@ -2,6 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../src/activities';
+import type { ModelCallResult } from '../src/activities/contracts';
 import { createOpenAIClient } from '../src/activities/openai-client';
 import { ToolRegistry } from '../src/tools/registry';
 import { backofficeTools } from '../src/tools/backoffice';
@@ -53,7 +54,7 @@ describe('the model activity', () => {
         omitSeqs: [],
         synthesized: [],
         settings: {},
-        toolChoice: 'auto',
+        toolChoice: 'auto' as const,
       })
       .catch((err: unknown) => err);
     expect(failure).toBeInstanceOf(ApplicationFailure);
@@ -67,13 +68,13 @@ describe('the model activity', () => {
     const conversationId = h.newConversationId('guard');
     await activities().appendMessages({ conversationId, messages: broken.map((message, seq) => ({ seq, message })) });
     h.model.enqueue({ content: 'Found them.' });
-    const result = await new MockActivityEnvironment().run(activities().callModel, {
+    const result: ModelCallResult = await new MockActivityEnvironment().run(activities().callModel, {
       conversationId,
       throughSeq: broken.length - 1,
       omitSeqs: [3],
       synthesized: [{ afterSeq: 1, toolCallId: 'call_b', content: repairedContent() }],
       settings: {},
-      toolChoice: 'auto',
+      toolChoice: 'auto' as const,
     });
     expect(result.message).toEqual({ role: 'assistant', content: 'Found them.' });
     const sent = h.model.requests[h.model.requests.length - 1];
@@ -98,7 +99,7 @@ describe('the model activity', () => {
         omitSeqs: [],
         synthesized: [],
         settings: {},
-        toolChoice: 'auto',
+        toolChoice: 'auto' as const,
       }),
     ).rejects.toThrow(/holds 1 messages through seq 2, expected 3/);
   });
