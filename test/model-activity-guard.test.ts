@@ -47,7 +47,7 @@ describe('the model activity', () => {
     const conversationId = h.newConversationId('guard');
     await activities().appendMessages({ conversationId, messages: broken.map((message, seq) => ({ seq, message })) });
     const before = h.model.requests.length;
-    const failure = await new MockActivityEnvironment()
+    const failure = await new MockActivityEnvironment({ activityId: `guard-1-${Date.now()}` })
       .run(activities().callModel, {
         conversationId,
         throughSeq: broken.length - 1,
@@ -68,7 +68,7 @@ describe('the model activity', () => {
     const conversationId = h.newConversationId('guard');
     await activities().appendMessages({ conversationId, messages: broken.map((message, seq) => ({ seq, message })) });
     h.model.enqueue({ content: 'Found them.' });
-    const result: ModelCallResult = await new MockActivityEnvironment().run(activities().callModel, {
+    const result: ModelCallResult = await new MockActivityEnvironment({ activityId: `guard-2-${Date.now()}` }).run(activities().callModel, {
       conversationId,
       throughSeq: broken.length - 1,
       omitSeqs: [3],
@@ -93,7 +93,7 @@ describe('the model activity', () => {
     const conversationId = h.newConversationId('guard');
     await activities().appendMessages({ conversationId, messages: [{ seq: 0, message: { role: 'user', content: 'hi' } }] });
     await expect(
-      new MockActivityEnvironment().run(activities().callModel, {
+      new MockActivityEnvironment({ activityId: `guard-3-${Date.now()}` }).run(activities().callModel, {
         conversationId,
         throughSeq: 2,
         omitSeqs: [],

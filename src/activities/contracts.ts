@@ -39,15 +39,25 @@ export interface ToolCallPlan {
 /** The model's answer: the message to append and a plan for each of its tool calls. */
 export interface ModelCallResult {
   message: AssistantMessage;
+  /** Key of the stored response in PostgreSQL, for appending it by reference. */
+  responseKey: string;
   calls: ToolCallPlan[];
   finishReason: string | null;
   usage?: { promptTokens: number; completionTokens: number };
 }
 
+/** A message body already stored by an activity, appended by reference so its bytes cross history once. */
+export type StoredMessageRef =
+  | { kind: 'model_response'; key: string }
+  | { kind: 'tool_result'; key: string; toolCallId: string };
+
+/** One message to append: its body, or a reference to a body an activity stored. */
+export type AppendEntry = { seq: number; message: ChatMessage } | { seq: number; ref: StoredMessageRef };
+
 /** Messages to store, each at the seq the workflow assigned. Idempotent. */
 export interface AppendMessagesInput {
   conversationId: string;
-  messages: { seq: number; message: ChatMessage; storedResultKey?: string }[];
+  messages: AppendEntry[];
 }
 
 /** One tool call to execute. */
@@ -61,10 +71,9 @@ export interface ToolCallInput {
   idempotencyKey: string;
 }
 
-/** A tool's result: inline, or a preview with the full body stored in PostgreSQL. */
+/** A tool's result. The full body is stored in PostgreSQL under `storedResultKey`; `content` is it, or a preview when large. */
 export interface ToolCallResult {
   content: string;
-  /** Key of the full result in PostgreSQL when `content` is only a preview. */
   storedResultKey?: string;
 }
 

@@ -17,7 +17,7 @@ export interface ActivityDeps {
   tools: ToolRegistry;
   /** Model used when a conversation names none. */
   defaultModel: string;
-  /** Tool results longer than this are stored in PostgreSQL and carried as a preview. Default 4096. */
+  /** Tool results longer than this travel through workflow history as a preview only. Default 4096. */
   inlineResultLimit?: number;
 }
 

@@ -12,7 +12,7 @@ import { applyPairingRepair, findPairingProblems, type PairingItem } from '../tr
 import type { ToolRegistry } from '../tools/registry';
 import type { Pool } from 'pg';
 import { ActivityErrorType, type AssistantMessage, type ModelCallInput, type ModelCallResult, type ToolCallPlan } from './contracts';
-import { readTranscript } from './transcript-store';
+import { findModelResponse, readTranscript, storeModelResponse } from './transcript-store';
 import { checkToolCall } from './tool-calls';
 
 /** Dependencies of the model activity. */
@@ -38,6 +38,13 @@ const HEARTBEAT_EVERY_MS = 5_000;
 /** Builds the `callModel` activity. */
 export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallInput) => Promise<ModelCallResult> {
   return async function callModel(input: ModelCallInput): Promise<ModelCallResult> {
+    const { info } = Context.current();
+    const responseKey = `${info.workflowExecution?.runId ?? 'standalone'}/${info.activityId}`;
+    const earlier = await findModelResponse(deps.pool, responseKey);
+    if (earlier) {
+      // An earlier attempt got the answer but did not report it (crash, lost completion): use it, do not pay twice.
+      return { ...earlier, responseKey, calls: planToolCalls(deps, input, earlier.message) };
+    }
     const messages = await loadModelMessages(deps.pool, input);
     const tools = deps.tools.specsFor(input.tools);
     const request: ChatCompletionCreateParamsNonStreaming = {
@@ -48,12 +55,18 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
       ...(tools.length > 0 ? { tools, tool_choice: input.toolChoice } : {}),
     };
     const completion = await requestCompletion(deps.openai, request);
-    const calls = completion.message.tool_calls ?? [];
-    return {
-      ...completion,
-      calls: calls.map((call) => planToolCall(deps.tools, input.tools, call)),
-    };
+    const stored = await storeModelResponse(deps.pool, {
+      key: responseKey,
+      conversationId: input.conversationId,
+      message: completion.message,
+      finishReason: completion.finishReason,
+    });
+    return { ...stored, usage: completion.usage, responseKey, calls: planToolCalls(deps, input, stored.message) };
   };
+}
+
+function planToolCalls(deps: ModelActivityDeps, input: ModelCallInput, message: AssistantMessage): ToolCallPlan[] {
+  return (message.tool_calls ?? []).map((call) => planToolCall(deps.tools, input.tools, call));
 }
 
 /** Reads the transcript, applies the workflow's repair, and refuses to send anything invalid. */

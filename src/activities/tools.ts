@@ -13,7 +13,7 @@ import { storeToolResult } from './transcript-store';
 export interface ToolActivityDeps {
   pool: Pool;
   tools: ToolRegistry;
-  /** Results longer than this (characters) are stored in PostgreSQL and carried as a preview. Default 4096. */
+  /** Results longer than this (characters) travel through workflow history as a preview only. Default 4096. */
   inlineResultLimit?: number;
 }
 
@@ -49,17 +49,18 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
       }
       throw err;
     }
-    const content = typeof result === 'string' ? result : JSON.stringify(result ?? null);
-    if (content.length <= limit) return { content };
-    await storeToolResult(deps.pool, {
+    const content = await storeToolResult(deps.pool, {
       idempotencyKey: input.idempotencyKey,
       conversationId: input.conversationId,
       toolCallId: input.toolCallId,
       toolName: input.name,
-      content,
+      content: typeof result === 'string' ? result : JSON.stringify(result ?? null),
     });
     return {
-      content: `${content.slice(0, PREVIEW_LENGTH)}… [${content.length} characters; the full result is stored under ${input.idempotencyKey}]`,
+      content:
+        content.length <= limit
+          ? content
+          : `${content.slice(0, PREVIEW_LENGTH)}… [${content.length} characters; the full result is stored under ${input.idempotencyKey}]`,
       storedResultKey: input.idempotencyKey,
     };
   };

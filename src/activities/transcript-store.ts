@@ -1,7 +1,7 @@
 /** Message bodies in PostgreSQL: the workflow appends, the model activity and readers read. */
 import type { Pool } from 'pg';
 import type { ChatMessage } from '../transcript/messages';
-import type { AppendMessagesInput } from './contracts';
+import type { AppendMessagesInput, AssistantMessage, StoredMessageRef } from './contracts';
 
 /** A stored message with its position. */
 export interface StoredMessage {
@@ -12,30 +12,26 @@ export interface StoredMessage {
 
 /**
  * Stores messages at their seqs in one transaction. Upsert: an activity
- * retried after it already wrote writes the same rows again. A message with a
- * `storedResultKey` takes its content from the tool result stored under that key.
+ * retried after it already wrote writes the same rows again. A message given
+ * by reference takes its body from the model response or tool result an
+ * activity stored under that key.
  */
 export async function appendMessages(pool: Pool, input: AppendMessagesInput): Promise<void> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
-    for (const { seq, message, storedResultKey } of input.messages) {
-      if (storedResultKey && message.role === 'tool') {
-        const res = await client.query(
-          `INSERT INTO conversation_messages (conversation_id, seq, role, message)
-           SELECT $1, $2, 'tool', jsonb_build_object('role', 'tool', 'tool_call_id', $3::text, 'content', content)
-             FROM tool_results WHERE idempotency_key = $4
-           ON CONFLICT (conversation_id, seq) DO UPDATE SET role = EXCLUDED.role, message = EXCLUDED.message`,
-          [input.conversationId, seq, message.tool_call_id, storedResultKey],
-        );
-        if (res.rowCount === 0) {
-          throw new Error(`No stored tool result under key ${storedResultKey} for message ${seq} of ${input.conversationId}.`);
-        }
-      } else {
-        await client.query(
-          `INSERT INTO conversation_messages (conversation_id, seq, role, message) VALUES ($1, $2, $3, $4)
-           ON CONFLICT (conversation_id, seq) DO UPDATE SET role = EXCLUDED.role, message = EXCLUDED.message`,
-          [input.conversationId, seq, message.role, JSON.stringify(message)],
+    for (const entry of input.messages) {
+      const res = await client.query(
+        `INSERT INTO conversation_messages (conversation_id, seq, role, message)
+         ${'ref' in entry ? SELECT_BY_REF[entry.ref.kind] : 'SELECT $1, $2, $3::jsonb ->> \'role\', $3::jsonb'}
+         ON CONFLICT (conversation_id, seq) DO UPDATE SET role = EXCLUDED.role, message = EXCLUDED.message`,
+        'ref' in entry
+          ? [input.conversationId, entry.seq, entry.ref.key, ...(entry.ref.kind === 'tool_result' ? [entry.ref.toolCallId] : [])]
+          : [input.conversationId, entry.seq, JSON.stringify(entry.message)],
+      );
+      if (res.rowCount === 0 && 'ref' in entry) {
+        throw new Error(
+          `Conversation ${input.conversationId}, message ${entry.seq}: nothing is stored under ${entry.ref.kind} key ${entry.ref.key}.`,
         );
       }
     }
@@ -48,6 +44,12 @@ export async function appendMessages(pool: Pool, input: AppendMessagesInput): Pr
   }
 }
 
+const SELECT_BY_REF: Record<StoredMessageRef['kind'], string> = {
+  model_response: `SELECT $1, $2, 'assistant', message FROM model_responses WHERE response_key = $3`,
+  tool_result: `SELECT $1, $2, 'tool', jsonb_build_object('role', 'tool', 'tool_call_id', $4::text, 'content', content)
+                  FROM tool_results WHERE idempotency_key = $3`,
+};
+
 /** Reads a conversation's messages in order, through `throughSeq` (all when unset). */
 export async function readTranscript(pool: Pool, conversationId: string, throughSeq?: number): Promise<StoredMessage[]> {
   const { rows } = await pool.query<{ seq: number; message: ChatMessage; created_at: Date }>(
@@ -59,14 +61,43 @@ export async function readTranscript(pool: Pool, conversationId: string, through
   return rows.map((r) => ({ seq: r.seq, message: r.message, createdAt: r.created_at }));
 }
 
-/** Stores a large tool result under its idempotency key (upsert). */
+/**
+ * Stores a tool result under its idempotency key. The first stored result
+ * wins and is returned, so every attempt of a call reports the same result
+ * (a late attempt cannot replace what the workflow already recorded).
+ */
 export async function storeToolResult(
   pool: Pool,
   row: { idempotencyKey: string; conversationId: string; toolCallId: string; toolName: string; content: string },
-): Promise<void> {
-  await pool.query(
-    `INSERT INTO tool_results (idempotency_key, conversation_id, tool_call_id, tool_name, content) VALUES ($1, $2, $3, $4, $5)
-     ON CONFLICT (idempotency_key) DO UPDATE SET content = EXCLUDED.content`,
+): Promise<string> {
+  const { rows } = await pool.query<{ content: string }>(
+    `WITH inserted AS (
+       INSERT INTO tool_results (idempotency_key, conversation_id, tool_call_id, tool_name, content) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (idempotency_key) DO NOTHING RETURNING content)
+     SELECT content FROM inserted UNION ALL SELECT content FROM tool_results WHERE idempotency_key = $1 LIMIT 1`,
     [row.idempotencyKey, row.conversationId, row.toolCallId, row.toolName, row.content],
   );
+  return rows[0].content;
+}
+
+/** A model response stored by the model activity, if one is stored under `key`. */
+export async function findModelResponse(pool: Pool, key: string): Promise<{ message: AssistantMessage; finishReason: string | null } | undefined> {
+  const { rows } = await pool.query<{ message: AssistantMessage; finish_reason: string | null }>(
+    'SELECT message, finish_reason FROM model_responses WHERE response_key = $1',
+    [key],
+  );
+  return rows[0] ? { message: rows[0].message, finishReason: rows[0].finish_reason } : undefined;
+}
+
+/** Stores a model response under `key`; the first stored response wins and is returned. */
+export async function storeModelResponse(
+  pool: Pool,
+  row: { key: string; conversationId: string; message: AssistantMessage; finishReason: string | null },
+): Promise<{ message: AssistantMessage; finishReason: string | null }> {
+  await pool.query(
+    `INSERT INTO model_responses (response_key, conversation_id, message, finish_reason) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (response_key) DO NOTHING`,
+    [row.key, row.conversationId, JSON.stringify(row.message), row.finishReason],
+  );
+  return (await findModelResponse(pool, row.key))!;
 }

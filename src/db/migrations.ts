@@ -13,7 +13,7 @@ interface Migration {
 const MIGRATIONS: Migration[] = [
   {
     version: 1,
-    name: 'transcripts, tool results and the idempotency ledger',
+    name: 'transcripts, model responses, tool results and the idempotency ledger',
     sql: `
       CREATE TABLE conversation_messages (
         conversation_id text NOT NULL,
@@ -29,6 +29,13 @@ const MIGRATIONS: Migration[] = [
         tool_call_id text NOT NULL,
         tool_name text NOT NULL,
         content text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE TABLE model_responses (
+        response_key text PRIMARY KEY,
+        conversation_id text NOT NULL,
+        message jsonb NOT NULL,
+        finish_reason text,
         created_at timestamptz NOT NULL DEFAULT now()
       );
       CREATE TABLE tool_ledger (

@@ -19,7 +19,7 @@ export interface AgentWorkerOptions {
   tools: readonly Tool[];
   /** A prebuilt workflow bundle (tests build one once); the workflows are bundled at start when unset. */
   workflowBundle?: WorkflowBundleOption;
-  /** Tool results longer than this are stored in PostgreSQL and carried as a preview. */
+  /** Tool results longer than this travel through workflow history as a preview only. */
   inlineResultLimit?: number;
 }
 

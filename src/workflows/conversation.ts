@@ -24,6 +24,7 @@ import {
   ActivityErrorType,
   type ConversationActivities,
   type ModelCallInput,
+  type StoredMessageRef,
   type ToolCallPlan,
   type ToolCallResult,
 } from '../activities/contracts';
@@ -127,12 +128,16 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     transcriptRepairs,
   }));
 
-  /** Stores new messages at the next seqs and records their structure. Returns the first seq. */
-  const append = async (entries: { message: ChatMessage; storedResultKey?: string }[]): Promise<number> => {
+  /**
+   * Stores new messages at the next seqs and records their structure. A
+   * message an activity already stored is appended by reference, so its body
+   * crosses history once. Returns the first seq.
+   */
+  const append = async (entries: { message: ChatMessage; ref?: StoredMessageRef }[]): Promise<number> => {
     const first = messages.length;
     await store.appendMessages({
       conversationId,
-      messages: entries.map((entry, i) => ({ seq: first + i, ...entry })),
+      messages: entries.map(({ message, ref }, i) => (ref ? { seq: first + i, ref } : { seq: first + i, message })),
     });
     entries.forEach((entry, i) => messages.push(describeMessage(first + i, entry.message)));
     return first;
@@ -188,7 +193,9 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
       }
       turnSteps++;
       steps++;
-      const assistantSeq = await append([{ message: result.message }]);
+      const assistantSeq = await append([
+        { message: result.message, ref: { kind: 'model_response', key: result.responseKey } },
+      ]);
       const calls = result.message.tool_calls ?? [];
       if (calls.length === 0) {
         finishTurn({ messageIds, outcome: 'answered', steps: turnSteps, answerSeq: assistantSeq });
@@ -207,10 +214,13 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
       const plans = new Map(result.calls.map((plan) => [plan.toolCallId, plan]));
       const results = await Promise.all(calls.map((call) => executeCall(conversationId, call, plans.get(call.id))));
       await append(
-        calls.map((call, i) => ({
-          message: { role: 'tool', tool_call_id: call.id, content: results[i].content },
-          storedResultKey: results[i].storedResultKey,
-        })),
+        calls.map((call, i) => {
+          const { content, storedResultKey } = results[i];
+          return {
+            message: { role: 'tool', tool_call_id: call.id, content },
+            ref: storedResultKey ? { kind: 'tool_result', key: storedResultKey, toolCallId: call.id } : undefined,
+          };
+        }),
       );
     }
   };
