@@ -24,5 +24,8 @@ export class ConversationClosedError extends AgentError {
   }
 }
 
+/** A conversation refused a decision (unknown, settled or not-awaiting call); nothing changed. */
+export class DecisionRefusedError extends AgentError {}
+
 /** Thrown by a tool for a failure a retry cannot fix (e.g. "order not found"): no further attempts. */
 export class ToolError extends AgentError {}

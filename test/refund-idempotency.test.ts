@@ -60,17 +60,4 @@ describe('the refund tool applies its side effect once per tool call', () => {
     expect(a).toEqual(b);
     expect(await refundedCents('ord_3001')).toBe(100);
   });
-
-  it('a refund above the approval threshold is not run while this worker cannot ask a person', async () => {
-    const id = h.newConversationId();
-    h.model.enqueue(
-      { toolCalls: [{ id: 'call_big', name: 'issue_refund', arguments: { order_id: 'ord_1001', amount_cents: 12_000, reason: 'broken' } }] },
-      { content: 'That refund needs approval.' },
-    );
-    await h.client.ask(id, 'Refund 120 on ord_1001');
-    const tool = (await h.client.transcript(id)).map((m) => m.message).find((m) => m.role === 'tool');
-    expect(JSON.parse((tool as { content: string }).content)).toMatchObject({ kind: 'tool_failed', reason: 'needs_approval' });
-    expect(await refundedCents('ord_1001')).toBe(0);
-    h.expectOnlyValidModelRequests();
-  });
 });

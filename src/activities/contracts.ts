@@ -89,6 +89,19 @@ export const ActivityErrorType = {
   ToolFailedPermanently: 'ToolFailedPermanently',
 } as const;
 
+/** A decision as applied by the workflow, for the `approval_decisions` records. */
+export interface DecisionRecord {
+  conversationId: string;
+  decisionId: string;
+  decision: 'approve' | 'reject';
+  toolCallIds: string[];
+  reason?: string;
+  decidedBy?: string;
+  /** Workflow time of the decision, ms since the epoch. */
+  decidedAt: number;
+  via: 'signal' | 'update';
+}
+
 /** The activities the conversation workflow schedules. Built by `createActivities`. */
 export interface ConversationActivities {
   /** Stores messages at their seqs (upsert): safe to retry. */
@@ -97,4 +110,6 @@ export interface ConversationActivities {
   callModel(input: ModelCallInput): Promise<ModelCallResult>;
   /** Runs one tool call with its idempotency key. */
   runTool(input: ToolCallInput): Promise<ToolCallResult>;
+  /** Records an applied decision (idempotent on its id). */
+  recordDecision(record: DecisionRecord): Promise<void>;
 }

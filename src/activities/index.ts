@@ -8,7 +8,7 @@ import type { ToolRegistry } from '../tools/registry';
 import type { ConversationActivities } from './contracts';
 import { createModelActivity } from './model';
 import { createToolActivity } from './tools';
-import { appendMessages } from './transcript-store';
+import { appendMessages, recordDecision } from './transcript-store';
 
 /** What the activities need. */
 export interface ActivityDeps {
@@ -27,6 +27,7 @@ export function createActivities(deps: ActivityDeps): ConversationActivities {
     appendMessages: (input) => appendMessages(deps.pool, input),
     callModel: createModelActivity(deps),
     runTool: createToolActivity(deps),
+    recordDecision: (record) => recordDecision(deps.pool, record),
   };
 }
 

@@ -33,7 +33,8 @@ export interface ModelCompletion {
 
 /** Default timeout and attempt policy for tools, applied in plans. */
 const TOOL_DEFAULTS = { timeoutMs: 60_000, maxAttempts: 3 };
-const HEARTBEAT_EVERY_MS = 5_000;
+/** Heartbeats carry cancellation to the activity: a cancelled turn stops its model call within about a second. */
+const HEARTBEAT_EVERY_MS = 1_000;
 
 /** Builds the `callModel` activity. */
 export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallInput) => Promise<ModelCallResult> {

@@ -18,6 +18,7 @@ export interface ToolActivityDeps {
 }
 
 const PREVIEW_LENGTH = 512;
+const HEARTBEAT_EVERY_MS = 1_000;
 
 /** Builds the `runTool` activity. */
 export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInput) => Promise<ToolCallResult> {
@@ -41,6 +42,8 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
       once: (effect) => applyOnce(deps.pool, input.idempotencyKey, input.name, effect),
     };
     let result: unknown;
+    // Heartbeats carry cancellation to the tool (its `signal` aborts) when its turn is cancelled.
+    const heartbeat = setInterval(() => activity.heartbeat(), HEARTBEAT_EVERY_MS);
     try {
       result = await checked.tool.execute(checked.args, context);
     } catch (err) {
@@ -48,6 +51,8 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
         throw ApplicationFailure.nonRetryable(err.message, ActivityErrorType.ToolFailedPermanently);
       }
       throw err;
+    } finally {
+      clearInterval(heartbeat);
     }
     const content = await storeToolResult(deps.pool, {
       idempotencyKey: input.idempotencyKey,

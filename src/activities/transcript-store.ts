@@ -1,7 +1,7 @@
 /** Message bodies in PostgreSQL: the workflow appends, the model activity and readers read. */
 import type { Pool } from 'pg';
 import type { ChatMessage } from '../transcript/messages';
-import type { AppendMessagesInput, AssistantMessage, StoredMessageRef } from './contracts';
+import type { AppendMessagesInput, AssistantMessage, DecisionRecord, StoredMessageRef } from './contracts';
 
 /** A stored message with its position. */
 export interface StoredMessage {
@@ -49,6 +49,25 @@ const SELECT_BY_REF: Record<StoredMessageRef['kind'], string> = {
   tool_result: `SELECT $1, $2, 'tool', jsonb_build_object('role', 'tool', 'tool_call_id', $4::text, 'content', content)
                   FROM tool_results WHERE idempotency_key = $3`,
 };
+
+/** Records a decision for people; the same decision id twice is stored once. */
+export async function recordDecision(pool: Pool, record: DecisionRecord): Promise<void> {
+  await pool.query(
+    `INSERT INTO approval_decisions (conversation_id, decision_id, decision, tool_call_ids, reason, decided_by, decided_at, via)
+     VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), $8)
+     ON CONFLICT (conversation_id, decision_id) DO NOTHING`,
+    [
+      record.conversationId,
+      record.decisionId,
+      record.decision,
+      record.toolCallIds,
+      record.reason ?? null,
+      record.decidedBy ?? null,
+      record.decidedAt,
+      record.via,
+    ],
+  );
+}
 
 /** Reads a conversation's messages in order, through `throughSeq` (all when unset). */
 export async function readTranscript(pool: Pool, conversationId: string, throughSeq?: number): Promise<StoredMessage[]> {

@@ -38,19 +38,76 @@ async function withClient(action: (client: AgentClient) => Promise<void>): Promi
   }
 }
 
-async function printTurn(client: AgentClient, conversationId: string, text: string): Promise<void> {
-  const before = (await client.state(conversationId).catch(() => undefined))?.messages.length ?? 0;
-  const { turn, answer } = await client.ask(conversationId, text);
-  const transcript = await client.transcript(conversationId);
-  for (const { message } of transcript.slice(before)) {
-    if (message.role === 'assistant') {
-      for (const call of message.tool_calls ?? []) process.stdout.write(`  ⚙ ${call.function.name}(${call.function.arguments})\n`);
-    } else if (message.role === 'tool') {
-      process.stdout.write(`  ↳ ${message.content.slice(0, 200)}\n`);
+function formatAge(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 120) return `${s}s`;
+  if (s < 7200) return `${Math.round(s / 60)}m`;
+  return `${Math.round(s / 3600)}h`;
+}
+
+/**
+ * Sends a message and prints the turn as it unfolds: tool calls, results, the
+ * answer. Calls that need approval are asked about at the prompt (`ask`), or
+ * listed with the commands that decide them when there is no prompt.
+ */
+async function printTurn(
+  client: AgentClient,
+  conversationId: string,
+  text: string,
+  ask?: (question: string) => Promise<string>,
+): Promise<void> {
+  let printed = (await client.state(conversationId).catch(() => undefined))?.messages.length ?? 0;
+  const messageId = await client.sendMessage(conversationId, text);
+  const asked = new Set<string>();
+  const printNew = async (): Promise<void> => {
+    const transcript = await client.transcript(conversationId);
+    for (const { message } of transcript.slice(printed)) {
+      if (message.role === 'assistant') {
+        for (const call of message.tool_calls ?? []) process.stdout.write(`  ⚙ ${call.function.name}(${call.function.arguments})\n`);
+      } else if (message.role === 'tool') {
+        process.stdout.write(`  ↳ ${message.content.slice(0, 200)}\n`);
+      }
     }
+    printed = Math.max(printed, transcript.length);
+  };
+  for (;;) {
+    const state = await client.state(conversationId);
+    await printNew();
+    const turn = state.recentTurns.find((t) => t.messageIds.includes(messageId));
+    if (turn) {
+      if (turn.outcome === 'answered') {
+        const answer = (await client.transcript(conversationId, turn.answerSeq)).find((m) => m.seq === turn.answerSeq)?.message;
+        process.stdout.write(`agent> ${answer?.role === 'assistant' ? (answer.content ?? '') : ''}\n`);
+      } else {
+        process.stdout.write(`agent> (turn ${turn.outcome}: ${turn.error})\n`);
+      }
+      return;
+    }
+    for (const pending of state.pendingApprovals.filter((p) => !asked.has(p.toolCallId))) {
+      asked.add(pending.toolCallId);
+      const call = `${pending.toolName}(${JSON.stringify(pending.arguments)})`;
+      if (!ask) {
+        process.stdout.write(
+          `  ⏸ ${call} needs approval:\n` +
+            `      npm run cli -- approve ${conversationId} ${pending.toolCallId}\n` +
+            `      npm run cli -- reject ${conversationId} ${pending.toolCallId} --reason "..."\n`,
+        );
+        continue;
+      }
+      const answer = (await ask(`  ⏸ ${call} needs approval. Approve? [y/N, or a reason to reject] `)).trim();
+      const approve = /^y(es)?$/i.test(answer);
+      await client
+        .decide(conversationId, {
+          decision: approve ? 'approve' : 'reject',
+          toolCallId: pending.toolCallId,
+          reason: approve || answer === '' || /^no?$/i.test(answer) ? undefined : answer,
+          decidedBy: process.env.USER ?? 'cli',
+        })
+        .catch((err: Error) => process.stdout.write(`  (decision not applied: ${err.message})\n`));
+    }
+    if (!ask && asked.size > 0 && state.pendingApprovals.length > 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 250));
   }
-  if (turn.outcome === 'answered') process.stdout.write(`agent> ${answer ?? ''}\n`);
-  else process.stdout.write(`agent> (turn failed: ${turn.error})\n`);
 }
 
 const program = new Command()
@@ -80,7 +137,7 @@ program
             process.stdout.write(`${formatTranscript(await client.transcript(id))}\n`);
             continue;
           }
-          await printTurn(client, id, line).catch((err: Error) => process.stdout.write(`error: ${err.message}\n`));
+          await printTurn(client, id, line, (q) => rl.question(q)).catch((err: Error) => process.stdout.write(`error: ${err.message}\n`));
         }
       } finally {
         rl.close();
@@ -118,6 +175,60 @@ program
     await withClient(async (client) => {
       process.stdout.write(`${JSON.stringify(await client.state(conversationId), null, 2)}\n`);
     });
+  });
+
+program
+  .command('pending')
+  .description('list every conversation waiting for a decision (found by the AgentStatus search attribute)')
+  .action(async () => {
+    await withClient(async (client) => {
+      const waiting = await client.awaitingApproval();
+      if (waiting.length === 0) {
+        process.stdout.write('No conversation is waiting for approval.\n');
+        return;
+      }
+      for (const { conversationId, pendingApprovals } of waiting) {
+        process.stdout.write(`${conversationId}\n`);
+        for (const p of pendingApprovals) {
+          process.stdout.write(
+            `  ${p.toolCallId}  ${p.toolName}(${JSON.stringify(p.arguments)})  waiting ${formatAge(p.ageMs)}\n`,
+          );
+        }
+      }
+    });
+  });
+
+for (const decision of ['approve', 'reject'] as const) {
+  program
+    .command(decision)
+    .description(`${decision} one pending tool call, or all of them with --all`)
+    .argument('<conversationId>')
+    .argument('[toolCallId]', 'the call to decide (see "pending")')
+    .option('--all', `${decision} every call waiting for approval`)
+    .option('--reason <text>', 'why (sent to the model with a rejection)')
+    .option('--by <name>', 'who decides, for the records', process.env.USER)
+    .action(async (conversationId: string, toolCallId: string | undefined, options: { all?: boolean; reason?: string; by?: string }) => {
+      if (!toolCallId && !options.all) throw new Error(`Name the tool call to ${decision} (see "pending"), or pass --all.`);
+      if (toolCallId && options.all) throw new Error('Give a tool call id or --all, not both.');
+      await withClient(async (client) => {
+        const result = await client.decide(conversationId, {
+          decision,
+          toolCallId,
+          reason: options.reason,
+          decidedBy: options.by,
+        });
+        process.stdout.write(`${decision === 'approve' ? 'Approved' : 'Rejected'}: ${result.toolCallIds.join(', ')}\n`);
+      });
+    });
+}
+
+program
+  .command('cancel')
+  .description('cancel the current turn: finished results are kept, running calls interrupted, the rest cancelled')
+  .argument('<conversationId>')
+  .option('--reason <text>', 'why')
+  .action(async (conversationId: string, options: { reason?: string }) => {
+    await withClient((client) => client.cancelTurn(conversationId, options.reason));
   });
 
 program

@@ -4,20 +4,28 @@
  * bodies, to PostgreSQL.
  */
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import type { Pool } from 'pg';
-import { ConversationClosedError, InvalidConversationInputError } from '../errors';
+import { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError } from '../errors';
 import { readTranscript, type StoredMessage } from '../activities/transcript-store';
 import { createPool } from '../db/pool';
 import {
+  AgentStatusAttribute,
+  cancelTurnSignal,
   CONVERSATION_WORKFLOW_TYPE,
+  decisionSignal,
+  decisionUpdate,
+  describeBadDecision,
   describeInvalidInput,
   endConversationSignal,
   stateQuery,
   userMessageSignal,
+  type ApprovalDecision,
   type ConversationInput,
   type ConversationState,
+  type DecisionResult,
+  type PendingApproval,
   type TurnRecord,
 } from '../workflows/api';
 
@@ -46,6 +54,15 @@ export interface TurnAnswer {
   answer?: string;
 }
 
+
+/** A decision as a caller gives it; the id is generated when unset. */
+export type DecisionInput = Omit<ApprovalDecision, 'decisionId'> & { decisionId?: string };
+
+/** A conversation waiting for a person, with what it waits on. */
+export interface ConversationAwaitingApproval {
+  conversationId: string;
+  pendingApprovals: PendingApproval[];
+}
 
 /** The client of the durable agent worker. */
 export class AgentClient {
@@ -123,6 +140,55 @@ export class AgentClient {
   async transcript(conversationId: string, throughSeq?: number): Promise<StoredMessage[]> {
     if (!this.pool) throw new Error('This client has no databaseUrl, so it cannot read transcripts. Pass databaseUrl to AgentClient.connect.');
     return readTranscript(this.pool, conversationId, throughSeq);
+  }
+
+  /**
+   * Applies a decision and answers synchronously (an update): a decision for
+   * an unknown, settled or not-awaiting call is refused with an error saying
+   * which ({@link DecisionRefusedError}), and changes nothing. Sending the same
+   * decision id again returns `applied: false`.
+   */
+  async decide(conversationId: string, decision: DecisionInput): Promise<DecisionResult> {
+    const full = this.completeDecision(decision);
+    try {
+      return await this.temporal.workflow.getHandle(conversationId).executeUpdate(decisionUpdate, { args: [full] });
+    } catch (err) {
+      if (err instanceof WorkflowUpdateFailedError && err.cause) throw new DecisionRefusedError(err.cause.message);
+      throw err;
+    }
+  }
+
+  /** Sends a decision as a signal (fire and forget); a refused one is named in the state's `lastError`. Returns its id. */
+  async signalDecision(conversationId: string, decision: DecisionInput): Promise<string> {
+    const full = this.completeDecision(decision);
+    await this.temporal.workflow.getHandle(conversationId).signal(decisionSignal, full);
+    return full.decisionId;
+  }
+
+  private completeDecision(decision: DecisionInput): ApprovalDecision {
+    const full: ApprovalDecision = { ...decision, decisionId: decision.decisionId ?? randomUUID() };
+    const problem = describeBadDecision(full);
+    if (problem) throw new TypeError(`Invalid decision: ${problem}.`);
+    return full;
+  }
+
+  /** Cancels the current turn ("Esc"): finished results are kept, running calls interrupted, the rest cancelled. */
+  async cancelTurn(conversationId: string, reason?: string): Promise<void> {
+    await this.temporal.workflow.getHandle(conversationId).signal(cancelTurnSignal, reason ? { reason } : {});
+  }
+
+  /** Every conversation waiting for a person, found through the `AgentStatus` search attribute. */
+  async awaitingApproval(): Promise<ConversationAwaitingApproval[]> {
+    const found: ConversationAwaitingApproval[] = [];
+    for await (const execution of this.temporal.workflow.list({
+      query: `${AgentStatusAttribute.name} = 'awaiting_approval' AND ExecutionStatus = 'Running'`,
+    })) {
+      const state = await this.state(execution.workflowId).catch(() => undefined);
+      if (state && state.pendingApprovals.length > 0) {
+        found.push({ conversationId: execution.workflowId, pendingApprovals: state.pendingApprovals });
+      }
+    }
+    return found;
   }
 
   /** Ends the conversation after its current turn and queued messages. */

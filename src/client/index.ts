@@ -1,4 +1,4 @@
 /** Client side of the durable agent worker. */
-export { ConversationClosedError, InvalidConversationInputError } from '../errors';
+export { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError } from '../errors';
 export { AgentClient, type AgentClientOptions, type SendMessageOptions, type TurnAnswer } from './client';
 export { formatTranscript } from './format';

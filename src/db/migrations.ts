@@ -83,6 +83,23 @@ const MIGRATIONS: Migration[] = [
         ('ord_3001', 'cus_grace', 'Compiler manual, hardcover', 5900);
     `,
   },
+  {
+    version: 3,
+    name: 'approval decisions, for people',
+    sql: `
+      CREATE TABLE approval_decisions (
+        conversation_id text NOT NULL,
+        decision_id text NOT NULL,
+        decision text NOT NULL CHECK (decision IN ('approve', 'reject')),
+        tool_call_ids text[] NOT NULL,
+        reason text,
+        decided_by text,
+        decided_at timestamptz NOT NULL,
+        via text NOT NULL,
+        PRIMARY KEY (conversation_id, decision_id)
+      );
+    `,
+  },
 ];
 
 /** Applies every migration not yet applied. Returns the versions applied now. */

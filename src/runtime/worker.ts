@@ -41,5 +41,9 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Wo
       inlineResultLimit: options.inlineResultLimit,
     }),
     shutdownGraceTime: '10 seconds',
+    // Cancellation reaches an activity only with a heartbeat's answer: send them often enough that a
+    // cancelled turn stops its model call and tools within about a second.
+    defaultHeartbeatThrottleInterval: '1 second',
+    maxHeartbeatThrottleInterval: '1 second',
   });
 }

@@ -31,6 +31,34 @@ export function toolFailedContent(error: string, reason: ToolFailureReason = 'er
   return JSON.stringify({ error, kind: 'tool_failed', reason });
 }
 
+/** Content for a call a person rejected. */
+export function rejectedContent(reason: string | undefined): string {
+  return JSON.stringify({
+    error: 'A person rejected this tool call; it was not run.',
+    kind: 'rejected',
+    reason: reason ?? null,
+  });
+}
+
+/** Content for a call whose approval did not come in time. */
+export function approvalTimeoutContent(): string {
+  return JSON.stringify({ error: 'No decision arrived before the approval timeout; the call was not run.', kind: 'approval_timeout' });
+}
+
+/** Content for a call that never started because its turn was cancelled or interrupted. */
+export function cancelledContent(why: string): string {
+  return JSON.stringify({ error: `The call was not run: ${why}.`, kind: 'cancelled', started: false });
+}
+
+/** Content for a call that was running when its turn was cancelled or interrupted: its effect is unknown. */
+export function interruptedContent(why: string): string {
+  return JSON.stringify({
+    error: `The call was running when ${why}; whether it took effect is unknown.`,
+    kind: 'interrupted',
+    started: true,
+  });
+}
+
 /** Content synthesized by the transcript repair for a call that had no result. */
 export function repairedContent(): string {
   return JSON.stringify({

@@ -4,7 +4,7 @@
  * and by clients. Workflow-safe: no I/O, no Node imports.
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import { defineQuery, defineSignal } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { MessageMeta } from '../transcript/messages';
 
 /** Model parameters sent with every model call of a conversation. */
@@ -36,6 +36,14 @@ export interface ConversationInput {
    */
   maxSteps?: number;
   timeouts?: ConversationTimeouts;
+  /** How long tool calls wait for a person's decision before they settle as `approval_timeout`. Default 7 days. */
+  approvalTimeoutMs?: number;
+  /**
+   * A user message that arrives during a turn: `interrupt` (default) stops the
+   * turn (finished results kept, the rest settled) and answers the new message;
+   * `queue` lets the turn finish first. Messages are never lost or reordered.
+   */
+  onNewMessage?: 'interrupt' | 'queue';
 }
 
 /** Defaults applied to a {@link ConversationInput}. */
@@ -43,6 +51,8 @@ export const CONVERSATION_DEFAULTS = {
   maxSteps: 10,
   modelCallMs: 5 * 60_000,
   modelCallAttempts: 5,
+  approvalTimeoutMs: 7 * 24 * 60 * 60_000,
+  onNewMessage: 'interrupt',
 } as const;
 
 /**
@@ -64,6 +74,10 @@ export function describeInvalidInput(input: unknown): string[] {
     problems.push('tools must be a list of tool names, e.g. ["find_customer"]');
   }
   positiveInt(i.maxSteps, 'maxSteps');
+  positiveInt(i.approvalTimeoutMs, 'approvalTimeoutMs');
+  if (i.onNewMessage !== undefined && i.onNewMessage !== 'interrupt' && i.onNewMessage !== 'queue') {
+    problems.push(`onNewMessage must be "interrupt" or "queue", got ${JSON.stringify(i.onNewMessage)}`);
+  }
   const timeouts = (i.timeouts ?? {}) as Record<string, unknown>;
   positiveInt(timeouts.modelCallMs, 'timeouts.modelCallMs');
   positiveInt(timeouts.modelCallAttempts, 'timeouts.modelCallAttempts');
@@ -89,11 +103,73 @@ export interface UserMessage {
 /** Where the conversation stands. */
 export type ConversationStatus = 'idle' | 'running' | 'awaiting_approval' | 'failed' | 'closed';
 
+/** A person's decision on tool calls awaiting approval. Usable as a signal payload or an update argument. */
+export interface ApprovalDecision {
+  /** Client-chosen id: a decision is applied at most once per id. */
+  decisionId: string;
+  decision: 'approve' | 'reject';
+  /** The call to decide; every call awaiting approval when unset. */
+  toolCallId?: string;
+  /** Why; sent to the model with a rejection. */
+  reason?: string;
+  /** Who decided, for the records. */
+  decidedBy?: string;
+}
+
+/** What a decision did. */
+export interface DecisionResult {
+  decisionId: string;
+  /** False when this decision id was already applied (nothing changed now). */
+  applied: boolean;
+  /** The calls the decision settled or released. */
+  toolCallIds: string[];
+}
+
+/** Asks the current turn to stop, as the "Esc" of an interactive agent. */
+export interface CancelTurnRequest {
+  reason?: string;
+}
+
+/** A tool call waiting for a person, as shown in the state. */
+export interface PendingApproval {
+  toolCallId: string;
+  toolName: string;
+  /** The arguments, parsed (or the raw text when they are not JSON). */
+  arguments: unknown;
+  /** When the model asked for it (ISO 8601). */
+  requestedAt: string;
+  /** How long it has waited, as of the workflow's current time. */
+  ageMs: number;
+}
+
+/**
+ * Describes what is wrong with an approval decision payload; undefined when
+ * its shape is valid (whether its call is pending is checked separately).
+ */
+export function describeBadDecision(decision: unknown): string | undefined {
+  if (typeof decision !== 'object' || decision === null) {
+    return 'expected an object like {"decisionId": "d-1", "decision": "approve", "toolCallId": "call_..."}';
+  }
+  const d = decision as Record<string, unknown>;
+  if (typeof d.decisionId !== 'string' || d.decisionId === '') return '"decisionId" must be a non-empty string';
+  if (d.decision !== 'approve' && d.decision !== 'reject') return '"decision" must be "approve" or "reject"';
+  if (d.toolCallId !== undefined && (typeof d.toolCallId !== 'string' || d.toolCallId === '')) {
+    return '"toolCallId", when given, must be a non-empty string (omit it to decide every pending call)';
+  }
+  if (d.reason !== undefined && typeof d.reason !== 'string') return '"reason", when given, must be a string';
+  if (d.decidedBy !== undefined && typeof d.decidedBy !== 'string') return '"decidedBy", when given, must be a string';
+  return undefined;
+}
+
 /** A finished turn, kept so clients can find the answer to their message. */
 export interface TurnRecord {
   /** Ids of the user messages this turn answered. */
   messageIds: string[];
-  outcome: 'answered' | 'failed';
+  /**
+   * `answered`: a final answer. `failed`: the model call failed or maxSteps ran out.
+   * `cancelled`: stopped by a cancel request. `interrupted`: stopped by a new user message.
+   */
+  outcome: 'answered' | 'failed' | 'cancelled' | 'interrupted';
   /** Seq of the final assistant message, when the turn answered. */
   answerSeq?: number;
   /** Why the turn failed. */
@@ -114,6 +190,12 @@ export interface ConversationState {
   messages: MessageMeta[];
   /** User messages received but not yet taken into a turn. */
   queuedMessages: number;
+  /** Tool calls waiting for a person's decision. */
+  pendingApprovals: PendingApproval[];
+  /** Ids of tool calls whose activities are running. */
+  runningToolCalls: string[];
+  /** Decision ids applied so far (a decision is applied once per id). */
+  decisionsApplied: number;
   /** The most recent turns, newest last (at most {@link RECENT_TURNS_KEPT}). */
   recentTurns: TurnRecord[];
   /**
@@ -128,6 +210,19 @@ export const RECENT_TURNS_KEPT = 50;
 
 /** A user message. The client uses signal-with-start, so the first message also starts the conversation. */
 export const userMessageSignal = defineSignal<[UserMessage]>('userMessage');
+
+/** A decision on tool calls awaiting approval. Invalid or stale decisions are ignored and named in `lastError`. */
+export const decisionSignal = defineSignal<[ApprovalDecision]>('decision');
+
+/**
+ * The same decision as an update, for callers that want an answer: a decision
+ * for an unknown, settled or not-awaiting call is refused with a clear error
+ * and changes nothing; a decision id already applied returns `applied: false`.
+ */
+export const decisionUpdate = defineUpdate<DecisionResult, [ApprovalDecision]>('submitDecision');
+
+/** Cancels the current turn: running calls are interrupted, the rest cancelled; finished results are kept. */
+export const cancelTurnSignal = defineSignal<[CancelTurnRequest?]>('cancelTurn');
 
 /** Ends the conversation once the current turn and queued messages are done. */
 export const endConversationSignal = defineSignal<[]>('endConversation');

@@ -4,11 +4,18 @@
  * Runs in Temporal's deterministic sandbox: no I/O here, everything with I/O
  * is an activity. The workflow keeps the transcript's structure; message
  * bodies go to PostgreSQL through the `appendMessages` activity.
+ *
+ * Every exit from a turn (final answer, failure, cancel, interruption,
+ * workflow cancellation) goes through the same settle step, so an assistant
+ * message with tool calls is always answered by one tool message per call.
  */
 import {
   ActivityFailure,
+  allHandlersFinished,
   ApplicationFailure,
+  CancellationScope,
   condition,
+  isCancellation,
   log,
   proxyActivities,
   setHandler,
@@ -16,30 +23,37 @@ import {
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { ChatMessage, MessageMeta, ToolCall } from '../transcript/messages';
+import type { ChatMessage, MessageMeta } from '../transcript/messages';
 import { describeMessage } from '../transcript/messages';
 import { planPairingRepair } from '../transcript/pairing';
 import { repairedContent, toolFailedContent, type ToolFailureReason } from '../transcript/outcomes';
+import { ToolCallBatch, type BatchCall } from '../transcript/batch';
 import {
   ActivityErrorType,
   type ConversationActivities,
   type ModelCallInput,
+  type ModelCallResult,
   type StoredMessageRef,
-  type ToolCallPlan,
-  type ToolCallResult,
 } from '../activities/contracts';
 import {
   AgentStatusAttribute,
+  cancelTurnSignal,
   CONVERSATION_DEFAULTS,
+  decisionSignal,
+  decisionUpdate,
+  describeBadDecision,
   describeInvalidInput,
   endConversationSignal,
   PendingApprovalsAttribute,
   RECENT_TURNS_KEPT,
   stateQuery,
   userMessageSignal,
+  type ApprovalDecision,
   type ConversationInput,
   type ConversationState,
   type ConversationStatus,
+  type DecisionResult,
+  type PendingApproval,
   type TurnRecord,
   type UserMessage,
 } from './api';
@@ -58,6 +72,10 @@ const store = proxyActivities<ConversationActivities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
 
+const CANCELLED_BY_USER = 'the user cancelled the turn';
+const INTERRUPTED_BY_MESSAGE = 'a new user message interrupted the turn';
+const CANCELLED_WORKFLOW = 'the conversation was cancelled';
+
 /** Runs one conversation until it is ended. */
 export async function conversationWorkflow(input: ConversationInput = {}): Promise<ConversationSummary> {
   const conversationId = workflowInfo().workflowId;
@@ -66,6 +84,8 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     throw ApplicationFailure.nonRetryable(`Invalid conversation input: ${inputProblems.join('; ')}.`, 'InvalidConversationInput');
   }
   const maxSteps = input.maxSteps ?? CONVERSATION_DEFAULTS.maxSteps;
+  const approvalTimeoutMs = input.approvalTimeoutMs ?? CONVERSATION_DEFAULTS.approvalTimeoutMs;
+  const onNewMessage = input.onNewMessage ?? CONVERSATION_DEFAULTS.onNewMessage;
   const model = proxyActivities<ConversationActivities>({
     startToCloseTimeout: input.timeouts?.modelCallMs ?? CONVERSATION_DEFAULTS.modelCallMs,
     retry: {
@@ -76,36 +96,52 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
       nonRetryableErrorTypes: [ActivityErrorType.ModelRequestRejected, ActivityErrorType.InvalidTranscript],
     },
   });
+  const rootScope = CancellationScope.current();
 
   const messages: MessageMeta[] = [];
   const inbox: Required<UserMessage>[] = [];
   const receivedMessageIds = new Set<string>();
+  const decisions = new Map<string, DecisionResult>();
   const recentTurns: TurnRecord[] = [];
-  let status: ConversationStatus = 'idle';
+  let phase: 'idle' | 'running' | 'failed' | 'closed' = 'idle';
   let steps = 0;
   let lastError: string | undefined;
   let transcriptRepairs = 0;
   let ending = false;
-  let statusPublished = false;
+  let batch: ToolCallBatch | undefined;
+  let turnScope: CancellationScope | undefined;
+  let stopReason: string | undefined;
+  let published: { status: ConversationStatus; pending: number } | undefined;
 
-  /** Sets the status and publishes it as a search attribute for operators. */
-  const setStatus = (next: ConversationStatus): void => {
-    if (next === status && statusPublished) return;
-    status = next;
-    statusPublished = true;
+  const status = (): ConversationStatus =>
+    phase === 'running' && (batch?.awaitingApproval().length ?? 0) > 0 ? 'awaiting_approval' : phase;
+
+  /** Publishes status and pending-approval count as search attributes, when they changed. */
+  const publish = (): void => {
+    const now = { status: status(), pending: batch?.awaitingApproval().length ?? 0 };
+    if (published && published.status === now.status && published.pending === now.pending) return;
+    published = now;
     upsertSearchAttributes([
-      { key: AgentStatusAttribute, value: next },
-      { key: PendingApprovalsAttribute, value: 0 },
+      { key: AgentStatusAttribute, value: now.status },
+      { key: PendingApprovalsAttribute, value: now.pending },
     ]);
+  };
+
+  /** Stops the running turn; what already finished is kept, the rest settled. */
+  const stopTurn = (why: string): void => {
+    if (!turnScope || stopReason) return;
+    stopReason = why;
+    turnScope.cancel();
+  };
+
+  const refuse = (what: string, problem: string): void => {
+    lastError = `Ignored a ${what}: ${problem}`;
+    log.warn(lastError, { conversationId });
   };
 
   setHandler(userMessageSignal, (message: UserMessage) => {
     const problem = describeBadUserMessage(message);
-    if (problem) {
-      lastError = `Ignored a userMessage signal: ${problem}`;
-      log.warn(lastError, { conversationId });
-      return;
-    }
+    if (problem) return refuse('userMessage signal', problem);
     const messageId = message.messageId ?? uuid4();
     if (receivedMessageIds.has(messageId)) {
       log.info('Ignored a user message already received', { conversationId, messageId });
@@ -113,17 +149,97 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     }
     receivedMessageIds.add(messageId);
     inbox.push({ text: message.text, messageId });
+    if (onNewMessage === 'interrupt') stopTurn(INTERRUPTED_BY_MESSAGE);
   });
+
+  setHandler(cancelTurnSignal, (request) => {
+    if (!turnScope) {
+      log.info('cancelTurn received while no turn runs; nothing to cancel', { conversationId });
+      return;
+    }
+    stopTurn(request?.reason ? `${CANCELLED_BY_USER} (${request.reason})` : CANCELLED_BY_USER);
+  });
+
+  /** Checks a decision against the pending calls; a refusal says why. */
+  const checkDecision = (decision: ApprovalDecision): { ids: string[] } | { refusal: string } => {
+    const shape = describeBadDecision(decision);
+    if (shape) return { refusal: shape };
+    if (decisions.has(decision.decisionId)) return { ids: decisions.get(decision.decisionId)!.toolCallIds };
+    if (!batch) {
+      return {
+        refusal: decision.toolCallId
+          ? `No tool call "${decision.toolCallId}" is pending in conversation ${conversationId}.`
+          : `No tool call is waiting for approval in conversation ${conversationId}.`,
+      };
+    }
+    const checked = batch.checkDecision(decision.toolCallId);
+    return 'ids' in checked ? checked : { refusal: `${checked.message} (conversation ${conversationId})` };
+  };
+
+  /** Applies a checked decision once per decision id and records it for people. */
+  const applyDecision = async (decision: ApprovalDecision, ids: string[], via: 'signal' | 'update'): Promise<DecisionResult> => {
+    const earlier = decisions.get(decision.decisionId);
+    if (earlier) return { ...earlier, applied: false };
+    const decidedAt = Date.now();
+    batch!.decide(ids, {
+      decisionId: decision.decisionId,
+      approved: decision.decision === 'approve',
+      reason: decision.reason,
+      decidedBy: decision.decidedBy,
+      decidedAt,
+    });
+    const result: DecisionResult = { decisionId: decision.decisionId, applied: true, toolCallIds: ids };
+    decisions.set(decision.decisionId, result);
+    publish();
+    await CancellationScope.nonCancellable(() =>
+      store.recordDecision({
+        conversationId,
+        decisionId: decision.decisionId,
+        decision: decision.decision,
+        toolCallIds: ids,
+        reason: decision.reason,
+        decidedBy: decision.decidedBy,
+        decidedAt,
+        via,
+      }),
+    );
+    return result;
+  };
+
+  setHandler(decisionSignal, async (decision: ApprovalDecision) => {
+    const checked = checkDecision(decision);
+    if ('refusal' in checked) return refuse('decision signal', checked.refusal);
+    await applyDecision(decision, checked.ids, 'signal');
+  });
+
+  setHandler(
+    decisionUpdate,
+    (decision: ApprovalDecision) => {
+      const checked = checkDecision(decision);
+      return applyDecision(decision, 'ids' in checked ? checked.ids : [], 'update');
+    },
+    {
+      validator: (decision: ApprovalDecision) => {
+        const checked = checkDecision(decision);
+        if ('refusal' in checked) throw new Error(checked.refusal);
+      },
+    },
+  );
+
   setHandler(endConversationSignal, () => {
     ending = true;
   });
+
   setHandler(stateQuery, (): ConversationState => ({
     conversationId,
-    status,
+    status: status(),
     steps,
     lastError,
     messages: messages.map((m) => ({ ...m })),
     queuedMessages: inbox.length,
+    pendingApprovals: (batch?.awaitingApproval() ?? []).map(describePendingApproval),
+    runningToolCalls: (batch?.all() ?? []).filter((c) => c.phase === 'running').map((c) => c.id),
+    decisionsApplied: decisions.size,
     recentTurns: recentTurns.map((t) => ({ ...t })),
     transcriptRepairs,
   }));
@@ -131,24 +247,30 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   /**
    * Stores new messages at the next seqs and records their structure. A
    * message an activity already stored is appended by reference, so its body
-   * crosses history once. Returns the first seq.
+   * crosses history once. Never cancelled half-way: a cancel takes effect at
+   * the next step. Returns the first seq.
    */
-  const append = async (entries: { message: ChatMessage; ref?: StoredMessageRef }[]): Promise<number> => {
-    const first = messages.length;
-    await store.appendMessages({
-      conversationId,
-      messages: entries.map(({ message, ref }, i) => (ref ? { seq: first + i, ref } : { seq: first + i, message })),
+  const append = (entries: { message: ChatMessage; ref?: StoredMessageRef }[]): Promise<number> =>
+    CancellationScope.nonCancellable(async () => {
+      const first = messages.length;
+      await store.appendMessages({
+        conversationId,
+        messages: entries.map(({ message, ref }, i) => (ref ? { seq: first + i, ref } : { seq: first + i, message })),
+      });
+      entries.forEach((entry, i) => messages.push(describeMessage(first + i, entry.message)));
+      return first;
     });
-    entries.forEach((entry, i) => messages.push(describeMessage(first + i, entry.message)));
-    return first;
-  };
 
-  const finishTurn = (record: TurnRecord): void => {
-    recentTurns.push(record);
-    if (recentTurns.length > RECENT_TURNS_KEPT) recentTurns.shift();
-    if (record.outcome === 'answered') lastError = undefined;
-    else lastError = record.error;
-    setStatus(record.outcome === 'answered' ? 'idle' : 'failed');
+  /** Appends the batch's tool messages, in call order, and closes it. */
+  const appendBatchResults = async (settled: ToolCallBatch): Promise<void> => {
+    await append(
+      settled.results().map(({ toolCallId, outcome }) => ({
+        message: { role: 'tool', tool_call_id: toolCallId, content: outcome.content },
+        ref: outcome.storedResultKey ? { kind: 'tool_result', key: outcome.storedResultKey, toolCallId } : undefined,
+      })),
+    );
+    batch = undefined;
+    publish();
   };
 
   /** Checks the pairing rules on the transcript the model is about to see; repairs if needed (it should never be). */
@@ -164,20 +286,44 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     });
     return {
       omitSeqs: repair.omit,
-      synthesized: repair.synthesize.map((s) => ({
-        afterSeq: s.afterIndex,
-        toolCallId: s.toolCallId,
-        content: repairedContent(),
-      })),
+      synthesized: repair.synthesize.map((s) => ({ afterSeq: s.afterIndex, toolCallId: s.toolCallId, content: repairedContent() })),
     };
   };
 
-  const runTurn = async (messageIds: string[]): Promise<void> => {
-    setStatus('running');
-    let turnSteps = 0;
+  /** Runs one call of the batch: waits for its approval if it needs one, then runs it. */
+  const runCall = async (current: ToolCallBatch, call: BatchCall): Promise<void> => {
+    if (call.phase === 'awaiting_approval') {
+      const waited = Date.now() - call.requestedAt;
+      const decided = await condition(() => call.phase !== 'awaiting_approval', Math.max(approvalTimeoutMs - waited, 1));
+      if (!decided) {
+        current.timeOutApprovals();
+        publish();
+      }
+    }
+    if (call.phase !== 'ready') return;
+    current.markRunning(call.id);
+    try {
+      const result = await toolActivity(call).runTool({
+        conversationId,
+        toolCallId: call.id,
+        name: call.name,
+        arguments: call.arguments,
+        idempotencyKey: `${conversationId}/${call.id}`,
+      });
+      current.settle(call.id, { kind: 'ok', content: result.content, storedResultKey: result.storedResultKey });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      current.settle(call.id, { kind: 'tool_failed', content: toolFailedContent(failureMessage(err), failureReason(err)) });
+    }
+  };
+
+  let turnSteps = 0;
+
+  /** The model/tool loop of one turn, until a final answer or a failure. Cancellable. */
+  const turnLoop = async (messageIds: string[]): Promise<TurnRecord> => {
     for (;;) {
       const toolChoice = turnSteps >= maxSteps ? 'none' : 'auto';
-      let result;
+      let result: ModelCallResult;
       try {
         result = await model.callModel({
           conversationId,
@@ -188,79 +334,128 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
           toolChoice,
         });
       } catch (err) {
-        finishTurn({ messageIds, outcome: 'failed', steps: turnSteps, error: `Model call failed: ${failureMessage(err)}` });
-        return;
+        if (isCancellation(err)) throw err;
+        return { messageIds, outcome: 'failed', steps: turnSteps, error: `Model call failed: ${failureMessage(err)}` };
       }
       turnSteps++;
       steps++;
-      const assistantSeq = await append([
-        { message: result.message, ref: { kind: 'model_response', key: result.responseKey } },
-      ]);
       const calls = result.message.tool_calls ?? [];
-      if (calls.length === 0) {
-        finishTurn({ messageIds, outcome: 'answered', steps: turnSteps, answerSeq: assistantSeq });
-        return;
-      }
-      if (toolChoice === 'none') {
-        const error = `The model asked for tools after the turn reached maxSteps (${maxSteps}); the calls were not run.`;
-        await append(
-          calls.map((call) => ({
-            message: { role: 'tool', tool_call_id: call.id, content: toolFailedContent(error, 'not_run_max_steps') },
-          })),
-        );
-        finishTurn({ messageIds, outcome: 'failed', steps: turnSteps, error });
-        return;
-      }
+      const overLimit = toolChoice === 'none' && calls.length > 0;
       const plans = new Map(result.calls.map((plan) => [plan.toolCallId, plan]));
-      const results = await Promise.all(calls.map((call) => executeCall(conversationId, call, plans.get(call.id))));
-      await append(
-        calls.map((call, i) => {
-          const { content, storedResultKey } = results[i];
-          return {
-            message: { role: 'tool', tool_call_id: call.id, content },
-            ref: storedResultKey ? { kind: 'tool_result', key: storedResultKey, toolCallId: call.id } : undefined,
-          };
-        }),
-      );
+      // Every call is pending from the moment the assistant message exists: whatever ends the turn settles it.
+      batch =
+        calls.length === 0
+          ? undefined
+          : new ToolCallBatch(
+              calls.map((call) => {
+                const plan = plans.get(call.id);
+                return {
+                  id: call.id,
+                  name: call.function.name,
+                  arguments: call.function.arguments,
+                  needsApproval: plan?.needsApproval ?? true,
+                  timeoutMs: plan?.timeoutMs,
+                  maxAttempts: plan?.maxAttempts,
+                  problem: overLimit
+                    ? { reason: 'not_run_max_steps' as const, message: `The turn reached maxSteps (${maxSteps}); the call was not run.` }
+                    : plan?.problem ?? (plan ? undefined : { reason: 'error' as const, message: `The worker returned no plan for tool call ${call.id}.` }),
+                };
+              }),
+              Date.now(),
+            );
+      publish();
+      const answerSeq = await append([{ message: result.message, ref: { kind: 'model_response', key: result.responseKey } }]);
+      if (!batch) return { messageIds, outcome: 'answered', steps: turnSteps, answerSeq };
+      const current = batch;
+      await Promise.all(current.all().map((call) => runCall(current, call)));
+      await appendBatchResults(current);
+      if (overLimit) {
+        return {
+          messageIds,
+          outcome: 'failed',
+          steps: turnSteps,
+          error: `The model asked for tools after the turn reached maxSteps (${maxSteps}); the calls were not run.`,
+        };
+      }
     }
   };
 
-  setStatus('idle');
-  if (input.systemPrompt) await append([{ message: { role: 'system', content: input.systemPrompt } }]);
+  const finishTurn = (record: TurnRecord): void => {
+    recentTurns.push(record);
+    if (recentTurns.length > RECENT_TURNS_KEPT) recentTurns.shift();
+    lastError = record.outcome === 'failed' ? record.error : record.outcome === 'answered' ? undefined : lastError;
+    phase = record.outcome === 'failed' ? 'failed' : 'idle';
+    publish();
+  };
 
-  for (;;) {
-    await condition(() => inbox.length > 0 || ending);
-    if (inbox.length === 0) break;
-    const batch = inbox.splice(0, inbox.length);
-    await append(batch.map((m) => ({ message: { role: 'user', content: m.text } })));
-    await runTurn(batch.map((m) => m.messageId));
+  /** Runs a turn in its own cancellation scope and settles whatever a cancel leaves pending. */
+  const runTurn = async (messageIds: string[]): Promise<void> => {
+    phase = 'running';
+    publish();
+    turnSteps = 0;
+    stopReason = undefined;
+    const scope = new CancellationScope();
+    turnScope = scope;
+    let record: TurnRecord;
+    try {
+      record = await scope.run(() => turnLoop(messageIds));
+    } catch (err) {
+      if (!isCancellation(err)) throw err;
+      const workflowCancelled = rootScope.consideredCancelled;
+      const why = workflowCancelled ? CANCELLED_WORKFLOW : (stopReason ?? CANCELLED_BY_USER);
+      if (batch) {
+        batch.interrupt(why);
+        await appendBatchResults(batch);
+      }
+      record = {
+        messageIds,
+        outcome: stopReason === INTERRUPTED_BY_MESSAGE && !workflowCancelled ? 'interrupted' : 'cancelled',
+        steps: turnSteps,
+        error: why,
+      };
+      if (workflowCancelled) {
+        finishTurn(record);
+        throw err;
+      }
+    } finally {
+      turnScope = undefined;
+    }
+    finishTurn(record);
+  };
+
+  publish();
+  try {
+    if (input.systemPrompt) await append([{ message: { role: 'system', content: input.systemPrompt } }]);
+    for (;;) {
+      await condition(() => inbox.length > 0 || ending);
+      if (inbox.length === 0) break;
+      const taken = inbox.splice(0, inbox.length);
+      await append(taken.map((m) => ({ message: { role: 'user', content: m.text } })));
+      await runTurn(taken.map((m) => m.messageId));
+    }
+  } catch (err) {
+    if (!isCancellation(err)) throw err;
+    // Workflow cancellation (UI, `temporal workflow cancel`): everything is settled and stored; end as cancelled.
+    await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
+    phase = 'closed';
+    publish();
+    throw err;
   }
-  setStatus('closed');
+  await condition(allHandlersFinished);
+  phase = 'closed';
+  publish();
   return { conversationId, steps, messages: messages.length, transcriptRepairs };
 }
 
-/** Runs one tool call as its own activity; every way it can end becomes a tool message content. */
-async function executeCall(conversationId: string, call: ToolCall, plan: ToolCallPlan | undefined): Promise<ToolCallResult> {
-  if (!plan) {
-    return { content: toolFailedContent(`The worker returned no plan for tool call ${call.id}.`) };
-  }
-  if (plan.problem) return { content: toolFailedContent(plan.problem.message, plan.problem.reason) };
-  if (plan.needsApproval) {
-    // Fail closed until the approval gate exists: a call that needs a person never runs unasked.
-    return {
-      content: toolFailedContent(
-        `${plan.name} needs a person's approval for these arguments, and this worker cannot ask for approvals yet; the call was not run.`,
-        'needs_approval',
-      ),
-    };
-  }
-  const tools = proxyActivities<ConversationActivities>({
-    startToCloseTimeout: plan.timeoutMs,
+/** Activities for one tool call, with its own timeout and attempts; cancelled without waiting (effect unknown). */
+function toolActivity(call: BatchCall) {
+  return proxyActivities<ConversationActivities>({
+    startToCloseTimeout: call.timeoutMs,
     retry: {
       initialInterval: '1 second',
       backoffCoefficient: 2,
       maximumInterval: '30 seconds',
-      maximumAttempts: plan.maxAttempts,
+      maximumAttempts: call.maxAttempts,
       nonRetryableErrorTypes: [
         ActivityErrorType.UnknownTool,
         ActivityErrorType.InvalidToolArguments,
@@ -268,17 +463,22 @@ async function executeCall(conversationId: string, call: ToolCall, plan: ToolCal
       ],
     },
   });
+}
+
+function describePendingApproval(call: BatchCall): PendingApproval {
+  let args: unknown = call.arguments;
   try {
-    return await tools.runTool({
-      conversationId,
-      toolCallId: call.id,
-      name: call.function.name,
-      arguments: call.function.arguments,
-      idempotencyKey: `${conversationId}/${call.id}`,
-    });
-  } catch (err) {
-    return { content: toolFailedContent(failureMessage(err), failureReason(err)) };
+    args = JSON.parse(call.arguments);
+  } catch {
+    // keep the raw text
   }
+  return {
+    toolCallId: call.id,
+    toolName: call.name,
+    arguments: args,
+    requestedAt: new Date(call.requestedAt).toISOString(),
+    ageMs: Date.now() - call.requestedAt,
+  };
 }
 
 function describeBadUserMessage(message: unknown): string | undefined {

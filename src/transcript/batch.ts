@@ -1,0 +1,218 @@
+/**
+ * The tool calls of one assistant message, from the moment the model asks
+ * for them until each has exactly one outcome. Pure and deterministic: the
+ * workflow keeps its state in a ToolCallBatch, and property tests drive the
+ * same class with random events.
+ *
+ * A call leaves the batch's pending set only with an outcome; an outcome,
+ * once set, never changes (a finished result is kept whatever ends the turn).
+ */
+import {
+  approvalTimeoutContent,
+  cancelledContent,
+  interruptedContent,
+  rejectedContent,
+  toolFailedContent,
+  type OutcomeKind,
+  type ToolFailureReason,
+} from './outcomes';
+
+/** Where a call stands. */
+export type CallPhase = 'awaiting_approval' | 'ready' | 'running' | 'settled';
+
+/** A person's decision on one call. */
+export interface CallDecision {
+  decisionId: string;
+  approved: boolean;
+  reason?: string;
+  decidedBy?: string;
+  /** Workflow time, ms since the epoch. */
+  decidedAt: number;
+}
+
+/** The settled result of a call: the tool message content and how it came about. */
+export interface CallOutcome {
+  kind: OutcomeKind;
+  content: string;
+  /** Key of the full result stored by the tool activity, for appending by reference. */
+  storedResultKey?: string;
+}
+
+/** One call of the batch. */
+export interface BatchCall {
+  id: string;
+  name: string;
+  /** Raw JSON arguments, as the model sent them. */
+  arguments: string;
+  needsApproval: boolean;
+  /** Start-to-close timeout of one attempt of its activity. */
+  timeoutMs: number;
+  /** Attempts of its activity before it settles as failed. */
+  maxAttempts: number;
+  /** Workflow time the model asked for it, ms since the epoch. */
+  requestedAt: number;
+  phase: CallPhase;
+  decision?: CallDecision;
+  outcome?: CallOutcome;
+  /** Why it cannot run (unknown tool, invalid arguments): settled at once as `tool_failed`. */
+  problem?: { reason: ToolFailureReason; message: string };
+}
+
+/** What the model asked for, as the batch receives it. */
+export interface RequestedCall {
+  id: string;
+  name: string;
+  arguments: string;
+  needsApproval: boolean;
+  /** Default 60 s. */
+  timeoutMs?: number;
+  /** Default 1. */
+  maxAttempts?: number;
+  problem?: { reason: ToolFailureReason; message: string };
+}
+
+/** Why a decision was refused. */
+export type DecisionRefusal =
+  | { code: 'unknown_call'; message: string }
+  | { code: 'already_settled'; message: string }
+  | { code: 'not_awaiting_approval'; message: string }
+  | { code: 'nothing_pending'; message: string };
+
+/** The batch's state, as plain data (for queries and continue-as-new). */
+export interface BatchSnapshot {
+  calls: BatchCall[];
+}
+
+/** The tool calls of one assistant message and their outcomes. */
+export class ToolCallBatch {
+  private readonly calls: BatchCall[];
+
+  constructor(requested: readonly RequestedCall[], now: number) {
+    this.calls = requested.map((r) => ({
+      id: r.id,
+      name: r.name,
+      arguments: r.arguments,
+      needsApproval: r.needsApproval && !r.problem,
+      timeoutMs: r.timeoutMs ?? 60_000,
+      maxAttempts: r.maxAttempts ?? 1,
+      requestedAt: now,
+      phase: 'ready' as CallPhase,
+      problem: r.problem,
+    }));
+    for (const call of this.calls) {
+      if (call.problem) this.settle(call.id, { kind: 'tool_failed', content: toolFailedContent(call.problem.message, call.problem.reason) });
+      else if (call.needsApproval) call.phase = 'awaiting_approval';
+    }
+  }
+
+  /** Rebuilds a batch from {@link snapshot}. */
+  static fromSnapshot(snapshot: BatchSnapshot): ToolCallBatch {
+    const batch = new ToolCallBatch([], 0);
+    batch.calls.push(...snapshot.calls.map((c) => ({ ...c })));
+    return batch;
+  }
+
+  /** Plain-data copy of the state. */
+  snapshot(): BatchSnapshot {
+    return { calls: this.calls.map((c) => ({ ...c, decision: c.decision && { ...c.decision }, outcome: c.outcome && { ...c.outcome } })) };
+  }
+
+  /** Every call, in the model's order. */
+  all(): readonly BatchCall[] {
+    return this.calls;
+  }
+
+  /** The call with this id. */
+  get(id: string): BatchCall | undefined {
+    return this.calls.find((c) => c.id === id);
+  }
+
+  /** Calls waiting for a person's decision. */
+  awaitingApproval(): BatchCall[] {
+    return this.calls.filter((c) => c.phase === 'awaiting_approval');
+  }
+
+  /** True when every call has its outcome. */
+  isSettled(): boolean {
+    return this.calls.every((c) => c.phase === 'settled');
+  }
+
+  /**
+   * Checks a decision without applying it: for one call (`toolCallId`) or
+   * every call awaiting approval (no id). Returns the ids it would decide, or why not.
+   */
+  checkDecision(toolCallId: string | undefined): { ids: string[] } | DecisionRefusal {
+    if (toolCallId === undefined) {
+      const ids = this.awaitingApproval().map((c) => c.id);
+      if (ids.length === 0) return { code: 'nothing_pending', message: 'No tool call is waiting for approval.' };
+      return { ids };
+    }
+    const call = this.get(toolCallId);
+    if (!call) return { code: 'unknown_call', message: `No tool call "${toolCallId}" is pending in this conversation.` };
+    if (call.phase === 'settled') {
+      return { code: 'already_settled', message: `Tool call "${toolCallId}" (${call.name}) is already settled (${call.outcome?.kind}).` };
+    }
+    if (call.phase !== 'awaiting_approval') {
+      return { code: 'not_awaiting_approval', message: `Tool call "${toolCallId}" (${call.name}) does not need approval; it is ${call.phase}.` };
+    }
+    return { ids: [toolCallId] };
+  }
+
+  /** Applies a decision to the given calls: approved calls become ready, rejected calls settle as `rejected`. */
+  decide(ids: readonly string[], decision: CallDecision): void {
+    for (const id of ids) {
+      const call = this.get(id);
+      if (!call || call.phase !== 'awaiting_approval') continue;
+      call.decision = { ...decision };
+      if (decision.approved) call.phase = 'ready';
+      else this.settle(id, { kind: 'rejected', content: rejectedContent(decision.reason) });
+    }
+  }
+
+  /** Calls approved (or needing no approval) that have not started. */
+  ready(): BatchCall[] {
+    return this.calls.filter((c) => c.phase === 'ready');
+  }
+
+  /** Marks a ready call as running (its activity is scheduled). */
+  markRunning(id: string): void {
+    const call = this.get(id);
+    if (call?.phase === 'ready') call.phase = 'running';
+  }
+
+  /** Gives a call its outcome. Returns false, changing nothing, when it already had one. */
+  settle(id: string, outcome: CallOutcome): boolean {
+    const call = this.get(id);
+    if (!call || call.phase === 'settled') return false;
+    call.outcome = { ...outcome };
+    call.phase = 'settled';
+    return true;
+  }
+
+  /** Settles every call still awaiting approval as `approval_timeout`. */
+  timeOutApprovals(): string[] {
+    const ids = this.awaitingApproval().map((c) => c.id);
+    for (const id of ids) this.settle(id, { kind: 'approval_timeout', content: approvalTimeoutContent() });
+    return ids;
+  }
+
+  /**
+   * Ends the batch early (turn cancelled or interrupted): running calls become
+   * `interrupted` (effect unknown), calls that never started `cancelled`.
+   * Finished outcomes are kept.
+   */
+  interrupt(why: string): void {
+    for (const call of this.calls) {
+      if (call.phase === 'running') this.settle(call.id, { kind: 'interrupted', content: interruptedContent(why) });
+      else if (call.phase !== 'settled') this.settle(call.id, { kind: 'cancelled', content: cancelledContent(why) });
+    }
+  }
+
+  /** The tool messages that answer the batch, in call order. Throws if a call is unsettled. */
+  results(): { toolCallId: string; outcome: CallOutcome }[] {
+    return this.calls.map((c) => {
+      if (!c.outcome) throw new Error(`Tool call ${c.id} has no outcome yet.`);
+      return { toolCallId: c.id, outcome: c.outcome };
+    });
+  }
+}
