@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from './support/cli';
 import { startHarness, type Harness } from './support/harness';
 
 let h: Harness;
@@ -139,5 +140,38 @@ describe('the approval gate', () => {
     expect(ran.rowCount).toBe(1);
     await h.client.decide(id, { decision: 'reject', toolCallId: 'call_big' });
     expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('answered');
+  });
+
+  it('after an approved tool ran, the loop always continues to a final answer and the turn ends in a clear done state', async () => {
+    const id = h.newConversationId('done');
+    h.model.enqueue({ toolCalls: [refund('call_ok', 'ord_2001', 10_100)] }, { content: 'Refund of 101.00 issued.' });
+    const messageId = await h.client.sendMessage(id, 'Refund 101 on ord_2001');
+    await waitForPending(id, 1);
+    await h.client.decide(id, { decision: 'approve', toolCallId: 'call_ok' });
+    const turn = await h.client.waitForTurn(id, messageId);
+    expect(turn).toMatchObject({ outcome: 'answered', steps: 2 });
+    const state = await h.client.state(id);
+    expect(state).toMatchObject({ status: 'idle', pendingApprovals: [], runningToolCalls: [] });
+    expect(state.lastError).toBeUndefined();
+    expect(state.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    h.expectOnlyValidModelRequests();
+  });
+
+  it('the CLI lists a conversation waiting for approval (found through the search attribute) and approves it', async () => {
+    const id = h.newConversationId('cli-pending');
+    h.model.enqueue({ toolCalls: [refund('call_cli', 'ord_2001', 10_200)] }, { content: 'Approved refund issued.' });
+    const messageId = await h.client.sendMessage(id, 'Refund through the CLI');
+    await waitForPending(id, 1);
+    const env = { TEMPORAL_ADDRESS: h.temporalAddress, DATABASE_URL: h.databaseUrl, TEMPORAL_TASK_QUEUE: h.taskQueue };
+    await expect
+      .poll(async () => (await runCli(['pending'], env)).stdout, { timeout: 30_000, interval: 1_000 })
+      .toContain(id);
+    const { stdout } = await runCli(['pending'], env);
+    expect(stdout).toMatch(new RegExp(`call_cli\\s+issue_refund\\(\\{"order_id":"ord_2001","amount_cents":10200`));
+
+    expect((await runCli(['approve', id, 'call_cli', '--by', 'cli-test'], env)).stdout).toContain('Approved: call_cli');
+    expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('answered');
+    const refused = await runCli(['approve', id, 'call_cli'], env).catch((err: { stderr: string }) => err);
+    expect((refused as { stderr: string }).stderr).toMatch(/No tool call "call_cli" is pending/);
   });
 });
