@@ -136,8 +136,11 @@ describe('the approval gate', () => {
     );
     const messageId = await h.client.sendMessage(id, 'Refund and look up');
     await waitForPending(id, 1);
-    const ran = await h.pool.query("SELECT 1 FROM tool_results WHERE idempotency_key = $1", [`${id}/call_find`]);
-    expect(ran.rowCount).toBe(1);
+    // The lookup finishes while the refund still waits for a person.
+    await expect
+      .poll(async () => (await h.pool.query('SELECT 1 FROM tool_results WHERE idempotency_key = $1', [`${id}/call_find`])).rowCount)
+      .toBe(1);
+    expect((await h.client.state(id)).pendingApprovals.map((p) => p.toolCallId)).toEqual(['call_big']);
     await h.client.decide(id, { decision: 'reject', toolCallId: 'call_big' });
     expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('answered');
   });

