@@ -14,6 +14,7 @@ import { startServices } from './runtime/services';
 import { ensureSearchAttributes } from './runtime/temporal-server';
 import { createAgentWorker } from './runtime/worker';
 import { backofficeTools } from './tools/backoffice';
+import { loadToolsModule } from './tools/load';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -38,7 +39,7 @@ async function main(): Promise<void> {
       pool,
       openai: createOpenAIClient({ apiKey: services.model.apiKey, baseUrl: services.model.baseUrl }),
       defaultModel: services.model.name,
-      tools: backofficeTools(),
+      tools: config.toolsModule ? await loadToolsModule(config.toolsModule) : backofficeTools(),
     });
     printBanner(services);
     await worker.run();

@@ -17,6 +17,7 @@ export const ENV_VARS = [
   'OPENAI_BASE_URL',
   'OPENAI_MODEL',
   'AGENT_DATA_DIR',
+  'AGENT_TOOLS_MODULE',
 ] as const;
 
 /** Variables that only matter on a developer's machine (embedded servers, logging). */
@@ -45,6 +46,7 @@ const envSchema = z.object({
   ),
   OPENAI_MODEL: optional,
   AGENT_DATA_DIR: optional,
+  AGENT_TOOLS_MODULE: optional,
   LOG_LEVEL: optional.pipe(z.enum(['trace', 'debug', 'info', 'warn', 'error']).optional()),
 });
 
@@ -70,6 +72,8 @@ export interface WorkerConfig {
   };
   /** Where embedded servers keep their files. */
   dataDir: string;
+  /** Module whose `tools` (or default) export replaces the demo tools. */
+  toolsModule?: string;
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error';
 }
 
@@ -93,6 +97,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     databaseUrl: e.DATABASE_URL,
     openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL, model: e.OPENAI_MODEL ?? 'gpt-4o-mini' },
     dataDir: path.resolve(e.AGENT_DATA_DIR ?? path.join(__dirname, '..', '..', '.data')),
+    toolsModule: e.AGENT_TOOLS_MODULE,
     logLevel: e.LOG_LEVEL ?? 'info',
   };
 }

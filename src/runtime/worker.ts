@@ -41,6 +41,8 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Wo
       inlineResultLimit: options.inlineResultLimit,
     }),
     shutdownGraceTime: '10 seconds',
+    // When a worker dies, its cached workflows' next tasks wait this long before another worker takes them.
+    stickyQueueScheduleToStartTimeout: '3 seconds',
     // Cancellation reaches an activity only with a heartbeat's answer: send them often enough that a
     // cancelled turn stops its model call and tools within about a second.
     defaultHeartbeatThrottleInterval: '1 second',

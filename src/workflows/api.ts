@@ -21,6 +21,11 @@ export interface ConversationTimeouts {
   modelCallMs?: number;
   /** Attempts of a model call before the turn fails. Default 5. */
   modelCallAttempts?: number;
+  /**
+   * A model call or tool whose worker stops heartbeating for this long is
+   * retried elsewhere: how fast a crashed worker is noticed. Default 10 s.
+   */
+  heartbeatMs?: number;
 }
 
 /** What a conversation is started with. Every field has a default. */
@@ -51,6 +56,7 @@ export const CONVERSATION_DEFAULTS = {
   maxSteps: 10,
   modelCallMs: 5 * 60_000,
   modelCallAttempts: 5,
+  heartbeatMs: 10_000,
   approvalTimeoutMs: 7 * 24 * 60 * 60_000,
   onNewMessage: 'interrupt',
 } as const;
@@ -81,6 +87,7 @@ export function describeInvalidInput(input: unknown): string[] {
   const timeouts = (i.timeouts ?? {}) as Record<string, unknown>;
   positiveInt(timeouts.modelCallMs, 'timeouts.modelCallMs');
   positiveInt(timeouts.modelCallAttempts, 'timeouts.modelCallAttempts');
+  positiveInt(timeouts.heartbeatMs, 'timeouts.heartbeatMs');
   const model = (i.model ?? {}) as Record<string, unknown>;
   if (model.model !== undefined && (typeof model.model !== 'string' || model.model === '')) {
     problems.push('model.model must be a non-empty model name');

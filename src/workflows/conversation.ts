@@ -68,7 +68,8 @@ export interface ConversationSummary {
 }
 
 const store = proxyActivities<ConversationActivities>({
-  startToCloseTimeout: '1 minute',
+  // Short: a write takes milliseconds, and a worker that dies mid-write is noticed at this timeout.
+  startToCloseTimeout: '10 seconds',
   // No attempt limit: a database that is down delays the conversation, it never loses a message.
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
@@ -87,8 +88,10 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   const maxSteps = input.maxSteps ?? CONVERSATION_DEFAULTS.maxSteps;
   const approvalTimeoutMs = input.approvalTimeoutMs ?? CONVERSATION_DEFAULTS.approvalTimeoutMs;
   const onNewMessage = input.onNewMessage ?? CONVERSATION_DEFAULTS.onNewMessage;
+  const heartbeatTimeout = input.timeouts?.heartbeatMs ?? CONVERSATION_DEFAULTS.heartbeatMs;
   const model = proxyActivities<ConversationActivities>({
     startToCloseTimeout: input.timeouts?.modelCallMs ?? CONVERSATION_DEFAULTS.modelCallMs,
+    heartbeatTimeout,
     retry: {
       initialInterval: '1 second',
       backoffCoefficient: 2,
@@ -309,7 +312,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('the turn was stopped');
     current.markRunning(call.id);
     try {
-      const result = await toolActivity(call).runTool({
+      const result = await toolActivity(call, heartbeatTimeout).runTool({
         conversationId,
         toolCallId: call.id,
         name: call.name,
@@ -457,9 +460,10 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
 }
 
 /** Activities for one tool call, with its own timeout and attempts; cancelled without waiting (effect unknown). */
-function toolActivity(call: BatchCall) {
+function toolActivity(call: BatchCall, heartbeatTimeout: number) {
   return proxyActivities<ConversationActivities>({
     startToCloseTimeout: call.timeoutMs,
+    heartbeatTimeout,
     retry: {
       initialInterval: '1 second',
       backoffCoefficient: 2,

@@ -5,7 +5,6 @@ import os from 'node:os';
 import path from 'node:path';
 
 const ROOT = path.join(__dirname, '..', '..');
-const TSX = path.join(ROOT, 'node_modules', '.bin', 'tsx');
 
 /** A worker process started by a test. */
 export interface WorkerProcess {
@@ -19,7 +18,8 @@ export interface WorkerProcess {
 /** Starts `src/main.ts` with the given environment and waits until it reports it is running. */
 export async function startWorkerProcess(env: Record<string, string>, readyTimeoutMs = 60_000): Promise<WorkerProcess> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-worker-'));
-  const child = spawn(TSX, [path.join(ROOT, 'src', 'main.ts')], {
+  // One process (no tsx wrapper), so a SIGKILL kills the worker itself.
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src', 'main.ts')], {
     cwd: ROOT,
     env: { ...process.env, AGENT_DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

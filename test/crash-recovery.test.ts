@@ -1,0 +1,146 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, type Harness } from './support/harness';
+import { startWorkerProcess, type WorkerProcess } from './support/worker-process';
+
+// Real worker processes killed with SIGKILL at chosen points; a new process
+// must finish every conversation with a valid transcript, each side effect
+// applied once and no decision lost.
+
+const HEARTBEAT_MS = 3_000;
+const input = { timeouts: { heartbeatMs: HEARTBEAT_MS } };
+
+let h: Harness;
+let worker: WorkerProcess | undefined;
+let scratch: string;
+const recoveries: { point: string; ms: number }[] = [];
+
+beforeAll(async () => {
+  h = await startHarness({ worker: false });
+  scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-crash-'));
+});
+afterAll(async () => {
+  await worker?.stop('SIGKILL');
+  await h?.stop();
+  fs.rmSync(scratch, { recursive: true, force: true });
+  console.log(`recovery after SIGKILL (kill → turn finished, new worker started at once): ${recoveries.map((r) => `${r.point} ${r.ms} ms`).join('; ')}`);
+});
+
+const startWorker = async (env: Record<string, string> = {}): Promise<WorkerProcess> => {
+  worker = await startWorkerProcess({
+    TEMPORAL_ADDRESS: h.temporalAddress,
+    TEMPORAL_TASK_QUEUE: h.taskQueue,
+    DATABASE_URL: h.databaseUrl,
+    OPENAI_API_KEY: 'test-key',
+    OPENAI_BASE_URL: h.model.url,
+    AGENT_TOOLS_MODULE: path.join(__dirname, 'support', 'crash-tools.ts'),
+    ...env,
+  });
+  return worker;
+};
+const kill = async (): Promise<number> => {
+  await worker?.stop('SIGKILL');
+  worker = undefined;
+  return Date.now();
+};
+const roles = async (id: string) => (await h.client.transcript(id)).map((m) => m.message.role);
+const refundsFor = async (key: string) =>
+  (await h.pool.query('SELECT amount_cents FROM refunds WHERE idempotency_key = $1', [key])).rows;
+
+describe('SIGKILL of the worker process', () => {
+  it('during the model call: a new worker retries the call and the turn finishes', async () => {
+    const id = h.newConversationId('kill-model');
+    let calls = 0;
+    h.model.setResponder((request) => {
+      if (!JSON.stringify(request.body).includes('kill during the model call')) return { content: 'unexpected' };
+      calls++;
+      return calls === 1 ? { kind: 'hang' } : { content: 'Answered after the crash.' };
+    });
+    try {
+      await startWorker();
+      const messageId = await h.client.sendMessage(id, 'kill during the model call', { input });
+      await expect.poll(() => calls, { timeout: 20_000 }).toBe(1);
+      const killedAt = await kill();
+      await startWorker();
+      const turn = await h.client.waitForTurn(id, messageId, 60_000);
+      recoveries.push({ point: 'model call', ms: Date.now() - killedAt });
+      expect(turn.outcome).toBe('answered');
+      expect(calls).toBe(2);
+      expect(await roles(id)).toEqual(['user', 'assistant']);
+    } finally {
+      h.model.setResponder(undefined);
+    }
+    h.expectOnlyValidModelRequests();
+  });
+
+  it('after a refund committed but before its activity completed: the retry returns the recorded result, the refund happened once', async () => {
+    await kill();
+    const marker = path.join(scratch, 'refund-crash');
+    const id = h.newConversationId('kill-refund');
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_refund', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 2_500, reason: 'crash test' } }] },
+      { content: 'Refunded 25.00.' },
+    );
+    await startWorker({ CRASH_MARKER_FILE: marker });
+    const messageId = await h.client.sendMessage(id, 'Refund 25 on ord_2001 and crash', { input });
+    await expect.poll(() => fs.existsSync(marker), { timeout: 20_000 }).toBe(true);
+    const killedAt = JSON.parse(fs.readFileSync(marker, 'utf8')).killedAt as number;
+    await expect.poll(() => worker!.child.exitCode !== null || worker!.child.signalCode !== null).toBe(true);
+    await startWorker({ CRASH_MARKER_FILE: marker });
+    const turn = await h.client.waitForTurn(id, messageId, 60_000);
+    recoveries.push({ point: 'tool after its effect', ms: Date.now() - killedAt });
+    expect(turn.outcome).toBe('answered');
+
+    const key = `${id}/call_refund`;
+    expect(await refundsFor(key)).toEqual([{ amount_cents: 2_500 }]);
+    const ledger = await h.pool.query('SELECT result FROM tool_ledger WHERE idempotency_key = $1', [key]);
+    const tool = (await h.client.transcript(id)).map((m) => m.message).find((m) => m.role === 'tool');
+    expect(JSON.parse((tool as { content: string }).content)).toEqual(ledger.rows[0].result);
+    const history = await h.temporal.workflow.getHandle(id).fetchHistory();
+    const toolAttempts = (history.events ?? [])
+      .filter((e) => e.activityTaskStartedEventAttributes)
+      .map((e) => e.activityTaskStartedEventAttributes!.attempt);
+    expect(Math.max(...toolAttempts)).toBeGreaterThanOrEqual(2);
+    h.expectOnlyValidModelRequests();
+  });
+
+  it('while waiting for approval: a decision sent while no worker runs is applied once the new worker starts', async () => {
+    await kill();
+    const id = h.newConversationId('kill-approval');
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_big', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 11_000, reason: 'approved' } }] },
+      { content: 'Approved refund issued.' },
+    );
+    await startWorker();
+    const messageId = await h.client.sendMessage(id, 'Big refund, then crash', { input });
+    await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
+    const killedAt = await kill();
+    await h.client.signalDecision(id, { decisionId: 'approve-while-down', decision: 'approve', decidedBy: 'ops' });
+    await startWorker();
+    const turn = await h.client.waitForTurn(id, messageId, 60_000);
+    recoveries.push({ point: 'awaiting approval', ms: Date.now() - killedAt });
+    expect(turn.outcome).toBe('answered');
+    expect(await refundsFor(`${id}/call_big`)).toEqual([{ amount_cents: 11_000 }]);
+    const records = await h.pool.query('SELECT decision_id FROM approval_decisions WHERE conversation_id = $1', [id]);
+    expect(records.rows).toEqual([{ decision_id: 'approve-while-down' }]);
+    expect(await roles(id)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    h.expectOnlyValidModelRequests();
+  });
+
+  it('between turns: the next message waits for a worker and is answered', async () => {
+    const id = h.newConversationId('kill-idle');
+    h.model.enqueue({ content: 'First.' }, { content: 'Second, after the crash.' });
+    if (!worker) await startWorker();
+    await h.client.ask(id, 'Before the crash', { input });
+    const killedAt = await kill();
+    const messageId = await h.client.sendMessage(id, 'After the crash');
+    await startWorker();
+    const turn = await h.client.waitForTurn(id, messageId, 60_000);
+    recoveries.push({ point: 'between turns', ms: Date.now() - killedAt });
+    expect(turn.outcome).toBe('answered');
+    expect(await roles(id)).toEqual(['user', 'assistant', 'user', 'assistant']);
+    h.expectOnlyValidModelRequests();
+  });
+});

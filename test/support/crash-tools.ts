@@ -1,0 +1,28 @@
+/**
+ * Tools for crash tests, loaded by a real worker process through
+ * AGENT_TOOLS_MODULE: the demo tools, where `issue_refund` kills its own
+ * worker with SIGKILL right after its effect and ledger row committed, before
+ * the activity can report completion. It does so once per marker file
+ * (CRASH_MARKER_FILE), so the worker started after it runs normally.
+ */
+import fs from 'node:fs';
+import { backofficeTools } from '../../src/tools/backoffice';
+import { tool, type Tool } from '../../src/tools/tool';
+
+const marker = process.env.CRASH_MARKER_FILE;
+
+export const tools: Tool[] = backofficeTools().map((t) =>
+  t.name !== 'issue_refund'
+    ? t
+    : tool({
+        ...t,
+        async execute(args, context) {
+          const result = await t.execute(args, context);
+          if (marker && !fs.existsSync(marker)) {
+            fs.writeFileSync(marker, JSON.stringify({ killedAt: Date.now(), idempotencyKey: context.idempotencyKey }));
+            process.kill(process.pid, 'SIGKILL');
+          }
+          return result;
+        },
+      }),
+);
