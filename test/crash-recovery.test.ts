@@ -101,7 +101,7 @@ describe('SIGKILL of the worker process', () => {
     const history = await h.temporal.workflow.getHandle(id).fetchHistory();
     const toolAttempts = (history.events ?? [])
       .filter((e) => e.activityTaskStartedEventAttributes)
-      .map((e) => e.activityTaskStartedEventAttributes!.attempt);
+      .map((e) => e.activityTaskStartedEventAttributes!.attempt ?? 0);
     expect(Math.max(...toolAttempts)).toBeGreaterThanOrEqual(2);
     h.expectOnlyValidModelRequests();
   });

@@ -49,7 +49,43 @@ export interface ConversationInput {
    * `queue` lets the turn finish first. Messages are never lost or reordered.
    */
   onNewMessage?: 'interrupt' | 'queue';
+  /**
+   * Continue as new (a fresh history, same conversation) between turns once
+   * a run's history has this many events, or when the server suggests it.
+   * Default 2000.
+   */
+  continueAsNewAfterEvents?: number;
+  /** Set by the workflow itself when it continues as new: the state it carries over. */
+  carried?: CarriedConversation;
 }
+
+/**
+ * What a conversation carries into its next run when it continues as new,
+ * always at an idle point (every call settled, everything stored).
+ */
+export interface CarriedConversation {
+  /** Seq of the next message: messages 0..nextSeq-1 are stored in PostgreSQL and settled. */
+  nextSeq: number;
+  steps: number;
+  transcriptRepairs: number;
+  lastError?: string;
+  phase: 'idle' | 'failed';
+  recentTurns: TurnRecord[];
+  /** The most recent user message ids, for deduplication (at most {@link DEDUP_MEMORY}). */
+  receivedMessageIds: string[];
+  /** The most recent applied decisions, for deduplication (at most {@link DEDUP_MEMORY}). */
+  decisions: DecisionResult[];
+  /** Messages received and not yet answered. */
+  inbox: { text: string; messageId: string }[];
+  /** A cancel that arrived for the queued messages before their turn started. */
+  pendingCancel?: string;
+  ending: boolean;
+  /** Runs so far, this one included. */
+  runs: number;
+}
+
+/** How many message ids and decisions a conversation remembers for deduplication across runs. */
+export const DEDUP_MEMORY = 500;
 
 /** Defaults applied to a {@link ConversationInput}. */
 export const CONVERSATION_DEFAULTS = {
@@ -57,6 +93,7 @@ export const CONVERSATION_DEFAULTS = {
   modelCallMs: 5 * 60_000,
   modelCallAttempts: 5,
   heartbeatMs: 10_000,
+  continueAsNewAfterEvents: 2000,
   approvalTimeoutMs: 7 * 24 * 60 * 60_000,
   onNewMessage: 'interrupt',
 } as const;
@@ -81,6 +118,7 @@ export function describeInvalidInput(input: unknown): string[] {
   }
   positiveInt(i.maxSteps, 'maxSteps');
   positiveInt(i.approvalTimeoutMs, 'approvalTimeoutMs');
+  positiveInt(i.continueAsNewAfterEvents, 'continueAsNewAfterEvents');
   if (i.onNewMessage !== undefined && i.onNewMessage !== 'interrupt' && i.onNewMessage !== 'queue') {
     problems.push(`onNewMessage must be "interrupt" or "queue", got ${JSON.stringify(i.onNewMessage)}`);
   }
@@ -193,8 +231,12 @@ export interface ConversationState {
   steps: number;
   /** The last error of a failed turn, cleared when a turn answers. */
   lastError?: string;
-  /** The transcript's structure (bodies live in PostgreSQL). */
+  /** The transcript's structure since this run began (bodies live in PostgreSQL). */
   messages: MessageMeta[];
+  /** Messages in the whole conversation, all runs together. */
+  messageCount: number;
+  /** Workflow runs so far (a conversation continues as new between turns). */
+  runs: number;
   /** User messages received but not yet taken into a turn. */
   queuedMessages: number;
   /** Tool calls waiting for a person's decision. */

@@ -16,6 +16,7 @@ import {
   CancellationScope,
   CancelledFailure,
   condition,
+  continueAsNew,
   isCancellation,
   log,
   proxyActivities,
@@ -40,6 +41,7 @@ import {
   AgentStatusAttribute,
   cancelTurnSignal,
   CONVERSATION_DEFAULTS,
+  DEDUP_MEMORY,
   decisionSignal,
   decisionUpdate,
   describeBadDecision,
@@ -50,6 +52,7 @@ import {
   stateQuery,
   userMessageSignal,
   type ApprovalDecision,
+  type CarriedConversation,
   type ConversationInput,
   type ConversationState,
   type ConversationStatus,
@@ -101,21 +104,26 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     },
   });
   const rootScope = CancellationScope.current();
+  const carried = input.carried;
+  const continueAsNewAfterEvents = input.continueAsNewAfterEvents ?? CONVERSATION_DEFAULTS.continueAsNewAfterEvents;
 
+  /** Structure of the messages of this run; earlier runs' messages are stored and settled. */
   const messages: MessageMeta[] = [];
-  const inbox: Required<UserMessage>[] = [];
-  const receivedMessageIds = new Set<string>();
-  const decisions = new Map<string, DecisionResult>();
-  const recentTurns: TurnRecord[] = [];
-  let phase: 'idle' | 'running' | 'failed' | 'closed' = 'idle';
-  let steps = 0;
-  let lastError: string | undefined;
-  let transcriptRepairs = 0;
-  let ending = false;
+  let nextSeq = carried?.nextSeq ?? 0;
+  const inbox: Required<UserMessage>[] = [...(carried?.inbox ?? [])];
+  const receivedMessageIds = new Set<string>(carried?.receivedMessageIds ?? []);
+  const decisions = new Map<string, DecisionResult>((carried?.decisions ?? []).map((d) => [d.decisionId, d]));
+  const recentTurns: TurnRecord[] = [...(carried?.recentTurns ?? [])];
+  let phase: 'idle' | 'running' | 'failed' | 'closed' = carried?.phase ?? 'idle';
+  let steps = carried?.steps ?? 0;
+  let lastError: string | undefined = carried?.lastError;
+  let transcriptRepairs = carried?.transcriptRepairs ?? 0;
+  let ending = carried?.ending ?? false;
+  const runs = (carried?.runs ?? 0) + 1;
   let batch: ToolCallBatch | undefined;
   let turnActive = false;
   let turnScope: CancellationScope | undefined;
-  let stopReason: string | undefined;
+  let stopReason: string | undefined = carried?.pendingCancel;
   let published: { status: ConversationStatus; pending: number } | undefined;
 
   const status = (): ConversationStatus =>
@@ -243,6 +251,8 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     steps,
     lastError,
     messages: messages.map((m) => ({ ...m })),
+    messageCount: nextSeq,
+    runs,
     queuedMessages: inbox.length,
     pendingApprovals: (batch?.awaitingApproval() ?? []).map(describePendingApproval),
     runningToolCalls: (batch?.all() ?? []).filter((c) => c.phase === 'running').map((c) => c.id),
@@ -259,12 +269,13 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
    */
   const append = (entries: { message: ChatMessage; ref?: StoredMessageRef }[]): Promise<number> =>
     CancellationScope.nonCancellable(async () => {
-      const first = messages.length;
+      const first = nextSeq;
       await store.appendMessages({
         conversationId,
         messages: entries.map(({ message, ref }, i) => (ref ? { seq: first + i, ref } : { seq: first + i, message })),
       });
       entries.forEach((entry, i) => messages.push(describeMessage(first + i, entry.message)));
+      nextSeq = first + entries.length;
       return first;
     });
 
@@ -291,9 +302,14 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
       conversationId,
       problems: repair.problems,
     });
+    // Earlier runs ended settled, so checking this run's messages covers everything still open.
     return {
-      omitSeqs: repair.omit,
-      synthesized: repair.synthesize.map((s) => ({ afterSeq: s.afterIndex, toolCallId: s.toolCallId, content: repairedContent() })),
+      omitSeqs: repair.omit.map((index) => messages[index].seq),
+      synthesized: repair.synthesize.map((s) => ({
+        afterSeq: messages[s.afterIndex].seq,
+        toolCallId: s.toolCallId,
+        content: repairedContent(),
+      })),
     };
   };
 
@@ -336,7 +352,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
       try {
         result = await model.callModel({
           conversationId,
-          throughSeq: messages.length - 1,
+          throughSeq: nextSeq - 1,
           ...modelView(),
           settings: input.model ?? {},
           tools: input.tools,
@@ -434,9 +450,29 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     finishTurn(record);
   };
 
+  /** Whether this run's history is long enough to continue as new (only ever checked between turns). */
+  const historyIsLong = (): boolean =>
+    workflowInfo().continueAsNewSuggested || workflowInfo().historyLength >= continueAsNewAfterEvents;
+
+  /** The state the next run starts from. Called only at an idle point: no call is pending. */
+  const carryOver = (): CarriedConversation => ({
+    nextSeq,
+    steps,
+    transcriptRepairs,
+    lastError,
+    phase: phase === 'failed' ? 'failed' : 'idle',
+    recentTurns: recentTurns.map((t) => ({ ...t })),
+    receivedMessageIds: [...receivedMessageIds].slice(-DEDUP_MEMORY),
+    decisions: [...decisions.values()].slice(-DEDUP_MEMORY),
+    inbox: inbox.map((m) => ({ ...m })),
+    pendingCancel: stopReason,
+    ending,
+    runs,
+  });
+
   publish();
   try {
-    if (input.systemPrompt) await append([{ message: { role: 'system', content: input.systemPrompt } }]);
+    if (input.systemPrompt && !carried) await append([{ message: { role: 'system', content: input.systemPrompt } }]);
     for (;;) {
       await condition(() => inbox.length > 0 || ending);
       if (inbox.length === 0) break;
@@ -444,6 +480,12 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
       turnActive = true;
       await append(taken.map((m) => ({ message: { role: 'user', content: m.text } })));
       await runTurn(taken.map((m) => m.messageId));
+      if (historyIsLong()) {
+        // Between turns nothing is pending; let decision records and other handlers finish first.
+        await condition(allHandlersFinished);
+        log.info('Continuing as new', { conversationId, historyLength: workflowInfo().historyLength, runs });
+        await continueAsNew<typeof conversationWorkflow>({ ...input, carried: carryOver() });
+      }
     }
   } catch (err) {
     if (!isCancellation(err)) throw err;
@@ -456,7 +498,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   await condition(allHandlersFinished);
   phase = 'closed';
   publish();
-  return { conversationId, steps, messages: messages.length, transcriptRepairs };
+  return { conversationId, steps, messages: nextSeq, transcriptRepairs };
 }
 
 /** Activities for one tool call, with its own timeout and attempts; cancelled without waiting (effect unknown). */

@@ -3,8 +3,12 @@ import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 
 /** Encoded size of every event of a workflow's history. */
-export async function historyEventSizes(client: Client, workflowId: string): Promise<{ event: temporal.api.history.v1.IHistoryEvent; bytes: number }[]> {
-  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+export async function historyEventSizes(
+  client: Client,
+  workflowId: string,
+  runId?: string,
+): Promise<{ event: temporal.api.history.v1.IHistoryEvent; bytes: number }[]> {
+  const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
   return (history.events ?? []).map((event) => ({
     event,
     bytes: temporal.api.history.v1.HistoryEvent.encode(event).finish().length,
