@@ -1,0 +1,51 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Worker } from '@temporalio/worker';
+import { describe, expect, inject, it } from 'vitest';
+
+// Recorded histories of representative conversations (test/fixtures/histories,
+// refreshed by `npm run fixtures:record`) replayed against the current workflow
+// code: a change that would break running conversations fails here.
+
+const DIR = path.join(__dirname, 'fixtures', 'histories');
+const fixtures = fs.readdirSync(DIR).filter((f) => f.endsWith('.json')).sort();
+
+describe('replaying recorded histories', () => {
+  it('covers the representative conversations', () => {
+    const names = new Set(fixtures.map((f) => f.replace(/(\.run\d+)?\.json$/, '')));
+    for (const expected of [
+      'plain',
+      'parallel-tools',
+      'tool-and-model-failures',
+      'approve',
+      'reject-batch',
+      'approval-timeout',
+      'cancel-during-tool',
+      'interrupt-while-awaiting-approval',
+      'queue-policy',
+      'workflow-cancel',
+      'continue-as-new',
+      'crash-recovery',
+    ]) {
+      expect(names).toContain(expected);
+    }
+  });
+
+  it('every recorded history replays against the current workflow code without nondeterminism', async () => {
+    const histories = fixtures.map((file) => ({
+      workflowId: file,
+      history: JSON.parse(fs.readFileSync(path.join(DIR, file), 'utf8')) as unknown,
+    }));
+    const failures: string[] = [];
+    let replayed = 0;
+    for await (const result of Worker.runReplayHistories(
+      { workflowBundle: { codePath: inject('workflowBundlePath') } },
+      histories,
+    )) {
+      replayed++;
+      if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
+    }
+    expect(failures).toEqual([]);
+    expect(replayed).toBe(fixtures.length);
+  });
+});
