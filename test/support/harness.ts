@@ -31,6 +31,8 @@ export interface HarnessOptions {
   /** Start an in-process worker. Default true. */
   worker?: boolean;
   dialect?: ModelServerOptions['dialect'];
+  /** A Temporal server of the test's own; the run's shared dev server when unset. */
+  temporalAddress?: string;
 }
 
 /** What a test file works with. */
@@ -54,7 +56,7 @@ export interface Harness {
 
 /** Builds a harness; call `stop()` in `afterAll`. */
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
-  const temporalAddress = inject('temporalAddress');
+  const temporalAddress = options.temporalAddress ?? inject('temporalAddress');
   const databaseName = `t_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
   const admin = new PgClient({ connectionString: inject('postgresAdminUrl') });
   await admin.connect();

@@ -1,0 +1,60 @@
+/**
+ * Tools of the chaos run's worker processes, loaded through AGENT_TOOLS_MODULE:
+ * the demo back-office tools plus `check_stock`, a tool on a flaky warehouse
+ * system. It is slow (so worker kills land while it runs), fails now and then
+ * (a transient error Temporal retries, or a permanent `ToolError`), and when it
+ * succeeds it writes one `chaos_effects` row through `context.once`, a second
+ * side effect whose once-ness the run checks. Each failure is recorded in
+ * `chaos_faults` before it is thrown, so the run can count what it injected.
+ *
+ * Whether an attempt fails depends only on CHAOS_SEED, the idempotency key and
+ * the attempt number, so a seed replays the same failures.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { z } from 'zod';
+import { backofficeTools } from '../../src/tools/backoffice';
+import { tool, ToolError, type Tool, type ToolContext } from '../../src/tools/tool';
+import { unitFromText } from './random';
+
+/** The SKU that fails its first attempt, whatever the seed: how the run makes sure a tool failure happens. */
+export const FAIL_FIRST_SKU = 'chaos-fail-first';
+
+const seed = process.env.CHAOS_SEED ?? '0';
+
+async function recordFault(context: ToolContext, detail: string): Promise<void> {
+  await context.db.query('INSERT INTO chaos_faults (kind, idempotency_key, attempt, detail) VALUES ($1, $2, $3, $4)', [
+    'tool_failure',
+    context.idempotencyKey,
+    context.attempt,
+    detail,
+  ]);
+}
+
+const checkStock = tool({
+  name: 'check_stock',
+  description: 'Check how many units of a SKU the warehouse has. The warehouse system is slow and sometimes fails.',
+  parameters: z.object({ sku: z.string().min(1).describe('Stock keeping unit, e.g. gear-42') }),
+  maxAttempts: 3,
+  async execute({ sku }, context) {
+    const r = unitFromText(`${seed}/${context.idempotencyKey}/${context.attempt}`);
+    await sleep(200 + Math.floor(r * 1300), undefined, { signal: context.signal });
+    if (sku === FAIL_FIRST_SKU && context.attempt === 1) {
+      await recordFault(context, 'transient (forced on the first attempt)');
+      throw new Error('The warehouse system timed out (chaos: forced first-attempt failure).');
+    }
+    if (r < 0.25) {
+      await recordFault(context, 'transient');
+      throw new Error('The warehouse system timed out (chaos: transient failure).');
+    }
+    if (r < 0.33) {
+      await recordFault(context, 'permanent');
+      throw new ToolError(`The warehouse does not know SKU ${sku} (chaos: permanent failure).`);
+    }
+    return context.once(async (tx) => {
+      await tx.query('INSERT INTO chaos_effects (idempotency_key, sku) VALUES ($1, $2)', [context.idempotencyKey, sku]);
+      return { sku, units: Math.floor(r * 100) };
+    });
+  },
+});
+
+export const tools: Tool[] = [...backofficeTools(), checkStock];
