@@ -87,6 +87,10 @@ export const ActivityErrorType = {
   InvalidToolArguments: 'InvalidToolArguments',
   /** A tool reported a failure that a retry cannot fix. */
   ToolFailedPermanently: 'ToolFailedPermanently',
+  /** A streamed response was cut, truncated or malformed: nothing of it is used; retried. */
+  IncompleteModelResponse: 'IncompleteModelResponse',
+  /** A stream went silent longer than its idle timeout: abandoned and retried. */
+  ModelStreamStalled: 'ModelStreamStalled',
 } as const;
 
 /** A decision as applied by the workflow, for the `approval_decisions` records. */

@@ -10,6 +10,7 @@ import { loadConfig } from '../runtime/config';
 import { readRuntimeInfo } from '../runtime/services';
 import { AgentClient } from './client';
 import { formatTranscript } from './format';
+import { StreamView } from './stream';
 
 async function connect(): Promise<AgentClient> {
   const config = loadConfig();
@@ -46,9 +47,10 @@ function formatAge(ms: number): string {
 }
 
 /**
- * Sends a message and prints the turn as it unfolds: tool calls, results, the
- * answer. Calls that need approval are asked about at the prompt (`ask`), or
- * listed with the commands that decide them when there is no prompt.
+ * Sends a message and prints the turn as it unfolds: the model's text as it
+ * streams, tool calls, results, the answer. Calls that need approval are
+ * asked about at the prompt (`ask`), or listed with the commands that decide
+ * them when there is no prompt.
  */
 async function printTurn(
   client: AgentClient,
@@ -56,57 +58,93 @@ async function printTurn(
   text: string,
   ask?: (question: string) => Promise<string>,
 ): Promise<void> {
-  let printed = (await client.state(conversationId).catch(() => undefined))?.messages.length ?? 0;
-  const messageId = await client.sendMessage(conversationId, text);
-  const asked = new Set<string>();
-  const printNew = async (): Promise<void> => {
-    const transcript = await client.transcript(conversationId);
-    for (const { message } of transcript.slice(printed)) {
-      if (message.role === 'assistant') {
-        for (const call of message.tool_calls ?? []) process.stdout.write(`  ⚙ ${call.function.name}(${call.function.arguments})\n`);
-      } else if (message.role === 'tool') {
-        process.stdout.write(`  ↳ ${message.content.slice(0, 200)}\n`);
-      }
-    }
-    printed = Math.max(printed, transcript.length);
+  let printedSeq = (await client.transcript(conversationId).catch(() => [])).length;
+  const view = new StreamView();
+  let midLine = false;
+  let lastStreamed = '';
+  const write = (s: string): void => {
+    process.stdout.write(s);
+    midLine = !s.endsWith('\n');
   };
-  for (;;) {
-    const state = await client.state(conversationId);
-    await printNew();
-    const turn = state.recentTurns.find((t) => t.messageIds.includes(messageId));
-    if (turn) {
-      if (turn.outcome === 'answered') {
-        const answer = (await client.transcript(conversationId, turn.answerSeq)).find((m) => m.seq === turn.answerSeq)?.message;
-        process.stdout.write(`agent> ${answer?.role === 'assistant' ? (answer.content ?? '') : ''}\n`);
-      } else {
-        process.stdout.write(`agent> (turn ${turn.outcome}: ${turn.error})\n`);
-      }
-      return;
+  const newline = (): void => {
+    if (midLine) write('\n');
+  };
+  const unsubscribe = await client.subscribe(conversationId, (event) => {
+    const change = view.apply(event);
+    if (!change) return;
+    if (change.reset) {
+      newline();
+      write('  ↻ the model call was retried; its text starts over\n');
     }
-    for (const pending of state.pendingApprovals.filter((p) => !asked.has(p.toolCallId))) {
-      asked.add(pending.toolCallId);
-      const call = `${pending.toolName}(${JSON.stringify(pending.arguments)})`;
-      if (!ask) {
-        process.stdout.write(
-          `  ⏸ ${call} needs approval:\n` +
-            `      npm run cli -- approve ${conversationId} ${pending.toolCallId}\n` +
-            `      npm run cli -- reject ${conversationId} ${pending.toolCallId} --reason "..."\n`,
-        );
-        continue;
-      }
-      const answer = (await ask(`  ⏸ ${call} needs approval. Approve? [y/N, or a reason to reject] `)).trim();
-      const approve = /^y(es)?$/i.test(answer);
-      await client
-        .decide(conversationId, {
-          decision: approve ? 'approve' : 'reject',
-          toolCallId: pending.toolCallId,
-          reason: approve || answer === '' || /^no?$/i.test(answer) ? undefined : answer,
-          decidedBy: process.env.USER ?? 'cli',
-        })
-        .catch((err: Error) => process.stdout.write(`  (decision not applied: ${err.message})\n`));
+    if (change.appended) {
+      if (!midLine) write('agent> ');
+      write(change.appended);
+      lastStreamed = change.response.text;
     }
-    if (!ask && asked.size > 0 && state.pendingApprovals.length > 0) return;
-    await new Promise((resolve) => setTimeout(resolve, 250));
+  });
+  try {
+    const messageId = await client.sendMessage(conversationId, text);
+    const asked = new Set<string>();
+    const printNew = async (): Promise<void> => {
+      const transcript = await client.transcript(conversationId);
+      for (const { message } of transcript.slice(printedSeq)) {
+        if (message.role === 'assistant' && message.tool_calls?.length) {
+          newline();
+          for (const call of message.tool_calls) write(`  ⚙ ${call.function.name}(${call.function.arguments})\n`);
+        } else if (message.role === 'tool') {
+          newline();
+          write(`  ↳ ${message.content.slice(0, 200)}\n`);
+        }
+      }
+      printedSeq = Math.max(printedSeq, transcript.length);
+    };
+    for (;;) {
+      const state = await client.state(conversationId);
+      await printNew();
+      const turn = state.recentTurns.find((t) => t.messageIds.includes(messageId));
+      if (turn) {
+        if (turn.outcome === 'answered') {
+          const answer = (await client.transcript(conversationId, turn.answerSeq)).find((m) => m.seq === turn.answerSeq)?.message;
+          const content = answer?.role === 'assistant' ? (answer.content ?? '') : '';
+          if (content === lastStreamed && midLine) write('\n');
+          else {
+            newline();
+            write(`agent> ${content}\n`);
+          }
+        } else {
+          newline();
+          write(`agent> (turn ${turn.outcome}: ${turn.error})\n`);
+        }
+        return;
+      }
+      for (const pending of state.pendingApprovals.filter((p) => !asked.has(p.toolCallId))) {
+        asked.add(pending.toolCallId);
+        newline();
+        const call = `${pending.toolName}(${JSON.stringify(pending.arguments)})`;
+        if (!ask) {
+          write(
+            `  ⏸ ${call} needs approval:\n` +
+              `      npm run cli -- approve ${conversationId} ${pending.toolCallId}\n` +
+              `      npm run cli -- reject ${conversationId} ${pending.toolCallId} --reason "..."\n`,
+          );
+          continue;
+        }
+        const answer = (await ask(`  ⏸ ${call} needs approval. Approve? [y/N, or a reason to reject] `)).trim();
+        const approve = /^y(es)?$/i.test(answer);
+        await client
+          .decide(conversationId, {
+            decision: approve ? 'approve' : 'reject',
+            toolCallId: pending.toolCallId,
+            reason: approve || answer === '' || /^no?$/i.test(answer) ? undefined : answer,
+            decidedBy: process.env.USER ?? 'cli',
+          })
+          .catch((err: Error) => write(`  (decision not applied: ${err.message})\n`));
+      }
+      if (!ask && asked.size > 0 && state.pendingApprovals.length > 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  } finally {
+    await unsubscribe();
   }
 }
 

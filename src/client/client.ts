@@ -10,6 +10,8 @@ import type { Pool } from 'pg';
 import { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError } from '../errors';
 import { readTranscript, type StoredMessage } from '../activities/transcript-store';
 import { createPool } from '../db/pool';
+import type { StreamEvent } from '../activities/deltas';
+import { subscribeToStream, type Unsubscribe } from './stream';
 import {
   AgentStatusAttribute,
   cancelTurnSignal,
@@ -71,6 +73,7 @@ export class AgentClient {
     private readonly connection: Connection,
     private readonly taskQueue: string,
     private readonly pool: Pool | undefined,
+    private readonly databaseUrl: string | undefined,
   ) {}
 
   /** Connects to Temporal (and PostgreSQL when `databaseUrl` is given). */
@@ -78,7 +81,7 @@ export class AgentClient {
     const connection = await Connection.connect({ address: options.temporalAddress });
     const temporal = new Client({ connection, namespace: options.namespace ?? 'default' });
     const pool = options.databaseUrl ? createPool(options.databaseUrl, 2) : undefined;
-    return new AgentClient(temporal, connection, options.taskQueue ?? 'agent', pool);
+    return new AgentClient(temporal, connection, options.taskQueue ?? 'agent', pool, options.databaseUrl);
   }
 
   /** Sends a user message, starting the conversation if it is not running. Returns the message id. */
@@ -189,6 +192,16 @@ export class AgentClient {
       }
     }
     return found;
+  }
+
+  /**
+   * Follows the model's text while it streams: `onEvent` gets every delta and
+   * end event of the conversation (feed them to a {@link StreamView}). Needs
+   * `databaseUrl`. Returns the function that stops following.
+   */
+  async subscribe(conversationId: string, onEvent: (event: StreamEvent) => void): Promise<Unsubscribe> {
+    if (!this.databaseUrl) throw new Error('This client has no databaseUrl, so it cannot follow streams. Pass databaseUrl to AgentClient.connect.');
+    return subscribeToStream(this.databaseUrl, conversationId, onEvent);
   }
 
   /** Ends the conversation after its current turn and queued messages. */

@@ -2,3 +2,5 @@
 export { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError } from '../errors';
 export { AgentClient, type AgentClientOptions, type SendMessageOptions, type TurnAnswer } from './client';
 export { formatTranscript } from './format';
+export { StreamView, subscribeToStream, type StreamedText, type Unsubscribe } from './stream';
+export type { StreamEvent } from '../activities/deltas';

@@ -23,11 +23,13 @@ export type {
   ScriptedMessageReply,
   ScriptedReply,
   ScriptedToolCall,
+  StreamScript,
   ValidationFailure,
 } from './types';
 export {
   DEFAULT_DROP_CONTENT,
   DEFAULT_SERVER_ERROR_MESSAGE,
+  KEEP_ALIVE_LINE,
   NO_SCRIPTED_REPLY_MESSAGE,
   RESPONDER_FAILED_PREFIX,
   SCRIPTED_MODEL_ID,

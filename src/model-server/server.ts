@@ -18,6 +18,7 @@ import type {
   Responder,
   ScriptedMessageReply,
   ScriptedReply,
+  StreamScript,
 } from './types';
 import { errorBody, INVALID_JSON_MESSAGE, validateChatRequest } from './validate';
 
@@ -34,6 +35,9 @@ export const DEFAULT_SERVER_ERROR_MESSAGE =
 
 /** Content streamed before a `drop` when the reply gives none. */
 export const DEFAULT_DROP_CONTENT = 'This answer is cut off before it is finished.';
+
+/** The SSE comment line a `keepAlive` stream script sends, as DeepSeek does while a request is queued. */
+export const KEEP_ALIVE_LINE = ': keep-alive\n\n';
 
 /** Model id listed by `GET /v1/models`. */
 export const SCRIPTED_MODEL_ID = 'scripted-model';
@@ -57,6 +61,8 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
   let responder: Responder | undefined = options.responder;
   let closing = false;
   let closed: Promise<void> | undefined;
+  /** Exchanges whose connection has not closed yet, so `close()` can wait until each has recorded `closedAt`. */
+  const open = new Set<Exchange>();
 
   const nextReply = async (record: RecordedRequest): Promise<ScriptedReply> => {
     const queued = queue.shift();
@@ -81,6 +87,8 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     };
     requests.push(record);
     const exchange = new Exchange(res, record, () => closing);
+    open.add(exchange);
+    void exchange.closed.then(() => open.delete(exchange));
     handle(req, exchange, dialect, nextReply).catch((err: unknown) => {
       exchange.send(500, errorBody(`Scripted model server failed: ${String(err)}`, 'server_error'));
     });
@@ -109,9 +117,12 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     close: () => {
       if (!closed) {
         closing = true;
+        const exchanges = [...open].map((exchange) => exchange.closed);
         closed = new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeAllConnections();
+        }).then(async () => {
+          await Promise.all(exchanges);
         });
       }
       return closed;
@@ -191,7 +202,7 @@ async function deliver(reply: ScriptedReply, exchange: Exchange, request: ChatRe
     case 'drop':
       if (request.stream === true) {
         const plan = planCompletion({ content: reply.content ?? DEFAULT_DROP_CONTENT }, request);
-        await writeChatStream(exchange, plan, { kind: 'drop', afterContentPieces: 1 });
+        await writeChatStream(exchange, plan, { fault: { kind: 'drop', afterContentPieces: 1 } });
       } else {
         exchange.destroy();
       }
@@ -201,7 +212,7 @@ async function deliver(reply: ScriptedReply, exchange: Exchange, request: ChatRe
       return;
     default: {
       const plan = planCompletion(reply, request);
-      if (request.stream === true) await writeChatStream(exchange, plan);
+      if (request.stream === true) await writeChatStream(exchange, plan, { script: reply.stream });
       else exchange.send(200, completionObject(plan));
     }
   }
@@ -275,9 +286,11 @@ type StreamFault = { kind: 'drop'; afterContentPieces: number };
 interface StreamEvent {
   part: 'role' | 'reasoning' | 'content' | 'tool_call' | 'finish' | 'usage' | 'done';
   data: string;
+  /** The event after which a `cutAfterArgumentChars` script destroys the socket. */
+  cutAfter?: boolean;
 }
 
-function streamEvents(plan: CompletionPlan): StreamEvent[] {
+function streamEvents(plan: CompletionPlan, script: StreamScript): StreamEvent[] {
   const chunk = (delta: Record<string, unknown>, finishReason: FinishReason | null = null): string =>
     JSON.stringify({
       id: plan.id,
@@ -295,17 +308,40 @@ function streamEvents(plan: CompletionPlan): StreamEvent[] {
     events.push({ part: 'content', data: chunk({ content: piece }) });
   }
   plan.toolCalls.forEach((call, index) => {
-    events.push({
+    const first: StreamEvent = {
       part: 'tool_call',
       data: chunk({
         tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }],
       }),
-    });
-    for (const piece of splitText(call.arguments, call.arguments.length > 8 ? 3 : 2)) {
-      events.push({ part: 'tool_call', data: chunk({ tool_calls: [{ index, function: { arguments: piece } }] }) });
+    };
+    events.push(first);
+    let pieces =
+      script.argumentChunks !== undefined
+        ? splitEvenly(call.arguments, script.argumentChunks)
+        : splitText(call.arguments, call.arguments.length > 8 ? 3 : 2);
+    // Only the first call can be cut; the cut point is clamped to its arguments.
+    const cutAt =
+      index === 0 && script.cutAfterArgumentChars !== undefined
+        ? Math.min(Math.max(0, Math.floor(script.cutAfterArgumentChars)), call.arguments.length)
+        : undefined;
+    if (cutAt !== undefined) {
+      pieces = splitPiecesAt(pieces, cutAt);
+      if (cutAt === 0) first.cutAfter = true;
+    }
+    let sent = 0;
+    for (const piece of pieces) {
+      sent += piece.length;
+      const fragment = script.emptyIdAndName
+        ? { index, id: '', type: 'function', function: { name: '', arguments: piece } }
+        : { index, function: { arguments: piece } };
+      events.push({
+        part: 'tool_call',
+        data: chunk({ tool_calls: [fragment] }),
+        cutAfter: cutAt !== undefined && cutAt > 0 && sent === cutAt,
+      });
     }
   });
-  events.push({ part: 'finish', data: chunk({}, plan.finishReason) });
+  if (!script.omitFinish) events.push({ part: 'finish', data: chunk({}, plan.finishReason) });
   if (plan.includeUsage) {
     events.push({
       part: 'usage',
@@ -319,25 +355,63 @@ function streamEvents(plan: CompletionPlan): StreamEvent[] {
       }),
     });
   }
-  events.push({ part: 'done', data: '[DONE]' });
+  if (!script.omitDone) events.push({ part: 'done', data: '[DONE]' });
   return events;
 }
 
-async function writeChatStream(exchange: Exchange, plan: CompletionPlan, fault?: StreamFault): Promise<void> {
-  const events = streamEvents(plan);
+/** What shapes one streamed reply: a built-in fault (`drop`) or a reply's own stream script. */
+interface StreamOptions {
+  fault?: StreamFault;
+  script?: StreamScript;
+}
+
+async function writeChatStream(exchange: Exchange, plan: CompletionPlan, options: StreamOptions = {}): Promise<void> {
+  const { fault, script = {} } = options;
+  const events = streamEvents(plan, script);
+  const delayMs = Math.max(0, script.chunkDelayMs ?? 0);
+  const keepAlive = Math.max(0, Math.floor(script.keepAlive ?? 0));
+  const stallAfter = script.stallAfterChunks === undefined ? undefined : Math.max(0, Math.floor(script.stallAfterChunks));
+
   exchange.startStream();
+  let writes = 0;
+  /** Paces writes; false when the connection closed meanwhile. */
+  const beforeWrite = async (): Promise<boolean> => {
+    if (writes++ > 0) {
+      if (delayMs > 0) return exchange.wait(delayMs);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    return !exchange.isClosed;
+  };
+  const stall = async (): Promise<void> => {
+    await exchange.flush();
+    await exchange.closed;
+  };
+
+  for (let i = 0; i < keepAlive; i++) {
+    if (!(await beforeWrite())) return;
+    exchange.write(KEEP_ALIVE_LINE);
+  }
+  let dataChunks = 0;
   let contentPieces = 0;
   for (const event of events) {
-    if (exchange.isClosed) return;
+    if (stallAfter !== undefined && dataChunks >= stallAfter) return stall();
+    if (!(await beforeWrite())) return;
     if (fault?.kind === 'drop' && event.part !== 'role' && contentPieces >= fault.afterContentPieces) {
       await exchange.flush();
       exchange.destroy();
       return;
     }
     exchange.write(`data: ${event.data}\n\n`);
+    dataChunks++;
     if (event.part === 'content') contentPieces++;
-    await new Promise((resolve) => setImmediate(resolve));
+    if (event.cutAfter) {
+      await exchange.flush();
+      exchange.destroy();
+      return;
+    }
   }
+  if (stallAfter !== undefined && dataChunks >= stallAfter) return stall();
+  await new Promise((resolve) => setImmediate(resolve));
   exchange.end();
 }
 
@@ -357,6 +431,7 @@ class Exchange {
     this.closed = new Promise<void>((resolve) => {
       res.once('close', () => {
         this.done = true;
+        record.closedAt = Date.now();
         if (!res.writableFinished && !this.destroyedByServer && !serverClosing()) record.aborted = true;
         resolve();
       });
@@ -388,6 +463,7 @@ class Exchange {
   send(status: number, body: unknown): void {
     if (this.isClosed || this.res.headersSent) return;
     const text = typeof body === 'string' ? body : JSON.stringify(body);
+    this.record.firstByteAt ??= Date.now();
     this.res.writeHead(status, {
       'content-type': 'application/json',
       'content-length': Buffer.byteLength(text),
@@ -397,6 +473,7 @@ class Exchange {
   }
 
   startStream(): void {
+    this.record.firstByteAt ??= Date.now();
     this.res.writeHead(200, {
       'content-type': 'text/event-stream',
       'cache-control': 'no-cache',
@@ -454,6 +531,34 @@ function splitText(text: string, pieces: number): string[] {
   const size = Math.ceil(text.length / count);
   const out: string[] = [];
   for (let start = 0; start < text.length; start += size) out.push(text.slice(start, start + size));
+  return out;
+}
+
+/** Splits `text` into exactly `pieces` parts (at most one per character) whose lengths differ by at most one. */
+function splitEvenly(text: string, pieces: number): string[] {
+  if (text.length === 0) return [];
+  const count = Math.min(Math.max(1, Math.floor(pieces)), text.length);
+  const base = Math.floor(text.length / count);
+  const longer = text.length % count;
+  const out: string[] = [];
+  let start = 0;
+  for (let k = 0; k < count; k++) {
+    const size = base + (k < longer ? 1 : 0);
+    out.push(text.slice(start, start + size));
+    start += size;
+  }
+  return out;
+}
+
+/** Splits the piece that spans character `at` of the joined pieces in two, so a piece ends exactly there. */
+function splitPiecesAt(pieces: string[], at: number): string[] {
+  const out: string[] = [];
+  let position = 0;
+  for (const piece of pieces) {
+    if (position < at && at < position + piece.length) out.push(piece.slice(0, at - position), piece.slice(at - position));
+    else out.push(piece);
+    position += piece.length;
+  }
   return out;
 }
 

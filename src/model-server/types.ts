@@ -34,6 +34,63 @@ export interface ScriptedMessageReply {
   finishReason?: FinishReason;
   /** Sent as `message.reasoning_content` (streaming: `delta.reasoning_content`) when given. */
   reasoningContent?: string;
+  /**
+   * How to stream this reply: pacing, provider quirks and faults. Used only
+   * when the request has `stream: true`; ignored for non-streaming requests.
+   */
+  stream?: StreamScript;
+}
+
+/**
+ * Streaming faults and quirks for one {@link ScriptedMessageReply}, all
+ * optional. Without any of them a reply streams as: the role chunk,
+ * `reasoning_content` fragments, `content` fragments, per tool call a first
+ * fragment with `id`, `type`, `function.name` and `arguments: ""` followed by
+ * argument fragments, the finish chunk, the usage chunk when
+ * `stream_options.include_usage` asks for it, and `data: [DONE]`.
+ *
+ * "Data chunks" below are the `data:` events in that order, the role chunk
+ * first and `[DONE]` included; `: keep-alive` comment lines are not data chunks.
+ */
+export interface StreamScript {
+  /** Pause in milliseconds before every SSE write after the first one (keep-alive comments included). */
+  chunkDelayMs?: number;
+  /** Number of `: keep-alive` SSE comment lines sent right after the headers, before the first data chunk. */
+  keepAlive?: number;
+  /**
+   * Every argument fragment after a tool call's first one also carries
+   * `"id":""`, `"type":"function"` and `function.name: ""` (DeepSeek,
+   * DashScope). The first fragment keeps the real id and name.
+   */
+  emptyIdAndName?: boolean;
+  /**
+   * Split each tool call's arguments into this many fragments (at most one
+   * per character; values below 1 count as 1). Without it: 3 fragments for
+   * arguments longer than 8 characters, else 2.
+   */
+  argumentChunks?: number;
+  /**
+   * Destroy the socket once this many characters of the FIRST tool call's
+   * arguments have been sent (the fragment crossing that point is split
+   * there): no finish chunk, no `[DONE]`. 0 cuts right after the call's first
+   * fragment; a value at or past the arguments' length cuts after the last
+   * argument fragment. Ignored when the reply has no tool calls. The request
+   * is not recorded as aborted (the server, not the client, ended it).
+   */
+  cutAfterArgumentChars?: number;
+  /**
+   * After this many data chunks, send nothing more and keep the connection
+   * open until the client disconnects (recorded as `aborted`) or the server
+   * closes. 0 stalls right after the headers and any keep-alive lines.
+   */
+  stallAfterChunks?: number;
+  /** Send the finish chunk (and the usage chunk when asked for) but not `data: [DONE]`, then end the response. */
+  omitDone?: boolean;
+  /**
+   * Send no chunk carrying a `finish_reason`: the fragments are followed
+   * directly by the usage chunk (when asked for) and `data: [DONE]`.
+   */
+  omitFinish?: boolean;
 }
 
 /** An HTTP error answer, e.g. a 500 or a 429. */
@@ -113,6 +170,18 @@ export interface RecordedRequest {
   reply?: ScriptedReply;
   /** True when the client closed the connection before the reply finished. */
   aborted: boolean;
+  /**
+   * `Date.now()` when the status line and headers of the response were
+   * written; `undefined` while nothing has been sent (`hang`, a pending
+   * `delay`, a non-streaming `drop`).
+   */
+  firstByteAt?: number;
+  /**
+   * `Date.now()` when the server saw the exchange end: the response finished,
+   * the client closed the connection, or the server destroyed it (`drop`, a
+   * cut stream, {@link ModelServer.close}). `undefined` while it is open.
+   */
+  closedAt?: number;
 }
 
 /** Chooses the reply for a valid request once the queue is empty. */

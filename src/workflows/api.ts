@@ -13,6 +13,12 @@ export interface ModelSettings {
   model?: string;
   temperature?: number;
   maxTokens?: number;
+  /** Stream the response (text reaches clients as the model speaks). Default true. */
+  stream?: boolean;
+  /** Attempts that stream before a retry falls back to a non-streaming request. Default 2. */
+  streamFallbackAfterAttempts?: number;
+  /** A stream that sends nothing for this long is abandoned and retried. Default 60 s. */
+  streamIdleMs?: number;
 }
 
 /** Limits on the activities the conversation schedules. */
@@ -132,6 +138,9 @@ export function describeInvalidInput(input: unknown): string[] {
   }
   if (model.temperature !== undefined && typeof model.temperature !== 'number') problems.push('model.temperature must be a number');
   positiveInt(model.maxTokens, 'model.maxTokens');
+  if (model.stream !== undefined && typeof model.stream !== 'boolean') problems.push('model.stream must be true or false');
+  positiveInt(model.streamFallbackAfterAttempts, 'model.streamFallbackAfterAttempts');
+  positiveInt(model.streamIdleMs, 'model.streamIdleMs');
   return problems;
 }
 

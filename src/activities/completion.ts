@@ -1,0 +1,200 @@
+/**
+ * One request to an OpenAI-compatible endpoint, streamed or not, turned into
+ * one complete assistant message, or a clear failure. The only place that
+ * talks to the provider.
+ */
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import OpenAI from 'openai';
+import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
+import type { ToolCall } from '../transcript/messages';
+import { ActivityErrorType, type AssistantMessage } from './contracts';
+import type { DeltaPublisher } from './deltas';
+import { StreamAssembler } from './stream-assembler';
+
+/** The assembled answer of one request. */
+export interface ModelCompletion {
+  message: AssistantMessage;
+  finishReason: string | null;
+  usage?: { promptTokens: number; completionTokens: number };
+}
+
+/** How to make the request. */
+export interface CompletionOptions {
+  stream: boolean;
+  /** Streaming: abandon the request when no chunk arrives for this long. */
+  idleTimeoutMs: number;
+  /** Where text deltas go while the model speaks. */
+  publisher?: DeltaPublisher;
+}
+
+/** Heartbeats carry cancellation to the activity: a cancelled turn stops its model call within about a second. */
+const HEARTBEAT_EVERY_MS = 1_000;
+
+/** Sends the request and assembles the answer. Heartbeats while waiting; stops at once when the activity is cancelled. */
+export async function requestCompletion(
+  openai: OpenAI,
+  request: ChatCompletionCreateParamsNonStreaming,
+  options: CompletionOptions,
+): Promise<ModelCompletion> {
+  const context = Context.current();
+  const heartbeat = setInterval(() => context.heartbeat(), HEARTBEAT_EVERY_MS);
+  try {
+    return options.stream ? await streamed(openai, request, options) : await unstreamed(openai, request, options);
+  } finally {
+    clearInterval(heartbeat);
+  }
+}
+
+async function unstreamed(
+  openai: OpenAI,
+  request: ChatCompletionCreateParamsNonStreaming,
+  options: CompletionOptions,
+): Promise<ModelCompletion> {
+  let response;
+  try {
+    response = await openai.chat.completions.create(request, { signal: Context.current().cancellationSignal });
+  } catch (err) {
+    throw toActivityFailure(err);
+  }
+  const choice = response.choices?.[0];
+  if (!choice?.message) throw ApplicationFailure.retryable('The model returned no choices.', 'ModelBehavior');
+  const raw = choice.message as typeof choice.message & { reasoning_content?: string };
+  const completion = toCompletion({
+    content: raw.content ?? null,
+    reasoningContent: raw.reasoning_content,
+    toolCalls: (raw.tool_calls ?? []).flatMap((c) =>
+      c.type === 'function' ? [{ id: c.id, name: c.function.name, arguments: c.function.arguments }] : [],
+    ),
+    finishReason: choice.finish_reason ?? null,
+    usage: response.usage
+      ? { promptTokens: response.usage.prompt_tokens, completionTokens: response.usage.completion_tokens }
+      : undefined,
+  });
+  options.publisher?.push(completion.message.content ?? '');
+  return completion;
+}
+
+async function streamed(
+  openai: OpenAI,
+  request: ChatCompletionCreateParamsNonStreaming,
+  options: CompletionOptions,
+): Promise<ModelCompletion> {
+  const context = Context.current();
+  const idle = new AbortController();
+  let stalled = false;
+  let timer: NodeJS.Timeout | undefined;
+  const armIdleTimer = (): void => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      stalled = true;
+      idle.abort();
+    }, options.idleTimeoutMs);
+  };
+  const assembler = new StreamAssembler();
+  armIdleTimer();
+  try {
+    const stream = await openai.chat.completions.create(
+      { ...request, stream: true, stream_options: { include_usage: true } },
+      { signal: AbortSignal.any([context.cancellationSignal, idle.signal]) },
+    );
+    for await (const chunk of stream) {
+      armIdleTimer();
+      context.heartbeat();
+      options.publisher?.push(assembler.push(chunk));
+    }
+  } catch (err) {
+    if (context.cancellationSignal.aborted) throw err;
+    if (stalled) {
+      throw ApplicationFailure.retryable(
+        `The model stream stalled: nothing arrived for ${options.idleTimeoutMs} ms after ${assembler.chunkCount} chunks. Nothing of it was used.`,
+        ActivityErrorType.ModelStreamStalled,
+      );
+    }
+    if (err instanceof OpenAI.APIError && err.status !== undefined) throw toActivityFailure(err);
+    throw ApplicationFailure.retryable(
+      `The model stream broke after ${assembler.chunkCount} chunks (${(err as Error).message}). Nothing of it was used.`,
+      ActivityErrorType.IncompleteModelResponse,
+    );
+  } finally {
+    clearTimeout(timer);
+  }
+  const assembled = assembler.finish();
+  if (assembled.problems.length > 0) {
+    throw ApplicationFailure.retryable(
+      `The model's streamed response is incomplete: ${assembled.problems.join('; ')}. Nothing of it was used.`,
+      ActivityErrorType.IncompleteModelResponse,
+    );
+  }
+  return toCompletion({
+    content: assembled.content,
+    reasoningContent: assembled.reasoningContent,
+    toolCalls: assembled.toolCalls,
+    finishReason: assembled.finishReason,
+    usage: assembled.usage,
+  });
+}
+
+/**
+ * Builds the assistant message. Decides by the presence of tool calls, not by
+ * finish_reason (a forced tool_choice can finish with "stop" and tool calls).
+ */
+function toCompletion(parts: {
+  content: string | null;
+  reasoningContent?: string;
+  toolCalls: { id: string; name: string; arguments: string }[];
+  finishReason: string | null;
+  usage?: ModelCompletion['usage'];
+}): ModelCompletion {
+  const toolCalls: ToolCall[] = parts.toolCalls.map((c) => ({
+    id: c.id,
+    type: 'function' as const,
+    function: { name: c.name, arguments: c.arguments.trim() === '' ? '{}' : c.arguments },
+  }));
+  checkToolCallShape(toolCalls);
+  if (toolCalls.length > 0 && parts.finishReason === 'length') {
+    throw ApplicationFailure.retryable(
+      'The model stopped at its token limit in the middle of tool calls (finish_reason "length"); their arguments may be truncated, so they are not run.',
+      ActivityErrorType.IncompleteModelResponse,
+    );
+  }
+  const message: AssistantMessage = {
+    role: 'assistant',
+    content: toolCalls.length > 0 ? parts.content || null : (parts.content ?? ''),
+    ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+    // DeepSeek thinking mode: the reasoning of a tool-calling message must be sent back in later requests.
+    ...(toolCalls.length > 0 && parts.reasoningContent !== undefined ? { reasoning_content: parts.reasoningContent } : {}),
+  };
+  return { message, finishReason: parts.finishReason, usage: parts.usage };
+}
+
+function checkToolCallShape(calls: ToolCall[]): void {
+  const seen = new Set<string>();
+  for (const call of calls) {
+    if (!call.id || !call.function.name) {
+      throw ApplicationFailure.retryable('The model returned a tool call without an id or a name.', 'ModelBehavior');
+    }
+    if (seen.has(call.id)) {
+      throw ApplicationFailure.retryable(`The model returned two tool calls with the id ${call.id}.`, 'ModelBehavior');
+    }
+    seen.add(call.id);
+  }
+}
+
+/** Provider errors: 4xx other than 408/409/429 cannot succeed on retry; keep the provider's words. */
+function toActivityFailure(err: unknown): unknown {
+  if (err instanceof OpenAI.APIError && err.status !== undefined) {
+    const status = err.status;
+    const details = { status, code: err.code ?? null, param: err.param ?? null, type: err.type ?? null };
+    if (status >= 400 && status < 500 && ![408, 409, 429].includes(status)) {
+      return ApplicationFailure.create({
+        message: `The model provider rejected the request: ${err.message}`,
+        type: ActivityErrorType.ModelRequestRejected,
+        nonRetryable: true,
+        details: [details],
+      });
+    }
+    return ApplicationFailure.create({ message: `Model call failed: ${err.message}`, type: 'ModelCallFailed', details: [details] });
+  }
+  return err;
+}

@@ -1,0 +1,75 @@
+/**
+ * Delivers the text of a model response to people while the model speaks,
+ * through PostgreSQL NOTIFY on one channel. Each event names the response
+ * (`responseKey`: the same for every attempt of one model call) and the
+ * attempt, so a client shows a retried attempt in place of the failed one.
+ */
+import type { Pool } from 'pg';
+import { logger } from '../runtime/logger';
+
+/** The NOTIFY channel carrying {@link StreamEvent}s. */
+export const STREAM_CHANNEL = 'agent_stream';
+
+/** One event on {@link STREAM_CHANNEL}. */
+export type StreamEvent =
+  | {
+      type: 'delta';
+      conversationId: string;
+      responseKey: string;
+      attempt: number;
+      /** Characters of this attempt's text before `text`. */
+      offset: number;
+      text: string;
+    }
+  | { type: 'end'; conversationId: string; responseKey: string; attempt: number; ok: boolean };
+
+/** NOTIFY payloads must stay under 8000 bytes; texts are cut into pieces below this. */
+const MAX_TEXT = 2000;
+const FLUSH_EVERY_MS = 50;
+
+/** Publishes one attempt's text deltas, in order, batched every 50 ms. Never fails the model call. */
+export class DeltaPublisher {
+  private buffer = '';
+  private offset = 0;
+  private lastFlush = 0;
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly ids: { conversationId: string; responseKey: string; attempt: number },
+  ) {}
+
+  /** Adds text; sends it when enough time passed since the last send. */
+  push(text: string): void {
+    if (!text) return;
+    this.buffer += text;
+    if (Date.now() - this.lastFlush >= FLUSH_EVERY_MS) this.flush();
+  }
+
+  /** Sends what is buffered, then an `end` event. */
+  async end(ok: boolean): Promise<void> {
+    this.flush();
+    this.send({ type: 'end', ...this.ids, ok });
+    await this.chain;
+  }
+
+  private flush(): void {
+    this.lastFlush = Date.now();
+    while (this.buffer.length > 0) {
+      const text = this.buffer.slice(0, MAX_TEXT);
+      this.buffer = this.buffer.slice(MAX_TEXT);
+      this.send({ type: 'delta', ...this.ids, offset: this.offset, text });
+      this.offset += text.length;
+    }
+  }
+
+  private send(event: StreamEvent): void {
+    // One after the other, so NOTIFYs commit (and reach listeners) in order.
+    this.chain = this.chain
+      .then(() => this.pool.query('SELECT pg_notify($1, $2)', [STREAM_CHANNEL, JSON.stringify(event)]))
+      .then(
+        () => undefined,
+        (err: Error) => logger.warn({ error: err.message }, 'could not publish a stream event'),
+      );
+  }
+}
