@@ -94,6 +94,18 @@ describe('streamed model calls', () => {
     h.expectOnlyValidModelRequests();
   });
 
+  it('empty arguments ("") count as {}: the schema, not the JSON parser, judges them', async () => {
+    const id = h.newConversationId('empty-args');
+    h.model.enqueue({ toolCalls: [{ id: 'call_empty', name: 'list_orders', arguments: '' }] }, { content: 'I need a customer id.' });
+    await h.client.ask(id, 'List orders with empty arguments', { input });
+    const [[, content]] = await toolContents(id);
+    const result = JSON.parse(content as string) as { reason: string; error: string };
+    expect(result.reason).toBe('invalid_arguments');
+    expect(result.error).toContain('customer_id');
+    expect(result.error).not.toContain('not valid JSON');
+    h.expectOnlyValidModelRequests();
+  });
+
   it('a stream that ends with finish_reason "stop" after a tool call continues the chain to a final answer', async () => {
     const id = h.newConversationId('stop-with-tools');
     h.model.enqueue(
