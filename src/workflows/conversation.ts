@@ -188,7 +188,19 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
       };
     }
     const checked = batch.checkDecision(decision.toolCallId);
-    return 'ids' in checked ? checked : { refusal: `${checked.message} (conversation ${conversationId})` };
+    if (!('ids' in checked)) return { refusal: `${checked.message} (conversation ${conversationId})` };
+    // A decision counts only before its call's approval deadline, judged by workflow time. The
+    // deadline's timer alone settles the call as approval_timeout; a decision processed at or after
+    // it is refused, whether its signal is handled before or after the timer in the same workflow
+    // task. (Sticky workers that die make Temporal deliver those two in one order live and in the
+    // other on replay; this rule gives the same result both ways.)
+    const now = Date.now();
+    const inTime = checked.ids.filter((id) => now < batch!.get(id)!.requestedAt + approvalTimeoutMs);
+    if (inTime.length === 0) {
+      const deadline = new Date(batch.get(checked.ids[0])!.requestedAt + approvalTimeoutMs).toISOString();
+      return { refusal: `The decision came after the approval deadline (${deadline}); the call settles as approval_timeout.` };
+    }
+    return { ids: inTime };
   };
 
   /** Applies a checked decision once per decision id and records it for people. */
