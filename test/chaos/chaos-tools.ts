@@ -8,7 +8,8 @@
  * `chaos_faults` before it is thrown, so the run can count what it injected.
  *
  * Whether an attempt fails depends only on CHAOS_SEED, the idempotency key and
- * the attempt number, so a seed replays the same failures.
+ * the attempt number, so a seed replays the same failures; except for the SKU
+ * FAIL_FIRST_SKU, whose call fails until one failure is on record.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
@@ -16,7 +17,7 @@ import { backofficeTools } from '../../src/tools/backoffice';
 import { tool, ToolError, type Tool, type ToolContext } from '../../src/tools/tool';
 import { unitFromText } from './random';
 
-/** The SKU that fails its first attempt, whatever the seed: how the run makes sure a tool failure happens. */
+/** The SKU whose call fails once, whatever the seed: how the run makes sure a tool failure happens. */
 export const FAIL_FIRST_SKU = 'chaos-fail-first';
 
 const seed = process.env.CHAOS_SEED ?? '0';
@@ -38,9 +39,13 @@ const checkStock = tool({
   async execute({ sku }, context) {
     const r = unitFromText(`${seed}/${context.idempotencyKey}/${context.attempt}`);
     await sleep(200 + Math.floor(r * 1300), undefined, { signal: context.signal });
-    if (sku === FAIL_FIRST_SKU && context.attempt === 1) {
-      await recordFault(context, 'transient (forced on the first attempt)');
-      throw new Error('The warehouse system timed out (chaos: forced first-attempt failure).');
+    if (sku === FAIL_FIRST_SKU) {
+      // Fails until one failure is on record (an attempt cut short by a worker kill records none).
+      const { rows } = await context.db.query('SELECT 1 FROM chaos_faults WHERE idempotency_key = $1', [context.idempotencyKey]);
+      if (rows.length === 0) {
+        await recordFault(context, 'transient (forced)');
+        throw new Error('The warehouse system timed out (chaos: forced failure).');
+      }
     }
     if (r < 0.25) {
       await recordFault(context, 'transient');

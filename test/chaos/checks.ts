@@ -1,0 +1,466 @@
+/**
+ * The end of a chaos run: waits for every conversation to settle, then checks
+ * what must hold whatever was injected. Each "must be 0" count comes with a
+ * line per problem in `problems`.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import type { Pool } from 'pg';
+import type { AgentClient } from '../../src/client/client';
+import type { ChatMessage } from '../../src/transcript/messages';
+import { findPairingProblems, type PairingItem } from '../../src/transcript/pairing';
+import type { ConversationState } from '../../src/workflows/api';
+import { retrying } from './driver';
+import { CHAOS_ORDERS } from './model-script';
+import type { ConversationRecord, DecisionSent, RunLog } from './run-log';
+
+/** Counts that must be 0 after any run. */
+export interface MustBeZero {
+  /** Requests the model server answered with a 400/404 because they were invalid. */
+  invalidModelRequests: number;
+  /** Side effects applied twice, missing for a call reported done, or inconsistent with the ledger. */
+  sideEffectsAppliedTwice: number;
+  /** Side effects of calls the transcript reports as not run (rejected, timed out, cancelled, failed). */
+  effectsOfCallsNotRun: number;
+  /** Acknowledged decisions neither applied nor superseded; applied decisions not honoured. */
+  decisionsLost: number;
+  /** Conversations not settled at the deadline, or whose script the driver could not finish. */
+  conversationsStuck: number;
+  /** Conversations whose stored transcript breaks the pairing rules, has gaps, or disagrees with the workflow. */
+  brokenTranscripts: number;
+  /** Repairs the workflow made before model calls (it should never need one). */
+  transcriptRepairs: number;
+}
+
+/** Decisions sent by the driver, and what became of them. */
+export interface DecisionStats {
+  /** Signals sent, second sends of a decision id included. */
+  signalsSent: number;
+  /** Distinct decision ids the server acknowledged. */
+  acknowledged: number;
+  /** Of those, recorded in `approval_decisions`. */
+  applied: number;
+  /** Not applied because every call it was meant for had settled otherwise first (timeout, cancel, interrupt, another decision). */
+  superseded: number;
+  lost: number;
+  /** Distinct decision ids whose sending failed on every attempt (not counted as lost). */
+  notAcknowledged: number;
+}
+
+/** What the final checks found. */
+export interface CheckResults {
+  mustBeZero: MustBeZero;
+  /** One line per problem behind a non-zero count. */
+  problems: string[];
+  turns: number;
+  turnOutcomes: Record<string, number>;
+  toolOutcomes: Record<string, number>;
+  decisions: DecisionStats;
+  refundsApplied: number;
+  /** Refunds of calls reported `interrupted`: their effect is unknown by design. */
+  effectsOfInterruptedCalls: number;
+  /** Times conversations continued as new (from their final states). */
+  continuedAsNew: number;
+  /** Conversations the driver never started (only after a hard stop); not checked. */
+  notStarted: number;
+}
+
+/** What the checks need. */
+export interface CheckContext {
+  client: AgentClient;
+  pool: Pool;
+  runLog: RunLog;
+  conversationPrefix: string;
+  approvalTimeoutMs: number;
+  invalidModelRequests: number;
+  /** Where to write the histories of stuck conversations; not written when unset. */
+  historyDir?: string;
+  /** Conversations must have settled by this time (ms since the epoch). */
+  settleDeadline: number;
+  signal: AbortSignal;
+}
+
+type Outcome = 'ok' | 'tool_failed' | 'rejected' | 'approval_timeout' | 'cancelled' | 'interrupted' | 'repaired';
+const NOT_RUN: readonly Outcome[] = ['tool_failed', 'rejected', 'approval_timeout', 'cancelled'];
+
+/** How a tool message says its call ended. */
+export function outcomeOf(content: string): Outcome {
+  try {
+    const parsed = JSON.parse(content) as { kind?: unknown; error?: unknown };
+    const kinds: Outcome[] = ['tool_failed', 'rejected', 'approval_timeout', 'cancelled', 'interrupted', 'repaired'];
+    if (parsed && typeof parsed === 'object' && 'error' in parsed && kinds.includes(parsed.kind as Outcome)) return parsed.kind as Outcome;
+  } catch {
+    // a tool's own text result
+  }
+  return 'ok';
+}
+
+interface CallInfo {
+  name: string;
+  outcome?: Outcome;
+  content?: string;
+}
+
+/** Runs every check. */
+export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
+  const problems: string[] = [];
+  // Conversations the driver never started (the hard stop came first) are not checked.
+  const conversations = [...ctx.runLog.conversations.values()].filter(
+    (c) => c.messageIds.length > 0 || c.unacknowledgedMessageIds.length > 0 || c.gaveUp,
+  );
+  const notStarted = ctx.runLog.conversations.size - conversations.length;
+
+  // 1. Every conversation settles: idle or failed, nothing pending, running or queued, every message answered by one turn.
+  const states = new Map<string, ConversationState | undefined>();
+  const unsettledIds = new Set<string>();
+  let stuck = 0;
+  await Promise.all(
+    conversations.map(async (record) => {
+      let reasons: string[] = [];
+      for (;;) {
+        const state = await retrying(ctx, () => ctx.client.state(record.plan.id), 10_000).catch(() => undefined);
+        reasons = state ? unsettled(record, state) : ['its state could not be read'];
+        states.set(record.plan.id, state);
+        if (reasons.length === 0 || Date.now() > ctx.settleDeadline || ctx.signal.aborted) break;
+        await sleep(500);
+      }
+      if (record.gaveUp) reasons.push(`the driver gave up: ${record.gaveUp}`);
+      if (reasons.length > 0) {
+        stuck++;
+        unsettledIds.add(record.plan.id);
+        const failure = await historyAndLastTaskFailure(ctx, record.plan.id);
+        problems.push(`stuck: ${record.plan.id}: ${reasons.join('; ')}${failure ? `; last workflow task failure: ${failure}` : ''}`);
+      }
+    }),
+  );
+
+  // 2. Transcripts as stored.
+  const { rows: messageRows } = await ctx.pool.query<{ conversation_id: string; seq: number; message: ChatMessage }>(
+    `SELECT conversation_id, seq, message FROM conversation_messages WHERE conversation_id LIKE $1 ORDER BY conversation_id, seq`,
+    [`${ctx.conversationPrefix}%`],
+  );
+  const transcripts = new Map<string, { seq: number; message: ChatMessage }[]>();
+  for (const row of messageRows) {
+    const list = transcripts.get(row.conversation_id) ?? [];
+    list.push({ seq: row.seq, message: row.message });
+    transcripts.set(row.conversation_id, list);
+  }
+  const calls = new Map<string, CallInfo>(); // `${conversationId}/${toolCallId}`
+  const toolOutcomes: Record<string, number> = {};
+  let broken = 0;
+  let repairs = 0;
+  for (const record of conversations) {
+    const id = record.plan.id;
+    const stored = transcripts.get(id) ?? [];
+    const state = states.get(id);
+    const found: string[] = [];
+    stored.forEach((m, i) => {
+      if (m.seq !== i) found.push(`seq ${m.seq} at position ${i}`);
+    });
+    const items: PairingItem[] = stored.map(({ message: m }) =>
+      m.role === 'assistant' ? { role: m.role, callIds: m.tool_calls?.map((c) => c.id) } : m.role === 'tool' ? { role: m.role, answers: m.tool_call_id } : { role: m.role },
+    );
+    for (const p of findPairingProblems(items)) {
+      // A conversation stuck in a turn may still have its last calls open; it is counted as stuck already.
+      const openAtEnd = p.kind === 'missing_result' && unsettledIds.has(id) && !items.slice(p.index + 1).some((m) => m.role !== 'tool');
+      if (!openAtEnd) found.push(`${p.kind} ${p.toolCallId} at ${p.index}`);
+    }
+    if (state && !unsettledIds.has(id) && state.messageCount !== stored.length) {
+      found.push(`the workflow counts ${state.messageCount} messages, PostgreSQL holds ${stored.length}`);
+    }
+    const userIds = stored.flatMap(({ message: m }) => (m.role === 'user' ? [/\((chaos-[^)]+-m\d+)\)/.exec(m.content)?.[1] ?? '?'] : []));
+    for (const mid of record.messageIds) {
+      const n = userIds.filter((u) => u === mid).length;
+      if (n !== 1) found.push(`user message ${mid} stored ${n} times`);
+    }
+    for (const mid of record.unacknowledgedMessageIds) {
+      const n = userIds.filter((u) => u === mid).length;
+      if (n > 1) found.push(`user message ${mid} stored ${n} times`);
+    }
+    for (const u of userIds) {
+      if (!record.messageIds.includes(u) && !record.unacknowledgedMessageIds.includes(u)) found.push(`a user message the driver never sent (${u})`);
+    }
+    if (found.length > 0) {
+      broken++;
+      problems.push(`broken transcript: ${id}: ${found.join('; ')}`);
+    }
+    if (state && state.transcriptRepairs > 0) {
+      repairs += state.transcriptRepairs;
+      problems.push(`transcript repaired: ${id}: ${state.transcriptRepairs} time(s)`);
+    }
+    for (const { message: m } of stored) {
+      if (m.role === 'assistant') for (const c of m.tool_calls ?? []) calls.set(`${id}/${c.id}`, { name: c.function.name });
+    }
+    for (const { message: m } of stored) {
+      if (m.role !== 'tool') continue;
+      const call = calls.get(`${id}/${m.tool_call_id}`);
+      const outcome = outcomeOf(m.content);
+      toolOutcomes[outcome] = (toolOutcomes[outcome] ?? 0) + 1;
+      if (call) Object.assign(call, { outcome, content: m.content });
+    }
+  }
+
+  // 3. Turns, from the workflows' own records.
+  const turnOutcomes: Record<string, number> = {};
+  let turns = 0;
+  let continuedAsNew = 0;
+  for (const state of states.values()) {
+    continuedAsNew += Math.max(0, (state?.runs ?? 1) - 1);
+    for (const t of state?.recentTurns ?? []) {
+      turns++;
+      turnOutcomes[t.outcome] = (turnOutcomes[t.outcome] ?? 0) + 1;
+    }
+  }
+
+  // 4. Side effects: each applied once, none for a call reported as not run.
+  const sideEffects = await checkSideEffects(ctx, calls, problems);
+
+  // 5. Decisions.
+  const lostIn = new Set<string>();
+  const decisions = await checkDecisions(ctx, calls, problems, lostIn);
+  // Keep the histories of conversations that lost a decision, for replaying and reading (with historyDir).
+  for (const id of lostIn) await historyAndLastTaskFailure(ctx, id);
+
+  return {
+    mustBeZero: {
+      invalidModelRequests: ctx.invalidModelRequests,
+      sideEffectsAppliedTwice: sideEffects.twice,
+      effectsOfCallsNotRun: sideEffects.notRun,
+      decisionsLost: decisions.lost,
+      conversationsStuck: stuck,
+      brokenTranscripts: broken,
+      transcriptRepairs: repairs,
+    },
+    problems,
+    turns,
+    turnOutcomes,
+    toolOutcomes,
+    decisions,
+    refundsApplied: sideEffects.refunds,
+    effectsOfInterruptedCalls: sideEffects.interrupted,
+    continuedAsNew,
+    notStarted,
+  };
+}
+
+/**
+ * The last failed workflow task of a conversation's current run (e.g. a
+ * nondeterminism error), from its history; with `historyDir`, the history is
+ * also written there as JSON, for replaying.
+ */
+async function historyAndLastTaskFailure(ctx: CheckContext, conversationId: string): Promise<string | undefined> {
+  try {
+    const history = await retrying(ctx, () => ctx.client.temporal.workflow.getHandle(conversationId).fetchHistory(), 20_000);
+    if (ctx.historyDir) fs.writeFileSync(path.join(ctx.historyDir, `${conversationId}.history.json`), `${historyToJSON(history)}\n`);
+    const failed = (history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes);
+    const last = failed[failed.length - 1];
+    if (!last) return undefined;
+    const attrs = last.workflowTaskFailedEventAttributes!;
+    return `event ${last.eventId} (${failed.length} failed task(s)), cause ${attrs.cause}: ${(attrs.failure?.message ?? '').split('\n')[0].slice(0, 400)}`;
+  } catch (err) {
+    return `history not readable (${(err as Error).message})`;
+  }
+}
+
+/** Why a conversation is not settled yet; empty when it is. */
+function unsettled(record: ConversationRecord, state: ConversationState): string[] {
+  const reasons: string[] = [];
+  if (state.status !== 'idle' && state.status !== 'failed') reasons.push(`status ${state.status}`);
+  if (state.pendingApprovals.length > 0) reasons.push(`${state.pendingApprovals.length} call(s) awaiting approval`);
+  if (state.runningToolCalls.length > 0) reasons.push(`${state.runningToolCalls.length} call(s) running`);
+  if (state.queuedMessages > 0) reasons.push(`${state.queuedMessages} message(s) queued`);
+  const inTurns = (mid: string): number => state.recentTurns.filter((t) => t.messageIds.includes(mid)).length;
+  for (const mid of record.messageIds) {
+    const n = inTurns(mid);
+    if (n !== 1) reasons.push(`message ${mid} is in ${n} turn records`);
+  }
+  for (const mid of record.unacknowledgedMessageIds) {
+    const n = inTurns(mid);
+    if (n > 1) reasons.push(`message ${mid} is in ${n} turn records`);
+  }
+  return reasons;
+}
+
+async function checkSideEffects(
+  ctx: CheckContext,
+  calls: Map<string, CallInfo>,
+  problems: string[],
+): Promise<{ twice: number; notRun: number; refunds: number; interrupted: number }> {
+  const like = `${ctx.conversationPrefix}%`;
+  const refunds = await ctx.pool.query<{ key: string; n: number; ids: string[] }>(
+    `SELECT idempotency_key AS key, count(*)::int AS n, array_agg(id::text ORDER BY id) AS ids FROM refunds WHERE idempotency_key LIKE $1 GROUP BY 1`,
+    [like],
+  );
+  const effects = await ctx.pool.query<{ key: string; n: number }>(
+    `SELECT idempotency_key AS key, count(*)::int AS n FROM chaos_effects WHERE idempotency_key LIKE $1 GROUP BY 1`,
+    [like],
+  );
+  const ledger = await ctx.pool.query<{ key: string; tool_name: string; result: unknown }>(
+    `SELECT idempotency_key AS key, tool_name, result FROM tool_ledger WHERE idempotency_key LIKE $1`,
+    [like],
+  );
+  const orders = await ctx.pool.query<{ id: string; refunded: number; sum: number }>(
+    `SELECT o.id, o.refunded_cents AS refunded, coalesce(sum(r.amount_cents), 0)::int AS sum
+       FROM orders o LEFT JOIN refunds r ON r.order_id = o.id WHERE o.id = ANY($1) GROUP BY o.id, o.refunded_cents`,
+    [CHAOS_ORDERS],
+  );
+  let twice = 0;
+  let notRun = 0;
+  let interrupted = 0;
+  const refundRows = new Map(refunds.rows.map((r) => [r.key, r]));
+  const effectRows = new Map(effects.rows.map((r) => [r.key, r.n]));
+  const ledgerRows = new Map(ledger.rows.map((r) => [r.key, r]));
+
+  for (const r of refunds.rows) {
+    if (r.n > 1) {
+      twice++;
+      problems.push(`side effect twice: ${r.n} refunds with idempotency key ${r.key}`);
+    }
+  }
+  for (const [key, n] of effectRows) {
+    if (n > 1) {
+      twice++;
+      problems.push(`side effect twice: ${n} chaos_effects rows with idempotency key ${key}`);
+    }
+  }
+  for (const [key, call] of calls) {
+    if (call.outcome !== 'ok') continue;
+    if (call.name === 'issue_refund') {
+      const row = refundRows.get(key);
+      const reported = (JSON.parse(call.content ?? '{}') as { refund_id?: string }).refund_id;
+      if (!row || row.n !== 1 || String(reported) !== row.ids[0]) {
+        twice++;
+        problems.push(`refund mismatch: ${key}: the transcript reports refund ${reported}, the refunds table has ${row?.ids.join(', ') ?? 'none'}`);
+      }
+    }
+    if (call.name === 'check_stock' && effectRows.get(key) !== 1) {
+      twice++;
+      problems.push(`effect mismatch: ${key}: check_stock succeeded, chaos_effects has ${effectRows.get(key) ?? 0} rows`);
+    }
+  }
+  // The ledger and the effects commit in one transaction: the same keys on both sides.
+  for (const [key, row] of ledgerRows) {
+    const has = row.tool_name === 'issue_refund' ? refundRows.has(key) : row.tool_name === 'check_stock' ? effectRows.has(key) : true;
+    if (!has) {
+      twice++;
+      problems.push(`ledger mismatch: ${key}: a ${row.tool_name} ledger row without its effect`);
+    }
+  }
+  for (const key of [...refundRows.keys(), ...effectRows.keys()]) {
+    if (!ledgerRows.has(key)) {
+      twice++;
+      problems.push(`ledger mismatch: ${key}: an effect without its ledger row`);
+    }
+  }
+  for (const o of orders.rows) {
+    if (Number(o.refunded) !== Number(o.sum)) {
+      twice++;
+      problems.push(`order ${o.id}: refunded_cents ${o.refunded} but its refunds sum to ${o.sum}`);
+    }
+  }
+  // Effects whose call the transcript reports as not run.
+  for (const key of [...refundRows.keys(), ...effectRows.keys()]) {
+    const call = calls.get(key);
+    if (call?.outcome === 'interrupted') interrupted++;
+    else if (!call?.outcome || NOT_RUN.includes(call.outcome)) {
+      notRun++;
+      problems.push(`effect of a call not run: ${key}: applied, but the transcript says ${call?.outcome ?? 'nothing (no tool message)'}`);
+    }
+  }
+  return { twice, notRun, refunds: refunds.rows.length, interrupted };
+}
+
+/**
+ * A decision is lost when the server acknowledged it, it is not in
+ * `approval_decisions`, and some call it was meant for did not settle
+ * otherwise before it: settled by another recorded decision, by its approval
+ * timeout while the decision was acknowledged no earlier than 300 ms before
+ * that call's deadline, or by a cancel or interrupting message the driver sent
+ * after the call was requested and before the decision. An applied decision is also counted as lost when its calls did
+ * not end as it said (a rejected call that ran, an approved call rejected or
+ * timed out).
+ */
+async function checkDecisions(
+  ctx: CheckContext,
+  calls: Map<string, CallInfo>,
+  problems: string[],
+  lostIn: Set<string>,
+): Promise<DecisionStats> {
+  const { rows } = await ctx.pool.query<{ conversation_id: string; decision_id: string; decision: string; tool_call_ids: string[] }>(
+    `SELECT conversation_id, decision_id, decision, tool_call_ids FROM approval_decisions WHERE conversation_id LIKE $1`,
+    [`${ctx.conversationPrefix}%`],
+  );
+  const applied = new Map(rows.map((r) => [`${r.conversation_id}/${r.decision_id}`, r]));
+  const decidedBy = new Map<string, string[]>(); // call key → decision ids recorded for it
+  for (const r of rows) {
+    for (const callId of r.tool_call_ids) {
+      const key = `${r.conversation_id}/${callId}`;
+      decidedBy.set(key, [...(decidedBy.get(key) ?? []), r.decision_id]);
+    }
+  }
+  const first = new Map<string, DecisionSent>(); // the first acknowledged send of each decision id
+  const unacknowledged = new Set<string>();
+  for (const d of ctx.runLog.decisions) {
+    const key = `${d.conversationId}/${d.decisionId}`;
+    if (d.ackAt === undefined) unacknowledged.add(key);
+    else if (!first.has(key)) first.set(key, d);
+  }
+  for (const key of first.keys()) unacknowledged.delete(key);
+
+  const stats: DecisionStats = {
+    signalsSent: ctx.runLog.decisions.length,
+    acknowledged: first.size,
+    applied: 0,
+    superseded: 0,
+    lost: 0,
+    notAcknowledged: unacknowledged.size,
+  };
+  for (const [key, d] of first) {
+    const row = applied.get(key);
+    if (row) {
+      stats.applied++;
+      for (const callId of row.tool_call_ids) {
+        const outcome = calls.get(`${d.conversationId}/${callId}`)?.outcome;
+        const honoured =
+          row.decision === 'reject' ? outcome === 'rejected' : outcome !== undefined && outcome !== 'rejected' && outcome !== 'approval_timeout';
+        if (!honoured) {
+          stats.lost++;
+          problems.push(`decision not honoured: ${key} (${row.decision}) but call ${callId} ended ${outcome ?? 'without a tool message'}`);
+        }
+      }
+      continue;
+    }
+    // A cancel or interrupt acknowledged after the call was requested and before the decision was sent.
+    const interventionBefore = (requestedAt: number): boolean =>
+      ctx.runLog.interventions.some(
+        (i) => i.conversationId === d.conversationId && i.ackAt !== undefined && i.ackAt >= requestedAt && i.ackAt <= d.sentAt,
+      );
+    const why: string[] = [];
+    for (const target of d.targets) {
+      const callKey = `${d.conversationId}/${target.toolCallId}`;
+      const outcome = calls.get(callKey)?.outcome;
+      const deadline = target.requestedAt + ctx.approvalTimeoutMs;
+      const byOther = (decidedBy.get(callKey) ?? []).some((id) => id !== d.decisionId);
+      if (byOther) continue;
+      if (outcome === 'approval_timeout' && d.ackAt! >= deadline - 300) continue;
+      if ((outcome === 'cancelled' || outcome === 'interrupted') && interventionBefore(target.requestedAt)) continue;
+      const interventions = ctx.runLog.interventions
+        .filter((i) => i.conversationId === d.conversationId && i.ackAt !== undefined && i.ackAt >= target.requestedAt)
+        .map((i) => `${i.kind} ${i.ackAt! - d.ackAt!} ms after it`);
+      why.push(
+        `call ${target.toolCallId} ended ${outcome ?? 'without a tool message'}; the decision was acknowledged ` +
+          `${deadline - d.ackAt!} ms before the call's approval deadline` +
+          (interventions.length > 0 ? ` (driver then sent: ${interventions.join(', ')})` : ''),
+      );
+    }
+    if (why.length === 0) stats.superseded++;
+    else {
+      stats.lost++;
+      lostIn.add(d.conversationId);
+      problems.push(`decision lost: ${key} (${d.decision}${d.toolCallId ? ` ${d.toolCallId}` : ', all'}): ${why.join('; ')}`);
+    }
+  }
+  return stats;
+}

@@ -1,0 +1,274 @@
+/**
+ * Plays the chaos run's conversations through the project's client: sends
+ * each turn's message, watches the state, and acts on calls waiting for
+ * approval (approve, reject, decide twice, cancel, interrupt, or let them
+ * time out). Every client call is retried with backoff, since the Temporal
+ * server may be restarting and workers may be down.
+ */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { AgentClient, DecisionInput } from '../../src/client/client';
+import { ConversationClosedError, InvalidConversationInputError } from '../../src/errors';
+import type { ConversationInput, ConversationState, PendingApproval } from '../../src/workflows/api';
+import type { ApprovalAction, ConversationPlan } from './plan';
+import { Rng } from './random';
+import type { ConversationRecord, RunLog } from './run-log';
+
+/** What the driver needs. */
+export interface DriverContext {
+  client: AgentClient;
+  runLog: RunLog;
+  seed: string;
+  /** Start options of every conversation. */
+  input: ConversationInput;
+  /** Give up on a turn (the final checks will then find the conversation stuck) after this long. */
+  turnTimeoutMs: number;
+  /** How often the state is read while a turn runs. */
+  pollMs: number;
+  /** Aborted at the run's hard stop. */
+  signal: AbortSignal;
+  log: (line: string) => void;
+}
+
+const ACTION_WEIGHTS: Record<ApprovalAction, number> = {
+  approve_all: 30,
+  reject_all: 14,
+  approve_one: 14,
+  decide_twice: 10,
+  cancel: 10,
+  interrupt: 10,
+  timeout: 12,
+};
+
+/** Errors a retry cannot fix. */
+function isPermanent(err: unknown): boolean {
+  return err instanceof TypeError || err instanceof InvalidConversationInputError || err instanceof ConversationClosedError;
+}
+
+/**
+ * Runs `fn` (one client call) until it succeeds, with backoff, each attempt
+ * with an RPC deadline. Throws the last error after `timeoutMs`.
+ */
+export async function retrying<T>(ctx: Pick<DriverContext, 'client' | 'runLog' | 'signal'>, fn: () => Promise<T>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let delay = 200;
+  for (;;) {
+    try {
+      return await ctx.client.temporal.connection.withDeadline(Date.now() + 10_000, fn);
+    } catch (err) {
+      if (isPermanent(err) || ctx.signal.aborted || Date.now() + delay > deadline) throw err;
+      ctx.runLog.clientRetries++;
+      await sleep(delay, undefined, { signal: ctx.signal }).catch(() => undefined);
+      delay = Math.min(Math.round(delay * 1.6), 3_000);
+    }
+  }
+}
+
+/** Plays one conversation's script to its end (or until it gives up). */
+export async function playConversation(plan: ConversationPlan, ctx: DriverContext): Promise<void> {
+  const record = ctx.runLog.conversations.get(plan.id)!;
+  try {
+    await new ConversationPlayer(plan, record, ctx).play();
+  } catch (err) {
+    record.inFlight = false;
+    record.gaveUp ??= `driver error: ${(err as Error).message}`;
+    ctx.log(`${plan.id}: ${record.gaveUp}`);
+  }
+}
+
+class ConversationPlayer {
+  private readonly rng: Rng;
+  private plannedTurns: number;
+  private messagesSent = 0;
+  /** Calls already acted on (decided, or deliberately left to time out). */
+  private readonly handledCalls = new Set<string>();
+  /** Decisions to send after their calls' approval timeout (they must be refused, changing nothing). */
+  private lateDecisions: { at: number; targets: PendingApproval[] }[] = [];
+
+  constructor(
+    private readonly plan: ConversationPlan,
+    private readonly record: ConversationRecord,
+    private readonly ctx: DriverContext,
+  ) {
+    this.rng = new Rng(ctx.seed, 'driver', plan.index);
+    this.plannedTurns = plan.turns;
+  }
+
+  /** At most this many messages per conversation, interrupts included. */
+  private get maxMessages(): number {
+    return this.plan.turns + (this.plan.coverage ? 4 : 2);
+  }
+
+  async play(): Promise<void> {
+    while (this.messagesSent < this.plannedTurns && !this.ctx.signal.aborted) {
+      let current = await this.sendMessage();
+      this.record.inFlight = true;
+      // A coverage conversation's turns are left alone until its scenario has played.
+      const coveragePending = this.plan.coverage && (this.messagesSent === 1 || (this.plan.coverage.firstAction && !this.plan.coverageActionDone));
+      const spontaneous = coveragePending ? 'none' : this.rng.weighted({ none: 78, cancel: 12, interrupt: 10 });
+      const spontaneousAt = Date.now() + this.rng.int(200, 2_500);
+      let spontaneousDone = spontaneous === 'none';
+      const deadline = Date.now() + this.ctx.turnTimeoutMs;
+      for (;;) {
+        if (this.ctx.signal.aborted) return;
+        if (Date.now() > deadline) {
+          this.record.gaveUp = `the turn for message ${current} did not finish within ${this.ctx.turnTimeoutMs} ms`;
+          this.record.inFlight = false;
+          this.ctx.log(`${this.plan.id}: ${this.record.gaveUp}`);
+          return;
+        }
+        await this.sendDueLateDecisions();
+        const state = await this.readState();
+        if (state) {
+          if (state.recentTurns.some((t) => t.messageIds.includes(current))) break;
+          const fresh = state.pendingApprovals.filter((p) => !this.handledCalls.has(p.toolCallId));
+          if (fresh.length > 0) {
+            const coverage = this.plan.coverage?.firstAction && !this.plan.coverageActionDone ? this.plan.coverage.firstAction : undefined;
+            const action = coverage ?? this.rng.weighted(ACTION_WEIGHTS);
+            this.plan.coverageActionDone ||= coverage !== undefined;
+            for (const p of fresh) this.handledCalls.add(p.toolCallId);
+            current = (await this.act(action, fresh, coverage !== undefined)) ?? current;
+            spontaneousDone = true;
+          } else if (!spontaneousDone && Date.now() >= spontaneousAt && state.status === 'running' && state.pendingApprovals.length === 0) {
+            spontaneousDone = true;
+            current = (await this.act(spontaneous as 'cancel' | 'interrupt', [])) ?? current;
+          }
+        }
+        await sleep(this.ctx.pollMs, undefined, { signal: this.ctx.signal }).catch(() => undefined);
+      }
+      this.record.inFlight = false;
+      this.record.turnsFinished++;
+      while (this.lateDecisions.length > 0 && !this.ctx.signal.aborted) {
+        await sleep(Math.max(0, Math.min(...this.lateDecisions.map((d) => d.at)) - Date.now()), undefined, { signal: this.ctx.signal }).catch(() => undefined);
+        await this.sendDueLateDecisions();
+      }
+      const coverageMissing = this.plan.coverage?.firstAction && !this.plan.coverageActionDone;
+      if (coverageMissing && this.messagesSent >= this.plannedTurns && this.messagesSent < this.maxMessages) this.plannedTurns++;
+    }
+  }
+
+  private async readState(): Promise<ConversationState | undefined> {
+    try {
+      return await retrying(this.ctx, () => this.ctx.client.state(this.plan.id), 15_000);
+    } catch {
+      return undefined; // keep polling until the turn deadline
+    }
+  }
+
+  /** Sends the next message; returns its id. */
+  private async sendMessage(): Promise<string> {
+    this.messagesSent++;
+    const messageId = `${this.plan.id}-m${this.messagesSent}`;
+    const text = `${this.plan.tag} message ${this.messagesSent} (${messageId}): please look into my orders.`;
+    try {
+      await retrying(this.ctx, () => this.ctx.client.sendMessage(this.plan.id, text, { input: this.ctx.input, messageId }), 90_000);
+      this.record.messageIds.push(messageId);
+    } catch (err) {
+      this.record.unacknowledgedMessageIds.push(messageId);
+      throw new Error(`could not send message ${messageId}: ${(err as Error).message}`);
+    }
+    return messageId;
+  }
+
+  /** Performs an action on the turn; returns the id of a message it sent (an interrupt), which the turn now waits for. */
+  private async act(action: ApprovalAction, pending: PendingApproval[], coverage = false): Promise<string | undefined> {
+    const { faults } = this.ctx.runLog;
+    switch (action) {
+      case 'approve_all':
+        await this.decide({ decision: 'approve', decidedBy: 'chaos' }, pending);
+        return undefined;
+      case 'reject_all':
+        faults.reject++;
+        await this.decide({ decision: 'reject', reason: 'chaos: rejected', decidedBy: 'chaos' }, pending);
+        return undefined;
+      case 'approve_one': {
+        const [first, ...rest] = pending;
+        await this.decide({ decision: 'approve', toolCallId: first.toolCallId, decidedBy: 'chaos' }, [first]);
+        if (rest.length > 0) {
+          faults.reject++;
+          await this.decide({ decision: 'reject', reason: 'chaos: only the first one', decidedBy: 'chaos' }, rest);
+        }
+        return undefined;
+      }
+      case 'decide_twice': {
+        const [first, ...rest] = pending;
+        const decision = this.rng.chance(0.5) ? 'approve' : 'reject';
+        if (decision === 'reject') faults.reject++;
+        const twice: DecisionInput = { decisionId: randomUUID(), decision, toolCallId: first.toolCallId, decidedBy: 'chaos' };
+        await this.decide(twice, [first]);
+        if (await this.decide(twice, [first], true)) faults.duplicate_decision++;
+        if (rest.length > 0) await this.decide({ decision: 'approve', decidedBy: 'chaos' }, rest);
+        return undefined;
+      }
+      case 'timeout': {
+        faults.approval_timeout++;
+        // Now and then a person decides too late: the decision must be refused and change nothing.
+        if (coverage || this.rng.chance(0.4)) {
+          const deadline = Math.max(...pending.map((p) => Date.parse(p.requestedAt))) + (this.ctx.input.approvalTimeoutMs ?? 0);
+          this.lateDecisions.push({ at: deadline + this.rng.int(500, 1_500), targets: pending });
+        }
+        return undefined;
+      }
+      case 'cancel':
+        faults.cancel++;
+        await this.intervene('cancel', () => this.ctx.client.cancelTurn(this.plan.id, 'chaos'));
+        return undefined;
+      case 'interrupt': {
+        if (this.messagesSent >= this.maxMessages) return this.act('cancel', pending);
+        faults.interrupt++;
+        if (this.messagesSent >= this.plannedTurns) this.plannedTurns++;
+        const entry = { conversationId: this.plan.id, kind: 'interrupt' as const, sentAt: Date.now(), ackAt: undefined as number | undefined };
+        this.ctx.runLog.interventions.push(entry);
+        const messageId = await this.sendMessage();
+        entry.ackAt = Date.now();
+        return messageId;
+      }
+    }
+  }
+
+  private async sendDueLateDecisions(): Promise<void> {
+    const due = this.lateDecisions.filter((d) => d.at <= Date.now());
+    this.lateDecisions = this.lateDecisions.filter((d) => d.at > Date.now());
+    for (const late of due) {
+      const [first] = late.targets;
+      if (await this.decide({ decision: 'approve', toolCallId: first.toolCallId, decidedBy: 'chaos (late)' }, [first])) {
+        this.ctx.runLog.faults.late_decision++;
+      }
+    }
+  }
+
+  /** Sends a decision as a signal; returns whether the server acknowledged it. */
+  private async decide(decision: DecisionInput, targets: PendingApproval[], duplicate = false): Promise<boolean> {
+    const full = { ...decision, decisionId: decision.decisionId ?? randomUUID() };
+    const sent = {
+      conversationId: this.plan.id,
+      decisionId: full.decisionId,
+      decision: full.decision,
+      toolCallId: full.toolCallId,
+      targets: targets.map((t) => ({ toolCallId: t.toolCallId, requestedAt: Date.parse(t.requestedAt) })),
+      sentAt: Date.now(),
+      ackAt: undefined as number | undefined,
+      duplicate,
+    };
+    this.ctx.runLog.decisions.push(sent);
+    try {
+      await retrying(this.ctx, () => this.ctx.client.signalDecision(this.plan.id, full));
+      sent.ackAt = Date.now();
+      return true;
+    } catch (err) {
+      this.ctx.log(`${this.plan.id}: decision ${full.decisionId} not acknowledged: ${(err as Error).message}`);
+      return false;
+    }
+  }
+
+  private async intervene(kind: 'cancel', send: () => Promise<void>): Promise<void> {
+    const entry = { conversationId: this.plan.id, kind, sentAt: Date.now(), ackAt: undefined as number | undefined };
+    this.ctx.runLog.interventions.push(entry);
+    try {
+      await retrying(this.ctx, send);
+      entry.ackAt = Date.now();
+    } catch (err) {
+      this.ctx.log(`${this.plan.id}: ${kind} not acknowledged: ${(err as Error).message}`);
+    }
+  }
+}

@@ -1,0 +1,156 @@
+/**
+ * The scripted model of the chaos run: for each conversation (found by the
+ * tag that starts its first user message) random replies with 0–3 tool calls
+ * or a final answer, and, as injected faults, HTTP 500s and slow replies.
+ */
+import type { RecordedRequest, ScriptedReply, ScriptedToolCall } from '../../src/model-server';
+import { FAIL_FIRST_SKU } from './chaos-tools';
+import type { CallKind, ConversationPlan } from './plan';
+import { Rng } from './random';
+
+/** Orders the run inserts, with totals large enough that every refund fits. */
+export const CHAOS_ORDERS = ['ord_chaos_1', 'ord_chaos_2', 'ord_chaos_3', 'ord_chaos_4'];
+
+/** Faults the scripted model injected, by kind. */
+export interface ModelFaultCounts {
+  model_500: number;
+  model_slow: number;
+  unknown_tool: number;
+  malformed_arguments: number;
+}
+
+const CALL_WEIGHTS: Record<Exclude<CallKind, 'check_stock_fail_first'>, number> = {
+  find_customer: 12,
+  list_orders: 8,
+  refund_small: 14,
+  refund_large: 26,
+  check_stock: 16,
+  unknown_tool: 6,
+  malformed_arguments: 6,
+};
+
+/** Probabilities of the model's faults on any request. */
+const P_500 = 0.07;
+const P_SLOW = 0.08;
+/** At most this many 500s in a row for one conversation, so faults do not use up every attempt of a model call. */
+const MAX_CONSECUTIVE_500 = 2;
+/** Model calls with tools per turn, at most (then a final answer). */
+const MAX_TOOL_STEPS = 3;
+
+interface ConversationScript {
+  plan: ConversationPlan;
+  rng: Rng;
+  calls: number;
+  consecutive500: number;
+  forcedFaultDone: boolean;
+  coverageCallsSent: boolean;
+}
+
+interface RequestMessage {
+  role: string;
+  content?: unknown;
+}
+
+/** Builds the responder and counts what it injects. */
+export class ChaosModel {
+  readonly faults: ModelFaultCounts = { model_500: 0, model_slow: 0, unknown_tool: 0, malformed_arguments: 0 };
+  /** Model requests answered per conversation id (valid ones). */
+  readonly requestsByConversation = new Map<string, number>();
+  private readonly scripts = new Map<string, ConversationScript>();
+
+  constructor(seed: string, plans: readonly ConversationPlan[]) {
+    for (const plan of plans) {
+      this.scripts.set(plan.tag, {
+        plan,
+        rng: new Rng(seed, 'model', plan.index),
+        calls: 0,
+        consecutive500: 0,
+        forcedFaultDone: false,
+        coverageCallsSent: false,
+      });
+    }
+  }
+
+  /** The model server's responder. */
+  readonly responder = (request: RecordedRequest): ScriptedReply => {
+    const messages = ((request.body as { messages?: RequestMessage[] } | undefined)?.messages ?? []) as RequestMessage[];
+    const firstUser = messages.find((m) => m.role === 'user');
+    const tag = typeof firstUser?.content === 'string' ? firstUser.content.split(' ')[0] : '';
+    const script = this.scripts.get(tag);
+    if (!script) return { content: 'This conversation is not part of the chaos run.' };
+    const id = script.plan.id;
+    this.requestsByConversation.set(id, (this.requestsByConversation.get(id) ?? 0) + 1);
+    const { rng, plan } = script;
+    const isFirstRequest = !messages.some((m) => m.role === 'assistant');
+
+    if (isFirstRequest && plan.coverage?.firstRequestFault && !script.forcedFaultDone) {
+      script.forcedFaultDone = true;
+      if (plan.coverage.firstRequestFault === 'model_500') return this.serverError(script);
+      return this.slow(rng, this.reply(script, messages, isFirstRequest));
+    }
+    if (script.consecutive500 < MAX_CONSECUTIVE_500 && rng.chance(P_500)) return this.serverError(script);
+    script.consecutive500 = 0;
+    const reply = this.reply(script, messages, isFirstRequest);
+    return rng.chance(P_SLOW) ? this.slow(rng, reply) : reply;
+  };
+
+  private serverError(script: ConversationScript): ScriptedReply {
+    script.consecutive500++;
+    this.faults.model_500++;
+    return { kind: 'http_error', status: 500 };
+  }
+
+  private slow(rng: Rng, then: ScriptedReply): ScriptedReply {
+    this.faults.model_slow++;
+    return { kind: 'delay', ms: rng.int(1_000, 4_000), then };
+  }
+
+  private reply(script: ConversationScript, messages: RequestMessage[], isFirstRequest: boolean): ScriptedReply {
+    const { rng, plan } = script;
+    const last = messages[messages.length - 1];
+    const coverageDue = plan.coverage?.firstAction ? !plan.coverageActionDone && last?.role === 'user' : isFirstRequest && !script.coverageCallsSent;
+    if (plan.coverage && coverageDue) {
+      script.coverageCallsSent = true;
+      return { toolCalls: plan.coverage.firstCalls.map((kind) => this.toolCall(script, kind)) };
+    }
+    let lastUser = -1;
+    messages.forEach((m, i) => {
+      if (m.role === 'user') lastUser = i;
+    });
+    const stepsThisTurn = messages.slice(lastUser + 1).filter((m) => m.role === 'assistant').length;
+    const pTools = stepsThisTurn >= MAX_TOOL_STEPS ? 0 : last?.role === 'tool' ? 0.3 : 0.7;
+    if (rng.chance(pTools)) {
+      const count = rng.int(1, 3);
+      return { toolCalls: Array.from({ length: count }, () => this.toolCall(script, rng.weighted(CALL_WEIGHTS))) };
+    }
+    return { content: `Done (${plan.tag}, step ${stepsThisTurn + 1} of this turn).` };
+  }
+
+  private toolCall(script: ConversationScript, kind: CallKind): ScriptedToolCall {
+    const { rng, plan } = script;
+    const id = `call_c${plan.index}_${++script.calls}`;
+    const order = rng.pick(CHAOS_ORDERS);
+    switch (kind) {
+      case 'find_customer':
+        return { id, name: 'find_customer', arguments: { query: rng.pick(['Ada', 'Grace', 'chaos', 'nobody']) } };
+      case 'list_orders':
+        return { id, name: 'list_orders', arguments: { customer_id: rng.pick(['cus_chaos', 'cus_ada']) } };
+      case 'refund_small':
+        return { id, name: 'issue_refund', arguments: { order_id: order, amount_cents: rng.int(100, 10_000), reason: 'chaos: small refund' } };
+      case 'refund_large':
+        return { id, name: 'issue_refund', arguments: { order_id: order, amount_cents: rng.int(10_001, 60_000), reason: 'chaos: needs approval' } };
+      case 'check_stock':
+        return { id, name: 'check_stock', arguments: { sku: `gear-${rng.int(1, 99)}` } };
+      case 'check_stock_fail_first':
+        return { id, name: 'check_stock', arguments: { sku: FAIL_FIRST_SKU } };
+      case 'unknown_tool':
+        this.faults.unknown_tool++;
+        return { id, name: rng.pick(['launch_rocket', 'delete_everything']), arguments: {} };
+      case 'malformed_arguments':
+        this.faults.malformed_arguments++;
+        return rng.chance(0.5)
+          ? { id, name: 'find_customer', arguments: '{"query":' }
+          : { id, name: 'issue_refund', arguments: `{"order_id": "${order}", "amount_cents": }` };
+    }
+  }
+}

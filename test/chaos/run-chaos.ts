@@ -1,0 +1,455 @@
+/**
+ * A bounded chaos run against real parts, all on loopback: its own Temporal
+ * dev server (SQLite file, so a restart keeps its state), its own embedded
+ * PostgreSQL, the scripted model server, and two real worker processes.
+ * Conversations are driven through the project's client while worker
+ * processes are SIGKILLed, the Temporal server is restarted, the model
+ * answers 500s and slow replies, a tool fails, and the driver cancels,
+ * interrupts, rejects, decides twice and lets approvals time out. The run
+ * ends by checking every conversation and returns one summary.
+ */
+import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AgentClient } from '../../src/client/client';
+import { freePort } from '../../src/db/free-port';
+import { migrate } from '../../src/db/migrations';
+import { createPool } from '../../src/db/pool';
+import { startModelServer, type ModelServer } from '../../src/model-server';
+import { startDevServer, type DevServer } from '../../src/runtime/temporal-server';
+import type { ConversationInput } from '../../src/workflows/api';
+import { runFinalChecks, type CheckResults } from './checks';
+import { playConversation, type DriverContext } from './driver';
+import { ChaosModel, CHAOS_ORDERS } from './model-script';
+import { planConversations } from './plan';
+import { Rng } from './random';
+import { quantile, RecoveryTracker, type RecoveryMeasurement } from './recovery';
+import { RunLog, type FaultKind } from './run-log';
+import { formatSummary } from './summary';
+import { WorkerPool, type UnexpectedExit } from './worker-pool';
+import { scanWorkerLogs, type LoggedMessage } from './worker-logs';
+
+/** Options of {@link runChaos}; every one has a default. */
+export interface ChaosOptions {
+  /** Conversations to drive. Default 50. */
+  conversations?: number;
+  /** Worker processes to SIGKILL (each replaced at once). Default 20. */
+  kills?: number;
+  /** Times to stop and restart the Temporal dev server. Default 1. */
+  serverRestarts?: number;
+  /** Conversations driven at once. Default 8. */
+  concurrency?: number;
+  /** Seed of every random choice; random when unset. */
+  seed?: string;
+  /** Hard stop: the run ends (and fails) after this long. Default 10. */
+  maxMinutes?: number;
+  /** Worker processes running at once. Default 2. */
+  workers?: number;
+  /** `approvalTimeoutMs` of the conversations. Default 3000. */
+  approvalTimeoutMs?: number;
+  /** `timeouts.heartbeatMs` of the conversations. Default 3000. */
+  heartbeatMs?: number;
+  /** `continueAsNewAfterEvents` of the conversations (low values make them continue as new between most turns); the workflow's default when unset. */
+  continueAsNewAfterEvents?: number;
+  /** Random pause before each worker kill or server restart, [min, max] ms. Default [1000, 3000]. */
+  faultGapMs?: [number, number];
+  /** After the last conversation's script, how long conversations may take to settle. Default 60 s. */
+  settleTimeoutMs?: number;
+  /** A turn not finished after this long is given up (and its conversation counted as stuck). Default 150 s. */
+  turnTimeoutMs?: number;
+  /** Keep the scratch folder (worker logs, Temporal's SQLite file) instead of removing it. */
+  keepFiles?: boolean;
+  /** Progress lines; silent when unset. */
+  log?: (line: string) => void;
+}
+
+/** Recovery times of one kind of fault. */
+export interface RecoveryStats {
+  /** Faults of this kind. */
+  count: number;
+  /** Those with at least one turn in flight (the others have nothing to recover). */
+  withTurnsInFlight: number;
+  /** Conversations in flight at one of these faults that never progressed afterwards (left out of the times). */
+  neverProgressed: string[];
+  p50Ms?: number;
+  p99Ms?: number;
+  maxMs?: number;
+  /** The slowest faults: when (ms into the run), how many turns were in flight, and which conversation moved last. */
+  slowest: { atMs: number; inFlight: number; recoveredMs?: number; conversationId?: string }[];
+}
+
+/** What a run did and found. `text` is the summary as printed. */
+export interface ChaosSummary {
+  runId: string;
+  seed: string;
+  options: Required<Pick<ChaosOptions, 'conversations' | 'kills' | 'serverRestarts' | 'concurrency' | 'maxMinutes' | 'workers'>>;
+  durationMs: number;
+  /** True when the hard stop (`maxMinutes`) ended the run. */
+  hardStopped: boolean;
+  conversations: number;
+  messagesSent: number;
+  turns: number;
+  turnOutcomes: Record<string, number>;
+  toolOutcomes: Record<string, number>;
+  modelRequests: number;
+  faults: Record<FaultKind, number>;
+  decisions: CheckResults['decisions'];
+  mustBeZero: CheckResults['mustBeZero'];
+  refundsApplied: number;
+  effectsOfInterruptedCalls: number;
+  continueAsNewAfterEvents?: number;
+  continuedAsNew: number;
+  /** Conversations never started because the hard stop came first. */
+  notStarted: number;
+  recovery: { definition: string; workerKills: RecoveryStats; serverRestarts: RecoveryStats };
+  workers: {
+    started: number;
+    startupP50Ms?: number;
+    unexpectedExits: UnexpectedExit[];
+    loggedWarnings: LoggedMessage[];
+  };
+  clientRetries: number;
+  /** One line per problem behind a non-zero "must be 0". */
+  problems: string[];
+  /** Every "must be 0" is 0 and the hard stop did not fire. */
+  passed: boolean;
+  /** Where the worker logs are, when kept. */
+  keptFiles?: string;
+  text: string;
+}
+
+export const RECOVERY_DEFINITION =
+  'fault → every conversation that had a turn in flight at that moment stored a new message or finished its turn (sampled every 250 ms; conversations that never did are listed apart)';
+
+/** Runs the chaos run and returns its summary; everything it started is stopped, also on failure. */
+export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary> {
+  const o = {
+    conversations: options.conversations ?? 50,
+    kills: options.kills ?? 20,
+    serverRestarts: options.serverRestarts ?? 1,
+    concurrency: options.concurrency ?? 8,
+    maxMinutes: options.maxMinutes ?? 10,
+    workers: options.workers ?? 2,
+  };
+  const seed = options.seed ?? String(randomBytes(4).readUInt32BE());
+  const runId = randomBytes(3).toString('hex');
+  const approvalTimeoutMs = options.approvalTimeoutMs ?? 3_000;
+  const heartbeatMs = options.heartbeatMs ?? 3_000;
+  const [gapMin, gapMax] = options.faultGapMs ?? [1_000, 3_000];
+  const startedAt = Date.now();
+  const hardStopAt = startedAt + o.maxMinutes * 60_000;
+  const progress = options.log ?? (() => undefined);
+  const log = (line: string): void => progress(`[chaos +${((Date.now() - startedAt) / 1000).toFixed(1)}s] ${line}`);
+
+  const hardStop = new AbortController();
+  setMaxListeners(1_000, hardStop.signal); // every sleeping conversation listens to it
+  const hardTimer = setTimeout(() => {
+    log(`hard stop: ${o.maxMinutes} minute(s) reached`);
+    hardStop.abort();
+  }, hardStopAt - startedAt);
+  // The final checks get a little longer than the driver, so a hard stop still ends with a summary.
+  const checksStop = new AbortController();
+  setMaxListeners(1_000, checksStop.signal);
+  const checksTimer = setTimeout(() => checksStop.abort(), hardStopAt - startedAt + 30_000);
+
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-chaos-'));
+  const cleanups: { name: string; run: () => Promise<void> | void }[] = [];
+  const servers: { temporal?: DevServer } = {};
+  try {
+    log(`seed ${seed}, run ${runId}, scratch ${scratch}`);
+
+    // Servers: Temporal (persisted in SQLite, on a fixed port so it can restart in place) and PostgreSQL.
+    const temporalPort = await freePort();
+    const dbFilename = path.join(scratch, 'temporal.sqlite');
+    const { startEmbeddedPostgres } = await import('../../src/db/embedded-postgres');
+    const [startedTemporal, startedPostgres] = await Promise.allSettled([
+      startDevServer({ dbFilename, port: temporalPort }),
+      startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `agent-chaos-pg-${runId}`), database: 'chaos', ephemeral: true }),
+    ]);
+    if (startedTemporal.status === 'fulfilled') {
+      servers.temporal = startedTemporal.value;
+      cleanups.push({ name: 'Temporal dev server', run: () => servers.temporal?.stop() });
+    }
+    if (startedPostgres.status === 'fulfilled') {
+      const pg = startedPostgres.value;
+      cleanups.push({
+        name: 'PostgreSQL',
+        run: async () => {
+          await pg.stop();
+          fs.rmSync(pg.dataDir, { recursive: true, force: true });
+        },
+      });
+    }
+    if (startedTemporal.status === 'rejected') throw startedTemporal.reason;
+    if (startedPostgres.status === 'rejected') throw startedPostgres.reason;
+    const temporal = startedTemporal.value;
+    const postgres = startedPostgres.value;
+    log(`Temporal ${temporal.address}, PostgreSQL port ${postgres.port}`);
+
+    const pool = createPool(postgres.databaseUrl, 4);
+    cleanups.push({ name: 'PostgreSQL pool', run: () => pool.end() });
+    await migrate(pool);
+    await pool.query(`
+      CREATE TABLE chaos_faults (kind text NOT NULL, idempotency_key text NOT NULL, attempt integer NOT NULL, detail text, at timestamptz NOT NULL DEFAULT now());
+      CREATE TABLE chaos_effects (idempotency_key text NOT NULL, sku text NOT NULL, at timestamptz NOT NULL DEFAULT now());
+      INSERT INTO customers (id, name, email) VALUES ('cus_chaos', 'Chaos Monkey', 'chaos@example.com');
+      INSERT INTO orders (id, customer_id, description, total_cents) VALUES
+        ${CHAOS_ORDERS.map((id) => `('${id}', 'cus_chaos', 'Chaos run order', 2000000000)`).join(',\n        ')};
+    `);
+
+    const plans = planConversations(runId, seed, o.conversations);
+    const runLog = new RunLog(plans);
+    const chaosModel = new ChaosModel(seed, plans);
+    const model: ModelServer = await startModelServer({ responder: chaosModel.responder });
+    cleanups.push({ name: 'model server', run: () => model.close() });
+
+    const taskQueue = `chaos-${runId}`;
+    const workers = new WorkerPool({
+      env: {
+        TEMPORAL_ADDRESS: temporal.address,
+        TEMPORAL_TASK_QUEUE: taskQueue,
+        DATABASE_URL: postgres.databaseUrl,
+        OPENAI_API_KEY: 'chaos-key',
+        OPENAI_BASE_URL: model.url,
+        OPENAI_MODEL: 'scripted-model',
+        AGENT_TOOLS_MODULE: path.join(__dirname, 'chaos-tools.ts'),
+        CHAOS_SEED: seed,
+      },
+      size: o.workers,
+      dir: scratch,
+      log,
+    });
+    cleanups.push({ name: 'worker processes', run: () => workers.stop() });
+    await workers.start();
+
+    const client = await AgentClient.connect({ temporalAddress: temporal.address, databaseUrl: postgres.databaseUrl, taskQueue });
+    cleanups.push({ name: 'client', run: () => client.close() });
+
+    const conversationPrefix = `chaos-${runId}-`;
+    const tracker = new RecoveryTracker(pool, runLog, conversationPrefix);
+    tracker.start();
+    cleanups.push({ name: 'recovery sampler', run: () => tracker.stop() });
+
+    // Faults on a schedule: kills with the server restarts spread between them.
+    const events: ('kill' | 'restart')[] = Array.from({ length: o.kills + o.serverRestarts }, () => 'kill' as const);
+    for (let r = 0; r < o.serverRestarts; r++) {
+      let at = Math.floor(((r + 1) * events.length) / (o.serverRestarts + 1));
+      while (events[at] === 'restart') at = (at + 1) % events.length;
+      events[at] = 'restart';
+    }
+    let eventsDone = 0;
+    let faultsOver = false;
+    let played = 0;
+    // A fault waits (a little) for a turn in flight to hit, unless only the last conversation is left, waiting for it.
+    const turnToHit = (): Promise<void> =>
+      until(() => runLog.inFlight().length > 0 || played >= o.conversations - 1, 10_000, stopFaults);
+    const driverDone = new AbortController();
+    const stopFaults = AbortSignal.any([driverDone.signal, hardStop.signal]);
+    setMaxListeners(1_000, stopFaults);
+    const faultRng = new Rng(seed, 'faults');
+    const faultLoop = (async () => {
+      try {
+        for (const event of events) {
+          if (event === 'kill') {
+            // Mostly with every worker up (a replacement gets some work before the next kill), at times with one still starting.
+            await workers.waitFor(() => workers.ready().length >= o.workers, 8_000, stopFaults);
+            await sleep(faultRng.int(gapMin, gapMax), undefined, { signal: stopFaults });
+            await workers.waitFor(() => workers.ready().length > 0, 90_000, stopFaults);
+            await turnToHit();
+            const ready = workers.ready();
+            if (stopFaults.aborted || ready.length === 0) break;
+            const at = workers.kill(faultRng.pick(ready));
+            runLog.faults.worker_kill++;
+            await tracker.begin('worker_kill', at);
+          } else {
+            await sleep(faultRng.int(gapMin, gapMax), undefined, { signal: stopFaults });
+            await turnToHit();
+            const at = Date.now();
+            await tracker.begin('server_restart', at);
+            await servers.temporal!.stop();
+            servers.temporal = undefined;
+            runLog.faults.server_restart++;
+            log('Temporal dev server stopped');
+            await sleep(faultRng.int(500, 2_000));
+            try {
+              servers.temporal = await startAgain(dbFilename, temporalPort, log);
+            } catch (err) {
+              log(`the Temporal dev server did not start again: ${(err as Error).message}; stopping the run`);
+              hardStop.abort();
+              throw err;
+            }
+            log(`Temporal dev server running again after ${Date.now() - at} ms`);
+          }
+          eventsDone++;
+        }
+      } catch (err) {
+        if (!stopFaults.aborted) log(`fault loop ended: ${(err as Error).message}`);
+      } finally {
+        faultsOver = true;
+      }
+    })();
+
+    // Conversation j starts once its share of the faults happened, so the faults spread over the whole run.
+    // Faults need turns to hit, so while fewer than a quarter of the concurrency has a turn in flight, the
+    // next conversation starts anyway, except the last one: it waits for every fault, so all happen.
+    const minInFlight = Math.max(1, Math.ceil(o.concurrency / 4));
+    const gate = async (index: number): Promise<void> => {
+      const due = Math.floor(((index + 1) * events.length) / o.conversations);
+      const last = index === o.conversations - 1;
+      const deadline = Date.now() + 180_000;
+      while (!faultsOver && !hardStop.signal.aborted && Date.now() < deadline) {
+        if (eventsDone >= due || (!last && runLog.inFlight().length < minInFlight)) return;
+        await sleep(200);
+      }
+    };
+    const input: ConversationInput = {
+      approvalTimeoutMs,
+      timeouts: { heartbeatMs },
+      ...(options.continueAsNewAfterEvents ? { continueAsNewAfterEvents: options.continueAsNewAfterEvents } : {}),
+    };
+    const driver: DriverContext = {
+      client,
+      runLog,
+      seed,
+      input,
+      turnTimeoutMs: options.turnTimeoutMs ?? 150_000,
+      pollMs: 250,
+      signal: hardStop.signal,
+      log,
+    };
+    let nextIndex = 0;
+    await Promise.all(
+      Array.from({ length: Math.max(1, o.concurrency) }, async () => {
+        while (nextIndex < plans.length && !hardStop.signal.aborted) {
+          const plan = plans[nextIndex++];
+          await gate(plan.index);
+          await playConversation(plan, driver);
+          played++;
+          if (played % 10 === 0 || played === plans.length) log(`${played}/${plans.length} conversations played`);
+        }
+      }),
+    );
+    driverDone.abort();
+    await faultLoop;
+    log(`driver done; ${runLog.faults.worker_kill} kill(s), ${runLog.faults.server_restart} server restart(s); checking`);
+
+    const toolFailures = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM chaos_faults WHERE idempotency_key LIKE $1`, [
+      `${conversationPrefix}%`,
+    ]);
+    runLog.faults.tool_failure = toolFailures.rows[0].n;
+    Object.assign(runLog.faults, chaosModel.faults);
+
+    const checks = await runFinalChecks({
+      client,
+      pool,
+      runLog,
+      conversationPrefix,
+      approvalTimeoutMs,
+      invalidModelRequests: model.invalidRequests().length,
+      settleDeadline: Math.min(Date.now() + (options.settleTimeoutMs ?? 60_000), hardStopAt),
+      historyDir: options.keepFiles ? scratch : undefined,
+      signal: checksStop.signal,
+    });
+    for (const bad of model.invalidRequests().slice(0, 5)) {
+      checks.problems.push(`invalid model request #${bad.index}: ${JSON.stringify(bad.error?.body).slice(0, 300)}`);
+    }
+    await tracker.stop();
+
+    const summaryBase = {
+      runId,
+      seed,
+      options: o,
+      durationMs: Date.now() - startedAt,
+      hardStopped: hardStop.signal.aborted,
+      conversations: plans.length,
+      messagesSent: [...runLog.conversations.values()].reduce((n, c) => n + c.messageIds.length, 0),
+      turns: checks.turns,
+      turnOutcomes: checks.turnOutcomes,
+      toolOutcomes: checks.toolOutcomes,
+      modelRequests: model.requests.length,
+      faults: runLog.faults,
+      decisions: checks.decisions,
+      mustBeZero: checks.mustBeZero,
+      refundsApplied: checks.refundsApplied,
+      effectsOfInterruptedCalls: checks.effectsOfInterruptedCalls,
+      continueAsNewAfterEvents: options.continueAsNewAfterEvents,
+      continuedAsNew: checks.continuedAsNew,
+      notStarted: checks.notStarted,
+      recovery: {
+        definition: RECOVERY_DEFINITION,
+        workerKills: recoveryStats(tracker.measurements, 'worker_kill', startedAt),
+        serverRestarts: recoveryStats(tracker.measurements, 'server_restart', startedAt),
+      },
+      clientRetries: runLog.clientRetries,
+      problems: checks.problems,
+    };
+    await workers.stop();
+    const workerInfo = {
+      started: workers.logFiles().length,
+      startupP50Ms: quantile(workers.startupMs, 0.5),
+      unexpectedExits: workers.unexpectedExits,
+      loggedWarnings: scanWorkerLogs(workers.logFiles()),
+    };
+    const passed = !summaryBase.hardStopped && Object.values(checks.mustBeZero).every((n) => n === 0);
+    const summary: ChaosSummary = {
+      ...summaryBase,
+      workers: workerInfo,
+      passed,
+      keptFiles: options.keepFiles ? scratch : undefined,
+      text: '',
+    };
+    summary.text = formatSummary(summary);
+    return summary;
+  } finally {
+    clearTimeout(hardTimer);
+    clearTimeout(checksTimer);
+    for (const cleanup of cleanups.reverse()) {
+      try {
+        await cleanup.run();
+      } catch (err) {
+        log(`cleanup of ${cleanup.name} failed: ${(err as Error).message}`);
+      }
+    }
+    if (!options.keepFiles) fs.rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/** Waits until `predicate` holds, `timeoutMs` passed or `signal` aborted. */
+async function until(predicate: () => boolean, timeoutMs: number, signal: AbortSignal): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate() && !signal.aborted && Date.now() < deadline) await sleep(100);
+}
+
+/** Starts the dev server again on its port and SQLite file, retrying while the port is still held. */
+async function startAgain(dbFilename: string, port: number, log: (line: string) => void): Promise<DevServer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startDevServer({ dbFilename, port });
+    } catch (err) {
+      if (attempt >= 5) throw err;
+      log(`Temporal dev server did not start again (${(err as Error).message}); retrying`);
+      await sleep(1_000 * attempt);
+    }
+  }
+}
+
+function recoveryStats(measurements: readonly RecoveryMeasurement[], kind: RecoveryMeasurement['kind'], startedAt: number): RecoveryStats {
+  const mine = measurements.filter((m) => m.kind === kind);
+  const withTurns = mine.filter((m) => m.inFlight > 0);
+  const times = withTurns.flatMap((m) => (m.recoveredMs === undefined ? [] : [m.recoveredMs]));
+  return {
+    count: mine.length,
+    withTurnsInFlight: withTurns.length,
+    neverProgressed: [...new Set(mine.flatMap((m) => m.neverProgressed))],
+    p50Ms: quantile(times, 0.5),
+    p99Ms: quantile(times, 0.99),
+    maxMs: times.length > 0 ? Math.max(...times) : undefined,
+    slowest: [...withTurns]
+      .sort((a, b) => (b.recoveredMs ?? Infinity) - (a.recoveredMs ?? Infinity))
+      .slice(0, 3)
+      .map((m) => ({ atMs: m.at - startedAt, inFlight: m.inFlight, recoveredMs: m.recoveredMs, conversationId: m.slowest })),
+  };
+}

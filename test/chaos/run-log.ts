@@ -1,0 +1,80 @@
+/** What the chaos run did and saw, recorded as it happens and read by the final checks. */
+import type { ConversationPlan } from './plan';
+
+/** Every kind of fault the run injects. */
+export const FAULT_KINDS = [
+  'model_500',
+  'model_slow',
+  'unknown_tool',
+  'malformed_arguments',
+  'tool_failure',
+  'worker_kill',
+  'server_restart',
+  'cancel',
+  'interrupt',
+  'reject',
+  'approval_timeout',
+  'duplicate_decision',
+  'late_decision',
+] as const;
+
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+/** A decision the driver sent as a signal. */
+export interface DecisionSent {
+  conversationId: string;
+  decisionId: string;
+  decision: 'approve' | 'reject';
+  /** Unset: every call awaiting approval. */
+  toolCallId?: string;
+  /** The calls it was meant for, as the state showed them waiting just before it was sent. */
+  targets: { toolCallId: string; requestedAt: number }[];
+  sentAt: number;
+  /** When the server acknowledged the signal; unset when every attempt failed. */
+  ackAt?: number;
+  /** A second send of a decision id already acknowledged. */
+  duplicate: boolean;
+}
+
+/** A cancel or an interrupting message the driver sent during a turn. */
+export interface InterventionSent {
+  conversationId: string;
+  kind: 'cancel' | 'interrupt';
+  sentAt: number;
+  ackAt?: number;
+}
+
+/** The driver's view of one conversation. */
+export interface ConversationRecord {
+  plan: ConversationPlan;
+  /** User message ids the server acknowledged, in order. */
+  messageIds: string[];
+  /** Ids whose sending failed on every attempt (they may or may not have arrived). */
+  unacknowledgedMessageIds: string[];
+  /** True while a turn the driver waits for runs. */
+  inFlight: boolean;
+  turnsFinished: number;
+  /** Why the driver stopped following the conversation before its script ended. */
+  gaveUp?: string;
+}
+
+/** The shared record of a run. */
+export class RunLog {
+  readonly faults: Record<FaultKind, number> = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>;
+  readonly decisions: DecisionSent[] = [];
+  readonly interventions: InterventionSent[] = [];
+  readonly conversations = new Map<string, ConversationRecord>();
+  /** Client calls that failed and were tried again. */
+  clientRetries = 0;
+
+  constructor(plans: readonly ConversationPlan[]) {
+    for (const plan of plans) {
+      this.conversations.set(plan.id, { plan, messageIds: [], unacknowledgedMessageIds: [], inFlight: false, turnsFinished: 0 });
+    }
+  }
+
+  /** Ids of conversations with a turn in flight. */
+  inFlight(): string[] {
+    return [...this.conversations.values()].filter((c) => c.inFlight).map((c) => c.plan.id);
+  }
+}

@@ -1,0 +1,80 @@
+/** The one summary a chaos run prints. */
+import type { ChaosSummary, RecoveryStats } from './run-chaos';
+import { FAULT_KINDS } from './run-log';
+
+const MUST_BE_ZERO_LABELS: Record<keyof ChaosSummary['mustBeZero'], string> = {
+  invalidModelRequests: 'invalid requests seen by the model server',
+  sideEffectsAppliedTwice: 'side effects applied more than once (or missing/inconsistent)',
+  effectsOfCallsNotRun: 'side effects of calls reported as not run',
+  decisionsLost: 'decisions lost',
+  conversationsStuck: 'conversations stuck',
+  brokenTranscripts: 'broken transcripts',
+  transcriptRepairs: 'transcript repairs by the workflow',
+};
+
+const seconds = (ms: number | undefined): string => (ms === undefined ? '–' : `${(ms / 1000).toFixed(1)} s`);
+
+function counts(record: Record<string, number>): string {
+  const entries = Object.entries(record).filter(([, n]) => n > 0);
+  return entries.length === 0 ? 'none' : entries.map(([k, n]) => `${k} ${n}`).join(', ');
+}
+
+function recovery(label: string, stats: RecoveryStats): string {
+  const slowest = stats.slowest
+    .filter((m) => m.conversationId)
+    .map((m) => `${seconds(m.recoveredMs)} at +${seconds(m.atMs)} (${m.inFlight} in flight, last: ${m.conversationId})`);
+  return (
+    `${label}: p50 ${seconds(stats.p50Ms)}, p99 ${seconds(stats.p99Ms)}, max ${seconds(stats.maxMs)} ` +
+    `(${stats.count} fault(s), ${stats.withTurnsInFlight} with turns in flight)` +
+    (stats.neverProgressed.length > 0 ? `\n    never progressed after it (left out of the times): ${stats.neverProgressed.join(', ')}` : '') +
+    (slowest.length > 0 ? `\n    slowest: ${slowest.join('; ')}` : '')
+  );
+}
+
+/** Formats the summary as printed by `npm run chaos`. */
+export function formatSummary(s: ChaosSummary): string {
+  const minutes = Math.floor(s.durationMs / 60_000);
+  const secs = Math.round((s.durationMs % 60_000) / 1000);
+  const verdict = s.passed ? 'PASS' : 'FAIL';
+  const faultLine = FAULT_KINDS.map((k) => `${k} ${s.faults[k]}`);
+  const lines = [
+    '══════════════════ chaos run summary ══════════════════',
+    `run ${s.runId} · seed ${s.seed} · ${minutes}m ${secs}s · ${s.conversations} conversations (concurrency ${s.options.concurrency}) · ${s.options.workers} worker processes` +
+      (s.hardStopped ? ` · HARD STOP after ${s.options.maxMinutes} min (${s.notStarted} conversation(s) never started)` : ''),
+    `requested     ${s.options.kills} worker kills, ${s.options.serverRestarts} server restart(s)` +
+      (s.continueAsNewAfterEvents ? `, continue as new after ${s.continueAsNewAfterEvents} events` : ''),
+    `turns         ${s.turns} (${counts(s.turnOutcomes)}) for ${s.messagesSent} user messages; ${s.modelRequests} model requests; ` +
+      `${s.continuedAsNew} continue-as-new`,
+    'faults injected',
+    `  ${faultLine.slice(0, 6).join(', ')}`,
+    `  ${faultLine.slice(6).join(', ')}`,
+    `tool results  ${counts(s.toolOutcomes)}`,
+    `decisions     ${s.decisions.signalsSent} signals, ${s.decisions.acknowledged} decision ids acknowledged: ${s.decisions.applied} applied, ` +
+      `${s.decisions.superseded} superseded (their calls had settled otherwise first), ${s.decisions.lost} lost; ${s.decisions.notAcknowledged} never acknowledged`,
+    `side effects  ${s.refundsApplied} refunds applied; ${s.effectsOfInterruptedCalls} effect(s) of calls reported "interrupted" (effect unknown by design)`,
+    'recovery time',
+    `  ${recovery('after a worker kill', s.recovery.workerKills)}`,
+    `  ${recovery('after a server restart', s.recovery.serverRestarts)}`,
+    `  measured as: ${s.recovery.definition}`,
+    `workers       ${s.workers.started} processes started (start-up p50 ${seconds(s.workers.startupP50Ms)}), ` +
+      `${s.workers.unexpectedExits.length} exited without being killed; client calls retried ${s.clientRetries} times`,
+  ];
+  for (const exit of s.workers.unexpectedExits.slice(0, 5)) {
+    lines.push(`  worker ${exit.workerId} exited on its own (code ${exit.code}, signal ${exit.signal}, ${exit.wasReady ? 'after' : 'before'} ready): ${exit.tail.split('\n').filter(Boolean).slice(-1)[0] ?? ''}`);
+  }
+  const warnings = s.workers.loggedWarnings;
+  lines.push(`worker logs   ${warnings.reduce((n, w) => n + w.count, 0)} warning/error lines${warnings.length > 0 ? ', most frequent:' : ''}`);
+  for (const w of warnings.slice(0, 6)) lines.push(`  ${w.count} × ${w.level}: ${w.message}`);
+  lines.push('must be 0');
+  for (const [key, label] of Object.entries(MUST_BE_ZERO_LABELS) as [keyof ChaosSummary['mustBeZero'], string][]) {
+    const n = s.mustBeZero[key];
+    lines.push(`  ${`${label} `.padEnd(66, '.')} ${n}${n === 0 ? '' : '  ✗'}`);
+  }
+  if (s.problems.length > 0) {
+    lines.push(`problems (${s.problems.length}${s.problems.length > 20 ? ', first 20' : ''})`);
+    for (const p of s.problems.slice(0, 20)) lines.push(`  - ${p}`);
+  }
+  if (s.keptFiles) lines.push(`files kept in ${s.keptFiles}`);
+  lines.push(`result        ${verdict}`);
+  return lines.join('\n');
+}
