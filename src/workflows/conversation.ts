@@ -77,6 +77,15 @@ const store = proxyActivities<ConversationActivities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
 
+/**
+ * The workflow's clock, ms since the epoch: the time of the current workflow
+ * task. Replay-safe: in Temporal's workflow sandbox `Date` is replaced by this
+ * deterministic clock, so the same history always gives the same values.
+ */
+function workflowTime(): number {
+  return Date.now();
+}
+
 const CANCELLED_BY_USER = 'the user cancelled the turn';
 const INTERRUPTED_BY_MESSAGE = 'a new user message interrupted the turn';
 const CANCELLED_WORKFLOW = 'the conversation was cancelled';
@@ -194,7 +203,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     // it is refused, whether its signal is handled before or after the timer in the same workflow
     // task. (Sticky workers that die make Temporal deliver those two in one order live and in the
     // other on replay; this rule gives the same result both ways.)
-    const now = Date.now();
+    const now = workflowTime();
     const inTime = checked.ids.filter((id) => now < batch!.get(id)!.requestedAt + approvalTimeoutMs);
     if (inTime.length === 0) {
       const deadline = new Date(batch.get(checked.ids[0])!.requestedAt + approvalTimeoutMs).toISOString();
@@ -207,7 +216,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   const applyDecision = async (decision: ApprovalDecision, ids: string[], via: 'signal' | 'update'): Promise<DecisionResult> => {
     const earlier = decisions.get(decision.decisionId);
     if (earlier) return { ...earlier, applied: false };
-    const decidedAt = Date.now();
+    const decidedAt = workflowTime();
     batch!.decide(ids, {
       decisionId: decision.decisionId,
       approved: decision.decision === 'approve',
@@ -328,7 +337,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   /** Runs one call of the batch: waits for its approval if it needs one, then runs it. */
   const runCall = async (current: ToolCallBatch, call: BatchCall): Promise<void> => {
     if (call.phase === 'awaiting_approval') {
-      const waited = Date.now() - call.requestedAt;
+      const waited = workflowTime() - call.requestedAt;
       const decided = await condition(() => call.phase !== 'awaiting_approval', Math.max(approvalTimeoutMs - waited, 1));
       if (!decided) {
         current.timeOutApprovals();
@@ -398,7 +407,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
                     : plan?.problem ?? (plan ? undefined : { reason: 'error' as const, message: `The worker returned no plan for tool call ${call.id}.` }),
                 };
               }),
-              Date.now(),
+              workflowTime(),
             );
       publish();
       const answerSeq = await append([{ message: result.message, ref: { kind: 'model_response', key: result.responseKey } }]);
@@ -544,7 +553,7 @@ function describePendingApproval(call: BatchCall): PendingApproval {
     toolName: call.name,
     arguments: args,
     requestedAt: new Date(call.requestedAt).toISOString(),
-    ageMs: Date.now() - call.requestedAt,
+    ageMs: workflowTime() - call.requestedAt,
   };
 }
 
