@@ -29,15 +29,7 @@ afterAll(async () => {
 });
 
 const startWorker = async (env: Record<string, string> = {}): Promise<WorkerProcess> => {
-  worker = await startWorkerProcess({
-    TEMPORAL_ADDRESS: h.temporalAddress,
-    TEMPORAL_TASK_QUEUE: h.taskQueue,
-    DATABASE_URL: h.databaseUrl,
-    OPENAI_API_KEY: 'test-key',
-    OPENAI_BASE_URL: h.model.url,
-    AGENT_TOOLS_MODULE: path.join(__dirname, 'support', 'crash-tools.ts'),
-    ...env,
-  });
+  worker = await startWorkerProcess(h.workerEnv({ AGENT_TOOLS_MODULE: path.join(__dirname, 'support', 'crash-tools.ts'), ...env }));
   return worker;
 };
 const kill = async (): Promise<number> => {
@@ -69,6 +61,11 @@ describe('SIGKILL of the worker process', () => {
       expect(turn.outcome).toBe('answered');
       expect(calls).toBe(2);
       expect(await roles(id)).toEqual(['user', 'assistant']);
+      // The client starts conversations with a short workflow task timeout, so a task the killed
+      // worker held is handed on after 5 s rather than Temporal's default 10 s.
+      const history = await h.temporal.workflow.getHandle(id).fetchHistory();
+      const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+      expect(Number(started?.workflowTaskTimeout?.seconds)).toBe(5);
     } finally {
       h.model.setResponder(undefined);
     }

@@ -13,14 +13,7 @@ afterAll(async () => {
   await h?.stop();
 });
 
-const workerEnv = (): Record<string, string> => ({
-  TEMPORAL_ADDRESS: h.temporalAddress,
-  TEMPORAL_TASK_QUEUE: h.taskQueue,
-  DATABASE_URL: h.databaseUrl,
-  OPENAI_API_KEY: 'test-key',
-  OPENAI_BASE_URL: h.model.url,
-  OPENAI_MODEL: 'scripted-model',
-});
+const workerEnv = (): Record<string, string> => h.workerEnv({ OPENAI_MODEL: 'scripted-model' });
 
 describe('worker process restarts', () => {
   it('the worker process is stopped and started between two turns and the conversation carries on', async () => {

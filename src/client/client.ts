@@ -30,6 +30,13 @@ import {
   type PendingApproval,
   type TurnRecord,
 } from '../workflows/api';
+import { STALE_QUERY_TASK_MESSAGE } from '../workflows/interceptors';
+
+/** The conversation's workflow task timeout: how long a task held by a dead worker blocks it. */
+export const WORKFLOW_TASK_TIMEOUT = '5 seconds';
+
+/** How often {@link AgentClient.state} asks again when a worker declined a query it could not answer safely. */
+const STALE_QUERY_RETRIES = 20;
 
 /** Where the client connects. */
 export interface AgentClientOptions {
@@ -100,6 +107,9 @@ export class AgentClient {
         signal: userMessageSignal,
         signalArgs: [{ text, messageId }],
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+        // A workflow task held by a worker that died is handed to another one after this long
+        // (Temporal's default is 10 s). Conversation tasks take milliseconds; continue-as-new keeps it.
+        workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
       });
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) throw new ConversationClosedError(conversationId);
@@ -110,7 +120,18 @@ export class AgentClient {
 
   /** The conversation's state (from the workflow). */
   async state(conversationId: string): Promise<ConversationState> {
-    return this.temporal.workflow.getHandle(conversationId).query(stateQuery);
+    const handle = this.temporal.workflow.getHandle(conversationId);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await handle.query(stateQuery);
+      } catch (err) {
+        // A worker that took over a conversation declines a query whose history has unhandled
+        // events (see src/workflows/interceptors.ts); the next workflow task answers it.
+        const declined = err instanceof Error && err.message.includes(STALE_QUERY_TASK_MESSAGE);
+        if (!declined || attempt >= STALE_QUERY_RETRIES) throw err;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(100 * attempt, 1_000)));
+      }
+    }
   }
 
   /** Waits until the turn that took `messageId` has finished. */
@@ -169,7 +190,11 @@ export class AgentClient {
   }
 
   private completeDecision(decision: DecisionInput): ApprovalDecision {
-    const full: ApprovalDecision = { ...decision, decisionId: decision.decisionId ?? randomUUID() };
+    const full: ApprovalDecision = {
+      ...decision,
+      decisionId: decision.decisionId ?? randomUUID(),
+      sentAt: decision.sentAt ?? new Date().toISOString(),
+    };
     const problem = describeBadDecision(full);
     if (problem) throw new TypeError(`Invalid decision: ${problem}.`);
     return full;

@@ -26,6 +26,12 @@ export interface AgentWorkerOptions {
 /** Path of the workflows module, for bundling (the project runs from its TypeScript sources). */
 export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', 'index.ts');
 
+/**
+ * Workflow interceptor modules every conversation workflow runs with; pass them to
+ * `bundleWorkflowCode({ workflowInterceptorModules })` when building a bundle.
+ */
+export const WORKFLOW_INTERCEPTOR_MODULES = [path.join(__dirname, '..', 'workflows', 'interceptors.ts')];
+
 /** Creates (does not run) a worker for the conversation workflow. */
 export async function createAgentWorker(options: AgentWorkerOptions): Promise<Worker> {
   return Worker.create({
@@ -41,6 +47,8 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Wo
       inlineResultLimit: options.inlineResultLimit,
     }),
     shutdownGraceTime: '10 seconds',
+    // Applied only when the workflows are bundled here; a prebuilt bundle must include them.
+    interceptors: { workflowModules: WORKFLOW_INTERCEPTOR_MODULES },
     // When a worker dies, its cached workflows' next tasks wait this long before another worker takes them.
     stickyQueueScheduleToStartTimeout: '3 seconds',
     // Cancellation reaches an activity only with a heartbeat's answer: send them often enough that a

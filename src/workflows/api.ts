@@ -81,6 +81,8 @@ export interface CarriedConversation {
   receivedMessageIds: string[];
   /** The most recent applied decisions, for deduplication (at most {@link DEDUP_MEMORY}). */
   decisions: DecisionResult[];
+  /** The most recent refused decision signals (absent in runs started by older versions). */
+  refusedDecisions?: RefusedDecision[];
   /** Messages received and not yet answered. */
   inbox: { text: string; messageId: string }[];
   /** A cancel that arrived for the queued messages before their turn started. */
@@ -168,6 +170,14 @@ export interface ApprovalDecision {
   reason?: string;
   /** Who decided, for the records. */
   decidedBy?: string;
+  /**
+   * When the person decided (ISO 8601, the sender's clock). A decision counts
+   * when it was sent before the call's approval deadline and reaches the
+   * conversation while the call still waits, even if no worker ran at the
+   * deadline to handle it. `AgentClient` stamps it; when absent, the time the
+   * conversation handles the decision is used instead.
+   */
+  sentAt?: string;
 }
 
 /** What a decision did. */
@@ -212,6 +222,9 @@ export function describeBadDecision(decision: unknown): string | undefined {
   }
   if (d.reason !== undefined && typeof d.reason !== 'string') return '"reason", when given, must be a string';
   if (d.decidedBy !== undefined && typeof d.decidedBy !== 'string') return '"decidedBy", when given, must be a string';
+  if (d.sentAt !== undefined && (typeof d.sentAt !== 'string' || Number.isNaN(Date.parse(d.sentAt)))) {
+    return '"sentAt", when given, must be an ISO 8601 time like "2026-11-22T10:15:00.000Z"';
+  }
   return undefined;
 }
 
@@ -254,6 +267,12 @@ export interface ConversationState {
   runningToolCalls: string[];
   /** Decision ids applied so far (a decision is applied once per id). */
   decisionsApplied: number;
+  /**
+   * Decision signals the conversation refused, and why, newest last (at most
+   * {@link REFUSED_DECISIONS_KEPT}). A signal gets no answer, so this is where
+   * its sender finds out; the update `submitDecision` answers directly instead.
+   */
+  refusedDecisions: RefusedDecision[];
   /** The most recent turns, newest last (at most {@link RECENT_TURNS_KEPT}). */
   recentTurns: TurnRecord[];
   /**
@@ -263,13 +282,25 @@ export interface ConversationState {
   transcriptRepairs: number;
 }
 
+/** A decision signal that changed nothing, as shown in the state. */
+export interface RefusedDecision {
+  /** The decision's id, when it had a usable one. */
+  decisionId?: string;
+  toolCallId?: string;
+  /** What was wrong, in words meant for the sender. */
+  problem: string;
+}
+
+/** How many refused decisions {@link ConversationState.refusedDecisions} keeps. */
+export const REFUSED_DECISIONS_KEPT = 20;
+
 /** How many finished turns {@link ConversationState.recentTurns} keeps. */
 export const RECENT_TURNS_KEPT = 50;
 
 /** A user message. The client uses signal-with-start, so the first message also starts the conversation. */
 export const userMessageSignal = defineSignal<[UserMessage]>('userMessage');
 
-/** A decision on tool calls awaiting approval. Invalid or stale decisions are ignored and named in `lastError`. */
+/** A decision on tool calls awaiting approval. Invalid or stale decisions change nothing and are listed in the state's `refusedDecisions`. */
 export const decisionSignal = defineSignal<[ApprovalDecision]>('decision');
 
 /**

@@ -49,6 +49,7 @@ import {
   endConversationSignal,
   PendingApprovalsAttribute,
   RECENT_TURNS_KEPT,
+  REFUSED_DECISIONS_KEPT,
   stateQuery,
   userMessageSignal,
   type ApprovalDecision,
@@ -58,6 +59,7 @@ import {
   type ConversationStatus,
   type DecisionResult,
   type PendingApproval,
+  type RefusedDecision,
   type TurnRecord,
   type UserMessage,
 } from './api';
@@ -72,7 +74,7 @@ export interface ConversationSummary {
 
 const store = proxyActivities<ConversationActivities>({
   // Short: a write takes milliseconds, and a worker that dies mid-write is noticed at this timeout.
-  startToCloseTimeout: '10 seconds',
+  startToCloseTimeout: '5 seconds',
   // No attempt limit: a database that is down delays the conversation, it never loses a message.
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
@@ -123,6 +125,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   const receivedMessageIds = new Set<string>(carried?.receivedMessageIds ?? []);
   const decisions = new Map<string, DecisionResult>((carried?.decisions ?? []).map((d) => [d.decisionId, d]));
   const recentTurns: TurnRecord[] = [...(carried?.recentTurns ?? [])];
+  const refusedDecisions: RefusedDecision[] = [...(carried?.refusedDecisions ?? [])];
   let phase: 'idle' | 'running' | 'failed' | 'closed' = carried?.phase ?? 'idle';
   let steps = carried?.steps ?? 0;
   let lastError: string | undefined = carried?.lastError;
@@ -198,16 +201,17 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     }
     const checked = batch.checkDecision(decision.toolCallId);
     if (!('ids' in checked)) return { refusal: `${checked.message} (conversation ${conversationId})` };
-    // A decision counts only before its call's approval deadline, judged by workflow time. The
-    // deadline's timer alone settles the call as approval_timeout; a decision processed at or after
-    // it is refused, whether its signal is handled before or after the timer in the same workflow
-    // task. (Sticky workers that die make Temporal deliver those two in one order live and in the
-    // other on replay; this rule gives the same result both ways.)
-    const now = workflowTime();
-    const inTime = checked.ids.filter((id) => now < batch!.get(id)!.requestedAt + approvalTimeoutMs);
+    // A decision counts when it was sent before its call's approval deadline (by the sender's
+    // stamp, or by workflow time when it has none) and arrives while the call still waits. It
+    // does not depend on whether the deadline's timer or the signal is handled first within a
+    // workflow task, so a decision sent in time while no worker ran is honoured when a worker
+    // returns, and live execution and replay agree.
+    const sentAt = decision.sentAt === undefined ? workflowTime() : Date.parse(decision.sentAt);
+    const inTime = checked.ids.filter((id) => sentAt < batch!.get(id)!.requestedAt + approvalTimeoutMs);
     if (inTime.length === 0) {
       const deadline = new Date(batch.get(checked.ids[0])!.requestedAt + approvalTimeoutMs).toISOString();
-      return { refusal: `The decision came after the approval deadline (${deadline}); the call settles as approval_timeout.` };
+      const when = decision.sentAt === undefined ? 'came' : `was sent (${new Date(sentAt).toISOString()})`;
+      return { refusal: `The decision ${when} after the approval deadline (${deadline}); the call settles as approval_timeout.` };
     }
     return { ids: inTime };
   };
@@ -244,7 +248,16 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
 
   setHandler(decisionSignal, async (decision: ApprovalDecision) => {
     const checked = checkDecision(decision);
-    if ('refusal' in checked) return refuse('decision signal', checked.refusal);
+    if ('refusal' in checked) {
+      const { decisionId, toolCallId } = (typeof decision === 'object' && decision !== null ? decision : {}) as Partial<ApprovalDecision>;
+      refusedDecisions.push({
+        decisionId: typeof decisionId === 'string' ? decisionId : undefined,
+        toolCallId: typeof toolCallId === 'string' ? toolCallId : undefined,
+        problem: checked.refusal,
+      });
+      if (refusedDecisions.length > REFUSED_DECISIONS_KEPT) refusedDecisions.shift();
+      return refuse('decision signal', checked.refusal);
+    }
     await applyDecision(decision, checked.ids, 'signal');
   });
 
@@ -278,6 +291,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     pendingApprovals: (batch?.awaitingApproval() ?? []).map(describePendingApproval),
     runningToolCalls: (batch?.all() ?? []).filter((c) => c.phase === 'running').map((c) => c.id),
     decisionsApplied: decisions.size,
+    refusedDecisions: refusedDecisions.map((r) => ({ ...r })),
     recentTurns: recentTurns.map((t) => ({ ...t })),
     transcriptRepairs,
   }));
@@ -485,6 +499,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     recentTurns: recentTurns.map((t) => ({ ...t })),
     receivedMessageIds: [...receivedMessageIds].slice(-DEDUP_MEMORY),
     decisions: [...decisions.values()].slice(-DEDUP_MEMORY),
+    refusedDecisions: refusedDecisions.map((r) => ({ ...r })),
     inbox: inbox.map((m) => ({ ...m })),
     pendingCancel: stopReason,
     ending,

@@ -376,8 +376,8 @@ async function checkSideEffects(
  * A decision is lost when the server acknowledged it, it is not in
  * `approval_decisions`, and some call it was meant for did not settle
  * otherwise before it: settled by another recorded decision, by its approval
- * timeout while the decision was acknowledged no earlier than 300 ms before
- * that call's deadline, or by a cancel or interrupting message the driver sent
+ * timeout while the decision was acknowledged at or after that call's
+ * deadline, or by a cancel or interrupting message the driver sent
  * after the call was requested and before the decision. An applied decision is also counted as lost when its calls did
  * not end as it said (a rejected call that ran, an approved call rejected or
  * timed out).
@@ -444,7 +444,9 @@ async function checkDecisions(
       const deadline = target.requestedAt + ctx.approvalTimeoutMs;
       const byOther = (decidedBy.get(callKey) ?? []).some((id) => id !== d.decisionId);
       if (byOther) continue;
-      if (outcome === 'approval_timeout' && d.ackAt! >= deadline - 300) continue;
+      // Acknowledged before the deadline means the signal is in history before the deadline's timer
+      // fired, so the conversation must have applied it; acknowledged later, either outcome is right.
+      if (outcome === 'approval_timeout' && d.ackAt! >= deadline) continue;
       if ((outcome === 'cancelled' || outcome === 'interrupted') && interventionBefore(target.requestedAt)) continue;
       const interventions = ctx.runLog.interventions
         .filter((i) => i.conversationId === d.conversationId && i.ackAt !== undefined && i.ackAt >= target.requestedAt)

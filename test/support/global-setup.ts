@@ -10,7 +10,7 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedPostgres } from '../../src/db/embedded-postgres';
 import { startDevServer } from '../../src/runtime/temporal-server';
-import { WORKFLOWS_PATH } from '../../src/runtime/worker';
+import { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from '../../src/runtime/worker';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -25,7 +25,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const [temporal, postgres, bundle] = await Promise.all([
     startDevServer(),
     startEmbeddedPostgres({ dataDir: path.join(scratch, 'postgres'), database: 'postgres', ephemeral: true }),
-    bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger }),
+    bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES, logger: quietLogger }),
   ]);
   const workflowBundlePath = path.join(scratch, 'workflow-bundle.js');
   fs.writeFileSync(workflowBundlePath, bundle.code);

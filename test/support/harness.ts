@@ -51,6 +51,8 @@ export interface Harness {
   requestsFor(marker: string): Record<string, unknown>[];
   /** Asserts the scripted model server never saw an invalid request. */
   expectOnlyValidModelRequests(): void;
+  /** Environment for a worker process (`src/main.ts`) that serves this harness. */
+  workerEnv(extra?: Record<string, string>): Record<string, string>;
   stop(): Promise<void>;
 }
 
@@ -95,6 +97,14 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     temporalAddress,
     databaseUrl,
     taskQueue,
+    workerEnv: (extra = {}) => ({
+      TEMPORAL_ADDRESS: temporalAddress,
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      DATABASE_URL: databaseUrl,
+      OPENAI_API_KEY: 'test-key',
+      OPENAI_BASE_URL: model.url,
+      ...extra,
+    }),
     model,
     pool,
     client,
