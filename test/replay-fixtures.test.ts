@@ -29,6 +29,10 @@ describe('replaying recorded histories', () => {
       // From a chaos run: a sticky worker died, the approval timer fired, then a late decision
       // arrived; processed live in that order, replayed with the signal first.
       'late-decision-after-worker-crash',
+      // From test/decision-deadline-crash.test.ts: the approval deadline passed while no worker ran;
+      // a decision sent before it is applied, one sent after it refused.
+      'decision-in-time-worker-dead-at-deadline',
+      'decision-late-worker-dead-at-deadline',
     ]) {
       expect(names).toContain(expected);
     }
