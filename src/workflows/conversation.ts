@@ -82,7 +82,9 @@ const store = proxyActivities<ConversationActivities>({
 /**
  * The workflow's clock, ms since the epoch: the time of the current workflow
  * task. Replay-safe: in Temporal's workflow sandbox `Date` is replaced by this
- * deterministic clock, so the same history always gives the same values.
+ * deterministic clock, so the same history always gives the same values (the
+ * SDK has no other "now"; `workflowInfo().unsafe.now()` is the unsafe one). It
+ * stays for recorded histories: decisions without `sentAt` are judged by it.
  */
 function workflowTime(): number {
   return Date.now();
@@ -246,18 +248,18 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     return result;
   };
 
+  /** A decision signal gets no answer: its refusal is kept in the state for the sender to read. */
+  const refuseDecision = (decision: unknown, problem: string): void => {
+    const fields = (typeof decision === 'object' && decision !== null ? decision : {}) as Record<string, unknown>;
+    const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
+    refusedDecisions.push({ decisionId: text(fields.decisionId), toolCallId: text(fields.toolCallId), problem });
+    if (refusedDecisions.length > REFUSED_DECISIONS_KEPT) refusedDecisions.shift();
+    refuse('decision signal', problem);
+  };
+
   setHandler(decisionSignal, async (decision: ApprovalDecision) => {
     const checked = checkDecision(decision);
-    if ('refusal' in checked) {
-      const { decisionId, toolCallId } = (typeof decision === 'object' && decision !== null ? decision : {}) as Partial<ApprovalDecision>;
-      refusedDecisions.push({
-        decisionId: typeof decisionId === 'string' ? decisionId : undefined,
-        toolCallId: typeof toolCallId === 'string' ? toolCallId : undefined,
-        problem: checked.refusal,
-      });
-      if (refusedDecisions.length > REFUSED_DECISIONS_KEPT) refusedDecisions.shift();
-      return refuse('decision signal', checked.refusal);
-    }
+    if ('refusal' in checked) return refuseDecision(decision, checked.refusal);
     await applyDecision(decision, checked.ids, 'signal');
   });
 

@@ -6,24 +6,24 @@
  *
  * Temporal answers a query sent while no workflow task is outstanding with a
  * "legacy query task", which carries the whole history as it is when a worker
- * takes the task. When the conversation's worker died (or in a short race with
- * new events), that history can end with events no workflow task has processed
+ * takes the task. When the conversation's worker died (and, in principle, in a
+ * short race with new events), that history can end with events no workflow task has processed
  * yet: a timer that fired, an activity that finished. The SDK core then applies
  * those events in an activation of their own, keeps the result in its cache,
  * and hands the signals that arrive next in a later activation. Replay groups
  * the same events by workflow task and runs a group's signals first. So live,
  * an approval deadline's timer can be handled before a decision signal, and on
  * replay after it: a nondeterminism error that leaves the conversation stuck
- * (seen in the chaos run; reproduced in `test/legacy-query-guard.test.ts`).
+ * (seen in the chaos run; reproduced in `test/decision-deadline-crash.test.ts`).
  *
  * Such an activation is recognisable: it is not a replay, it carries work
  * besides queries, and it saw a longer history than the previous activation
  * while its clock did not move (a query task has no workflow task of its own,
  * so it reuses the last one's start time; a real workflow task has a new start
  * time, and a second activation within one task sees the same history). The
- * guard fails it before any job runs. The query gets an
- * error that says to retry, the worker drops the cached run, and the next real
- * workflow task rebuilds it from history, grouped exactly as replay will.
+ * guard fails it before any job runs. The query gets an error that says to
+ * retry, the worker drops the cached run, and the next real workflow task
+ * rebuilds it from history, grouped exactly as replay will.
  */
 import type { WorkflowInterceptorsFactory } from '@temporalio/workflow';
 
