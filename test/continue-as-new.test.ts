@@ -99,7 +99,9 @@ describe('continue-as-new between turns', () => {
       toolCalls: [{ id: callId, name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 10_050, reason: 'x' } }],
     });
     h.model.enqueue(bigRefund('call_first'), { content: 'Done one.' });
-    const input = { continueAsNewAfterEvents: 30 };
+    // 'queue' so the third message, sent right after the last decision, waits for the
+    // second turn instead of interrupting it wherever that turn happens to be.
+    const input = { continueAsNewAfterEvents: 30, onNewMessage: 'queue' as const };
     const first = await h.client.sendMessage(id, 'can-dedup first', { input });
     await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
     expect((await h.client.decide(id, { decisionId: 'd-first', decision: 'reject' })).applied).toBe(true);
