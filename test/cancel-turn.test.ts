@@ -127,7 +127,7 @@ describe('cancelling right after sending', () => {
     h.model.setResponder((request) =>
       JSON.stringify(request.body).includes('Now for real')
         ? { content: 'Later answer.' }
-        : { kind: 'delay', ms: 3_000, then: { content: 'Too late.' } },
+        : { kind: 'delay', ms: 10_000, then: { content: 'Too late.' } },
     );
     try {
       // If the cancel reaches the workflow before the turn starts, the turn starts cancelled;

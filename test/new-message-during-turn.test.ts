@@ -69,7 +69,7 @@ describe('a new user message during a turn', () => {
     h.model.setResponder((request) =>
       JSON.stringify(request.body).includes('burst three')
         ? { content: 'Answering all three.' }
-        : { kind: 'delay', ms: 1500, then: { content: 'never shown' } },
+        : { kind: 'delay', ms: 10_000, then: { content: 'never shown' } },
     );
     try {
       const first = await h.client.sendMessage(id, 'burst one');
