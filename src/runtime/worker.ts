@@ -38,7 +38,10 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Wo
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    // A prebuilt bundle carries its interceptors (see WORKFLOW_INTERCEPTOR_MODULES); bundling here adds them.
+    ...(options.workflowBundle
+      ? { workflowBundle: options.workflowBundle }
+      : { workflowsPath: WORKFLOWS_PATH, interceptors: { workflowModules: WORKFLOW_INTERCEPTOR_MODULES } }),
     activities: createActivities({
       pool: options.pool,
       openai: options.openai,
@@ -47,8 +50,6 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Wo
       inlineResultLimit: options.inlineResultLimit,
     }),
     shutdownGraceTime: '10 seconds',
-    // Applied only when the workflows are bundled here; a prebuilt bundle must include them.
-    interceptors: { workflowModules: WORKFLOW_INTERCEPTOR_MODULES },
     // When a worker dies, its cached workflows' next tasks wait this long before another worker takes them.
     stickyQueueScheduleToStartTimeout: '3 seconds',
     // Cancellation reaches an activity only with a heartbeat's answer: send them often enough that a
