@@ -60,6 +60,47 @@ async function expectReplaysCleanly(id: string): Promise<void> {
   await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, id);
 }
 
+/**
+ * Kills the worker holding a conversation that waits for approval, then sends
+ * queries staggered around the deadline so that the other worker receives some
+ * as legacy query tasks whose history already has the fired timer, and finally
+ * calls `signal` before the workflow task for the timer can leave the dead
+ * worker's sticky queue (its schedule-to-start timeout is 3 s).
+ */
+async function splitByQueries(
+  id: string,
+  signal: (deadline: number) => Promise<unknown>,
+): Promise<{ messageId: string; queryOutcomes: Promise<string[]> }> {
+  const a = await startWorker();
+  const b = await startWorker();
+  const { messageId, deadline } = await awaitingApproval(id);
+  const victim = await holder(id, [a, b]);
+  await workers.splice(workers.indexOf(victim), 1)[0].stop('SIGKILL');
+  const queries: Promise<string>[] = [];
+  for (let offset = -2_900; offset <= -800; offset += 300) {
+    await sleepUntil(deadline + offset);
+    queries.push(
+      h.temporal.workflow
+        .getHandle(id)
+        .query<unknown>('state')
+        .then(
+          () => `answered at ${Date.now() - deadline} ms`,
+          (err: Error) => `${err.message} (at ${Date.now() - deadline} ms)`,
+        ),
+    );
+  }
+  await sleepUntil(deadline + 2_400);
+  await signal(deadline);
+  return { messageId, queryOutcomes: Promise.all(queries) };
+}
+
+/** The history replays, and no workflow task failed on the way. */
+async function expectNoSplit(id: string): Promise<void> {
+  await expectReplaysCleanly(id);
+  const history = await h.temporal.workflow.getHandle(id).fetchHistory();
+  expect((history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
+}
+
 const refunds = async (id: string) =>
   (await h.pool.query('SELECT amount_cents FROM refunds WHERE idempotency_key = $1', [`${id}/call_big`])).rows;
 const toolContent = async (id: string) => {
@@ -114,45 +155,41 @@ describe('approval deadline passing while the worker is dead', () => {
     // the timer alone and refuses the decision, while replay handles the decision first: a
     // nondeterminism error.
     const id = h.newConversationId('deadline-query-split');
-    const a = await startWorker();
-    const b = await startWorker();
-    const { messageId, deadline } = await awaitingApproval(id);
-    const victim = await holder(id, [a, b]);
-    await workers.splice(workers.indexOf(victim), 1)[0].stop('SIGKILL');
-
-    // Queries sent while the dead worker's sticky queue still holds the conversation reach the
-    // survivor once that queue's schedule-to-start timeout (3 s) passes: staggered so that some
-    // arrive after the timer fired and before the decision. The decision comes before the workflow
-    // task for the timer can leave the dead worker's queue (3 s after the timer fired).
-    const queries: Promise<string>[] = [];
-    for (let offset = -2_900; offset <= -800; offset += 300) {
-      await sleepUntil(deadline + offset);
-      queries.push(
-        h.temporal.workflow
-          .getHandle(id)
-          .query<unknown>('state')
-          .then(
-            () => `answered at ${Date.now() - deadline} ms`,
-            (err: Error) => `${err.message} (at ${Date.now() - deadline} ms)`,
-          ),
-      );
-    }
-    await sleepUntil(deadline + 2_400);
-    await h.client.signalDecision(id, {
-      decisionId: 'stamped-before-deadline',
-      decision: 'approve',
-      decidedBy: 'ops',
-      sentAt: new Date(deadline - 1_000).toISOString(),
-    });
+    const { messageId, queryOutcomes } = await splitByQueries(id, (deadline) =>
+      h.client.signalDecision(id, {
+        decisionId: 'stamped-before-deadline',
+        decision: 'approve',
+        decidedBy: 'ops',
+        sentAt: new Date(deadline - 1_000).toISOString(),
+      }),
+    );
 
     const turn = await h.client.waitForTurn(id, messageId, 60_000);
     expect(turn.outcome).toBe('answered');
-    await expectReplaysCleanly(id);
+    await expectNoSplit(id);
     expect(await refunds(id)).toEqual([{ amount_cents: 11_000 }]);
-    const history = await h.temporal.workflow.getHandle(id).fetchHistory();
-    expect((history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
     // The guard declined the queries that came before the workflow task (a client retries them).
-    const outcomes = await Promise.all(queries);
+    const outcomes = await queryOutcomes;
     expect(outcomes.filter((o) => o.includes(STALE_QUERY_TASK_MESSAGE)).length, outcomes.join('\n')).toBeGreaterThan(0);
+  });
+
+  it('a cancel sent while another worker takes over after the deadline fired ends the turn with the call settled once', async () => {
+    // The same shape with a cancel instead of a decision. Measured with the guard switched off,
+    // this one replays cleanly too (the model call the timer alone would start is cancelled
+    // before it was ever sent), so it checks the outcome of a cancel during a takeover, not the
+    // guard.
+    const id = h.newConversationId('deadline-query-split-cancel');
+    const { messageId } = await splitByQueries(id, () => h.client.cancelTurn(id, 'changed my mind'));
+
+    const turn = await h.client.waitForTurn(id, messageId, 60_000);
+    expect(turn.outcome).toBe('cancelled');
+    await expectNoSplit(id);
+    expect(await refunds(id)).toEqual([]);
+    // The cancel and the fired timer reach the workflow in one task; either may settle the waiting
+    // call, and both mean it never ran. What matters is one tool message and no refund.
+    expect(['cancelled', 'approval_timeout']).toContain(JSON.parse(await toolContent(id)).kind);
+    // The conversation goes on; the reply scripted for after the refund answers the next message.
+    expect((await h.client.ask(id, 'Anything else?', { timeoutMs: 60_000 })).answer).toBe('Done.');
+    h.expectOnlyValidModelRequests();
   });
 });
