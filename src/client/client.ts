@@ -182,7 +182,10 @@ export class AgentClient {
     }
   }
 
-  /** Sends a decision as a signal (fire and forget); a refused one is named in the state's `lastError`. Returns its id. */
+  /**
+   * Sends a decision as a signal (fire and forget). A refused one is listed in the
+   * state's `refusedDecisions` (and named in `lastError`). Returns its id.
+   */
   async signalDecision(conversationId: string, decision: DecisionInput): Promise<string> {
     const full = this.completeDecision(decision);
     await this.temporal.workflow.getHandle(conversationId).signal(decisionSignal, full);
