@@ -40,6 +40,7 @@ async function main(): Promise<void> {
       openai: createOpenAIClient({ apiKey: services.model.apiKey, baseUrl: services.model.baseUrl }),
       defaultModel: services.model.name,
       tools: config.toolsModule ? await loadToolsModule(config.toolsModule) : backofficeTools(),
+      maxParallelToolCalls: config.maxParallelToolCalls,
     });
     printBanner(services);
     await worker.run();

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './support/cli';
 import { startHarness, type Harness } from './support/harness';
+import { effectKeyOf } from './support/effect-keys';
 
 let h: Harness;
 beforeAll(async () => {
@@ -138,7 +139,7 @@ describe('the approval gate', () => {
     await waitForPending(id, 1);
     // The lookup finishes while the refund still waits for a person.
     await expect
-      .poll(async () => (await h.pool.query('SELECT 1 FROM tool_results WHERE idempotency_key = $1', [`${id}/call_find`])).rowCount)
+      .poll(async () => (await h.pool.query('SELECT 1 FROM tool_results WHERE idempotency_key = $1', [await effectKeyOf(h.pool, id, 'call_find')])).rowCount)
       .toBe(1);
     expect((await h.client.state(id)).pendingApprovals.map((p) => p.toolCallId)).toEqual(['call_big']);
     await h.client.decide(id, { decision: 'reject', toolCallId: 'call_big' });
@@ -171,6 +172,7 @@ describe('the approval gate', () => {
       .toContain(id);
     const { stdout } = await runCli(['pending'], env);
     expect(stdout).toMatch(new RegExp(`call_cli\\s+issue_refund\\(\\{"order_id":"ord_2001","amount_cents":10200`));
+    expect(stdout).toContain(`key ${id}/msg-1/call-0`);
 
     expect((await runCli(['approve', id, 'call_cli', '--by', 'cli-test'], env)).stdout).toContain('Approved: call_cli');
     expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('answered');

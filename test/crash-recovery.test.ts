@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from './support/harness';
 import { startWorkerProcess, type WorkerProcess } from './support/worker-process';
+import { effectKeyOf } from './support/effect-keys';
 
 // Real worker processes killed with SIGKILL at chosen points; a new process
 // must finish every conversation with a valid transcript, each side effect
@@ -90,7 +91,7 @@ describe('SIGKILL of the worker process', () => {
     recoveries.push({ point: 'tool after its effect', ms: Date.now() - killedAt });
     expect(turn.outcome).toBe('answered');
 
-    const key = `${id}/call_refund`;
+    const key = (await effectKeyOf(h.pool, id, 'call_refund'))!;
     expect(await refundsFor(key)).toEqual([{ amount_cents: 2_500 }]);
     const ledger = await h.pool.query('SELECT result FROM tool_ledger WHERE idempotency_key = $1', [key]);
     const tool = (await h.client.transcript(id)).map((m) => m.message).find((m) => m.role === 'tool');
@@ -119,7 +120,7 @@ describe('SIGKILL of the worker process', () => {
     const turn = await h.client.waitForTurn(id, messageId, 60_000);
     recoveries.push({ point: 'awaiting approval', ms: Date.now() - killedAt });
     expect(turn.outcome).toBe('answered');
-    expect(await refundsFor(`${id}/call_big`)).toEqual([{ amount_cents: 11_000 }]);
+    expect(await refundsFor((await effectKeyOf(h.pool, id, 'call_big'))!)).toEqual([{ amount_cents: 11_000 }]);
     const records = await h.pool.query('SELECT decision_id FROM approval_decisions WHERE conversation_id = $1', [id]);
     expect(records.rows).toEqual([{ decision_id: 'approve-while-down' }]);
     expect(await roles(id)).toEqual(['user', 'assistant', 'tool', 'assistant']);

@@ -4,6 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vi
 import { STALE_QUERY_TASK_MESSAGE } from '../src/workflows/interceptors';
 import { startHarness, type Harness } from './support/harness';
 import { startWorkerProcess, type WorkerProcess } from './support/worker-process';
+import { effectKeyOf } from './support/effect-keys';
 
 // Approval deadlines that pass while the conversation's worker is dead (killed
 // with SIGKILL). A decision counts by when it was sent, not by when a worker
@@ -102,7 +103,7 @@ async function expectNoSplit(id: string): Promise<void> {
 }
 
 const refunds = async (id: string) =>
-  (await h.pool.query('SELECT amount_cents FROM refunds WHERE idempotency_key = $1', [`${id}/call_big`])).rows;
+  (await h.pool.query('SELECT amount_cents FROM refunds WHERE idempotency_key = $1', [await effectKeyOf(h.pool, id, 'call_big')])).rows;
 const toolContent = async (id: string) => {
   const tool = (await h.client.transcript(id)).map((m) => m.message).find((m) => m.role === 'tool');
   return (tool as { content: string } | undefined)?.content ?? '';

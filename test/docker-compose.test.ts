@@ -8,6 +8,7 @@ import path from 'node:path';
 import { describe, it, expect } from 'vitest';
 import { parse } from 'yaml';
 import { ENV_VARS, loadConfig } from '../src/runtime/config';
+import { SEARCH_ATTRIBUTES } from '../src/workflows/api';
 
 const root = path.resolve(__dirname, '..');
 const read = (file: string): string => readFileSync(path.join(root, file), 'utf8');
@@ -162,13 +163,16 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('registers the AgentStatus (Keyword) and PendingApprovals (Int) search attributes on the default namespace', () => {
+  it('registers every search attribute the workflow sets (AgentStatus, PendingApprovals, UnknownEffects) on the default namespace', () => {
     const admin = service('temporal-admin-tools');
     expect(String(admin.image)).toMatch(/^temporalio\/admin-tools:1\.2\d\./);
     const script = interpolateWithDefaults(`${asText(admin.entrypoint)}\n${asText(admin.command)}`);
     expect(script).toContain('temporal operator search-attribute create');
-    expect(script).toMatch(/--name AgentStatus --type Keyword/);
-    expect(script).toMatch(/--name PendingApprovals --type Int/);
+    for (const key of SEARCH_ATTRIBUTES) {
+      const type = key.type === 'KEYWORD' ? 'Keyword' : key.type === 'INT' ? 'Int' : key.type;
+      expect(script, key.name).toContain(`--name ${key.name} --type ${type}`);
+      expect(script, `${key.name} is checked before creating`).toContain(`${key.name}:${type}`);
+    }
     const env = envOf(admin);
     expect(`${script} ${env.TEMPORAL_ADDRESS ?? ''}`).toContain('temporal:7233');
     expect(`${script} ${env.TEMPORAL_NAMESPACE ?? ''}`).toMatch(/\bdefault\b/);

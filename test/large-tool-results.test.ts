@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tool } from '../src/tools/tool';
 import { historyEventSizes } from './support/history';
 import { startHarness, type Harness } from './support/harness';
+import { effectKeyOf } from './support/effect-keys';
 
 const BIG = Array.from({ length: 2000 }, (_, i) => `line ${i}: ${'ledger entry '.repeat(2)}`).join('\n');
 
@@ -35,7 +36,7 @@ describe('large tool results', () => {
     const second = h.requestsFor('Export the ledger')[1].messages as { role: string; content: string }[];
     expect(second[2]).toMatchObject({ role: 'tool', tool_call_id: 'call_export', content: BIG });
 
-    const stored = await h.pool.query('SELECT content FROM tool_results WHERE idempotency_key = $1', [`${id}/call_export`]);
+    const stored = await h.pool.query('SELECT content FROM tool_results WHERE idempotency_key = $1', [await effectKeyOf(h.pool, id, 'call_export')]);
     expect(stored.rows[0].content).toBe(BIG);
 
     const events = await historyEventSizes(h.temporal, id);

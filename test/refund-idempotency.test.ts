@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyOnce } from '../src/activities/tools';
 import { startHarness, type Harness } from './support/harness';
+import { effectKeyOf } from './support/effect-keys';
 
 let h: Harness;
 beforeAll(async () => {
@@ -25,7 +26,8 @@ describe('the refund tool applies its side effect once per tool call', () => {
       { content: 'Refunded 15.00.' },
     );
     await h.client.ask(id, 'Refund 15 on ord_2001');
-    const key = `${id}/call_refund_1`;
+    const key = (await effectKeyOf(h.pool, id, 'call_refund_1'))!;
+    expect(key).toBe(`${id}/msg-1/call-0`);
 
     const ledger = await h.pool.query('SELECT tool_name, result FROM tool_ledger WHERE idempotency_key = $1', [key]);
     expect(ledger.rows).toEqual([

@@ -33,6 +33,12 @@ describe('replaying recorded histories', () => {
       // a decision sent before it is applied, one sent after it refused.
       'decision-in-time-worker-dead-at-deadline',
       'decision-late-worker-dead-at-deadline',
+      // Effect keys per call instance: a conversation begun by the workflow code before them and
+      // finished by the code after (test/effect-key-upgrade.test.ts), and histories of the new paths.
+      'upgrade-to-call-instance-keys',
+      'reused-tool-call-ids',
+      'duplicated-and-empty-ids',
+      'effect-unknown-timeout',
     ]) {
       expect(names).toContain(expected);
     }

@@ -8,6 +8,7 @@ import { startDevServer, type DevServer } from '../src/runtime/temporal-server';
 import { backofficeTools } from '../src/tools/backoffice';
 import { tool } from '../src/tools/tool';
 import { startHarness, type Harness } from './support/harness';
+import { effectKeyOf } from './support/effect-keys';
 
 // The Temporal dev server stopped and started again on the same SQLite file
 // while conversations are in flight; they carry on when it is back.
@@ -68,7 +69,7 @@ describe('a Temporal server restart', () => {
     await h.client.decide(id, { decision: 'approve', decidedBy: 'ops' });
     const turn = await h.client.waitForTurn(id, messageId, 60_000);
     expect(turn.outcome).toBe('answered');
-    const refunds = await h.pool.query('SELECT amount_cents FROM refunds WHERE idempotency_key = $1', [`${id}/call_big`]);
+    const refunds = await h.pool.query('SELECT amount_cents FROM refunds WHERE idempotency_key = $1', [await effectKeyOf(h.pool, id, 'call_big')]);
     expect(refunds.rows).toEqual([{ amount_cents: 12_345 }]);
     h.expectOnlyValidModelRequests();
   });

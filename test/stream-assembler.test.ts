@@ -32,7 +32,7 @@ describe('assembling a streamed response', () => {
     expect(a.finish()).toMatchObject({ content: 'Hello', reasoningContent: 'think ', problems: [] });
   });
 
-  it('reports a stream cut before its finish_reason, a length finish inside tool calls, and calls without id or name', () => {
+  it('reports a stream cut before its finish_reason, a length finish inside tool calls, and calls without a name (a missing id is given one later)', () => {
     const cut = new StreamAssembler();
     cut.push(delta({ content: 'partial' }));
     expect(cut.finish().problems).toEqual(['the stream ended without a finish_reason (connection cut mid-response)']);
@@ -43,6 +43,10 @@ describe('assembling a streamed response', () => {
 
     const anonymous = new StreamAssembler();
     anonymous.push(delta({ tool_calls: [{ index: 0, function: { arguments: '{}' } }] }, 'tool_calls'));
-    expect(anonymous.finish().problems).toEqual(['tool call #0 has no id', 'tool call #0 has no function name']);
+    expect(anonymous.finish().problems).toEqual(['tool call #0 has no function name']);
+
+    const nameless = new StreamAssembler();
+    nameless.push(delta({ tool_calls: [{ index: 0, function: { name: 'find_customer', arguments: '{}' } }] }, 'tool_calls'));
+    expect(nameless.finish()).toMatchObject({ problems: [], toolCalls: [{ index: 0, id: '', name: 'find_customer' }] });
   });
 });

@@ -61,6 +61,7 @@ function apply(sim: Simulation, event: Event, now: number): void {
         sim.batch = new ToolCallBatch(
           event.calls.map((c, i) => ({
             id: ids[i],
+            key: `conv/msg-${sim.steps}/call-${i}`,
             name: 'tool',
             arguments: '{}',
             needsApproval: c.needsApproval,

@@ -1,18 +1,23 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ScriptedReply, ScriptedToolCall } from '../src/model-server';
+import { toolMessageKeys } from '../src/transcript/effect-keys';
 import { findPairingProblems, type PairingItem } from '../src/transcript/pairing';
 import { startHarness, type Harness } from './support/harness';
 
 // The guarantee on the real workflow, for a bounded sample of random
 // conversations: random tool calls, decisions, cancels, new messages and
-// approval timeouts, against the real dev server and the validating model server.
+// approval timeouts, with tool-call ids as providers send them (unique,
+// restarted in every response, empty, duplicated within a response), against
+// the real dev server and the validating model server.
 
 type CallKind = 'read' | 'approval' | 'unknown' | 'bad_json';
 type Action = 'approve_all' | 'reject_all' | 'approve_first' | 'cancel' | 'interrupt' | 'timeout' | 'decide_twice';
+type IdScheme = 'unique' | 'per-response' | 'empty' | 'duplicated';
 interface TurnSpec {
   calls: CallKind[];
   action: Action;
+  ids: IdScheme;
 }
 
 const SCENARIOS = 30;
@@ -31,7 +36,8 @@ beforeAll(async () => {
     const last = messages[messages.length - 1];
     const turn = messages.filter((m) => m.role === 'user').length - 1;
     if (last.role === 'tool' || !script[turn] || script[turn].calls.length === 0) return { content: `answer to turn ${turn}` };
-    return { toolCalls: script[turn].calls.map(toolCall) } satisfies ScriptedReply;
+    const calls = script[turn].calls.map(toolCall);
+    return { toolCalls: withIds(calls, script[turn].ids) } satisfies ScriptedReply;
   });
 });
 afterAll(async () => {
@@ -53,7 +59,22 @@ function toolCall(kind: CallKind): ScriptedToolCall {
   }
 }
 
+/** Replaces the ids of one response's calls the way some providers send them. */
+function withIds(calls: ScriptedToolCall[], scheme: IdScheme): ScriptedToolCall[] {
+  switch (scheme) {
+    case 'unique':
+      return calls;
+    case 'per-response':
+      return calls.map((c, i) => ({ ...c, id: `functions.${c.name}:${i}` }));
+    case 'empty':
+      return calls.map((c) => ({ ...c, id: '' }));
+    case 'duplicated':
+      return calls.map((c) => ({ ...c, id: calls[0].id }));
+  }
+}
+
 const turnArbitrary: fc.Arbitrary<TurnSpec> = fc.record({
+  ids: fc.constantFrom<IdScheme>('unique', 'per-response', 'empty', 'duplicated'),
   calls: fc.array(fc.constantFrom<CallKind>('read', 'approval', 'approval', 'unknown', 'bad_json'), { maxLength: 4 }),
   action: fc.constantFrom<Action>('approve_all', 'reject_all', 'approve_first', 'cancel', 'interrupt', 'timeout', 'decide_twice'),
 });
@@ -115,7 +136,8 @@ async function playScenario(index: number, turns: TurnSpec[]): Promise<void> {
   const state = await h.client.state(id);
   expect(state.transcriptRepairs).toBe(0);
   expect(state.pendingApprovals).toEqual([]);
-  const transcript = (await h.client.transcript(id)).map((m) => m.message);
+  const stored = await h.client.transcript(id);
+  const transcript = stored.map((m) => m.message);
   const items: PairingItem[] = transcript.map((m) =>
     m.role === 'assistant'
       ? { role: m.role, callIds: m.tool_calls?.map((c) => c.id) }
@@ -124,10 +146,17 @@ async function playScenario(index: number, turns: TurnSpec[]): Promise<void> {
         : { role: m.role },
   );
   expect(findPairingProblems(items)).toEqual([]);
-  const keys = transcript.flatMap((m) => (m.role === 'tool' ? [`${id}/${m.tool_call_id}`] : []));
-  const okRefunds = transcript.filter((m) => m.role === 'tool' && m.content.includes('"refund_id"')).length;
-  const applied = await h.pool.query('SELECT count(*)::int AS n FROM refunds WHERE idempotency_key = ANY($1)', [keys]);
-  expect(applied.rows[0].n).toBe(okRefunds); // each refund the transcript reports happened exactly once
+  // Each refund the transcript reports happened exactly once, under the key of its own call instance.
+  const keys = toolMessageKeys(id, stored);
+  const reported = stored.flatMap(({ seq, message: m }) =>
+    m.role === 'tool' && m.content.includes('"refund_id"') ? [{ key: keys.get(seq), refundId: String(JSON.parse(m.content).refund_id) }] : [],
+  );
+  expect(new Set(reported.map((r) => r.key)).size).toBe(reported.length);
+  const applied = await h.pool.query<{ key: string; ids: string[] }>(
+    'SELECT idempotency_key AS key, array_agg(id::text) AS ids FROM refunds WHERE idempotency_key = ANY($1) GROUP BY 1',
+    [reported.map((r) => r.key)],
+  );
+  expect(new Map(applied.rows.map((r) => [r.key, r.ids]))).toEqual(new Map(reported.map((r) => [r.key, [r.refundId]])));
 }
 
 describe('the real workflow under random conversations (property, bounded sample)', () => {

@@ -3,6 +3,7 @@
  * one complete assistant message, or a clear failure. The only place that
  * talks to the provider.
  */
+import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
@@ -17,6 +18,17 @@ export interface ModelCompletion {
   message: AssistantMessage;
   finishReason: string | null;
   usage?: { promptTokens: number; completionTokens: number };
+  /** Tool calls whose id was empty or repeated within the response, and the id each was given instead. */
+  reassignedIds: ReassignedToolCallId[];
+}
+
+/** A tool call id the provider sent empty or twice in one response, replaced before the message was stored. */
+export interface ReassignedToolCallId {
+  /** The call's position in the response. */
+  index: number;
+  /** What the provider sent (`""` when it sent none). */
+  sent: string;
+  assigned: string;
 }
 
 /** How to make the request. */
@@ -147,11 +159,14 @@ function toCompletion(parts: {
   usage?: ModelCompletion['usage'];
 }): ModelCompletion {
   const toolCalls: ToolCall[] = parts.toolCalls.map((c) => ({
-    id: c.id,
+    id: c.id ?? '',
     type: 'function' as const,
     function: { name: c.name, arguments: c.arguments.trim() === '' ? '{}' : c.arguments },
   }));
-  checkToolCallShape(toolCalls);
+  if (toolCalls.some((call) => !call.function.name)) {
+    throw ApplicationFailure.retryable('The model returned a tool call without a function name.', 'ModelBehavior');
+  }
+  const reassignedIds = assignUniqueIds(toolCalls);
   if (toolCalls.length > 0 && parts.finishReason === 'length') {
     throw ApplicationFailure.retryable(
       'The model stopped at its token limit in the middle of tool calls (finish_reason "length"); their arguments may be truncated, so they are not run.',
@@ -165,20 +180,33 @@ function toCompletion(parts: {
     // DeepSeek thinking mode: the reasoning of a tool-calling message must be sent back in later requests.
     ...(toolCalls.length > 0 && parts.reasoningContent !== undefined ? { reasoning_content: parts.reasoningContent } : {}),
   };
-  return { message, finishReason: parts.finishReason, usage: parts.usage };
+  return { message, finishReason: parts.finishReason, usage: parts.usage, reassignedIds };
 }
 
-function checkToolCallShape(calls: ToolCall[]): void {
+/**
+ * Gives each call with an empty id, or an id an earlier call of the same
+ * response already has, an id of its own, so its tool message can be paired
+ * with it. Ids only pair messages (effects are keyed by call instance), so a
+ * fresh id changes nothing else. Returns what it replaced.
+ */
+function assignUniqueIds(calls: ToolCall[]): ReassignedToolCallId[] {
+  const taken = new Set(calls.map((c) => c.id).filter((id) => id !== ''));
   const seen = new Set<string>();
-  for (const call of calls) {
-    if (!call.id || !call.function.name) {
-      throw ApplicationFailure.retryable('The model returned a tool call without an id or a name.', 'ModelBehavior');
+  const reassigned: ReassignedToolCallId[] = [];
+  calls.forEach((call, index) => {
+    if (call.id !== '' && !seen.has(call.id)) {
+      seen.add(call.id);
+      return;
     }
-    if (seen.has(call.id)) {
-      throw ApplicationFailure.retryable(`The model returned two tool calls with the id ${call.id}.`, 'ModelBehavior');
-    }
-    seen.add(call.id);
-  }
+    let assigned: string;
+    do assigned = `call_${randomUUID().replace(/-/g, '').slice(0, 24)}`;
+    while (taken.has(assigned));
+    taken.add(assigned);
+    seen.add(assigned);
+    reassigned.push({ index, sent: call.id, assigned });
+    call.id = assigned;
+  });
+  return reassigned;
 }
 
 /** Provider errors: 4xx other than 408/409/429 cannot succeed on retry; keep the provider's words. */

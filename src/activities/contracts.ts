@@ -28,8 +28,14 @@ export interface ToolCallPlan {
   toolCallId: string;
   name: string;
   /** Set when the call cannot run: it is settled as `tool_failed` without running. */
-  problem?: { reason: 'unknown_tool' | 'invalid_arguments'; message: string };
+  problem?: { reason: 'unknown_tool' | 'invalid_arguments' | 'too_many_calls'; message: string };
   needsApproval: boolean;
+  /**
+   * Whether running the tool again is safe (it only reads, or writes through
+   * `context.once`). A call of a tool that is not, whose run timed out or lost
+   * its worker, settles as `effect_unknown`. Absent in plans of older workers.
+   */
+  idempotent?: boolean;
   /** Start-to-close timeout of one attempt. */
   timeoutMs: number;
   /** Attempts before the call is settled as failed (1 for tools that are not idempotent and have no ledger). */
@@ -63,11 +69,17 @@ export interface AppendMessagesInput {
 /** One tool call to execute. */
 export interface ToolCallInput {
   conversationId: string;
+  /** The provider's id, for pairing only: providers reuse ids, so nothing is keyed by it. */
   toolCallId: string;
   name: string;
   /** The raw JSON arguments the model produced. */
   arguments: string;
-  /** `${workflowId}/${toolCallId}`: the same for every attempt of this call. */
+  /**
+   * The effect key of this call instance, minted by the workflow
+   * (`${conversationId}/msg-${assistantSeq}/call-${index}`; calls scheduled
+   * before that scheme keep `${conversationId}/${toolCallId}`). The same for
+   * every attempt of this call, different for every other call.
+   */
   idempotencyKey: string;
 }
 
@@ -76,6 +88,12 @@ export interface ToolCallResult {
   content: string;
   storedResultKey?: string;
 }
+
+/** Tool calls of one model response that run, unless the worker is configured otherwise. */
+export const DEFAULT_MAX_PARALLEL_TOOL_CALLS = 16;
+
+/** The highest limit a worker may set for tool calls per response (providers offer at most 128 tools). */
+export const MAX_PARALLEL_TOOL_CALLS_LIMIT = 128;
 
 /** Failure types the activities raise, for retry policies and for readers of the history. */
 export const ActivityErrorType = {
@@ -99,6 +117,8 @@ export interface DecisionRecord {
   decisionId: string;
   decision: 'approve' | 'reject';
   toolCallIds: string[];
+  /** Effect keys of the decided calls, in the order of `toolCallIds` (absent from older workflow code). */
+  callKeys?: string[];
   reason?: string;
   decidedBy?: string;
   /** Workflow time of the decision, ms since the epoch. */

@@ -19,6 +19,8 @@ export interface ActivityDeps {
   defaultModel: string;
   /** Tool results longer than this travel through workflow history as a preview only. Default 4096. */
   inlineResultLimit?: number;
+  /** Tool calls of one response that run; the rest are answered with an error the model reads. Default 16. */
+  maxParallelToolCalls?: number;
 }
 
 /** Builds the activities registered on the worker. */

@@ -11,11 +11,19 @@ import type { ChatMessage, ToolCall } from '../transcript/messages';
 import { applyPairingRepair, findPairingProblems, type PairingItem } from '../transcript/pairing';
 import type { ToolRegistry } from '../tools/registry';
 import type { Pool } from 'pg';
-import { ActivityErrorType, type AssistantMessage, type ModelCallInput, type ModelCallResult, type ToolCallPlan } from './contracts';
+import {
+  ActivityErrorType,
+  DEFAULT_MAX_PARALLEL_TOOL_CALLS,
+  type AssistantMessage,
+  type ModelCallInput,
+  type ModelCallResult,
+  type ToolCallPlan,
+} from './contracts';
 import { findModelResponse, readTranscript, storeModelResponse } from './transcript-store';
 import { requestCompletion, type ModelCompletion } from './completion';
 import { DeltaPublisher } from './deltas';
 import { checkToolCall } from './tool-calls';
+import { logger } from '../runtime/logger';
 
 /** Dependencies of the model activity. */
 export interface ModelActivityDeps {
@@ -24,10 +32,17 @@ export interface ModelActivityDeps {
   tools: ToolRegistry;
   /** Model used when the conversation names none. */
   defaultModel: string;
+  /**
+   * Tool calls one response may have run; the calls after them are answered
+   * with a `tool_failed` message (reason `too_many_calls`) the model can read.
+   * Default {@link DEFAULT_MAX_PARALLEL_TOOL_CALLS}.
+   */
+  maxParallelToolCalls?: number;
 }
 
 /** Default timeout and attempt policy for tools, applied in plans. */
 const TOOL_DEFAULTS = { timeoutMs: 60_000, maxAttempts: 3 };
+
 
 /** Builds the `callModel` activity. */
 export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallInput) => Promise<ModelCallResult> {
@@ -63,6 +78,12 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
       throw err;
     }
     await publisher.end(true);
+    if (completion.reassignedIds.length > 0) {
+      logger.warn(
+        { conversationId: input.conversationId, responseKey, reassigned: completion.reassignedIds },
+        'The model sent tool calls with empty or repeated ids in one response; gave them ids of their own',
+      );
+    }
     const stored = await storeModelResponse(deps.pool, {
       key: responseKey,
       conversationId: input.conversationId,
@@ -74,7 +95,26 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
 }
 
 function planToolCalls(deps: ModelActivityDeps, input: ModelCallInput, message: AssistantMessage): ToolCallPlan[] {
-  return (message.tool_calls ?? []).map((call) => planToolCall(deps.tools, input.tools, call));
+  const calls = message.tool_calls ?? [];
+  const limit = deps.maxParallelToolCalls ?? DEFAULT_MAX_PARALLEL_TOOL_CALLS;
+  return calls.map((call, index) =>
+    index < limit
+      ? planToolCall(deps.tools, input.tools, call)
+      : {
+          toolCallId: call.id,
+          name: call.function.name,
+          problem: {
+            reason: 'too_many_calls',
+            message:
+              `The response asked for ${calls.length} tool calls; this worker runs at most ${limit} per response ` +
+              '(AGENT_MAX_PARALLEL_TOOL_CALLS). This call was not run: ask for it again in a later step.',
+          },
+          needsApproval: false,
+          idempotent: true,
+          timeoutMs: TOOL_DEFAULTS.timeoutMs,
+          maxAttempts: 1,
+        },
+  );
 }
 
 /** Reads the transcript, applies the workflow's repair, and refuses to send anything invalid. */
@@ -125,6 +165,7 @@ function planToolCall(registry: ToolRegistry, allowed: readonly string[] | undef
       name: call.function.name,
       problem: { reason: checked.reason, message: checked.message },
       needsApproval: false,
+      idempotent: true,
       timeoutMs: TOOL_DEFAULTS.timeoutMs,
       maxAttempts: 1,
     };
@@ -140,6 +181,7 @@ function planToolCall(registry: ToolRegistry, allowed: readonly string[] | undef
     toolCallId: call.id,
     name: tool.name,
     needsApproval,
+    idempotent: tool.idempotent !== false,
     timeoutMs: tool.timeoutMs ?? TOOL_DEFAULTS.timeoutMs,
     maxAttempts: tool.idempotent === false ? 1 : (tool.maxAttempts ?? TOOL_DEFAULTS.maxAttempts),
   };

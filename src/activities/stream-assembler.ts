@@ -90,7 +90,8 @@ export class StreamAssembler {
   /**
    * The assembled response. Problems make it untrustworthy: a stream that
    * ended without a finish_reason (cut), a `length` finish with tool calls
-   * (truncated arguments), or a tool call without id or name. Arguments that
+   * (truncated arguments), or a tool call without a name. A call without an
+   * id is not a problem: the model activity gives it one. Arguments that
    * are not JSON in a properly finished response are the model's choice, not
    * a broken stream: they are answered with an error tool message instead.
    */
@@ -102,7 +103,6 @@ export class StreamAssembler {
       problems.push('finish_reason "length" in the middle of tool calls: their arguments may be truncated');
     }
     for (const call of toolCalls) {
-      if (!call.id) problems.push(`tool call #${call.index} has no id`);
       if (!call.name) problems.push(`tool call #${call.index} has no function name`);
     }
     return {

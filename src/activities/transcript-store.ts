@@ -53,8 +53,8 @@ const SELECT_BY_REF: Record<StoredMessageRef['kind'], string> = {
 /** Records a decision for people; the same decision id twice is stored once. */
 export async function recordDecision(pool: Pool, record: DecisionRecord): Promise<void> {
   await pool.query(
-    `INSERT INTO approval_decisions (conversation_id, decision_id, decision, tool_call_ids, reason, decided_by, decided_at, via)
-     VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), $8)
+    `INSERT INTO approval_decisions (conversation_id, decision_id, decision, tool_call_ids, reason, decided_by, decided_at, via, call_keys)
+     VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), $8, $9)
      ON CONFLICT (conversation_id, decision_id) DO NOTHING`,
     [
       record.conversationId,
@@ -65,6 +65,7 @@ export async function recordDecision(pool: Pool, record: DecisionRecord): Promis
       record.decidedBy ?? null,
       record.decidedAt,
       record.via,
+      record.callKeys ?? null,
     ],
   );
 }

@@ -229,8 +229,27 @@ program
         process.stdout.write(`${conversationId}\n`);
         for (const p of pendingApprovals) {
           process.stdout.write(
-            `  ${p.toolCallId}  ${p.toolName}(${JSON.stringify(p.arguments)})  waiting ${formatAge(p.ageMs)}\n`,
+            `  ${p.toolCallId}  ${p.toolName}(${JSON.stringify(p.arguments)})  waiting ${formatAge(p.ageMs)}  key ${p.callKey}\n`,
           );
+        }
+      }
+    });
+  });
+
+program
+  .command('unknown-effects')
+  .description('list tool calls whose effect is unknown (found by the UnknownEffects search attribute): check each before acting again')
+  .action(async () => {
+    await withClient(async (client) => {
+      const found = await client.withUnknownEffects();
+      if (found.length === 0) {
+        process.stdout.write('No conversation has a tool call whose effect is unknown.\n');
+        return;
+      }
+      for (const { conversationId, count, unknownEffects } of found) {
+        process.stdout.write(`${conversationId}  ${count} call(s) with unknown effect\n`);
+        for (const u of unknownEffects) {
+          process.stdout.write(`  ${u.toolCallId}  ${u.toolName}  key ${u.callKey}  ${u.settledAt}  ${u.why}\n`);
         }
       }
     });

@@ -22,6 +22,7 @@ import {
   describeInvalidInput,
   endConversationSignal,
   stateQuery,
+  UnknownEffectsAttribute,
   userMessageSignal,
   type ApprovalDecision,
   type ConversationInput,
@@ -29,6 +30,7 @@ import {
   type DecisionResult,
   type PendingApproval,
   type TurnRecord,
+  type UnknownEffect,
 } from '../workflows/api';
 import { STALE_QUERY_TASK_MESSAGE } from '../workflows/interceptors';
 
@@ -71,6 +73,15 @@ export type DecisionInput = Omit<ApprovalDecision, 'decisionId'> & { decisionId?
 export interface ConversationAwaitingApproval {
   conversationId: string;
   pendingApprovals: PendingApproval[];
+}
+
+/** A conversation with tool calls whose effect is unknown, for someone to check. */
+export interface ConversationWithUnknownEffects {
+  conversationId: string;
+  /** Calls settled as `effect_unknown` in the whole conversation. */
+  count: number;
+  /** The most recent of them. */
+  unknownEffects: UnknownEffect[];
 }
 
 /** The client of the durable agent worker. */
@@ -218,6 +229,22 @@ export class AgentClient {
       if (state && state.pendingApprovals.length > 0) {
         found.push({ conversationId: execution.workflowId, pendingApprovals: state.pendingApprovals });
       }
+    }
+    return found;
+  }
+
+  /**
+   * Every conversation with tool calls whose effect is unknown (a tool that
+   * is not idempotent timed out or lost its worker), found through the
+   * `UnknownEffects` search attribute. Closed conversations are listed too:
+   * an unknown effect needs checking whatever became of its conversation.
+   */
+  async withUnknownEffects(): Promise<ConversationWithUnknownEffects[]> {
+    const found: ConversationWithUnknownEffects[] = [];
+    for await (const execution of this.temporal.workflow.list({ query: `${UnknownEffectsAttribute.name} > 0` })) {
+      const state = await this.state(execution.workflowId).catch(() => undefined);
+      const count = state?.unknownEffectsCount ?? Number(execution.typedSearchAttributes.get(UnknownEffectsAttribute) ?? 0);
+      found.push({ conversationId: execution.workflowId, count, unknownEffects: state?.unknownEffects ?? [] });
     }
     return found;
   }

@@ -100,6 +100,16 @@ const MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 4,
+    name: 'effect keys of decided calls',
+    sql: `
+      -- The effect key of each decided call (see src/transcript/effect-keys.ts), in the order of
+      -- tool_call_ids: provider ids repeat across responses, the keys never do. NULL for decisions
+      -- recorded before effect keys per call instance.
+      ALTER TABLE approval_decisions ADD COLUMN call_keys text[];
+    `,
+  },
 ];
 
 /** Applies every migration not yet applied. Returns the versions applied now. */

@@ -4,6 +4,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../errors';
+import { DEFAULT_MAX_PARALLEL_TOOL_CALLS, MAX_PARALLEL_TOOL_CALLS_LIMIT } from '../activities/contracts';
 
 export { ConfigError };
 
@@ -18,6 +19,7 @@ export const ENV_VARS = [
   'OPENAI_MODEL',
   'AGENT_DATA_DIR',
   'AGENT_TOOLS_MODULE',
+  'AGENT_MAX_PARALLEL_TOOL_CALLS',
 ] as const;
 
 /** Variables that only matter on a developer's machine (embedded servers, logging). */
@@ -47,6 +49,19 @@ const envSchema = z.object({
   OPENAI_MODEL: optional,
   AGENT_DATA_DIR: optional,
   AGENT_TOOLS_MODULE: optional,
+  AGENT_MAX_PARALLEL_TOOL_CALLS: optional.pipe(
+    z
+      .string()
+      .regex(/^\d+$/, `must be a whole number from 1 to ${MAX_PARALLEL_TOOL_CALLS_LIMIT}`)
+      .transform(Number)
+      .pipe(
+        z
+          .number()
+          .min(1, `must be at least 1 (calls over the limit are answered with an error, never run)`)
+          .max(MAX_PARALLEL_TOOL_CALLS_LIMIT, `must be at most ${MAX_PARALLEL_TOOL_CALLS_LIMIT}, the most tools a provider accepts`),
+      )
+      .optional(),
+  ),
   LOG_LEVEL: optional.pipe(z.enum(['trace', 'debug', 'info', 'warn', 'error']).optional()),
 });
 
@@ -74,6 +89,8 @@ export interface WorkerConfig {
   dataDir: string;
   /** Module whose `tools` (or default) export replaces the demo tools. */
   toolsModule?: string;
+  /** Tool calls of one model response that run; the rest are answered with an error the model reads. */
+  maxParallelToolCalls: number;
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error';
 }
 
@@ -98,6 +115,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL, model: e.OPENAI_MODEL ?? 'gpt-4o-mini' },
     dataDir: path.resolve(e.AGENT_DATA_DIR ?? path.join(__dirname, '..', '..', '.data')),
     toolsModule: e.AGENT_TOOLS_MODULE,
+    maxParallelToolCalls: e.AGENT_MAX_PARALLEL_TOOL_CALLS ?? DEFAULT_MAX_PARALLEL_TOOL_CALLS,
     logLevel: e.LOG_LEVEL ?? 'info',
   };
 }

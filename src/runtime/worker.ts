@@ -21,6 +21,8 @@ export interface AgentWorkerOptions {
   workflowBundle?: WorkflowBundleOption;
   /** Tool results longer than this travel through workflow history as a preview only. */
   inlineResultLimit?: number;
+  /** Tool calls of one model response that run; the rest are answered with an error the model reads. Default 16. */
+  maxParallelToolCalls?: number;
 }
 
 /** Path of the workflows module, for bundling (the project runs from its TypeScript sources). */
@@ -48,6 +50,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Wo
       tools: new ToolRegistry(options.tools),
       defaultModel: options.defaultModel,
       inlineResultLimit: options.inlineResultLimit,
+      maxParallelToolCalls: options.maxParallelToolCalls,
     }),
     shutdownGraceTime: '10 seconds',
     // When a worker dies, its cached workflows' next tasks wait this long before another worker takes them.

@@ -40,7 +40,10 @@ export interface CallOutcome {
 
 /** One call of the batch. */
 export interface BatchCall {
+  /** The provider's tool call id: pairs the tool message with the call, nothing else. */
   id: string;
+  /** Effect key of this call instance (see `effect-keys.ts`): the tool's idempotency key. */
+  key: string;
   name: string;
   /** Raw JSON arguments, as the model sent them. */
   arguments: string;
@@ -49,6 +52,12 @@ export interface BatchCall {
   timeoutMs: number;
   /** Attempts of its activity before it settles as failed. */
   maxAttempts: number;
+  /**
+   * False for a tool that may apply its effect again when run again: a run
+   * that timed out or lost its worker settles as `effect_unknown`, not
+   * `tool_failed`. Unset for calls made before tools declared it.
+   */
+  idempotent?: boolean;
   /** Workflow time the model asked for it, ms since the epoch. */
   requestedAt: number;
   phase: CallPhase;
@@ -61,9 +70,12 @@ export interface BatchCall {
 /** What the model asked for, as the batch receives it. */
 export interface RequestedCall {
   id: string;
+  /** Effect key of this call instance. */
+  key: string;
   name: string;
   arguments: string;
   needsApproval: boolean;
+  idempotent?: boolean;
   /** Default 60 s. */
   timeoutMs?: number;
   /** Default 1. */
@@ -90,11 +102,13 @@ export class ToolCallBatch {
   constructor(requested: readonly RequestedCall[], now: number) {
     this.calls = requested.map((r) => ({
       id: r.id,
+      key: r.key,
       name: r.name,
       arguments: r.arguments,
       needsApproval: r.needsApproval && !r.problem,
       timeoutMs: r.timeoutMs ?? 60_000,
       maxAttempts: r.maxAttempts ?? 1,
+      ...(r.idempotent !== undefined ? { idempotent: r.idempotent } : {}),
       requestedAt: now,
       phase: 'ready' as CallPhase,
       problem: r.problem,

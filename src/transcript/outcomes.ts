@@ -11,6 +11,7 @@ export type OutcomeKind =
   | 'approval_timeout'
   | 'cancelled'
   | 'interrupted'
+  | 'effect_unknown'
   | 'repaired';
 
 /** The settled result of one tool call: the tool message content and how it came about. */
@@ -24,7 +25,13 @@ export interface ToolOutcome {
 }
 
 /** Why a tool failed, for the model and for people reading the transcript. */
-export type ToolFailureReason = 'error' | 'unknown_tool' | 'invalid_arguments' | 'not_run_max_steps' | 'needs_approval';
+export type ToolFailureReason =
+  | 'error'
+  | 'unknown_tool'
+  | 'invalid_arguments'
+  | 'not_run_max_steps'
+  | 'too_many_calls'
+  | 'needs_approval';
 
 /** Content for a call whose tool failed: retries spent, non-retryable, bad arguments or unknown tool. */
 export function toolFailedContent(error: string, reason: ToolFailureReason = 'error'): string {
@@ -55,6 +62,21 @@ export function interruptedContent(why: string): string {
   return JSON.stringify({
     error: `The call was running when ${why}; whether it took effect is unknown.`,
     kind: 'interrupted',
+    started: true,
+  });
+}
+
+/**
+ * Content for a call of a tool that is not idempotent whose run timed out or
+ * whose worker was lost before it reported: it may or may not have taken
+ * effect, and running it again could apply the effect twice.
+ */
+export function effectUnknownContent(why: string): string {
+  return JSON.stringify({
+    error:
+      `The call started but did not report back (${why}); it may or may not have taken effect. ` +
+      'Do not call it again before checking whether it did.',
+    kind: 'effect_unknown',
     started: true,
   });
 }

@@ -87,10 +87,18 @@ export interface CarriedConversation {
   inbox: { text: string; messageId: string }[];
   /** A cancel that arrived for the queued messages before their turn started. */
   pendingCancel?: string;
+  /** Calls settled as `effect_unknown` so far, and the most recent of them (absent in runs started by older versions). */
+  unknownEffects?: { count: number; recent: UnknownEffect[] };
   ending: boolean;
   /** Runs so far, this one included. */
   runs: number;
 }
+
+/** Upper bounds on what a conversation may ask for; larger values are refused before anything starts. */
+export const CONVERSATION_LIMITS = {
+  /** The largest `maxSteps`: model calls with tools in one turn. */
+  maxSteps: 100,
+} as const;
 
 /** How many message ids and decisions a conversation remembers for deduplication across runs. */
 export const DEDUP_MEMORY = 500;
@@ -125,6 +133,7 @@ export function describeInvalidInput(input: unknown): string[] {
     problems.push('tools must be a list of tool names, e.g. ["find_customer"]');
   }
   positiveInt(i.maxSteps, 'maxSteps');
+  problems.push(...describeOverLimits(input));
   positiveInt(i.approvalTimeoutMs, 'approvalTimeoutMs');
   positiveInt(i.continueAsNewAfterEvents, 'continueAsNewAfterEvents');
   if (i.onNewMessage !== undefined && i.onNewMessage !== 'interrupt' && i.onNewMessage !== 'queue') {
@@ -144,6 +153,18 @@ export function describeInvalidInput(input: unknown): string[] {
   positiveInt(model.streamFallbackAfterAttempts, 'model.streamFallbackAfterAttempts');
   positiveInt(model.streamIdleMs, 'model.streamIdleMs');
   return problems;
+}
+
+/**
+ * Lists the values of a {@link ConversationInput} above {@link CONVERSATION_LIMITS};
+ * part of {@link describeInvalidInput}.
+ */
+export function describeOverLimits(input: unknown): string[] {
+  const maxSteps = (input as { maxSteps?: unknown } | undefined)?.maxSteps;
+  if (typeof maxSteps === 'number' && Number.isInteger(maxSteps) && maxSteps > CONVERSATION_LIMITS.maxSteps) {
+    return [`maxSteps must be at most ${CONVERSATION_LIMITS.maxSteps}, got ${maxSteps} (a turn that needs more steps is better split into several turns)`];
+  }
+  return [];
 }
 
 /** A message from the user. */
@@ -204,6 +225,20 @@ export interface PendingApproval {
   requestedAt: string;
   /** How long it has waited, as of the workflow's current time. */
   ageMs: number;
+  /** Effect key of this call instance: the tool's idempotency key, unique even where provider ids repeat. */
+  callKey: string;
+}
+
+/** A call that settled as `effect_unknown`: it started, did not report back, and its tool is not idempotent. */
+export interface UnknownEffect {
+  toolCallId: string;
+  /** Effect key of the call instance. */
+  callKey: string;
+  toolName: string;
+  /** Why it did not report back (timed out, worker lost). */
+  why: string;
+  /** When it settled (ISO 8601, workflow time). */
+  settledAt: string;
 }
 
 /**
@@ -276,6 +311,14 @@ export interface ConversationState {
   /** The most recent turns, newest last (at most {@link RECENT_TURNS_KEPT}). */
   recentTurns: TurnRecord[];
   /**
+   * Calls whose effect is unknown (`effect_unknown`), newest last (at most
+   * {@link UNKNOWN_EFFECTS_KEPT}); `unknownEffectsCount` counts all of them.
+   * Someone should check each in the system the tool acts on.
+   */
+  unknownEffects: UnknownEffect[];
+  /** Calls settled as `effect_unknown` in the whole conversation (also the `UnknownEffects` search attribute). */
+  unknownEffectsCount: number;
+  /**
    * Times the transcript had to be repaired before a model call. Should
    * always be 0: anything else is a bug, and is logged as a warning.
    */
@@ -293,6 +336,9 @@ export interface RefusedDecision {
 
 /** How many refused decisions {@link ConversationState.refusedDecisions} keeps. */
 export const REFUSED_DECISIONS_KEPT = 20;
+
+/** How many calls {@link ConversationState.unknownEffects} keeps. */
+export const UNKNOWN_EFFECTS_KEPT = 20;
 
 /** How many finished turns {@link ConversationState.recentTurns} keeps. */
 export const RECENT_TURNS_KEPT = 50;
@@ -325,8 +371,15 @@ export const AgentStatusAttribute = defineSearchAttributeKey('AgentStatus', Sear
 /** Search attribute with the number of tool calls waiting for a person's decision. */
 export const PendingApprovalsAttribute = defineSearchAttributeKey('PendingApprovals', SearchAttributeType.INT);
 
+/**
+ * Search attribute with the number of tool calls whose effect is unknown
+ * (`effect_unknown`), set once there is one: `UnknownEffects > 0` lists the
+ * conversations someone should check.
+ */
+export const UnknownEffectsAttribute = defineSearchAttributeKey('UnknownEffects', SearchAttributeType.INT);
+
 /** Every custom search attribute the workflow sets; the dev server registers these at start. */
-export const SEARCH_ATTRIBUTES = [AgentStatusAttribute, PendingApprovalsAttribute];
+export const SEARCH_ATTRIBUTES = [AgentStatusAttribute, PendingApprovalsAttribute, UnknownEffectsAttribute];
 
 /** The workflow type name, for clients that start it by name. */
 export const CONVERSATION_WORKFLOW_TYPE = 'conversationWorkflow';

@@ -19,16 +19,20 @@ import {
   continueAsNew,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   setHandler,
+  TimeoutFailure,
   upsertSearchAttributes,
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
+import { TimeoutType } from '@temporalio/common';
 import type { ChatMessage, MessageMeta } from '../transcript/messages';
 import { describeMessage } from '../transcript/messages';
 import { planPairingRepair } from '../transcript/pairing';
-import { repairedContent, toolFailedContent, type ToolFailureReason } from '../transcript/outcomes';
+import { effectUnknownContent, repairedContent, toolFailedContent, type ToolFailureReason } from '../transcript/outcomes';
+import { callInstanceKey, legacyCallKey } from '../transcript/effect-keys';
 import { ToolCallBatch, type BatchCall } from '../transcript/batch';
 import {
   ActivityErrorType,
@@ -46,11 +50,14 @@ import {
   decisionUpdate,
   describeBadDecision,
   describeInvalidInput,
+  describeOverLimits,
   endConversationSignal,
   PendingApprovalsAttribute,
   RECENT_TURNS_KEPT,
   REFUSED_DECISIONS_KEPT,
   stateQuery,
+  UNKNOWN_EFFECTS_KEPT,
+  UnknownEffectsAttribute,
   userMessageSignal,
   type ApprovalDecision,
   type CarriedConversation,
@@ -61,8 +68,19 @@ import {
   type PendingApproval,
   type RefusedDecision,
   type TurnRecord,
+  type UnknownEffect,
   type UserMessage,
 } from './api';
+
+/**
+ * Patch: effect keys per call instance (`effect-keys.ts`) and `effect_unknown`.
+ * Batches made before it keep the key `${conversationId}/${toolCallId}` and
+ * settle as before, so a call that may already have run keeps its key.
+ */
+export const CALL_INSTANCE_KEYS_PATCH = 'call-instance-effect-keys';
+
+/** Patch: inputs above `CONVERSATION_LIMITS` are refused (runs started before it keep what they were given). */
+export const CONVERSATION_LIMITS_PATCH = 'conversation-limits';
 
 /** What the workflow returns when the conversation ends. */
 export interface ConversationSummary {
@@ -97,7 +115,9 @@ const CANCELLED_WORKFLOW = 'the conversation was cancelled';
 /** Runs one conversation until it is ended. */
 export async function conversationWorkflow(input: ConversationInput = {}): Promise<ConversationSummary> {
   const conversationId = workflowInfo().workflowId;
-  const inputProblems = describeInvalidInput(input);
+  const overLimits = describeOverLimits(input);
+  const limitsApply = overLimits.length > 0 && patched(CONVERSATION_LIMITS_PATCH);
+  const inputProblems = describeInvalidInput(input).filter((p) => limitsApply || !overLimits.includes(p));
   if (inputProblems.length > 0) {
     throw ApplicationFailure.nonRetryable(`Invalid conversation input: ${inputProblems.join('; ')}.`, 'InvalidConversationInput');
   }
@@ -139,18 +159,27 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   let turnScope: CancellationScope | undefined;
   let stopReason: string | undefined = carried?.pendingCancel;
   let published: { status: ConversationStatus; pending: number } | undefined;
+  let unknownEffectsCount = carried?.unknownEffects?.count ?? 0;
+  const unknownEffects: UnknownEffect[] = [...(carried?.unknownEffects?.recent ?? [])];
+  let publishedUnknownEffects = 0;
 
   const status = (): ConversationStatus =>
     phase === 'running' && (batch?.awaitingApproval().length ?? 0) > 0 ? 'awaiting_approval' : phase;
 
-  /** Publishes status and pending-approval count as search attributes, when they changed. */
+  /**
+   * Publishes status and pending-approval count as search attributes, when
+   * they changed; the count of unknown effects once there is one.
+   */
   const publish = (): void => {
     const now = { status: status(), pending: batch?.awaitingApproval().length ?? 0 };
-    if (published && published.status === now.status && published.pending === now.pending) return;
+    const unknownChanged = unknownEffectsCount !== publishedUnknownEffects;
+    if (published && published.status === now.status && published.pending === now.pending && !unknownChanged) return;
     published = now;
+    publishedUnknownEffects = unknownEffectsCount;
     upsertSearchAttributes([
       { key: AgentStatusAttribute, value: now.status },
       { key: PendingApprovalsAttribute, value: now.pending },
+      ...(unknownChanged ? [{ key: UnknownEffectsAttribute, value: unknownEffectsCount }] : []),
     ]);
   };
 
@@ -239,6 +268,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
         decisionId: decision.decisionId,
         decision: decision.decision,
         toolCallIds: ids,
+        callKeys: ids.map((id) => batch?.get(id)?.key ?? legacyCallKey(conversationId, id)),
         reason: decision.reason,
         decidedBy: decision.decidedBy,
         decidedAt,
@@ -295,6 +325,8 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     decisionsApplied: decisions.size,
     refusedDecisions: refusedDecisions.map((r) => ({ ...r })),
     recentTurns: recentTurns.map((t) => ({ ...t })),
+    unknownEffects: unknownEffects.map((u) => ({ ...u })),
+    unknownEffectsCount,
     transcriptRepairs,
   }));
 
@@ -370,13 +402,34 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
         toolCallId: call.id,
         name: call.name,
         arguments: call.arguments,
-        idempotencyKey: `${conversationId}/${call.id}`,
+        idempotencyKey: call.key,
       });
       current.settle(call.id, { kind: 'ok', content: result.content, storedResultKey: result.storedResultKey });
     } catch (err) {
       if (isCancellation(err)) throw err;
+      const lost = call.idempotent === false ? whyNoReport(err, call.timeoutMs) : undefined;
+      if (lost) {
+        current.settle(call.id, { kind: 'effect_unknown', content: effectUnknownContent(lost) });
+        noteUnknownEffect(call, lost);
+        return;
+      }
       current.settle(call.id, { kind: 'tool_failed', content: toolFailedContent(failureMessage(err), failureReason(err)) });
     }
+  };
+
+  /** Keeps a call whose effect is unknown for operators: the state lists it, the search attribute counts it. */
+  const noteUnknownEffect = (call: BatchCall, why: string): void => {
+    unknownEffectsCount++;
+    unknownEffects.push({ toolCallId: call.id, callKey: call.key, toolName: call.name, why, settledAt: new Date(workflowTime()).toISOString() });
+    if (unknownEffects.length > UNKNOWN_EFFECTS_KEPT) unknownEffects.shift();
+    log.warn('A tool that is not idempotent did not report back; its effect is unknown', {
+      conversationId,
+      toolCallId: call.id,
+      callKey: call.key,
+      tool: call.name,
+      why,
+    });
+    publish();
   };
 
   let turnSteps = 0;
@@ -404,15 +457,20 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
       const calls = result.message.tool_calls ?? [];
       const overLimit = toolChoice === 'none' && calls.length > 0;
       const plans = new Map(result.calls.map((plan) => [plan.toolCallId, plan]));
+      // The assistant message is stored at this seq (appends run one after another, in this function).
+      const assistantSeq = nextSeq;
+      const perInstance = calls.length > 0 && patched(CALL_INSTANCE_KEYS_PATCH);
       // Every call is pending from the moment the assistant message exists: whatever ends the turn settles it.
       batch =
         calls.length === 0
           ? undefined
           : new ToolCallBatch(
-              calls.map((call) => {
+              calls.map((call, index) => {
                 const plan = plans.get(call.id);
                 return {
                   id: call.id,
+                  key: perInstance ? callInstanceKey(conversationId, assistantSeq, index) : legacyCallKey(conversationId, call.id),
+                  ...(perInstance ? { idempotent: plan?.idempotent ?? true } : {}),
                   name: call.function.name,
                   arguments: call.function.arguments,
                   needsApproval: plan?.needsApproval ?? true,
@@ -427,6 +485,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
             );
       publish();
       const answerSeq = await append([{ message: result.message, ref: { kind: 'model_response', key: result.responseKey } }]);
+      if (answerSeq !== assistantSeq) throw new Error(`The assistant message was stored at seq ${answerSeq}, its calls were keyed for ${assistantSeq}.`);
       if (!batch) return { messageIds, outcome: 'answered', steps: turnSteps, answerSeq };
       const current = batch;
       await Promise.all(current.all().map((call) => runCall(current, call)));
@@ -506,6 +565,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     pendingCancel: stopReason,
     ending,
     runs,
+    unknownEffects: { count: unknownEffectsCount, recent: unknownEffects.map((u) => ({ ...u })) },
   });
 
   publish();
@@ -571,7 +631,21 @@ function describePendingApproval(call: BatchCall): PendingApproval {
     arguments: args,
     requestedAt: new Date(call.requestedAt).toISOString(),
     ageMs: workflowTime() - call.requestedAt,
+    callKey: call.key,
   };
+}
+
+/**
+ * Why a call did not report back, when it was cut off rather than failed: it
+ * timed out, or its worker stopped heartbeating (killed, lost). Undefined for
+ * failures the tool reported itself.
+ */
+function whyNoReport(err: unknown, timeoutMs: number): string | undefined {
+  const cause = err instanceof ActivityFailure ? err.cause : undefined;
+  if (!(cause instanceof TimeoutFailure)) return undefined;
+  if (cause.timeoutType === TimeoutType.HEARTBEAT) return 'its worker stopped answering while it ran (heartbeat timeout)';
+  if (cause.timeoutType === TimeoutType.START_TO_CLOSE) return `it ran longer than its timeout of ${timeoutMs} ms`;
+  return 'it timed out';
 }
 
 function describeBadUserMessage(message: unknown): string | undefined {

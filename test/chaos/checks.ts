@@ -15,6 +15,7 @@ import type { ConversationState } from '../../src/workflows/api';
 import { retrying } from './driver';
 import { CHAOS_ORDERS } from './model-script';
 import type { ConversationRecord, DecisionSent, RunLog } from './run-log';
+import { callInstanceKey, toolMessageKeys } from '../../src/transcript/effect-keys';
 
 /** Counts that must be 0 after any run. */
 export interface MustBeZero {
@@ -190,12 +191,14 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
       repairs += state.transcriptRepairs;
       problems.push(`transcript repaired: ${id}: ${state.transcriptRepairs} time(s)`);
     }
-    for (const { message: m } of stored) {
-      if (m.role === 'assistant') for (const c of m.tool_calls ?? []) calls.set(`${id}/${c.id}`, { name: c.function.name });
+    for (const { seq, message: m } of stored) {
+      if (m.role === 'assistant') m.tool_calls?.forEach((c, i) => calls.set(callInstanceKey(id, seq, i), { name: c.function.name }));
     }
-    for (const { message: m } of stored) {
+    const keys = toolMessageKeys(id, stored);
+    for (const { seq, message: m } of stored) {
       if (m.role !== 'tool') continue;
-      const call = calls.get(`${id}/${m.tool_call_id}`);
+      const key = keys.get(seq);
+      const call = key === undefined ? undefined : calls.get(key);
       const outcome = outcomeOf(m.content);
       toolOutcomes[outcome] = (toolOutcomes[outcome] ?? 0) + 1;
       if (call) Object.assign(call, { outcome, content: m.content });

@@ -33,6 +33,8 @@ export interface HarnessOptions {
   dialect?: ModelServerOptions['dialect'];
   /** A Temporal server of the test's own; the run's shared dev server when unset. */
   temporalAddress?: string;
+  /** The in-process worker's limit of tool calls per response. */
+  maxParallelToolCalls?: number;
 }
 
 /** What a test file works with. */
@@ -89,6 +91,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       tools: options.tools ?? backofficeTools(),
       workflowBundle: { codePath: inject('workflowBundlePath') },
       inlineResultLimit: options.inlineResultLimit,
+      maxParallelToolCalls: options.maxParallelToolCalls,
     });
     running = worker.run();
   }
