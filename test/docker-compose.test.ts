@@ -169,7 +169,7 @@ describe('docker-compose.yml', () => {
     const script = interpolateWithDefaults(`${asText(admin.entrypoint)}\n${asText(admin.command)}`);
     expect(script).toContain('temporal operator search-attribute create');
     for (const key of SEARCH_ATTRIBUTES) {
-      const type = key.type === 'KEYWORD' ? 'Keyword' : key.type === 'INT' ? 'Int' : key.type;
+      const type = ({ KEYWORD: 'Keyword', INT: 'Int' } as Record<string, string>)[key.type];
       expect(script, key.name).toContain(`--name ${key.name} --type ${type}`);
       expect(script, `${key.name} is checked before creating`).toContain(`${key.name}:${type}`);
     }

@@ -11,7 +11,12 @@ export { ToolError } from '../errors';
 export interface ToolContext {
   conversationId: string;
   toolCallId: string;
-  /** `${workflowId}/${toolCallId}`: the same for every attempt of this call. */
+  /**
+   * The effect key of this call instance, minted by the workflow
+   * (`${conversationId}/msg-${assistantSeq}/call-${index}`): the same for
+   * every attempt of this call, different for every other call, even when the
+   * provider reuses its tool-call id. Key external side effects by it.
+   */
   idempotencyKey: string;
   /** 1 for the first attempt. */
   attempt: number;
@@ -44,7 +49,9 @@ export interface ToolDefinition<Schema extends z.ZodType = z.ZodType, Result = u
   /**
    * True when a retry cannot apply an effect twice: the tool only reads, or it
    * writes through `context.once`. Idempotent tools are retried (up to
-   * `maxAttempts`); others run at most once. Default true.
+   * `maxAttempts`); others run at most once, and a run that times out or loses
+   * its worker settles as `effect_unknown` (the model is told not to retry it
+   * without checking). Default true.
    */
   idempotent?: boolean;
   /** Attempts for idempotent tools. Default 3. */

@@ -148,7 +148,8 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
     list.push({ seq: row.seq, message: row.message });
     transcripts.set(row.conversation_id, list);
   }
-  const calls = new Map<string, CallInfo>(); // `${conversationId}/${toolCallId}`
+  const calls = new Map<string, CallInfo>(); // by effect key (src/transcript/effect-keys.ts)
+  const keyOfCall = new Map<string, string>(); // `${conversationId}/${toolCallId}` → effect key (the chaos model's ids are unique)
   const toolOutcomes: Record<string, number> = {};
   let broken = 0;
   let repairs = 0;
@@ -192,7 +193,11 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
       problems.push(`transcript repaired: ${id}: ${state.transcriptRepairs} time(s)`);
     }
     for (const { seq, message: m } of stored) {
-      if (m.role === 'assistant') m.tool_calls?.forEach((c, i) => calls.set(callInstanceKey(id, seq, i), { name: c.function.name }));
+      if (m.role !== 'assistant') continue;
+      m.tool_calls?.forEach((c, i) => {
+        calls.set(callInstanceKey(id, seq, i), { name: c.function.name });
+        keyOfCall.set(`${id}/${c.id}`, callInstanceKey(id, seq, i));
+      });
     }
     const keys = toolMessageKeys(id, stored);
     for (const { seq, message: m } of stored) {
@@ -222,7 +227,7 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
 
   // 5. Decisions.
   const lostIn = new Set<string>();
-  const decisions = await checkDecisions(ctx, calls, problems, lostIn);
+  const decisions = await checkDecisions(ctx, calls, keyOfCall, problems, lostIn);
   // Keep the histories of conversations that lost a decision, for replaying and reading (with historyDir).
   for (const id of lostIn) await historyAndLastTaskFailure(ctx, id);
 
@@ -388,20 +393,24 @@ async function checkSideEffects(
 async function checkDecisions(
   ctx: CheckContext,
   calls: Map<string, CallInfo>,
+  keyOfCall: Map<string, string>,
   problems: string[],
   lostIn: Set<string>,
 ): Promise<DecisionStats> {
-  const { rows } = await ctx.pool.query<{ conversation_id: string; decision_id: string; decision: string; tool_call_ids: string[] }>(
-    `SELECT conversation_id, decision_id, decision, tool_call_ids FROM approval_decisions WHERE conversation_id LIKE $1`,
+  const { rows } = await ctx.pool.query<{
+    conversation_id: string;
+    decision_id: string;
+    decision: string;
+    tool_call_ids: string[];
+    call_keys: string[] | null;
+  }>(
+    `SELECT conversation_id, decision_id, decision, tool_call_ids, call_keys FROM approval_decisions WHERE conversation_id LIKE $1`,
     [`${ctx.conversationPrefix}%`],
   );
   const applied = new Map(rows.map((r) => [`${r.conversation_id}/${r.decision_id}`, r]));
-  const decidedBy = new Map<string, string[]>(); // call key → decision ids recorded for it
+  const decidedBy = new Map<string, string[]>(); // effect key → decision ids recorded for it
   for (const r of rows) {
-    for (const callId of r.tool_call_ids) {
-      const key = `${r.conversation_id}/${callId}`;
-      decidedBy.set(key, [...(decidedBy.get(key) ?? []), r.decision_id]);
-    }
+    for (const key of r.call_keys ?? []) decidedBy.set(key, [...(decidedBy.get(key) ?? []), r.decision_id]);
   }
   const first = new Map<string, DecisionSent>(); // the first acknowledged send of each decision id
   const unacknowledged = new Set<string>();
@@ -424,8 +433,8 @@ async function checkDecisions(
     const row = applied.get(key);
     if (row) {
       stats.applied++;
-      for (const callId of row.tool_call_ids) {
-        const outcome = calls.get(`${d.conversationId}/${callId}`)?.outcome;
+      for (const [i, callId] of row.tool_call_ids.entries()) {
+        const outcome = calls.get(row.call_keys?.[i] ?? '')?.outcome;
         const honoured =
           row.decision === 'reject' ? outcome === 'rejected' : outcome !== undefined && outcome !== 'rejected' && outcome !== 'approval_timeout';
         if (!honoured) {
@@ -442,7 +451,7 @@ async function checkDecisions(
       );
     const why: string[] = [];
     for (const target of d.targets) {
-      const callKey = `${d.conversationId}/${target.toolCallId}`;
+      const callKey = keyOfCall.get(`${d.conversationId}/${target.toolCallId}`) ?? '';
       const outcome = calls.get(callKey)?.outcome;
       const deadline = target.requestedAt + ctx.approvalTimeoutMs;
       const byOther = (decidedBy.get(callKey) ?? []).some((id) => id !== d.decisionId);
