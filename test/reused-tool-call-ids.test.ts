@@ -24,13 +24,19 @@ describe('tool-call ids that providers reuse', () => {
   it('three turns whose refunds all carry the id functions.issue_refund:0 apply three refunds with three distinct results', async () => {
     const id = h.newConversationId('reused');
     const before = (await h.pool.query("SELECT refunded_cents FROM orders WHERE id = 'ord_1002'")).rows[0].refunded_cents as number;
-    for (const cents of [101, 102, 103]) {
-      h.model.enqueue(
-        { toolCalls: [{ id: REUSED, name: 'issue_refund', arguments: { order_id: 'ord_1002', amount_cents: cents, reason: `turn ${cents}` } }] },
-        { content: `Refunded ${cents} cents.` },
-      );
-      const { turn } = await h.client.ask(id, `Refund ${cents} cents on ord_1002`);
-      expect(turn.outcome).toBe('answered');
+    // The model server restarts ids in every response, as Kimi-style models behind vLLM do.
+    h.model.setToolCallIds('per-response');
+    try {
+      for (const cents of [101, 102, 103]) {
+        h.model.enqueue(
+          { toolCalls: [{ name: 'issue_refund', arguments: { order_id: 'ord_1002', amount_cents: cents, reason: `turn ${cents}` } }] },
+          { content: `Refunded ${cents} cents.` },
+        );
+        const { turn } = await h.client.ask(id, `Refund ${cents} cents on ord_1002`);
+        expect(turn.outcome).toBe('answered');
+      }
+    } finally {
+      h.model.setToolCallIds('unique');
     }
     const refunds = await h.pool.query<{ id: string; amount_cents: number; idempotency_key: string }>(
       "SELECT id::text, amount_cents, idempotency_key FROM refunds WHERE order_id = 'ord_1002' AND idempotency_key LIKE $1 ORDER BY id",

@@ -24,6 +24,7 @@ export type {
   ScriptedReply,
   ScriptedToolCall,
   StreamScript,
+  ToolCallIdScheme,
   ValidationFailure,
 } from './types';
 export {

@@ -19,6 +19,7 @@ import type {
   ScriptedMessageReply,
   ScriptedReply,
   StreamScript,
+  ToolCallIdScheme,
 } from './types';
 import { errorBody, INVALID_JSON_MESSAGE, validateChatRequest } from './validate';
 
@@ -44,13 +45,14 @@ export const SCRIPTED_MODEL_ID = 'scripted-model';
 
 const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 const LOOPBACK_HOSTS = new Set(['localhost', '::1', '[::1]']);
+const TOOL_CALL_ID_SCHEMES: readonly ToolCallIdScheme[] = ['unique', 'per-response', 'empty', 'duplicated'];
 
 /**
  * Starts a scripted model server on a loopback address.
  *
- * @param options - host, port, dialect and an optional responder
+ * @param options - host, port, dialect, an optional responder and the tool call id scheme
  * @returns the running server; its {@link ModelServer.url} goes to the SDK's `baseURL`
- * @throws when `host` is not a loopback address
+ * @throws when `host` is not a loopback address or `toolCallIds` is not a known scheme
  */
 export async function startModelServer(options: ModelServerOptions = {}): Promise<ModelServer> {
   const host = options.host ?? '127.0.0.1';
@@ -59,6 +61,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
   const requests: RecordedRequest[] = [];
   const queue: ScriptedReply[] = [];
   let responder: Responder | undefined = options.responder;
+  let toolCallIds: ToolCallIdScheme = checkToolCallIdScheme(options.toolCallIds ?? 'unique');
   let closing = false;
   let closed: Promise<void> | undefined;
   /** Exchanges whose connection has not closed yet, so `close()` can wait until each has recorded `closedAt`. */
@@ -89,7 +92,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     const exchange = new Exchange(res, record, () => closing);
     open.add(exchange);
     void exchange.closed.then(() => open.delete(exchange));
-    handle(req, exchange, dialect, nextReply).catch((err: unknown) => {
+    handle(req, exchange, dialect, nextReply, () => toolCallIds).catch((err: unknown) => {
       exchange.send(500, errorBody(`Scripted model server failed: ${String(err)}`, 'server_error'));
     });
   });
@@ -114,6 +117,9 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     setResponder: (next: Responder | undefined) => {
       responder = next;
     },
+    setToolCallIds: (scheme: ToolCallIdScheme) => {
+      toolCallIds = checkToolCallIdScheme(scheme);
+    },
     close: () => {
       if (!closed) {
         closing = true;
@@ -135,6 +141,7 @@ async function handle(
   exchange: Exchange,
   dialect: ModelServerDialect,
   nextReply: (record: RecordedRequest) => Promise<ScriptedReply>,
+  currentToolCallIds: () => ToolCallIdScheme,
 ): Promise<void> {
   const { record } = exchange;
   const raw = await readBody(req);
@@ -180,7 +187,8 @@ async function handle(
 
   const reply = await nextReply(record);
   record.reply = reply;
-  await deliver(reply, exchange, record.body as ChatRequestBody);
+  // The scheme is fixed when the reply is chosen, so a later setToolCallIds does not affect a delayed reply.
+  await deliver(reply, exchange, record.body as ChatRequestBody, currentToolCallIds());
 }
 
 interface ChatRequestBody {
@@ -190,18 +198,23 @@ interface ChatRequestBody {
   stream_options?: { include_usage?: boolean } | null;
 }
 
-async function deliver(reply: ScriptedReply, exchange: Exchange, request: ChatRequestBody): Promise<void> {
+async function deliver(
+  reply: ScriptedReply,
+  exchange: Exchange,
+  request: ChatRequestBody,
+  toolCallIds: ToolCallIdScheme,
+): Promise<void> {
   if (exchange.isClosed) return;
   switch (reply.kind) {
     case 'delay':
-      if (await exchange.wait(reply.ms)) await deliver(reply.then, exchange, request);
+      if (await exchange.wait(reply.ms)) await deliver(reply.then, exchange, request, toolCallIds);
       return;
     case 'hang':
       await exchange.closed;
       return;
     case 'drop':
       if (request.stream === true) {
-        const plan = planCompletion({ content: reply.content ?? DEFAULT_DROP_CONTENT }, request);
+        const plan = planCompletion({ content: reply.content ?? DEFAULT_DROP_CONTENT }, request, toolCallIds);
         await writeChatStream(exchange, plan, { fault: { kind: 'drop', afterContentPieces: 1 } });
       } else {
         exchange.destroy();
@@ -211,7 +224,7 @@ async function deliver(reply: ScriptedReply, exchange: Exchange, request: ChatRe
       exchange.send(reply.status, reply.body === undefined ? defaultErrorBody(reply.status) : reply.body);
       return;
     default: {
-      const plan = planCompletion(reply, request);
+      const plan = planCompletion(reply, request, toolCallIds);
       if (request.stream === true) await writeChatStream(exchange, plan, { script: reply.stream });
       else exchange.send(200, completionObject(plan));
     }
@@ -231,9 +244,14 @@ interface CompletionPlan {
   includeUsage: boolean;
 }
 
-function planCompletion(reply: ScriptedMessageReply, request: ChatRequestBody): CompletionPlan {
-  const toolCalls = (reply.toolCalls ?? []).map((call) => ({
-    id: call.id ?? `call_${randomAlphanumeric(24)}`,
+function planCompletion(
+  reply: ScriptedMessageReply,
+  request: ChatRequestBody,
+  toolCallIds: ToolCallIdScheme,
+): CompletionPlan {
+  const makeId = toolCallIdMaker(toolCallIds);
+  const toolCalls = (reply.toolCalls ?? []).map((call, index) => ({
+    id: call.id ?? makeId(call.name, index),
     name: call.name,
     arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
   }));
@@ -254,6 +272,32 @@ function planCompletion(reply: ScriptedMessageReply, request: ChatRequestBody): 
     usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
     includeUsage: request.stream_options?.include_usage === true,
   };
+}
+
+/**
+ * Returns the id maker for the tool calls of ONE response under `scheme`;
+ * called with the call's function name and its position in the response.
+ */
+function toolCallIdMaker(scheme: ToolCallIdScheme): (name: string, index: number) => string {
+  switch (scheme) {
+    case 'per-response':
+      return (name, index) => `functions.${name}:${index}`;
+    case 'empty':
+      return () => '';
+    case 'duplicated': {
+      const shared = `call_${randomAlphanumeric(24)}`;
+      return () => shared;
+    }
+    default:
+      return () => `call_${randomAlphanumeric(24)}`;
+  }
+}
+
+function checkToolCallIdScheme(scheme: ToolCallIdScheme): ToolCallIdScheme {
+  if (!TOOL_CALL_ID_SCHEMES.includes(scheme)) {
+    throw new Error(`Unknown tool call id scheme '${String(scheme)}'; expected one of: ${TOOL_CALL_ID_SCHEMES.join(', ')}.`);
+  }
+  return scheme;
 }
 
 function completionObject(plan: CompletionPlan): Record<string, unknown> {

@@ -11,9 +11,39 @@ export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';
 /** Which provider's validation rules and error bodies the server imitates. */
 export type ModelServerDialect = 'openai' | 'deepseek' | 'deepseek-thinking';
 
+/**
+ * How the server makes ids for scripted tool calls that have no explicit
+ * {@link ScriptedToolCall.id}, so tests can imitate providers whose tool call
+ * ids are not unique. A call with an explicit id always keeps it.
+ */
+export type ToolCallIdScheme =
+  /** The default, like OpenAI: `call_` plus 24 random alphanumerics, fresh for every call. */
+  | 'unique'
+  /**
+   * Ids restart in every response, like Kimi: `functions.<name>:<index>`,
+   * where index is the call's position within that response (0, 1, ...).
+   * The first refund of two different responses both get `functions.issue_refund:0`.
+   */
+  | 'per-response'
+  /**
+   * Every call's id is the empty string `""`; streaming, the first fragment of
+   * each call carries `"id": ""`.
+   */
+  | 'empty'
+  /**
+   * Every call of one response gets the same id: one `call_` plus 24 random
+   * alphanumerics, made fresh for each response (so ids differ across responses).
+   */
+  | 'duplicated';
+
 /** One tool call the scripted model makes. */
 export interface ScriptedToolCall {
-  /** Tool call id; when omitted the server makes one: `call_` plus 24 random alphanumerics. */
+  /**
+   * Tool call id, sent exactly as given (even `''`). When omitted the server
+   * makes one according to the server's {@link ToolCallIdScheme} (see
+   * {@link ModelServerOptions.toolCallIds} and {@link ModelServer.setToolCallIds}):
+   * by default (`unique`) `call_` plus 24 random alphanumerics.
+   */
   id?: string;
   /** Function name. */
   name: string;
@@ -197,6 +227,8 @@ export interface ModelServerOptions {
   dialect?: ModelServerDialect;
   /** Called for valid requests when the queue is empty. */
   responder?: Responder;
+  /** How ids are made for scripted tool calls without an explicit id; defaults to `unique`. */
+  toolCallIds?: ToolCallIdScheme;
 }
 
 /** A running scripted model server. */
@@ -211,6 +243,13 @@ export interface ModelServer {
   enqueue(...replies: ScriptedReply[]): void;
   /** Replaces (or with `undefined` removes) the responder. */
   setResponder(responder: Responder | undefined): void;
+  /**
+   * Switches the {@link ToolCallIdScheme} for replies chosen after this call
+   * (a request already being answered keeps the scheme it started with).
+   *
+   * @throws when `scheme` is not one of the known schemes
+   */
+  setToolCallIds(scheme: ToolCallIdScheme): void;
   /** Stops listening and ends every open connection, hanging requests included. */
   close(): Promise<void>;
 }
