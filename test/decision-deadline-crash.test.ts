@@ -5,6 +5,7 @@ import { STALE_QUERY_TASK_MESSAGE } from '../src/workflows/interceptors';
 import { startHarness, type Harness } from './support/harness';
 import { startWorkerProcess, type WorkerProcess } from './support/worker-process';
 import { effectKeyOf } from './support/effect-keys';
+import type { ScriptedReply } from '../src/model-server';
 
 // Approval deadlines that pass while the conversation's worker is dead (killed
 // with SIGKILL). A decision counts by when it was sent, not by when a worker
@@ -35,10 +36,10 @@ const startWorker = async (): Promise<WorkerProcess> => {
 const sleepUntil = (at: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, at - Date.now())));
 
 /** Starts a conversation whose refund waits for approval; returns its message id and the call's deadline. */
-async function awaitingApproval(id: string): Promise<{ messageId: string; deadline: number }> {
+async function awaitingApproval(id: string, after: ScriptedReply = { content: 'Done.' }): Promise<{ messageId: string; deadline: number }> {
   h.model.enqueue(
     { toolCalls: [{ id: 'call_big', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 11_000, reason: 'deadline test' } }] },
-    { content: 'Done.' },
+    after,
   );
   const messageId = await h.client.sendMessage(id, 'Refund 110.00 on ord_2001', { input });
   await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 30_000 }).toBe(1);
@@ -71,10 +72,11 @@ async function expectReplaysCleanly(id: string): Promise<void> {
 async function splitByQueries(
   id: string,
   signal: (deadline: number) => Promise<unknown>,
+  after?: ScriptedReply,
 ): Promise<{ messageId: string; queryOutcomes: Promise<string[]> }> {
   const a = await startWorker();
   const b = await startWorker();
-  const { messageId, deadline } = await awaitingApproval(id);
+  const { messageId, deadline } = await awaitingApproval(id, after);
   const victim = await holder(id, [a, b]);
   await workers.splice(workers.indexOf(victim), 1)[0].stop('SIGKILL');
   const queries: Promise<string>[] = [];
@@ -180,7 +182,15 @@ describe('approval deadline passing while the worker is dead', () => {
     // before it was ever sent), so it checks the outcome of a cancel during a takeover, not the
     // guard.
     const id = h.newConversationId('deadline-query-split-cancel');
-    const { messageId } = await splitByQueries(id, () => h.client.cancelTurn(id, 'changed my mind'));
+    // The model call after the timeout answers slowly: on a loaded machine the surviving worker may
+    // take the timer's task before the cancel is sent, and the cancel must still find the turn running.
+    // Whichever way it went, the next message is answered "Done." (the slow reply, or the responder).
+    h.model.setResponder(() => ({ content: 'Done.' }));
+    const { messageId } = await splitByQueries(id, () => h.client.cancelTurn(id, 'changed my mind'), {
+      kind: 'delay',
+      ms: 10_000,
+      then: { content: 'Done.' },
+    });
 
     const turn = await h.client.waitForTurn(id, messageId, 60_000);
     expect(turn.outcome).toBe('cancelled');
@@ -191,6 +201,7 @@ describe('approval deadline passing while the worker is dead', () => {
     expect(['cancelled', 'approval_timeout']).toContain(JSON.parse(await toolContent(id)).kind);
     // The conversation goes on; the reply scripted for after the refund answers the next message.
     expect((await h.client.ask(id, 'Anything else?', { timeoutMs: 60_000 })).answer).toBe('Done.');
+    h.model.setResponder(undefined);
     h.expectOnlyValidModelRequests();
   });
 });
