@@ -43,7 +43,6 @@ export interface ModelActivityDeps {
 /** Default timeout and attempt policy for tools, applied in plans. */
 const TOOL_DEFAULTS = { timeoutMs: 60_000, maxAttempts: 3 };
 
-
 /** Builds the `callModel` activity. */
 export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallInput) => Promise<ModelCallResult> {
   return async function callModel(input: ModelCallInput): Promise<ModelCallResult> {

@@ -241,7 +241,11 @@ export class AgentClient {
    */
   async withUnknownEffects(): Promise<ConversationWithUnknownEffects[]> {
     const found: ConversationWithUnknownEffects[] = [];
+    const seen = new Set<string>();
     for await (const execution of this.temporal.workflow.list({ query: `${UnknownEffectsAttribute.name} > 0` })) {
+      // Every run of a conversation that continued as new carries the count: list the conversation once.
+      if (seen.has(execution.workflowId)) continue;
+      seen.add(execution.workflowId);
       const state = await this.state(execution.workflowId).catch(() => undefined);
       const count = state?.unknownEffectsCount ?? Number(execution.typedSearchAttributes.get(UnknownEffectsAttribute) ?? 0);
       found.push({ conversationId: execution.workflowId, count, unknownEffects: state?.unknownEffects ?? [] });
