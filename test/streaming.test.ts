@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { StreamEvent } from '../src/activities/deltas';
+import type { StreamEvent } from '../src/db/stream-channel';
 import { StreamView } from '../src/client/stream';
 import { startHarness, type Harness } from './support/harness';
 

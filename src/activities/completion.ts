@@ -9,7 +9,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import type { ToolCall } from '../transcript/messages';
-import { ActivityErrorType, type AssistantMessage } from './contracts';
+import { ActivityErrorType, HEARTBEAT_EVERY_MS, type AssistantMessage } from './contracts';
 import type { DeltaPublisher } from './deltas';
 import { StreamAssembler } from './stream-assembler';
 
@@ -40,8 +40,6 @@ export interface CompletionOptions {
   publisher?: DeltaPublisher;
 }
 
-/** Heartbeats carry cancellation to the activity: a cancelled turn stops its model call within about a second. */
-const HEARTBEAT_EVERY_MS = 1_000;
 
 /** Sends the request and assembles the answer. Heartbeats while waiting; stops at once when the activity is cancelled. */
 export async function requestCompletion(
@@ -70,7 +68,7 @@ async function unstreamed(
     throw toActivityFailure(err);
   }
   const choice = response.choices?.[0];
-  if (!choice?.message) throw ApplicationFailure.retryable('The model returned no choices.', 'ModelBehavior');
+  if (!choice?.message) throw ApplicationFailure.retryable('The model returned no choices.', ActivityErrorType.ModelBehavior);
   const raw = choice.message as typeof choice.message & { reasoning_content?: string };
   const completion = toCompletion({
     content: raw.content ?? null,
@@ -164,7 +162,7 @@ function toCompletion(parts: {
     function: { name: c.name, arguments: c.arguments.trim() === '' ? '{}' : c.arguments },
   }));
   if (toolCalls.some((call) => !call.function.name)) {
-    throw ApplicationFailure.retryable('The model returned a tool call without a function name.', 'ModelBehavior');
+    throw ApplicationFailure.retryable('The model returned a tool call without a function name.', ActivityErrorType.ModelBehavior);
   }
   const reassignedIds = assignUniqueIds(toolCalls);
   if (toolCalls.length > 0 && parts.finishReason === 'length') {
@@ -222,7 +220,7 @@ function toActivityFailure(err: unknown): unknown {
         details: [details],
       });
     }
-    return ApplicationFailure.create({ message: `Model call failed: ${err.message}`, type: 'ModelCallFailed', details: [details] });
+    return ApplicationFailure.create({ message: `Model call failed: ${err.message}`, type: ActivityErrorType.ModelCallFailed, details: [details] });
   }
   return err;
 }

@@ -95,6 +95,9 @@ export const DEFAULT_MAX_PARALLEL_TOOL_CALLS = 16;
 /** The highest limit a worker may set for tool calls per response (providers offer at most 128 tools). */
 export const MAX_PARALLEL_TOOL_CALLS_LIMIT = 128;
 
+/** How often long activities (model calls, tools) heartbeat: a cancelled turn reaches them within about this long. */
+export const HEARTBEAT_EVERY_MS = 1_000;
+
 /** Failure types the activities raise, for retry policies and for readers of the history. */
 export const ActivityErrorType = {
   /** The provider refused the request (4xx other than 408/409/429): retrying cannot help. */
@@ -109,6 +112,12 @@ export const ActivityErrorType = {
   IncompleteModelResponse: 'IncompleteModelResponse',
   /** A stream went silent longer than its idle timeout: abandoned and retried. */
   ModelStreamStalled: 'ModelStreamStalled',
+  /** The model's answer has no choice or a tool call without a name: retried. */
+  ModelBehavior: 'ModelBehavior',
+  /** The provider failed in a way a retry may fix (5xx, 408, 409, 429, network). */
+  ModelCallFailed: 'ModelCallFailed',
+  /** PostgreSQL does not yet hold every message the model call needs: retried. */
+  TranscriptIncomplete: 'TranscriptIncomplete',
 } as const;
 
 /** A decision as applied by the workflow, for the `approval_decisions` records. */

@@ -6,22 +6,8 @@
  */
 import type { Pool } from 'pg';
 import { logger } from '../runtime/logger';
+import { STREAM_CHANNEL, type StreamEvent } from '../db/stream-channel';
 
-/** The NOTIFY channel carrying {@link StreamEvent}s. */
-export const STREAM_CHANNEL = 'agent_stream';
-
-/** One event on {@link STREAM_CHANNEL}. */
-export type StreamEvent =
-  | {
-      type: 'delta';
-      conversationId: string;
-      responseKey: string;
-      attempt: number;
-      /** Characters of this attempt's text before `text`. */
-      offset: number;
-      text: string;
-    }
-  | { type: 'end'; conversationId: string; responseKey: string; attempt: number; ok: boolean };
 
 /** NOTIFY payloads must stay under 8000 bytes; texts are cut into pieces below this. */
 const MAX_TEXT = 2000;

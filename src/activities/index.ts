@@ -8,7 +8,7 @@ import type { ToolRegistry } from '../tools/registry';
 import type { ConversationActivities } from './contracts';
 import { createModelActivity } from './model';
 import { createToolActivity } from './tools';
-import { appendMessages, recordDecision } from './transcript-store';
+import { appendMessages, recordDecision } from '../db/transcript-store';
 
 /** What the activities need. */
 export interface ActivityDeps {
@@ -35,5 +35,5 @@ export function createActivities(deps: ActivityDeps): ConversationActivities {
 
 export type * from './contracts';
 export { ActivityErrorType } from './contracts';
-export { readTranscript, type StoredMessage } from './transcript-store';
+export { readTranscript, type StoredMessage } from '../db/transcript-store';
 export { createOpenAIClient, type ModelEndpoint } from './openai-client';

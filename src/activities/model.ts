@@ -19,11 +19,12 @@ import {
   type ModelCallResult,
   type ToolCallPlan,
 } from './contracts';
-import { findModelResponse, readTranscript, storeModelResponse } from './transcript-store';
+import { findModelResponse, readTranscript, storeModelResponse } from '../db/transcript-store';
 import { requestCompletion, type ModelCompletion } from './completion';
 import { DeltaPublisher } from './deltas';
 import { checkToolCall } from './tool-calls';
 import { logger } from '../runtime/logger';
+import { TOOL_DEFAULTS } from '../tools/defaults';
 
 /** Dependencies of the model activity. */
 export interface ModelActivityDeps {
@@ -40,8 +41,6 @@ export interface ModelActivityDeps {
   maxParallelToolCalls?: number;
 }
 
-/** Default timeout and attempt policy for tools, applied in plans. */
-const TOOL_DEFAULTS = { timeoutMs: 60_000, maxAttempts: 3 };
 
 /** Builds the `callModel` activity. */
 export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallInput) => Promise<ModelCallResult> {
@@ -122,7 +121,7 @@ async function loadModelMessages(pool: Pool, input: ModelCallInput): Promise<Cha
   if (stored.length !== input.throughSeq + 1) {
     throw ApplicationFailure.retryable(
       `Conversation ${input.conversationId}: PostgreSQL holds ${stored.length} messages through seq ${input.throughSeq}, expected ${input.throughSeq + 1}.`,
-      'TranscriptIncomplete',
+      ActivityErrorType.TranscriptIncomplete,
     );
   }
   const omit = new Set(input.omitSeqs);

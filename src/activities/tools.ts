@@ -4,10 +4,11 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Pool, PoolClient } from 'pg';
 import { ToolError, type ToolContext } from '../tools/tool';
 import type { ToolRegistry } from '../tools/registry';
+import { inTransaction } from '../db/transaction';
 import { logger } from '../runtime/logger';
-import { ActivityErrorType, type ToolCallInput, type ToolCallResult } from './contracts';
+import { ActivityErrorType, HEARTBEAT_EVERY_MS, type ToolCallInput, type ToolCallResult } from './contracts';
 import { checkToolCall } from './tool-calls';
-import { storeToolResult } from './transcript-store';
+import { storeToolResult } from '../db/transcript-store';
 
 /** Dependencies of the tool activity. */
 export interface ToolActivityDeps {
@@ -18,7 +19,6 @@ export interface ToolActivityDeps {
 }
 
 const PREVIEW_LENGTH = 512;
-const HEARTBEAT_EVERY_MS = 1_000;
 
 /** Builds the `runTool` activity. */
 export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInput) => Promise<ToolCallResult> {
@@ -77,28 +77,19 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
  * which waits on the row lock) gets the recorded result and applies nothing.
  */
 export async function applyOnce<T>(pool: Pool, key: string, toolName: string, effect: (tx: PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+  return inTransaction(pool, async (client) => {
     const claim = await client.query(
       'INSERT INTO tool_ledger (idempotency_key, tool_name) VALUES ($1, $2) ON CONFLICT (idempotency_key) DO NOTHING',
       [key, toolName],
     );
     if (claim.rowCount === 0) {
       const { rows } = await client.query<{ result: T }>('SELECT result FROM tool_ledger WHERE idempotency_key = $1', [key]);
-      await client.query('COMMIT');
       logger.info({ idempotencyKey: key, tool: toolName }, 'side effect already applied; returning the recorded result');
       return rows[0].result;
     }
     const result = await effect(client);
     const recorded = JSON.stringify(result ?? null);
     await client.query('UPDATE tool_ledger SET result = $2 WHERE idempotency_key = $1', [key, recorded]);
-    await client.query('COMMIT');
     return JSON.parse(recorded) as T;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
 }

@@ -8,9 +8,9 @@ import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowUpdat
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import type { Pool } from 'pg';
 import { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError } from '../errors';
-import { readTranscript, type StoredMessage } from '../activities/transcript-store';
+import { readTranscript, type StoredMessage } from '../db/transcript-store';
 import { createPool } from '../db/pool';
-import type { StreamEvent } from '../activities/deltas';
+import type { StreamEvent } from '../db/stream-channel';
 import { subscribeToStream, type Unsubscribe } from './stream';
 import {
   AgentStatusAttribute,

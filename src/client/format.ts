@@ -1,5 +1,5 @@
 /** Readable transcripts for terminals. */
-import type { StoredMessage } from '../activities/transcript-store';
+import type { StoredMessage } from '../db/transcript-store';
 
 /** One line (or a few) per message: seq, role, text or tool calls. */
 export function formatTranscript(messages: readonly StoredMessage[]): string {

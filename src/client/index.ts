@@ -3,4 +3,4 @@ export { ConversationClosedError, DecisionRefusedError, InvalidConversationInput
 export { AgentClient, type AgentClientOptions, type SendMessageOptions, type TurnAnswer } from './client';
 export { formatTranscript } from './format';
 export { StreamView, subscribeToStream, type StreamedText, type Unsubscribe } from './stream';
-export type { StreamEvent } from '../activities/deltas';
+export type { StreamEvent } from '../db/stream-channel';

@@ -3,7 +3,7 @@
  * LISTEN on the channel the model activity NOTIFYs.
  */
 import { Client as PgClient } from 'pg';
-import { STREAM_CHANNEL, type StreamEvent } from '../activities/deltas';
+import { STREAM_CHANNEL, type StreamEvent } from '../db/stream-channel';
 
 /** Stops a subscription. */
 export type Unsubscribe = () => Promise<void>;

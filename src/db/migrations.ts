@@ -3,6 +3,7 @@
  * Idempotent and safe when several workers start at once (advisory lock).
  */
 import type { Pool } from 'pg';
+import { inTransaction } from './transaction';
 
 interface Migration {
   version: number;
@@ -114,9 +115,7 @@ const MIGRATIONS: Migration[] = [
 
 /** Applies every migration not yet applied. Returns the versions applied now. */
 export async function migrate(pool: Pool): Promise<number[]> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+  return inTransaction(pool, async (client) => {
     await client.query("SELECT pg_advisory_xact_lock(hashtext('durable-agent-worker.migrations'))");
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version integer PRIMARY KEY,
@@ -132,12 +131,6 @@ export async function migrate(pool: Pool): Promise<number[]> {
       await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
       now.push(m.version);
     }
-    await client.query('COMMIT');
     return now;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
 }

@@ -22,9 +22,6 @@ export const ENV_VARS = [
   'AGENT_MAX_PARALLEL_TOOL_CALLS',
 ] as const;
 
-/** Variables that only matter on a developer's machine (embedded servers, logging). */
-export const DEV_ENV_VARS = ['TEMPORAL_CLI_PATH', 'TEMPORAL_UI_PORT', 'LOG_LEVEL'] as const;
-
 const optional = z
   .string()
   .optional()

@@ -16,6 +16,7 @@ import {
   type OutcomeKind,
   type ToolFailureReason,
 } from './outcomes';
+import { TOOL_DEFAULTS } from '../tools/defaults';
 
 /** Where a call stands. */
 export type CallPhase = 'awaiting_approval' | 'ready' | 'running' | 'settled';
@@ -76,19 +77,17 @@ export interface RequestedCall {
   arguments: string;
   needsApproval: boolean;
   idempotent?: boolean;
-  /** Default 60 s. */
+  /** Default {@link TOOL_DEFAULTS}. */
   timeoutMs?: number;
-  /** Default 1. */
+  /** Default {@link TOOL_DEFAULTS}. */
   maxAttempts?: number;
   problem?: { reason: ToolFailureReason; message: string };
 }
 
-/** Why a decision was refused. */
-export type DecisionRefusal =
-  | { code: 'unknown_call'; message: string }
-  | { code: 'already_settled'; message: string }
-  | { code: 'not_awaiting_approval'; message: string }
-  | { code: 'nothing_pending'; message: string };
+/** Why a decision was refused, in words for its sender. */
+export interface DecisionRefusal {
+  message: string;
+}
 
 /** The batch's state, as plain data (for queries and continue-as-new). */
 export interface BatchSnapshot {
@@ -106,8 +105,8 @@ export class ToolCallBatch {
       name: r.name,
       arguments: r.arguments,
       needsApproval: r.needsApproval && !r.problem,
-      timeoutMs: r.timeoutMs ?? 60_000,
-      maxAttempts: r.maxAttempts ?? 1,
+      timeoutMs: r.timeoutMs ?? TOOL_DEFAULTS.timeoutMs,
+      maxAttempts: r.maxAttempts ?? TOOL_DEFAULTS.maxAttempts,
       ...(r.idempotent !== undefined ? { idempotent: r.idempotent } : {}),
       requestedAt: now,
       phase: 'ready' as CallPhase,
@@ -158,16 +157,16 @@ export class ToolCallBatch {
   checkDecision(toolCallId: string | undefined): { ids: string[] } | DecisionRefusal {
     if (toolCallId === undefined) {
       const ids = this.awaitingApproval().map((c) => c.id);
-      if (ids.length === 0) return { code: 'nothing_pending', message: 'No tool call is waiting for approval.' };
+      if (ids.length === 0) return { message: 'No tool call is waiting for approval.' };
       return { ids };
     }
     const call = this.get(toolCallId);
-    if (!call) return { code: 'unknown_call', message: `No tool call "${toolCallId}" is pending in this conversation.` };
+    if (!call) return { message: `No tool call "${toolCallId}" is pending in this conversation.` };
     if (call.phase === 'settled') {
-      return { code: 'already_settled', message: `Tool call "${toolCallId}" (${call.name}) is already settled (${call.outcome?.kind}).` };
+      return { message: `Tool call "${toolCallId}" (${call.name}) is already settled (${call.outcome?.kind}).` };
     }
     if (call.phase !== 'awaiting_approval') {
-      return { code: 'not_awaiting_approval', message: `Tool call "${toolCallId}" (${call.name}) does not need approval; it is ${call.phase}.` };
+      return { message: `Tool call "${toolCallId}" (${call.name}) does not need approval; it is ${call.phase}.` };
     }
     return { ids: [toolCallId] };
   }
@@ -181,11 +180,6 @@ export class ToolCallBatch {
       if (decision.approved) call.phase = 'ready';
       else this.settle(id, { kind: 'rejected', content: rejectedContent(decision.reason) });
     }
-  }
-
-  /** Calls approved (or needing no approval) that have not started. */
-  ready(): BatchCall[] {
-    return this.calls.filter((c) => c.phase === 'ready');
   }
 
   /** Marks a ready call as running (its activity is scheduled). */

@@ -14,24 +14,13 @@ export type OutcomeKind =
   | 'effect_unknown'
   | 'repaired';
 
-/** The settled result of one tool call: the tool message content and how it came about. */
-export interface ToolOutcome {
-  toolCallId: string;
-  kind: OutcomeKind;
-  /** Tool message content (JSON text, or the tool's own text result). */
-  content: string;
-  /** Set when the result body is stored in PostgreSQL rather than carried here. */
-  storedResultKey?: string;
-}
-
 /** Why a tool failed, for the model and for people reading the transcript. */
 export type ToolFailureReason =
   | 'error'
   | 'unknown_tool'
   | 'invalid_arguments'
   | 'not_run_max_steps'
-  | 'too_many_calls'
-  | 'needs_approval';
+  | 'too_many_calls';
 
 /** Content for a call whose tool failed: retries spent, non-retryable, bad arguments or unknown tool. */
 export function toolFailedContent(error: string, reason: ToolFailureReason = 'error'): string {

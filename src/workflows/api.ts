@@ -381,5 +381,11 @@ export const UnknownEffectsAttribute = defineSearchAttributeKey('UnknownEffects'
 /** Every custom search attribute the workflow sets; the dev server registers these at start. */
 export const SEARCH_ATTRIBUTES = [AgentStatusAttribute, PendingApprovalsAttribute, UnknownEffectsAttribute];
 
+/** Failure types the conversation workflow ends with, for clients and readers of the history. */
+export const ConversationErrorType = {
+  /** The conversation's input broke a rule of {@link describeInvalidInput}; it ended before doing anything. */
+  InvalidConversationInput: 'InvalidConversationInput',
+} as const;
+
 /** The workflow type name, for clients that start it by name. */
 export const CONVERSATION_WORKFLOW_TYPE = 'conversationWorkflow';

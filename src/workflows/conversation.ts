@@ -45,6 +45,7 @@ import {
   AgentStatusAttribute,
   cancelTurnSignal,
   CONVERSATION_DEFAULTS,
+  ConversationErrorType,
   DEDUP_MEMORY,
   decisionSignal,
   decisionUpdate,
@@ -90,11 +91,14 @@ export interface ConversationSummary {
   transcriptRepairs: number;
 }
 
+/** The backoff every activity of the conversation retries with; each adds its own attempt limit and non-retryable types. */
+const RETRY_BACKOFF = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' } as const;
+
 const store = proxyActivities<ConversationActivities>({
   // Short: a write takes milliseconds, and a worker that dies mid-write is noticed at this timeout.
   startToCloseTimeout: '5 seconds',
   // No attempt limit: a database that is down delays the conversation, it never loses a message.
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+  retry: RETRY_BACKOFF,
 });
 
 /**
@@ -119,7 +123,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   const limitsApply = overLimits.length > 0 && patched(CONVERSATION_LIMITS_PATCH);
   const inputProblems = describeInvalidInput(input).filter((p) => limitsApply || !overLimits.includes(p));
   if (inputProblems.length > 0) {
-    throw ApplicationFailure.nonRetryable(`Invalid conversation input: ${inputProblems.join('; ')}.`, 'InvalidConversationInput');
+    throw ApplicationFailure.nonRetryable(`Invalid conversation input: ${inputProblems.join('; ')}.`, ConversationErrorType.InvalidConversationInput);
   }
   const maxSteps = input.maxSteps ?? CONVERSATION_DEFAULTS.maxSteps;
   const approvalTimeoutMs = input.approvalTimeoutMs ?? CONVERSATION_DEFAULTS.approvalTimeoutMs;
@@ -129,9 +133,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     startToCloseTimeout: input.timeouts?.modelCallMs ?? CONVERSATION_DEFAULTS.modelCallMs,
     heartbeatTimeout,
     retry: {
-      initialInterval: '1 second',
-      backoffCoefficient: 2,
-      maximumInterval: '30 seconds',
+      ...RETRY_BACKOFF,
       maximumAttempts: input.timeouts?.modelCallAttempts ?? CONVERSATION_DEFAULTS.modelCallAttempts,
       nonRetryableErrorTypes: [ActivityErrorType.ModelRequestRejected, ActivityErrorType.InvalidTranscript],
     },
@@ -605,9 +607,7 @@ function toolActivity(call: BatchCall, heartbeatTimeout: number) {
     startToCloseTimeout: call.timeoutMs,
     heartbeatTimeout,
     retry: {
-      initialInterval: '1 second',
-      backoffCoefficient: 2,
-      maximumInterval: '30 seconds',
+      ...RETRY_BACKOFF,
       maximumAttempts: call.maxAttempts,
       nonRetryableErrorTypes: [
         ActivityErrorType.UnknownTool,

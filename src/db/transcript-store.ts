@@ -1,7 +1,8 @@
 /** Message bodies in PostgreSQL: the workflow appends, the model activity and readers read. */
 import type { Pool } from 'pg';
+import { inTransaction } from './transaction';
 import type { ChatMessage } from '../transcript/messages';
-import type { AppendMessagesInput, AssistantMessage, DecisionRecord, StoredMessageRef } from './contracts';
+import type { AppendMessagesInput, AssistantMessage, DecisionRecord, StoredMessageRef } from '../activities/contracts';
 
 /** A stored message with its position. */
 export interface StoredMessage {
@@ -17,9 +18,7 @@ export interface StoredMessage {
  * activity stored under that key.
  */
 export async function appendMessages(pool: Pool, input: AppendMessagesInput): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+  await inTransaction(pool, async (client) => {
     for (const entry of input.messages) {
       const res = await client.query(
         `INSERT INTO conversation_messages (conversation_id, seq, role, message)
@@ -35,13 +34,7 @@ export async function appendMessages(pool: Pool, input: AppendMessagesInput): Pr
         );
       }
     }
-    await client.query('COMMIT');
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 const SELECT_BY_REF: Record<StoredMessageRef['kind'], string> = {
