@@ -5,7 +5,7 @@ import { STALE_QUERY_TASK_MESSAGE } from '../src/workflows/interceptors';
 import { startHarness, type Harness } from './support/harness';
 import { startWorkerProcess, type WorkerProcess } from './support/worker-process';
 import { effectKeyOf } from './support/effect-keys';
-import type { ScriptedReply } from '../src/model-server';
+import type { ScriptedReply } from '../src/testing';
 
 // Approval deadlines that pass while the conversation's worker is dead (killed
 // with SIGKILL). A decision counts by when it was sent, not by when a worker

@@ -7,7 +7,7 @@ import {
   THINKING_TOOL_CHOICE_MESSAGE,
   startModelServer,
   type ModelServer,
-} from '../src/model-server';
+} from '../src/testing';
 
 let server: ModelServer;
 let client: OpenAI;

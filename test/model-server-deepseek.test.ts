@@ -6,7 +6,7 @@ import {
   ORPHAN_TOOL_MESSAGE,
   startModelServer,
   type ModelServer,
-} from '../src/model-server';
+} from '../src/testing';
 
 let server: ModelServer;
 let client: OpenAI;

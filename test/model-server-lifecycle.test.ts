@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 
-import { startModelServer } from '../src/model-server';
+import { startModelServer } from '../src/testing';
 
 describe('starting and closing the model server', () => {
   it('listens on 127.0.0.1 and gives a base URL ending in /v1', async () => {

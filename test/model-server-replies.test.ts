@@ -9,7 +9,7 @@ import {
   type ModelServer,
   type RecordedRequest,
   type ScriptedMessageReply,
-} from '../src/model-server';
+} from '../src/testing';
 
 let server: ModelServer;
 let client: OpenAI;

@@ -7,7 +7,7 @@ import {
   startModelServer,
   type ModelServer,
   type RecordedRequest,
-} from '../src/model-server';
+} from '../src/testing';
 
 let server: ModelServer;
 let client: OpenAI;

@@ -9,7 +9,7 @@ import {
   type ModelServerOptions,
   type ScriptedMessageReply,
   type ToolCallIdScheme,
-} from '../src/model-server';
+} from '../src/testing';
 
 /** Servers started by the current test; each test closes its own. */
 const started: ModelServer[] = [];

@@ -15,7 +15,7 @@ import {
   toolCallsNotAnsweredMessage,
   validateChatRequest,
   type ModelServer,
-} from '../src/model-server';
+} from '../src/testing';
 
 let server: ModelServer;
 let client: OpenAI;

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DecisionRefusedError } from '../src/errors';
 import type { ChatMessage } from '../src/transcript/messages';
 import { exportHistoryFixture } from './support/fixture-export';
 import { startHarness, type Harness } from './support/harness';
@@ -69,6 +70,42 @@ describe('tool-call ids that providers reuse', () => {
     const [first, second] = (await toolMessages(id)).map((m) => JSON.parse(m.content));
     expect(first).toEqual({ customers: [] });
     expect(second).toEqual({ customers: [{ id: 'cus_zuse', name: 'Konrad Zuse', email: 'konrad@example.com' }] });
+    h.expectOnlyValidModelRequests();
+  });
+
+  it('a decision naming the callKey of an earlier call is refused when a later call with the same id waits; the right key applies', async () => {
+    const id = h.newConversationId('reused-decision');
+    const bigRefund = (reason: string) => ({
+      toolCalls: [{ id: REUSED, name: 'issue_refund', arguments: { order_id: 'ord_1001', amount_cents: 10_500, reason } }],
+    });
+    const waitingCall = async () => {
+      await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
+      return (await h.client.state(id)).pendingApprovals[0];
+    };
+    h.model.enqueue(bigRefund('first'), { content: 'First refund done.' }, bigRefund('second'), { content: 'Second refund done.' });
+    const first = await h.client.sendMessage(id, 'First big refund on ord_1001');
+    const earlier = await waitingCall();
+    expect(earlier).toMatchObject({ toolCallId: REUSED, callKey: `${id}/msg-1/call-0` });
+    await h.client.decide(id, { decision: 'approve', toolCallId: REUSED, callKey: earlier.callKey });
+    expect((await h.client.waitForTurn(id, first)).outcome).toBe('answered');
+
+    const second = await h.client.sendMessage(id, 'Second big refund on ord_1001');
+    const later = await waitingCall();
+    expect(later).toMatchObject({ toolCallId: REUSED, callKey: `${id}/msg-5/call-0` });
+    // A stale decision, made for the first call: same provider id, different call instance.
+    const stale = await h.client.decide(id, { decision: 'approve', toolCallId: REUSED, callKey: earlier.callKey }).catch((err: Error) => err);
+    expect(stale).toBeInstanceOf(DecisionRefusedError);
+    expect((stale as Error).message).toContain(`waiting now is a different call (key ${later.callKey}) from the one decided (key ${earlier.callKey})`);
+    expect((await h.client.state(id)).pendingApprovals).toHaveLength(1);
+    // The key alone names the call.
+    const applied = await h.client.decide(id, { decision: 'reject', callKey: later.callKey, reason: 'one is enough' });
+    expect(applied).toMatchObject({ applied: true, toolCallIds: [REUSED] });
+    expect((await h.client.waitForTurn(id, second)).outcome).toBe('answered');
+    const records = await h.pool.query('SELECT decision, call_keys FROM approval_decisions WHERE conversation_id = $1 ORDER BY decided_at', [id]);
+    expect(records.rows).toEqual([
+      { decision: 'approve', call_keys: [earlier.callKey] },
+      { decision: 'reject', call_keys: [later.callKey] },
+    ]);
     h.expectOnlyValidModelRequests();
   });
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ScriptedReply, ScriptedToolCall } from '../src/model-server';
+import type { ScriptedReply, ScriptedToolCall } from '../src/testing';
 import { toolMessageKeys } from '../src/transcript/effect-keys';
 import { findPairingProblems, type PairingItem } from '../src/transcript/pairing';
 import { startHarness, type Harness } from './support/harness';

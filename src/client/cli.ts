@@ -262,15 +262,17 @@ for (const decision of ['approve', 'reject'] as const) {
     .argument('<conversationId>')
     .argument('[toolCallId]', 'the call to decide (see "pending")')
     .option('--all', `${decision} every call waiting for approval`)
+    .option('--key <callKey>', 'the key of the call meant (see "pending"): refused if another call with the same id waits now')
     .option('--reason <text>', 'why (sent to the model with a rejection)')
     .option('--by <name>', 'who decides, for the records', process.env.USER)
-    .action(async (conversationId: string, toolCallId: string | undefined, options: { all?: boolean; reason?: string; by?: string }) => {
-      if (!toolCallId && !options.all) throw new Error(`Name the tool call to ${decision} (see "pending"), or pass --all.`);
-      if (toolCallId && options.all) throw new Error('Give a tool call id or --all, not both.');
+    .action(async (conversationId: string, toolCallId: string | undefined, options: { all?: boolean; key?: string; reason?: string; by?: string }) => {
+      if (!toolCallId && !options.key && !options.all) throw new Error(`Name the tool call to ${decision} (see "pending"), or pass --all.`);
+      if ((toolCallId || options.key) && options.all) throw new Error('Give a tool call id or key, or --all, not both.');
       await withClient(async (client) => {
         const result = await client.decide(conversationId, {
           decision,
           toolCallId,
+          callKey: options.key,
           reason: options.reason,
           decidedBy: options.by,
         });

@@ -6,8 +6,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { freePort } from '../db/free-port';
-import { demoResponder, DEMO_LABEL } from '../model-server/demo-model';
-import { startModelServer } from '../model-server';
+import { demoResponder, DEMO_LABEL } from '../testing/demo-model';
+import { startModelServer } from '../testing';
 import type { WorkerConfig } from './config';
 import { findTemporalCli, startDevServer } from './temporal-server';
 import { logger } from './logger';

@@ -154,7 +154,19 @@ export class ToolCallBatch {
    * Checks a decision without applying it: for one call (`toolCallId`) or
    * every call awaiting approval (no id). Returns the ids it would decide, or why not.
    */
-  checkDecision(toolCallId: string | undefined): { ids: string[] } | DecisionRefusal {
+  checkDecision(toolCallId: string | undefined, callKey?: string): { ids: string[] } | DecisionRefusal {
+    if (callKey !== undefined) {
+      const meant = this.calls.find((c) => c.key === callKey);
+      if (!meant || (toolCallId !== undefined && meant.id !== toolCallId)) {
+        const waiting = toolCallId === undefined ? undefined : this.get(toolCallId);
+        return {
+          message: waiting
+            ? `Tool call "${toolCallId}" waiting now is a different call (key ${waiting.key}) from the one decided (key ${callKey}); providers reuse ids, so the decision is refused.`
+            : `No tool call with key ${callKey} is pending in this conversation.`,
+        };
+      }
+      return this.checkDecision(meant.id);
+    }
     if (toolCallId === undefined) {
       const ids = this.awaitingApproval().map((c) => c.id);
       if (ids.length === 0) return { message: 'No tool call is waiting for approval.' };

@@ -187,6 +187,14 @@ export interface ApprovalDecision {
   decision: 'approve' | 'reject';
   /** The call to decide; every call awaiting approval when unset. */
   toolCallId?: string;
+  /**
+   * The effect key of the call meant (`callKey` of a pending approval).
+   * Providers reuse tool-call ids across responses, so a decision made for
+   * an earlier call could otherwise land on a later call with the same id:
+   * with `callKey`, a decision whose call is no longer the one waiting under
+   * that id is refused. With no `toolCallId`, it names the one call to decide.
+   */
+  callKey?: string;
   /** Why; sent to the model with a rejection. */
   reason?: string;
   /** Who decided, for the records. */
@@ -254,6 +262,9 @@ export function describeBadDecision(decision: unknown): string | undefined {
   if (d.decision !== 'approve' && d.decision !== 'reject') return '"decision" must be "approve" or "reject"';
   if (d.toolCallId !== undefined && (typeof d.toolCallId !== 'string' || d.toolCallId === '')) {
     return '"toolCallId", when given, must be a non-empty string (omit it to decide every pending call)';
+  }
+  if (d.callKey !== undefined && (typeof d.callKey !== 'string' || d.callKey === '')) {
+    return '"callKey", when given, must be a non-empty string (the callKey of a pending approval)';
   }
   if (d.reason !== undefined && typeof d.reason !== 'string') return '"reason", when given, must be a string';
   if (d.decidedBy !== undefined && typeof d.decidedBy !== 'string') return '"decidedBy", when given, must be a string';

@@ -232,7 +232,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
           : `No tool call is waiting for approval in conversation ${conversationId}.`,
       };
     }
-    const checked = batch.checkDecision(decision.toolCallId);
+    const checked = batch.checkDecision(decision.toolCallId, decision.callKey);
     if (!('ids' in checked)) return { refusal: `${checked.message} (conversation ${conversationId})` };
     // A decision counts when it was sent before its call's approval deadline (by the sender's
     // stamp, or by workflow time when it has none) and arrives while the call still waits. It

@@ -149,7 +149,6 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
     transcripts.set(row.conversation_id, list);
   }
   const calls = new Map<string, CallInfo>(); // by effect key (src/transcript/effect-keys.ts)
-  const keyOfCall = new Map<string, string>(); // `${conversationId}/${toolCallId}` → effect key (the chaos model's ids are unique)
   const toolOutcomes: Record<string, number> = {};
   let broken = 0;
   let repairs = 0;
@@ -194,10 +193,7 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
     }
     for (const { seq, message: m } of stored) {
       if (m.role !== 'assistant') continue;
-      m.tool_calls?.forEach((c, i) => {
-        calls.set(callInstanceKey(id, seq, i), { name: c.function.name });
-        keyOfCall.set(`${id}/${c.id}`, callInstanceKey(id, seq, i));
-      });
+      m.tool_calls?.forEach((c, i) => calls.set(callInstanceKey(id, seq, i), { name: c.function.name }));
     }
     const keys = toolMessageKeys(id, stored);
     for (const { seq, message: m } of stored) {
@@ -227,7 +223,7 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
 
   // 5. Decisions.
   const lostIn = new Set<string>();
-  const decisions = await checkDecisions(ctx, calls, keyOfCall, problems, lostIn);
+  const decisions = await checkDecisions(ctx, calls, problems, lostIn);
   // Keep the histories of conversations that lost a decision, for replaying and reading (with historyDir).
   for (const id of lostIn) await historyAndLastTaskFailure(ctx, id);
 
@@ -393,7 +389,6 @@ async function checkSideEffects(
 async function checkDecisions(
   ctx: CheckContext,
   calls: Map<string, CallInfo>,
-  keyOfCall: Map<string, string>,
   problems: string[],
   lostIn: Set<string>,
 ): Promise<DecisionStats> {
@@ -451,7 +446,7 @@ async function checkDecisions(
       );
     const why: string[] = [];
     for (const target of d.targets) {
-      const callKey = keyOfCall.get(`${d.conversationId}/${target.toolCallId}`) ?? '';
+      const callKey = target.callKey;
       const outcome = calls.get(callKey)?.outcome;
       const deadline = target.requestedAt + ctx.approvalTimeoutMs;
       const byOther = (decidedBy.get(callKey) ?? []).some((id) => id !== d.decisionId);

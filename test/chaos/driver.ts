@@ -121,12 +121,13 @@ class ConversationPlayer {
         const state = await this.readState();
         if (state) {
           if (state.recentTurns.some((t) => t.messageIds.includes(current))) break;
-          const fresh = state.pendingApprovals.filter((p) => !this.handledCalls.has(p.toolCallId));
+          // By call key: providers reuse tool-call ids, so a new call may wait under an id already handled.
+          const fresh = state.pendingApprovals.filter((p) => !this.handledCalls.has(p.callKey));
           if (fresh.length > 0) {
             const coverage = this.plan.coverage?.firstAction && !this.plan.coverageActionDone ? this.plan.coverage.firstAction : undefined;
             const action = coverage ?? this.rng.weighted(ACTION_WEIGHTS);
             this.plan.coverageActionDone ||= coverage !== undefined;
-            for (const p of fresh) this.handledCalls.add(p.toolCallId);
+            for (const p of fresh) this.handledCalls.add(p.callKey);
             current = (await this.act(action, fresh, coverage !== undefined)) ?? current;
             spontaneousDone = true;
           } else if (!spontaneousDone && Date.now() >= spontaneousAt && state.status === 'running' && state.pendingApprovals.length === 0) {
@@ -183,7 +184,7 @@ class ConversationPlayer {
         return undefined;
       case 'approve_one': {
         const [first, ...rest] = pending;
-        await this.decide({ decision: 'approve', toolCallId: first.toolCallId, decidedBy: 'chaos' }, [first]);
+        await this.decide({ decision: 'approve', toolCallId: first.toolCallId, callKey: first.callKey, decidedBy: 'chaos' }, [first]);
         if (rest.length > 0) {
           faults.reject++;
           await this.decide({ decision: 'reject', reason: 'chaos: only the first one', decidedBy: 'chaos' }, rest);
@@ -231,7 +232,7 @@ class ConversationPlayer {
     this.lateDecisions = this.lateDecisions.filter((d) => d.at > Date.now());
     for (const late of due) {
       const [first] = late.targets;
-      if (await this.decide({ decision: 'approve', toolCallId: first.toolCallId, decidedBy: 'chaos (late)' }, [first])) {
+      if (await this.decide({ decision: 'approve', toolCallId: first.toolCallId, callKey: first.callKey, decidedBy: 'chaos (late)' }, [first])) {
         this.ctx.runLog.faults.late_decision++;
       }
     }
@@ -245,7 +246,7 @@ class ConversationPlayer {
       decisionId: full.decisionId,
       decision: full.decision,
       toolCallId: full.toolCallId,
-      targets: targets.map((t) => ({ toolCallId: t.toolCallId, requestedAt: Date.parse(t.requestedAt) })),
+      targets: targets.map((t) => ({ toolCallId: t.toolCallId, callKey: t.callKey, requestedAt: Date.parse(t.requestedAt) })),
       sentAt: Date.now(),
       ackAt: undefined as number | undefined,
       duplicate,

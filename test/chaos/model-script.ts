@@ -1,9 +1,11 @@
 /**
  * The scripted model of the chaos run: for each conversation (found by the
  * tag that starts its first user message) random replies with 0–3 tool calls
- * or a final answer, and, as injected faults, HTTP 500s and slow replies.
+ * or a final answer, and, as injected faults, HTTP 500s, slow replies, and
+ * tool-call ids as some providers send them: restarted in every response
+ * (`functions.NAME:0`) or repeated within one response.
  */
-import type { RecordedRequest, ScriptedReply, ScriptedToolCall } from '../../src/model-server';
+import type { RecordedRequest, ScriptedReply, ScriptedToolCall } from '../../src/testing';
 import { FAIL_FIRST_SKU } from './chaos-tools';
 import type { CallKind, ConversationPlan } from './plan';
 import { Rng } from './random';
@@ -17,7 +19,15 @@ export interface ModelFaultCounts {
   model_slow: number;
   unknown_tool: number;
   malformed_arguments: number;
+  /** Responses whose tool-call ids restart at `functions.NAME:0`, as in every other response of the conversation. */
+  reused_ids: number;
+  /** Responses whose tool calls all share one id. */
+  duplicate_ids: number;
 }
+
+/** How a conversation's scripted model names its tool calls. */
+type IdScheme = 'unique' | 'per-response' | 'duplicated';
+const ID_SCHEME_WEIGHTS: Record<IdScheme, number> = { unique: 5, 'per-response': 3, duplicated: 2 };
 
 const CALL_WEIGHTS: Record<Exclude<CallKind, 'check_stock_fail_first'>, number> = {
   find_customer: 12,
@@ -44,6 +54,7 @@ interface ConversationScript {
   consecutive500: number;
   forcedFaultDone: boolean;
   coverageCallsSent: boolean;
+  idScheme: IdScheme;
 }
 
 interface RequestMessage {
@@ -53,7 +64,14 @@ interface RequestMessage {
 
 /** Builds the responder and counts what it injects. */
 export class ChaosModel {
-  readonly faults: ModelFaultCounts = { model_500: 0, model_slow: 0, unknown_tool: 0, malformed_arguments: 0 };
+  readonly faults: ModelFaultCounts = {
+    model_500: 0,
+    model_slow: 0,
+    unknown_tool: 0,
+    malformed_arguments: 0,
+    reused_ids: 0,
+    duplicate_ids: 0,
+  };
   /** Model requests answered per conversation id (valid ones). */
   readonly requestsByConversation = new Map<string, number>();
   private readonly scripts = new Map<string, ConversationScript>();
@@ -67,6 +85,8 @@ export class ChaosModel {
         consecutive500: 0,
         forcedFaultDone: false,
         coverageCallsSent: false,
+        // A stream of its own, so the other choices stay what the seed made them before ids varied.
+        idScheme: plan.coverage?.ids ?? new Rng(seed, 'ids', plan.index).weighted(ID_SCHEME_WEIGHTS),
       });
     }
   }
@@ -111,7 +131,7 @@ export class ChaosModel {
     const coverageDue = plan.coverage?.firstAction ? !plan.coverageActionDone && last?.role === 'user' : isFirstRequest && !script.coverageCallsSent;
     if (plan.coverage && coverageDue) {
       script.coverageCallsSent = true;
-      return { toolCalls: plan.coverage.firstCalls.map((kind) => this.toolCall(script, kind)) };
+      return { toolCalls: this.withIds(script, plan.coverage.firstCalls.map((kind) => this.toolCall(script, kind))) };
     }
     let lastUser = -1;
     messages.forEach((m, i) => {
@@ -121,9 +141,22 @@ export class ChaosModel {
     const pTools = stepsThisTurn >= MAX_TOOL_STEPS ? 0 : last?.role === 'tool' ? 0.3 : 0.7;
     if (rng.chance(pTools)) {
       const count = rng.int(1, 3);
-      return { toolCalls: Array.from({ length: count }, () => this.toolCall(script, rng.weighted(CALL_WEIGHTS))) };
+      return { toolCalls: this.withIds(script, Array.from({ length: count }, () => this.toolCall(script, rng.weighted(CALL_WEIGHTS)))) };
     }
     return { content: `Done (${plan.tag}, step ${stepsThisTurn + 1} of this turn).` };
+  }
+
+  /** Replaces the ids of one response's calls as the conversation's provider would send them. */
+  private withIds(script: ConversationScript, calls: ScriptedToolCall[]): ScriptedToolCall[] {
+    if (script.idScheme === 'per-response') {
+      this.faults.reused_ids++;
+      return calls.map((call, i) => ({ ...call, id: `functions.${call.name}:${i}` }));
+    }
+    if (script.idScheme === 'duplicated' && calls.length > 1) {
+      this.faults.duplicate_ids++;
+      return calls.map((call) => ({ ...call, id: calls[0].id }));
+    }
+    return calls;
   }
 
   private toolCall(script: ConversationScript, kind: CallKind): ScriptedToolCall {

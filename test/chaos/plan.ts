@@ -28,6 +28,8 @@ export interface CoverageScenario {
   firstAction?: ApprovalAction;
   /** A fault on the conversation's first model request. */
   firstRequestFault?: 'model_500' | 'model_slow';
+  /** How the conversation's model names its tool calls (random when unset). */
+  ids?: 'per-response' | 'duplicated';
 }
 
 /** One conversation of the run. */
@@ -61,9 +63,10 @@ export const COVERAGE: readonly CoverageScenario[] = [
     firstCalls: ['check_stock_fail_first', 'unknown_tool', 'malformed_arguments', 'refund_large'],
     firstAction: 'approve_all',
     firstRequestFault: 'model_500',
+    ids: 'duplicated',
   },
   { name: 'slow model, small refund', firstCalls: ['refund_small', 'list_orders'], firstRequestFault: 'model_slow' },
-  { name: 'approve one of two', firstCalls: ['refund_large', 'refund_large', 'check_stock'], firstAction: 'approve_one' },
+  { name: 'approve one of two', firstCalls: ['refund_large', 'refund_large', 'check_stock'], firstAction: 'approve_one', ids: 'per-response' },
 ];
 
 /** The conversations of a run. */

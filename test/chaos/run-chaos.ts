@@ -18,7 +18,7 @@ import { AgentClient } from '../../src/client/client';
 import { freePort } from '../../src/db/free-port';
 import { migrate } from '../../src/db/migrations';
 import { createPool } from '../../src/db/pool';
-import { startModelServer, type ModelServer } from '../../src/model-server';
+import { startModelServer, type ModelServer } from '../../src/testing';
 import { startDevServer, type DevServer } from '../../src/runtime/temporal-server';
 import type { ConversationInput } from '../../src/workflows/api';
 import { runFinalChecks, type CheckResults } from './checks';

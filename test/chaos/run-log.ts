@@ -7,6 +7,8 @@ export const FAULT_KINDS = [
   'model_slow',
   'unknown_tool',
   'malformed_arguments',
+  'reused_ids',
+  'duplicate_ids',
   'tool_failure',
   'worker_kill',
   'server_restart',
@@ -28,7 +30,7 @@ export interface DecisionSent {
   /** Unset: every call awaiting approval. */
   toolCallId?: string;
   /** The calls it was meant for, as the state showed them waiting just before it was sent. */
-  targets: { toolCallId: string; requestedAt: number }[];
+  targets: { toolCallId: string; callKey: string; requestedAt: number }[];
   sentAt: number;
   /** When the server acknowledged the signal; unset when every attempt failed. */
   ackAt?: number;

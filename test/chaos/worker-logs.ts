@@ -15,7 +15,7 @@ const ANSI = /\u001b\[[0-9;]*m/g;
 function normalize(text: string): string {
   return text
     .replace(/chaos-[a-z0-9]+-\d+(-m\d+)?/g, '<conversation>')
-    .replace(/call_c\d+_\d+/g, '<call>')
+    .replace(/call_c\d+_\d+|call_[0-9a-f]{24}|functions\.[\w-]+:\d+/g, '<call>')
     .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi, '<uuid>')
     .replace(/\d+(\.\d+)?/g, 'N')
     .replace(/\s+/g, ' ')

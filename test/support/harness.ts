@@ -12,7 +12,7 @@ import { createOpenAIClient } from '../../src/activities/openai-client';
 import { AgentClient } from '../../src/client/client';
 import { migrate } from '../../src/db/migrations';
 import { createPool } from '../../src/db/pool';
-import { startModelServer, type ModelServer, type ModelServerOptions } from '../../src/model-server';
+import { startModelServer, type ModelServer, type ModelServerOptions } from '../../src/testing';
 import { createAgentWorker } from '../../src/runtime/worker';
 import { backofficeTools } from '../../src/tools/backoffice';
 import type { Tool } from '../../src/tools/tool';
