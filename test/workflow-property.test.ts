@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ScriptedReply, ScriptedToolCall } from '../src/testing';
-import { toolMessageKeys } from '../src/transcript/effect-keys';
+import { toolMessageKeys } from './support/effect-keys';
 import { findPairingProblems, type PairingItem } from '../src/transcript/pairing';
 import { startHarness, type Harness } from './support/harness';
 

@@ -40,7 +40,6 @@ export interface CompletionOptions {
   publisher?: DeltaPublisher;
 }
 
-
 /** Sends the request and assembles the answer. Heartbeats while waiting; stops at once when the activity is cancelled. */
 export async function requestCompletion(
   openai: OpenAI,
@@ -188,21 +187,15 @@ function toCompletion(parts: {
  * fresh id changes nothing else. Returns what it replaced.
  */
 function assignUniqueIds(calls: ToolCall[]): ReassignedToolCallId[] {
-  const taken = new Set(calls.map((c) => c.id).filter((id) => id !== ''));
   const seen = new Set<string>();
   const reassigned: ReassignedToolCallId[] = [];
   calls.forEach((call, index) => {
-    if (call.id !== '' && !seen.has(call.id)) {
-      seen.add(call.id);
-      return;
+    if (call.id === '' || seen.has(call.id)) {
+      const assigned = `call_${randomUUID().replace(/-/g, '').slice(0, 24)}`;
+      reassigned.push({ index, sent: call.id, assigned });
+      call.id = assigned;
     }
-    let assigned: string;
-    do assigned = `call_${randomUUID().replace(/-/g, '').slice(0, 24)}`;
-    while (taken.has(assigned));
-    taken.add(assigned);
-    seen.add(assigned);
-    reassigned.push({ index, sent: call.id, assigned });
-    call.id = assigned;
+    seen.add(call.id);
   });
   return reassigned;
 }

@@ -98,21 +98,26 @@ function planToolCalls(deps: ModelActivityDeps, input: ModelCallInput, message: 
   return calls.map((call, index) =>
     index < limit
       ? planToolCall(deps.tools, input.tools, call)
-      : {
-          toolCallId: call.id,
-          name: call.function.name,
-          problem: {
-            reason: 'too_many_calls',
-            message:
-              `The response asked for ${calls.length} tool calls; this worker runs at most ${limit} per response ` +
-              '(AGENT_MAX_PARALLEL_TOOL_CALLS). This call was not run: ask for it again in a later step.',
-          },
-          needsApproval: false,
-          idempotent: true,
-          timeoutMs: TOOL_DEFAULTS.timeoutMs,
-          maxAttempts: 1,
-        },
+      : unrunnable(call, {
+          reason: 'too_many_calls',
+          message:
+            `The response asked for ${calls.length} tool calls; this worker runs at most ${limit} per response ` +
+            '(AGENT_MAX_PARALLEL_TOOL_CALLS). This call was not run: ask for it again in a later step.',
+        }),
   );
+}
+
+/** The plan of a call that cannot run: the workflow settles it as `tool_failed` with the problem's words. */
+function unrunnable(call: ToolCall, problem: NonNullable<ToolCallPlan['problem']>): ToolCallPlan {
+  return {
+    toolCallId: call.id,
+    name: call.function.name,
+    problem,
+    needsApproval: false,
+    idempotent: true,
+    timeoutMs: TOOL_DEFAULTS.timeoutMs,
+    maxAttempts: 1,
+  };
 }
 
 /** Reads the transcript, applies the workflow's repair, and refuses to send anything invalid. */
@@ -157,17 +162,7 @@ function pairingItem(m: ChatMessage): PairingItem {
 
 function planToolCall(registry: ToolRegistry, allowed: readonly string[] | undefined, call: ToolCall): ToolCallPlan {
   const checked = checkToolCall(registry, allowed, call.function.name, call.function.arguments);
-  if (!checked.ok) {
-    return {
-      toolCallId: call.id,
-      name: call.function.name,
-      problem: { reason: checked.reason, message: checked.message },
-      needsApproval: false,
-      idempotent: true,
-      timeoutMs: TOOL_DEFAULTS.timeoutMs,
-      maxAttempts: 1,
-    };
-  }
+  if (!checked.ok) return unrunnable(call, { reason: checked.reason, message: checked.message });
   const { tool, args } = checked;
   let needsApproval: boolean;
   try {

@@ -11,7 +11,6 @@
  *
  * Pure module: imported by workflow code and by activities.
  */
-import type { ChatMessage } from './messages';
 
 /** The key of the call at `index` of the assistant message stored at `assistantSeq`. */
 export function callInstanceKey(conversationId: string, assistantSeq: number, index: number): string {
@@ -25,22 +24,4 @@ export function callInstanceKey(conversationId: string, assistantSeq: number, in
  */
 export function legacyCallKey(conversationId: string, toolCallId: string): string {
   return `${conversationId}/${toolCallId}`;
-}
-
-/**
- * For a stored transcript, the effect key of the call each tool message
- * answers, by the tool message's seq. A tool message answers a call of the
- * nearest assistant message before it.
- */
-export function toolMessageKeys(conversationId: string, messages: readonly { seq: number; message: ChatMessage }[]): Map<number, string> {
-  const keys = new Map<number, string>();
-  let open: { seq: number; ids: string[] } | undefined;
-  for (const { seq, message } of messages) {
-    if (message.role === 'assistant') open = { seq, ids: (message.tool_calls ?? []).map((c) => c.id) };
-    else if (message.role === 'tool' && open) {
-      const index = open.ids.indexOf(message.tool_call_id);
-      if (index >= 0) keys.set(seq, callInstanceKey(conversationId, open.seq, index));
-    } else open = undefined;
-  }
-  return keys;
 }

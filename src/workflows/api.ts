@@ -117,8 +117,10 @@ export const CONVERSATION_DEFAULTS = {
 /**
  * Lists what is wrong with a {@link ConversationInput}; empty when it is valid.
  * Checked by the client before starting, and by the workflow at start.
+ * `limits: false` leaves out {@link describeOverLimits} (the workflow applies
+ * those only to runs started after they existed).
  */
-export function describeInvalidInput(input: unknown): string[] {
+export function describeInvalidInput(input: unknown, options: { limits?: boolean } = {}): string[] {
   if (input === undefined) return [];
   if (typeof input !== 'object' || input === null || Array.isArray(input)) return ['the input must be an object'];
   const i = input as Record<string, unknown>;
@@ -133,7 +135,7 @@ export function describeInvalidInput(input: unknown): string[] {
     problems.push('tools must be a list of tool names, e.g. ["find_customer"]');
   }
   positiveInt(i.maxSteps, 'maxSteps');
-  problems.push(...describeOverLimits(input));
+  if (options.limits !== false) problems.push(...describeOverLimits(input));
   positiveInt(i.approvalTimeoutMs, 'approvalTimeoutMs');
   positiveInt(i.continueAsNewAfterEvents, 'continueAsNewAfterEvents');
   if (i.onNewMessage !== undefined && i.onNewMessage !== 'interrupt' && i.onNewMessage !== 'queue') {
@@ -155,10 +157,7 @@ export function describeInvalidInput(input: unknown): string[] {
   return problems;
 }
 
-/**
- * Lists the values of a {@link ConversationInput} above {@link CONVERSATION_LIMITS};
- * part of {@link describeInvalidInput}.
- */
+/** Lists the values of a {@link ConversationInput} above {@link CONVERSATION_LIMITS}. */
 export function describeOverLimits(input: unknown): string[] {
   const maxSteps = (input as { maxSteps?: unknown } | undefined)?.maxSteps;
   if (typeof maxSteps === 'number' && Number.isInteger(maxSteps) && maxSteps > CONVERSATION_LIMITS.maxSteps) {

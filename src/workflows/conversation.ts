@@ -119,9 +119,9 @@ const CANCELLED_WORKFLOW = 'the conversation was cancelled';
 /** Runs one conversation until it is ended. */
 export async function conversationWorkflow(input: ConversationInput = {}): Promise<ConversationSummary> {
   const conversationId = workflowInfo().workflowId;
+  const inputProblems = describeInvalidInput(input, { limits: false });
   const overLimits = describeOverLimits(input);
-  const limitsApply = overLimits.length > 0 && patched(CONVERSATION_LIMITS_PATCH);
-  const inputProblems = describeInvalidInput(input).filter((p) => limitsApply || !overLimits.includes(p));
+  if (overLimits.length > 0 && patched(CONVERSATION_LIMITS_PATCH)) inputProblems.push(...overLimits);
   if (inputProblems.length > 0) {
     throw ApplicationFailure.nonRetryable(`Invalid conversation input: ${inputProblems.join('; ')}.`, ConversationErrorType.InvalidConversationInput);
   }

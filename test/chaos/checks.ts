@@ -15,7 +15,8 @@ import type { ConversationState } from '../../src/workflows/api';
 import { retrying } from './driver';
 import { CHAOS_ORDERS } from './model-script';
 import type { ConversationRecord, DecisionSent, RunLog } from './run-log';
-import { callInstanceKey, toolMessageKeys } from '../../src/transcript/effect-keys';
+import { callInstanceKey } from '../../src/transcript/effect-keys';
+import { toolMessageKeys } from '../support/effect-keys';
 
 /** Counts that must be 0 after any run. */
 export interface MustBeZero {

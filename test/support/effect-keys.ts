@@ -1,4 +1,4 @@
-/** Finding the effect key the workflow minted for a call, from the stored transcript. */
+/** Finding the effect keys the workflow minted for calls, from the stored transcript. */
 import type { Pool } from 'pg';
 import type { ChatMessage } from '../../src/transcript/messages';
 import { callInstanceKey } from '../../src/transcript/effect-keys';
@@ -17,4 +17,22 @@ export async function effectKeyOf(pool: Pool, conversationId: string, toolCallId
     if (index >= 0) return callInstanceKey(conversationId, seq, index);
   }
   return undefined;
+}
+
+/**
+ * For a stored transcript, the effect key of the call each tool message
+ * answers, by the tool message's seq. A tool message answers a call of the
+ * nearest assistant message before it.
+ */
+export function toolMessageKeys(conversationId: string, messages: readonly { seq: number; message: ChatMessage }[]): Map<number, string> {
+  const keys = new Map<number, string>();
+  let open: { seq: number; ids: string[] } | undefined;
+  for (const { seq, message } of messages) {
+    if (message.role === 'assistant') open = { seq, ids: (message.tool_calls ?? []).map((c) => c.id) };
+    else if (message.role === 'tool' && open) {
+      const index = open.ids.indexOf(message.tool_call_id);
+      if (index >= 0) keys.set(seq, callInstanceKey(conversationId, open.seq, index));
+    } else open = undefined;
+  }
+  return keys;
 }
