@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backofficeTools } from '../src/tools/backoffice';
 import { tool } from '../src/tools/tool';
-import { findPairingProblems } from '../src/transcript/pairing';
+import { findPairingProblems } from '../src/core/pairing';
 import { historyEventSizes } from './support/history';
 import { startHarness, type Harness } from './support/harness';
 

@@ -6,8 +6,8 @@ import type { ModelCallResult } from '../src/activities/contracts';
 import { createOpenAIClient } from '../src/activities/openai-client';
 import { ToolRegistry } from '../src/tools/registry';
 import { backofficeTools } from '../src/tools/backoffice';
-import type { ChatMessage } from '../src/transcript/messages';
-import { repairedContent } from '../src/transcript/outcomes';
+import type { ChatMessage } from '../src/core/messages';
+import { repairedContent } from '../src/core/outcomes';
 import { startHarness, type Harness } from './support/harness';
 
 // The model activity on its own (in the SDK's activity test environment, with a

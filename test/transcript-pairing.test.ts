@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { applyPairingRepair, findPairingProblems, planPairingRepair, type PairingItem } from '../src/transcript/pairing';
+import { applyPairingRepair, findPairingProblems, planPairingRepair, type PairingItem } from '../src/core/pairing';
 
 const user: PairingItem = { role: 'user' };
 const assistant = (...callIds: string[]): PairingItem => ({ role: 'assistant', callIds });

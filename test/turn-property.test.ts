@@ -1,156 +1,290 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ToolCallBatch, type CallOutcome } from '../src/transcript/batch';
-import { findPairingProblems, type PairingItem } from '../src/transcript/pairing';
+import { callInstanceKey } from '../src/core/effect-keys';
+import type { ChatMessage } from '../src/core/messages';
+import { findPairingProblems, type PairingItem } from '../src/core/pairing';
+import { assistantWithCalls, CoreDriver } from './support/core-driver';
 
-// The pure core of a turn, driven by random events exactly as the workflow
-// drives it: the model answers with 0-4 calls (some needing approval, some
-// that cannot run), people decide (one, all, unknown ids, twice), tools start,
-// finish or fail, approvals time out, the user cancels or interrupts.
+// The conversation core (src/core/conversation.ts), the same class the workflow runs, driven by
+// random event sequences through a synchronous stand-in for the workflow edge: user messages
+// (new, repeated, malformed; interrupt or queue), cancels, model answers with 0-4 calls (some
+// needing approval, some that cannot run, some not idempotent; provider ids unique or restarted
+// in every response), model failures, decisions (one call, all, unknown ids, stale keys, late,
+// repeated ids, by signal or update), tool results (ok, failed, cut off), approval deadlines,
+// continue-as-new between turns, and the end of the conversation.
 
 type Event =
-  | { type: 'model'; calls: { needsApproval: boolean; broken: boolean }[] }
-  | { type: 'decide'; target: number | 'all' | 'unknown'; approve: boolean }
-  | { type: 'start'; index: number }
-  | { type: 'finish'; index: number; ok: boolean }
-  | { type: 'timeout' }
+  | { type: 'message'; id: 'new' | 'repeat' | 'none' | 'malformed' }
   | { type: 'cancel' }
-  | { type: 'userMessage'; policy: 'interrupt' | 'queue' };
+  | { type: 'model'; calls: { approval: boolean; broken: boolean; idempotent: boolean }[] }
+  | { type: 'modelFails' }
+  | { type: 'decide'; target: number | 'all' | 'unknown' | 'stale'; approve: boolean; via: 'signal' | 'update'; repeatId: boolean; late: boolean }
+  | { type: 'tool'; index: number; result: 'ok' | 'fail' | 'cut_off' }
+  | { type: 'lateReport'; index: number }
+  | { type: 'deadline' }
+  | { type: 'continueAsNew' }
+  | { type: 'end' };
 
 const eventArbitrary: fc.Arbitrary<Event> = fc.oneof(
-  fc.record({
-    type: fc.constant('model' as const),
-    calls: fc.array(fc.record({ needsApproval: fc.boolean(), broken: fc.constantFrom(false, false, false, false, true) }), { maxLength: 4 }),
-  }),
-  fc.record({
-    type: fc.constant('decide' as const),
-    target: fc.oneof(fc.nat(4), fc.constant('all' as const), fc.constant('unknown' as const)),
-    approve: fc.boolean(),
-  }),
-  fc.record({ type: fc.constant('start' as const), index: fc.nat(4) }),
-  fc.record({ type: fc.constant('finish' as const), index: fc.nat(4), ok: fc.boolean() }),
-  fc.constant({ type: 'timeout' as const }),
-  fc.constant({ type: 'cancel' as const }),
-  fc.record({ type: fc.constant('userMessage' as const), policy: fc.constantFrom('interrupt' as const, 'queue' as const) }),
+  { weight: 3, arbitrary: fc.record({ type: fc.constant('message' as const), id: fc.constantFrom('new' as const, 'new' as const, 'repeat' as const, 'none' as const, 'malformed' as const) }) },
+  { weight: 1, arbitrary: fc.constant({ type: 'cancel' as const }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      type: fc.constant('model' as const),
+      calls: fc.array(fc.record({ approval: fc.boolean(), broken: fc.constantFrom(false, false, false, true), idempotent: fc.boolean() }), { maxLength: 4 }),
+    }),
+  },
+  { weight: 1, arbitrary: fc.constant({ type: 'modelFails' as const }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      type: fc.constant('decide' as const),
+      target: fc.oneof(fc.nat(3), fc.constant('all' as const), fc.constant('unknown' as const), fc.constant('stale' as const)),
+      approve: fc.boolean(),
+      via: fc.constantFrom('signal' as const, 'update' as const),
+      repeatId: fc.constantFrom(false, false, true),
+      late: fc.constantFrom(false, false, false, true),
+    }),
+  },
+  { weight: 4, arbitrary: fc.record({ type: fc.constant('tool' as const), index: fc.nat(3), result: fc.constantFrom('ok' as const, 'ok' as const, 'fail' as const, 'cut_off' as const) }) },
+  { weight: 1, arbitrary: fc.record({ type: fc.constant('lateReport' as const), index: fc.nat(20) }) },
+  { weight: 1, arbitrary: fc.constant({ type: 'deadline' as const }) },
+  { weight: 1, arbitrary: fc.constant({ type: 'continueAsNew' as const }) },
+  { weight: 1, arbitrary: fc.constant({ type: 'end' as const }) },
 );
 
-interface Simulation {
-  transcript: PairingItem[];
-  batch?: ToolCallBatch;
-  firstOutcome: Map<string, CallOutcome>;
-  calls: number;
-  steps: number;
+interface Run {
+  driver: CoreDriver;
+  /** Provider ids restart in every response (`call_0`, `call_1`, ...) when true. */
+  reusedIds: boolean;
+  messages: { id: string; text: string }[];
+  sent: number;
+  responses: number;
+  decisionIds: string[];
+  /** Every call instance seen: its provider id, and what its tool reported or must settle as. */
+  calls: Map<string, { id: string; expected?: string; expectedKind?: string }>;
 }
 
-function closeIfSettled(sim: Simulation): void {
-  if (!sim.batch?.isSettled()) return;
-  for (const { toolCallId } of sim.batch.results()) sim.transcript.push({ role: 'tool', answers: toolCallId });
-  sim.batch = undefined;
-}
-
-function apply(sim: Simulation, event: Event, now: number): void {
-  const batch = sim.batch;
-  const id = (index: number) => batch?.all()[index % Math.max(batch.all().length, 1)]?.id;
+function apply(run: Run, event: Event): void {
+  const d = run.driver;
+  d.clock += 1000;
   switch (event.type) {
-    case 'model': {
-      if (batch) return; // the model is only called when no batch is open
-      sim.steps++;
-      const ids = event.calls.map(() => `call_${++sim.calls}`);
-      sim.transcript.push({ role: 'assistant', callIds: ids });
-      if (ids.length > 0) {
-        sim.batch = new ToolCallBatch(
-          event.calls.map((c, i) => ({
-            id: ids[i],
-            key: `conv/msg-${sim.steps}/call-${i}`,
-            name: 'tool',
-            arguments: '{}',
-            needsApproval: c.needsApproval,
-            problem: c.broken ? { reason: 'invalid_arguments' as const, message: 'bad' } : undefined,
-          })),
-          now,
-        );
-      }
-      break;
+    case 'message': {
+      const text = `message ${++run.sent}`;
+      if (event.id === 'malformed') return d.userMessage({ text: '' });
+      const repeated = event.id === 'repeat' ? run.messages.filter((m) => m.id.startsWith('m-')).at(-1)?.id : undefined;
+      const messageId = repeated ?? (event.id === 'none' ? undefined : `m-${run.sent}`);
+      const accepted = repeated === undefined;
+      d.userMessage(messageId ? { text, messageId } : { text });
+      if (accepted) run.messages.push({ id: messageId ?? 'generated', text });
+      return;
     }
-    case 'decide': {
-      if (!batch) return;
-      const target = event.target === 'all' ? undefined : event.target === 'unknown' ? 'call_nope' : id(event.target);
-      const before = JSON.stringify(batch.snapshot());
-      const checked = batch.checkDecision(target);
-      if ('ids' in checked) {
-        batch.decide(checked.ids, { decisionId: `d${now}`, approved: event.approve, decidedAt: now });
-      } else {
-        expect(JSON.stringify(batch.snapshot())).toBe(before); // a refused decision changes nothing
-      }
-      break;
-    }
-    case 'start': {
-      const target = id(event.index);
-      if (batch && target) batch.markRunning(target);
-      break;
-    }
-    case 'finish': {
-      const call = batch?.all()[event.index % Math.max(batch?.all().length ?? 1, 1)];
-      if (batch && call?.phase === 'running') {
-        batch.settle(call.id, event.ok ? { kind: 'ok', content: '"done"' } : { kind: 'tool_failed', content: '{}' });
-      }
-      break;
-    }
-    case 'timeout':
-      batch?.timeOutApprovals();
-      break;
     case 'cancel':
-      batch?.interrupt('the user cancelled the turn');
-      break;
-    case 'userMessage':
-      if (batch && event.policy === 'interrupt') {
-        batch.interrupt('a new user message interrupted the turn');
-        closeIfSettled(sim);
+      return d.cancelTurn('changed my mind');
+    case 'model': {
+      if (d.stage !== 'model') return;
+      const seq = d.stored.length;
+      const response = run.responses++;
+      const spec = event.calls.map((c, i) => ({
+        id: run.reusedIds ? `call_${i}` : `call_${response}_${i}`,
+        needsApproval: c.approval,
+        idempotent: c.idempotent,
+        problem: c.broken ? { reason: 'invalid_arguments' as const, message: 'arguments are not JSON' } : undefined,
+      }));
+      spec.forEach((c, i) => run.calls.set(callInstanceKey(d.conversationId, seq, i), { id: c.id, ...(c.problem ? { expectedKind: 'tool_failed' } : {}) }));
+      const { message, plans } = assistantWithCalls(spec);
+      return d.modelAnswers(message, plans);
+    }
+    case 'modelFails':
+      if (d.stage === 'model') d.modelFails('the provider answered 500 five times');
+      return;
+    case 'decide': {
+      const open = d.calls;
+      const call = typeof event.target === 'number' ? open[event.target % Math.max(open.length, 1)] : undefined;
+      const stale = [...run.calls.entries()].find(([key, c]) => !open.some((o) => o.key === key) && open.some((o) => o.id === c.id));
+      const decisionId = event.repeatId && run.decisionIds.length > 0 ? run.decisionIds.at(-1)! : `d-${run.decisionIds.length + 1}`;
+      const decision = {
+        decisionId,
+        decision: event.approve ? ('approve' as const) : ('reject' as const),
+        toolCallId: event.target === 'unknown' ? 'call_nope' : event.target === 'stale' ? stale?.[1].id : call?.id,
+        ...(event.target === 'stale' && stale ? { callKey: stale[0] } : {}),
+        sentAt: new Date(event.late ? d.clock + 8 * 86_400_000 : d.clock).toISOString(),
+      };
+      const before = d.core.state();
+      const waiting = new Set(before.pendingApprovals.map((p) => p.callKey));
+      const outcome = d.decide(decision, event.via);
+      if ('refusal' in outcome) {
+        // A refused decision changes nothing but the record of refusals.
+        const after = d.core.state();
+        expect({ ...after, refusedDecisions: [], lastError: undefined }).toEqual({ ...before, refusedDecisions: [], lastError: undefined });
+        if (event.target === 'stale' && stale) expect(outcome.refusal).toMatch(/different call|No tool call/);
+        return;
       }
-      if (!sim.batch) sim.transcript.push({ role: 'user' });
-      break;
+      if (!run.decisionIds.includes(decisionId)) {
+        run.decisionIds.push(decisionId);
+        expect(outcome.applied).toBe(true);
+        expect(event.late).toBe(false); // a decision sent after the deadline never applies
+        for (const id of outcome.ids) {
+          const decided = open.find((c) => c.id === id)!;
+          expect(waiting.has(decided.key)).toBe(true); // only calls waiting for a person are decided
+          if (!event.approve) run.calls.get(decided.key)!.expectedKind = 'rejected';
+        }
+      } else {
+        expect(outcome.applied).toBe(false); // a decision id is applied once
+      }
+      return;
+    }
+    case 'tool': {
+      const running = d.calls.filter((c) => c.phase === 'running');
+      const call = running[event.index % Math.max(running.length, 1)];
+      if (!call) return;
+      const known = run.calls.get(call.key)!;
+      if (event.result === 'ok') {
+        known.expected = JSON.stringify({ kind: 'ok', done: call.key });
+        return d.toolReports(call, { content: known.expected });
+      }
+      const cutOff = event.result === 'cut_off' ? 'it ran longer than its timeout of 60000 ms' : undefined;
+      known.expectedKind = cutOff && call.idempotent === false ? 'effect_unknown' : 'tool_failed';
+      return d.toolReports(call, { message: 'the tool failed', reason: 'error', cutOff });
+    }
+    case 'lateReport': {
+      // A report for a call that already has its outcome (settled, or its batch closed) changes nothing.
+      const settled = [...run.driver.calls.filter((c) => c.phase === 'settled'), ...d.closedCalls];
+      const call = settled[event.index % Math.max(settled.length, 1)];
+      if (call) d.toolReports(call, { content: JSON.stringify({ kind: 'ok', late: true }) });
+      return;
+    }
+    case 'deadline':
+      for (const call of d.calls.filter((c) => d.core.awaitsApproval(c))) run.calls.get(call.key)!.expectedKind = 'approval_timeout';
+      return d.deadlinePasses();
+    case 'continueAsNew': {
+      if (d.stage !== 'idle' || d.closed) return;
+      const before = d.core.state();
+      d.continueAsNew();
+      const after = d.core.state();
+      expect(after.runs).toBe(before.runs + 1);
+      const kept = (s: typeof before) => [s.steps, s.messageCount, s.lastError, s.decisionsApplied, s.recentTurns, s.unknownEffectsCount, s.refusedDecisions];
+      expect(kept(after)).toEqual(kept(before));
+      return;
+    }
+    case 'end':
+      d.core.end();
+      return d.advance();
   }
-  closeIfSettled(sim);
 }
 
-/** The transcript the next model call would see: what is stored, plus, if a batch is open, its settlement by a cancel. */
-function nextModelView(sim: Simulation): PairingItem[] {
-  if (!sim.batch) return sim.transcript;
-  const settled = ToolCallBatch.fromSnapshot(sim.batch.snapshot());
-  settled.interrupt('check');
-  return [...sim.transcript, ...settled.results().map((r) => ({ role: 'tool', answers: r.toolCallId }))];
+/** The stored transcript as the pairing rules see it. */
+function pairingItems(stored: readonly ChatMessage[]): PairingItem[] {
+  return stored.map((m) => ({
+    role: m.role,
+    callIds: m.role === 'assistant' ? m.tool_calls?.map((c) => c.id) : undefined,
+    answers: m.role === 'tool' ? m.tool_call_id : undefined,
+  }));
 }
 
-describe('the turn core under random events (property)', () => {
-  it('keeps the next model call valid, never loses a finished result, and gives every call exactly one outcome', () => {
-    let cases = 0;
-    let events = 0;
-    let calls = 0;
+/** Each stored tool message with the effect key of the call it answers (positional: results follow their assistant message in call order). */
+function resultsByKey(conversationId: string, stored: readonly ChatMessage[]): Map<string, string[]> {
+  const results = new Map<string, string[]>();
+  stored.forEach((m, seq) => {
+    if (m.role !== 'assistant') return;
+    (m.tool_calls ?? []).forEach((call, index) => {
+      const answer = stored[seq + 1 + index];
+      expect(answer).toMatchObject({ role: 'tool', tool_call_id: call.id });
+      const key = callInstanceKey(conversationId, seq, index);
+      results.set(key, [...(results.get(key) ?? []), (answer as { content: string }).content]);
+    });
+  });
+  return results;
+}
+
+function checkAfterEvent(run: Run): void {
+  const d = run.driver;
+  const state = d.core.state();
+  // What the search attributes say is what the state says.
+  expect(d.published.status).toBe(state.status);
+  expect(d.published.pendingApprovals).toBe(state.pendingApprovals.length);
+  expect(d.published.unknownEffects).toBe(state.unknownEffectsCount);
+  // Every model call sees a transcript that keeps the pairing rules, with nothing to repair.
+  if (d.stage === 'model') {
+    expect(findPairingProblems(pairingItems(d.stored))).toEqual([]);
+    expect(d.request).toMatchObject({ throughSeq: d.stored.length - 1, omitSeqs: [], synthesized: [] });
+  }
+  // No side effect twice: a call instance is started at most once, and only when it may run.
+  for (const [key, count] of d.starts) {
+    expect(count, key).toBe(1);
+    const call = d.calls.find((c) => c.key === key);
+    if (call?.needsApproval) expect(call.decision?.approved).toBe(true);
+  }
+  expect(state.transcriptRepairs).toBe(0);
+}
+
+function checkAtEnd(run: Run): void {
+  const d = run.driver;
+  if (d.stage !== 'idle') d.stop(true); // the workflow is cancelled with a turn open
+  expect(findPairingProblems(pairingItems(d.stored))).toEqual([]);
+  const results = resultsByKey(d.conversationId, d.stored);
+  expect([...results.keys()].sort()).toEqual([...run.calls.keys()].sort()); // every call instance answered...
+  for (const [key, known] of run.calls) {
+    const answers = results.get(key)!;
+    expect(answers).toHaveLength(1); // ...exactly once
+    const kind = (JSON.parse(answers[0]) as { kind: string }).kind;
+    if (known.expected) expect(answers[0]).toBe(known.expected); // a reported result is never replaced
+    else if (known.expectedKind) expect(kind).toBe(known.expectedKind);
+    if (kind === 'ok') expect(answers[0]).toBe(known.expected); // and only the call's own report is its result
+  }
+  // Every accepted user message is stored once, in order, and answered by exactly one turn.
+  const users = d.stored.filter((m) => m.role === 'user').map((m) => m.content);
+  const queued = d.core.state().queuedMessages;
+  expect(users).toEqual(run.messages.slice(0, run.messages.length - queued).map((m) => m.text));
+  const answered = d.turns.flatMap((t) => t.messageIds);
+  expect(answered).toHaveLength(users.length);
+  expect(new Set(answered).size).toBe(answered.length);
+  expect(d.core.state().decisionsApplied).toBeLessThanOrEqual(run.decisionIds.length);
+}
+
+describe('the conversation core under random events (property)', () => {
+  it('keeps every model call valid, runs each call at most once, never loses a result or a message, and answers every call exactly once', () => {
+    const totals = { cases: 0, events: 0, calls: 0, started: 0, turns: 0, reusedIdCases: 0, interrupted: 0, cancelled: 0, decisions: 0, outcomes: {} as Record<string, number> };
     fc.assert(
-      fc.property(fc.array(eventArbitrary, { minLength: 1, maxLength: 40 }), (sequence) => {
-        cases++;
-        const sim: Simulation = { transcript: [{ role: 'user' }], firstOutcome: new Map(), calls: 0, steps: 0 };
-        sequence.forEach((event, i) => {
-          events++;
-          apply(sim, event, i);
-          expect(findPairingProblems(nextModelView(sim))).toEqual([]);
-          for (const call of sim.batch?.all() ?? []) {
-            if (!call.outcome) continue;
-            const first = sim.firstOutcome.get(call.id) ?? call.outcome;
-            sim.firstOutcome.set(call.id, first);
-            expect(call.outcome).toEqual(first); // an outcome never changes once set
+      fc.property(
+        fc.array(eventArbitrary, { minLength: 1, maxLength: 60 }),
+        fc.boolean(),
+        fc.constantFrom('interrupt' as const, 'queue' as const),
+        fc.integer({ min: 1, max: 4 }),
+        (sequence, reusedIds, onNewMessage, maxSteps) => {
+          const driver = new CoreDriver({ systemPrompt: 'You help.', onNewMessage, maxSteps, approvalTimeoutMs: 60_000 });
+          const run: Run = { driver, reusedIds, messages: [], sent: 0, responses: 0, decisionIds: [], calls: new Map() };
+          driver.userMessage({ text: 'first', messageId: 'm-0' });
+          run.messages.push({ id: 'm-0', text: 'first' });
+          for (const event of sequence) {
+            apply(run, event);
+            checkAfterEvent(run);
           }
-        });
-        sim.batch?.interrupt('end of test');
-        closeIfSettled(sim);
-        calls += sim.calls;
-        expect(findPairingProblems(sim.transcript)).toEqual([]);
-        const answers = sim.transcript.filter((m) => m.role === 'tool').map((m) => m.answers);
-        const asked = sim.transcript.flatMap((m) => m.callIds ?? []);
-        expect([...answers].sort()).toEqual([...asked].sort()); // exactly one tool message per call
-      }),
-      { numRuns: 3000 },
+          checkAtEnd(run);
+          totals.cases++;
+          totals.events += sequence.length;
+          totals.calls += run.calls.size;
+          totals.turns += driver.turns.length;
+          totals.reusedIdCases += reusedIds ? 1 : 0;
+          totals.interrupted += driver.turns.filter((t) => t.outcome === 'interrupted').length;
+          totals.cancelled += driver.turns.filter((t) => t.outcome === 'cancelled').length;
+          totals.started += driver.starts.size;
+          totals.decisions += run.decisionIds.length;
+          for (const m of driver.stored) {
+            if (m.role !== 'tool') continue;
+            const kind = (JSON.parse(m.content) as { kind?: string }).kind ?? 'ok';
+            totals.outcomes[kind] = (totals.outcomes[kind] ?? 0) + 1;
+          }
+        },
+      ),
+      { numRuns: 2000 },
     );
-    console.log(`turn core property: ${cases} cases, ${events} events, ${calls} tool calls; every next model call valid`);
+    console.log('conversation core property:', JSON.stringify(totals));
+    expect(totals.interrupted).toBeGreaterThan(0);
+    expect(totals.cancelled).toBeGreaterThan(0);
+    for (const kind of ['ok', 'tool_failed', 'rejected', 'approval_timeout', 'cancelled', 'interrupted', 'effect_unknown']) {
+      expect(totals.outcomes[kind], kind).toBeGreaterThan(0); // every way a call ends was exercised
+    }
   });
 });

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ScriptedReply, ScriptedToolCall } from '../src/testing';
 import { toolMessageKeys } from './support/effect-keys';
-import { findPairingProblems, type PairingItem } from '../src/transcript/pairing';
+import { findPairingProblems, type PairingItem } from '../src/core/pairing';
 import { startHarness, type Harness } from './support/harness';
 
 // The guarantee on the real workflow, for a bounded sample of random

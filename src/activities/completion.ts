@@ -8,7 +8,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
-import type { ToolCall } from '../transcript/messages';
+import type { ToolCall } from '../core/messages';
 import { ActivityErrorType, HEARTBEAT_EVERY_MS, type AssistantMessage } from './contracts';
 import type { DeltaPublisher } from './deltas';
 import { StreamAssembler } from './stream-assembler';

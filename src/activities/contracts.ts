@@ -2,8 +2,8 @@
  * Inputs and results of the activities, shared with the workflow as types.
  * Type-only module: safe to import from workflow code.
  */
-import type { ModelSettings } from '../workflows/api';
-import type { ChatMessage } from '../transcript/messages';
+import type { ModelSettings } from '../core/contract';
+import type { ChatMessage } from '../core/messages';
 
 /** An assistant message as returned by the model. */
 export type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>;

@@ -7,8 +7,8 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
-import type { ChatMessage, ToolCall } from '../transcript/messages';
-import { applyPairingRepair, findPairingProblems, type PairingItem } from '../transcript/pairing';
+import type { ChatMessage, ToolCall } from '../core/messages';
+import { applyPairingRepair, findPairingProblems, type PairingItem } from '../core/pairing';
 import type { ToolRegistry } from '../tools/registry';
 import type { Pool } from 'pg';
 import {

@@ -105,7 +105,7 @@ const MIGRATIONS: Migration[] = [
     version: 4,
     name: 'effect keys of decided calls',
     sql: `
-      -- The effect key of each decided call (see src/transcript/effect-keys.ts), in the order of
+      -- The effect key of each decided call (see src/core/effect-keys.ts), in the order of
       -- tool_call_ids: provider ids repeat across responses, the keys never do. NULL for decisions
       -- recorded before effect keys per call instance.
       ALTER TABLE approval_decisions ADD COLUMN call_keys text[];

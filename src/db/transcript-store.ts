@@ -1,7 +1,7 @@
 /** Message bodies in PostgreSQL: the workflow appends, the model activity and readers read. */
 import type { Pool } from 'pg';
 import { inTransaction } from './transaction';
-import type { ChatMessage } from '../transcript/messages';
+import type { ChatMessage } from '../core/messages';
 import type { AppendMessagesInput, AssistantMessage, DecisionRecord, StoredMessageRef } from '../activities/contracts';
 
 /** A stored message with its position. */

@@ -9,13 +9,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import type { Pool } from 'pg';
 import type { AgentClient } from '../../src/client/client';
-import type { ChatMessage } from '../../src/transcript/messages';
-import { findPairingProblems, type PairingItem } from '../../src/transcript/pairing';
+import type { ChatMessage } from '../../src/core/messages';
+import { findPairingProblems, type PairingItem } from '../../src/core/pairing';
 import type { ConversationState } from '../../src/workflows/api';
 import { retrying } from './driver';
 import { CHAOS_ORDERS } from './model-script';
 import type { ConversationRecord, DecisionSent, RunLog } from './run-log';
-import { callInstanceKey } from '../../src/transcript/effect-keys';
+import { callInstanceKey } from '../../src/core/effect-keys';
 import { toolMessageKeys } from '../support/effect-keys';
 
 /** Counts that must be 0 after any run. */
@@ -149,7 +149,7 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
     list.push({ seq: row.seq, message: row.message });
     transcripts.set(row.conversation_id, list);
   }
-  const calls = new Map<string, CallInfo>(); // by effect key (src/transcript/effect-keys.ts)
+  const calls = new Map<string, CallInfo>(); // by effect key (src/core/effect-keys.ts)
   const toolOutcomes: Record<string, number> = {};
   let broken = 0;
   let repairs = 0;

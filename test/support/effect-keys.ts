@@ -1,7 +1,7 @@
 /** Finding the effect keys the workflow minted for calls, from the stored transcript. */
 import type { Pool } from 'pg';
-import type { ChatMessage } from '../../src/transcript/messages';
-import { callInstanceKey } from '../../src/transcript/effect-keys';
+import type { ChatMessage } from '../../src/core/messages';
+import { callInstanceKey } from '../../src/core/effect-keys';
 
 /**
  * The effect key of the call with this provider id in the latest stored

@@ -17,6 +17,10 @@ import {
   type ToolFailureReason,
 } from './outcomes';
 import { TOOL_DEFAULTS } from '../tools/defaults';
+import type { ToolCallPlan } from '../activities/contracts';
+import type { PendingApproval } from './contract';
+import { callInstanceKey, legacyCallKey } from './effect-keys';
+import type { ToolCall } from './messages';
 
 /** Where a call stands. */
 export type CallPhase = 'awaiting_approval' | 'ready' | 'running' | 'settled';
@@ -235,4 +239,53 @@ export class ToolCallBatch {
       return { toolCallId: c.id, outcome: c.outcome };
     });
   }
+}
+
+/**
+ * The calls of an assistant message as a batch receives them: each with its
+ * effect key (per call instance, or the legacy key for runs that mint no
+ * such keys) and its plan. A call without a plan, or with `notRun` set (the
+ * turn reached maxSteps), is settled at once as `tool_failed`.
+ */
+export function requestedCalls(
+  conversationId: string,
+  assistantSeq: number,
+  calls: readonly ToolCall[],
+  plans: readonly ToolCallPlan[],
+  options: { perInstanceKeys: boolean; notRun?: { reason: ToolFailureReason; message: string } },
+): RequestedCall[] {
+  const planOf = new Map(plans.map((plan) => [plan.toolCallId, plan]));
+  return calls.map((call, index) => {
+    const plan = planOf.get(call.id);
+    const noPlan = { reason: 'error' as const, message: `The worker returned no plan for tool call ${call.id}.` };
+    return {
+      id: call.id,
+      key: options.perInstanceKeys ? callInstanceKey(conversationId, assistantSeq, index) : legacyCallKey(conversationId, call.id),
+      ...(options.perInstanceKeys ? { idempotent: plan?.idempotent ?? true } : {}),
+      name: call.function.name,
+      arguments: call.function.arguments,
+      needsApproval: plan?.needsApproval ?? true,
+      timeoutMs: plan?.timeoutMs,
+      maxAttempts: plan?.maxAttempts,
+      problem: options.notRun ?? (plan ? plan.problem : noPlan),
+    };
+  });
+}
+
+/** A call waiting for a person, as the state shows it (arguments parsed when they are JSON). */
+export function describePendingApproval(call: BatchCall, now: number): PendingApproval {
+  let args: unknown = call.arguments;
+  try {
+    args = JSON.parse(call.arguments);
+  } catch {
+    // keep the raw text
+  }
+  return {
+    toolCallId: call.id,
+    toolName: call.name,
+    arguments: args,
+    requestedAt: new Date(call.requestedAt).toISOString(),
+    ageMs: now - call.requestedAt,
+    callKey: call.key,
+  };
 }

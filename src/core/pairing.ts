@@ -7,6 +7,8 @@
  * Pure and deterministic: used by the workflow before every model call and by
  * the model activity on the messages it is about to send.
  */
+import type { MessageMeta } from './messages';
+import { repairedContent } from './outcomes';
 
 /** The least a message must tell for the pairing rules. */
 export interface PairingItem {
@@ -108,4 +110,22 @@ export function applyPairingRepair<T>(
   });
   flush();
   return out;
+}
+
+/**
+ * Plans the repair of stored messages, by seq, for a model call that reads
+ * them: which to leave out, which results to add (with `repaired` content).
+ * Empty lists when the messages keep the rules, as they always should.
+ */
+export function planStoredRepair(messages: readonly MessageMeta[]): {
+  problems: PairingProblem[];
+  omitSeqs: number[];
+  synthesized: { afterSeq: number; toolCallId: string; content: string }[];
+} {
+  const repair = planPairingRepair(messages.map((m) => ({ role: m.role, callIds: m.toolCalls?.map((c) => c.id), answers: m.toolCallId })));
+  return {
+    problems: repair.problems,
+    omitSeqs: repair.omit.map((index) => messages[index].seq),
+    synthesized: repair.synthesize.map((s) => ({ afterSeq: messages[s.afterIndex].seq, toolCallId: s.toolCallId, content: repairedContent() })),
+  };
 }

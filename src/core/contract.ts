@@ -1,0 +1,386 @@
+/**
+ * The conversation's contract, as plain data: its input and defaults, the
+ * state it shows, user messages and decisions, and the validators that say
+ * what is wrong with each. Pure (no Temporal, no I/O): the core, the workflow
+ * and clients import it; `src/workflows/api.ts` re-exports it beside the
+ * signals, queries and search attributes.
+ */
+import type { MessageMeta } from './messages';
+
+/** Model parameters sent with every model call of a conversation. */
+export interface ModelSettings {
+  /** Model name; the worker's `OPENAI_MODEL` when unset. */
+  model?: string;
+  temperature?: number;
+  maxTokens?: number;
+  /** Stream the response (text reaches clients as the model speaks). Default true. */
+  stream?: boolean;
+  /** Attempts that stream before a retry falls back to a non-streaming request. Default 2. */
+  streamFallbackAfterAttempts?: number;
+  /** A stream that sends nothing for this long is abandoned and retried. Default 60 s. */
+  streamIdleMs?: number;
+}
+
+/** Limits on the activities the conversation schedules. */
+export interface ConversationTimeouts {
+  /** Start-to-close timeout of one model call attempt. Default 5 minutes. */
+  modelCallMs?: number;
+  /** Attempts of a model call before the turn fails. Default 5. */
+  modelCallAttempts?: number;
+  /**
+   * A model call or tool whose worker stops heartbeating for this long is
+   * retried elsewhere: how fast a crashed worker is noticed. Default 10 s.
+   */
+  heartbeatMs?: number;
+}
+
+/** What a conversation is started with. Every field has a default. */
+export interface ConversationInput {
+  /** The system prompt, stored as message 0. */
+  systemPrompt?: string;
+  model?: ModelSettings;
+  /** Names of the tools the model may call; every tool the worker has when unset. */
+  tools?: string[];
+  /**
+   * Model calls with tools allowed in one turn. When reached, one last call is
+   * made with `tool_choice: "none"` so the user still gets an answer. Default 10.
+   */
+  maxSteps?: number;
+  timeouts?: ConversationTimeouts;
+  /** How long tool calls wait for a person's decision before they settle as `approval_timeout`. Default 7 days. */
+  approvalTimeoutMs?: number;
+  /**
+   * A user message that arrives during a turn: `interrupt` (default) stops the
+   * turn (finished results kept, the rest settled) and answers the new message;
+   * `queue` lets the turn finish first. Messages are never lost or reordered.
+   */
+  onNewMessage?: 'interrupt' | 'queue';
+  /**
+   * Continue as new (a fresh history, same conversation) between turns once
+   * a run's history has this many events, or when the server suggests it.
+   * Default 2000.
+   */
+  continueAsNewAfterEvents?: number;
+  /** Set by the workflow itself when it continues as new: the state it carries over. */
+  carried?: CarriedConversation;
+}
+
+/**
+ * What a conversation carries into its next run when it continues as new,
+ * always at an idle point (every call settled, everything stored).
+ */
+export interface CarriedConversation {
+  /** Seq of the next message: messages 0..nextSeq-1 are stored in PostgreSQL and settled. */
+  nextSeq: number;
+  steps: number;
+  transcriptRepairs: number;
+  lastError?: string;
+  phase: 'idle' | 'failed';
+  recentTurns: TurnRecord[];
+  /** The most recent user message ids, for deduplication (at most {@link DEDUP_MEMORY}). */
+  receivedMessageIds: string[];
+  /** The most recent applied decisions, for deduplication (at most {@link DEDUP_MEMORY}). */
+  decisions: DecisionResult[];
+  /** The most recent refused decision signals (absent in runs started by older versions). */
+  refusedDecisions?: RefusedDecision[];
+  /** Messages received and not yet answered. */
+  inbox: { text: string; messageId: string }[];
+  /** A cancel that arrived for the queued messages before their turn started. */
+  pendingCancel?: string;
+  /** Calls settled as `effect_unknown` so far, and the most recent of them (absent in runs started by older versions). */
+  unknownEffects?: { count: number; recent: UnknownEffect[] };
+  ending: boolean;
+  /** Runs so far, this one included. */
+  runs: number;
+}
+
+/** Upper bounds on what a conversation may ask for; larger values are refused before anything starts. */
+export const CONVERSATION_LIMITS = {
+  /** The largest `maxSteps`: model calls with tools in one turn. */
+  maxSteps: 100,
+} as const;
+
+/** How many message ids and decisions a conversation remembers for deduplication across runs. */
+export const DEDUP_MEMORY = 500;
+
+/** Defaults applied to a {@link ConversationInput}. */
+export const CONVERSATION_DEFAULTS = {
+  maxSteps: 10,
+  modelCallMs: 5 * 60_000,
+  modelCallAttempts: 5,
+  heartbeatMs: 10_000,
+  continueAsNewAfterEvents: 2000,
+  approvalTimeoutMs: 7 * 24 * 60 * 60_000,
+  onNewMessage: 'interrupt',
+} as const;
+
+/**
+ * Lists what is wrong with a {@link ConversationInput}; empty when it is valid.
+ * Checked by the client before starting, and by the workflow at start.
+ * `limits: false` leaves out {@link describeOverLimits} (the workflow applies
+ * those only to runs started after they existed).
+ */
+export function describeInvalidInput(input: unknown, options: { limits?: boolean } = {}): string[] {
+  if (input === undefined) return [];
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) return ['the input must be an object'];
+  const i = input as Record<string, unknown>;
+  const problems: string[] = [];
+  const positiveInt = (value: unknown, name: string): void => {
+    if (value !== undefined && !(Number.isInteger(value) && (value as number) > 0)) {
+      problems.push(`${name} must be a positive integer, got ${JSON.stringify(value)}`);
+    }
+  };
+  if (i.systemPrompt !== undefined && typeof i.systemPrompt !== 'string') problems.push('systemPrompt must be a string');
+  if (i.tools !== undefined && !(Array.isArray(i.tools) && i.tools.every((t) => typeof t === 'string'))) {
+    problems.push('tools must be a list of tool names, e.g. ["find_customer"]');
+  }
+  positiveInt(i.maxSteps, 'maxSteps');
+  if (options.limits !== false) problems.push(...describeOverLimits(input));
+  positiveInt(i.approvalTimeoutMs, 'approvalTimeoutMs');
+  positiveInt(i.continueAsNewAfterEvents, 'continueAsNewAfterEvents');
+  if (i.onNewMessage !== undefined && i.onNewMessage !== 'interrupt' && i.onNewMessage !== 'queue') {
+    problems.push(`onNewMessage must be "interrupt" or "queue", got ${JSON.stringify(i.onNewMessage)}`);
+  }
+  const timeouts = (i.timeouts ?? {}) as Record<string, unknown>;
+  positiveInt(timeouts.modelCallMs, 'timeouts.modelCallMs');
+  positiveInt(timeouts.modelCallAttempts, 'timeouts.modelCallAttempts');
+  positiveInt(timeouts.heartbeatMs, 'timeouts.heartbeatMs');
+  const model = (i.model ?? {}) as Record<string, unknown>;
+  if (model.model !== undefined && (typeof model.model !== 'string' || model.model === '')) {
+    problems.push('model.model must be a non-empty model name');
+  }
+  if (model.temperature !== undefined && typeof model.temperature !== 'number') problems.push('model.temperature must be a number');
+  positiveInt(model.maxTokens, 'model.maxTokens');
+  if (model.stream !== undefined && typeof model.stream !== 'boolean') problems.push('model.stream must be true or false');
+  positiveInt(model.streamFallbackAfterAttempts, 'model.streamFallbackAfterAttempts');
+  positiveInt(model.streamIdleMs, 'model.streamIdleMs');
+  return problems;
+}
+
+/** Lists the values of a {@link ConversationInput} above {@link CONVERSATION_LIMITS}. */
+export function describeOverLimits(input: unknown): string[] {
+  const maxSteps = (input as { maxSteps?: unknown } | undefined)?.maxSteps;
+  if (typeof maxSteps === 'number' && Number.isInteger(maxSteps) && maxSteps > CONVERSATION_LIMITS.maxSteps) {
+    return [`maxSteps must be at most ${CONVERSATION_LIMITS.maxSteps}, got ${maxSteps} (a turn that needs more steps is better split into several turns)`];
+  }
+  return [];
+}
+
+/** A message from the user. */
+export interface UserMessage {
+  text: string;
+  /**
+   * Client-chosen id. A message whose id was already received is ignored, so
+   * a client may resend safely; also how a client finds the turn that answered it.
+   */
+  messageId?: string;
+}
+
+/** Where the conversation stands. */
+export type ConversationStatus = 'idle' | 'running' | 'awaiting_approval' | 'failed' | 'closed';
+
+/** A person's decision on tool calls awaiting approval. Usable as a signal payload or an update argument. */
+export interface ApprovalDecision {
+  /** Client-chosen id: a decision is applied at most once per id. */
+  decisionId: string;
+  decision: 'approve' | 'reject';
+  /** The call to decide; every call awaiting approval when unset. */
+  toolCallId?: string;
+  /**
+   * The effect key of the call meant (`callKey` of a pending approval).
+   * Providers reuse tool-call ids across responses, so a decision made for
+   * an earlier call could otherwise land on a later call with the same id:
+   * with `callKey`, a decision whose call is no longer the one waiting under
+   * that id is refused. With no `toolCallId`, it names the one call to decide.
+   */
+  callKey?: string;
+  /** Why; sent to the model with a rejection. */
+  reason?: string;
+  /** Who decided, for the records. */
+  decidedBy?: string;
+  /**
+   * When the person decided (ISO 8601, the sender's clock). A decision counts
+   * when it was sent before the call's approval deadline and reaches the
+   * conversation while the call still waits, even if no worker ran at the
+   * deadline to handle it. `AgentClient` stamps it; when absent, the time the
+   * conversation handles the decision is used instead.
+   */
+  sentAt?: string;
+}
+
+/** What a decision did. */
+export interface DecisionResult {
+  decisionId: string;
+  /** False when this decision id was already applied (nothing changed now). */
+  applied: boolean;
+  /** The calls the decision settled or released. */
+  toolCallIds: string[];
+}
+
+/** Asks the current turn to stop, as the "Esc" of an interactive agent. */
+export interface CancelTurnRequest {
+  reason?: string;
+}
+
+/** A tool call waiting for a person, as shown in the state. */
+export interface PendingApproval {
+  toolCallId: string;
+  toolName: string;
+  /** The arguments, parsed (or the raw text when they are not JSON). */
+  arguments: unknown;
+  /** When the model asked for it (ISO 8601). */
+  requestedAt: string;
+  /** How long it has waited, as of the workflow's current time. */
+  ageMs: number;
+  /** Effect key of this call instance: the tool's idempotency key, unique even where provider ids repeat. */
+  callKey: string;
+}
+
+/** A call that settled as `effect_unknown`: it started, did not report back, and its tool is not idempotent. */
+export interface UnknownEffect {
+  toolCallId: string;
+  /** Effect key of the call instance. */
+  callKey: string;
+  toolName: string;
+  /** Why it did not report back (timed out, worker lost). */
+  why: string;
+  /** When it settled (ISO 8601, workflow time). */
+  settledAt: string;
+}
+
+/**
+ * Describes what is wrong with an approval decision payload; undefined when
+ * its shape is valid (whether its call is pending is checked separately).
+ */
+export function describeBadDecision(decision: unknown): string | undefined {
+  if (typeof decision !== 'object' || decision === null) {
+    return 'expected an object like {"decisionId": "d-1", "decision": "approve", "toolCallId": "call_..."}';
+  }
+  const d = decision as Record<string, unknown>;
+  if (typeof d.decisionId !== 'string' || d.decisionId === '') return '"decisionId" must be a non-empty string';
+  if (d.decision !== 'approve' && d.decision !== 'reject') return '"decision" must be "approve" or "reject"';
+  if (d.toolCallId !== undefined && (typeof d.toolCallId !== 'string' || d.toolCallId === '')) {
+    return '"toolCallId", when given, must be a non-empty string (omit it to decide every pending call)';
+  }
+  if (d.callKey !== undefined && (typeof d.callKey !== 'string' || d.callKey === '')) {
+    return '"callKey", when given, must be a non-empty string (the callKey of a pending approval)';
+  }
+  if (d.reason !== undefined && typeof d.reason !== 'string') return '"reason", when given, must be a string';
+  if (d.decidedBy !== undefined && typeof d.decidedBy !== 'string') return '"decidedBy", when given, must be a string';
+  if (d.sentAt !== undefined && (typeof d.sentAt !== 'string' || Number.isNaN(Date.parse(d.sentAt)))) {
+    return '"sentAt", when given, must be an ISO 8601 time like "2026-11-22T10:15:00.000Z"';
+  }
+  return undefined;
+}
+
+/** A finished turn, kept so clients can find the answer to their message. */
+export interface TurnRecord {
+  /** Ids of the user messages this turn answered. */
+  messageIds: string[];
+  /**
+   * `answered`: a final answer. `failed`: the model call failed or maxSteps ran out.
+   * `cancelled`: stopped by a cancel request. `interrupted`: stopped by a new user message.
+   */
+  outcome: 'answered' | 'failed' | 'cancelled' | 'interrupted';
+  /** Seq of the final assistant message, when the turn answered. */
+  answerSeq?: number;
+  /** Why the turn failed. */
+  error?: string;
+  /** Model calls made in the turn. */
+  steps: number;
+}
+
+/** The state returned by {@link stateQuery}. */
+export interface ConversationState {
+  conversationId: string;
+  status: ConversationStatus;
+  /** Model calls made so far, all turns together. */
+  steps: number;
+  /** The last error of a failed turn, cleared when a turn answers. */
+  lastError?: string;
+  /** The transcript's structure since this run began (bodies live in PostgreSQL). */
+  messages: MessageMeta[];
+  /** Messages in the whole conversation, all runs together. */
+  messageCount: number;
+  /** Workflow runs so far (a conversation continues as new between turns). */
+  runs: number;
+  /** User messages received but not yet taken into a turn. */
+  queuedMessages: number;
+  /** Tool calls waiting for a person's decision. */
+  pendingApprovals: PendingApproval[];
+  /** Ids of tool calls whose activities are running. */
+  runningToolCalls: string[];
+  /** Decision ids applied so far (a decision is applied once per id). */
+  decisionsApplied: number;
+  /**
+   * Decision signals the conversation refused, and why, newest last (at most
+   * {@link REFUSED_DECISIONS_KEPT}). A signal gets no answer, so this is where
+   * its sender finds out; the update `submitDecision` answers directly instead.
+   */
+  refusedDecisions: RefusedDecision[];
+  /** The most recent turns, newest last (at most {@link RECENT_TURNS_KEPT}). */
+  recentTurns: TurnRecord[];
+  /**
+   * Calls whose effect is unknown (`effect_unknown`), newest last (at most
+   * {@link UNKNOWN_EFFECTS_KEPT}); `unknownEffectsCount` counts all of them.
+   * Someone should check each in the system the tool acts on.
+   */
+  unknownEffects: UnknownEffect[];
+  /** Calls settled as `effect_unknown` in the whole conversation (also the `UnknownEffects` search attribute). */
+  unknownEffectsCount: number;
+  /**
+   * Times the transcript had to be repaired before a model call. Should
+   * always be 0: anything else is a bug, and is logged as a warning.
+   */
+  transcriptRepairs: number;
+}
+
+/** A decision signal that changed nothing, as shown in the state. */
+export interface RefusedDecision {
+  /** The decision's id, when it had a usable one. */
+  decisionId?: string;
+  toolCallId?: string;
+  /** What was wrong, in words meant for the sender. */
+  problem: string;
+}
+
+/** How many refused decisions {@link ConversationState.refusedDecisions} keeps. */
+export const REFUSED_DECISIONS_KEPT = 20;
+
+/** How many calls {@link ConversationState.unknownEffects} keeps. */
+export const UNKNOWN_EFFECTS_KEPT = 20;
+
+/** How many finished turns {@link ConversationState.recentTurns} keeps. */
+export const RECENT_TURNS_KEPT = 50;
+
+/** Describes what is wrong with a user message payload; undefined when it is valid. */
+export function describeBadUserMessage(message: unknown): string | undefined {
+  if (typeof message !== 'object' || message === null) return 'expected an object like {"text": "..."}';
+  const { text, messageId } = message as Record<string, unknown>;
+  if (typeof text !== 'string' || text.trim() === '') return '"text" must be a non-empty string';
+  if (messageId !== undefined && (typeof messageId !== 'string' || messageId === '')) {
+    return '"messageId", when given, must be a non-empty string';
+  }
+  return undefined;
+}
+
+/** What the workflow returns when the conversation ends. */
+export interface ConversationSummary {
+  conversationId: string;
+  steps: number;
+  messages: number;
+  transcriptRepairs: number;
+}
+
+/**
+ * Lists what is wrong with a conversation's input, as the workflow checks it
+ * at start: {@link describeOverLimits} applies only when `limitsApply()`
+ * says so (runs started before the limits existed keep what they were
+ * given); it is asked only when a value is over a limit.
+ */
+export function checkConversationInput(input: unknown, limitsApply: () => boolean): string[] {
+  const problems = describeInvalidInput(input, { limits: false });
+  const overLimits = describeOverLimits(input);
+  if (overLimits.length > 0 && limitsApply()) problems.push(...overLimits);
+  return problems;
+}

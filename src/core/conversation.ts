@@ -1,0 +1,589 @@
+/**
+ * The rules of a conversation, in one place: the inbox (interrupt or queue),
+ * the turn (model call, tool calls, final answer, maxSteps), decisions
+ * (validation, deadlines, deduplication), outcomes, the search attribute
+ * values and what continue-as-new carries.
+ *
+ * Pure: no Temporal, no I/O. Time, fresh ids and logging come in through a
+ * {@link CoreEnvironment}. The workflow (`src/workflows/conversation.ts`) is
+ * its edge: it calls these methods from its handlers and its turn loop, and
+ * turns what they return into activities, timers and search attributes. The
+ * property test (`test/turn-property.test.ts`) drives the same class with
+ * random events, with a synchronous stand-in for that edge.
+ *
+ * The guarantee lives here: every call of an assistant message is settled
+ * with exactly one outcome before the next model call or the end of the
+ * turn, whatever ends it.
+ */
+import type {
+  AppendMessagesInput,
+  DecisionRecord,
+  ModelCallInput,
+  ModelCallResult,
+  StoredMessageRef,
+  ToolCallInput,
+  ToolCallResult,
+} from '../activities/contracts';
+import { describePendingApproval, requestedCalls, ToolCallBatch, type BatchCall } from './batch';
+import {
+  CONVERSATION_DEFAULTS,
+  DEDUP_MEMORY,
+  describeBadDecision,
+  describeBadUserMessage,
+  RECENT_TURNS_KEPT,
+  REFUSED_DECISIONS_KEPT,
+  UNKNOWN_EFFECTS_KEPT,
+  type ApprovalDecision,
+  type CancelTurnRequest,
+  type CarriedConversation,
+  type ConversationInput,
+  type ConversationState,
+  type ConversationStatus,
+  type ConversationSummary,
+  type DecisionResult,
+  type RefusedDecision,
+  type TurnRecord,
+  type UnknownEffect,
+  type UserMessage,
+} from './contract';
+import { legacyCallKey } from './effect-keys';
+import { describeMessage, type ChatMessage, type MessageMeta } from './messages';
+import { effectUnknownContent, toolFailedContent, type OutcomeKind, type ToolFailureReason } from './outcomes';
+import { planStoredRepair } from './pairing';
+
+/** What the core needs from the world: a clock, fresh ids and a log. The workflow passes its deterministic ones. */
+export interface CoreEnvironment {
+  /** The current time, ms since the epoch (in the workflow: the time of the workflow task). */
+  now(): number;
+  /** A fresh id, for a user message sent without one. */
+  newId(): string;
+  log: {
+    info(message: string, attributes?: Record<string, unknown>): void;
+    warn(message: string, attributes?: Record<string, unknown>): void;
+  };
+}
+
+/** A message to store: its body, and a reference when an activity already stored the body. */
+export interface StoreEntry {
+  message: ChatMessage;
+  ref?: StoredMessageRef;
+}
+
+/** Why a tool call's activity failed, as the edge read it from the failure. */
+export interface ToolFailure {
+  message: string;
+  reason: ToolFailureReason;
+  /** Set when the run was cut off (timed out, worker lost) rather than failed by the tool: why. */
+  cutOff?: string;
+}
+
+/** What follows a stored assistant message: the turn's end, or calls to run. */
+export type AfterAnswer = { finished: TurnRecord } | { calls: readonly BatchCall[] };
+
+/** The values of the search attributes that changed since they were last published. */
+export interface SearchAttributeValues {
+  status: ConversationStatus;
+  pendingApprovals: number;
+  /** Present when the count of unknown effects changed. */
+  unknownEffects?: number;
+}
+
+/** Why a turn stopped early, as tool messages and turn records say it. */
+export const STOP_REASONS = {
+  cancelledByUser: 'the user cancelled the turn',
+  interruptedByMessage: 'a new user message interrupted the turn',
+  workflowCancelled: 'the conversation was cancelled',
+} as const;
+
+type Phase = 'idle' | 'running' | 'failed' | 'closed';
+
+/** One conversation's state and rules. Made once per workflow run, from the input and what the previous run carried. */
+export class ConversationCore {
+  private readonly maxSteps: number;
+  private readonly approvalTimeoutMs: number;
+  private readonly onNewMessage: 'interrupt' | 'queue';
+  /** Events in one run's history after which the conversation continues as new (between turns). */
+  readonly continueAsNewAfterEvents: number;
+  /** Structure of the messages of this run; earlier runs' messages are stored and settled. */
+  private readonly messages: MessageMeta[] = [];
+  private seq: number;
+  private readonly inbox: Required<UserMessage>[];
+  private readonly receivedMessageIds: Set<string>;
+  private readonly decisions: Map<string, DecisionResult>;
+  private readonly recentTurns: TurnRecord[];
+  private readonly refusedDecisions: RefusedDecision[];
+  private readonly unknownEffects: UnknownEffect[];
+  private unknownEffectsCount: number;
+  private phase: Phase;
+  private steps: number;
+  private lastError: string | undefined;
+  private transcriptRepairs: number;
+  private ending: boolean;
+  private readonly runs: number;
+  /** A turn is taken (its messages may still be being stored) and not yet finished. */
+  private turnActive = false;
+  private turnMessageIds: string[] = [];
+  private turnSteps = 0;
+  /** Why the current (or the next, when set before it starts) turn stops. */
+  private stopReason: string | undefined;
+  /** The calls of the last assistant message, until their results are stored. */
+  private batch: ToolCallBatch | undefined;
+  /** The open batch was asked for after the turn reached maxSteps: none of it ran, and the turn fails. */
+  private batchOverLimit = false;
+  private answerSeq = -1;
+  private published: { status: ConversationStatus; pending: number } | undefined;
+  private publishedUnknownEffects = 0;
+
+  constructor(
+    readonly conversationId: string,
+    private readonly input: ConversationInput,
+    private readonly env: CoreEnvironment,
+  ) {
+    const carried = input.carried;
+    this.maxSteps = input.maxSteps ?? CONVERSATION_DEFAULTS.maxSteps;
+    this.approvalTimeoutMs = input.approvalTimeoutMs ?? CONVERSATION_DEFAULTS.approvalTimeoutMs;
+    this.onNewMessage = input.onNewMessage ?? CONVERSATION_DEFAULTS.onNewMessage;
+    this.continueAsNewAfterEvents = input.continueAsNewAfterEvents ?? CONVERSATION_DEFAULTS.continueAsNewAfterEvents;
+    this.seq = carried?.nextSeq ?? 0;
+    this.inbox = [...(carried?.inbox ?? [])];
+    this.receivedMessageIds = new Set(carried?.receivedMessageIds ?? []);
+    this.decisions = new Map((carried?.decisions ?? []).map((d) => [d.decisionId, d]));
+    this.recentTurns = [...(carried?.recentTurns ?? [])];
+    this.refusedDecisions = [...(carried?.refusedDecisions ?? [])];
+    this.unknownEffects = [...(carried?.unknownEffects?.recent ?? [])];
+    this.unknownEffectsCount = carried?.unknownEffects?.count ?? 0;
+    this.phase = carried?.phase ?? 'idle';
+    this.steps = carried?.steps ?? 0;
+    this.lastError = carried?.lastError;
+    this.transcriptRepairs = carried?.transcriptRepairs ?? 0;
+    this.ending = carried?.ending ?? false;
+    this.runs = (carried?.runs ?? 0) + 1;
+    this.stopReason = carried?.pendingCancel;
+  }
+
+  /** Where the conversation stands. */
+  status(): ConversationStatus {
+    return this.phase === 'running' && this.pendingCount() > 0 ? 'awaiting_approval' : this.phase;
+  }
+
+  /** The search attribute values, when they changed since the last call (which counts as publishing them). */
+  searchAttributeChanges(): SearchAttributeValues | undefined {
+    const now = { status: this.status(), pending: this.pendingCount() };
+    const unknownChanged = this.unknownEffectsCount !== this.publishedUnknownEffects;
+    if (this.published?.status === now.status && this.published.pending === now.pending && !unknownChanged) return undefined;
+    this.published = now;
+    this.publishedUnknownEffects = this.unknownEffectsCount;
+    return { status: now.status, pendingApprovals: now.pending, ...(unknownChanged ? { unknownEffects: this.unknownEffectsCount } : {}) };
+  }
+
+  /** The state shown to clients (the `state` query). */
+  state(): ConversationState {
+    return {
+      conversationId: this.conversationId,
+      status: this.status(),
+      steps: this.steps,
+      lastError: this.lastError,
+      messages: this.messages.map((m) => ({ ...m })),
+      messageCount: this.seq,
+      runs: this.runs,
+      queuedMessages: this.inbox.length,
+      pendingApprovals: (this.batch?.awaitingApproval() ?? []).map((call) => describePendingApproval(call, this.env.now())),
+      runningToolCalls: (this.batch?.all() ?? []).filter((c) => c.phase === 'running').map((c) => c.id),
+      decisionsApplied: this.decisions.size,
+      refusedDecisions: this.refusedDecisions.map((r) => ({ ...r })),
+      recentTurns: this.recentTurns.map((t) => ({ ...t })),
+      unknownEffects: this.unknownEffects.map((u) => ({ ...u })),
+      unknownEffectsCount: this.unknownEffectsCount,
+      transcriptRepairs: this.transcriptRepairs,
+    };
+  }
+
+  /** What the workflow returns when the conversation ends. */
+  summary(): ConversationSummary {
+    return { conversationId: this.conversationId, steps: this.steps, messages: this.seq, transcriptRepairs: this.transcriptRepairs };
+  }
+
+  /**
+   * A user message arrived. Malformed and already-received messages change
+   * nothing. Returns true when it stops the running turn (policy `interrupt`):
+   * the edge then cancels the turn.
+   */
+  receiveUserMessage(message: unknown): boolean {
+    const problem = describeBadUserMessage(message);
+    if (problem) return this.refuse('userMessage signal', problem);
+    const { text, messageId: given } = message as UserMessage;
+    const messageId = given ?? this.env.newId();
+    if (this.receivedMessageIds.has(messageId)) {
+      this.env.log.info('Ignored a user message already received', { conversationId: this.conversationId, messageId });
+      return false;
+    }
+    this.receivedMessageIds.add(messageId);
+    this.inbox.push({ text, messageId });
+    return this.onNewMessage === 'interrupt' && this.stopTurn(STOP_REASONS.interruptedByMessage);
+  }
+
+  /**
+   * The user asked to cancel the turn. Returns true when the running turn
+   * stops (the edge cancels it). Messages received but not yet taken into a
+   * turn make their turn start cancelled; with neither, nothing happens.
+   */
+  cancelTurn(request?: CancelTurnRequest): boolean {
+    const why = request?.reason ? `${STOP_REASONS.cancelledByUser} (${request.reason})` : STOP_REASONS.cancelledByUser;
+    if (this.turnActive) return this.stopTurn(why);
+    if (this.inbox.length > 0 && !this.stopReason) this.stopReason = why;
+    else this.env.log.info('cancelTurn received while no turn runs; nothing to cancel', { conversationId: this.conversationId });
+    return false;
+  }
+
+  /** The conversation ends once the current turn and queued messages are done. */
+  end(): void {
+    this.ending = true;
+  }
+
+  /** True when there is something to do: a message to answer, or the conversation to end. */
+  hasWork(): boolean {
+    return this.inbox.length > 0 || this.ending;
+  }
+
+  /** Takes every queued message into a new turn and returns them to store; undefined when none is queued (the conversation ends). */
+  takeTurn(): StoreEntry[] | undefined {
+    if (this.inbox.length === 0) return undefined;
+    const taken = this.inbox.splice(0, this.inbox.length);
+    this.turnActive = true;
+    this.turnMessageIds = taken.map((m) => m.messageId);
+    return taken.map((m) => ({ message: { role: 'user', content: m.text } }));
+  }
+
+  /** The system prompt to store first, in the conversation's first run only. */
+  systemMessage(): StoreEntry | undefined {
+    return this.input.systemPrompt && !this.input.carried ? { message: { role: 'system', content: this.input.systemPrompt } } : undefined;
+  }
+
+  /** Seq the next stored message gets. */
+  get nextSeq(): number {
+    return this.seq;
+  }
+
+  /** The activity input that stores these entries at the next seqs (by reference when an activity stored the body). */
+  appendInput(entries: readonly StoreEntry[]): AppendMessagesInput {
+    const first = this.seq;
+    return {
+      conversationId: this.conversationId,
+      messages: entries.map(({ message, ref }, i) => (ref ? { seq: first + i, ref } : { seq: first + i, message })),
+    };
+  }
+
+  /** The entries of {@link appendInput} are stored: records their structure. Returns the first one's seq. */
+  stored(entries: readonly StoreEntry[]): number {
+    const first = this.seq;
+    entries.forEach((entry, i) => this.messages.push(describeMessage(first + i, entry.message)));
+    this.seq = first + entries.length;
+    return first;
+  }
+
+  /** The turn's messages are stored and it starts. Returns true when it was stopped already (it starts cancelled). */
+  beginTurn(): boolean {
+    this.phase = 'running';
+    this.turnSteps = 0;
+    return this.stopReason !== undefined;
+  }
+
+  /** The next model call: the transcript so far by reference, tools off once the turn reached maxSteps. */
+  modelRequest(): ModelCallInput {
+    return {
+      conversationId: this.conversationId,
+      throughSeq: this.seq - 1,
+      ...this.modelView(),
+      settings: this.input.model ?? {},
+      tools: this.input.tools,
+      toolChoice: this.turnSteps >= this.maxSteps ? 'none' : 'auto',
+    };
+  }
+
+  /** The model call failed for good: the turn fails. */
+  modelFailed(error: string): TurnRecord {
+    return this.record('failed', { error: `Model call failed: ${error}` });
+  }
+
+  /**
+   * The model answered. Its calls are pending from now on (whatever ends the
+   * turn settles them), each with its effect key; calls asked for past
+   * maxSteps, or that cannot run, are settled at once as `tool_failed`.
+   * `callInstanceKeys` says whether this run mints keys per call instance
+   * (the edge's version check); it is asked only when there are calls.
+   * Returns the assistant message to store.
+   */
+  modelAnswered(result: ModelCallResult, callInstanceKeys: () => boolean): StoreEntry {
+    const calls = result.message.tool_calls ?? [];
+    const overLimit = this.turnSteps >= this.maxSteps && calls.length > 0;
+    this.turnSteps++;
+    this.steps++;
+    const assistantSeq = this.seq;
+    const perInstanceKeys = calls.length > 0 && callInstanceKeys();
+    const notRun = { reason: 'not_run_max_steps' as const, message: `The turn reached maxSteps (${this.maxSteps}); the call was not run.` };
+    const requested = requestedCalls(this.conversationId, assistantSeq, calls, result.calls, { perInstanceKeys, notRun: overLimit ? notRun : undefined });
+    this.batch = calls.length === 0 ? undefined : new ToolCallBatch(requested, this.env.now());
+    this.batchOverLimit = overLimit;
+    this.answerSeq = assistantSeq;
+    return { message: result.message, ref: { kind: 'model_response', key: result.responseKey } };
+  }
+
+  /** The assistant message is stored at `seq`: the turn answers, or its calls run. */
+  answerStored(seq: number): AfterAnswer {
+    if (seq !== this.answerSeq) throw new Error(`The assistant message was stored at seq ${seq}, its calls were keyed for ${this.answerSeq}.`);
+    if (!this.batch) return { finished: this.record('answered', { answerSeq: seq }) };
+    return { calls: this.batch.all() };
+  }
+
+  /** True when the open batch is not yet stored (a stopped turn stores its settled results first). */
+  hasOpenBatch(): boolean {
+    return this.batch !== undefined;
+  }
+
+  /** The tool messages that answer the open batch, in call order. Every call must be settled. */
+  batchResults(): StoreEntry[] {
+    return (this.batch?.results() ?? []).map(({ toolCallId, outcome }) => ({
+      message: { role: 'tool', tool_call_id: toolCallId, content: outcome.content },
+      ref: outcome.storedResultKey ? { kind: 'tool_result', key: outcome.storedResultKey, toolCallId } : undefined,
+    }));
+  }
+
+  /** The batch's results are stored: it closes. Returns the turn's record when the turn ends here (calls past maxSteps). */
+  batchStored(): TurnRecord | undefined {
+    const overLimit = this.batchOverLimit;
+    this.batch = undefined;
+    this.batchOverLimit = false;
+    if (!overLimit) return undefined;
+    return this.record('failed', {
+      error: `The model asked for tools after the turn reached maxSteps (${this.maxSteps}); the calls were not run.`,
+    });
+  }
+
+  /**
+   * The turn was cancelled (by {@link receiveUserMessage} or {@link cancelTurn},
+   * or the whole workflow): running calls settle as `interrupted`, calls not
+   * started as `cancelled`, finished results are kept. The edge then stores
+   * {@link batchResults} if a batch is open. Returns the turn's record.
+   */
+  turnStopped(workflowCancelled: boolean): TurnRecord {
+    const why = workflowCancelled ? STOP_REASONS.workflowCancelled : (this.stopReason ?? STOP_REASONS.cancelledByUser);
+    this.batch?.interrupt(why);
+    const interrupted = this.stopReason === STOP_REASONS.interruptedByMessage && !workflowCancelled;
+    return this.record(interrupted ? 'interrupted' : 'cancelled', { error: why });
+  }
+
+  /** The turn is over: keeps its record for clients, sets the status. */
+  finishTurn(record: TurnRecord): void {
+    this.turnActive = false;
+    this.stopReason = undefined;
+    this.recentTurns.push(record);
+    if (this.recentTurns.length > RECENT_TURNS_KEPT) this.recentTurns.shift();
+    if (record.outcome === 'failed') this.lastError = record.error;
+    else if (record.outcome === 'answered') this.lastError = undefined;
+    this.phase = record.outcome === 'failed' ? 'failed' : 'idle';
+  }
+
+  /** The conversation ended (or was cancelled). */
+  close(): void {
+    this.phase = 'closed';
+  }
+
+  /** True while the call waits for a person's decision. */
+  awaitsApproval(call: BatchCall): boolean {
+    return call.phase === 'awaiting_approval';
+  }
+
+  /** How long the call may still wait for its decision, ms (at least 1). */
+  approvalWaitMs(call: BatchCall): number {
+    return Math.max(this.approvalTimeoutMs - (this.env.now() - call.requestedAt), 1);
+  }
+
+  /** The approval deadline passed: every call of the batch still waiting settles as `approval_timeout`. */
+  approvalsTimedOut(): void {
+    this.batch?.timeOutApprovals();
+  }
+
+  /** True when the call may run now (approved, or it needs no approval). */
+  isReady(call: BatchCall): boolean {
+    return call.phase === 'ready';
+  }
+
+  /** The call's activity is being scheduled: from now on a stop settles it as `interrupted`. Returns the activity's input. */
+  startCall(call: BatchCall): ToolCallInput {
+    this.batch?.markRunning(call.id);
+    return { conversationId: this.conversationId, toolCallId: call.id, name: call.name, arguments: call.arguments, idempotencyKey: call.key };
+  }
+
+  /** The tool reported its result. */
+  callSucceeded(call: BatchCall, result: ToolCallResult): void {
+    if (this.isOpen(call)) this.batch!.settle(call.id, { kind: 'ok', content: result.content, storedResultKey: result.storedResultKey });
+  }
+
+  /**
+   * The call's activity failed. A tool that is not idempotent whose run was
+   * cut off settles as `effect_unknown` (and is kept for operators); any
+   * other failure as `tool_failed`. Returns the outcome.
+   */
+  callFailed(call: BatchCall, failure: ToolFailure): OutcomeKind | undefined {
+    if (!this.isOpen(call)) return undefined;
+    if (call.idempotent === false && failure.cutOff) {
+      this.batch!.settle(call.id, { kind: 'effect_unknown', content: effectUnknownContent(failure.cutOff) });
+      this.noteUnknownEffect(call, failure.cutOff);
+      return 'effect_unknown';
+    }
+    this.batch!.settle(call.id, { kind: 'tool_failed', content: toolFailedContent(failure.message, failure.reason) });
+    return 'tool_failed';
+  }
+
+  /**
+   * Checks a decision against the pending calls without applying it. Returns
+   * the calls it decides, or why it is refused. A decision id already applied
+   * returns that decision's calls (applying it again changes nothing).
+   */
+  checkDecision(decision: ApprovalDecision): { ids: string[] } | { refusal: string } {
+    const shape = describeBadDecision(decision);
+    if (shape) return { refusal: shape };
+    const earlier = this.decisions.get(decision.decisionId);
+    if (earlier) return { ids: earlier.toolCallIds };
+    const batch = this.batch;
+    if (!batch) {
+      return {
+        refusal: decision.toolCallId
+          ? `No tool call "${decision.toolCallId}" is pending in conversation ${this.conversationId}.`
+          : `No tool call is waiting for approval in conversation ${this.conversationId}.`,
+      };
+    }
+    const checked = batch.checkDecision(decision.toolCallId, decision.callKey);
+    if (!('ids' in checked)) return { refusal: `${checked.message} (conversation ${this.conversationId})` };
+    // A decision counts when it was sent before its call's approval deadline (by the sender's
+    // stamp, or by the current time when it has none) and arrives while the call still waits.
+    // It does not depend on whether the deadline's timer or the decision is handled first, so a
+    // decision sent in time while no worker ran is honoured when a worker returns, and live
+    // execution and replay agree.
+    const sentAt = decision.sentAt === undefined ? this.env.now() : Date.parse(decision.sentAt);
+    const inTime = checked.ids.filter((id) => sentAt < batch.get(id)!.requestedAt + this.approvalTimeoutMs);
+    if (inTime.length === 0) {
+      const deadline = new Date(batch.get(checked.ids[0])!.requestedAt + this.approvalTimeoutMs).toISOString();
+      const when = decision.sentAt === undefined ? 'came' : `was sent (${new Date(sentAt).toISOString()})`;
+      return { refusal: `The decision ${when} after the approval deadline (${deadline}); the call settles as approval_timeout.` };
+    }
+    return { ids: inTime };
+  }
+
+  /**
+   * Applies a checked decision, once per decision id: approved calls become
+   * ready, rejected ones settle as `rejected`. Returns what it did, and the
+   * record to store when it was applied now.
+   */
+  applyDecision(decision: ApprovalDecision, ids: string[], via: 'signal' | 'update'): { result: DecisionResult; record?: DecisionRecord } {
+    const earlier = this.decisions.get(decision.decisionId);
+    if (earlier) return { result: { ...earlier, applied: false } };
+    const decidedAt = this.env.now();
+    const approved = decision.decision === 'approve';
+    this.batch?.decide(ids, { decisionId: decision.decisionId, approved, reason: decision.reason, decidedBy: decision.decidedBy, decidedAt });
+    const result: DecisionResult = { decisionId: decision.decisionId, applied: true, toolCallIds: ids };
+    this.decisions.set(decision.decisionId, result);
+    const record: DecisionRecord = {
+      conversationId: this.conversationId,
+      decisionId: decision.decisionId,
+      decision: decision.decision,
+      toolCallIds: ids,
+      callKeys: ids.map((id) => this.batch?.get(id)?.key ?? legacyCallKey(this.conversationId, id)),
+      reason: decision.reason,
+      decidedBy: decision.decidedBy,
+      decidedAt,
+      via,
+    };
+    return { result, record };
+  }
+
+  /** A decision signal was refused: a signal gets no answer, so the refusal is kept in the state for its sender. */
+  refuseDecision(decision: unknown, problem: string): void {
+    const fields = (typeof decision === 'object' && decision !== null ? decision : {}) as Record<string, unknown>;
+    const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
+    this.refusedDecisions.push({ decisionId: text(fields.decisionId), toolCallId: text(fields.toolCallId), problem });
+    if (this.refusedDecisions.length > REFUSED_DECISIONS_KEPT) this.refusedDecisions.shift();
+    this.refuse('decision signal', problem);
+  }
+
+  /** Whether to continue as new now, between turns, given the run's history. */
+  shouldContinueAsNew(history: { length: number; suggested: boolean }): boolean {
+    return history.suggested || history.length >= this.continueAsNewAfterEvents;
+  }
+
+  /** The state the next run starts from. Called only between turns: no call is pending. */
+  carryOver(): CarriedConversation {
+    return {
+      nextSeq: this.seq,
+      steps: this.steps,
+      transcriptRepairs: this.transcriptRepairs,
+      lastError: this.lastError,
+      phase: this.phase === 'failed' ? 'failed' : 'idle',
+      recentTurns: this.recentTurns.map((t) => ({ ...t })),
+      receivedMessageIds: [...this.receivedMessageIds].slice(-DEDUP_MEMORY),
+      decisions: [...this.decisions.values()].slice(-DEDUP_MEMORY),
+      refusedDecisions: this.refusedDecisions.map((r) => ({ ...r })),
+      inbox: this.inbox.map((m) => ({ ...m })),
+      pendingCancel: this.stopReason,
+      ending: this.ending,
+      runs: this.runs,
+      unknownEffects: { count: this.unknownEffectsCount, recent: this.unknownEffects.map((u) => ({ ...u })) },
+    };
+  }
+
+  private pendingCount(): number {
+    return this.batch?.awaitingApproval().length ?? 0;
+  }
+
+  private record(outcome: TurnRecord['outcome'], extra: Pick<TurnRecord, 'error' | 'answerSeq'>): TurnRecord {
+    return { messageIds: this.turnMessageIds, outcome, steps: this.turnSteps, ...extra };
+  }
+
+  /** Stops the turn taken (also one about to start). Returns true when the edge should cancel it now. */
+  private stopTurn(why: string): boolean {
+    if (!this.turnActive || this.stopReason) return false;
+    this.stopReason = why;
+    return true;
+  }
+
+  private refuse(what: string, problem: string): false {
+    this.lastError = `Ignored a ${what}: ${problem}`;
+    this.env.log.warn(this.lastError, { conversationId: this.conversationId });
+    return false;
+  }
+
+  /** True when the call belongs to the open batch (a call of a closed batch changes nothing). */
+  private isOpen(call: BatchCall): boolean {
+    if (this.batch?.all().includes(call)) return true;
+    this.env.log.warn('A result arrived for a call whose batch is closed; ignored', { conversationId: this.conversationId, toolCallId: call.id });
+    return false;
+  }
+
+  /** Keeps a call whose effect is unknown for operators: the state lists it, the search attribute counts it. */
+  private noteUnknownEffect(call: BatchCall, why: string): void {
+    this.unknownEffectsCount++;
+    this.unknownEffects.push({ toolCallId: call.id, callKey: call.key, toolName: call.name, why, settledAt: new Date(this.env.now()).toISOString() });
+    if (this.unknownEffects.length > UNKNOWN_EFFECTS_KEPT) this.unknownEffects.shift();
+    this.env.log.warn('A tool that is not idempotent did not report back; its effect is unknown', {
+      conversationId: this.conversationId,
+      toolCallId: call.id,
+      callKey: call.key,
+      tool: call.name,
+      why,
+    });
+  }
+
+  /** Checks the pairing rules on the transcript the model is about to see; repairs if needed (it should never be). */
+  private modelView(): Pick<ModelCallInput, 'omitSeqs' | 'synthesized'> {
+    // Earlier runs ended settled, so checking this run's messages covers everything still open.
+    const { problems, omitSeqs, synthesized } = planStoredRepair(this.messages);
+    if (problems.length > 0) {
+      this.transcriptRepairs++;
+      this.env.log.warn('Transcript broke the pairing rules before a model call; repaired it (this is a bug)', {
+        conversationId: this.conversationId,
+        problems,
+      });
+    }
+    return { omitSeqs, synthesized };
+  }
+}

@@ -1,0 +1,344 @@
+import { describe, expect, it } from 'vitest';
+import { ConversationCore } from '../src/core/conversation';
+import { DEDUP_MEMORY } from '../src/core/contract';
+import { assistantWithCalls, CoreDriver } from './support/core-driver';
+
+// Unit tests of the conversation core (src/core/conversation.ts): no Temporal, no database.
+// CoreDriver sequences the core's methods as the workflow edge does; the rules are the core's.
+
+const answer = (content: string) => ({ role: 'assistant' as const, content });
+const kindOf = (content: string) => (JSON.parse(content) as { kind: string }).kind;
+const toolMessages = (d: CoreDriver) => d.stored.filter((m) => m.role === 'tool') as { tool_call_id: string; content: string }[];
+
+describe('ConversationCore: turns', () => {
+  it('answers a message: stores it, asks the model by reference with tools on, and records the answered turn', () => {
+    const d = new CoreDriver({ systemPrompt: 'Be brief.' });
+    d.userMessage({ text: 'hello', messageId: 'm-1' });
+    expect(d.stored.map((m) => m.role)).toEqual(['system', 'user']);
+    expect(d.request).toMatchObject({ conversationId: 'conv-1', throughSeq: 1, omitSeqs: [], synthesized: [], toolChoice: 'auto' });
+    expect(d.published.status).toBe('running');
+    d.modelAnswers(answer('hi'), []);
+    expect(d.turns).toEqual([{ messageIds: ['m-1'], outcome: 'answered', steps: 1, answerSeq: 2 }]);
+    expect(d.core.state()).toMatchObject({ status: 'idle', steps: 1, messageCount: 3, queuedMessages: 0 });
+    expect(d.published.status).toBe('idle');
+  });
+
+  it('runs calls that need no approval at once, stores their results in call order, then asks the model again', () => {
+    const d = new CoreDriver();
+    d.userMessage({ text: 'look up two orders' });
+    const { message, plans } = assistantWithCalls([{ id: 'call_a' }, { id: 'call_b' }]);
+    d.modelAnswers(message, plans);
+    expect(d.core.state().runningToolCalls).toEqual(['call_a', 'call_b']);
+    const [a, b] = d.calls;
+    expect([a.key, b.key]).toEqual(['conv-1/msg-1/call-0', 'conv-1/msg-1/call-1']);
+    d.toolReports(b, { content: '"B"' });
+    expect(d.stage).toBe('calls'); // call_a still runs
+    d.toolReports(a, { content: '"A"' });
+    expect(toolMessages(d)).toEqual([
+      { role: 'tool', tool_call_id: 'call_a', content: '"A"' },
+      { role: 'tool', tool_call_id: 'call_b', content: '"B"' },
+    ]);
+    expect(d.stage).toBe('model');
+    expect(d.request?.throughSeq).toBe(3);
+  });
+
+  it('fails the turn when the model call fails, and clears lastError once a later turn answers', () => {
+    const d = new CoreDriver();
+    d.userMessage({ text: 'one' });
+    d.modelFails('provider said 400');
+    expect(d.core.state()).toMatchObject({ status: 'failed', lastError: 'Model call failed: provider said 400' });
+    d.userMessage({ text: 'two' });
+    d.modelAnswers(answer('ok'), []);
+    expect(d.core.state()).toMatchObject({ status: 'idle', lastError: undefined });
+  });
+
+  it('turns tools off at maxSteps, and settles calls the model asks for anyway as not run, failing the turn', () => {
+    const d = new CoreDriver({ maxSteps: 1 });
+    d.userMessage({ text: 'go' });
+    const first = assistantWithCalls([{ id: 'call_1' }]);
+    d.modelAnswers(first.message, first.plans);
+    d.toolReports(d.calls[0], { content: '"done"' });
+    expect(d.request?.toolChoice).toBe('none');
+    const second = assistantWithCalls([{ id: 'call_2', needsApproval: true }]);
+    d.modelAnswers(second.message, second.plans);
+    const last = toolMessages(d).at(-1)!;
+    expect(JSON.parse(last.content)).toMatchObject({ kind: 'tool_failed', reason: 'not_run_max_steps' });
+    expect(d.starts.has('conv-1/msg-4/call-0')).toBe(false);
+    expect(d.turns.at(-1)).toMatchObject({ outcome: 'failed', steps: 2, error: expect.stringContaining('maxSteps (1)') });
+  });
+
+  it('settles a call the worker could not plan, or could not run, as tool_failed without running it', () => {
+    const d = new CoreDriver();
+    d.userMessage({ text: 'go' });
+    const { message, plans } = assistantWithCalls([{ id: 'call_x', problem: { reason: 'unknown_tool', message: 'No tool "x".' } }, { id: 'call_y' }]);
+    d.modelAnswers(message, plans.slice(0, 1)); // no plan for call_y
+    expect(toolMessages(d).map((m) => JSON.parse(m.content))).toEqual([
+      { kind: 'tool_failed', reason: 'unknown_tool', error: 'No tool "x".' },
+      { kind: 'tool_failed', reason: 'error', error: 'The worker returned no plan for tool call call_y.' },
+    ]);
+    expect(d.starts.size).toBe(0);
+  });
+
+  it('keys calls by provider id when the run predates per-instance keys, and asks about that only when there are calls', () => {
+    const d = new CoreDriver();
+    d.userMessage({ text: 'go' });
+    let asked = 0;
+    const { message, plans } = assistantWithCalls([{ id: 'call_1', idempotent: false }]);
+    d.modelAnswers(message, plans, false);
+    expect(d.calls[0].key).toBe('conv-1/call_1');
+    expect(d.calls[0].idempotent).toBeUndefined();
+    d.toolReports(d.calls[0], { content: '"ok"' });
+    const result = { message: answer('done'), responseKey: 'r', calls: [], finishReason: 'stop' };
+    d.core.modelAnswered(result, () => ++asked > 0);
+    expect(asked).toBe(0);
+  });
+});
+
+describe('ConversationCore: the inbox', () => {
+  it('interrupt: a new message stops the turn, keeps finished results, settles the rest, then answers the new message', () => {
+    const d = new CoreDriver({ onNewMessage: 'interrupt' });
+    d.userMessage({ text: 'refund both', messageId: 'm-1' });
+    const { message, plans } = assistantWithCalls([{ id: 'call_1' }, { id: 'call_2' }, { id: 'call_3', needsApproval: true }]);
+    d.modelAnswers(message, plans);
+    d.toolReports(d.calls[0], { content: '"first done"' });
+    d.userMessage({ text: 'stop, only the first', messageId: 'm-2' });
+    expect(toolMessages(d).map((m) => (m.content.startsWith('"') ? m.content : kindOf(m.content)))).toEqual([
+      '"first done"',
+      'interrupted',
+      'cancelled',
+    ]);
+    expect(d.turns[0]).toMatchObject({ messageIds: ['m-1'], outcome: 'interrupted', error: 'a new user message interrupted the turn' });
+    expect(d.stage).toBe('model'); // the new message's turn started
+    expect(d.stored.at(-1)).toEqual({ role: 'user', content: 'stop, only the first' });
+  });
+
+  it('queue: a new message waits for the turn to finish, then gets its own turn', () => {
+    const d = new CoreDriver({ onNewMessage: 'queue' });
+    d.userMessage({ text: 'one', messageId: 'm-1' });
+    d.userMessage({ text: 'two', messageId: 'm-2' });
+    expect(d.core.state().queuedMessages).toBe(1);
+    d.modelAnswers(answer('first answer'), []);
+    expect(d.turns[0].messageIds).toEqual(['m-1']);
+    expect(d.stage).toBe('model');
+    d.modelAnswers(answer('second answer'), []);
+    expect(d.turns.map((t) => t.messageIds)).toEqual([['m-1'], ['m-2']]);
+  });
+
+  it('ignores a message id already received, and refuses a malformed message with a clear lastError', () => {
+    const d = new CoreDriver({ onNewMessage: 'queue' });
+    d.userMessage({ text: 'one', messageId: 'm-1' });
+    d.userMessage({ text: 'one again', messageId: 'm-1' });
+    expect(d.core.state().queuedMessages).toBe(0);
+    d.userMessage({ text: '   ' });
+    expect(d.core.state().lastError).toBe('Ignored a userMessage signal: "text" must be a non-empty string');
+    d.userMessage('just a string');
+    expect(d.core.state().lastError).toContain('expected an object like {"text": "..."}');
+    expect(d.stored.filter((m) => m.role === 'user')).toHaveLength(1);
+  });
+
+  it('cancel: stops the running turn; with no turn it does nothing; before a queued turn starts, that turn starts cancelled', () => {
+    const d = new CoreDriver();
+    d.cancelTurn();
+    expect(d.turns).toEqual([]);
+    d.userMessage({ text: 'go', messageId: 'm-1' });
+    d.cancelTurn('wrong customer');
+    expect(d.turns[0]).toMatchObject({ outcome: 'cancelled', error: 'the user cancelled the turn (wrong customer)' });
+
+    // A message received while the edge is between turns (not yet taken), then a cancel: its turn starts stopped.
+    const core = new ConversationCore('conv-2', {}, d.env);
+    core.receiveUserMessage({ text: 'queued', messageId: 'q-1' });
+    expect(core.cancelTurn()).toBe(false);
+    expect(core.carryOver().pendingCancel).toBe('the user cancelled the turn');
+    core.takeTurn();
+    expect(core.beginTurn()).toBe(true);
+    expect(core.turnStopped(false)).toMatchObject({ messageIds: ['q-1'], outcome: 'cancelled' });
+  });
+
+  it('ends once the turn and queued messages are done', () => {
+    const d = new CoreDriver({ onNewMessage: 'queue' });
+    d.userMessage({ text: 'one' });
+    d.userMessage({ text: 'two' });
+    d.core.end();
+    d.modelAnswers(answer('1'), []);
+    expect(d.closed).toBe(false);
+    d.modelAnswers(answer('2'), []);
+    expect(d.closed).toBe(true);
+    expect(d.core.summary()).toEqual({ conversationId: 'conv-1', steps: 2, messages: 4, transcriptRepairs: 0 });
+    expect(d.published.status).toBe('closed');
+  });
+});
+
+describe('ConversationCore: decisions', () => {
+  const waiting = (options: { approvalTimeoutMs?: number } = {}) => {
+    const d = new CoreDriver({ approvalTimeoutMs: options.approvalTimeoutMs ?? 60_000 });
+    d.userMessage({ text: 'refund' });
+    const { message, plans } = assistantWithCalls([
+      { id: 'call_1', name: 'issue_refund', needsApproval: true },
+      { id: 'call_2', name: 'issue_refund', needsApproval: true },
+    ]);
+    d.modelAnswers(message, plans);
+    return d;
+  };
+
+  it('shows calls awaiting approval with their keys, and counts them in the search attributes', () => {
+    const d = waiting();
+    d.clock += 5000;
+    expect(d.core.state().pendingApprovals).toEqual([
+      { toolCallId: 'call_1', toolName: 'issue_refund', arguments: {}, requestedAt: '2026-11-23T10:00:00.000Z', ageMs: 5000, callKey: 'conv-1/msg-1/call-0' },
+      { toolCallId: 'call_2', toolName: 'issue_refund', arguments: {}, requestedAt: '2026-11-23T10:00:00.000Z', ageMs: 5000, callKey: 'conv-1/msg-1/call-1' },
+    ]);
+    expect(d.published).toEqual({ status: 'awaiting_approval', pendingApprovals: 2, unknownEffects: 0 });
+  });
+
+  it('approves one call and rejects the other: the approved one runs once, the rejected one settles with the reason', () => {
+    const d = waiting();
+    expect(d.decide({ decisionId: 'd-1', decision: 'approve', toolCallId: 'call_1', decidedBy: 'ana' })).toEqual({ applied: true, ids: ['call_1'] });
+    expect(d.starts.get('conv-1/msg-1/call-0')).toBe(1);
+    expect(d.published.pendingApprovals).toBe(1);
+    expect(d.decide({ decisionId: 'd-1', decision: 'approve', toolCallId: 'call_1' })).toEqual({ applied: false, ids: ['call_1'] });
+    expect(d.starts.get('conv-1/msg-1/call-0')).toBe(1);
+    d.decide({ decisionId: 'd-2', decision: 'reject', toolCallId: 'call_2', reason: 'too much' }, 'update');
+    d.toolReports(d.calls[0], { content: '"refunded"' });
+    expect(toolMessages(d).map((m) => m.content)).toEqual(['"refunded"', JSON.stringify({ error: 'A person rejected this tool call; it was not run.', kind: 'rejected', reason: 'too much' })]);
+    expect(d.core.state().decisionsApplied).toBe(2);
+  });
+
+  it('returns the record to store with each call key, once per decision id', () => {
+    const d = waiting();
+    const decision = { decisionId: 'd-9', decision: 'reject' as const, decidedBy: 'ana' };
+    const applied = d.core.applyDecision(decision, ['call_1', 'call_2'], 'signal');
+    expect(applied.record).toEqual({
+      conversationId: 'conv-1',
+      decisionId: 'd-9',
+      decision: 'reject',
+      toolCallIds: ['call_1', 'call_2'],
+      callKeys: ['conv-1/msg-1/call-0', 'conv-1/msg-1/call-1'],
+      reason: undefined,
+      decidedBy: 'ana',
+      decidedAt: d.clock,
+      via: 'signal',
+    });
+    expect(d.core.applyDecision(decision, ['call_1'], 'update')).toEqual({ result: { decisionId: 'd-9', applied: false, toolCallIds: ['call_1', 'call_2'] } });
+  });
+
+  it('refuses unknown calls, malformed decisions, and decisions sent after the deadline, and keeps signal refusals in the state', () => {
+    const d = waiting({ approvalTimeoutMs: 60_000 });
+    expect(d.decide({ decisionId: 'd-1', decision: 'approve', toolCallId: 'call_9' })).toEqual({
+      refusal: 'No tool call "call_9" is pending in this conversation. (conversation conv-1)',
+    });
+    expect(d.decide({ decisionId: 'd-2', decision: 'maybe' })).toEqual({ refusal: '"decision" must be "approve" or "reject"' });
+    const late = d.decide({ decisionId: 'd-3', decision: 'approve', sentAt: '2026-11-23T10:01:00.000Z' }, 'update');
+    expect(late).toEqual({
+      refusal: 'The decision was sent (2026-11-23T10:01:00.000Z) after the approval deadline (2026-11-23T10:01:00.000Z); the call settles as approval_timeout.',
+    });
+    d.clock += 61_000;
+    expect(d.decide({ decisionId: 'd-4', decision: 'approve' })).toMatchObject({ refusal: expect.stringMatching(/^The decision came after the approval deadline/) });
+    // A decision sent in time counts even when it arrives after the deadline, while the calls still wait.
+    expect(d.decide({ decisionId: 'd-5', decision: 'approve', toolCallId: 'call_2', sentAt: '2026-11-23T10:00:59.000Z' })).toEqual({ applied: true, ids: ['call_2'] });
+    expect(d.core.state().refusedDecisions.map((r) => r.decisionId)).toEqual(['d-1', 'd-2', 'd-4']); // the update's refusal was answered directly
+    d.deadlinePasses();
+    d.toolReports(d.calls[1], { content: '"refunded"' });
+    expect(toolMessages(d).map((m) => m.content)).toEqual([expect.stringContaining('"kind":"approval_timeout"'), '"refunded"']);
+  });
+
+  it('refuses a decision for an earlier call whose provider id a later call reuses', () => {
+    const d = new CoreDriver();
+    d.userMessage({ text: 'refund' });
+    const first = assistantWithCalls([{ id: 'call_0', needsApproval: true }]);
+    d.modelAnswers(first.message, first.plans);
+    const earlierKey = d.calls[0].key;
+    d.decide({ decisionId: 'd-1', decision: 'reject', toolCallId: 'call_0' });
+    const second = assistantWithCalls([{ id: 'call_0', needsApproval: true }]);
+    d.modelAnswers(second.message, second.plans);
+    const refusal = d.decide({ decisionId: 'd-2', decision: 'approve', toolCallId: 'call_0', callKey: earlierKey });
+    expect(refusal).toEqual({
+      refusal: `Tool call "call_0" waiting now is a different call (key ${d.calls[0].key}) from the one decided (key ${earlierKey}); providers reuse ids, so the decision is refused. (conversation conv-1)`,
+    });
+    expect(d.decide({ decisionId: 'd-3', decision: 'approve', callKey: d.calls[0].key })).toEqual({ applied: true, ids: ['call_0'] });
+  });
+});
+
+describe('ConversationCore: outcomes of calls that did not report back', () => {
+  const running = (idempotent: boolean) => {
+    const d = new CoreDriver();
+    d.userMessage({ text: 'charge' });
+    const { message, plans } = assistantWithCalls([{ id: 'call_1', name: 'charge_card', idempotent }]);
+    d.modelAnswers(message, plans);
+    return d;
+  };
+
+  it('a tool that is not idempotent and was cut off settles as effect_unknown, listed and counted for operators', () => {
+    const d = running(false);
+    const call = d.calls[0];
+    d.toolReports(call, { message: 'timed out', reason: 'error', cutOff: 'it ran longer than its timeout of 60000 ms' });
+    expect(kindOf(toolMessages(d)[0].content)).toBe('effect_unknown');
+    expect(d.core.state()).toMatchObject({
+      unknownEffectsCount: 1,
+      unknownEffects: [{ toolCallId: 'call_1', callKey: call.key, toolName: 'charge_card', why: 'it ran longer than its timeout of 60000 ms' }],
+    });
+    expect(d.published.unknownEffects).toBe(1);
+    expect(d.warnings).toContain('A tool that is not idempotent did not report back; its effect is unknown');
+  });
+
+  it('an idempotent tool cut off, or any tool that failed, settles as tool_failed with the reason', () => {
+    const d = running(true);
+    d.toolReports(d.calls[0], { message: 'timed out', reason: 'error', cutOff: 'it timed out' });
+    expect(JSON.parse(toolMessages(d)[0].content)).toEqual({ error: 'timed out', kind: 'tool_failed', reason: 'error' });
+    const e = running(false);
+    e.toolReports(e.calls[0], { message: 'Invalid arguments: amount', reason: 'invalid_arguments' });
+    expect(JSON.parse(toolMessages(e)[0].content)).toMatchObject({ kind: 'tool_failed', reason: 'invalid_arguments' });
+    expect(e.core.state().unknownEffectsCount).toBe(0);
+  });
+
+  it('a workflow cancel settles running calls as interrupted and records the turn as cancelled', () => {
+    const d = running(true);
+    d.stop(true);
+    expect(kindOf(toolMessages(d)[0].content)).toBe('interrupted');
+    expect(d.turns[0]).toMatchObject({ outcome: 'cancelled', error: 'the conversation was cancelled' });
+  });
+});
+
+describe('ConversationCore: continue-as-new and repair', () => {
+  it('carries the conversation into the next run: seqs, counters, turns, dedup memory, refusals and unknown effects', () => {
+    const d = new CoreDriver({ onNewMessage: 'queue' });
+    for (let i = 0; i < DEDUP_MEMORY + 5; i++) d.core.receiveUserMessage({ text: `m${i}`, messageId: `id-${i}` });
+    d.advance();
+    d.modelAnswers(answer('all at once'), []);
+    d.decide({ decisionId: 'd-x', decision: 'approve' });
+    const before = d.core.state();
+    const carried = d.core.carryOver();
+    expect(carried.receivedMessageIds).toHaveLength(DEDUP_MEMORY);
+    expect(carried.receivedMessageIds[0]).toBe('id-5');
+    d.continueAsNew();
+    const after = d.core.state();
+    expect(after).toEqual({ ...before, runs: 2, messages: [] });
+    d.userMessage({ text: 'again', messageId: `id-${DEDUP_MEMORY + 4}` });
+    expect(after.queuedMessages).toBe(0);
+    expect(d.stage).toBe('idle'); // the repeated id was remembered
+  });
+
+  it('decides continue-as-new from the history length or the server suggestion', () => {
+    const core = new ConversationCore('c', { continueAsNewAfterEvents: 100 }, new CoreDriver().env);
+    expect(core.shouldContinueAsNew({ length: 99, suggested: false })).toBe(false);
+    expect(core.shouldContinueAsNew({ length: 100, suggested: false })).toBe(true);
+    expect(core.shouldContinueAsNew({ length: 5, suggested: true })).toBe(true);
+  });
+
+  it('repairs a transcript that broke the pairing rules before the model sees it, counting and logging it', () => {
+    const d = new CoreDriver();
+    d.core.stored([{ message: { role: 'user', content: 'x' } }]);
+    const { message } = assistantWithCalls([{ id: 'call_lost' }]);
+    d.core.stored([{ message }, { message: { role: 'user', content: 'y' } }]); // a bug: no result for call_lost
+    expect(d.core.modelRequest()).toMatchObject({ omitSeqs: [], synthesized: [{ afterSeq: 1, toolCallId: 'call_lost' }] });
+    expect(d.core.state().transcriptRepairs).toBe(1);
+    expect(d.warnings).toContain('Transcript broke the pairing rules before a model call; repaired it (this is a bug)');
+  });
+
+  it('refuses an assistant message stored at another seq than the one its calls were keyed for', () => {
+    const d = new CoreDriver();
+    d.userMessage({ text: 'go' });
+    const { message, plans } = assistantWithCalls([{ id: 'call_1' }]);
+    d.core.modelAnswered({ message, responseKey: 'r', calls: plans, finishReason: 'tool_calls' }, () => true);
+    expect(() => d.core.answerStored(5)).toThrow('The assistant message was stored at seq 5, its calls were keyed for 1.');
+  });
+});
