@@ -29,3 +29,14 @@ export class DecisionRefusedError extends AgentError {}
 
 /** Thrown by a tool for a failure a retry cannot fix (e.g. "order not found"): no further attempts. */
 export class ToolError extends AgentError {}
+
+/** A message (or another input) larger than its limit; nothing was sent. The message names the size, the limit and what to do. */
+export class MessageTooLargeError extends AgentError {
+  constructor(
+    message: string,
+    readonly bytes: number,
+    readonly limitBytes: number,
+  ) {
+    super(message);
+  }
+}

@@ -39,6 +39,7 @@ async function main(): Promise<void> {
       pool,
       openai: createOpenAIClient({ apiKey: services.model.apiKey, baseUrl: services.model.baseUrl }),
       defaultModel: services.model.name,
+      contextWindow: config.openai.contextWindow,
       tools: config.toolsModule ? await loadToolsModule(config.toolsModule) : backofficeTools(),
       maxParallelToolCalls: config.maxParallelToolCalls,
     });

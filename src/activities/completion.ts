@@ -200,20 +200,54 @@ function assignUniqueIds(calls: ToolCall[]): ReassignedToolCallId[] {
   return reassigned;
 }
 
-/** Provider errors: 4xx other than 408/409/429 cannot succeed on retry; keep the provider's words. */
+/** The longest wait a provider's `Retry-After` may ask for before the next attempt. */
+export const MAX_RETRY_AFTER_MS = 10 * 60_000;
+
+/**
+ * Provider errors as activity failures. A request over the context window
+ * fails as `ContextLengthExceeded` (the model activity fits the request
+ * tighter and tries once more); other 4xx than 408/409/429 cannot succeed on
+ * retry; the rest are retried, after the provider's `Retry-After` when it
+ * sends one. The provider's words are kept.
+ */
 function toActivityFailure(err: unknown): unknown {
-  if (err instanceof OpenAI.APIError && err.status !== undefined) {
-    const status = err.status;
-    const details = { status, code: err.code ?? null, param: err.param ?? null, type: err.type ?? null };
-    if (status >= 400 && status < 500 && ![408, 409, 429].includes(status)) {
-      return ApplicationFailure.create({
-        message: `The model provider rejected the request: ${err.message}`,
-        type: ActivityErrorType.ModelRequestRejected,
-        nonRetryable: true,
-        details: [details],
-      });
-    }
-    return ApplicationFailure.create({ message: `Model call failed: ${err.message}`, type: ActivityErrorType.ModelCallFailed, details: [details] });
+  if (!(err instanceof OpenAI.APIError) || err.status === undefined) return err;
+  const status = err.status;
+  const details = { status, code: err.code ?? null, param: err.param ?? null, type: err.type ?? null };
+  const stated = /maximum context length is (\d+)/i.exec(err.message);
+  if (status === 400 && (err.code === 'context_length_exceeded' || stated)) {
+    return ApplicationFailure.create({
+      message: `The request was larger than the model's context window: ${err.message}`,
+      type: ActivityErrorType.ContextLengthExceeded,
+      nonRetryable: true,
+      details: [{ ...details, windowTokens: stated ? Number(stated[1]) : null }],
+    });
   }
-  return err;
+  if (status >= 400 && status < 500 && ![408, 409, 429].includes(status)) {
+    return ApplicationFailure.create({
+      message: `The model provider rejected the request: ${err.message}`,
+      type: ActivityErrorType.ModelRequestRejected,
+      nonRetryable: true,
+      details: [details],
+    });
+  }
+  const retryAfterMs = retryAfter(err.headers);
+  return ApplicationFailure.create({
+    message: `Model call failed: ${err.message}${retryAfterMs !== undefined ? ` (the provider asked to retry after ${retryAfterMs} ms)` : ''}`,
+    type: ActivityErrorType.ModelCallFailed,
+    details: [details],
+    ...(retryAfterMs !== undefined ? { nextRetryDelay: retryAfterMs } : {}),
+  });
+}
+
+/** The wait a provider asks for (`retry-after-ms`, or `retry-after` in seconds or as a date), capped at {@link MAX_RETRY_AFTER_MS}. */
+export function retryAfter(headers: Headers | undefined, now = Date.now()): number | undefined {
+  const ms = Number(headers?.get('retry-after-ms') ?? NaN);
+  if (Number.isFinite(ms) && ms >= 0) return Math.min(Math.ceil(ms), MAX_RETRY_AFTER_MS);
+  const value = headers?.get('retry-after');
+  if (!value) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds) && seconds >= 0) return Math.min(Math.ceil(seconds * 1000), MAX_RETRY_AFTER_MS);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.min(Math.max(0, date - now), MAX_RETRY_AFTER_MS);
 }

@@ -116,6 +116,12 @@ export const ActivityErrorType = {
   ModelBehavior: 'ModelBehavior',
   /** The provider failed in a way a retry may fix (5xx, 408, 409, 429, network). */
   ModelCallFailed: 'ModelCallFailed',
+  /**
+   * The request was larger than the model's context window. The model
+   * activity fits it tighter and tries once more; a second refusal fails the
+   * call as `ModelRequestRejected`.
+   */
+  ContextLengthExceeded: 'ContextLengthExceeded',
   /** PostgreSQL does not yet hold every message the model call needs: retried. */
   TranscriptIncomplete: 'TranscriptIncomplete',
 } as const;

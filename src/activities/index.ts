@@ -17,6 +17,8 @@ export interface ActivityDeps {
   tools: ToolRegistry;
   /** Model used when a conversation names none. */
   defaultModel: string;
+  /** Context window in tokens when a conversation does not set one; known per model name when unset. */
+  contextWindow?: number;
   /** Tool results longer than this travel through workflow history as a preview only. Default 4096. */
   inlineResultLimit?: number;
   /** Tool calls of one response that run; the rest are answered with an error the model reads. Default 16. */

@@ -19,7 +19,9 @@ import {
   type ModelCallResult,
   type ToolCallPlan,
 } from './contracts';
-import { findModelResponse, readTranscript, storeModelResponse } from '../db/transcript-store';
+import { findModelResponse, promptCalibration, readTranscript, storeModelResponse } from '../db/transcript-store';
+import { withDatabaseRetry } from '../db/retry';
+import { contextWindowOf, fitToContext } from './context-budget';
 import { requestCompletion, type ModelCompletion } from './completion';
 import { DeltaPublisher } from './deltas';
 import { checkToolCall } from './tool-calls';
@@ -33,6 +35,10 @@ export interface ModelActivityDeps {
   tools: ToolRegistry;
   /** Model used when the conversation names none. */
   defaultModel: string;
+  /** Context window in tokens when the conversation does not set one; known per model name when unset. */
+  contextWindow?: number;
+  /** Answers longer than this (characters) travel through workflow history as a preview only. Default 4096. */
+  inlineResultLimit?: number;
   /**
    * Tool calls one response may have run; the calls after them are answered
    * with a `tool_failed` message (reason `too_many_calls`) the model can read.
@@ -47,49 +53,126 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
   return async function callModel(input: ModelCallInput): Promise<ModelCallResult> {
     const { info } = Context.current();
     const responseKey = `${info.workflowExecution?.runId ?? 'standalone'}/${info.activityId}`;
-    const earlier = await findModelResponse(deps.pool, responseKey);
+    const earlier = await withDatabaseRetry('read a stored model response', () => findModelResponse(deps.pool, responseKey));
     if (earlier) {
       // An earlier attempt got the answer but did not report it (crash, lost completion): use it, do not pay twice.
-      return { ...earlier, responseKey, calls: planToolCalls(deps, input, earlier.message) };
+      return { ...earlier, message: inHistory(earlier.message, deps, responseKey), responseKey, calls: planToolCalls(deps, input, earlier.message) };
     }
-    const messages = await loadModelMessages(deps.pool, input);
+    const loaded = await withDatabaseRetry('read the transcript', () => loadModelMessages(deps.pool, input));
+    const calibration = await withDatabaseRetry('read the prompt calibration', () => promptCalibration(deps.pool, input.conversationId));
     const tools = deps.tools.specsFor(input.tools);
-    const request: ChatCompletionCreateParamsNonStreaming = {
-      model: input.settings.model ?? deps.defaultModel,
-      messages: messages as ChatCompletionCreateParamsNonStreaming['messages'],
-      ...(input.settings.temperature !== undefined ? { temperature: input.settings.temperature } : {}),
-      ...(input.settings.maxTokens !== undefined ? { max_tokens: input.settings.maxTokens } : {}),
-      ...(tools.length > 0 ? { tools, tool_choice: input.toolChoice } : {}),
-    };
+    const model = input.settings.model ?? deps.defaultModel;
+    const windowTokens = contextWindowOf(model, input.settings.contextWindow ?? deps.contextWindow);
     const attempt = info.attempt;
     const stream = input.settings.stream !== false && attempt <= (input.settings.streamFallbackAfterAttempts ?? 2);
     const publisher = new DeltaPublisher(deps.pool, { conversationId: input.conversationId, responseKey, attempt });
+    const request = (window: number) => {
+      const fitted = fitToContext(loaded.messages, {
+        windowTokens: window,
+        replyTokens: input.settings.maxTokens ?? Math.min(4096, Math.floor(window / 8)),
+        tools,
+        calibration,
+        seqs: loaded.seqs,
+      });
+      const body: ChatCompletionCreateParamsNonStreaming = {
+        model,
+        messages: fitted.messages as ChatCompletionCreateParamsNonStreaming['messages'],
+        ...(input.settings.temperature !== undefined ? { temperature: input.settings.temperature } : {}),
+        ...(input.settings.maxTokens !== undefined ? { max_tokens: input.settings.maxTokens } : {}),
+        ...(tools.length > 0 ? { tools, tool_choice: input.toolChoice } : {}),
+      };
+      return { body, report: { windowTokens: window, ...fitted.report } };
+    };
+    let sent = request(windowTokens);
     let completion: ModelCompletion;
     try {
-      completion = await requestCompletion(deps.openai, request, {
-        stream,
-        idleTimeoutMs: input.settings.streamIdleMs ?? 60_000,
-        publisher,
-      });
+      const options = { stream, idleTimeoutMs: input.settings.streamIdleMs ?? 60_000, publisher };
+      try {
+        completion = await requestCompletion(deps.openai, sent.body, options);
+      } catch (err) {
+        const smaller = smallerWindow(err, sent.report.windowTokens);
+        if (smaller === undefined) throw err;
+        // The provider counts more than the estimate: fit to what it says, with room to spare, and try once more.
+        logger.warn(
+          { conversationId: input.conversationId, responseKey, windowTokens: sent.report.windowTokens, retryWithin: smaller },
+          'The request was over the context window; fitting it tighter and retrying once',
+        );
+        sent = request(smaller);
+        completion = await requestCompletion(deps.openai, sent.body, options).catch((second: unknown) => {
+          throw contextStillExceeded(second, sent.report.windowTokens);
+        });
+      }
     } catch (err) {
       await publisher.end(false);
       throw err;
     }
     await publisher.end(true);
+    if (sent.report.truncated.length > 0 || sent.report.elided > 0) {
+      logger.info({ conversationId: input.conversationId, responseKey, ...sent.report }, 'Fitted the request to the context window');
+    }
     if (completion.reassignedIds.length > 0) {
       logger.warn(
         { conversationId: input.conversationId, responseKey, reassigned: completion.reassignedIds },
         'The model sent tool calls with empty or repeated ids in one response; gave them ids of their own',
       );
     }
-    const stored = await storeModelResponse(deps.pool, {
-      key: responseKey,
-      conversationId: input.conversationId,
-      message: completion.message,
-      finishReason: completion.finishReason,
-    });
-    return { ...stored, usage: completion.usage, responseKey, calls: planToolCalls(deps, input, stored.message) };
+    const stored = await withDatabaseRetry('store the model response', () =>
+      storeModelResponse(deps.pool, {
+        key: responseKey,
+        conversationId: input.conversationId,
+        message: completion.message,
+        finishReason: completion.finishReason,
+        usage: completion.usage,
+        promptEstimate: sent.report.promptTokens,
+        contextBudget: sent.report,
+      }),
+    );
+    return { ...stored, message: inHistory(stored.message, deps, responseKey), responseKey, calls: planToolCalls(deps, input, stored.message) };
   };
+}
+
+/** Characters of a long answer's text kept in the activity result. */
+const PREVIEW_LENGTH = 512;
+
+/**
+ * The assistant message as it travels through workflow history: a long text
+ * (answer or reasoning) becomes a preview, like a long tool result; the whole
+ * message is stored and appended by reference, so clients and later model
+ * calls read it in full. Tool calls travel whole: the workflow runs them.
+ */
+function inHistory(message: AssistantMessage, deps: ModelActivityDeps, responseKey: string): AssistantMessage {
+  const limit = deps.inlineResultLimit ?? 4096;
+  const preview = (text: string, what: string) =>
+    text.length <= limit ? text : `${text.slice(0, PREVIEW_LENGTH)}… [${text.length} characters; the full ${what} is stored under model response ${responseKey}]`;
+  return {
+    ...message,
+    content: message.content === null ? null : preview(message.content, 'answer'),
+    ...(message.reasoning_content !== undefined ? { reasoning_content: preview(message.reasoning_content, 'reasoning') } : {}),
+  };
+}
+
+/**
+ * The window to fit a request to after the provider refused it as too large:
+ * three quarters of what the provider says its window is (or of the window
+ * used, when it does not say). Undefined when `err` is another failure.
+ */
+function smallerWindow(err: unknown, usedWindow: number): number | undefined {
+  if (!(err instanceof ApplicationFailure) || err.type !== ActivityErrorType.ContextLengthExceeded) return undefined;
+  const stated = (err.details?.[0] as { windowTokens?: number | null } | undefined)?.windowTokens;
+  return Math.floor(Math.min(stated ?? usedWindow, usedWindow) * 0.75);
+}
+
+/** A second refusal after fitting tighter fails the call for good, saying what was tried. */
+function contextStillExceeded(err: unknown, windowTokens: number): unknown {
+  if (!(err instanceof ApplicationFailure) || err.type !== ActivityErrorType.ContextLengthExceeded) return err;
+  return ApplicationFailure.create({
+    message:
+      `${err.message} The request had already been fitted to ${windowTokens} tokens once. ` +
+      'Set the model\'s real window (ModelSettings.contextWindow or OPENAI_CONTEXT_WINDOW).',
+    type: ActivityErrorType.ModelRequestRejected,
+    nonRetryable: true,
+    details: err.details ?? undefined,
+  });
 }
 
 function planToolCalls(deps: ModelActivityDeps, input: ModelCallInput, message: AssistantMessage): ToolCallPlan[] {
@@ -121,7 +204,7 @@ function unrunnable(call: ToolCall, problem: NonNullable<ToolCallPlan['problem']
 }
 
 /** Reads the transcript, applies the workflow's repair, and refuses to send anything invalid. */
-async function loadModelMessages(pool: Pool, input: ModelCallInput): Promise<ChatMessage[]> {
+async function loadModelMessages(pool: Pool, input: ModelCallInput): Promise<{ messages: ChatMessage[]; seqs?: number[] }> {
   const stored = await readTranscript(pool, input.conversationId, input.throughSeq);
   if (stored.length !== input.throughSeq + 1) {
     throw ApplicationFailure.retryable(
@@ -151,7 +234,9 @@ async function loadModelMessages(pool: Pool, input: ModelCallInput): Promise<Cha
       ActivityErrorType.InvalidTranscript,
     );
   }
-  return messages;
+  // The seq of each message, for the context budget's markers (when nothing was repaired, they line up).
+  const repaired = input.omitSeqs.length > 0 || input.synthesized.length > 0;
+  return { messages, seqs: repaired ? undefined : stored.map((s) => s.seq) };
 }
 
 function pairingItem(m: ChatMessage): PairingItem {

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import type { Pool } from 'pg';
-import { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError } from '../errors';
+import { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError } from '../errors';
 import { readTranscript, type StoredMessage } from '../db/transcript-store';
 import { createPool } from '../db/pool';
 import type { StreamEvent } from '../db/stream-channel';
@@ -24,6 +24,7 @@ import {
   stateQuery,
   UnknownEffectsAttribute,
   userMessageSignal,
+  USER_MESSAGE_MAX_BYTES,
   type ApprovalDecision,
   type ConversationInput,
   type ConversationState,
@@ -106,6 +107,15 @@ export class AgentClient {
   async sendMessage(conversationId: string, text: string, options: SendMessageOptions = {}): Promise<string> {
     if (typeof text !== 'string' || text.trim() === '') {
       throw new TypeError('A message needs some text: got an empty message.');
+    }
+    const bytes = Buffer.byteLength(text, 'utf8');
+    if (bytes > USER_MESSAGE_MAX_BYTES) {
+      throw new MessageTooLargeError(
+        `The message is ${bytes} bytes; a user message may be at most ${USER_MESSAGE_MAX_BYTES} bytes (USER_MESSAGE_MAX_BYTES). ` +
+          'Nothing was sent. Put a large document where a tool can read it (a file, a table) and send a short message about it, or split it.',
+        bytes,
+        USER_MESSAGE_MAX_BYTES,
+      );
     }
     const problems = describeInvalidInput(options.input);
     if (problems.length > 0) throw new InvalidConversationInputError(`Invalid conversation input: ${problems.join('; ')}.`);

@@ -1,5 +1,5 @@
 /** Client side of the durable agent worker. */
-export { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError } from '../errors';
+export { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError } from '../errors';
 export { AgentClient, type AgentClientOptions, type SendMessageOptions, type TurnAnswer } from './client';
 export { formatTranscript } from './format';
 export { StreamView, subscribeToStream, type StreamedText, type Unsubscribe } from './stream';

@@ -19,6 +19,11 @@ export interface ModelSettings {
   streamFallbackAfterAttempts?: number;
   /** A stream that sends nothing for this long is abandoned and retried. Default 60 s. */
   streamIdleMs?: number;
+  /**
+   * The model's context window in tokens, which every request is fitted to.
+   * Default: the worker's `OPENAI_CONTEXT_WINDOW`, else known per model name, else 128000.
+   */
+  contextWindow?: number;
 }
 
 /** Limits on the activities the conversation schedules. */
@@ -100,6 +105,14 @@ export const CONVERSATION_LIMITS = {
   maxSteps: 100,
 } as const;
 
+/**
+ * The largest user message, in UTF-8 bytes. A user message travels through
+ * Temporal's history (as a signal, then as the input of the activity that
+ * stores it), where a payload may not exceed 2 MB; larger documents belong
+ * in a file or a table a tool reads.
+ */
+export const USER_MESSAGE_MAX_BYTES = 256 * 1024;
+
 /** How many message ids and decisions a conversation remembers for deduplication across runs. */
 export const DEDUP_MEMORY = 500;
 
@@ -154,6 +167,7 @@ export function describeInvalidInput(input: unknown, options: { limits?: boolean
   if (model.stream !== undefined && typeof model.stream !== 'boolean') problems.push('model.stream must be true or false');
   positiveInt(model.streamFallbackAfterAttempts, 'model.streamFallbackAfterAttempts');
   positiveInt(model.streamIdleMs, 'model.streamIdleMs');
+  positiveInt(model.contextWindow, 'model.contextWindow');
   return problems;
 }
 
@@ -288,6 +302,14 @@ export interface TurnRecord {
   error?: string;
   /** Model calls made in the turn. */
   steps: number;
+  /** Tokens the provider counted over the turn's model calls, when it reported them: the basis for cost accounting. */
+  usage?: TokenUsage;
+}
+
+/** Tokens a provider counted: prompts sent and completions received. */
+export interface TokenUsage {
+  promptTokens: number;
+  completionTokens: number;
 }
 
 /** The state returned by {@link stateQuery}. */

@@ -42,6 +42,7 @@ import {
   type ConversationSummary,
   type DecisionResult,
   type RefusedDecision,
+  type TokenUsage,
   type TurnRecord,
   type UnknownEffect,
   type UserMessage,
@@ -124,6 +125,7 @@ export class ConversationCore {
   private turnActive = false;
   private turnMessageIds: string[] = [];
   private turnSteps = 0;
+  private turnUsage: TokenUsage | undefined;
   /** Why the current (or the next, when set before it starts) turn stops. */
   private stopReason: string | undefined;
   /** The calls of the last assistant message, until their results are stored. */
@@ -285,6 +287,7 @@ export class ConversationCore {
   beginTurn(): boolean {
     this.phase = 'running';
     this.turnSteps = 0;
+    this.turnUsage = undefined;
     return this.stopReason !== undefined;
   }
 
@@ -318,6 +321,10 @@ export class ConversationCore {
     const overLimit = this.turnSteps >= this.maxSteps && calls.length > 0;
     this.turnSteps++;
     this.steps++;
+    if (result.usage) {
+      const sum = this.turnUsage ?? { promptTokens: 0, completionTokens: 0 };
+      this.turnUsage = { promptTokens: sum.promptTokens + result.usage.promptTokens, completionTokens: sum.completionTokens + result.usage.completionTokens };
+    }
     const assistantSeq = this.seq;
     const perInstanceKeys = calls.length > 0 && callInstanceKeys();
     const notRun = { reason: 'not_run_max_steps' as const, message: `The turn reached maxSteps (${this.maxSteps}); the call was not run.` };
@@ -536,7 +543,7 @@ export class ConversationCore {
   }
 
   private record(outcome: TurnRecord['outcome'], extra: Pick<TurnRecord, 'error' | 'answerSeq'>): TurnRecord {
-    return { messageIds: this.turnMessageIds, outcome, steps: this.turnSteps, ...extra };
+    return { messageIds: this.turnMessageIds, outcome, steps: this.turnSteps, ...extra, ...(this.turnUsage ? { usage: { ...this.turnUsage } } : {}) };
   }
 
   /** Stops the turn taken (also one about to start). Returns true when the edge should cancel it now. */

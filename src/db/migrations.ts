@@ -111,6 +111,19 @@ const MIGRATIONS: Migration[] = [
       ALTER TABLE approval_decisions ADD COLUMN call_keys text[];
     `,
   },
+  {
+    version: 5,
+    name: 'usage and context budget of model responses',
+    sql: `
+      -- The provider's usage ({promptTokens, completionTokens}), the worker's estimate of the
+      -- prompt's tokens (to calibrate the next estimate against the provider's count) and what
+      -- the context budget did to the request. NULL for responses stored before.
+      ALTER TABLE model_responses ADD COLUMN usage jsonb;
+      ALTER TABLE model_responses ADD COLUMN prompt_estimate integer;
+      ALTER TABLE model_responses ADD COLUMN context_budget jsonb;
+      CREATE INDEX model_responses_by_conversation ON model_responses (conversation_id, created_at);
+    `,
+  },
 ];
 
 /** Applies every migration not yet applied. Returns the versions applied now. */

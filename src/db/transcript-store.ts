@@ -93,24 +93,67 @@ export async function storeToolResult(
   return rows[0].content;
 }
 
-/** A model response stored by the model activity, if one is stored under `key`. */
-export async function findModelResponse(pool: Pool, key: string): Promise<{ message: AssistantMessage; finishReason: string | null } | undefined> {
-  const { rows } = await pool.query<{ message: AssistantMessage; finish_reason: string | null }>(
-    'SELECT message, finish_reason FROM model_responses WHERE response_key = $1',
-    [key],
-  );
-  return rows[0] ? { message: rows[0].message, finishReason: rows[0].finish_reason } : undefined;
+/** Token counts the provider reported for one response. */
+export interface ModelUsage {
+  promptTokens: number;
+  completionTokens: number;
 }
 
-/** Stores a model response under `key`; the first stored response wins and is returned. */
+/** A model response as stored by the model activity. */
+export interface StoredModelResponse {
+  message: AssistantMessage;
+  finishReason: string | null;
+  usage?: ModelUsage;
+}
+
+/** A model response stored by the model activity, if one is stored under `key`. */
+export async function findModelResponse(pool: Pool, key: string): Promise<StoredModelResponse | undefined> {
+  const { rows } = await pool.query<{ message: AssistantMessage; finish_reason: string | null; usage: ModelUsage | null }>(
+    'SELECT message, finish_reason, usage FROM model_responses WHERE response_key = $1',
+    [key],
+  );
+  const row = rows[0];
+  return row ? { message: row.message, finishReason: row.finish_reason, ...(row.usage ? { usage: row.usage } : {}) } : undefined;
+}
+
+/**
+ * Stores a model response under `key`, with its usage, the worker's estimate
+ * of the prompt's tokens and what the context budget did; the first stored
+ * response wins and is returned.
+ */
 export async function storeModelResponse(
   pool: Pool,
-  row: { key: string; conversationId: string; message: AssistantMessage; finishReason: string | null },
-): Promise<{ message: AssistantMessage; finishReason: string | null }> {
+  row: StoredModelResponse & { key: string; conversationId: string; promptEstimate?: number; contextBudget?: unknown },
+): Promise<StoredModelResponse> {
   await pool.query(
-    `INSERT INTO model_responses (response_key, conversation_id, message, finish_reason) VALUES ($1, $2, $3, $4)
+    `INSERT INTO model_responses (response_key, conversation_id, message, finish_reason, usage, prompt_estimate, context_budget)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
      ON CONFLICT (response_key) DO NOTHING`,
-    [row.key, row.conversationId, JSON.stringify(row.message), row.finishReason],
+    [
+      row.key,
+      row.conversationId,
+      JSON.stringify(row.message),
+      row.finishReason,
+      row.usage ? JSON.stringify(row.usage) : null,
+      row.promptEstimate ?? null,
+      row.contextBudget === undefined ? null : JSON.stringify(row.contextBudget),
+    ],
   );
   return (await findModelResponse(pool, row.key))!;
+}
+
+/**
+ * How many prompt tokens the provider counted per token the worker estimated,
+ * in the conversation's most recent response that has both (1 when none has):
+ * the worker's estimate is scaled by it next time.
+ */
+export async function promptCalibration(pool: Pool, conversationId: string): Promise<number> {
+  const { rows } = await pool.query<{ ratio: number | null }>(
+    `SELECT (usage ->> 'promptTokens')::float / prompt_estimate AS ratio FROM model_responses
+      WHERE conversation_id = $1 AND usage IS NOT NULL AND prompt_estimate > 0
+      ORDER BY created_at DESC LIMIT 1`,
+    [conversationId],
+  );
+  const ratio = rows[0]?.ratio;
+  return typeof ratio === 'number' && Number.isFinite(ratio) && ratio > 0 ? ratio : 1;
 }

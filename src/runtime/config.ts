@@ -17,6 +17,7 @@ export const ENV_VARS = [
   'OPENAI_API_KEY',
   'OPENAI_BASE_URL',
   'OPENAI_MODEL',
+  'OPENAI_CONTEXT_WINDOW',
   'AGENT_DATA_DIR',
   'AGENT_TOOLS_MODULE',
   'AGENT_MAX_PARALLEL_TOOL_CALLS',
@@ -44,6 +45,14 @@ const envSchema = z.object({
     z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as https://api.openai.com/v1' }).optional(),
   ),
   OPENAI_MODEL: optional,
+  OPENAI_CONTEXT_WINDOW: optional.pipe(
+    z
+      .string()
+      .regex(/^\d+$/, 'must be the model\'s context window in tokens, a whole number such as 128000')
+      .transform(Number)
+      .pipe(z.number().min(1024, 'must be at least 1024 tokens'))
+      .optional(),
+  ),
   AGENT_DATA_DIR: optional,
   AGENT_TOOLS_MODULE: optional,
   AGENT_MAX_PARALLEL_TOOL_CALLS: optional.pipe(
@@ -81,6 +90,8 @@ export interface WorkerConfig {
     apiKey?: string;
     baseUrl?: string;
     model: string;
+    /** The model's context window in tokens; known for common models, else 128000 (see src/activities/context-budget.ts). */
+    contextWindow?: number;
   };
   /** Where embedded servers keep their files. */
   dataDir: string;
@@ -109,7 +120,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
       uiPort: e.TEMPORAL_UI_PORT ?? 8233,
     },
     databaseUrl: e.DATABASE_URL,
-    openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL, model: e.OPENAI_MODEL ?? 'gpt-4o-mini' },
+    openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL, model: e.OPENAI_MODEL ?? 'gpt-4o-mini', contextWindow: e.OPENAI_CONTEXT_WINDOW },
     dataDir: path.resolve(e.AGENT_DATA_DIR ?? path.join(__dirname, '..', '..', '.data')),
     toolsModule: e.AGENT_TOOLS_MODULE,
     maxParallelToolCalls: e.AGENT_MAX_PARALLEL_TOOL_CALLS ?? DEFAULT_MAX_PARALLEL_TOOL_CALLS,

@@ -16,6 +16,8 @@ export interface AgentWorkerOptions {
   openai: OpenAI;
   /** Model used when a conversation names none. */
   defaultModel: string;
+  /** Context window of the models used, in tokens, when a conversation does not say (default: known per model name, else 128000). */
+  contextWindow?: number;
   tools: readonly Tool[];
   /** A prebuilt workflow bundle (tests build one once); the workflows are bundled at start when unset. */
   workflowBundle?: WorkflowBundleOption;
@@ -49,6 +51,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Wo
       openai: options.openai,
       tools: new ToolRegistry(options.tools),
       defaultModel: options.defaultModel,
+      contextWindow: options.contextWindow,
       inlineResultLimit: options.inlineResultLimit,
       maxParallelToolCalls: options.maxParallelToolCalls,
     }),

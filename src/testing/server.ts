@@ -22,6 +22,7 @@ import type {
   ToolCallIdScheme,
 } from './types';
 import { errorBody, INVALID_JSON_MESSAGE, validateChatRequest } from './validate';
+import { contextLengthExceededBody, countPromptTokens } from './context-window';
 
 /** Message of the 500 answered when neither the queue nor a responder supplies a reply. */
 export const NO_SCRIPTED_REPLY_MESSAGE =
@@ -62,6 +63,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
   const queue: ScriptedReply[] = [];
   let responder: Responder | undefined = options.responder;
   let toolCallIds: ToolCallIdScheme = checkToolCallIdScheme(options.toolCallIds ?? 'unique');
+  let contextWindow = checkContextWindow(options.contextWindow);
   let closing = false;
   let closed: Promise<void> | undefined;
   /** Exchanges whose connection has not closed yet, so `close()` can wait until each has recorded `closedAt`. */
@@ -92,7 +94,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     const exchange = new Exchange(res, record, () => closing);
     open.add(exchange);
     void exchange.closed.then(() => open.delete(exchange));
-    handle(req, exchange, dialect, nextReply, () => toolCallIds).catch((err: unknown) => {
+    handle(req, exchange, dialect, nextReply, () => toolCallIds, () => contextWindow).catch((err: unknown) => {
       exchange.send(500, errorBody(`Scripted model server failed: ${String(err)}`, 'server_error'));
     });
   });
@@ -120,6 +122,9 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     setToolCallIds: (scheme: ToolCallIdScheme) => {
       toolCallIds = checkToolCallIdScheme(scheme);
     },
+    setContextWindow: (tokens: number | undefined) => {
+      contextWindow = checkContextWindow(tokens);
+    },
     close: () => {
       if (!closed) {
         closing = true;
@@ -142,6 +147,7 @@ async function handle(
   dialect: ModelServerDialect,
   nextReply: (record: RecordedRequest) => Promise<ScriptedReply>,
   currentToolCallIds: () => ToolCallIdScheme,
+  currentContextWindow: () => number | undefined,
 ): Promise<void> {
   const { record } = exchange;
   const raw = await readBody(req);
@@ -184,11 +190,19 @@ async function handle(
     exchange.reject(failure.status, failure.body);
     return;
   }
+  const contextWindow = currentContextWindow();
+  if (contextWindow !== undefined) {
+    record.promptTokens = countPromptTokens(record.body as ChatRequestBody);
+    if (record.promptTokens > contextWindow) {
+      exchange.reject(400, contextLengthExceededBody(contextWindow, record.promptTokens));
+      return;
+    }
+  }
 
   const reply = await nextReply(record);
   record.reply = reply;
   // The scheme is fixed when the reply is chosen, so a later setToolCallIds does not affect a delayed reply.
-  await deliver(reply, exchange, record.body as ChatRequestBody, currentToolCallIds());
+  await deliver(reply, exchange, { ...(record.body as ChatRequestBody), promptTokens: record.promptTokens }, currentToolCallIds());
 }
 
 interface ChatRequestBody {
@@ -196,6 +210,9 @@ interface ChatRequestBody {
   messages: unknown[];
   stream?: boolean;
   stream_options?: { include_usage?: boolean } | null;
+  tools?: unknown[];
+  /** The prompt's tokens as the context window counted them, when it did. */
+  promptTokens?: number;
 }
 
 async function deliver(
@@ -221,7 +238,7 @@ async function deliver(
       }
       return;
     case 'http_error':
-      exchange.send(reply.status, reply.body === undefined ? defaultErrorBody(reply.status) : reply.body);
+      exchange.send(reply.status, reply.body === undefined ? defaultErrorBody(reply.status) : reply.body, reply.headers);
       return;
     default: {
       const plan = planCompletion(reply, request, toolCallIds);
@@ -257,7 +274,7 @@ function planCompletion(
   }));
   const hasToolCalls = toolCalls.length > 0;
   const content = reply.content !== undefined ? reply.content : hasToolCalls ? null : '';
-  const promptTokens = estimateTokens(JSON.stringify(request.messages));
+  const promptTokens = request.promptTokens ?? estimateTokens(JSON.stringify(request.messages));
   const completionTokens = estimateTokens(
     (content ?? '') + (reply.reasoningContent ?? '') + toolCalls.map((c) => c.name + c.arguments).join(''),
   );
@@ -504,11 +521,12 @@ class Exchange {
   }
 
   /** Sends a complete response: strings verbatim, anything else as JSON. */
-  send(status: number, body: unknown): void {
+  send(status: number, body: unknown, headers: Record<string, string> = {}): void {
     if (this.isClosed || this.res.headersSent) return;
     const text = typeof body === 'string' ? body : JSON.stringify(body);
     this.record.firstByteAt ??= Date.now();
     this.res.writeHead(status, {
+      ...headers,
       'content-type': 'application/json',
       'content-length': Buffer.byteLength(text),
       'x-request-id': this.requestId,
@@ -557,6 +575,13 @@ async function readBody(req: http.IncomingMessage): Promise<string | undefined> 
     return undefined;
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+function checkContextWindow(tokens: number | undefined): number | undefined {
+  if (tokens !== undefined && !(Number.isInteger(tokens) && tokens > 0)) {
+    throw new Error(`contextWindow must be a positive integer number of tokens, got ${String(tokens)}.`);
+  }
+  return tokens;
 }
 
 function serverError(message: string, code: string): ScriptedReply {

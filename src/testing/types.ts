@@ -132,6 +132,8 @@ export interface ScriptedHttpError {
    * `{error:{message,type,param,code}}` body fitting the status.
    */
   body?: unknown;
+  /** Extra response headers, e.g. `{ 'retry-after': '2' }` on a 429 or 503. */
+  headers?: Record<string, string>;
 }
 
 /** Waits `ms` milliseconds, then answers with `then`. */
@@ -196,6 +198,8 @@ export interface RecordedRequest {
   valid: boolean;
   /** The error answer given to an invalid request. */
   error?: { status: number; body: unknown };
+  /** Prompt tokens of the request as the context window counts them (set while a window is enforced). */
+  promptTokens?: number;
   /** The scripted reply chosen for a valid request (the outer reply for `delay`). */
   reply?: ScriptedReply;
   /** True when the client closed the connection before the reply finished. */
@@ -229,6 +233,12 @@ export interface ModelServerOptions {
   responder?: Responder;
   /** How ids are made for scripted tool calls without an explicit id; defaults to `unique`. */
   toolCallIds?: ToolCallIdScheme;
+  /**
+   * The model's context window, in tokens: a request whose prompt (counted
+   * like a provider, see `context-window.ts`) is larger is answered with
+   * OpenAI's `context_length_exceeded` 400. No limit when unset.
+   */
+  contextWindow?: number;
 }
 
 /** A running scripted model server. */
@@ -250,6 +260,8 @@ export interface ModelServer {
    * @throws when `scheme` is not one of the known schemes
    */
   setToolCallIds(scheme: ToolCallIdScheme): void;
+  /** Sets (or with `undefined` removes) the {@link ModelServerOptions.contextWindow} for requests from now on. */
+  setContextWindow(tokens: number | undefined): void;
   /** Stops listening and ends every open connection, hanging requests included. */
   close(): Promise<void>;
 }

@@ -12,6 +12,7 @@ import { createOpenAIClient } from '../../src/activities/openai-client';
 import { AgentClient } from '../../src/client/client';
 import { migrate } from '../../src/db/migrations';
 import { createPool } from '../../src/db/pool';
+import { startTcpProxy, type TcpProxy } from './tcp-proxy';
 import { startModelServer, type ModelServer, type ModelServerOptions } from '../../src/testing';
 import { createAgentWorker } from '../../src/runtime/worker';
 import { backofficeTools } from '../../src/tools/backoffice';
@@ -35,6 +36,12 @@ export interface HarnessOptions {
   temporalAddress?: string;
   /** The in-process worker's limit of tool calls per response. */
   maxParallelToolCalls?: number;
+  /** The model server's context window in tokens (none when unset). */
+  contextWindow?: number;
+  /** The in-process worker's context window setting (per model name when unset). */
+  workerContextWindow?: number;
+  /** The in-process worker reaches PostgreSQL through a TCP proxy the test can cut (`databaseProxy`). */
+  databaseProxy?: boolean;
 }
 
 /** What a test file works with. */
@@ -53,6 +60,8 @@ export interface Harness {
   requestsFor(marker: string): Record<string, unknown>[];
   /** Asserts the scripted model server never saw an invalid request. */
   expectOnlyValidModelRequests(): void;
+  /** The proxy between the in-process worker and PostgreSQL, with `databaseProxy`. */
+  databaseProxy?: TcpProxy;
   /** Environment for a worker process (`src/main.ts`) that serves this harness. */
   workerEnv(extra?: Record<string, string>): Record<string, string>;
   stop(): Promise<void>;
@@ -70,7 +79,16 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const pool = createPool(databaseUrl);
   await migrate(pool);
 
-  const model = await startModelServer({ dialect: options.dialect });
+  const model = await startModelServer({ dialect: options.dialect, contextWindow: options.contextWindow });
+  let databaseProxy: TcpProxy | undefined;
+  let workerPool = pool;
+  if (options.databaseProxy) {
+    const url = new URL(databaseUrl);
+    databaseProxy = await startTcpProxy({ host: url.hostname, port: Number(url.port) });
+    url.hostname = '127.0.0.1';
+    url.port = String(databaseProxy.port);
+    workerPool = createPool(url.toString());
+  }
   const taskQueue = `test-${randomUUID()}`;
   const clientConnection = await Connection.connect({ address: temporalAddress });
   const temporal = new Client({ connection: clientConnection });
@@ -85,9 +103,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       connection: workerConnection,
       namespace: 'default',
       taskQueue,
-      pool,
+      pool: workerPool,
       openai: createOpenAIClient({ apiKey: 'test-key', baseUrl: model.url }),
       defaultModel: 'scripted-model',
+      contextWindow: options.workerContextWindow,
       tools: options.tools ?? backofficeTools(),
       workflowBundle: { codePath: inject('workflowBundlePath') },
       inlineResultLimit: options.inlineResultLimit,
@@ -110,6 +129,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     }),
     model,
     pool,
+    databaseProxy,
     client,
     temporal,
     worker,
@@ -132,6 +152,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       await client.close();
       await clientConnection.close();
       await model.close();
+      await databaseProxy?.close();
+      if (workerPool !== pool) await workerPool.end();
       await pool.end();
     },
   };

@@ -1,0 +1,44 @@
+/**
+ * Retries a database operation while PostgreSQL cannot be reached, inside an
+ * activity: the wait heartbeats (so the activity is not taken for dead) and
+ * ends when the activity is cancelled. A database outage then delays a model
+ * call instead of using up its attempts. Errors that are not about the
+ * connection (a constraint, bad SQL) are thrown at once.
+ */
+import { Context } from '@temporalio/activity';
+import { logger } from '../runtime/logger';
+
+/** How long a database operation is retried before the error is thrown (the activity's own retry policy takes over). */
+export const DATABASE_RETRY_FOR_MS = 2 * 60_000;
+
+/** Node socket errors and PostgreSQL's connection and shutdown classes (08, 57P). */
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03']);
+
+/** True when `err` says the database could not be reached, rather than that the operation was wrong. */
+export function isConnectionError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && (CONNECTION_CODES.has(code) || code.startsWith('08'))) return true;
+  const message = err instanceof Error ? err.message : '';
+  return /Connection terminated|connection timeout|Client has encountered a connection error|the database system is (starting up|shutting down)/i.test(message);
+}
+
+/**
+ * Runs `operation`, retrying it (1 s, 2 s, … up to 5 s apart) while the
+ * database is unreachable, for at most `retryForMs`. Call only inside an activity.
+ */
+export async function withDatabaseRetry<T>(what: string, operation: () => Promise<T>, retryForMs = DATABASE_RETRY_FOR_MS): Promise<T> {
+  const context = Context.current();
+  const started = Date.now();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await operation();
+    } catch (err) {
+      if (!isConnectionError(err) || Date.now() - started >= retryForMs) throw err;
+      const waitMs = Math.min(1000 * attempt, 5000);
+      if (attempt === 1) logger.warn({ what, error: (err as Error).message }, 'PostgreSQL is unreachable; retrying until it is back');
+      context.heartbeat();
+      await context.sleep(waitMs); // throws when the activity is cancelled
+      context.heartbeat();
+    }
+  }
+}
