@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MessageTooLargeError } from '../src/client';
+import { TOOL_ARGUMENTS_MAX_BYTES } from '../src/activities/contracts';
 import { USER_MESSAGE_MAX_BYTES } from '../src/core/contract';
 import type { ChatMessage } from '../src/core/messages';
 import { countPromptTokens } from '../src/testing/context-window';
@@ -189,5 +190,25 @@ describe('a very long model answer', () => {
     const bytes = JSON.stringify(history).length;
     expect(bytes).toBeLessThan(200_000);
     expect(h.model.requests.slice(firstRequest).map((r) => r.valid)).toEqual([true]);
+  });
+});
+
+describe('oversized tool call arguments', () => {
+  it('are not run: the call settles as invalid_arguments naming the size and the limit, and the turn goes on', async () => {
+    const id = h.newConversationId('big-args');
+    const firstRequest = h.model.requests.length;
+    h.model.enqueue({ toolCalls: [{ id: 'call_big', name: 'export_report', arguments: { tag: 'y'.repeat(300 * 1024) } }] }, { content: 'I will ask for less.' });
+    const { turn, answer } = await h.client.ask(id, 'Export with a huge tag');
+    expect(turn.outcome).toBe('answered');
+    expect(answer).toBe('I will ask for less.');
+    const result = (await h.client.transcript(id)).find((m) => m.message.role === 'tool')!.message as { content: string };
+    expect(JSON.parse(result.content)).toEqual({
+      kind: 'tool_failed',
+      reason: 'invalid_arguments',
+      error: `The arguments are ${300 * 1024 + 10} bytes; a tool call's arguments may be at most ${TOOL_ARGUMENTS_MAX_BYTES} bytes. Ask for less at once, or refer to data by an id the tool can look up.`,
+    });
+    const history = await h.temporal.workflow.getHandle(id).fetchHistory();
+    expect(JSON.stringify(history).length).toBeLessThan(100_000);
+    expect(h.model.requests.slice(firstRequest).map((r) => r.valid)).toEqual([true, true]);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConversationCore } from '../src/core/conversation';
+import { ConversationCore, MESSAGE_SIZE_LIMITS_PATCH } from '../src/core/conversation';
 import { DEDUP_MEMORY } from '../src/core/contract';
 import { assistantWithCalls, CoreDriver } from './support/core-driver';
 
@@ -340,5 +340,40 @@ describe('ConversationCore: continue-as-new and repair', () => {
     const { message, plans } = assistantWithCalls([{ id: 'call_1' }]);
     d.core.modelAnswered({ message, responseKey: 'r', calls: plans, finishReason: 'tool_calls' }, () => true);
     expect(() => d.core.answerStored(5)).toThrow('The assistant message was stored at seq 5, its calls were keyed for 1.');
+  });
+});
+
+describe('ConversationCore: sizes', () => {
+  const text = (kib: number, tag: string) => `${tag}:`.padEnd(kib * 1024, 'é').slice(0, (kib * 1024) / 2); // 'é' is 2 bytes
+
+  it('refuses a user message over USER_MESSAGE_MAX_BYTES with its size and the limit; a run from before the limit keeps it', () => {
+    const d = new CoreDriver();
+    d.userMessage({ text: text(300, 'big') });
+    expect(d.core.state().lastError).toMatch(/^Ignored a userMessage signal: the message is \d+ bytes; a user message may be at most 262144 bytes$/);
+    expect(d.stored).toHaveLength(0);
+    const old = new CoreDriver();
+    old.before.push(MESSAGE_SIZE_LIMITS_PATCH);
+    old.userMessage({ text: text(300, 'big') });
+    expect(old.stored).toHaveLength(1);
+  });
+
+  it('takes at most TURN_INPUT_MAX_BYTES of queued messages into one turn (at least one); the rest get the next turn', () => {
+    const core = new ConversationCore('c', {}, new CoreDriver().env);
+    for (let i = 0; i < 6; i++) core.receiveUserMessage({ text: text(200, `m${i}`), messageId: `m${i}` });
+    expect(core.takeTurn()).toHaveLength(5);
+    expect(core.state().queuedMessages).toBe(1);
+    const old = new CoreDriver();
+    old.before.push(MESSAGE_SIZE_LIMITS_PATCH);
+    const oldCore = new ConversationCore('c', {}, old.env);
+    for (let i = 0; i < 6; i++) oldCore.receiveUserMessage({ text: text(200, `m${i}`), messageId: `m${i}` });
+    expect(oldCore.takeTurn()).toHaveLength(6);
+  });
+
+  it('does not continue as new while the queued messages are over CARRIED_INBOX_MAX_BYTES; it answers them first', () => {
+    const core = new ConversationCore('c', { continueAsNewAfterEvents: 10, onNewMessage: 'queue' }, new CoreDriver().env);
+    for (let i = 0; i < 5; i++) core.receiveUserMessage({ text: text(250, `m${i}`), messageId: `m${i}` });
+    expect(core.shouldContinueAsNew({ length: 50, suggested: false })).toBe(false);
+    core.takeTurn();
+    expect(core.shouldContinueAsNew({ length: 50, suggested: false })).toBe(true);
   });
 });

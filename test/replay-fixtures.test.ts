@@ -39,6 +39,8 @@ describe('replaying recorded histories', () => {
       'reused-tool-call-ids',
       'duplicated-and-empty-ids',
       'effect-unknown-timeout',
+      // Message size limits (test/message-size-limits.test.ts): an oversized raw signal refused.
+      'oversized-user-message',
     ]) {
       expect(names).toContain(expected);
     }

@@ -16,10 +16,11 @@
  * model call one request, deterministic, and free of a second failure mode.
  *
  * Tokens are counted with `gpt-tokenizer` (o200k, the encoding of OpenAI's
- * current models; an estimate for other providers' models), never more text
- * than the budget needs: a message is counted from a prefix when it is cut.
+ * current models; an estimate for other providers' models; see `tokens.ts`),
+ * never more text than the budget needs: a message is counted only as far as
+ * it is kept.
  */
-import { countTokens, decode, encode } from 'gpt-tokenizer';
+import { countTokens, takeTokens } from './tokens';
 import type { ChatMessage } from '../core/messages';
 
 /** Context windows of well-known models, in tokens; `ModelSettings.contextWindow` or `OPENAI_CONTEXT_WINDOW` set others. */
@@ -180,13 +181,10 @@ function fitMessage(message: ChatMessage, maxTokens: number, seq: number): { mes
   const fixed = TOKENS_PER_MESSAGE + fixedTokens(message);
   const content = typeof message.content === 'string' ? message.content : '';
   const room = Math.max(FLOOR_TOKENS, maxTokens - fixed);
-  // Every token covers at least one UTF-8 byte, so text of at most `room` bytes fits without counting it all.
-  const prefixChars = room * 8;
-  const counted = encode(content.length > prefixChars ? content.slice(0, prefixChars) : content);
-  if (counted.length <= room && content.length <= prefixChars) return { message, tokens: fixed + counted.length, cut: false };
-  const marker = truncationMarker(0, content.length, seq);
-  const keep = Math.max(0, room - countTokens(marker) - 8);
-  const shown = decode(counted.slice(0, keep));
+  const whole = takeTokens(content, room);
+  if (whole.whole) return { message, tokens: fixed + whole.tokens, cut: false };
+  const keep = Math.max(0, room - countTokens(truncationMarker(content.length, content.length, seq)) - 8);
+  const shown = takeTokens(content, keep).text;
   const text = shown + truncationMarker(shown.length, content.length, seq);
   return { message: { ...message, content: text } as ChatMessage, tokens: fixed + countTokens(text), cut: true };
 }

@@ -95,6 +95,9 @@ export const DEFAULT_MAX_PARALLEL_TOOL_CALLS = 16;
 /** The highest limit a worker may set for tool calls per response (providers offer at most 128 tools). */
 export const MAX_PARALLEL_TOOL_CALLS_LIMIT = 128;
 
+/** The largest tool call arguments, in UTF-8 bytes: a call over it is not run, and its arguments cross history as a stub. */
+export const TOOL_ARGUMENTS_MAX_BYTES = 256 * 1024;
+
 /** How often long activities (model calls, tools) heartbeat: a cancelled turn reaches them within about this long. */
 export const HEARTBEAT_EVERY_MS = 1_000;
 

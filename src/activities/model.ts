@@ -14,6 +14,7 @@ import type { Pool } from 'pg';
 import {
   ActivityErrorType,
   DEFAULT_MAX_PARALLEL_TOOL_CALLS,
+  TOOL_ARGUMENTS_MAX_BYTES,
   type AssistantMessage,
   type ModelCallInput,
   type ModelCallResult,
@@ -144,8 +145,13 @@ function inHistory(message: AssistantMessage, deps: ModelActivityDeps, responseK
   const limit = deps.inlineResultLimit ?? 4096;
   const preview = (text: string, what: string) =>
     text.length <= limit ? text : `${text.slice(0, PREVIEW_LENGTH)}… [${text.length} characters; the full ${what} is stored under model response ${responseKey}]`;
+  const tooLarge = (call: ToolCall) => Buffer.byteLength(call.function.arguments, 'utf8') > TOOL_ARGUMENTS_MAX_BYTES;
   return {
     ...message,
+    // A call with arguments over the limit is not run: its arguments stay in storage only.
+    ...(message.tool_calls?.some(tooLarge)
+      ? { tool_calls: message.tool_calls.map((c) => (tooLarge(c) ? { ...c, function: { ...c.function, arguments: '{}' } } : c)) }
+      : {}),
     content: message.content === null ? null : preview(message.content, 'answer'),
     ...(message.reasoning_content !== undefined ? { reasoning_content: preview(message.reasoning_content, 'reasoning') } : {}),
   };
@@ -246,6 +252,13 @@ function pairingItem(m: ChatMessage): PairingItem {
 }
 
 function planToolCall(registry: ToolRegistry, allowed: readonly string[] | undefined, call: ToolCall): ToolCallPlan {
+  const bytes = Buffer.byteLength(call.function.arguments, 'utf8');
+  if (bytes > TOOL_ARGUMENTS_MAX_BYTES) {
+    return unrunnable(call, {
+      reason: 'invalid_arguments',
+      message: `The arguments are ${bytes} bytes; a tool call's arguments may be at most ${TOOL_ARGUMENTS_MAX_BYTES} bytes. Ask for less at once, or refer to data by an id the tool can look up.`,
+    });
+  }
   const checked = checkToolCall(registry, allowed, call.function.name, call.function.arguments);
   if (!checked.ok) return unrunnable(call, { reason: checked.reason, message: checked.message });
   const { tool, args } = checked;

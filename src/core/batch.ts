@@ -187,6 +187,20 @@ export class ToolCallBatch {
     return { ids: [toolCallId] };
   }
 
+  /**
+   * The calls of `ids` whose approval deadline (`requestedAt + timeoutMs`) is
+   * after `sentAt`, or why none is. By the sender's stamp when it has one
+   * (`stamped`), so a decision sent in time while no worker ran still counts,
+   * whichever of the deadline's timer and the decision is handled first.
+   */
+  inTime(ids: readonly string[], sentAt: number, timeoutMs: number, stamped: boolean): { ids: string[] } | DecisionRefusal {
+    const inTime = ids.filter((id) => sentAt < (this.get(id)?.requestedAt ?? 0) + timeoutMs);
+    if (inTime.length > 0) return { ids: inTime };
+    const deadline = new Date((this.get(ids[0])?.requestedAt ?? 0) + timeoutMs).toISOString();
+    const when = stamped ? `was sent (${new Date(sentAt).toISOString()})` : 'came';
+    return { message: `The decision ${when} after the approval deadline (${deadline}); the call settles as approval_timeout.` };
+  }
+
   /** Applies a decision to the given calls: approved calls become ready, rejected calls settle as `rejected`. */
   decide(ids: readonly string[], decision: CallDecision): void {
     for (const id of ids) {

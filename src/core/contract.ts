@@ -113,6 +113,31 @@ export const CONVERSATION_LIMITS = {
  */
 export const USER_MESSAGE_MAX_BYTES = 256 * 1024;
 
+/**
+ * The user messages one turn takes at once, in UTF-8 bytes (at least one
+ * message): they are stored by one activity whose input must stay under
+ * Temporal's payload limit. Messages beyond it wait for the next turn.
+ */
+export const TURN_INPUT_MAX_BYTES = 1024 * 1024;
+
+/** Queued user messages a conversation carries through continue-as-new, in UTF-8 bytes; with more it answers them first. */
+export const CARRIED_INBOX_MAX_BYTES = 1024 * 1024;
+
+/** The UTF-8 length of `text`, in bytes (workflow-safe: no Buffer, no TextEncoder). */
+export function utf8Bytes(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x80) bytes += 1;
+    else if (code < 0x800) bytes += 2;
+    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
+      bytes += 4; // a surrogate pair: one code point of four bytes
+      i++;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
 /** How many message ids and decisions a conversation remembers for deduplication across runs. */
 export const DEDUP_MEMORY = 500;
 

@@ -20,19 +20,22 @@ import type {
   DecisionRecord,
   ModelCallInput,
   ModelCallResult,
-  StoredMessageRef,
   ToolCallInput,
   ToolCallResult,
 } from '../activities/contracts';
 import { describePendingApproval, requestedCalls, ToolCallBatch, type BatchCall } from './batch';
 import {
   CONVERSATION_DEFAULTS,
-  DEDUP_MEMORY,
   describeBadDecision,
   describeBadUserMessage,
   RECENT_TURNS_KEPT,
   REFUSED_DECISIONS_KEPT,
+  CARRIED_INBOX_MAX_BYTES,
+  DEDUP_MEMORY,
+  TURN_INPUT_MAX_BYTES,
   UNKNOWN_EFFECTS_KEPT,
+  USER_MESSAGE_MAX_BYTES,
+  utf8Bytes,
   type ApprovalDecision,
   type CancelTurnRequest,
   type CarriedConversation,
@@ -48,53 +51,21 @@ import {
   type UserMessage,
 } from './contract';
 import { legacyCallKey } from './effect-keys';
-import { describeMessage, type ChatMessage, type MessageMeta } from './messages';
-import { effectUnknownContent, toolFailedContent, type OutcomeKind, type ToolFailureReason } from './outcomes';
+import { Inbox } from './inbox';
+import { describeMessage, type MessageMeta } from './messages';
+import { effectUnknownContent, toolFailedContent, type OutcomeKind } from './outcomes';
 import { planStoredRepair } from './pairing';
+import {
+  MESSAGE_SIZE_LIMITS_PATCH,
+  STOP_REASONS,
+  type AfterAnswer,
+  type CoreEnvironment,
+  type SearchAttributeValues,
+  type StoreEntry,
+  type ToolFailure,
+} from './edge';
 
-/** What the core needs from the world: a clock, fresh ids and a log. The workflow passes its deterministic ones. */
-export interface CoreEnvironment {
-  /** The current time, ms since the epoch (in the workflow: the time of the workflow task). */
-  now(): number;
-  /** A fresh id, for a user message sent without one. */
-  newId(): string;
-  log: {
-    info(message: string, attributes?: Record<string, unknown>): void;
-    warn(message: string, attributes?: Record<string, unknown>): void;
-  };
-}
-
-/** A message to store: its body, and a reference when an activity already stored the body. */
-export interface StoreEntry {
-  message: ChatMessage;
-  ref?: StoredMessageRef;
-}
-
-/** Why a tool call's activity failed, as the edge read it from the failure. */
-export interface ToolFailure {
-  message: string;
-  reason: ToolFailureReason;
-  /** Set when the run was cut off (timed out, worker lost) rather than failed by the tool: why. */
-  cutOff?: string;
-}
-
-/** What follows a stored assistant message: the turn's end, or calls to run. */
-export type AfterAnswer = { finished: TurnRecord } | { calls: readonly BatchCall[] };
-
-/** The values of the search attributes that changed since they were last published. */
-export interface SearchAttributeValues {
-  status: ConversationStatus;
-  pendingApprovals: number;
-  /** Present when the count of unknown effects changed. */
-  unknownEffects?: number;
-}
-
-/** Why a turn stopped early, as tool messages and turn records say it. */
-export const STOP_REASONS = {
-  cancelledByUser: 'the user cancelled the turn',
-  interruptedByMessage: 'a new user message interrupted the turn',
-  workflowCancelled: 'the conversation was cancelled',
-} as const;
+export * from './edge';
 
 type Phase = 'idle' | 'running' | 'failed' | 'closed';
 
@@ -108,8 +79,7 @@ export class ConversationCore {
   /** Structure of the messages of this run; earlier runs' messages are stored and settled. */
   private readonly messages: MessageMeta[] = [];
   private seq: number;
-  private readonly inbox: Required<UserMessage>[];
-  private readonly receivedMessageIds: Set<string>;
+  private readonly inbox: Inbox;
   private readonly decisions: Map<string, DecisionResult>;
   private readonly recentTurns: TurnRecord[];
   private readonly refusedDecisions: RefusedDecision[];
@@ -147,8 +117,7 @@ export class ConversationCore {
     this.onNewMessage = input.onNewMessage ?? CONVERSATION_DEFAULTS.onNewMessage;
     this.continueAsNewAfterEvents = input.continueAsNewAfterEvents ?? CONVERSATION_DEFAULTS.continueAsNewAfterEvents;
     this.seq = carried?.nextSeq ?? 0;
-    this.inbox = [...(carried?.inbox ?? [])];
-    this.receivedMessageIds = new Set(carried?.receivedMessageIds ?? []);
+    this.inbox = new Inbox(carried);
     this.decisions = new Map((carried?.decisions ?? []).map((d) => [d.decisionId, d]));
     this.recentTurns = [...(carried?.recentTurns ?? [])];
     this.refusedDecisions = [...(carried?.refusedDecisions ?? [])];
@@ -214,13 +183,15 @@ export class ConversationCore {
     const problem = describeBadUserMessage(message);
     if (problem) return this.refuse('userMessage signal', problem);
     const { text, messageId: given } = message as UserMessage;
+    const bytes = utf8Bytes(text);
+    if (bytes > USER_MESSAGE_MAX_BYTES && this.env.allows(MESSAGE_SIZE_LIMITS_PATCH)) {
+      return this.refuse('userMessage signal', `the message is ${bytes} bytes; a user message may be at most ${USER_MESSAGE_MAX_BYTES} bytes`);
+    }
     const messageId = given ?? this.env.newId();
-    if (this.receivedMessageIds.has(messageId)) {
+    if (!this.inbox.receive({ text, messageId })) {
       this.env.log.info('Ignored a user message already received', { conversationId: this.conversationId, messageId });
       return false;
     }
-    this.receivedMessageIds.add(messageId);
-    this.inbox.push({ text, messageId });
     return this.onNewMessage === 'interrupt' && this.stopTurn(STOP_REASONS.interruptedByMessage);
   }
 
@@ -250,7 +221,8 @@ export class ConversationCore {
   /** Takes every queued message into a new turn and returns them to store; undefined when none is queued (the conversation ends). */
   takeTurn(): StoreEntry[] | undefined {
     if (this.inbox.length === 0) return undefined;
-    const taken = this.inbox.splice(0, this.inbox.length);
+    const bounded = this.inbox.bytes() > TURN_INPUT_MAX_BYTES && this.env.allows(MESSAGE_SIZE_LIMITS_PATCH);
+    const taken = this.inbox.take(bounded ? TURN_INPUT_MAX_BYTES : undefined);
     this.turnActive = true;
     this.turnMessageIds = taken.map((m) => m.messageId);
     return taken.map((m) => ({ message: { role: 'user', content: m.text } }));
@@ -462,19 +434,10 @@ export class ConversationCore {
     }
     const checked = batch.checkDecision(decision.toolCallId, decision.callKey);
     if (!('ids' in checked)) return { refusal: `${checked.message} (conversation ${this.conversationId})` };
-    // A decision counts when it was sent before its call's approval deadline (by the sender's
-    // stamp, or by the current time when it has none) and arrives while the call still waits.
-    // It does not depend on whether the deadline's timer or the decision is handled first, so a
-    // decision sent in time while no worker ran is honoured when a worker returns, and live
-    // execution and replay agree.
+    // It counts when sent before the deadline and arriving while the call still waits.
     const sentAt = decision.sentAt === undefined ? this.env.now() : Date.parse(decision.sentAt);
-    const inTime = checked.ids.filter((id) => sentAt < batch.get(id)!.requestedAt + this.approvalTimeoutMs);
-    if (inTime.length === 0) {
-      const deadline = new Date(batch.get(checked.ids[0])!.requestedAt + this.approvalTimeoutMs).toISOString();
-      const when = decision.sentAt === undefined ? 'came' : `was sent (${new Date(sentAt).toISOString()})`;
-      return { refusal: `The decision ${when} after the approval deadline (${deadline}); the call settles as approval_timeout.` };
-    }
-    return { ids: inTime };
+    const timely = batch.inTime(checked.ids, sentAt, this.approvalTimeoutMs, decision.sentAt !== undefined);
+    return 'ids' in timely ? timely : { refusal: timely.message };
   }
 
   /**
@@ -515,11 +478,13 @@ export class ConversationCore {
 
   /** Whether to continue as new now, between turns, given the run's history. */
   shouldContinueAsNew(history: { length: number; suggested: boolean }): boolean {
-    return history.suggested || history.length >= this.continueAsNewAfterEvents;
+    if (!(history.suggested || history.length >= this.continueAsNewAfterEvents)) return false;
+    return !(this.inbox.bytes() > CARRIED_INBOX_MAX_BYTES && this.env.allows(MESSAGE_SIZE_LIMITS_PATCH));
   }
 
   /** The state the next run starts from. Called only between turns: no call is pending. */
   carryOver(): CarriedConversation {
+    const inbox = this.inbox.carry();
     return {
       nextSeq: this.seq,
       steps: this.steps,
@@ -527,10 +492,10 @@ export class ConversationCore {
       lastError: this.lastError,
       phase: this.phase === 'failed' ? 'failed' : 'idle',
       recentTurns: this.recentTurns.map((t) => ({ ...t })),
-      receivedMessageIds: [...this.receivedMessageIds].slice(-DEDUP_MEMORY),
+      receivedMessageIds: inbox.receivedMessageIds,
       decisions: [...this.decisions.values()].slice(-DEDUP_MEMORY),
       refusedDecisions: this.refusedDecisions.map((r) => ({ ...r })),
-      inbox: this.inbox.map((m) => ({ ...m })),
+      inbox: inbox.inbox,
       pendingCancel: this.stopReason,
       ending: this.ending,
       runs: this.runs,

@@ -74,7 +74,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     throw ApplicationFailure.nonRetryable(`Invalid conversation input: ${problems.join('; ')}.`, ConversationErrorType.InvalidConversationInput);
   }
   // Date.now() is the workflow's deterministic clock (the time of the current workflow task).
-  const core = new ConversationCore(workflowInfo().workflowId, input, { now: () => Date.now(), newId: uuid4, log });
+  const core = new ConversationCore(workflowInfo().workflowId, input, { now: () => Date.now(), newId: uuid4, log, allows: patched });
   const model = modelActivities(input);
   const rootScope = CancellationScope.current();
   let turnScope: CancellationScope | undefined;

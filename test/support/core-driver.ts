@@ -43,7 +43,10 @@ export class CoreDriver {
     now: () => this.clock,
     newId: () => `generated-${++this.ids}`,
     log: { info: () => undefined, warn: (message) => void this.warnings.push(message) },
+    allows: (patchId) => !this.before.includes(patchId),
   };
+  /** Patches this run predates (the core keeps the old rule for them). */
+  before: string[] = [];
 
   constructor(
     readonly input: ConversationInput = {},

@@ -1,0 +1,63 @@
+/**
+ * What the conversation core and its edge (the workflow, or a test's stand-in)
+ * exchange: what the core needs from the world, and the shapes of what it
+ * asks the edge to do. Pure.
+ */
+import type { StoredMessageRef } from '../activities/contracts';
+import type { BatchCall } from './batch';
+import type { ConversationStatus, TurnRecord } from './contract';
+import type { ChatMessage } from './messages';
+import type { ToolFailureReason } from './outcomes';
+
+/** What the core needs from the world: a clock, fresh ids and a log. The workflow passes its deterministic ones. */
+export interface CoreEnvironment {
+  /** The current time, ms since the epoch (in the workflow: the time of the workflow task). */
+  now(): number;
+  /** A fresh id, for a user message sent without one. */
+  newId(): string;
+  log: {
+    info(message: string, attributes?: Record<string, unknown>): void;
+    warn(message: string, attributes?: Record<string, unknown>): void;
+  };
+  /**
+   * Whether a rule added after conversations were already running applies
+   * to this one (the workflow's `patched(id)`): asked only where the rule
+   * would change what happens, so runs recorded before it replay as they ran.
+   */
+  allows(patchId: string): boolean;
+}
+
+/** Patch: user messages over USER_MESSAGE_MAX_BYTES are refused, a turn takes at most TURN_INPUT_MAX_BYTES of them, continue-as-new carries at most CARRIED_INBOX_MAX_BYTES. */
+export const MESSAGE_SIZE_LIMITS_PATCH = 'message-size-limits';
+
+/** A message to store: its body, and a reference when an activity already stored the body. */
+export interface StoreEntry {
+  message: ChatMessage;
+  ref?: StoredMessageRef;
+}
+
+/** Why a tool call's activity failed, as the edge read it from the failure. */
+export interface ToolFailure {
+  message: string;
+  reason: ToolFailureReason;
+  /** Set when the run was cut off (timed out, worker lost) rather than failed by the tool: why. */
+  cutOff?: string;
+}
+
+/** What follows a stored assistant message: the turn's end, or calls to run. */
+export type AfterAnswer = { finished: TurnRecord } | { calls: readonly BatchCall[] };
+
+/** The values of the search attributes that changed since they were last published. */
+export interface SearchAttributeValues {
+  status: ConversationStatus;
+  pendingApprovals: number;
+  /** Present when the count of unknown effects changed. */
+  unknownEffects?: number;
+}
+
+/** Why a turn stopped early, as tool messages and turn records say it. */
+export const STOP_REASONS = {
+  cancelledByUser: 'the user cancelled the turn',
+  interruptedByMessage: 'a new user message interrupted the turn',
+  workflowCancelled: 'the conversation was cancelled',
+} as const;
