@@ -5,6 +5,8 @@ import { TOOL_ARGUMENTS_MAX_BYTES } from '../src/activities/contracts';
 import { USER_MESSAGE_MAX_BYTES } from '../src/core/contract';
 import type { ChatMessage } from '../src/core/messages';
 import { countPromptTokens } from '../src/testing/context-window';
+import { fitToContext } from '../src/activities/context-budget';
+import { promptCalibration } from '../src/db/transcript-store';
 import { tool } from '../src/tools/tool';
 import { startHarness, type Harness } from './support/harness';
 
@@ -84,11 +86,13 @@ describe('the context budget', () => {
 
     // What the same requests would have held without the budget: the whole stored transcript up to each call.
     const transcript = (await h.client.transcript(id)).map((m) => m.message);
-    const unbudgeted = requests.map((r) => {
-      const length = (r.body as { messages: ChatMessage[] }).messages.filter((m) => m.role === 'user').length;
-      const upTo = transcript.findIndex((m, i) => m.role === 'user' && transcript.slice(0, i + 1).filter((x) => x.role === 'user').length === length);
-      const through = r.index % 2 === firstRequest % 2 ? upTo + 1 : upTo + 3;
-      return countPromptTokens({ messages: transcript.slice(0, through) });
+    // Each message counted once (a request's count is 3 priming tokens plus its messages').
+    const perMessage = transcript.map((m) => countPromptTokens({ messages: [m] }) - 3);
+    const prefix = perMessage.reduce<number[]>((sums, n) => [...sums, sums[sums.length - 1] + n], [3]);
+    const unbudgeted = requests.map((r, i) => {
+      // Turn t: its first call sees the system prompt and 4t+1 messages; its second, two more.
+      const turn = Math.floor(i / 2);
+      return prefix[1 + 4 * turn + 1 + (i % 2 === 0 ? 0 : 2)];
     });
     const over = unbudgeted.filter((t) => t > 100_000).length;
     expect(over).toBeGreaterThan(30);
@@ -97,11 +101,15 @@ describe('the context budget', () => {
       [id],
     )).rows.map((r) => r.context_budget);
     const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    const fitStarted = performance.now();
+    fitToContext(transcript, { windowTokens: 100_000, replyTokens: 4096 });
+    const fitMs = Math.round(performance.now() - fitStarted);
     console.log(
       `context budget, 20 turns x 200 kB results, 100k window: ${requests.length} model calls in ${elapsedMs} ms; ` +
         `prompt tokens sent ${sum(sent)} (max ${Math.max(...sent)}), without the budget ${sum(unbudgeted)} (max ${Math.max(...unbudgeted)}, ` +
         `${over} requests over the window); messages left out per call up to ${Math.max(...budget.map((b) => b.elided))}, ` +
-        `results shown truncated ${sum(budget.map((b) => b.truncated.length))}; compaction model calls 0`,
+        `results shown truncated ${sum(budget.map((b) => b.truncated.length))}; compaction model calls 0; ` +
+        `fitting the whole ${transcript.length}-message transcript took ${fitMs} ms`,
     );
   });
 
@@ -141,11 +149,14 @@ describe('usage', () => {
     h.model.enqueue({ toolCalls: [{ id: 'call_u', name: 'export_report', arguments: { tag: 'u' } }] }, { content: 'Small report.' });
     await h.client.ask(id, 'Export a small report', { input: { model: { stream: false } } });
     const served = h.model.requests.slice(firstRequest).map((r) => r.promptTokens!);
-    const { rows } = await h.pool.query<{ usage: { promptTokens: number; completionTokens: number } }>(
-      'SELECT usage FROM model_responses WHERE conversation_id = $1 ORDER BY created_at',
+    const { rows } = await h.pool.query<{ usage: { promptTokens: number; completionTokens: number }; prompt_estimate: number }>(
+      'SELECT usage, prompt_estimate FROM model_responses WHERE conversation_id = $1 ORDER BY created_at',
       [id],
     );
     expect(rows.map((r) => r.usage.promptTokens)).toEqual(served);
+    // The worker's estimate is the provider's count but for the 3 tokens that prime the reply; the ratio calibrates the next call.
+    expect(rows.map((r) => r.prompt_estimate)).toEqual(served.map((s) => s - 3));
+    expect(await promptCalibration(h.pool, id)).toBeCloseTo(served[1] / (served[1] - 3), 10);
     const state = await h.client.state(id);
     expect(state.recentTurns[0].usage).toEqual({
       promptTokens: served[0] + served[1],

@@ -377,3 +377,22 @@ describe('ConversationCore: sizes', () => {
     expect(core.shouldContinueAsNew({ length: 50, suggested: false })).toBe(true);
   });
 });
+
+describe('ConversationCore: decision sizes', () => {
+  it('refuses a decision whose reason or ids are longer than allowed, naming the field and the limit; a run from before the limit applies it', () => {
+    const waiting = (before: string[] = []) => {
+      const d = new CoreDriver();
+      d.before.push(...before);
+      d.userMessage({ text: 'refund' });
+      const { message, plans } = assistantWithCalls([{ id: 'call_1', needsApproval: true }]);
+      d.modelAnswers(message, plans);
+      return d;
+    };
+    const d = waiting();
+    expect(d.decide({ decisionId: 'd-1', decision: 'reject', reason: 'r'.repeat(5000) })).toEqual({ refusal: '"reason" is 5000 characters; it may have at most 4096' });
+    expect(d.decide({ decisionId: 'd'.repeat(300), decision: 'approve' })).toEqual({ refusal: '"decisionId" is 300 characters; it may have at most 256' });
+    expect(d.core.state().pendingApprovals).toHaveLength(1);
+    const old = waiting([MESSAGE_SIZE_LIMITS_PATCH]);
+    expect(old.decide({ decisionId: 'd-1', decision: 'reject', reason: 'r'.repeat(5000) })).toEqual({ applied: true, ids: ['call_1'] });
+  });
+});

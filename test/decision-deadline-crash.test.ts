@@ -74,6 +74,7 @@ async function splitByQueries(
   signal: (deadline: number) => Promise<unknown>,
   after?: ScriptedReply,
 ): Promise<{ messageId: string; queryOutcomes: Promise<string[]> }> {
+  while (workers.length > 0) await workers.pop()!.stop('SIGKILL'); // none left from a failed attempt
   const a = await startWorker();
   const b = await startWorker();
   const { messageId, deadline } = await awaitingApproval(id, after);
@@ -160,7 +161,12 @@ describe('approval deadline passing while the worker is dead', () => {
     await expectReplaysCleanly(id);
   });
 
-  it('a query taken by another worker after the deadline fired does not split the timer from a later decision', async () => {
+  // The split this test provokes depends on the server routing the queries through the dead
+  // worker's sticky queue for its 3 s schedule-to-start timeout; when the server falls back to the
+  // normal queue sooner (it can, once it sees no poller there), no query sees the fired timer and
+  // the run proves nothing either way. Such a run is retried; every assertion holds on the run
+  // that passes.
+  it('a query taken by another worker after the deadline fired does not split the timer from a later decision', { retry: 2 }, async () => {
     // The surviving worker first sees the conversation through a query whose history already has
     // the fired timer but no workflow task for it; the decision (stamped before the deadline)
     // arrives after that. Without the guard in src/workflows/interceptors.ts the worker handles

@@ -19,6 +19,7 @@ import {
   decisionSignal,
   decisionUpdate,
   describeBadDecision,
+  describeOversizedDecision,
   describeInvalidInput,
   endConversationSignal,
   stateQuery,
@@ -219,7 +220,7 @@ export class AgentClient {
       decisionId: decision.decisionId ?? randomUUID(),
       sentAt: decision.sentAt ?? new Date().toISOString(),
     };
-    const problem = describeBadDecision(full);
+    const problem = describeBadDecision(full) ?? describeOversizedDecision(full);
     if (problem) throw new TypeError(`Invalid decision: ${problem}.`);
     return full;
   }

@@ -312,6 +312,22 @@ export function describeBadDecision(decision: unknown): string | undefined {
   return undefined;
 }
 
+/** The longest text each field of a decision may have, in characters. */
+export const DECISION_FIELD_MAX_CHARS = { decisionId: 256, toolCallId: 256, callKey: 512, decidedBy: 256, reason: 4096 } as const;
+
+/**
+ * Describes which field of a decision is longer than {@link DECISION_FIELD_MAX_CHARS}
+ * allows; undefined when none is. (A rejection's reason reaches the model and
+ * the transcript, so it is bounded like a message.)
+ */
+export function describeOversizedDecision(decision: ApprovalDecision): string | undefined {
+  for (const [field, max] of Object.entries(DECISION_FIELD_MAX_CHARS)) {
+    const value = (decision as unknown as Record<string, unknown>)[field];
+    if (typeof value === 'string' && value.length > max) return `"${field}" is ${value.length} characters; it may have at most ${max}`;
+  }
+  return undefined;
+}
+
 /** A finished turn, kept so clients can find the answer to their message. */
 export interface TurnRecord {
   /** Ids of the user messages this turn answered. */

@@ -27,6 +27,7 @@ import { describePendingApproval, requestedCalls, ToolCallBatch, type BatchCall 
 import {
   CONVERSATION_DEFAULTS,
   describeBadDecision,
+  describeOversizedDecision,
   describeBadUserMessage,
   RECENT_TURNS_KEPT,
   REFUSED_DECISIONS_KEPT,
@@ -422,6 +423,8 @@ export class ConversationCore {
   checkDecision(decision: ApprovalDecision): { ids: string[] } | { refusal: string } {
     const shape = describeBadDecision(decision);
     if (shape) return { refusal: shape };
+    const oversized = describeOversizedDecision(decision);
+    if (oversized && this.env.allows(MESSAGE_SIZE_LIMITS_PATCH)) return { refusal: oversized };
     const earlier = this.decisions.get(decision.decisionId);
     if (earlier) return { ids: earlier.toolCallIds };
     const batch = this.batch;

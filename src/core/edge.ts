@@ -27,7 +27,12 @@ export interface CoreEnvironment {
   allows(patchId: string): boolean;
 }
 
-/** Patch: user messages over USER_MESSAGE_MAX_BYTES are refused, a turn takes at most TURN_INPUT_MAX_BYTES of them, continue-as-new carries at most CARRIED_INBOX_MAX_BYTES. */
+/**
+ * Patch: user messages over USER_MESSAGE_MAX_BYTES are refused, a turn takes
+ * at most TURN_INPUT_MAX_BYTES of them, continue-as-new carries at most
+ * CARRIED_INBOX_MAX_BYTES, and decisions with fields over
+ * DECISION_FIELD_MAX_CHARS are refused.
+ */
 export const MESSAGE_SIZE_LIMITS_PATCH = 'message-size-limits';
 
 /** A message to store: its body, and a reference when an activity already stored the body. */
