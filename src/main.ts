@@ -8,10 +8,11 @@ import { Connection } from '@temporalio/client';
 import { createOpenAIClient } from './activities/openai-client';
 import { migrate } from './db/migrations';
 import { createPool } from './db/pool';
-import { loadConfig } from './runtime/config';
+import { ConfigError, loadConfig } from './runtime/config';
 import { logger } from './runtime/logger';
 import { startServices } from './runtime/services';
 import { ensureSearchAttributes } from './runtime/temporal-server';
+import { connectionOptions, explainConnectionFailure } from './runtime/temporal-connection';
 import { createAgentWorker } from './runtime/worker';
 import { backofficeTools } from './tools/backoffice';
 import { loadToolsModule } from './tools/load';
@@ -24,14 +25,17 @@ async function main(): Promise<void> {
   try {
     const applied = await migrate(pool);
     if (applied.length > 0) logger.info({ versions: applied }, 'applied database migrations');
-    const admin = await Connection.connect({ address: services.temporalAddress });
+    // The embedded dev server takes plain connections; a configured one gets TLS, API key and metadata.
+    const settings = services.temporalEmbedded ? { profile: 'embedded dev server' } : config.temporal.connection;
+    const options = connectionOptions(settings, services.temporalAddress);
+    const admin = await explainConnectionFailure(settings, services.temporalAddress, () => Connection.connect(options));
     try {
       const added = await ensureSearchAttributes(admin, services.namespace);
       if (added.length > 0) logger.info({ added }, 'registered search attributes');
     } finally {
       await admin.close();
     }
-    connection = await NativeConnection.connect({ address: services.temporalAddress });
+    connection = await explainConnectionFailure(settings, services.temporalAddress, () => NativeConnection.connect(options));
     const worker = await createAgentWorker({
       connection,
       namespace: services.namespace,
@@ -74,6 +78,8 @@ function printBanner(services: Awaited<ReturnType<typeof startServices>>): void 
 }
 
 main().catch((err) => {
-  logger.error({ err }, 'worker failed');
+  // A configuration problem is said plainly, as written for the person starting the worker.
+  if (err instanceof ConfigError) process.stderr.write(`The worker cannot start: ${err.message}\n`);
+  else logger.error({ err }, 'worker failed');
   process.exitCode = 1;
 });

@@ -8,6 +8,7 @@ import readline from 'node:readline/promises';
 import { Command } from 'commander';
 import { loadConfig } from '../runtime/config';
 import { readRuntimeInfo } from '../runtime/services';
+import { connectionOptions, explainConnectionFailure } from '../runtime/temporal-connection';
 import { AgentClient } from './client';
 import { formatTranscript } from './format';
 import { StreamView } from './stream';
@@ -22,12 +23,18 @@ async function connect(): Promise<AgentClient> {
       `No running worker found (no ${config.dataDir}/runtime.json) and TEMPORAL_ADDRESS/DATABASE_URL are not both set. Start one with "npm start" in another terminal.`,
     );
   }
-  return AgentClient.connect({
-    temporalAddress,
-    databaseUrl,
-    namespace: config.temporal.namespace ?? runtime?.namespace,
-    taskQueue: config.temporal.taskQueue ?? runtime?.taskQueue,
-  });
+  // A configured server gets the TLS, API key and metadata of Temporal's environment configuration;
+  // the embedded dev server of a running `npm start` (found through its runtime file) takes plain connections.
+  const settings = config.temporal.address ? config.temporal.connection : { profile: 'embedded dev server' };
+  return explainConnectionFailure(settings, temporalAddress, () =>
+    AgentClient.connect({
+      ...connectionOptions(settings, temporalAddress),
+      temporalAddress,
+      databaseUrl,
+      namespace: config.temporal.address ? config.temporal.namespace : (runtime?.namespace ?? config.temporal.namespace),
+      taskQueue: config.temporal.taskQueue ?? runtime?.taskQueue,
+    }),
+  );
 }
 
 async function withClient(action: (client: AgentClient) => Promise<void>): Promise<void> {

@@ -4,7 +4,7 @@
  * bodies, to PostgreSQL.
  */
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError, type ConnectionOptions } from '@temporalio/client';
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import type { Pool } from 'pg';
 import { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError } from '../errors';
@@ -51,6 +51,10 @@ export interface AgentClientOptions {
   taskQueue?: string;
   /** PostgreSQL with the transcripts; needed for {@link AgentClient.transcript} and answers. */
   databaseUrl?: string;
+  /** TLS (`true`, or certificates), a Temporal Cloud API key and gRPC metadata, as the SDK's `Connection` takes them. */
+  tls?: ConnectionOptions['tls'];
+  apiKey?: string;
+  metadata?: Record<string, string>;
 }
 
 /** Options of {@link AgentClient.sendMessage}. */
@@ -98,7 +102,12 @@ export class AgentClient {
 
   /** Connects to Temporal (and PostgreSQL when `databaseUrl` is given). */
   static async connect(options: AgentClientOptions): Promise<AgentClient> {
-    const connection = await Connection.connect({ address: options.temporalAddress });
+    const connection = await Connection.connect({
+      address: options.temporalAddress,
+      ...(options.tls !== undefined ? { tls: options.tls } : {}),
+      ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
+      ...(options.metadata !== undefined ? { metadata: options.metadata } : {}),
+    });
     const temporal = new Client({ connection, namespace: options.namespace ?? 'default' });
     const pool = options.databaseUrl ? createPool(options.databaseUrl, 2) : undefined;
     return new AgentClient(temporal, connection, options.taskQueue ?? 'agent', pool, options.databaseUrl);

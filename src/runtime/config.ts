@@ -5,6 +5,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../errors';
 import { DEFAULT_MAX_PARALLEL_TOOL_CALLS, MAX_PARALLEL_TOOL_CALLS_LIMIT } from '../activities/contracts';
+import { loadTemporalConnection, type TemporalConnectionSettings } from './temporal-connection';
 
 export { ConfigError };
 
@@ -76,6 +77,8 @@ export interface WorkerConfig {
   temporal: {
     /** host:port of a Temporal frontend; unset = start the embedded dev server. */
     address?: string;
+    /** TLS, API key and metadata from Temporal's environment configuration (see `temporal-connection.ts`). */
+    connection: TemporalConnectionSettings;
     namespace: string;
     taskQueue: string;
     /** Path of a `temporal` CLI binary for the embedded dev server. */
@@ -111,10 +114,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     throw new ConfigError(`Invalid configuration in the environment:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
+  const connection = loadTemporalConnection(env);
   return {
     temporal: {
-      address: e.TEMPORAL_ADDRESS,
-      namespace: e.TEMPORAL_NAMESPACE ?? 'default',
+      address: connection.address,
+      connection,
+      namespace: connection.namespace ?? 'default',
       taskQueue: e.TEMPORAL_TASK_QUEUE ?? 'agent',
       cliPath: e.TEMPORAL_CLI_PATH,
       uiPort: e.TEMPORAL_UI_PORT ?? 8233,

@@ -25,6 +25,8 @@ export interface RuntimeInfo {
 /** The services in use, and how to stop the ones started here. */
 export interface RunningServices extends RuntimeInfo {
   model: { baseUrl?: string; apiKey: string; name: string; offlineDemo: boolean };
+  /** True when Temporal is the embedded dev server started here (plain connection, no TLS). */
+  temporalEmbedded: boolean;
   /** Human-readable origin of each service, for the start-up banner. */
   origins: { temporal: string; postgres: string; model: string };
   stop(): Promise<void>;
@@ -63,7 +65,10 @@ export async function startServices(config: WorkerConfig): Promise<RunningServic
 
     let temporalAddress = config.temporal.address;
     let temporalUiUrl: string | undefined;
-    let temporalOrigin = 'configured (TEMPORAL_ADDRESS)';
+    const settings = config.temporal.connection;
+    const secured = settings.tls ? (settings.apiKey ? 'TLS, API key' : 'TLS') : 'no TLS';
+    let temporalOrigin = `configured (profile "${settings.profile}", ${secured})`;
+    let temporalEmbedded = false;
     if (!temporalAddress) {
       const cliPath = findTemporalCli(config.temporal.cliPath);
       if (!cliPath) logger.warn('No temporal CLI found (run scripts/ensure-temporal-cli.sh); trying the SDK download');
@@ -79,6 +84,7 @@ export async function startServices(config: WorkerConfig): Promise<RunningServic
       temporalAddress = server.address;
       temporalUiUrl = server.uiUrl;
       temporalOrigin = `embedded dev server (${cliPath ?? 'SDK download'}), history in ${dbFilename}`;
+      temporalEmbedded = true;
     }
 
     let databaseUrl = config.databaseUrl;
@@ -116,6 +122,7 @@ export async function startServices(config: WorkerConfig): Promise<RunningServic
     return {
       ...info,
       model,
+      temporalEmbedded,
       origins: { temporal: temporalOrigin, postgres: postgresOrigin, model: modelOrigin },
       stop: stopAll,
     };
