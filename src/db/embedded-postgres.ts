@@ -107,6 +107,8 @@ export interface EmbeddedPostgresOptions {
   port?: number;
   /** Remove the data when stopped. Default false. */
   ephemeral?: boolean;
+  /** Extra server settings, e.g. `['-c', 'ssl=on']`. */
+  postgresFlags?: string[];
 }
 
 const USER = 'postgres';
@@ -138,6 +140,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     password: PASSWORD,
     persistent: !options.ephemeral,
     createPostgresUser: asRoot,
+    postgresFlags: options.postgresFlags ?? [],
     onLog: (message) => logger.debug({ postgres: String(message).trim() }, 'embedded postgres'),
     onError: (message) => logger.debug({ postgres: String(message).trim() }, 'embedded postgres'),
   });
