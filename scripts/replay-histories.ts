@@ -32,11 +32,15 @@ async function bundleAt(rev: string | undefined) {
     fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(srcRoot, 'node_modules'), 'dir');
   }
   const quiet = () => undefined;
-  return bundleWorkflowCode({
-    workflowsPath: path.join(srcRoot, 'src', 'workflows', 'index.ts'),
-    workflowInterceptorModules: [path.join(srcRoot, 'src', 'workflows', 'interceptors.ts')],
-    logger: { log: quiet, trace: quiet, debug: quiet, info: quiet, warn: quiet, error: console.error },
-  });
+  try {
+    return await bundleWorkflowCode({
+      workflowsPath: path.join(srcRoot, 'src', 'workflows', 'index.ts'),
+      workflowInterceptorModules: [path.join(srcRoot, 'src', 'workflows', 'interceptors.ts')],
+      logger: { log: quiet, trace: quiet, debug: quiet, info: quiet, warn: quiet, error: console.error },
+    });
+  } finally {
+    if (rev) fs.rmSync(srcRoot, { recursive: true, force: true }); // the bundle is in memory
+  }
 }
 
 async function main(): Promise<number> {

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { postgresDataDir } from '../src/db/embedded-postgres';
 import { freePort } from '../src/db/free-port';
 import { startWorkerProcess, type WorkerProcess } from './support/worker-process';
 
@@ -29,6 +30,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await worker?.stop('SIGKILL');
   fs.rmSync(dataDir, { recursive: true, force: true });
+  // As root the embedded cluster lives outside the data folder (see postgresDataDir).
+  fs.rmSync(postgresDataDir(path.join(dataDir, 'postgres')), { recursive: true, force: true });
 });
 
 /** Runs the CLI's interactive `chat`, typing `lines` one after the other as each answer arrives. */

@@ -28,7 +28,7 @@ export async function startWorkerProcess(env: Record<string, string>, readyTimeo
   child.stdout?.on('data', (chunk) => (output += String(chunk)));
   child.stderr?.on('data', (chunk) => (output += String(chunk)));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  await new Promise<void>((resolve, reject) => {
+  const started = new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`worker did not start within ${readyTimeoutMs} ms:\n${output}`)), readyTimeoutMs);
     const check = (): void => {
       if (output.includes('Durable agent worker is running.')) {
@@ -41,6 +41,13 @@ export async function startWorkerProcess(env: Record<string, string>, readyTimeo
       clearTimeout(timer);
       reject(new Error(`worker exited with ${code} before it was ready:\n${output}`));
     });
+  });
+  await started.catch(async (err: unknown) => {
+    // A worker that never became ready leaves nothing behind: no process, no data folder.
+    if (child.exitCode === null) child.kill('SIGKILL');
+    await exited;
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    throw err;
   });
   return {
     child,
