@@ -12,7 +12,7 @@ import { ConfigError, loadConfig } from './runtime/config';
 import { logger } from './runtime/logger';
 import { startServices } from './runtime/services';
 import { ensureSearchAttributes } from './runtime/temporal-server';
-import { connectionOptions, explainConnectionFailure } from './runtime/temporal-connection';
+import { connectionOptions, EMBEDDED_DEV_SERVER, explainConnectionFailure } from './runtime/temporal-connection';
 import { createAgentWorker } from './runtime/worker';
 import { backofficeTools } from './tools/backoffice';
 import { loadToolsModule } from './tools/load';
@@ -26,8 +26,8 @@ async function main(): Promise<void> {
     const applied = await migrate(pool);
     if (applied.length > 0) logger.info({ versions: applied }, 'applied database migrations');
     // The embedded dev server takes plain connections; a configured one gets TLS, API key and metadata.
-    const settings = services.temporalEmbedded ? { profile: 'embedded dev server' } : config.temporal.connection;
-    const options = connectionOptions(settings, services.temporalAddress);
+    const settings = services.temporalEmbedded ? EMBEDDED_DEV_SERVER : config.temporal.connection;
+    const options = { address: services.temporalAddress, ...connectionOptions(settings) };
     const admin = await explainConnectionFailure(settings, services.temporalAddress, () => Connection.connect(options));
     try {
       const added = await ensureSearchAttributes(admin, services.namespace);

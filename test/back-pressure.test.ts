@@ -1,4 +1,7 @@
+import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tool } from '../src/tools/tool';
+import { backofficeTools } from '../src/tools/backoffice';
 import { startHarness, type Harness } from './support/harness';
 
 // Provider back-pressure and database outages: a 429 with Retry-After is retried after the wait the
@@ -7,8 +10,21 @@ import { startHarness, type Harness } from './support/harness';
 // proxy the test cuts (every connection closed, new ones refused), as a network outage would.
 
 let h: Harness;
+let sent = 0;
+/** A tool that is not idempotent (one attempt): an outage after it ran must not turn its result into a failure. */
+const sendLetter = tool({
+  name: 'send_letter',
+  description: 'Sends a letter to a customer.',
+  parameters: z.object({ to: z.string() }),
+  idempotent: false,
+  execute: async ({ to }) => {
+    sent++;
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    return `letter sent to ${to}`;
+  },
+});
 beforeAll(async () => {
-  h = await startHarness({ databaseProxy: true });
+  h = await startHarness({ databaseProxy: true, tools: [...backofficeTools(), sendLetter] });
 });
 afterAll(async () => {
   await h?.stop();
@@ -66,5 +82,22 @@ describe('a database outage', () => {
     expect((await modelAttempts(id)).map((a) => a.attempt)).toEqual([1]);
     expect(h.model.requests.length).toBe(before + 1); // the model was asked once: its answer was not paid for twice
     h.expectOnlyValidModelRequests();
+  });
+});
+
+describe('a database outage after a tool ran', () => {
+  it('delays storing its result instead of failing a call that has one attempt; the tool runs once', async () => {
+    const id = h.newConversationId('db-outage-tool');
+    h.model.enqueue({ toolCalls: [{ id: 'call_letter', name: 'send_letter', arguments: { to: 'Ada' } }] }, { content: 'The letter is on its way.' });
+    const asked = h.client.ask(id, 'Send Ada a letter', { timeoutMs: 120_000 });
+    await expect.poll(() => sent, { timeout: 20_000 }).toBe(1);
+    await h.databaseProxy!.cut(); // the tool is running; storing its result will find no database
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    await h.databaseProxy!.restore();
+    const { answer } = await asked;
+    expect(answer).toBe('The letter is on its way.');
+    const result = (await h.client.transcript(id)).find((m) => m.message.role === 'tool')!.message as { content: string };
+    expect(result.content).toBe('letter sent to Ada');
+    expect(sent).toBe(1);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConversationCore, MESSAGE_SIZE_LIMITS_PATCH } from '../src/core/conversation';
+import { CALL_INSTANCE_KEYS_PATCH, ConversationCore, MESSAGE_SIZE_LIMITS_PATCH } from '../src/core/conversation';
 import { DEDUP_MEMORY } from '../src/core/contract';
 import { assistantWithCalls, CoreDriver } from './support/core-driver';
 
@@ -81,16 +81,17 @@ describe('ConversationCore: turns', () => {
 
   it('keys calls by provider id when the run predates per-instance keys, and asks about that only when there are calls', () => {
     const d = new CoreDriver();
+    d.before.push(CALL_INSTANCE_KEYS_PATCH);
     d.userMessage({ text: 'go' });
-    let asked = 0;
     const { message, plans } = assistantWithCalls([{ id: 'call_1', idempotent: false }]);
-    d.modelAnswers(message, plans, false);
+    d.modelAnswers(message, plans);
     expect(d.calls[0].key).toBe('conv-1/call_1');
     expect(d.calls[0].idempotent).toBeUndefined();
     d.toolReports(d.calls[0], { content: '"ok"' });
+    const askedBefore = d.asked.length;
     const result = { message: answer('done'), responseKey: 'r', calls: [], finishReason: 'stop' };
-    d.core.modelAnswered(result, () => ++asked > 0);
-    expect(asked).toBe(0);
+    d.core.modelAnswered(result);
+    expect(d.asked.length - askedBefore).toBe(0);
   });
 });
 
@@ -338,7 +339,7 @@ describe('ConversationCore: continue-as-new and repair', () => {
     const d = new CoreDriver();
     d.userMessage({ text: 'go' });
     const { message, plans } = assistantWithCalls([{ id: 'call_1' }]);
-    d.core.modelAnswered({ message, responseKey: 'r', calls: plans, finishReason: 'tool_calls' }, () => true);
+    d.core.modelAnswered({ message, responseKey: 'r', calls: plans, finishReason: 'tool_calls' });
     expect(() => d.core.answerStored(5)).toThrow('The assistant message was stored at seq 5, its calls were keyed for 1.');
   });
 });

@@ -8,6 +8,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
+import type { TokenUsage } from '../core/contract';
 import type { ToolCall } from '../core/messages';
 import { ActivityErrorType, HEARTBEAT_EVERY_MS, type AssistantMessage } from './contracts';
 import type { DeltaPublisher } from './deltas';
@@ -17,7 +18,7 @@ import { StreamAssembler } from './stream-assembler';
 export interface ModelCompletion {
   message: AssistantMessage;
   finishReason: string | null;
-  usage?: { promptTokens: number; completionTokens: number };
+  usage?: TokenUsage;
   /** Tool calls whose id was empty or repeated within the response, and the id each was given instead. */
   reassignedIds: ReassignedToolCallId[];
 }

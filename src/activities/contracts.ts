@@ -2,7 +2,7 @@
  * Inputs and results of the activities, shared with the workflow as types.
  * Type-only module: safe to import from workflow code.
  */
-import type { ModelSettings } from '../core/contract';
+import type { ModelSettings, TokenUsage } from '../core/contract';
 import type { ChatMessage } from '../core/messages';
 
 /** An assistant message as returned by the model. */
@@ -49,7 +49,7 @@ export interface ModelCallResult {
   responseKey: string;
   calls: ToolCallPlan[];
   finishReason: string | null;
-  usage?: { promptTokens: number; completionTokens: number };
+  usage?: TokenUsage;
 }
 
 /** A message body already stored by an activity, appended by reference so its bytes cross history once. */

@@ -23,6 +23,7 @@ import {
 import { findModelResponse, promptCalibration, readTranscript, storeModelResponse } from '../db/transcript-store';
 import { withDatabaseRetry } from '../db/retry';
 import { contextWindowOf, fitToContext } from './context-budget';
+import { DEFAULT_INLINE_LIMIT, inlineOrPreview } from './history-preview';
 import { requestCompletion, type ModelCompletion } from './completion';
 import { DeltaPublisher } from './deltas';
 import { checkToolCall } from './tool-calls';
@@ -132,29 +133,30 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
   };
 }
 
-/** Characters of a long answer's text kept in the activity result. */
-const PREVIEW_LENGTH = 512;
-
 /**
  * The assistant message as it travels through workflow history: a long text
  * (answer or reasoning) becomes a preview, like a long tool result; the whole
  * message is stored and appended by reference, so clients and later model
- * calls read it in full. Tool calls travel whole: the workflow runs them.
+ * calls read it in full. Tool calls travel whole (the workflow runs them),
+ * except the arguments of a call over the limit, which is not run.
  */
 function inHistory(message: AssistantMessage, deps: ModelActivityDeps, responseKey: string): AssistantMessage {
-  const limit = deps.inlineResultLimit ?? 4096;
-  const preview = (text: string, what: string) =>
-    text.length <= limit ? text : `${text.slice(0, PREVIEW_LENGTH)}… [${text.length} characters; the full ${what} is stored under model response ${responseKey}]`;
-  const tooLarge = (call: ToolCall) => Buffer.byteLength(call.function.arguments, 'utf8') > TOOL_ARGUMENTS_MAX_BYTES;
+  const limit = deps.inlineResultLimit ?? DEFAULT_INLINE_LIMIT;
+  const preview = (text: string, what: string) => inlineOrPreview(text, limit, `${what} is stored under model response ${responseKey}`);
   return {
     ...message,
-    // A call with arguments over the limit is not run: its arguments stay in storage only.
-    ...(message.tool_calls?.some(tooLarge)
-      ? { tool_calls: message.tool_calls.map((c) => (tooLarge(c) ? { ...c, function: { ...c.function, arguments: '{}' } } : c)) }
+    ...(message.tool_calls?.some(argumentsOverLimit)
+      ? { tool_calls: message.tool_calls.map((c) => (argumentsOverLimit(c) ? { ...c, function: { ...c.function, arguments: '{}' } } : c)) }
       : {}),
     content: message.content === null ? null : preview(message.content, 'answer'),
     ...(message.reasoning_content !== undefined ? { reasoning_content: preview(message.reasoning_content, 'reasoning') } : {}),
   };
+}
+
+/** The size of a call's arguments in bytes, when over {@link TOOL_ARGUMENTS_MAX_BYTES} (such a call is not run). */
+function argumentsOverLimit(call: ToolCall): number | undefined {
+  const bytes = Buffer.byteLength(call.function.arguments, 'utf8');
+  return bytes > TOOL_ARGUMENTS_MAX_BYTES ? bytes : undefined;
 }
 
 /**
@@ -252,8 +254,8 @@ function pairingItem(m: ChatMessage): PairingItem {
 }
 
 function planToolCall(registry: ToolRegistry, allowed: readonly string[] | undefined, call: ToolCall): ToolCallPlan {
-  const bytes = Buffer.byteLength(call.function.arguments, 'utf8');
-  if (bytes > TOOL_ARGUMENTS_MAX_BYTES) {
+  const bytes = argumentsOverLimit(call);
+  if (bytes !== undefined) {
     return unrunnable(call, {
       reason: 'invalid_arguments',
       message: `The arguments are ${bytes} bytes; a tool call's arguments may be at most ${TOOL_ARGUMENTS_MAX_BYTES} bytes. Ask for less at once, or refer to data by an id the tool can look up.`,

@@ -7,6 +7,7 @@
  * arguments. Some providers repeat `"id": ""` and `"name": ""` in later
  * fragments, so only a non-empty value overwrites a stored one.
  */
+import type { TokenUsage } from '../core/contract';
 
 /** The part of a streamed chunk the assembler reads. */
 export interface StreamChunk {
@@ -41,7 +42,7 @@ export interface AssembledResponse {
   reasoningContent?: string;
   toolCalls: AssembledToolCall[];
   finishReason: string | null;
-  usage?: { promptTokens: number; completionTokens: number };
+  usage?: TokenUsage;
   /** Why the response cannot be trusted (empty when it can). */
   problems: string[];
 }

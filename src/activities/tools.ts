@@ -9,6 +9,8 @@ import { logger } from '../runtime/logger';
 import { ActivityErrorType, HEARTBEAT_EVERY_MS, type ToolCallInput, type ToolCallResult } from './contracts';
 import { checkToolCall } from './tool-calls';
 import { storeToolResult } from '../db/transcript-store';
+import { withDatabaseRetry } from '../db/retry';
+import { DEFAULT_INLINE_LIMIT, inlineOrPreview } from './history-preview';
 
 /** Dependencies of the tool activity. */
 export interface ToolActivityDeps {
@@ -18,11 +20,9 @@ export interface ToolActivityDeps {
   inlineResultLimit?: number;
 }
 
-const PREVIEW_LENGTH = 512;
-
 /** Builds the `runTool` activity. */
 export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInput) => Promise<ToolCallResult> {
-  const limit = deps.inlineResultLimit ?? 4096;
+  const limit = deps.inlineResultLimit ?? DEFAULT_INLINE_LIMIT;
   return async function runTool(input: ToolCallInput): Promise<ToolCallResult> {
     const checked = checkToolCall(deps.tools, undefined, input.name, input.arguments);
     if (!checked.ok) {
@@ -54,18 +54,18 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
     } finally {
       clearInterval(heartbeat);
     }
-    const content = await storeToolResult(deps.pool, {
-      idempotencyKey: input.idempotencyKey,
-      conversationId: input.conversationId,
-      toolCallId: input.toolCallId,
-      toolName: input.name,
-      content: typeof result === 'string' ? result : JSON.stringify(result ?? null),
-    });
+    // The tool has run: a database outage now must not cost the attempt (a tool that is not idempotent has one).
+    const content = await withDatabaseRetry('store the tool result', () =>
+      storeToolResult(deps.pool, {
+        idempotencyKey: input.idempotencyKey,
+        conversationId: input.conversationId,
+        toolCallId: input.toolCallId,
+        toolName: input.name,
+        content: typeof result === 'string' ? result : JSON.stringify(result ?? null),
+      }),
+    );
     return {
-      content:
-        content.length <= limit
-          ? content
-          : `${content.slice(0, PREVIEW_LENGTH)}… [${content.length} characters; the full result is stored under ${input.idempotencyKey}]`,
+      content: inlineOrPreview(content, limit, `result is stored under ${input.idempotencyKey}`),
       storedResultKey: input.idempotencyKey,
     };
   };

@@ -8,7 +8,7 @@ import readline from 'node:readline/promises';
 import { Command } from 'commander';
 import { loadConfig } from '../runtime/config';
 import { readRuntimeInfo } from '../runtime/services';
-import { connectionOptions, explainConnectionFailure } from '../runtime/temporal-connection';
+import { connectionOptions, EMBEDDED_DEV_SERVER, explainConnectionFailure } from '../runtime/temporal-connection';
 import { AgentClient } from './client';
 import { formatTranscript } from './format';
 import { StreamView } from './stream';
@@ -25,10 +25,10 @@ async function connect(): Promise<AgentClient> {
   }
   // A configured server gets the TLS, API key and metadata of Temporal's environment configuration;
   // the embedded dev server of a running `npm start` (found through its runtime file) takes plain connections.
-  const settings = config.temporal.address ? config.temporal.connection : { profile: 'embedded dev server' };
+  const settings = config.temporal.address ? config.temporal.connection : EMBEDDED_DEV_SERVER;
   return explainConnectionFailure(settings, temporalAddress, () =>
     AgentClient.connect({
-      ...connectionOptions(settings, temporalAddress),
+      ...connectionOptions(settings),
       temporalAddress,
       databaseUrl,
       namespace: config.temporal.address ? config.temporal.namespace : (runtime?.namespace ?? config.temporal.namespace),

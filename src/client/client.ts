@@ -20,12 +20,14 @@ import {
   decisionUpdate,
   describeBadDecision,
   describeOversizedDecision,
+  describeOversizedUserMessage,
   describeInvalidInput,
   endConversationSignal,
   stateQuery,
   UnknownEffectsAttribute,
   userMessageSignal,
   USER_MESSAGE_MAX_BYTES,
+  utf8Bytes,
   type ApprovalDecision,
   type ConversationInput,
   type ConversationState,
@@ -102,12 +104,8 @@ export class AgentClient {
 
   /** Connects to Temporal (and PostgreSQL when `databaseUrl` is given). */
   static async connect(options: AgentClientOptions): Promise<AgentClient> {
-    const connection = await Connection.connect({
-      address: options.temporalAddress,
-      ...(options.tls !== undefined ? { tls: options.tls } : {}),
-      ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
-      ...(options.metadata !== undefined ? { metadata: options.metadata } : {}),
-    });
+    const { temporalAddress: address, tls, apiKey, metadata } = options;
+    const connection = await Connection.connect({ address, tls, apiKey, metadata });
     const temporal = new Client({ connection, namespace: options.namespace ?? 'default' });
     const pool = options.databaseUrl ? createPool(options.databaseUrl, 2) : undefined;
     return new AgentClient(temporal, connection, options.taskQueue ?? 'agent', pool, options.databaseUrl);
@@ -118,12 +116,12 @@ export class AgentClient {
     if (typeof text !== 'string' || text.trim() === '') {
       throw new TypeError('A message needs some text: got an empty message.');
     }
-    const bytes = Buffer.byteLength(text, 'utf8');
-    if (bytes > USER_MESSAGE_MAX_BYTES) {
+    const oversized = describeOversizedUserMessage(text);
+    if (oversized) {
       throw new MessageTooLargeError(
-        `The message is ${bytes} bytes; a user message may be at most ${USER_MESSAGE_MAX_BYTES} bytes (USER_MESSAGE_MAX_BYTES). ` +
+        `${oversized.charAt(0).toUpperCase()}${oversized.slice(1)} (USER_MESSAGE_MAX_BYTES). ` +
           'Nothing was sent. Put a large document where a tool can read it (a file, a table) and send a short message about it, or split it.',
-        bytes,
+        utf8Bytes(text),
         USER_MESSAGE_MAX_BYTES,
       );
     }

@@ -138,6 +138,13 @@ export function utf8Bytes(text: string): number {
   return bytes;
 }
 
+/** Says how much a user message is over {@link USER_MESSAGE_MAX_BYTES}; undefined when it is within. */
+export function describeOversizedUserMessage(text: string): string | undefined {
+  const bytes = utf8Bytes(text);
+  if (bytes <= USER_MESSAGE_MAX_BYTES) return undefined;
+  return `the message is ${bytes} bytes; a user message may be at most ${USER_MESSAGE_MAX_BYTES} bytes`;
+}
+
 /** How many message ids and decisions a conversation remembers for deduplication across runs. */
 export const DEDUP_MEMORY = 500;
 

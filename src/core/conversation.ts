@@ -28,6 +28,7 @@ import {
   CONVERSATION_DEFAULTS,
   describeBadDecision,
   describeOversizedDecision,
+  describeOversizedUserMessage,
   describeBadUserMessage,
   RECENT_TURNS_KEPT,
   REFUSED_DECISIONS_KEPT,
@@ -35,8 +36,6 @@ import {
   DEDUP_MEMORY,
   TURN_INPUT_MAX_BYTES,
   UNKNOWN_EFFECTS_KEPT,
-  USER_MESSAGE_MAX_BYTES,
-  utf8Bytes,
   type ApprovalDecision,
   type CancelTurnRequest,
   type CarriedConversation,
@@ -57,6 +56,7 @@ import { describeMessage, type MessageMeta } from './messages';
 import { effectUnknownContent, toolFailedContent, type OutcomeKind } from './outcomes';
 import { planStoredRepair } from './pairing';
 import {
+  CALL_INSTANCE_KEYS_PATCH,
   MESSAGE_SIZE_LIMITS_PATCH,
   STOP_REASONS,
   type AfterAnswer,
@@ -184,10 +184,8 @@ export class ConversationCore {
     const problem = describeBadUserMessage(message);
     if (problem) return this.refuse('userMessage signal', problem);
     const { text, messageId: given } = message as UserMessage;
-    const bytes = utf8Bytes(text);
-    if (bytes > USER_MESSAGE_MAX_BYTES && this.env.allows(MESSAGE_SIZE_LIMITS_PATCH)) {
-      return this.refuse('userMessage signal', `the message is ${bytes} bytes; a user message may be at most ${USER_MESSAGE_MAX_BYTES} bytes`);
-    }
+    const oversized = describeOversizedUserMessage(text);
+    if (oversized && this.env.allows(MESSAGE_SIZE_LIMITS_PATCH)) return this.refuse('userMessage signal', oversized);
     const messageId = given ?? this.env.newId();
     if (!this.inbox.receive({ text, messageId })) {
       this.env.log.info('Ignored a user message already received', { conversationId: this.conversationId, messageId });
@@ -283,13 +281,12 @@ export class ConversationCore {
 
   /**
    * The model answered. Its calls are pending from now on (whatever ends the
-   * turn settles them), each with its effect key; calls asked for past
-   * maxSteps, or that cannot run, are settled at once as `tool_failed`.
-   * `callInstanceKeys` says whether this run mints keys per call instance
-   * (the edge's version check); it is asked only when there are calls.
-   * Returns the assistant message to store.
+   * turn settles them), each with its effect key (per call instance, unless
+   * the run predates {@link CALL_INSTANCE_KEYS_PATCH}: asked only when there
+   * are calls); calls asked for past maxSteps, or that cannot run, are
+   * settled at once as `tool_failed`. Returns the assistant message to store.
    */
-  modelAnswered(result: ModelCallResult, callInstanceKeys: () => boolean): StoreEntry {
+  modelAnswered(result: ModelCallResult): StoreEntry {
     const calls = result.message.tool_calls ?? [];
     const overLimit = this.turnSteps >= this.maxSteps && calls.length > 0;
     this.turnSteps++;
@@ -299,7 +296,7 @@ export class ConversationCore {
       this.turnUsage = { promptTokens: sum.promptTokens + result.usage.promptTokens, completionTokens: sum.completionTokens + result.usage.completionTokens };
     }
     const assistantSeq = this.seq;
-    const perInstanceKeys = calls.length > 0 && callInstanceKeys();
+    const perInstanceKeys = calls.length > 0 && this.env.allows(CALL_INSTANCE_KEYS_PATCH);
     const notRun = { reason: 'not_run_max_steps' as const, message: `The turn reached maxSteps (${this.maxSteps}); the call was not run.` };
     const requested = requestedCalls(this.conversationId, assistantSeq, calls, result.calls, { perInstanceKeys, notRun: overLimit ? notRun : undefined });
     this.batch = calls.length === 0 ? undefined : new ToolCallBatch(requested, this.env.now());

@@ -28,6 +28,13 @@ export interface CoreEnvironment {
 }
 
 /**
+ * Patch: effect keys per call instance (`effect-keys.ts`) and `effect_unknown`.
+ * Batches made before it keep the key `${conversationId}/${toolCallId}` and
+ * settle as before, so a call that may already have run keeps its key.
+ */
+export const CALL_INSTANCE_KEYS_PATCH = 'call-instance-effect-keys';
+
+/**
  * Patch: user messages over USER_MESSAGE_MAX_BYTES are refused, a turn takes
  * at most TURN_INPUT_MAX_BYTES of them, continue-as-new carries at most
  * CARRIED_INBOX_MAX_BYTES, and decisions with fields over

@@ -2,6 +2,7 @@
 import type { Pool } from 'pg';
 import { inTransaction } from './transaction';
 import type { ChatMessage } from '../core/messages';
+import type { TokenUsage } from '../core/contract';
 import type { AppendMessagesInput, AssistantMessage, DecisionRecord, StoredMessageRef } from '../activities/contracts';
 
 /** A stored message with its position. */
@@ -93,22 +94,16 @@ export async function storeToolResult(
   return rows[0].content;
 }
 
-/** Token counts the provider reported for one response. */
-export interface ModelUsage {
-  promptTokens: number;
-  completionTokens: number;
-}
-
 /** A model response as stored by the model activity. */
 export interface StoredModelResponse {
   message: AssistantMessage;
   finishReason: string | null;
-  usage?: ModelUsage;
+  usage?: TokenUsage;
 }
 
 /** A model response stored by the model activity, if one is stored under `key`. */
 export async function findModelResponse(pool: Pool, key: string): Promise<StoredModelResponse | undefined> {
-  const { rows } = await pool.query<{ message: AssistantMessage; finish_reason: string | null; usage: ModelUsage | null }>(
+  const { rows } = await pool.query<{ message: AssistantMessage; finish_reason: string | null; usage: TokenUsage | null }>(
     'SELECT message, finish_reason, usage FROM model_responses WHERE response_key = $1',
     [key],
   );

@@ -53,14 +53,12 @@ export function loadTemporalConnection(env: NodeJS.ProcessEnv = process.env): Te
   };
 }
 
-/** The options for `Connection.connect` / `NativeConnection.connect`. */
-export function connectionOptions(settings: TemporalConnectionSettings, address: string) {
-  return {
-    address,
-    ...(settings.tls !== undefined ? { tls: settings.tls } : {}),
-    ...(settings.apiKey !== undefined ? { apiKey: settings.apiKey } : {}),
-    ...(settings.metadata !== undefined ? { metadata: settings.metadata } : {}),
-  };
+/** The embedded dev server: plain connections, whatever the environment configures for other servers. */
+export const EMBEDDED_DEV_SERVER: TemporalConnectionSettings = { profile: 'embedded dev server' };
+
+/** TLS, API key and metadata, as `Connection.connect`, `NativeConnection.connect` and `AgentClient.connect` take them. */
+export function connectionOptions(settings: TemporalConnectionSettings): Pick<TemporalConnectionSettings, 'tls' | 'apiKey' | 'metadata'> {
+  return { tls: settings.tls, apiKey: settings.apiKey, metadata: settings.metadata };
 }
 
 /**

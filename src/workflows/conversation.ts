@@ -54,13 +54,8 @@ import {
   type TurnRecord,
 } from './api';
 
-/**
- * Patch: effect keys per call instance (`src/core/effect-keys.ts`) and
- * `effect_unknown`. Batches made before it keep the key
- * `${conversationId}/${toolCallId}` and settle as before, so a call that may
- * already have run keeps its key.
- */
-export const CALL_INSTANCE_KEYS_PATCH = 'call-instance-effect-keys';
+/** Patches of the core's rules, asked through `CoreEnvironment.allows` (see `src/core/edge.ts`). */
+export { CALL_INSTANCE_KEYS_PATCH, MESSAGE_SIZE_LIMITS_PATCH } from '../core/edge';
 
 /** Patch: inputs above `CONVERSATION_LIMITS` are refused (runs started before it keep what they were given). */
 export const CONVERSATION_LIMITS_PATCH = 'conversation-limits';
@@ -143,7 +138,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
         if (isCancellation(err)) throw err;
         return core.modelFailed(failureMessage(err));
       }
-      const answer = core.modelAnswered(result, () => patched(CALL_INSTANCE_KEYS_PATCH));
+      const answer = core.modelAnswered(result);
       publish();
       const next = core.answerStored(await append([answer]));
       if ('finished' in next) return next.finished;

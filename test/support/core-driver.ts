@@ -43,8 +43,13 @@ export class CoreDriver {
     now: () => this.clock,
     newId: () => `generated-${++this.ids}`,
     log: { info: () => undefined, warn: (message) => void this.warnings.push(message) },
-    allows: (patchId) => !this.before.includes(patchId),
+    allows: (patchId) => {
+      this.asked.push(patchId);
+      return !this.before.includes(patchId);
+    },
   };
+  /** Every patch the core asked about, in order. */
+  readonly asked: string[] = [];
   /** Patches this run predates (the core keeps the old rule for them). */
   before: string[] = [];
 
@@ -108,10 +113,10 @@ export class CoreDriver {
   }
 
   /** The model answers the pending request. */
-  modelAnswers(message: Extract<ChatMessage, { role: 'assistant' }>, plans: ToolCallPlan[], callInstanceKeys = true): void {
+  modelAnswers(message: Extract<ChatMessage, { role: 'assistant' }>, plans: ToolCallPlan[]): void {
     if (this.stage !== 'model') throw new Error('no model call is pending');
     const result: ModelCallResult = { message, responseKey: `resp-${this.stored.length}`, calls: plans, finishReason: 'stop' };
-    const entry = this.core.modelAnswered(result, () => callInstanceKeys);
+    const entry = this.core.modelAnswered(result);
     this.publish();
     const next = this.core.answerStored(this.store([entry]));
     if ('finished' in next) return this.finish(next.finished);
