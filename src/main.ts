@@ -4,14 +4,12 @@
  * Ctrl-C shuts everything down cleanly.
  */
 import { NativeConnection } from '@temporalio/worker';
-import { Connection } from '@temporalio/client';
 import { createOpenAIClient } from './activities/openai-client';
 import { migrate } from './db/migrations';
 import { createPool } from './db/pool';
 import { ConfigError, loadConfig } from './runtime/config';
 import { logger } from './runtime/logger';
 import { startServices } from './runtime/services';
-import { ensureSearchAttributes } from './runtime/temporal-server';
 import { connectionOptions, EMBEDDED_DEV_SERVER, explainConnectionFailure } from './runtime/temporal-connection';
 import { createAgentWorker } from './runtime/worker';
 import { backofficeTools } from './tools/backoffice';
@@ -28,13 +26,7 @@ async function main(): Promise<void> {
     // The embedded dev server takes plain connections; a configured one gets TLS, API key and metadata.
     const settings = services.temporalEmbedded ? EMBEDDED_DEV_SERVER : config.temporal.connection;
     const options = { address: services.temporalAddress, ...connectionOptions(settings) };
-    const admin = await explainConnectionFailure(settings, services.temporalAddress, () => Connection.connect(options));
-    try {
-      const added = await ensureSearchAttributes(admin, services.namespace);
-      if (added.length > 0) logger.info({ added }, 'registered search attributes');
-    } finally {
-      await admin.close();
-    }
+    // The worker's plugin registers the search attributes a configured namespace lacks before it polls.
     connection = await explainConnectionFailure(settings, services.temporalAddress, () => NativeConnection.connect(options));
     const worker = await createAgentWorker({
       connection,

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tool } from '../src/tools/tool';
 import { backofficeTools } from '../src/tools/backoffice';
 import { startHarness, type Harness } from './support/harness';
+import { conversationActivityType } from '../src/activities/contracts';
 
 // Provider back-pressure and database outages: a 429 with Retry-After is retried after the wait the
 // provider asked for; a database the worker cannot reach for 15 s during a model call delays the
@@ -37,7 +38,7 @@ async function modelAttempts(id: string) {
   const attempts: { attempt: number; lastFailure?: { message?: string | null; nextRetryDelay?: { seconds?: unknown } | null } }[] = [];
   for (const event of history.events ?? []) {
     const s = event.activityTaskScheduledEventAttributes;
-    if (s?.activityType?.name === 'callModel') scheduled.add(String(event.eventId));
+    if (s?.activityType?.name === conversationActivityType('callModel')) scheduled.add(String(event.eventId));
     const started = event.activityTaskStartedEventAttributes;
     if (started && scheduled.has(String(started.scheduledEventId))) {
       attempts.push({

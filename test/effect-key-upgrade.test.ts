@@ -1,13 +1,10 @@
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
+import { Worker, type WorkflowBundle } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createOpenAIClient } from '../src/activities/openai-client';
-import { createAgentWorker } from '../src/runtime/worker';
-import { backofficeTools } from '../src/tools/backoffice';
 import { exportHistoryFixture } from './support/fixture-export';
+import { bundlePreviousWorkflowCode, runWorkerOn } from './support/upgrade';
 import { startHarness, type Harness } from './support/harness';
 
 // A live upgrade across the change of effect keys: a conversation starts and
@@ -20,56 +17,16 @@ import { startHarness, type Harness } from './support/harness';
 
 /** The last commit whose workflow keyed effects by the provider's tool-call id. */
 const PRE_UPGRADE_COMMIT = '87580c63ea6ae9eb791aa3c3f1cfafd1d9a2020e';
-const ROOT = path.join(__dirname, '..');
 const REUSED = 'functions.issue_refund:0';
 
 let h: Harness;
 let scratch: string;
 let previousBundle: WorkflowBundle;
 
-/** The previous commit's `src/`, bundled as its workers bundled it. Needs the git history (a full clone). */
-async function bundlePreviousWorkflowCode(): Promise<WorkflowBundle> {
-  try {
-    execFileSync('git', ['-C', ROOT, 'cat-file', '-e', `${PRE_UPGRADE_COMMIT}^{commit}`], { stdio: 'ignore' });
-  } catch {
-    throw new Error(`This test builds the workflow code of commit ${PRE_UPGRADE_COMMIT} from git history; this checkout lacks it (a shallow clone?). Run "git fetch --unshallow".`);
-  }
-  const archive = execFileSync('git', ['-C', ROOT, 'archive', '--format=tar', PRE_UPGRADE_COMMIT, 'src']);
-  execFileSync('tar', ['-x', '-C', scratch], { input: archive });
-  fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(scratch, 'node_modules'), 'dir');
-  return bundleWorkflowCode({
-    workflowsPath: path.join(scratch, 'src', 'workflows', 'index.ts'),
-    workflowInterceptorModules: [path.join(scratch, 'src', 'workflows', 'interceptors.ts')],
-    logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: console.error },
-  });
-}
-
-async function runWorker(workflowBundle: { code: string } | { codePath: string }): Promise<{ stop(): Promise<void> }> {
-  const connection = await NativeConnection.connect({ address: h.temporalAddress });
-  const worker = await createAgentWorker({
-    connection,
-    namespace: 'default',
-    taskQueue: h.taskQueue,
-    pool: h.pool,
-    openai: createOpenAIClient({ apiKey: 'test-key', baseUrl: h.model.url }),
-    defaultModel: 'scripted-model',
-    tools: backofficeTools(),
-    workflowBundle,
-  });
-  const running = worker.run();
-  return {
-    stop: async () => {
-      worker.shutdown();
-      await running;
-      await connection.close();
-    },
-  };
-}
-
 beforeAll(async () => {
   h = await startHarness({ worker: false });
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-upgrade-'));
-  previousBundle = await bundlePreviousWorkflowCode();
+  previousBundle = await bundlePreviousWorkflowCode(PRE_UPGRADE_COMMIT, scratch);
 });
 afterAll(async () => {
   await h?.stop();
@@ -94,14 +51,14 @@ describe('upgrading workers while a conversation waits for approval', () => {
       { content: 'Refunded 2.00 as well.' },
     );
 
-    const previous = await runWorker({ code: previousBundle.code });
+    const previous = await runWorkerOn(h, { code: previousBundle.code });
     const first = await h.client.sendMessage(id, 'Refund 150 on ord_2001');
     await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
     await previous.stop();
     const before = await h.temporal.workflow.getHandle(id).fetchHistory();
     expect((before.events ?? []).filter((e) => e.markerRecordedEventAttributes)).toEqual([]);
 
-    const current = await runWorker({ codePath: inject('workflowBundlePath') });
+    const current = await runWorkerOn(h, { codePath: inject('workflowBundlePath') });
     try {
       const decision = await h.client.decide(id, { decision: 'approve', decidedBy: 'ops' });
       expect(decision.toolCallIds).toEqual([REUSED]);

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from './support/harness';
+import { conversationActivityType } from '../src/activities/contracts';
 
 let h: Harness;
 beforeAll(async () => {
@@ -70,7 +71,7 @@ describe('a conversation on the real Temporal dev server', () => {
     const history = await h.temporal.workflow.getHandle(id).fetchHistory();
     const toolEvents = (history.events ?? []).flatMap((e) => {
       const name = e.activityTaskScheduledEventAttributes?.activityType?.name;
-      if (name === 'runTool') return ['scheduled'];
+      if (name === conversationActivityType('runTool')) return ['scheduled'];
       if (e.activityTaskCompletedEventAttributes) return ['completed'];
       return [];
     });

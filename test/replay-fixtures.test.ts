@@ -41,6 +41,10 @@ describe('replaying recorded histories', () => {
       'effect-unknown-timeout',
       // Message size limits (test/message-size-limits.test.ts): an oversized raw signal refused.
       'oversized-user-message',
+      // Prefixed activity types (test/prefixed-activity-types.test.ts): a conversation begun with the
+      // bare types and finished by the current worker, and one that schedules only prefixed types.
+      'upgrade-to-prefixed-activity-types',
+      'prefixed-activity-types',
     ]) {
       expect(names).toContain(expected);
     }

@@ -155,3 +155,28 @@ export interface ConversationActivities {
   /** Records an applied decision (idempotent on its id). */
   recordDecision(record: DecisionRecord): Promise<void>;
 }
+
+/** What a conversation activity is called in code. */
+export type ConversationActivityName = keyof ConversationActivities;
+
+/** The names of the conversation activities, in code. */
+export const CONVERSATION_ACTIVITY_NAMES = ['appendMessages', 'callModel', 'runTool', 'recordDecision'] as const satisfies readonly ConversationActivityName[];
+
+/**
+ * Prefix of the activity types the conversation workflow schedules
+ * (`durableAgent.callModel`), so they cannot collide with a team's own
+ * activities on the same worker. Conversations begun before the prefix keep
+ * scheduling the bare names (`callModel`) until they continue as new, so a
+ * worker registers both (see `PREFIXED_ACTIVITY_TYPES_PATCH` in `src/workflows/activity-options.ts`).
+ */
+export const ACTIVITY_TYPE_PREFIX = 'durableAgent.';
+
+/** The conversation activities under their registered activity types. */
+export type PrefixedConversationActivities = {
+  [Name in ConversationActivityName as `${typeof ACTIVITY_TYPE_PREFIX}${Name}`]: ConversationActivities[Name];
+};
+
+/** The activity type a conversation activity is scheduled as: prefixed, or bare for conversations begun before the prefix. */
+export function conversationActivityType(name: ConversationActivityName, prefixed = true): string {
+  return prefixed ? `${ACTIVITY_TYPE_PREFIX}${name}` : name;
+}

@@ -5,7 +5,7 @@
 import type OpenAI from 'openai';
 import type { Pool } from 'pg';
 import type { ToolRegistry } from '../tools/registry';
-import type { ConversationActivities } from './contracts';
+import { CONVERSATION_ACTIVITY_NAMES, conversationActivityType, type ConversationActivities } from './contracts';
 import { createModelActivity } from './model';
 import { createToolActivity } from './tools';
 import { appendMessages, recordDecision } from '../db/transcript-store';
@@ -35,7 +35,24 @@ export function createActivities(deps: ActivityDeps): ConversationActivities {
   };
 }
 
+/**
+ * The activities under the types a worker registers: `durableAgent.<name>`,
+ * and, when `bare`, also `<name>`, which conversations begun before the
+ * prefixed types schedule until they continue as new.
+ */
+export function activityRegistrations(
+  activities: ConversationActivities,
+  options: { bare: boolean },
+): Record<string, ConversationActivities[keyof ConversationActivities]> {
+  return Object.fromEntries(
+    CONVERSATION_ACTIVITY_NAMES.flatMap((name) => [
+      [conversationActivityType(name), activities[name]],
+      ...(options.bare ? [[conversationActivityType(name, false), activities[name]]] : []),
+    ]),
+  );
+}
+
 export type * from './contracts';
-export { ActivityErrorType } from './contracts';
+export { ActivityErrorType, ACTIVITY_TYPE_PREFIX, CONVERSATION_ACTIVITY_NAMES, conversationActivityType } from './contracts';
 export { readTranscript, type StoredMessage } from '../db/transcript-store';
 export { createOpenAIClient, type ModelEndpoint } from './openai-client';

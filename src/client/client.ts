@@ -96,7 +96,8 @@ export interface ConversationWithUnknownEffects {
 export class AgentClient {
   private constructor(
     readonly temporal: Client,
-    private readonly connection: Connection,
+    /** The connection this client opened, closed by {@link AgentClient.close}; unset for a `Client` of the caller's. */
+    private readonly ownConnection: Connection | undefined,
     private readonly taskQueue: string,
     private readonly pool: Pool | undefined,
     private readonly databaseUrl: string | undefined,
@@ -109,6 +110,16 @@ export class AgentClient {
     const temporal = new Client({ connection, namespace: options.namespace ?? 'default' });
     const pool = options.databaseUrl ? createPool(options.databaseUrl, 2) : undefined;
     return new AgentClient(temporal, connection, options.taskQueue ?? 'agent', pool, options.databaseUrl);
+  }
+
+  /**
+   * Works through a Temporal `Client` of yours, with its connection,
+   * namespace, data converter and plugins (e.g. `DurableAgentPlugin` with
+   * payload codecs). {@link AgentClient.close} leaves that client open.
+   */
+  static fromClient(temporal: Client, options: Pick<AgentClientOptions, 'taskQueue' | 'databaseUrl'> = {}): AgentClient {
+    const pool = options.databaseUrl ? createPool(options.databaseUrl, 2) : undefined;
+    return new AgentClient(temporal, undefined, options.taskQueue ?? 'agent', pool, options.databaseUrl);
   }
 
   /** Sends a user message, starting the conversation if it is not running. Returns the message id. */
@@ -286,9 +297,9 @@ export class AgentClient {
     await this.temporal.workflow.getHandle(conversationId).signal(endConversationSignal);
   }
 
-  /** Closes the connections. */
+  /** Closes the connections this client opened. */
   async close(): Promise<void> {
     await this.pool?.end();
-    await this.connection.close();
+    await this.ownConnection?.close();
   }
 }

@@ -1,11 +1,9 @@
 /**
  * The embedded Temporal dev server (`temporal server start-dev`), found or
- * started without a human, and the project's search attributes on any server.
+ * started without a human, with the project's search attributes registered.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Connection } from '@temporalio/client';
-import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { SEARCH_ATTRIBUTES } from '../workflows/api';
 
@@ -85,21 +83,4 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     env,
     stop: () => env.teardown(),
   };
-}
-
-/**
- * Registers the project's search attributes on a namespace where they are
- * missing (a server the worker did not start). Without them every status
- * update would fail the workflow task.
- */
-export async function ensureSearchAttributes(connection: Connection, namespace: string): Promise<string[]> {
-  const listed = await connection.operatorService.listSearchAttributes({ namespace });
-  const existing = new Set([...Object.keys(listed.customAttributes ?? {}), ...Object.keys(listed.systemAttributes ?? {})]);
-  const missing = SEARCH_ATTRIBUTES.filter((key) => !existing.has(key.name));
-  if (missing.length === 0) return [];
-  await connection.operatorService.addSearchAttributes({
-    namespace,
-    searchAttributes: Object.fromEntries(missing.map((key) => [key.name, encodeSearchAttributeIndexedValueType(key.type)!])),
-  });
-  return missing.map((key) => key.name);
 }

@@ -3,9 +3,15 @@
  * heartbeats), and how it reads their failures. One place for each; workflow
  * code (runs in Temporal's sandbox).
  */
-import { ActivityFailure, ApplicationFailure, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, proxyActivities, TimeoutFailure, type ActivityOptions } from '@temporalio/workflow';
 import { TimeoutType } from '@temporalio/common';
-import { ActivityErrorType, type ConversationActivities } from '../activities/contracts';
+import {
+  ActivityErrorType,
+  CONVERSATION_ACTIVITY_NAMES,
+  conversationActivityType,
+  type ConversationActivities,
+  type PrefixedConversationActivities,
+} from '../activities/contracts';
 import type { BatchCall } from '../core/batch';
 import type { ToolFailure } from '../core/conversation';
 import { CONVERSATION_DEFAULTS, type ConversationInput } from '../core/contract';
@@ -13,13 +19,35 @@ import { CONVERSATION_DEFAULTS, type ConversationInput } from '../core/contract'
 /** The backoff every activity of the conversation retries with; each adds its own attempt limit and non-retryable types. */
 export const RETRY_BACKOFF = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' } as const;
 
+/**
+ * Patch: the conversation schedules its activities under prefixed types
+ * (`durableAgent.callModel`). Asked once, at the start of a run: a run begun
+ * before keeps the bare names (`callModel`) to its end, so its history
+ * replays; the worker registers both names.
+ */
+export const PREFIXED_ACTIVITY_TYPES_PATCH = 'prefixed-activity-types';
+
+/** The conversation activities with `options`, scheduled under prefixed or bare activity types. */
+function conversationActivities(options: ActivityOptions, prefixed: boolean): ConversationActivities {
+  const proxy = proxyActivities<ConversationActivities & PrefixedConversationActivities>(options);
+  const byType = proxy as unknown as Record<string, ConversationActivities[keyof ConversationActivities]>;
+  return Object.fromEntries(
+    CONVERSATION_ACTIVITY_NAMES.map((name) => [name, byType[conversationActivityType(name, prefixed)]]),
+  ) as unknown as ConversationActivities;
+}
+
 /** Transcript and decision writes. */
-export const storeActivities = proxyActivities<ConversationActivities>({
-  // Short: a write takes milliseconds, and a worker that dies mid-write is noticed at this timeout.
-  startToCloseTimeout: '5 seconds',
-  // No attempt limit: a database that is down delays the conversation, it never loses a message.
-  retry: RETRY_BACKOFF,
-});
+export function storeActivities(prefixed: boolean): ConversationActivities {
+  return conversationActivities(
+    {
+      // Short: a write takes milliseconds, and a worker that dies mid-write is noticed at this timeout.
+      startToCloseTimeout: '5 seconds',
+      // No attempt limit: a database that is down delays the conversation, it never loses a message.
+      retry: RETRY_BACKOFF,
+    },
+    prefixed,
+  );
+}
 
 /** How fast a crashed worker running a model call or a tool is noticed. */
 export function heartbeatTimeoutMs(input: ConversationInput): number {
@@ -27,8 +55,8 @@ export function heartbeatTimeoutMs(input: ConversationInput): number {
 }
 
 /** Model calls, with the conversation's timeout and attempts; a request the provider refuses is not retried. */
-export function modelActivities(input: ConversationInput) {
-  return proxyActivities<ConversationActivities>({
+export function modelActivities(input: ConversationInput, prefixed: boolean): ConversationActivities {
+  return conversationActivities({
     startToCloseTimeout: input.timeouts?.modelCallMs ?? CONVERSATION_DEFAULTS.modelCallMs,
     heartbeatTimeout: heartbeatTimeoutMs(input),
     retry: {
@@ -36,12 +64,12 @@ export function modelActivities(input: ConversationInput) {
       maximumAttempts: input.timeouts?.modelCallAttempts ?? CONVERSATION_DEFAULTS.modelCallAttempts,
       nonRetryableErrorTypes: [ActivityErrorType.ModelRequestRejected, ActivityErrorType.InvalidTranscript],
     },
-  });
+  }, prefixed);
 }
 
 /** Activities for one tool call, with its own timeout and attempts; cancelled without waiting (effect unknown). */
-export function toolActivities(call: BatchCall, input: ConversationInput) {
-  return proxyActivities<ConversationActivities>({
+export function toolActivities(call: BatchCall, input: ConversationInput, prefixed: boolean): ConversationActivities {
+  return conversationActivities({
     startToCloseTimeout: call.timeoutMs,
     heartbeatTimeout: heartbeatTimeoutMs(input),
     retry: {
@@ -53,7 +81,7 @@ export function toolActivities(call: BatchCall, input: ConversationInput) {
         ActivityErrorType.ToolFailedPermanently,
       ],
     },
-  });
+  }, prefixed);
 }
 
 /** The most telling message of an activity failure: its cause's, when it has one. */

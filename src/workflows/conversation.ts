@@ -32,11 +32,18 @@ import {
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { ModelCallResult } from '../activities/contracts';
+import type { ConversationActivities, ModelCallResult } from '../activities/contracts';
 import type { BatchCall } from '../core/batch';
 import { ConversationCore, type StoreEntry } from '../core/conversation';
 import { checkConversationInput } from '../core/contract';
-import { describeToolFailure, failureMessage, modelActivities, storeActivities as store, toolActivities } from './activity-options';
+import {
+  describeToolFailure,
+  failureMessage,
+  modelActivities,
+  PREFIXED_ACTIVITY_TYPES_PATCH,
+  storeActivities,
+  toolActivities,
+} from './activity-options';
 import {
   AgentStatusAttribute,
   cancelTurnSignal,
@@ -56,6 +63,7 @@ import {
 
 /** Patches of the core's rules, asked through `CoreEnvironment.allows` (see `src/core/edge.ts`). */
 export { CALL_INSTANCE_KEYS_PATCH, MESSAGE_SIZE_LIMITS_PATCH } from '../core/edge';
+export { PREFIXED_ACTIVITY_TYPES_PATCH } from './activity-options';
 
 /** Patch: inputs above `CONVERSATION_LIMITS` are refused (runs started before it keep what they were given). */
 export const CONVERSATION_LIMITS_PATCH = 'conversation-limits';
@@ -70,7 +78,11 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   }
   // Date.now() is the workflow's deterministic clock (the time of the current workflow task).
   const core = new ConversationCore(workflowInfo().workflowId, input, { now: () => Date.now(), newId: uuid4, log, allows: patched });
-  const model = modelActivities(input);
+  // Asked once per run, before any command: a run begun with bare activity types keeps them to its end.
+  const prefixed = patched(PREFIXED_ACTIVITY_TYPES_PATCH);
+  const store = storeActivities(prefixed);
+  const model = modelActivities(input, prefixed);
+  const tools = (call: BatchCall) => toolActivities(call, input, prefixed);
   const rootScope = CancellationScope.current();
   let turnScope: CancellationScope | undefined;
 
@@ -142,7 +154,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
       publish();
       const next = core.answerStored(await append([answer]));
       if ('finished' in next) return next.finished;
-      await Promise.all(next.calls.map((call) => runCall(core, call, input, publish)));
+      await Promise.all(next.calls.map((call) => runCall(core, call, tools(call), publish)));
       const finished = await storeBatchResults();
       if (finished) return finished;
     }
@@ -219,7 +231,7 @@ function publishSearchAttributes(core: ConversationCore): void {
 }
 
 /** One call of the batch: waits for its decision (until its deadline) if it needs one, then runs it. */
-async function runCall(core: ConversationCore, call: BatchCall, input: ConversationInput, publish: () => void): Promise<void> {
+async function runCall(core: ConversationCore, call: BatchCall, activities: ConversationActivities, publish: () => void): Promise<void> {
   if (core.awaitsApproval(call) && !(await condition(() => !core.awaitsApproval(call), core.approvalWaitMs(call)))) {
     core.approvalsTimedOut();
     publish();
@@ -229,7 +241,7 @@ async function runCall(core: ConversationCore, call: BatchCall, input: Conversat
   if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('the turn was stopped');
   const request = core.startCall(call);
   try {
-    core.callSucceeded(call, await toolActivities(call, input).runTool(request));
+    core.callSucceeded(call, await activities.runTool(request));
   } catch (err) {
     if (isCancellation(err)) throw err;
     if (core.callFailed(call, describeToolFailure(err, call.timeoutMs)) === 'effect_unknown') publish();

@@ -25,7 +25,8 @@
  * retry, the worker drops the cached run, and the next real workflow task
  * rebuilds it from history, grouped exactly as replay will.
  */
-import type { WorkflowInterceptorsFactory } from '@temporalio/workflow';
+import { workflowInfo, type WorkflowInterceptorsFactory } from '@temporalio/workflow';
+import { CONVERSATION_WORKFLOW_TYPE } from './api';
 
 /** The error message a query gets when the guard refused its task. */
 export const STALE_QUERY_TASK_MESSAGE =
@@ -38,8 +39,13 @@ function timestampKey(ts: { seconds?: unknown; nanos?: number | null } | null | 
   return `${String(ts.seconds)}.${ts.nanos ?? 0}`;
 }
 
-/** Interceptors the worker installs in every conversation workflow. */
+/**
+ * Interceptors of the conversation workflow. The plugin adds this module to a
+ * team's workflow bundle, where it is installed in every workflow; it guards
+ * only conversations and leaves the team's own workflows as they are.
+ */
 export const interceptors: WorkflowInterceptorsFactory = () => {
+  if (workflowInfo().workflowType !== CONVERSATION_WORKFLOW_TYPE) return {};
   // The previous activation that carried work: its clock and the history length it saw.
   let previous: { at: string | undefined; historyLength: number } | undefined;
   return {

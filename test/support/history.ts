@@ -1,6 +1,7 @@
 /** Measuring workflow history, event by event, in the bytes Temporal stores. */
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import { conversationActivityType } from '../../src/activities/contracts';
 
 /** Encoded size of every event of a workflow's history. */
 export async function historyEventSizes(
@@ -22,7 +23,7 @@ export async function historyEventSizes(
 export async function historyBytesPerStep(client: Client, workflowId: string): Promise<number[]> {
   const steps: number[] = [];
   for (const { event, bytes } of await historyEventSizes(client, workflowId)) {
-    if (event.activityTaskScheduledEventAttributes?.activityType?.name === 'callModel') steps.push(0);
+    if (event.activityTaskScheduledEventAttributes?.activityType?.name === conversationActivityType('callModel')) steps.push(0);
     if (steps.length > 0) steps[steps.length - 1] += bytes;
   }
   return steps;

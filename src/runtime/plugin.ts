@@ -1,0 +1,222 @@
+/**
+ * `DurableAgentPlugin`: the durable agent in a team's own Temporal worker.
+ *
+ * ```ts
+ * const worker = await Worker.create({
+ *   connection, taskQueue: 'agent',
+ *   workflowsPath: require.resolve('./workflows'), // re-exports conversationWorkflow
+ *   plugins: [new DurableAgentPlugin({ tools, model: { name: 'gpt-4.1', apiKey }, database: { url } })],
+ * });
+ * ```
+ *
+ * Built on Temporal's `SimplePlugin`, which merges the conversation
+ * activities (under prefixed types), the workflow interceptor module and the
+ * payload codecs into the team's options; around it, the plugin migrates the
+ * project's tables and checks the namespace's search attributes while the
+ * worker is created, before anything polls.
+ */
+import path from 'node:path';
+import type { DataConverter, PayloadCodec } from '@temporalio/common';
+import { SimplePlugin } from '@temporalio/plugin';
+import type { ClientOptions, ClientPlugin } from '@temporalio/client';
+import type {
+  BundleOptions,
+  BundlerPlugin,
+  NativeConnection,
+  ReplayWorkerOptions,
+  Worker,
+  WorkerOptions,
+  WorkerPlugin,
+} from '@temporalio/worker';
+import type OpenAI from 'openai';
+import type { Pool } from 'pg';
+import { activityRegistrations, CONVERSATION_ACTIVITY_NAMES, createActivities } from '../activities';
+import { createOpenAIClient } from '../activities/openai-client';
+import { migrate } from '../db/migrations';
+import { createPool } from '../db/pool';
+import { ToolRegistry } from '../tools/registry';
+import type { Tool } from '../tools/tool';
+import { logger } from './logger';
+import { ensureSearchAttributes } from './search-attributes';
+
+/** The extension the project's own modules have here: `.ts` from the sources, `.js` from the built package. */
+const MODULE_EXTENSION = path.extname(__filename);
+
+/** The module that exports the conversation workflow, for a worker that bundles no workflows of its own. */
+export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', `index${MODULE_EXTENSION}`);
+
+/** The workflow interceptor module of the conversation workflow (the plugin adds it to every bundle it sees). */
+export const WORKFLOW_INTERCEPTOR_MODULES = [path.join(__dirname, '..', 'workflows', `interceptors${MODULE_EXTENSION}`)];
+
+/** The model the conversations call. */
+export interface DurableAgentModelOptions {
+  /** Model used when a conversation names none, e.g. `gpt-4.1`. */
+  name: string;
+  /** An OpenAI SDK client of your own. Turn its retries off (`maxRetries: 0`): Temporal retries model calls. */
+  client?: OpenAI;
+  /** API key for a client built here (when `client` is unset). */
+  apiKey?: string;
+  /** Base URL of an OpenAI-compatible endpoint for a client built here; the SDK's default when unset. */
+  baseUrl?: string;
+  /** Context window of the models used, in tokens, when a conversation does not say (default: known per model name, else 128000). */
+  contextWindow?: number;
+}
+
+/** Options of {@link DurableAgentPlugin}. */
+export interface DurableAgentPluginOptions {
+  /** The tools the model may call, made with `tool({...})`. */
+  tools: readonly Tool[];
+  model: DurableAgentModelOptions;
+  /**
+   * PostgreSQL with the transcripts: a pool of yours (left open when the
+   * worker stops), or a URL the plugin opens a pool on (closed when the worker stops).
+   */
+  database: { pool: Pool } | { url: string };
+  /** Apply the project's migrations before the worker polls. Default true. */
+  migrate?: boolean;
+  /** Register the conversation's search attributes where missing before the worker polls. Default true. */
+  registerSearchAttributes?: boolean;
+  /**
+   * Also register the activities under their bare names (`callModel`), which
+   * conversations begun before the prefixed types schedule until they continue
+   * as new. Default true; names the team's own activities already use are
+   * left to them. Turn it off when no such conversation can exist.
+   */
+  bareActivityTypes?: boolean;
+  /**
+   * Payload codecs (encryption, compression) applied after the team's own
+   * ones: `dataConverter.payloadCodecs` of the worker and the client become
+   * the team's codecs followed by these, and the rest of the team's data
+   * converter is kept.
+   */
+  payloadCodecs?: PayloadCodec[];
+  /** Tool results longer than this many characters travel through workflow history as a preview only. Default 4096. */
+  inlineResultLimit?: number;
+  /** Tool calls of one model response that run; the rest are answered with an error the model reads. Default 16. */
+  maxParallelToolCalls?: number;
+}
+
+/**
+ * The durable agent as a Temporal plugin: add it to `Worker.create({ plugins })`
+ * (and, when it carries payload codecs, to the `Client` that starts
+ * conversations). A worker given no workflows runs the conversation workflow
+ * alone; a worker with workflows of its own must export `conversationWorkflow`
+ * from its workflows module (`export { conversationWorkflow } from
+ * 'durable-agent-worker/workflow'`).
+ */
+export class DurableAgentPlugin implements WorkerPlugin, ClientPlugin, BundlerPlugin {
+  readonly name = 'DurableAgentPlugin';
+  private readonly pool: Pool;
+  private readonly ownsPool: boolean;
+  private readonly settings: DurableAgentPluginOptions;
+  /** Temporal's plugin merges our activities, interceptor module and codecs into the team's options. */
+  private readonly merge: SimplePlugin;
+
+  constructor(options: DurableAgentPluginOptions) {
+    this.settings = options;
+    this.ownsPool = 'url' in options.database;
+    this.pool = 'pool' in options.database ? options.database.pool : createPool(options.database.url);
+    const activities = createActivities({
+      pool: this.pool,
+      openai: options.model.client ?? createOpenAIClient({ apiKey: requireApiKey(options.model), baseUrl: options.model.baseUrl }),
+      tools: new ToolRegistry(options.tools),
+      defaultModel: options.model.name,
+      contextWindow: options.model.contextWindow,
+      inlineResultLimit: options.inlineResultLimit,
+      maxParallelToolCalls: options.maxParallelToolCalls,
+    });
+    const codecs = options.payloadCodecs ?? [];
+    const bare = options.bareActivityTypes ?? true;
+    this.merge = new SimplePlugin({
+      name: this.name,
+      // The team's own activities win over the bare names; the prefixed types are ours.
+      activities: (existing: object = {}) => {
+        const shadowed = CONVERSATION_ACTIVITY_NAMES.filter((name) => bare && name in existing);
+        if (shadowed.length > 0) {
+          logger.warn(
+            { activities: shadowed },
+            "the worker's own activities use bare names of the durable agent's activities; conversations begun before its prefixed activity types would call them",
+          );
+        }
+        return { ...activityRegistrations(activities, { bare }), ...existing, ...activityRegistrations(activities, { bare: false }) };
+      },
+      workerInterceptors: { workflowModules: WORKFLOW_INTERCEPTOR_MODULES },
+      ...(codecs.length > 0
+        ? { dataConverter: (existing: DataConverter | undefined): DataConverter => ({ ...existing, payloadCodecs: [...(existing?.payloadCodecs ?? []), ...codecs] }) }
+        : {}),
+    });
+  }
+
+  /** Adds the payload codecs, after the client's own. */
+  configureClient(options: ClientOptions): ClientOptions {
+    return this.merge.configureClient(options);
+  }
+
+  /**
+   * Migrates the database and checks the namespace's search attributes (so
+   * `Worker.create` fails with a clear error before anything polls), then adds
+   * the activities, the interceptor module, the codecs, cancellation-friendly
+   * heartbeat defaults, and the conversation workflow when the worker has no
+   * workflows of its own.
+   */
+  async configureWorker(options: WorkerOptions): Promise<WorkerOptions> {
+    await this.prepare(options.connection, options.namespace ?? 'default');
+    const bundlesItsOwn = options.workflowsPath !== undefined || options.workflowBundle !== undefined;
+    return this.merge.configureWorker({
+      // Cancellation reaches a running model call or tool only with a heartbeat's answer: a cancelled
+      // turn stops them within about a second. A team's own settings win.
+      defaultHeartbeatThrottleInterval: '1 second',
+      maxHeartbeatThrottleInterval: '1 second',
+      ...options,
+      workflowsPath: bundlesItsOwn ? options.workflowsPath : WORKFLOWS_PATH,
+    });
+  }
+
+  /** Replays need the interceptor module and the codecs, nothing else. */
+  configureReplayWorker(options: ReplayWorkerOptions): ReplayWorkerOptions {
+    return this.merge.configureReplayWorker(options);
+  }
+
+  /** Adds the interceptor module once (a worker that bundles also passes its modules to the bundler). */
+  configureBundler(options: BundleOptions): BundleOptions {
+    const configured = this.merge.configureBundler(options);
+    return { ...configured, workflowInterceptorModules: [...new Set(configured.workflowInterceptorModules ?? [])] };
+  }
+
+  /** Runs the worker; closes the pool the plugin opened when it stops. */
+  async runWorker(worker: Worker, next: (w: Worker) => Promise<void>): Promise<void> {
+    try {
+      await next(worker);
+    } finally {
+      if (this.ownsPool) await this.pool.end().catch(() => undefined);
+    }
+  }
+
+  private async prepare(connection: NativeConnection | undefined, namespace: string): Promise<void> {
+    if (this.settings.migrate ?? true) {
+      let applied: number[];
+      try {
+        applied = await migrate(this.pool);
+      } catch (err) {
+        if (this.ownsPool) await this.pool.end().catch(() => undefined);
+        throw new Error(
+          `The durable agent could not prepare its tables in PostgreSQL: ${(err as Error).message}. ` +
+            'Check the database URL or pool given to DurableAgentPlugin, and that the database is up and accepts this user.',
+          { cause: err },
+        );
+      }
+      if (applied.length > 0) logger.info({ versions: applied }, 'applied database migrations');
+    }
+    if ((this.settings.registerSearchAttributes ?? true) && connection) {
+      const added = await ensureSearchAttributes(connection, namespace);
+      if (added.length > 0) logger.info({ added }, 'registered search attributes');
+    }
+  }
+}
+
+function requireApiKey(model: DurableAgentModelOptions): string {
+  if (model.apiKey) return model.apiKey;
+  throw new TypeError(
+    'DurableAgentPlugin needs a model to call: pass model.apiKey (and model.baseUrl for an OpenAI-compatible endpoint) or model.client.',
+  );
+}

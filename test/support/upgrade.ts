@@ -1,0 +1,72 @@
+/**
+ * Live upgrades in tests: the workflow code of an earlier commit, bundled from
+ * its sources as its workers bundled it, and workers that run a given bundle
+ * (a conversation begun by the earlier code, finished by the current one).
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
+import { createOpenAIClient } from '../../src/activities/openai-client';
+import { DurableAgentPlugin } from '../../src/runtime/plugin';
+import { createAgentWorker } from '../../src/runtime/worker';
+import { backofficeTools } from '../../src/tools/backoffice';
+import type { Harness } from './harness';
+
+const ROOT = path.join(__dirname, '..', '..');
+
+/** Extracts `commit`'s `src/` into `scratch` and bundles its workflows. Needs the git history (a full clone). */
+export async function bundlePreviousWorkflowCode(commit: string, scratch: string): Promise<WorkflowBundle> {
+  try {
+    execFileSync('git', ['-C', ROOT, 'cat-file', '-e', `${commit}^{commit}`], { stdio: 'ignore' });
+  } catch {
+    throw new Error(`This test builds the workflow code of commit ${commit} from git history; this checkout lacks it (a shallow clone?). Run "git fetch --unshallow".`);
+  }
+  const dir = path.join(scratch, commit.slice(0, 12));
+  fs.mkdirSync(dir, { recursive: true });
+  const archive = execFileSync('git', ['-C', ROOT, 'archive', '--format=tar', commit, 'src']);
+  execFileSync('tar', ['-x', '-C', dir], { input: archive });
+  fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
+  return bundleWorkflowCode({
+    workflowsPath: path.join(dir, 'src', 'workflows', 'index.ts'),
+    workflowInterceptorModules: [path.join(dir, 'src', 'workflows', 'interceptors.ts')],
+    logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: console.error },
+  });
+}
+
+/**
+ * Runs a worker for the harness's task queue on `workflowBundle` until
+ * `stop()`: the standalone worker (activities under prefixed and bare types),
+ * or a team-style worker whose plugin registers the prefixed types only.
+ */
+export async function runWorkerOn(
+  h: Harness,
+  workflowBundle: WorkflowBundleOption,
+  registers: 'both names' | 'prefixed only' = 'both names',
+): Promise<{ stop(): Promise<void> }> {
+  const connection = await NativeConnection.connect({ address: h.temporalAddress });
+  const openai = createOpenAIClient({ apiKey: 'test-key', baseUrl: h.model.url });
+  const common = { connection, taskQueue: h.taskQueue, workflowBundle };
+  const worker =
+    registers === 'both names'
+      ? await createAgentWorker({ ...common, namespace: 'default', pool: h.pool, openai, defaultModel: 'scripted-model', tools: backofficeTools() })
+      : await Worker.create({
+          ...common,
+          plugins: [
+            new DurableAgentPlugin({
+              tools: backofficeTools(),
+              model: { name: 'scripted-model', client: openai },
+              database: { pool: h.pool },
+              bareActivityTypes: false,
+            }),
+          ],
+        });
+  const running = worker.run();
+  return {
+    stop: async () => {
+      worker.shutdown();
+      await running;
+      await connection.close();
+    },
+  };
+}
