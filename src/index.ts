@@ -1,0 +1,28 @@
+/**
+ * The package's main entry, for the worker side: {@link DurableAgentPlugin}
+ * for a team's own Temporal worker, `tool()` to declare tools, and the
+ * project's errors. Other entries: `durable-agent-worker/workflow` (workflow
+ * sandbox), `durable-agent-worker/client` (anywhere), and
+ * `durable-agent-worker/testing` (the scripted model server for tests).
+ *
+ * @packageDocumentation
+ */
+export {
+  DurableAgentPlugin,
+  WORKFLOW_INTERCEPTOR_MODULES,
+  WORKFLOWS_PATH,
+  type DurableAgentModelOptions,
+  type DurableAgentPluginOptions,
+} from './runtime/plugin';
+export { tool, ToolError, TOOL_DEFAULTS, type Tool, type ToolContext, type ToolDefinition } from './tools/tool';
+export { migrate } from './db/migrations';
+export { ensureSearchAttributes } from './runtime/search-attributes';
+export { ACTIVITY_TYPE_PREFIX, conversationActivityType, type ConversationActivityName } from './activities/contracts';
+export {
+  AgentError,
+  ConfigError,
+  ConversationClosedError,
+  DecisionRefusedError,
+  InvalidConversationInputError,
+  MessageTooLargeError,
+} from './errors';
