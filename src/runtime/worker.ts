@@ -25,6 +25,11 @@ export interface AgentWorkerOptions {
   inlineResultLimit?: number;
   /** Tool calls of one model response that run; the rest are answered with an error the model reads. Default 16. */
   maxParallelToolCalls?: number;
+  /**
+   * PostgreSQL schema of the project's tables, as `migrate(pool, { schema })` created them
+   * (a plain lowercase SQL identifier). Default `durable_agent`.
+   */
+  schema?: string;
 }
 
 /** Path of the workflows module, for bundling (the project runs from its TypeScript sources). */
@@ -54,6 +59,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Wo
       contextWindow: options.contextWindow,
       inlineResultLimit: options.inlineResultLimit,
       maxParallelToolCalls: options.maxParallelToolCalls,
+      schema: options.schema,
     }),
     shutdownGraceTime: '10 seconds',
     // When a worker dies, its cached workflows' next tasks wait this long before another worker takes them.
