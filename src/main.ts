@@ -4,16 +4,20 @@
  * Ctrl-C shuts everything down cleanly.
  */
 import { NativeConnection } from '@temporalio/worker';
+import type { Pool } from 'pg';
 import { createOpenAIClient } from './activities/openai-client';
 import { migrate } from './db/migrations';
 import { createPool } from './db/pool';
-import { ConfigError, loadConfig } from './runtime/config';
+import { ConfigError, loadConfig, type WorkerConfig } from './runtime/config';
+import { DatabaseLayoutError } from './errors';
 import { logger } from './runtime/logger';
 import { startServices } from './runtime/services';
 import { connectionOptions, EMBEDDED_DEV_SERVER, explainConnectionFailure } from './runtime/temporal-connection';
 import { createAgentWorker } from './runtime/worker';
 import { backofficeTools } from './tools/backoffice';
+import { setupBackofficeDemo } from './tools/backoffice-data';
 import { loadToolsModule } from './tools/load';
+import type { Tool } from './tools/tool';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -21,8 +25,9 @@ async function main(): Promise<void> {
   const pool = createPool(services.databaseUrl);
   let connection: NativeConnection | undefined;
   try {
-    const applied = await migrate(pool);
-    if (applied.length > 0) logger.info({ versions: applied }, 'applied database migrations');
+    const applied = await migrate(pool, { schema: config.databaseSchema });
+    if (applied.length > 0) logger.info({ versions: applied, schema: config.databaseSchema }, 'applied database migrations');
+    const tools = await loadTools(config, pool);
     // The embedded dev server takes plain connections; a configured one gets TLS, API key and metadata.
     const settings = services.temporalEmbedded ? EMBEDDED_DEV_SERVER : config.temporal.connection;
     const options = { address: services.temporalAddress, ...connectionOptions(settings) };
@@ -36,8 +41,9 @@ async function main(): Promise<void> {
       openai: createOpenAIClient({ apiKey: services.model.apiKey, baseUrl: services.model.baseUrl }),
       defaultModel: services.model.name,
       contextWindow: config.openai.contextWindow,
-      tools: config.toolsModule ? await loadToolsModule(config.toolsModule) : backofficeTools(),
+      tools,
       maxParallelToolCalls: config.maxParallelToolCalls,
+      schema: config.databaseSchema,
     });
     printBanner(services);
     await worker.run();
@@ -47,6 +53,13 @@ async function main(): Promise<void> {
     await pool.end().catch(() => undefined);
     await services.stop();
   }
+}
+
+/** The tools of AGENT_TOOLS_MODULE, else the demo's, with the demo's tables set up (migrations never create them). */
+async function loadTools(config: WorkerConfig, pool: Pool): Promise<Tool[]> {
+  if (config.toolsModule) return loadToolsModule(config.toolsModule);
+  await setupBackofficeDemo(pool);
+  return backofficeTools();
 }
 
 function printBanner(services: Awaited<ReturnType<typeof startServices>>): void {
@@ -70,8 +83,8 @@ function printBanner(services: Awaited<ReturnType<typeof startServices>>): void 
 }
 
 main().catch((err) => {
-  // A configuration problem is said plainly, as written for the person starting the worker.
-  if (err instanceof ConfigError) process.stderr.write(`The worker cannot start: ${err.message}\n`);
+  // A configuration or database layout problem is said plainly, as written for the person starting the worker.
+  if (err instanceof ConfigError || err instanceof DatabaseLayoutError) process.stderr.write(`The worker cannot start: ${err.message}\n`);
   else logger.error({ err }, 'worker failed');
   process.exitCode = 1;
 });

@@ -64,7 +64,7 @@ describe('retried attempts', () => {
       conversationId: 'c',
       messages: [{ seq: 0, ref: { kind: 'tool_result', key: 'retry-quote/call_q', toolCallId: 'call_q' } }],
     });
-    const stored = await h.pool.query("SELECT message FROM conversation_messages WHERE conversation_id = 'c' AND seq = 0");
+    const stored = await h.pool.query("SELECT message FROM durable_agent.conversation_messages WHERE conversation_id = 'c' AND seq = 0");
     expect(stored.rows[0].message).toEqual({ role: 'tool', tool_call_id: 'call_q', content: '{"quote":1}' });
   });
 });

@@ -50,7 +50,7 @@ describe('the approval gate', () => {
     h.expectOnlyValidModelRequests();
     expect(await refundedCents('ord_2001')).toBe(0);
 
-    const records = await h.pool.query('SELECT decision, tool_call_ids, reason, decided_by, via FROM approval_decisions WHERE conversation_id = $1', [id]);
+    const records = await h.pool.query('SELECT decision, tool_call_ids, reason, decided_by, via FROM durable_agent.approval_decisions WHERE conversation_id = $1', [id]);
     expect(records.rows).toEqual([
       { decision: 'reject', tool_call_ids: ['call_r1', 'call_r2', 'call_r3'], reason: 'over budget', decided_by: 'ops@example.com', via: 'update' },
     ]);
@@ -124,7 +124,7 @@ describe('the approval gate', () => {
     await h.client.decide(id, { decision: 'reject', toolCallId: 'call_d2' });
     await h.client.waitForTurn(id, messageId);
     expect(await refundedCents('ord_2001')).toBe(12_500);
-    const records = await h.pool.query('SELECT decision_id FROM approval_decisions WHERE conversation_id = $1 ORDER BY decided_at', [id]);
+    const records = await h.pool.query('SELECT decision_id FROM durable_agent.approval_decisions WHERE conversation_id = $1 ORDER BY decided_at', [id]);
     expect(records.rows.map((r) => r.decision_id)).toHaveLength(2);
     expect((await h.client.state(id)).decisionsApplied).toBe(2);
   });
@@ -139,7 +139,7 @@ describe('the approval gate', () => {
     await waitForPending(id, 1);
     // The lookup finishes while the refund still waits for a person.
     await expect
-      .poll(async () => (await h.pool.query('SELECT 1 FROM tool_results WHERE idempotency_key = $1', [await effectKeyOf(h.pool, id, 'call_find')])).rowCount)
+      .poll(async () => (await h.pool.query('SELECT 1 FROM durable_agent.tool_results WHERE idempotency_key = $1', [await effectKeyOf(h.pool, id, 'call_find')])).rowCount)
       .toBe(1);
     expect((await h.client.state(id)).pendingApprovals.map((p) => p.toolCallId)).toEqual(['call_big']);
     await h.client.decide(id, { decision: 'reject', toolCallId: 'call_big' });

@@ -97,7 +97,7 @@ describe('the context budget', () => {
     const over = unbudgeted.filter((t) => t > 100_000).length;
     expect(over).toBeGreaterThan(30);
     const budget = (await h.pool.query<{ context_budget: { elided: number; truncated: number[] } }>(
-      'SELECT context_budget FROM model_responses WHERE conversation_id = $1 ORDER BY created_at',
+      'SELECT context_budget FROM durable_agent.model_responses WHERE conversation_id = $1 ORDER BY created_at',
       [id],
     )).rows.map((r) => r.context_budget);
     const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
@@ -134,7 +134,7 @@ describe('the context budget', () => {
       /^This model's maximum context length is 20000 tokens\. However, your messages resulted in \d+ tokens\. Please reduce the length of the messages\.$/,
     );
     expect(requests[2].promptTokens).toBeLessThanOrEqual(20_000);
-    const { rows } = await h.pool.query('SELECT context_budget FROM model_responses WHERE conversation_id = $1 ORDER BY created_at', [id]);
+    const { rows } = await h.pool.query('SELECT context_budget FROM durable_agent.model_responses WHERE conversation_id = $1 ORDER BY created_at', [id]);
     expect(rows.at(-1).context_budget).toMatchObject({ windowTokens: 15_000, truncated: [2] });
     h.model.setContextWindow(undefined);
   });
@@ -150,13 +150,13 @@ describe('usage', () => {
     await h.client.ask(id, 'Export a small report', { input: { model: { stream: false } } });
     const served = h.model.requests.slice(firstRequest).map((r) => r.promptTokens!);
     const { rows } = await h.pool.query<{ usage: { promptTokens: number; completionTokens: number }; prompt_estimate: number }>(
-      'SELECT usage, prompt_estimate FROM model_responses WHERE conversation_id = $1 ORDER BY created_at',
+      'SELECT usage, prompt_estimate FROM durable_agent.model_responses WHERE conversation_id = $1 ORDER BY created_at',
       [id],
     );
     expect(rows.map((r) => r.usage.promptTokens)).toEqual(served);
     // The worker's estimate is the provider's count but for the 3 tokens that prime the reply; the ratio calibrates the next call.
     expect(rows.map((r) => r.prompt_estimate)).toEqual(served.map((s) => s - 3));
-    expect(await promptCalibration(h.pool, id)).toBeCloseTo(served[1] / (served[1] - 3), 10);
+    expect(await promptCalibration(h.pool, h.tables, id)).toBeCloseTo(served[1] / (served[1] - 3), 10);
     const state = await h.client.state(id);
     expect(state.recentTurns[0].usage).toEqual({
       promptTokens: served[0] + served[1],

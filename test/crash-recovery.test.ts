@@ -93,7 +93,7 @@ describe('SIGKILL of the worker process', () => {
 
     const key = (await effectKeyOf(h.pool, id, 'call_refund'))!;
     expect(await refundsFor(key)).toEqual([{ amount_cents: 2_500 }]);
-    const ledger = await h.pool.query('SELECT result FROM tool_ledger WHERE idempotency_key = $1', [key]);
+    const ledger = await h.pool.query('SELECT result FROM durable_agent.tool_ledger WHERE idempotency_key = $1', [key]);
     const tool = (await h.client.transcript(id)).map((m) => m.message).find((m) => m.role === 'tool');
     expect(JSON.parse((tool as { content: string }).content)).toEqual(ledger.rows[0].result);
     const history = await h.temporal.workflow.getHandle(id).fetchHistory();
@@ -121,7 +121,7 @@ describe('SIGKILL of the worker process', () => {
     recoveries.push({ point: 'awaiting approval', ms: Date.now() - killedAt });
     expect(turn.outcome).toBe('answered');
     expect(await refundsFor((await effectKeyOf(h.pool, id, 'call_big'))!)).toEqual([{ amount_cents: 11_000 }]);
-    const records = await h.pool.query('SELECT decision_id FROM approval_decisions WHERE conversation_id = $1', [id]);
+    const records = await h.pool.query('SELECT decision_id FROM durable_agent.approval_decisions WHERE conversation_id = $1', [id]);
     expect(records.rows).toEqual([{ decision_id: 'approve-while-down' }]);
     expect(await roles(id)).toEqual(['user', 'assistant', 'tool', 'assistant']);
     h.expectOnlyValidModelRequests();

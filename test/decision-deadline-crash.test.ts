@@ -135,7 +135,7 @@ describe('approval deadline passing while the worker is dead', () => {
     const turn = await h.client.waitForTurn(id, messageId, 60_000);
     expect(turn.outcome).toBe('answered');
     expect(await refunds(id)).toEqual([{ amount_cents: 11_000 }]);
-    const records = await h.pool.query('SELECT decision_id FROM approval_decisions WHERE conversation_id = $1', [id]);
+    const records = await h.pool.query('SELECT decision_id FROM durable_agent.approval_decisions WHERE conversation_id = $1', [id]);
     expect(records.rows).toEqual([{ decision_id: 'approved-in-time' }]);
     await expectReplaysCleanly(id);
     h.expectOnlyValidModelRequests();

@@ -64,7 +64,7 @@ describe('upgrading workers while a conversation waits for approval', () => {
       expect(decision.toolCallIds).toEqual([REUSED]);
       expect((await h.client.waitForTurn(id, first, 60_000)).outcome).toBe('answered');
       expect(await refundsOf(id)).toEqual([{ amount_cents: 15_000, idempotency_key: `${id}/${REUSED}` }]);
-      const record = await h.pool.query('SELECT tool_call_ids, call_keys FROM approval_decisions WHERE conversation_id = $1', [id]);
+      const record = await h.pool.query('SELECT tool_call_ids, call_keys FROM durable_agent.approval_decisions WHERE conversation_id = $1', [id]);
       expect(record.rows).toEqual([{ tool_call_ids: [REUSED], call_keys: [`${id}/${REUSED}`] }]);
 
       const { turn } = await h.client.ask(id, 'Also refund 2 on ord_2001');

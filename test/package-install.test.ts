@@ -114,10 +114,12 @@ describe('the packed package in a project of its own', () => {
         `SELECT table_schema || '.' || table_name AS name FROM information_schema.tables
           WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1`,
       );
-      expect(tables.rows.map((r) => r.name.replace(/^[^.]+\./, ''))).toEqual(
-        ['approval_decisions', 'conversation_messages', 'model_responses', 'schema_migrations', 'tool_ledger', 'tool_results'].sort(),
+      expect(tables.rows.map((r) => r.name)).toEqual(
+        ['approval_decisions', 'conversation_messages', 'model_responses', 'schema_migrations', 'tool_ledger', 'tool_results'].map(
+          (table) => `durable_agent.${table}`,
+        ),
       );
-      const decisions = await db.query('SELECT decided_by FROM approval_decisions');
+      const decisions = await db.query('SELECT decided_by FROM durable_agent.approval_decisions');
       expect(decisions.rows).toEqual([{ decided_by: 'ops@team' }]);
     } finally {
       await db.end();

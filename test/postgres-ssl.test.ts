@@ -59,7 +59,7 @@ describe('PostgreSQL over TLS', () => {
       const { rows } = await pool.query<{ ssl: boolean }>('SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()');
       expect(rows).toEqual([{ ssl: true }]);
       await migrate(pool);
-      const { rows: tables } = await pool.query("SELECT count(*)::int AS n FROM information_schema.tables WHERE table_name = 'conversation_messages'");
+      const { rows: tables } = await pool.query("SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'durable_agent' AND table_name = 'conversation_messages'");
       expect(tables[0].n).toBe(1);
     } finally {
       await pool.end();

@@ -29,7 +29,7 @@ describe('the refund tool applies its side effect once per tool call', () => {
     const key = (await effectKeyOf(h.pool, id, 'call_refund_1'))!;
     expect(key).toBe(`${id}/msg-1/call-0`);
 
-    const ledger = await h.pool.query('SELECT tool_name, result FROM tool_ledger WHERE idempotency_key = $1', [key]);
+    const ledger = await h.pool.query('SELECT tool_name, result FROM durable_agent.tool_ledger WHERE idempotency_key = $1', [key]);
     expect(ledger.rows).toEqual([
       { tool_name: 'issue_refund', result: expect.objectContaining({ order_id: 'ord_2001', amount_cents: 1500 }) },
     ]);
@@ -39,7 +39,7 @@ describe('the refund tool applies its side effect once per tool call', () => {
 
     // What an attempt retried after a crash does: the same key, the effect not applied again.
     let ranAgain = false;
-    const replay = await applyOnce(h.pool, key, 'issue_refund', async () => {
+    const replay = await applyOnce(h.pool, h.tables, key, 'issue_refund', async () => {
       ranAgain = true;
       return { order_id: 'ord_2001', amount_cents: 1500 };
     });
@@ -57,7 +57,7 @@ describe('the refund tool applies its side effect once per tool call', () => {
       await new Promise((resolve) => setTimeout(resolve, 200));
       return { applied_by: applied };
     };
-    const [a, b] = await Promise.all([applyOnce(h.pool, key, 'test', effect), applyOnce(h.pool, key, 'test', effect)]);
+    const [a, b] = await Promise.all([applyOnce(h.pool, h.tables, key, 'test', effect), applyOnce(h.pool, h.tables, key, 'test', effect)]);
     expect(applied).toBe(1);
     expect(a).toEqual(b);
     expect(await refundedCents('ord_3001')).toBe(100);

@@ -101,7 +101,7 @@ describe('tool-call ids that providers reuse', () => {
     const applied = await h.client.decide(id, { decision: 'reject', callKey: later.callKey, reason: 'one is enough' });
     expect(applied).toMatchObject({ applied: true, toolCallIds: [REUSED] });
     expect((await h.client.waitForTurn(id, second)).outcome).toBe('answered');
-    const records = await h.pool.query('SELECT decision, call_keys FROM approval_decisions WHERE conversation_id = $1 ORDER BY decided_at', [id]);
+    const records = await h.pool.query('SELECT decision, call_keys FROM durable_agent.approval_decisions WHERE conversation_id = $1 ORDER BY decided_at', [id]);
     expect(records.rows).toEqual([
       { decision: 'approve', call_keys: [earlier.callKey] },
       { decision: 'reject', call_keys: [later.callKey] },

@@ -9,6 +9,7 @@ import { CONVERSATION_ACTIVITY_NAMES, conversationActivityType, type Conversatio
 import { createModelActivity } from './model';
 import { createToolActivity } from './tools';
 import { appendMessages, recordDecision } from '../db/transcript-store';
+import { agentTables } from '../db/schema';
 
 /** What the activities need. */
 export interface ActivityDeps {
@@ -23,15 +24,18 @@ export interface ActivityDeps {
   inlineResultLimit?: number;
   /** Tool calls of one response that run; the rest are answered with an error the model reads. Default 16. */
   maxParallelToolCalls?: number;
+  /** PostgreSQL schema of the project's tables (a plain lowercase SQL identifier). Default `durable_agent`. */
+  schema?: string;
 }
 
-/** Builds the activities registered on the worker. */
+/** Builds the activities registered on the worker. Throws a `ConfigError` when `schema` is not a usable name. */
 export function createActivities(deps: ActivityDeps): ConversationActivities {
+  const tables = agentTables(deps.schema);
   return {
-    appendMessages: (input) => appendMessages(deps.pool, input),
+    appendMessages: (input) => appendMessages(deps.pool, tables, input),
     callModel: createModelActivity(deps),
     runTool: createToolActivity(deps),
-    recordDecision: (record) => recordDecision(deps.pool, record),
+    recordDecision: (record) => recordDecision(deps.pool, tables, record),
   };
 }
 
@@ -55,4 +59,5 @@ export function activityRegistrations(
 export type * from './contracts';
 export { ActivityErrorType, ACTIVITY_TYPE_PREFIX, CONVERSATION_ACTIVITY_NAMES, conversationActivityType } from './contracts';
 export { readTranscript, type StoredMessage } from '../db/transcript-store';
+export { agentTables, DEFAULT_DATABASE_SCHEMA, type AgentTables } from '../db/schema';
 export { createOpenAIClient, type ModelEndpoint } from './openai-client';

@@ -22,6 +22,7 @@ import {
 } from './contracts';
 import { findModelResponse, promptCalibration, readTranscript, storeModelResponse } from '../db/transcript-store';
 import { withDatabaseRetry } from '../db/retry';
+import { agentTables, type AgentTables } from '../db/schema';
 import { contextWindowOf, fitToContext } from './context-budget';
 import { DEFAULT_INLINE_LIMIT, inlineOrPreview } from './history-preview';
 import { requestCompletion, type ModelCompletion } from './completion';
@@ -47,21 +48,24 @@ export interface ModelActivityDeps {
    * Default {@link DEFAULT_MAX_PARALLEL_TOOL_CALLS}.
    */
   maxParallelToolCalls?: number;
+  /** PostgreSQL schema of the project's tables. Default `durable_agent`. */
+  schema?: string;
 }
 
 
 /** Builds the `callModel` activity. */
 export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallInput) => Promise<ModelCallResult> {
+  const tables = agentTables(deps.schema);
   return async function callModel(input: ModelCallInput): Promise<ModelCallResult> {
     const { info } = Context.current();
     const responseKey = `${info.workflowExecution?.runId ?? 'standalone'}/${info.activityId}`;
-    const earlier = await withDatabaseRetry('read a stored model response', () => findModelResponse(deps.pool, responseKey));
+    const earlier = await withDatabaseRetry('read a stored model response', () => findModelResponse(deps.pool, tables, responseKey));
     if (earlier) {
       // An earlier attempt got the answer but did not report it (crash, lost completion): use it, do not pay twice.
       return { ...earlier, message: inHistory(earlier.message, deps, responseKey), responseKey, calls: planToolCalls(deps, input, earlier.message) };
     }
-    const loaded = await withDatabaseRetry('read the transcript', () => loadModelMessages(deps.pool, input));
-    const calibration = await withDatabaseRetry('read the prompt calibration', () => promptCalibration(deps.pool, input.conversationId));
+    const loaded = await withDatabaseRetry('read the transcript', () => loadModelMessages(deps.pool, tables, input));
+    const calibration = await withDatabaseRetry('read the prompt calibration', () => promptCalibration(deps.pool, tables, input.conversationId));
     const tools = deps.tools.specsFor(input.tools);
     const model = input.settings.model ?? deps.defaultModel;
     const windowTokens = contextWindowOf(model, input.settings.contextWindow ?? deps.contextWindow);
@@ -119,7 +123,7 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
       );
     }
     const stored = await withDatabaseRetry('store the model response', () =>
-      storeModelResponse(deps.pool, {
+      storeModelResponse(deps.pool, tables, {
         key: responseKey,
         conversationId: input.conversationId,
         message: completion.message,
@@ -212,8 +216,8 @@ function unrunnable(call: ToolCall, problem: NonNullable<ToolCallPlan['problem']
 }
 
 /** Reads the transcript, applies the workflow's repair, and refuses to send anything invalid. */
-async function loadModelMessages(pool: Pool, input: ModelCallInput): Promise<{ messages: ChatMessage[]; seqs?: number[] }> {
-  const stored = await readTranscript(pool, input.conversationId, input.throughSeq);
+async function loadModelMessages(pool: Pool, tables: AgentTables, input: ModelCallInput): Promise<{ messages: ChatMessage[]; seqs?: number[] }> {
+  const stored = await readTranscript(pool, tables, input.conversationId, input.throughSeq);
   if (stored.length !== input.throughSeq + 1) {
     throw ApplicationFailure.retryable(
       `Conversation ${input.conversationId}: PostgreSQL holds ${stored.length} messages through seq ${input.throughSeq}, expected ${input.throughSeq + 1}.`,

@@ -11,6 +11,7 @@ import { checkToolCall } from './tool-calls';
 import { storeToolResult } from '../db/transcript-store';
 import { withDatabaseRetry } from '../db/retry';
 import { DEFAULT_INLINE_LIMIT, inlineOrPreview } from './history-preview';
+import { agentTables, type AgentTables } from '../db/schema';
 
 /** Dependencies of the tool activity. */
 export interface ToolActivityDeps {
@@ -18,11 +19,14 @@ export interface ToolActivityDeps {
   tools: ToolRegistry;
   /** Results longer than this (characters) travel through workflow history as a preview only. Default 4096. */
   inlineResultLimit?: number;
+  /** PostgreSQL schema of the project's tables. Default `durable_agent`. */
+  schema?: string;
 }
 
 /** Builds the `runTool` activity. */
 export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInput) => Promise<ToolCallResult> {
   const limit = deps.inlineResultLimit ?? DEFAULT_INLINE_LIMIT;
+  const tables = agentTables(deps.schema);
   return async function runTool(input: ToolCallInput): Promise<ToolCallResult> {
     const checked = checkToolCall(deps.tools, undefined, input.name, input.arguments);
     if (!checked.ok) {
@@ -39,7 +43,7 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
       attempt: activity.info.attempt,
       signal: activity.cancellationSignal,
       db: deps.pool,
-      once: (effect) => applyOnce(deps.pool, input.idempotencyKey, input.name, effect),
+      once: (effect) => applyOnce(deps.pool, tables, input.idempotencyKey, input.name, effect),
     };
     let result: unknown;
     // Heartbeats carry cancellation to the tool (its `signal` aborts) when its turn is cancelled.
@@ -56,7 +60,7 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
     }
     // The tool has run: a database outage now must not cost the attempt (a tool that is not idempotent has one).
     const content = await withDatabaseRetry('store the tool result', () =>
-      storeToolResult(deps.pool, {
+      storeToolResult(deps.pool, tables, {
         idempotencyKey: input.idempotencyKey,
         conversationId: input.conversationId,
         toolCallId: input.toolCallId,
@@ -72,24 +76,31 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
 }
 
 /**
- * Runs `effect` and records its result under `key` in one transaction. A
- * second caller with the same key (a retry, or a concurrent zombie attempt,
- * which waits on the row lock) gets the recorded result and applies nothing.
+ * Runs `effect` and records its result under `key` in one transaction, in the
+ * tool ledger of `tables`. A second caller with the same key (a retry, or a
+ * concurrent zombie attempt, which waits on the row lock) gets the recorded
+ * result and applies nothing.
  */
-export async function applyOnce<T>(pool: Pool, key: string, toolName: string, effect: (tx: PoolClient) => Promise<T>): Promise<T> {
+export async function applyOnce<T>(
+  pool: Pool,
+  tables: AgentTables,
+  key: string,
+  toolName: string,
+  effect: (tx: PoolClient) => Promise<T>,
+): Promise<T> {
   return inTransaction(pool, async (client) => {
     const claim = await client.query(
-      'INSERT INTO tool_ledger (idempotency_key, tool_name) VALUES ($1, $2) ON CONFLICT (idempotency_key) DO NOTHING',
+      `INSERT INTO ${tables.toolLedger} (idempotency_key, tool_name) VALUES ($1, $2) ON CONFLICT (idempotency_key) DO NOTHING`,
       [key, toolName],
     );
     if (claim.rowCount === 0) {
-      const { rows } = await client.query<{ result: T }>('SELECT result FROM tool_ledger WHERE idempotency_key = $1', [key]);
+      const { rows } = await client.query<{ result: T }>(`SELECT result FROM ${tables.toolLedger} WHERE idempotency_key = $1`, [key]);
       logger.info({ idempotencyKey: key, tool: toolName }, 'side effect already applied; returning the recorded result');
       return rows[0].result;
     }
     const result = await effect(client);
     const recorded = JSON.stringify(result ?? null);
-    await client.query('UPDATE tool_ledger SET result = $2 WHERE idempotency_key = $1', [key, recorded]);
+    await client.query(`UPDATE ${tables.toolLedger} SET result = $2 WHERE idempotency_key = $1`, [key, recorded]);
     return JSON.parse(recorded) as T;
   });
 }

@@ -31,6 +31,8 @@ async function connect(): Promise<AgentClient> {
       ...connectionOptions(settings),
       temporalAddress,
       databaseUrl,
+      // The schema goes with the database: a running `npm start`'s when the CLI found its database there.
+      schema: config.databaseUrl ? config.databaseSchema : (runtime?.databaseSchema ?? config.databaseSchema),
       namespace: config.temporal.address ? config.temporal.namespace : (runtime?.namespace ?? config.temporal.namespace),
       taskQueue: config.temporal.taskQueue ?? runtime?.taskQueue,
     }),

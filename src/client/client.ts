@@ -10,6 +10,7 @@ import type { Pool } from 'pg';
 import { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError } from '../errors';
 import { readTranscript, type StoredMessage } from '../db/transcript-store';
 import { createPool } from '../db/pool';
+import { agentTables, type AgentTables } from '../db/schema';
 import type { StreamEvent } from '../db/stream-channel';
 import { subscribeToStream, type Unsubscribe } from './stream';
 import {
@@ -53,6 +54,8 @@ export interface AgentClientOptions {
   taskQueue?: string;
   /** PostgreSQL with the transcripts; needed for {@link AgentClient.transcript} and answers. */
   databaseUrl?: string;
+  /** PostgreSQL schema the worker keeps its tables in (its `schema` option). Default `durable_agent`. */
+  schema?: string;
   /** TLS (`true`, or certificates), a Temporal Cloud API key and gRPC metadata, as the SDK's `Connection` takes them. */
   tls?: ConnectionOptions['tls'];
   apiKey?: string;
@@ -101,25 +104,32 @@ export class AgentClient {
     private readonly taskQueue: string,
     private readonly pool: Pool | undefined,
     private readonly databaseUrl: string | undefined,
+    private readonly tables: AgentTables,
   ) {}
 
-  /** Connects to Temporal (and PostgreSQL when `databaseUrl` is given). */
+  /**
+   * Connects to Temporal (and PostgreSQL when `databaseUrl` is given). Throws a
+   * `ConfigError` when `schema` is not a usable name.
+   */
   static async connect(options: AgentClientOptions): Promise<AgentClient> {
+    const tables = agentTables(options.schema);
     const { temporalAddress: address, tls, apiKey, metadata } = options;
     const connection = await Connection.connect({ address, tls, apiKey, metadata });
     const temporal = new Client({ connection, namespace: options.namespace ?? 'default' });
     const pool = options.databaseUrl ? createPool(options.databaseUrl, 2) : undefined;
-    return new AgentClient(temporal, connection, options.taskQueue ?? 'agent', pool, options.databaseUrl);
+    return new AgentClient(temporal, connection, options.taskQueue ?? 'agent', pool, options.databaseUrl, tables);
   }
 
   /**
    * Works through a Temporal `Client` of yours, with its connection,
    * namespace, data converter and plugins (e.g. `DurableAgentPlugin` with
    * payload codecs). {@link AgentClient.close} leaves that client open.
+   * Throws a `ConfigError` when `schema` is not a usable name.
    */
-  static fromClient(temporal: Client, options: Pick<AgentClientOptions, 'taskQueue' | 'databaseUrl'> = {}): AgentClient {
+  static fromClient(temporal: Client, options: Pick<AgentClientOptions, 'taskQueue' | 'databaseUrl' | 'schema'> = {}): AgentClient {
+    const tables = agentTables(options.schema);
     const pool = options.databaseUrl ? createPool(options.databaseUrl, 2) : undefined;
-    return new AgentClient(temporal, undefined, options.taskQueue ?? 'agent', pool, options.databaseUrl);
+    return new AgentClient(temporal, undefined, options.taskQueue ?? 'agent', pool, options.databaseUrl, tables);
   }
 
   /** Sends a user message, starting the conversation if it is not running. Returns the message id. */
@@ -203,7 +213,7 @@ export class AgentClient {
   /** The stored transcript (message bodies), through `throughSeq` when given. */
   async transcript(conversationId: string, throughSeq?: number): Promise<StoredMessage[]> {
     if (!this.pool) throw new Error('This client has no databaseUrl, so it cannot read transcripts. Pass databaseUrl to AgentClient.connect.');
-    return readTranscript(this.pool, conversationId, throughSeq);
+    return readTranscript(this.pool, this.tables, conversationId, throughSeq);
   }
 
   /**

@@ -1,22 +1,28 @@
 /**
- * The PostgreSQL schema, as ordered migrations applied at start-up.
- * Idempotent and safe when several workers start at once (advisory lock).
+ * The project's tables, as ordered migrations applied at start-up, all in the
+ * project's own schema (default `durable_agent`, see ./schema). Only the
+ * project's tables: a team's database gets nothing else. Idempotent and safe
+ * when several workers start at once (advisory lock).
  */
 import type { Pool } from 'pg';
+import { logger } from '../runtime/logger';
+import { moveOutOfPublic } from './public-layout';
+import { agentTables, type AgentTables } from './schema';
 import { inTransaction } from './transaction';
 
 interface Migration {
   version: number;
   name: string;
-  sql: string;
+  /** The migration's SQL, naming tables through `t`. None for a retired version: it is recorded, nothing runs. */
+  sql?: (t: AgentTables) => string;
 }
 
 const MIGRATIONS: Migration[] = [
   {
     version: 1,
     name: 'transcripts, model responses, tool results and the idempotency ledger',
-    sql: `
-      CREATE TABLE conversation_messages (
+    sql: (t) => `
+      CREATE TABLE ${t.conversationMessages} (
         conversation_id text NOT NULL,
         seq integer NOT NULL,
         role text NOT NULL,
@@ -24,7 +30,7 @@ const MIGRATIONS: Migration[] = [
         created_at timestamptz NOT NULL DEFAULT now(),
         PRIMARY KEY (conversation_id, seq)
       );
-      CREATE TABLE tool_results (
+      CREATE TABLE ${t.toolResults} (
         idempotency_key text PRIMARY KEY,
         conversation_id text NOT NULL,
         tool_call_id text NOT NULL,
@@ -32,14 +38,14 @@ const MIGRATIONS: Migration[] = [
         content text NOT NULL,
         created_at timestamptz NOT NULL DEFAULT now()
       );
-      CREATE TABLE model_responses (
+      CREATE TABLE ${t.modelResponses} (
         response_key text PRIMARY KEY,
         conversation_id text NOT NULL,
         message jsonb NOT NULL,
         finish_reason text,
         created_at timestamptz NOT NULL DEFAULT now()
       );
-      CREATE TABLE tool_ledger (
+      CREATE TABLE ${t.toolLedger} (
         idempotency_key text PRIMARY KEY,
         tool_name text NOT NULL,
         result jsonb,
@@ -48,47 +54,17 @@ const MIGRATIONS: Migration[] = [
     `,
   },
   {
+    // Created and seeded the back-office demo's tables (customers, orders, refunds) in every
+    // database. The demo now sets them up itself (setupBackofficeDemo, src/tools/backoffice-data.ts);
+    // the number stays taken so that later migrations keep theirs in databases that applied it.
     version: 2,
-    name: 'back-office demo domain: customers, orders, refunds',
-    sql: `
-      CREATE TABLE customers (
-        id text PRIMARY KEY,
-        name text NOT NULL,
-        email text NOT NULL
-      );
-      CREATE TABLE orders (
-        id text PRIMARY KEY,
-        customer_id text NOT NULL REFERENCES customers(id),
-        description text NOT NULL,
-        total_cents integer NOT NULL CHECK (total_cents >= 0),
-        refunded_cents integer NOT NULL DEFAULT 0 CHECK (refunded_cents >= 0),
-        created_at timestamptz NOT NULL DEFAULT now(),
-        CHECK (refunded_cents <= total_cents)
-      );
-      CREATE TABLE refunds (
-        id bigserial PRIMARY KEY,
-        order_id text NOT NULL REFERENCES orders(id),
-        amount_cents integer NOT NULL CHECK (amount_cents > 0),
-        reason text NOT NULL,
-        idempotency_key text NOT NULL UNIQUE,
-        created_at timestamptz NOT NULL DEFAULT now()
-      );
-      INSERT INTO customers (id, name, email) VALUES
-        ('cus_ada', 'Ada Lovelace', 'ada@example.com'),
-        ('cus_alan', 'Alan Turing', 'alan@example.com'),
-        ('cus_grace', 'Grace Hopper', 'grace@example.com');
-      INSERT INTO orders (id, customer_id, description, total_cents) VALUES
-        ('ord_1001', 'cus_ada', 'Analytical engine gears', 12900),
-        ('ord_1002', 'cus_ada', 'Punched cards, box of 500', 2400),
-        ('ord_2001', 'cus_alan', 'Enigma rotor set', 45000),
-        ('ord_3001', 'cus_grace', 'Compiler manual, hardcover', 5900);
-    `,
+    name: "retired: the back-office demo tables moved to the demo's own setup",
   },
   {
     version: 3,
     name: 'approval decisions, for people',
-    sql: `
-      CREATE TABLE approval_decisions (
+    sql: (t) => `
+      CREATE TABLE ${t.approvalDecisions} (
         conversation_id text NOT NULL,
         decision_id text NOT NULL,
         decision text NOT NULL CHECK (decision IN ('approve', 'reject')),
@@ -104,44 +80,78 @@ const MIGRATIONS: Migration[] = [
   {
     version: 4,
     name: 'effect keys of decided calls',
-    sql: `
+    sql: (t) => `
       -- The effect key of each decided call (see src/core/effect-keys.ts), in the order of
       -- tool_call_ids: provider ids repeat across responses, the keys never do. NULL for decisions
       -- recorded before effect keys per call instance.
-      ALTER TABLE approval_decisions ADD COLUMN call_keys text[];
+      ALTER TABLE ${t.approvalDecisions} ADD COLUMN call_keys text[];
     `,
   },
   {
     version: 5,
     name: 'usage and context budget of model responses',
-    sql: `
+    sql: (t) => `
       -- The provider's usage ({promptTokens, completionTokens}), the worker's estimate of the
       -- prompt's tokens (to calibrate the next estimate against the provider's count) and what
       -- the context budget did to the request. NULL for responses stored before.
-      ALTER TABLE model_responses ADD COLUMN usage jsonb;
-      ALTER TABLE model_responses ADD COLUMN prompt_estimate integer;
-      ALTER TABLE model_responses ADD COLUMN context_budget jsonb;
-      CREATE INDEX model_responses_by_conversation ON model_responses (conversation_id, created_at);
+      ALTER TABLE ${t.modelResponses} ADD COLUMN usage jsonb;
+      ALTER TABLE ${t.modelResponses} ADD COLUMN prompt_estimate integer;
+      ALTER TABLE ${t.modelResponses} ADD COLUMN context_budget jsonb;
+      CREATE INDEX model_responses_by_conversation ON ${t.modelResponses} (conversation_id, created_at);
     `,
   },
 ];
 
-/** Applies every migration not yet applied. Returns the versions applied now. */
-export async function migrate(pool: Pool): Promise<number[]> {
+/** Options of {@link migrate}. */
+export interface MigrateOptions {
+  /** PostgreSQL schema of the project's tables (a plain lowercase SQL identifier). Default `durable_agent`. */
+  schema?: string;
+}
+
+/**
+ * Applies every migration not yet applied, in the project's schema (created
+ * when absent). A database migrated before the project had a schema (its
+ * tables and ledger in `public`) has them moved into the schema first, in the
+ * same transaction. Returns the versions applied now.
+ *
+ * Every version is recorded once it is done, a retired one too (version 2,
+ * whose work moved to the demo's own setup): every ledger, new or moved,
+ * then holds every version up to the latest, and "recorded" always means
+ * "nothing left to do".
+ *
+ * Throws a `ConfigError` for a schema name that cannot be used, and a
+ * `DatabaseLayoutError`, having changed nothing, when the project's old
+ * tables in `public` cannot be moved (some are missing, or the schema holds
+ * tables of their names).
+ */
+export async function migrate(pool: Pool, options: MigrateOptions = {}): Promise<number[]> {
+  const tables = agentTables(options.schema);
   return inTransaction(pool, async (client) => {
+    // One lock per database, not per schema: moving tables out of public is a claim on what any
+    // install in this database could claim, so installs with different schemas must take turns.
+    // Migrations are rare and short, so taking turns costs nothing. The key is unchanged from the
+    // releases before the schema, so an older worker starting at the same moment waits as well.
     await client.query("SELECT pg_advisory_xact_lock(hashtext('durable-agent-worker.migrations'))");
-    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    // Checked before creating: CREATE SCHEMA IF NOT EXISTS needs CREATE on the database even when
+    // the schema exists, and a DBA may have created it for a role that lacks that privilege.
+    const schemaExists = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [tables.schema]);
+    if (schemaExists.rowCount === 0) await client.query(`CREATE SCHEMA ${tables.quotedSchema}`);
+    const moved = await moveOutOfPublic(client, tables);
+    if (moved.length > 0) {
+      logger.info({ schema: tables.schema, tables: moved }, "moved the project's tables out of public into its schema");
+    }
+    await client.query(`CREATE TABLE IF NOT EXISTS ${tables.schemaMigrations} (
       version integer PRIMARY KEY,
       name text NOT NULL,
       applied_at timestamptz NOT NULL DEFAULT now()
     )`);
-    const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_migrations');
+    const { rows } = await client.query<{ version: number }>(`SELECT version FROM ${tables.schemaMigrations}`);
     const applied = new Set(rows.map((r) => r.version));
     const now: number[] = [];
     for (const m of MIGRATIONS) {
       if (applied.has(m.version)) continue;
-      await client.query(m.sql);
-      await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+      if (m.sql) await client.query(m.sql(tables));
+      await client.query(`INSERT INTO ${tables.schemaMigrations} (version, name) VALUES ($1, $2)`, [m.version, m.name]);
       now.push(m.version);
     }
     return now;

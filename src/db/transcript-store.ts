@@ -1,6 +1,11 @@
-/** Message bodies in PostgreSQL: the workflow appends, the model activity and readers read. */
+/**
+ * Message bodies in PostgreSQL: the workflow appends, the model activity and
+ * readers read. Each function takes the project's tables (`agentTables`), in
+ * the schema the worker was configured with.
+ */
 import type { Pool } from 'pg';
 import { inTransaction } from './transaction';
+import type { AgentTables } from './schema';
 import type { ChatMessage } from '../core/messages';
 import type { TokenUsage } from '../core/contract';
 import type { AppendMessagesInput, AssistantMessage, DecisionRecord, StoredMessageRef } from '../activities/contracts';
@@ -18,12 +23,12 @@ export interface StoredMessage {
  * by reference takes its body from the model response or tool result an
  * activity stored under that key.
  */
-export async function appendMessages(pool: Pool, input: AppendMessagesInput): Promise<void> {
+export async function appendMessages(pool: Pool, tables: AgentTables, input: AppendMessagesInput): Promise<void> {
   await inTransaction(pool, async (client) => {
     for (const entry of input.messages) {
       const res = await client.query(
-        `INSERT INTO conversation_messages (conversation_id, seq, role, message)
-         ${'ref' in entry ? SELECT_BY_REF[entry.ref.kind] : 'SELECT $1, $2, $3::jsonb ->> \'role\', $3::jsonb'}
+        `INSERT INTO ${tables.conversationMessages} (conversation_id, seq, role, message)
+         ${'ref' in entry ? selectByRef(tables, entry.ref.kind) : 'SELECT $1, $2, $3::jsonb ->> \'role\', $3::jsonb'}
          ON CONFLICT (conversation_id, seq) DO UPDATE SET role = EXCLUDED.role, message = EXCLUDED.message`,
         'ref' in entry
           ? [input.conversationId, entry.seq, entry.ref.key, ...(entry.ref.kind === 'tool_result' ? [entry.ref.toolCallId] : [])]
@@ -38,16 +43,18 @@ export async function appendMessages(pool: Pool, input: AppendMessagesInput): Pr
   });
 }
 
-const SELECT_BY_REF: Record<StoredMessageRef['kind'], string> = {
-  model_response: `SELECT $1, $2, 'assistant', message FROM model_responses WHERE response_key = $3`,
-  tool_result: `SELECT $1, $2, 'tool', jsonb_build_object('role', 'tool', 'tool_call_id', $4::text, 'content', content)
-                  FROM tool_results WHERE idempotency_key = $3`,
-};
+/** The row a message given by reference takes its body from. */
+function selectByRef(tables: AgentTables, kind: StoredMessageRef['kind']): string {
+  return kind === 'model_response'
+    ? `SELECT $1, $2, 'assistant', message FROM ${tables.modelResponses} WHERE response_key = $3`
+    : `SELECT $1, $2, 'tool', jsonb_build_object('role', 'tool', 'tool_call_id', $4::text, 'content', content)
+         FROM ${tables.toolResults} WHERE idempotency_key = $3`;
+}
 
 /** Records a decision for people; the same decision id twice is stored once. */
-export async function recordDecision(pool: Pool, record: DecisionRecord): Promise<void> {
+export async function recordDecision(pool: Pool, tables: AgentTables, record: DecisionRecord): Promise<void> {
   await pool.query(
-    `INSERT INTO approval_decisions (conversation_id, decision_id, decision, tool_call_ids, reason, decided_by, decided_at, via, call_keys)
+    `INSERT INTO ${tables.approvalDecisions} (conversation_id, decision_id, decision, tool_call_ids, reason, decided_by, decided_at, via, call_keys)
      VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), $8, $9)
      ON CONFLICT (conversation_id, decision_id) DO NOTHING`,
     [
@@ -65,9 +72,9 @@ export async function recordDecision(pool: Pool, record: DecisionRecord): Promis
 }
 
 /** Reads a conversation's messages in order, through `throughSeq` (all when unset). */
-export async function readTranscript(pool: Pool, conversationId: string, throughSeq?: number): Promise<StoredMessage[]> {
+export async function readTranscript(pool: Pool, tables: AgentTables, conversationId: string, throughSeq?: number): Promise<StoredMessage[]> {
   const { rows } = await pool.query<{ seq: number; message: ChatMessage; created_at: Date }>(
-    `SELECT seq, message, created_at FROM conversation_messages
+    `SELECT seq, message, created_at FROM ${tables.conversationMessages}
       WHERE conversation_id = $1 AND ($2::int IS NULL OR seq <= $2)
       ORDER BY seq`,
     [conversationId, throughSeq ?? null],
@@ -82,13 +89,14 @@ export async function readTranscript(pool: Pool, conversationId: string, through
  */
 export async function storeToolResult(
   pool: Pool,
+  tables: AgentTables,
   row: { idempotencyKey: string; conversationId: string; toolCallId: string; toolName: string; content: string },
 ): Promise<string> {
   const { rows } = await pool.query<{ content: string }>(
     `WITH inserted AS (
-       INSERT INTO tool_results (idempotency_key, conversation_id, tool_call_id, tool_name, content) VALUES ($1, $2, $3, $4, $5)
+       INSERT INTO ${tables.toolResults} (idempotency_key, conversation_id, tool_call_id, tool_name, content) VALUES ($1, $2, $3, $4, $5)
        ON CONFLICT (idempotency_key) DO NOTHING RETURNING content)
-     SELECT content FROM inserted UNION ALL SELECT content FROM tool_results WHERE idempotency_key = $1 LIMIT 1`,
+     SELECT content FROM inserted UNION ALL SELECT content FROM ${tables.toolResults} WHERE idempotency_key = $1 LIMIT 1`,
     [row.idempotencyKey, row.conversationId, row.toolCallId, row.toolName, row.content],
   );
   return rows[0].content;
@@ -102,9 +110,9 @@ export interface StoredModelResponse {
 }
 
 /** A model response stored by the model activity, if one is stored under `key`. */
-export async function findModelResponse(pool: Pool, key: string): Promise<StoredModelResponse | undefined> {
+export async function findModelResponse(pool: Pool, tables: AgentTables, key: string): Promise<StoredModelResponse | undefined> {
   const { rows } = await pool.query<{ message: AssistantMessage; finish_reason: string | null; usage: TokenUsage | null }>(
-    'SELECT message, finish_reason, usage FROM model_responses WHERE response_key = $1',
+    `SELECT message, finish_reason, usage FROM ${tables.modelResponses} WHERE response_key = $1`,
     [key],
   );
   const row = rows[0];
@@ -118,10 +126,11 @@ export async function findModelResponse(pool: Pool, key: string): Promise<Stored
  */
 export async function storeModelResponse(
   pool: Pool,
+  tables: AgentTables,
   row: StoredModelResponse & { key: string; conversationId: string; promptEstimate?: number; contextBudget?: unknown },
 ): Promise<StoredModelResponse> {
   await pool.query(
-    `INSERT INTO model_responses (response_key, conversation_id, message, finish_reason, usage, prompt_estimate, context_budget)
+    `INSERT INTO ${tables.modelResponses} (response_key, conversation_id, message, finish_reason, usage, prompt_estimate, context_budget)
      VALUES ($1, $2, $3, $4, $5, $6, $7)
      ON CONFLICT (response_key) DO NOTHING`,
     [
@@ -134,7 +143,7 @@ export async function storeModelResponse(
       row.contextBudget === undefined ? null : JSON.stringify(row.contextBudget),
     ],
   );
-  return (await findModelResponse(pool, row.key))!;
+  return (await findModelResponse(pool, tables, row.key))!;
 }
 
 /**
@@ -142,9 +151,9 @@ export async function storeModelResponse(
  * in the conversation's most recent response that has both (1 when none has):
  * the worker's estimate is scaled by it next time.
  */
-export async function promptCalibration(pool: Pool, conversationId: string): Promise<number> {
+export async function promptCalibration(pool: Pool, tables: AgentTables, conversationId: string): Promise<number> {
   const { rows } = await pool.query<{ ratio: number | null }>(
-    `SELECT (usage ->> 'promptTokens')::float / prompt_estimate AS ratio FROM model_responses
+    `SELECT (usage ->> 'promptTokens')::float / prompt_estimate AS ratio FROM ${tables.modelResponses}
       WHERE conversation_id = $1 AND usage IS NOT NULL AND prompt_estimate > 0
       ORDER BY created_at DESC LIMIT 1`,
     [conversationId],

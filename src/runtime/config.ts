@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { ConfigError } from '../errors';
 import { DEFAULT_MAX_PARALLEL_TOOL_CALLS, MAX_PARALLEL_TOOL_CALLS_LIMIT } from '../activities/contracts';
 import { loadTemporalConnection, type TemporalConnectionSettings } from './temporal-connection';
+import { DEFAULT_DATABASE_SCHEMA, describeBadSchemaName } from '../db/schema';
 
 export { ConfigError };
 
@@ -15,6 +16,7 @@ export const ENV_VARS = [
   'TEMPORAL_NAMESPACE',
   'TEMPORAL_TASK_QUEUE',
   'DATABASE_URL',
+  'AGENT_DATABASE_SCHEMA',
   'OPENAI_API_KEY',
   'OPENAI_BASE_URL',
   'OPENAI_MODEL',
@@ -41,6 +43,10 @@ const envSchema = z.object({
       .regex(/^postgres(ql)?:\/\//, 'must look like postgres://user:password@host:5432/database')
       .optional(),
   ),
+  AGENT_DATABASE_SCHEMA: optional.superRefine((name, ctx) => {
+    const problem = name === undefined ? undefined : describeBadSchemaName(name);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  }),
   OPENAI_API_KEY: optional,
   OPENAI_BASE_URL: optional.pipe(
     z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as https://api.openai.com/v1' }).optional(),
@@ -88,6 +94,8 @@ export interface WorkerConfig {
   };
   /** PostgreSQL connection string; unset = start embedded PostgreSQL. */
   databaseUrl?: string;
+  /** PostgreSQL schema of the project's tables (default `durable_agent`). */
+  databaseSchema: string;
   openai: {
     /** Unset = use the offline scripted demo model. */
     apiKey?: string;
@@ -125,6 +133,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
       uiPort: e.TEMPORAL_UI_PORT ?? 8233,
     },
     databaseUrl: e.DATABASE_URL,
+    databaseSchema: e.AGENT_DATABASE_SCHEMA ?? DEFAULT_DATABASE_SCHEMA,
     openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL, model: e.OPENAI_MODEL ?? 'gpt-4o-mini', contextWindow: e.OPENAI_CONTEXT_WINDOW },
     dataDir: path.resolve(e.AGENT_DATA_DIR ?? path.join(__dirname, '..', '..', '.data')),
     toolsModule: e.AGENT_TOOLS_MODULE,

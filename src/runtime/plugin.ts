@@ -36,6 +36,7 @@ import { migrate } from '../db/migrations';
 import { createPool } from '../db/pool';
 import { ToolRegistry } from '../tools/registry';
 import type { Tool } from '../tools/tool';
+import { AgentError } from '../errors';
 import { logger } from './logger';
 import { ensureSearchAttributes } from './search-attributes';
 
@@ -72,6 +73,12 @@ export interface DurableAgentPluginOptions {
    * worker stops), or a URL the plugin opens a pool on (closed when the worker stops).
    */
   database: { pool: Pool } | { url: string };
+  /**
+   * PostgreSQL schema of the project's tables (a plain lowercase SQL
+   * identifier, not `public`); every query names it, so a pool shared with
+   * your own queries is fine. Default `durable_agent`.
+   */
+  schema?: string;
   /** Apply the project's migrations before the worker polls. Default true. */
   migrate?: boolean;
   /** Register the conversation's search attributes where missing before the worker polls. Default true. */
@@ -124,6 +131,7 @@ export class DurableAgentPlugin implements WorkerPlugin, ClientPlugin, BundlerPl
       contextWindow: options.model.contextWindow,
       inlineResultLimit: options.inlineResultLimit,
       maxParallelToolCalls: options.maxParallelToolCalls,
+      schema: options.schema,
     });
     const codecs = options.payloadCodecs ?? [];
     const bare = options.bareActivityTypes ?? true;
@@ -196,16 +204,18 @@ export class DurableAgentPlugin implements WorkerPlugin, ClientPlugin, BundlerPl
     if (this.settings.migrate ?? true) {
       let applied: number[];
       try {
-        applied = await migrate(this.pool);
+        applied = await migrate(this.pool, { schema: this.settings.schema });
       } catch (err) {
         if (this.ownsPool) await this.pool.end().catch(() => undefined);
+        // A bad schema name or a layout the migration will not touch says so itself.
+        if (err instanceof AgentError) throw err;
         throw new Error(
           `The durable agent could not prepare its tables in PostgreSQL: ${(err as Error).message}. ` +
             'Check the database URL or pool given to DurableAgentPlugin, and that the database is up and accepts this user.',
           { cause: err },
         );
       }
-      if (applied.length > 0) logger.info({ versions: applied }, 'applied database migrations');
+      if (applied.length > 0) logger.info({ versions: applied, schema: this.settings.schema }, 'applied database migrations');
     }
     if ((this.settings.registerSearchAttributes ?? true) && connection) {
       const added = await ensureSearchAttributes(connection, namespace);

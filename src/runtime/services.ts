@@ -18,6 +18,8 @@ export interface RuntimeInfo {
   namespace: string;
   taskQueue: string;
   databaseUrl: string;
+  /** PostgreSQL schema of the project's tables. */
+  databaseSchema: string;
   temporalUiUrl?: string;
   pid: number;
 }
@@ -115,6 +117,7 @@ export async function startServices(config: WorkerConfig): Promise<RunningServic
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
       databaseUrl,
+      databaseSchema: config.databaseSchema,
       temporalUiUrl,
       pid: process.pid,
     };

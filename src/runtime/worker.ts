@@ -28,6 +28,11 @@ export interface AgentWorkerOptions {
   inlineResultLimit?: number;
   /** Tool calls of one model response that run; the rest are answered with an error the model reads. Default 16. */
   maxParallelToolCalls?: number;
+  /**
+   * PostgreSQL schema of the project's tables, as `migrate(pool, { schema })` created them
+   * (a plain lowercase SQL identifier). Default `durable_agent`.
+   */
+  schema?: string;
 }
 
 /** Creates (does not run) a worker for the conversation workflow. */
@@ -38,6 +43,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Wo
     database: { pool: options.pool },
     inlineResultLimit: options.inlineResultLimit,
     maxParallelToolCalls: options.maxParallelToolCalls,
+    schema: options.schema,
   });
   return Worker.create({
     connection: options.connection,

@@ -1,7 +1,9 @@
 /**
  * A small back-office domain for demos and tests: customers, orders and
- * refunds in PostgreSQL. `find_customer` and `list_orders` read;
- * `issue_refund` writes its effect and its ledger row in one transaction.
+ * refunds in PostgreSQL's `public` schema, created and seeded by
+ * `setupBackofficeDemo` (./backoffice-data), which must run before these
+ * tools do. `find_customer` and `list_orders` read; `issue_refund` writes its
+ * effect and its ledger row in one transaction.
  */
 import { z } from 'zod';
 import { tool, ToolError, type Tool } from './tool';
@@ -18,7 +20,7 @@ export function backofficeTools(): Tool[] {
       parameters: z.object({ query: z.string().min(1).describe('Part of a name, an email or a customer id') }),
       async execute({ query }, { db }) {
         const { rows } = await db.query(
-          `SELECT id, name, email FROM customers
+          `SELECT id, name, email FROM public.customers
             WHERE id = $1 OR name ILIKE '%' || $1 || '%' OR email ILIKE '%' || $1 || '%'
             ORDER BY id LIMIT 10`,
           [query],
@@ -32,7 +34,7 @@ export function backofficeTools(): Tool[] {
       parameters: z.object({ customer_id: z.string().min(1).describe('Customer id, e.g. cus_ada') }),
       async execute({ customer_id }, { db }) {
         const { rows } = await db.query(
-          `SELECT id, description, total_cents, refunded_cents FROM orders WHERE customer_id = $1 ORDER BY id`,
+          `SELECT id, description, total_cents, refunded_cents FROM public.orders WHERE customer_id = $1 ORDER BY id`,
           [customer_id],
         );
         return { customer_id, orders: rows };
@@ -51,7 +53,7 @@ export function backofficeTools(): Tool[] {
       async execute({ order_id, amount_cents, reason }, { once, idempotencyKey }) {
         return once(async (tx) => {
           const order = await tx.query<{ total_cents: number; refunded_cents: number }>(
-            'SELECT total_cents, refunded_cents FROM orders WHERE id = $1 FOR UPDATE',
+            'SELECT total_cents, refunded_cents FROM public.orders WHERE id = $1 FOR UPDATE',
             [order_id],
           );
           if (order.rowCount === 0) throw new ToolError(`Order ${order_id} does not exist.`);
@@ -62,10 +64,10 @@ export function backofficeTools(): Tool[] {
             );
           }
           const refund = await tx.query<{ id: string }>(
-            'INSERT INTO refunds (order_id, amount_cents, reason, idempotency_key) VALUES ($1, $2, $3, $4) RETURNING id',
+            'INSERT INTO public.refunds (order_id, amount_cents, reason, idempotency_key) VALUES ($1, $2, $3, $4) RETURNING id',
             [order_id, amount_cents, reason, idempotencyKey],
           );
-          await tx.query('UPDATE orders SET refunded_cents = refunded_cents + $2 WHERE id = $1', [order_id, amount_cents]);
+          await tx.query('UPDATE public.orders SET refunded_cents = refunded_cents + $2 WHERE id = $1', [order_id, amount_cents]);
           return {
             refund_id: refund.rows[0].id,
             order_id,

@@ -2,3 +2,4 @@
 export { tool, ToolError, type Tool, type ToolContext, type ToolDefinition } from './tool';
 export { ToolRegistry, type FunctionToolSpec } from './registry';
 export { backofficeTools, REFUND_APPROVAL_THRESHOLD_CENTS } from './backoffice';
+export { setupBackofficeDemo } from './backoffice-data';

@@ -140,7 +140,7 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
 
   // 2. Transcripts as stored.
   const { rows: messageRows } = await ctx.pool.query<{ conversation_id: string; seq: number; message: ChatMessage }>(
-    `SELECT conversation_id, seq, message FROM conversation_messages WHERE conversation_id LIKE $1 ORDER BY conversation_id, seq`,
+    `SELECT conversation_id, seq, message FROM durable_agent.conversation_messages WHERE conversation_id LIKE $1 ORDER BY conversation_id, seq`,
     [`${ctx.conversationPrefix}%`],
   );
   const transcripts = new Map<string, { seq: number; message: ChatMessage }[]>();
@@ -303,7 +303,7 @@ async function checkSideEffects(
     [like],
   );
   const ledger = await ctx.pool.query<{ key: string; tool_name: string; result: unknown }>(
-    `SELECT idempotency_key AS key, tool_name, result FROM tool_ledger WHERE idempotency_key LIKE $1`,
+    `SELECT idempotency_key AS key, tool_name, result FROM durable_agent.tool_ledger WHERE idempotency_key LIKE $1`,
     [like],
   );
   const orders = await ctx.pool.query<{ id: string; refunded: number; sum: number }>(
@@ -400,7 +400,7 @@ async function checkDecisions(
     tool_call_ids: string[];
     call_keys: string[] | null;
   }>(
-    `SELECT conversation_id, decision_id, decision, tool_call_ids, call_keys FROM approval_decisions WHERE conversation_id LIKE $1`,
+    `SELECT conversation_id, decision_id, decision, tool_call_ids, call_keys FROM durable_agent.approval_decisions WHERE conversation_id LIKE $1`,
     [`${ctx.conversationPrefix}%`],
   );
   const applied = new Map(rows.map((r) => [`${r.conversation_id}/${r.decision_id}`, r]));

@@ -73,7 +73,7 @@ export class RecoveryTracker {
 
   private async maxSeqs(): Promise<Map<string, number>> {
     const { rows } = await this.pool.query<{ conversation_id: string; seq: number }>(
-      `SELECT conversation_id, max(seq) AS seq FROM conversation_messages WHERE conversation_id LIKE $1 GROUP BY conversation_id`,
+      `SELECT conversation_id, max(seq) AS seq FROM durable_agent.conversation_messages WHERE conversation_id LIKE $1 GROUP BY conversation_id`,
       [`${this.conversationPrefix}%`],
     );
     return new Map(rows.map((r) => [r.conversation_id, Number(r.seq)]));

@@ -18,6 +18,7 @@ import { AgentClient } from '../../src/client/client';
 import { freePort } from '../../src/db/free-port';
 import { migrate } from '../../src/db/migrations';
 import { createPool } from '../../src/db/pool';
+import { setupBackofficeDemo } from '../../src/tools/backoffice-data';
 import { startModelServer, type ModelServer } from '../../src/testing';
 import { startDevServer, type DevServer } from '../../src/runtime/temporal-server';
 import type { ConversationInput } from '../../src/workflows/api';
@@ -192,6 +193,8 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
     const pool = createPool(postgres.databaseUrl, 4);
     cleanups.push({ name: 'PostgreSQL pool', run: () => pool.end() });
     await migrate(pool);
+    // The chaos tools include the demo's refunds, on the demo's own tables (never created by migrate).
+    await setupBackofficeDemo(pool);
     await pool.query(`
       CREATE TABLE chaos_faults (kind text NOT NULL, idempotency_key text NOT NULL, attempt integer NOT NULL, detail text, at timestamptz NOT NULL DEFAULT now());
       CREATE TABLE chaos_effects (idempotency_key text NOT NULL, sku text NOT NULL, at timestamptz NOT NULL DEFAULT now());

@@ -9,7 +9,7 @@ import { callInstanceKey } from '../../src/core/effect-keys';
  */
 export async function effectKeyOf(pool: Pool, conversationId: string, toolCallId: string): Promise<string | undefined> {
   const { rows } = await pool.query<{ seq: number; message: ChatMessage }>(
-    `SELECT seq, message FROM conversation_messages WHERE conversation_id = $1 AND role = 'assistant' ORDER BY seq DESC`,
+    `SELECT seq, message FROM durable_agent.conversation_messages WHERE conversation_id = $1 AND role = 'assistant' ORDER BY seq DESC`,
     [conversationId],
   );
   for (const { seq, message } of rows) {

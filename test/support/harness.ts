@@ -1,7 +1,9 @@
 /**
  * Per-file test environment on the shared real servers: a fresh PostgreSQL
- * database (migrated), a scripted model server speaking real HTTP, a real
- * worker on its own task queue, and the project's client.
+ * database (migrated: the project's tables in the default schema
+ * `durable_agent`; and the back-office demo's tables set up in `public`), a
+ * scripted model server speaking real HTTP, a real worker on its own task
+ * queue, and the project's client.
  */
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
@@ -12,10 +14,12 @@ import { createOpenAIClient } from '../../src/activities/openai-client';
 import { AgentClient } from '../../src/client/client';
 import { migrate } from '../../src/db/migrations';
 import { createPool } from '../../src/db/pool';
+import { agentTables, type AgentTables } from '../../src/db/schema';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy';
 import { startModelServer, type ModelServer, type ModelServerOptions } from '../../src/testing';
 import { createAgentWorker } from '../../src/runtime/worker';
 import { backofficeTools } from '../../src/tools/backoffice';
+import { setupBackofficeDemo } from '../../src/tools/backoffice-data';
 import type { Tool } from '../../src/tools/tool';
 
 try {
@@ -51,6 +55,8 @@ export interface Harness {
   taskQueue: string;
   model: ModelServer;
   pool: Pool;
+  /** The project's tables in the harness database (default schema), for the transcript-store functions. */
+  tables: AgentTables;
   client: AgentClient;
   temporal: Client;
   worker?: Worker;
@@ -67,17 +73,27 @@ export interface Harness {
   stop(): Promise<void>;
 }
 
-/** Builds a harness; call `stop()` in `afterAll`. */
-export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
-  const temporalAddress = options.temporalAddress ?? inject('temporalAddress');
+/** Creates an empty database on the run's shared PostgreSQL server; returns its URL. */
+export async function createTestDatabase(): Promise<string> {
   const databaseName = `t_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
   const admin = new PgClient({ connectionString: inject('postgresAdminUrl') });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${databaseName}`);
-  await admin.end();
-  const databaseUrl = inject('postgresAdminUrl').replace(/\/[^/]+$/, `/${databaseName}`);
+  try {
+    await admin.query(`CREATE DATABASE ${databaseName}`);
+  } finally {
+    await admin.end();
+  }
+  return inject('postgresAdminUrl').replace(/\/[^/]+$/, `/${databaseName}`);
+}
+
+/** Builds a harness; call `stop()` in `afterAll`. */
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const temporalAddress = options.temporalAddress ?? inject('temporalAddress');
+  const databaseUrl = await createTestDatabase();
   const pool = createPool(databaseUrl);
   await migrate(pool);
+  // Most tests' tools include the demo's, whose tables only the demo sets up.
+  await setupBackofficeDemo(pool);
 
   const model = await startModelServer({ dialect: options.dialect, contextWindow: options.contextWindow });
   let databaseProxy: TcpProxy | undefined;
@@ -129,6 +145,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     }),
     model,
     pool,
+    tables: agentTables(),
     databaseProxy,
     client,
     temporal,

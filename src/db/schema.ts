@@ -1,0 +1,86 @@
+/**
+ * The PostgreSQL schema that holds the project's tables, and their names
+ * qualified with it. Every query of the project names its tables through
+ * {@link AgentTables} instead of relying on `search_path`: a team may hand the
+ * worker a pool it shares with its own queries, whose `search_path` is theirs.
+ */
+import { ConfigError } from '../errors';
+
+/** The schema the project's tables live in when none is configured. */
+export const DEFAULT_DATABASE_SCHEMA = 'durable_agent';
+
+/**
+ * What a schema name must look like: a plain lowercase SQL identifier of at
+ * most 63 characters (PostgreSQL's limit), so the name reads the same quoted
+ * or not and needs no escaping.
+ */
+export const SCHEMA_NAME_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** The project's tables, in the order migrations create them. */
+export const AGENT_TABLE_NAMES = [
+  'schema_migrations',
+  'conversation_messages',
+  'tool_results',
+  'model_responses',
+  'tool_ledger',
+  'approval_decisions',
+] as const;
+
+/** The name of one of the project's tables, unqualified. */
+export type AgentTableName = (typeof AGENT_TABLE_NAMES)[number];
+
+/** The project's tables, each as a qualified, quoted SQL name such as `"durable_agent"."tool_ledger"`. */
+export interface AgentTables {
+  /** The schema's name, validated. */
+  readonly schema: string;
+  /** The schema as a quoted SQL identifier. */
+  readonly quotedSchema: string;
+  /** The migrations ledger. */
+  readonly schemaMigrations: string;
+  readonly conversationMessages: string;
+  readonly toolResults: string;
+  readonly modelResponses: string;
+  readonly toolLedger: string;
+  readonly approvalDecisions: string;
+}
+
+/**
+ * Why `name` cannot be the project's schema, or undefined when it can. Shared
+ * by {@link agentTables} and the configuration loader, so both say the same.
+ */
+export function describeBadSchemaName(name: string): string | undefined {
+  const way = 'Use a plain lowercase SQL identifier such as durable_agent or agent_x';
+  if (!SCHEMA_NAME_PATTERN.test(name)) {
+    return `"${name}" is not a plain lowercase SQL identifier (${SCHEMA_NAME_PATTERN.source}: a lowercase letter or _, then up to 62 lowercase letters, digits or _). ${way}.`;
+  }
+  if (name.startsWith('pg_')) return `"${name}" starts with pg_, which PostgreSQL reserves for its own schemas. ${way}.`;
+  if (name === 'information_schema') return `"${name}" is PostgreSQL's own catalog schema. ${way}.`;
+  if (name === 'public') {
+    // public is where other tools and the demo keep their tables (and, before the project had a
+    // schema, where its own tables were: migrate moves them out of it).
+    return `"public" is shared with every other user of the database; the project keeps its tables in a schema of their own. ${way}.`;
+  }
+  return undefined;
+}
+
+/**
+ * The project's tables in `schema` (default {@link DEFAULT_DATABASE_SCHEMA}).
+ * Throws a {@link ConfigError} naming the value, the rule and the way out when
+ * the name is not allowed.
+ */
+export function agentTables(schema: string = DEFAULT_DATABASE_SCHEMA): AgentTables {
+  const problem = describeBadSchemaName(schema);
+  if (problem) throw new ConfigError(`The database schema for the agent's tables cannot be used: ${problem}`);
+  const quotedSchema = `"${schema}"`;
+  const table = (name: AgentTableName): string => `${quotedSchema}."${name}"`;
+  return {
+    schema,
+    quotedSchema,
+    schemaMigrations: table('schema_migrations'),
+    conversationMessages: table('conversation_messages'),
+    toolResults: table('tool_results'),
+    modelResponses: table('model_responses'),
+    toolLedger: table('tool_ledger'),
+    approvalDecisions: table('approval_decisions'),
+  };
+}
