@@ -2,12 +2,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Worker, type WorkflowBundle } from '@temporalio/worker';
-import type { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ACTIVITY_TYPE_PREFIX } from '../src/activities/contracts';
 import { PREFIXED_ACTIVITY_TYPES_PATCH } from '../src/workflows/activity-options';
 import { exportHistoryFixture } from './support/fixture-export';
 import { startHarness, type Harness } from './support/harness';
+import { recordedPatches } from './support/history';
 import { bundlePreviousWorkflowCode, runWorkerOn } from './support/upgrade';
 
 // The conversation's activity types carry a prefix (`durableAgent.callModel`)
@@ -35,17 +35,10 @@ afterAll(async () => {
   fs.rmSync(scratch, { recursive: true, force: true });
 });
 
-/** The activity types a conversation's history scheduled, and the patches it recorded. */
-async function scheduledTypes(id: string): Promise<{ types: Set<string>; patches: string[] }> {
+/** The activity types a conversation's history scheduled. */
+async function scheduledTypes(id: string): Promise<Set<string>> {
   const history = await h.temporal.workflow.getHandle(id).fetchHistory();
-  const events: temporal.api.history.v1.IHistoryEvent[] = history.events ?? [];
-  const types = new Set(events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []));
-  const patches = events.flatMap((e) => {
-    const details = e.markerRecordedEventAttributes?.details;
-    const id = details?.['patch-data']?.payloads?.[0]?.data;
-    return id ? [JSON.parse(Buffer.from(id).toString()).id as string] : [];
-  });
-  return { types, patches };
+  return new Set((history.events ?? []).flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []));
 }
 
 const refundsOf = async (id: string) =>
@@ -74,9 +67,8 @@ describe('prefixed activity types', () => {
     }
     expect(await refundsOf(id)).toEqual([{ amount_cents: 15_000 }]);
 
-    const { types, patches } = await scheduledTypes(id);
-    expect([...types].sort()).toEqual(['appendMessages', 'callModel', 'recordDecision', 'runTool']);
-    expect(patches).not.toContain(PREFIXED_ACTIVITY_TYPES_PATCH);
+    expect([...(await scheduledTypes(id))].sort()).toEqual(['appendMessages', 'callModel', 'recordDecision', 'runTool']);
+    expect(await recordedPatches(h.temporal, id)).not.toContain(PREFIXED_ACTIVITY_TYPES_PATCH);
     const history = await h.temporal.workflow.getHandle(id).fetchHistory();
     await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, id);
     await exportHistoryFixture(h.temporal, id, 'upgrade-to-prefixed-activity-types');
@@ -97,11 +89,10 @@ describe('prefixed activity types', () => {
       await worker.stop();
     }
     expect(await refundsOf(id)).toEqual([{ amount_cents: 5_900 }]);
-    const { types, patches } = await scheduledTypes(id);
-    expect([...types].sort()).toEqual(
+    expect([...(await scheduledTypes(id))].sort()).toEqual(
       ['appendMessages', 'callModel', 'runTool'].map((name) => `${ACTIVITY_TYPE_PREFIX}${name}`),
     );
-    expect(patches).toContain(PREFIXED_ACTIVITY_TYPES_PATCH);
+    expect(await recordedPatches(h.temporal, id)).toContain(PREFIXED_ACTIVITY_TYPES_PATCH);
     await exportHistoryFixture(h.temporal, id, 'prefixed-activity-types');
     h.expectOnlyValidModelRequests();
   });

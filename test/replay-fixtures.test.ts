@@ -45,6 +45,11 @@ describe('replaying recorded histories', () => {
       // bare types and finished by the current worker, and one that schedules only prefixed types.
       'upgrade-to-prefixed-activity-types',
       'prefixed-activity-types',
+      // Deferred transcript writes (test/deferred-transcript-writes.test.ts): a conversation begun
+      // writing each message in an activity of its own and finished by the current worker, and one
+      // whose writes ride on its model calls.
+      'upgrade-to-deferred-transcript-writes',
+      'deferred-transcript-writes',
     ]) {
       expect(names).toContain(expected);
     }

@@ -21,6 +21,14 @@ export interface ModelCallInput {
   /** Tool names offered to the model; every registered tool when unset. */
   tools?: string[];
   toolChoice: 'auto' | 'none';
+  /**
+   * Messages the activity stores first, exactly as `appendMessages` would
+   * (upserts at their seqs), before it reads the transcript: the workflow
+   * defers its transcript writes to the next model call instead of a round
+   * trip of their own (see `DEFERRED_TRANSCRIPT_WRITES_PATCH`). Absent from
+   * runs before that patch.
+   */
+  append?: AppendEntry[];
 }
 
 /** How the worker will run one tool call, decided from its registry. */

@@ -20,7 +20,7 @@ import {
   type ModelCallResult,
   type ToolCallPlan,
 } from './contracts';
-import { findModelResponse, promptCalibration, readTranscript, storeModelResponse } from '../db/transcript-store';
+import { appendMessages, findModelResponse, promptCalibration, readTranscript, storeModelResponse } from '../db/transcript-store';
 import { withDatabaseRetry } from '../db/retry';
 import { agentTables, type AgentTables } from '../db/schema';
 import { contextWindowOf, fitToContext } from './context-budget';
@@ -59,6 +59,12 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
   return async function callModel(input: ModelCallInput): Promise<ModelCallResult> {
     const { info } = Context.current();
     const responseKey = `${info.workflowExecution?.runId ?? 'standalone'}/${info.activityId}`;
+    const deferred = input.append ?? [];
+    if (deferred.length > 0) {
+      await withDatabaseRetry('store the messages before the model call', () =>
+        appendMessages(deps.pool, tables, { conversationId: input.conversationId, messages: deferred }),
+      );
+    }
     const earlier = await withDatabaseRetry('read a stored model response', () => findModelResponse(deps.pool, tables, responseKey));
     if (earlier) {
       // An earlier attempt got the answer but did not report it (crash, lost completion): use it, do not pay twice.

@@ -27,6 +27,15 @@ export const RETRY_BACKOFF = { initialInterval: '1 second', backoffCoefficient: 
  */
 export const PREFIXED_ACTIVITY_TYPES_PATCH = 'prefixed-activity-types';
 
+/**
+ * Patch: the workflow defers transcript writes to the next model call, which
+ * writes them before it reads the transcript (`ModelCallInput.append`), and
+ * writes what is left at a turn's end, before a wait for a person and at the
+ * end: a step is a model call and its tool calls, without a store round trip
+ * after each. Asked once, at the start of a run, like the activity types.
+ */
+export const DEFERRED_TRANSCRIPT_WRITES_PATCH = 'deferred-transcript-writes';
+
 /** The conversation activities with `options`, scheduled under prefixed or bare activity types. */
 function conversationActivities(options: ActivityOptions, prefixed: boolean): ConversationActivities {
   const proxy = proxyActivities<ConversationActivities & PrefixedConversationActivities>(options);

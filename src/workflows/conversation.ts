@@ -32,7 +32,7 @@ import {
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { ConversationActivities, ModelCallResult } from '../activities/contracts';
+import type { AppendEntry, ConversationActivities, ModelCallResult } from '../activities/contracts';
 import type { BatchCall } from '../core/batch';
 import { ConversationCore, type StoreEntry } from '../core/conversation';
 import { checkConversationInput } from '../core/contract';
@@ -40,6 +40,7 @@ import {
   describeToolFailure,
   failureMessage,
   modelActivities,
+  DEFERRED_TRANSCRIPT_WRITES_PATCH,
   PREFIXED_ACTIVITY_TYPES_PATCH,
   storeActivities,
   toolActivities,
@@ -63,7 +64,7 @@ import {
 
 /** Patches of the core's rules, asked through `CoreEnvironment.allows` (see `src/core/edge.ts`). */
 export { CALL_INSTANCE_KEYS_PATCH, MESSAGE_SIZE_LIMITS_PATCH } from '../core/edge';
-export { PREFIXED_ACTIVITY_TYPES_PATCH } from './activity-options';
+export { DEFERRED_TRANSCRIPT_WRITES_PATCH, PREFIXED_ACTIVITY_TYPES_PATCH } from './activity-options';
 
 /** Patch: inputs above `CONVERSATION_LIMITS` are refused (runs started before it keep what they were given). */
 export const CONVERSATION_LIMITS_PATCH = 'conversation-limits';
@@ -80,6 +81,8 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   const core = new ConversationCore(workflowInfo().workflowId, input, { now: () => Date.now(), newId: uuid4, log, allows: patched });
   // Asked once per run, before any command: a run begun with bare activity types keeps them to its end.
   const prefixed = patched(PREFIXED_ACTIVITY_TYPES_PATCH);
+  // Also once per run: a run begun before deferred writes stores every message at once, in an activity of its own.
+  const deferWrites = patched(DEFERRED_TRANSCRIPT_WRITES_PATCH);
   const store = storeActivities(prefixed);
   const model = modelActivities(input, prefixed);
   const tools = (call: BatchCall) => toolActivities(call, input, prefixed);
@@ -88,12 +91,39 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
 
   const publish = (): void => publishSearchAttributes(core);
 
-  /** Stores messages at the next seqs; never cancelled half-way (a cancel takes effect at the next step). Returns the first seq. */
-  const append = (entries: StoreEntry[]): Promise<number> =>
-    CancellationScope.nonCancellable(async () => {
-      await store.appendMessages(core.appendInput(entries));
-      return core.stored(entries);
-    });
+  /** Messages that have their seqs but are not written yet: the next model call writes them first, or {@link flush}. */
+  let unwritten: AppendEntry[] = [];
+
+  /**
+   * Gives messages the next seqs and has them written: with the next model
+   * call (one round trip fewer per write), or at once for a run begun before
+   * deferred writes. Never cancelled half-way. Returns the first seq.
+   */
+  const append = async (entries: StoreEntry[]): Promise<number> => {
+    const input = core.appendInput(entries);
+    if (deferWrites) unwritten.push(...input.messages);
+    else await CancellationScope.nonCancellable(() => store.appendMessages(input));
+    return core.stored(entries);
+  };
+
+  /** Writes the unwritten messages: before anyone may read them (a turn's end, a wait for a person, the end). */
+  const flush = async (): Promise<void> => {
+    if (unwritten.length === 0) return;
+    const messages = unwritten;
+    unwritten = [];
+    await CancellationScope.nonCancellable(() => store.appendMessages({ conversationId: core.conversationId, messages }));
+  };
+
+  /** Calls the model; the call writes the unwritten messages before it reads the transcript. */
+  const callModel = async (): Promise<ModelCallResult> => {
+    const request = core.modelRequest();
+    if (unwritten.length === 0) return model.callModel(request);
+    const messages = unwritten;
+    const result = await model.callModel({ ...request, append: messages });
+    // Written by the call (a call that failed or was cancelled may not have: flush writes them again, same seqs, same content).
+    unwritten = unwritten.slice(messages.length);
+    return result;
+  };
 
   /** Stores the open batch's tool messages and closes it; returns the turn's record when the turn ends there. */
   const storeBatchResults = async (): Promise<TurnRecord | undefined> => {
@@ -145,7 +175,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     for (;;) {
       let result: ModelCallResult;
       try {
-        result = await model.callModel(core.modelRequest());
+        result = await callModel();
       } catch (err) {
         if (isCancellation(err)) throw err;
         return core.modelFailed(failureMessage(err));
@@ -154,6 +184,8 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
       publish();
       const next = core.answerStored(await append([answer]));
       if ('finished' in next) return next.finished;
+      // Whoever decides may read the transcript: the calls they decide on are written first.
+      if (next.calls.some((call) => core.awaitsApproval(call))) await flush();
       await Promise.all(next.calls.map((call) => runCall(core, call, tools(call), publish)));
       const finished = await storeBatchResults();
       if (finished) return finished;
@@ -176,6 +208,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
       record = core.turnStopped(workflowCancelled);
       if (core.hasOpenBatch()) await storeBatchResults();
       if (workflowCancelled) {
+        await flush();
         core.finishTurn(record);
         publish();
         throw err;
@@ -183,6 +216,8 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     } finally {
       turnScope = undefined;
     }
+    // The turn's answer is read from the transcript once its record says so.
+    await flush();
     core.finishTurn(record);
     publish();
   };
@@ -208,11 +243,13 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   } catch (err) {
     if (!isCancellation(err)) throw err;
     // Workflow cancellation (UI, `temporal workflow cancel`): everything is settled and stored; end as cancelled.
+    await flush();
     await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
     core.close();
     publish();
     throw err;
   }
+  await flush();
   await condition(allHandlersFinished);
   core.close();
   publish();

@@ -28,3 +28,12 @@ export async function historyBytesPerStep(client: Client, workflowId: string): P
   }
   return steps;
 }
+
+/** The patch ids a conversation's latest run recorded (markers of `patched()`), in order. */
+export async function recordedPatches(client: Client, workflowId: string): Promise<string[]> {
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  return (history.events ?? []).flatMap((event) => {
+    const data = event.markerRecordedEventAttributes?.details?.['patch-data']?.payloads?.[0]?.data;
+    return data ? [(JSON.parse(Buffer.from(data).toString()) as { id: string }).id] : [];
+  });
+}
