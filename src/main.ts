@@ -14,6 +14,7 @@ import { logger } from './runtime/logger';
 import { startServices } from './runtime/services';
 import { connectionOptions, EMBEDDED_DEV_SERVER, explainConnectionFailure } from './runtime/temporal-connection';
 import { createAgentWorker } from './runtime/worker';
+import { bundleWorkflowsApart } from './runtime/workflow-bundle';
 import { backofficeTools } from './tools/backoffice';
 import { setupBackofficeDemo } from './tools/backoffice-data';
 import { loadToolsModule } from './tools/load';
@@ -33,6 +34,7 @@ async function main(): Promise<void> {
     const options = { address: services.temporalAddress, ...connectionOptions(settings) };
     // The worker's plugin registers the search attributes a configured namespace lacks before it polls.
     connection = await explainConnectionFailure(settings, services.temporalAddress, () => NativeConnection.connect(options));
+    const workflowBundle = await bundleWorkflowsApart(config.dataDir);
     const worker = await createAgentWorker({
       connection,
       namespace: services.namespace,
@@ -43,7 +45,9 @@ async function main(): Promise<void> {
       contextWindow: config.openai.contextWindow,
       tools,
       maxParallelToolCalls: config.maxParallelToolCalls,
+      maxCachedConversations: config.maxCachedConversations,
       schema: config.databaseSchema,
+      workflowBundle,
     });
     printBanner(services);
     await worker.run();

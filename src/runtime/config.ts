@@ -24,6 +24,7 @@ export const ENV_VARS = [
   'AGENT_DATA_DIR',
   'AGENT_TOOLS_MODULE',
   'AGENT_MAX_PARALLEL_TOOL_CALLS',
+  'AGENT_MAX_CACHED_CONVERSATIONS',
 ] as const;
 
 const optional = z
@@ -75,6 +76,14 @@ const envSchema = z.object({
       )
       .optional(),
   ),
+  AGENT_MAX_CACHED_CONVERSATIONS: optional.pipe(
+    z
+      .string()
+      .regex(/^\d+$/, 'must be a whole number of conversations, at least 2')
+      .transform(Number)
+      .pipe(z.number().min(2, 'must be at least 2 (a worker needs room for the conversations it is working on)'))
+      .optional(),
+  ),
   LOG_LEVEL: optional.pipe(z.enum(['trace', 'debug', 'info', 'warn', 'error']).optional()),
 });
 
@@ -110,9 +119,20 @@ export interface WorkerConfig {
   toolsModule?: string;
   /** Tool calls of one model response that run; the rest are answered with an error the model reads. */
   maxParallelToolCalls: number;
+  /** Conversations the worker keeps in memory (Temporal's sticky cache); the others are rebuilt from history when they need the worker. */
+  maxCachedConversations: number;
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error';
 }
 
+
+/**
+ * Conversations a worker keeps in memory by default. A conversation waiting
+ * for a person needs no memory of the worker: past this many, the least
+ * recently active are dropped and rebuilt from their (small) history when a
+ * decision or a message arrives. Sized so a worker waiting on any number of
+ * conversations stays within a few hundred MB (README, "Performance").
+ */
+export const DEFAULT_MAX_CACHED_CONVERSATIONS = 100;
 
 /** Reads the configuration from `env` (default `process.env`), with clear errors for bad values. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
@@ -138,6 +158,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     dataDir: path.resolve(e.AGENT_DATA_DIR ?? path.join(__dirname, '..', '..', '.data')),
     toolsModule: e.AGENT_TOOLS_MODULE,
     maxParallelToolCalls: e.AGENT_MAX_PARALLEL_TOOL_CALLS ?? DEFAULT_MAX_PARALLEL_TOOL_CALLS,
+    maxCachedConversations: e.AGENT_MAX_CACHED_CONVERSATIONS ?? DEFAULT_MAX_CACHED_CONVERSATIONS,
     logLevel: e.LOG_LEVEL ?? 'info',
   };
 }

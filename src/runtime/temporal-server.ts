@@ -48,6 +48,8 @@ export interface DevServerOptions {
   /** Frontend port; a free one when unset. */
   port?: number;
   namespace?: string;
+  /** More `temporal server start-dev` flags, e.g. `--sqlite-pragma journal_mode=wal` or `--dynamic-config-value KEY=VALUE`. */
+  extraArgs?: string[];
 }
 
 /** A running dev server. */
@@ -74,6 +76,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
       ...(options.uiPort ? { ui: true, uiPort: options.uiPort } : {}),
       searchAttributes: SEARCH_ATTRIBUTES,
       log: { format: 'pretty', level: 'error' },
+      extraArgs: options.extraArgs,
     },
   });
   return {

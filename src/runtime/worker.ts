@@ -2,7 +2,7 @@
  * The standalone agent worker (`npm start`, tests): a worker of its own on
  * one task queue, built with {@link DurableAgentPlugin} like any team's.
  */
-import { NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
+import { NativeConnection, Worker, type WorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
 import type OpenAI from 'openai';
 import type { Pool } from 'pg';
 import type { Tool } from '../tools/tool';
@@ -29,6 +29,12 @@ export interface AgentWorkerOptions {
   /** Tool calls of one model response that run; the rest are answered with an error the model reads. Default 16. */
   maxParallelToolCalls?: number;
   /**
+   * Conversations kept in memory (Temporal's sticky cache, `maxCachedWorkflows`);
+   * the others are rebuilt from history when they need the worker. The SDK's
+   * default (from the heap size) when unset.
+   */
+  maxCachedConversations?: number;
+  /**
    * PostgreSQL schema of the project's tables, as `migrate(pool, { schema })` created them
    * (a plain lowercase SQL identifier). Default `durable_agent`.
    */
@@ -51,8 +57,21 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Wo
     taskQueue: options.taskQueue,
     workflowBundle: options.workflowBundle,
     plugins: [plugin],
+    ...cacheOptions(options.maxCachedConversations),
     shutdownGraceTime: '10 seconds',
     // When a worker dies, its cached workflows' next tasks wait this long before another worker takes them.
     stickyQueueScheduleToStartTimeout: '3 seconds',
   });
 }
+
+/** A bounded cache, with no more workflow tasks at once than it holds (the SDK requires it). */
+function cacheOptions(maxCachedConversations: number | undefined): Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentWorkflowTaskExecutions'> {
+  if (maxCachedConversations === undefined) return {};
+  return {
+    maxCachedWorkflows: maxCachedConversations,
+    maxConcurrentWorkflowTaskExecutions: Math.min(WORKFLOW_TASK_SLOTS, maxCachedConversations),
+  };
+}
+
+/** The SDK's default number of workflow tasks a worker runs at once. */
+const WORKFLOW_TASK_SLOTS = 40;

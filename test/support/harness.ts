@@ -44,6 +44,8 @@ export interface HarnessOptions {
   contextWindow?: number;
   /** The in-process worker's context window setting (per model name when unset). */
   workerContextWindow?: number;
+  /** The in-process worker's cache size in conversations (the SDK's default when unset). */
+  maxCachedConversations?: number;
   /** The in-process worker reaches PostgreSQL through a TCP proxy the test can cut (`databaseProxy`). */
   databaseProxy?: boolean;
 }
@@ -127,6 +129,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       workflowBundle: { codePath: inject('workflowBundlePath') },
       inlineResultLimit: options.inlineResultLimit,
       maxParallelToolCalls: options.maxParallelToolCalls,
+      maxCachedConversations: options.maxCachedConversations,
     });
     running = worker.run();
   }
