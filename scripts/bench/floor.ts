@@ -1,0 +1,67 @@
+/**
+ * Temporal's floor: the floor workflow (`floor-workflows.ts`) with 2 and with
+ * 4 no-op activities per step, on its own worker process (`floor-worker.ts`),
+ * the same dev server, the same turn shapes and concurrencies as the project.
+ */
+import { Client, Connection } from '@temporalio/client';
+import { checkModelRequests, type BenchContext } from './context';
+import type { FloorTurnInput } from './floor-workflows';
+import { historyFigures } from './history';
+import { runConcurrent, type RunTurn } from './measure';
+import type { SystemFigures } from './project';
+import { FLOOR_WORKER, spawnWorker } from './worker-process';
+
+/** The floor's figures, per activities per step. */
+export interface FloorFigures {
+  activitiesPerStep: 2 | 4;
+  perLatency: SystemFigures[];
+}
+
+/** Measures the floor with 2 and 4 activities per step at every latency of the options. */
+export async function benchFloor(ctx: BenchContext): Promise<FloorFigures[]> {
+  const { stack, options, log } = ctx;
+  const taskQueue = `bench-floor-${ctx.runTag}`;
+  const worker = spawnWorker({ worker: FLOOR_WORKER, env: { TEMPORAL_ADDRESS: stack.temporal.address, TEMPORAL_TASK_QUEUE: taskQueue }, dir: stack.scratch, name: 'floor-worker' });
+  const stopWorker = ctx.cleanup.add('floor worker', () => worker.stop());
+  const connection = await Connection.connect({ address: stack.temporal.address });
+  const closeConnection = ctx.cleanup.add('floor client', () => connection.close());
+  const client = new Client({ connection, namespace: 'default' });
+  try {
+    await worker.ready;
+    log(`floor worker ready (pid ${worker.pid}) after ${Date.now() - worker.spawnedAt} ms`);
+    const meter = { worker: worker.pid, temporal: stack.temporalPid, postmaster: stack.postmasterPid };
+    const results: FloorFigures[] = [];
+    for (const activitiesPerStep of [2, 4] as const) {
+      const runTurn: RunTurn = async (id, steps, latencyMs) => {
+        const started = Date.now();
+        const input: FloorTurnInput = { steps, activitiesPerStep, latencyMs };
+        const ran = await client.workflow.execute('floorTurn', { taskQueue, workflowId: id, args: [input] });
+        const expected = activitiesPerStep === 4 ? 4 * steps + 3 : 2 * steps + 1;
+        if (ran !== expected) throw new Error(`floor turn ${id} ran ${String(ran)} activities, expected ${expected}.`);
+        return Date.now() - started;
+      };
+      const perLatency: SystemFigures[] = [];
+      for (const latencyMs of options.latencies) {
+        const prefix = `bench-${ctx.runTag}-floor${activitiesPerStep}-l${latencyMs}`;
+        const base = { runTurn, steps: options.steps, latencyMs, meter };
+        await runConcurrent({ ...base, idPrefix: `${prefix}-warm1`, concurrency: 1 });
+        await runConcurrent({ ...base, idPrefix: `${prefix}-warm10`, concurrency: options.mediumConcurrency, steps: 2 });
+        const single = await runConcurrent({ ...base, idPrefix: `${prefix}-c1`, concurrency: 1, rounds: options.singleTurns });
+        const history = await historyFigures(client, `${prefix}-c1-0-0`, options.steps, (type) => type === 'floorModel');
+        const medium = await runConcurrent({ ...base, idPrefix: `${prefix}-c10`, concurrency: options.mediumConcurrency, rounds: options.mediumRounds });
+        const high = await runConcurrent({ ...base, idPrefix: `${prefix}-c100`, concurrency: options.highConcurrency });
+        log(
+          `floor ${activitiesPerStep} activities, model ${latencyMs} ms: ${single.msPerStep.toFixed(1)} ms/step (1), ` +
+            `${medium.msPerStep.toFixed(1)} ms/step (${options.mediumConcurrency}), ${high.stepsPerSecond.toFixed(1)} steps/s (${options.highConcurrency})`,
+        );
+        perLatency.push({ latencyMs, single, medium, high, history });
+      }
+      results.push({ activitiesPerStep, perLatency });
+    }
+    checkModelRequests(ctx, 'floor'); // the floor never calls the model server
+    return results;
+  } finally {
+    await closeConnection();
+    await stopWorker();
+  }
+}

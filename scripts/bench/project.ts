@@ -1,0 +1,87 @@
+/**
+ * The project: the real worker process (`src/main.ts`, with the bench's no-op
+ * tool through `AGENT_TOOLS_MODULE`), driven through the project's
+ * `AgentClient` like any caller: `sendMessage` starts each conversation's turn;
+ * the answer is seen in PostgreSQL ({@link AnswerWatcher}); afterwards
+ * `waitForTurn` checks every turn's record (answered, steps + 1 model calls).
+ */
+import { AgentClient } from '../../src/client/client';
+import { conversationActivityType } from '../../src/activities/contracts';
+import { AnswerWatcher } from './answer-watcher';
+import { NOOP_TOOL } from './bench-tools';
+import { checkModelRequests, projectWorkerEnv, type BenchContext } from './context';
+import { historyFigures, type HistoryFigures } from './history';
+import { mapLimit, runConcurrent, type ConcurrencyResult, type RunTurn } from './measure';
+import { turnMessage } from './responder';
+import { PROJECT_WORKER, spawnWorker } from './worker-process';
+
+/** One system's figures at one model latency. */
+export interface SystemFigures {
+  latencyMs: number;
+  single: ConcurrencyResult;
+  medium: ConcurrencyResult;
+  high: ConcurrencyResult;
+  /** History of one turn of the single-conversation phase (Temporal systems). */
+  history?: HistoryFigures;
+}
+
+/** Measures the project at every latency of the options; one worker process serves them all. */
+export async function benchProject(ctx: BenchContext): Promise<SystemFigures[]> {
+  const { stack, options, log } = ctx;
+  const taskQueue = `bench-project-${ctx.runTag}`;
+  const worker = spawnWorker({ worker: PROJECT_WORKER, env: projectWorkerEnv(ctx, taskQueue), dir: stack.scratch, name: 'project-worker' });
+  const stopWorker = ctx.cleanup.add('project worker', () => worker.stop());
+  const client = await AgentClient.connect({ temporalAddress: stack.temporal.address, taskQueue, databaseUrl: stack.databaseUrl });
+  const closeClient = ctx.cleanup.add('project client', () => client.close());
+  const watcher = new AnswerWatcher(stack.pool);
+  try {
+    await worker.ready;
+    log(`project worker ready (pid ${worker.pid}) after ${Date.now() - worker.spawnedAt} ms`);
+    const sent: { id: string; messageId: string; steps: number }[] = [];
+    const runTurn: RunTurn = async (id, steps, latencyMs) => {
+      const started = Date.now();
+      const messageId = await client.sendMessage(id, turnMessage({ steps, latencyMs, tool: NOOP_TOOL }), {
+        input: { systemPrompt: 'You are a benchmark. Call the tool when told.', maxSteps: steps + 1 },
+      });
+      const answeredAt = await watcher.answered(id);
+      sent.push({ id, messageId, steps });
+      return answeredAt - started;
+    };
+    const check = async (phase: string): Promise<void> => {
+      const turns = sent.splice(0);
+      await mapLimit(turns, 10, async ({ id, messageId, steps }) => {
+        const turn = await client.waitForTurn(id, messageId, 60_000);
+        if (turn.outcome !== 'answered' || turn.steps !== steps + 1) {
+          throw new Error(`${phase}: conversation ${id} ended ${turn.outcome} after ${turn.steps} model calls (expected answered after ${steps + 1}).`);
+        }
+      });
+      checkModelRequests(ctx, phase);
+    };
+    const meter = { worker: worker.pid, temporal: stack.temporalPid, postmaster: stack.postmasterPid };
+    const results: SystemFigures[] = [];
+    for (const latencyMs of options.latencies) {
+      const prefix = `bench-${ctx.runTag}-l${latencyMs}`;
+      const base = { runTurn, steps: options.steps, latencyMs, meter };
+      log(`project, model ${latencyMs} ms: warming up`);
+      await runConcurrent({ ...base, idPrefix: `${prefix}-warm1`, concurrency: 1 });
+      await runConcurrent({ ...base, idPrefix: `${prefix}-warm10`, concurrency: options.mediumConcurrency, steps: 2 });
+      await check('project warm-up');
+      const single = await runConcurrent({ ...base, idPrefix: `${prefix}-c1`, concurrency: 1, rounds: options.singleTurns });
+      await check('project, 1 conversation');
+      log(`project, model ${latencyMs} ms: 1 conversation ${single.msPerStep.toFixed(1)} ms/step`);
+      const history = await historyFigures(client.temporal, `${prefix}-c1-0-0`, options.steps, (type) => type === conversationActivityType('callModel'));
+      const medium = await runConcurrent({ ...base, idPrefix: `${prefix}-c10`, concurrency: options.mediumConcurrency, rounds: options.mediumRounds });
+      await check(`project, ${options.mediumConcurrency} conversations`);
+      log(`project, model ${latencyMs} ms: ${options.mediumConcurrency} conversations ${medium.msPerStep.toFixed(1)} ms/step`);
+      const high = await runConcurrent({ ...base, idPrefix: `${prefix}-c100`, concurrency: options.highConcurrency });
+      await check(`project, ${options.highConcurrency} conversations`);
+      log(`project, model ${latencyMs} ms: ${options.highConcurrency} conversations ${high.stepsPerSecond.toFixed(1)} steps/s`);
+      results.push({ latencyMs, single, medium, high, history });
+    }
+    return results;
+  } finally {
+    watcher.stop();
+    await closeClient();
+    await stopWorker();
+  }
+}

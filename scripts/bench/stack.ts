@@ -1,0 +1,114 @@
+/**
+ * The servers one bench run works against, all on loopback and all its own:
+ * the Temporal dev server (the project's `startDevServer`, history in a SQLite
+ * file in a temp folder, as `npm start` runs it, without the web UI),
+ * embedded PostgreSQL (migrated) and the scripted model server.
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { migrate } from '../../src/db/migrations';
+import { createPool } from '../../src/db/pool';
+import { findTemporalCli, startDevServer, type DevServer } from '../../src/runtime/temporal-server';
+import { startModelServer, type ModelServer } from '../../src/testing';
+import type { Cleanup } from './cleanup';
+import { commandLine, findProcesses, postmasterPid } from './proc';
+import { benchResponder } from './responder';
+import type { Pool } from 'pg';
+
+/** The running servers and what is known about them. */
+export interface Stack {
+  /** Scratch folder of the run (SQLite file, worker data and logs); removed at the end. */
+  scratch: string;
+  temporal: DevServer;
+  /** Pid of the `temporal server start-dev` process. */
+  temporalPid: number;
+  temporalInfo: { cliPath: string; version: string; args: string[] };
+  databaseUrl: string;
+  postgresDataDir: string;
+  postmasterPid: number;
+  /** A pool of the bench's own (the plain loop, turn detection). */
+  pool: Pool;
+  model: ModelServer;
+}
+
+/**
+ * The dev server with extra dynamic config values: what `startDevServer`
+ * starts (same options, search attributes registered), plus
+ * `--dynamic-config-value` flags, which `startDevServer` does not take.
+ */
+async function startTunedDevServer(cliPath: string, dbFilename: string, dynamicConfig: string[]): Promise<DevServer> {
+  const { TestWorkflowEnvironment } = await import('@temporalio/testing');
+  const { SEARCH_ATTRIBUTES } = await import('../../src/workflows/api');
+  const env = await TestWorkflowEnvironment.createLocal({
+    server: {
+      executable: { type: 'existing-path', path: cliPath },
+      dbFilename,
+      namespace: 'default',
+      searchAttributes: SEARCH_ATTRIBUTES,
+      log: { format: 'pretty', level: 'error' },
+      extraArgs: dynamicConfig.flatMap((kv) => ['--dynamic-config-value', kv]),
+    },
+  });
+  return { address: env.address, namespace: 'default', env, stop: () => env.teardown() };
+}
+
+/**
+ * Starts the servers; each is registered with `cleanup` as soon as it runs.
+ * `dynamicConfig` (`KEY=VALUE`) tunes the dev server; without it the dev
+ * server is started exactly as `npm start` starts it (`startDevServer`).
+ */
+export async function startStack(cleanup: Cleanup, log: (line: string) => void, dynamicConfig: string[] = []): Promise<Stack> {
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-bench-'));
+  cleanup.add('scratch folder', () => fs.rmSync(scratch, { recursive: true, force: true }));
+  const cliPath = findTemporalCli(process.env.TEMPORAL_CLI_PATH || undefined);
+  if (!cliPath) throw new Error('No temporal CLI found: run `bash scripts/ensure-temporal-cli.sh` (npm run bench does).');
+  const version = execFileSync(cliPath, ['--version'], { encoding: 'utf8' }).trim();
+
+  const runId = path.basename(scratch).replace(/^agent-bench-/, '');
+  const { startEmbeddedPostgres } = await import('../../src/db/embedded-postgres');
+  const [startedTemporal, startedPostgres] = await Promise.allSettled([
+    dynamicConfig.length > 0
+      ? startTunedDevServer(cliPath, path.join(scratch, 'temporal.sqlite'), dynamicConfig)
+      : startDevServer({ cliPath, dbFilename: path.join(scratch, 'temporal.sqlite') }),
+    startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `agent-bench-pg-${runId}`), database: 'bench', ephemeral: true }),
+  ]);
+  if (startedTemporal.status === 'fulfilled') cleanup.add('Temporal dev server', () => startedTemporal.value.stop());
+  if (startedPostgres.status === 'fulfilled') {
+    const pg = startedPostgres.value;
+    cleanup.add('PostgreSQL', async () => {
+      await pg.stop();
+      fs.rmSync(pg.dataDir, { recursive: true, force: true });
+    });
+  }
+  if (startedTemporal.status === 'rejected') throw startedTemporal.reason;
+  if (startedPostgres.status === 'rejected') throw startedPostgres.reason;
+  const temporal = startedTemporal.value;
+  const postgres = startedPostgres.value;
+
+  const port = temporal.address.split(':').pop()!;
+  const [temporalPid] = findProcesses((args) => args.includes('start-dev') && args.includes(port) && args.some((a) => a.endsWith('temporal')));
+  if (!temporalPid) throw new Error(`Cannot find the pid of the Temporal dev server on port ${port} in /proc.`);
+  const pgPid = postmasterPid(postgres.dataDir);
+  if (!pgPid) throw new Error(`Cannot read the PostgreSQL postmaster pid in ${postgres.dataDir}.`);
+
+  const pool = createPool(postgres.databaseUrl, 10);
+  cleanup.add('bench PostgreSQL pool', () => pool.end());
+  await migrate(pool);
+
+  const model = await startModelServer({ responder: benchResponder });
+  cleanup.add('model server', () => model.close());
+  log(`Temporal ${temporal.address} (pid ${temporalPid}, ${version.split('\n')[0]}), PostgreSQL port ${postgres.port} (pid ${pgPid}), model ${model.url}`);
+  return {
+    scratch,
+    temporal,
+    temporalPid,
+    temporalInfo: { cliPath, version, args: commandLine(temporalPid) ?? [] },
+    databaseUrl: postgres.databaseUrl,
+    postgresDataDir: postgres.dataDir,
+    postmasterPid: pgPid,
+    pool,
+    model,
+  };
+}

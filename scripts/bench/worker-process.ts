@@ -1,0 +1,96 @@
+/**
+ * Worker processes of the bench, each a `node --import tsx <entry>` child of
+ * its own (one process, no wrapper, so its pid is the worker's and `/proc`
+ * tells its CPU time and memory): the project's real entry point
+ * (`src/main.ts`, configured by environment variables as in production) or
+ * the Temporal floor's worker.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const ROOT = path.join(__dirname, '..', '..');
+
+/** The project's worker: `src/main.ts`, and the line it prints once it polls. */
+export const PROJECT_WORKER = { entry: path.join(ROOT, 'src', 'main.ts'), readyLine: 'Durable agent worker is running.' };
+
+/** The floor's worker (`floor-worker.ts`), and its ready line. */
+export const FLOOR_WORKER = { entry: path.join(__dirname, 'floor-worker.ts'), readyLine: 'bench floor worker is running' };
+
+/** A running worker process. */
+export interface WorkerProcess {
+  pid: number;
+  child: ChildProcess;
+  /** `Date.now()` just before the spawn. */
+  spawnedAt: number;
+  /** Resolves with `Date.now()` when the worker printed its ready line; rejects if it exits first or times out. */
+  ready: Promise<number>;
+  logFile: string;
+  /** SIGTERM (the worker drains and exits), SIGKILL after `graceMs`; resolves when it is gone. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Options of {@link spawnWorker}. */
+export interface SpawnOptions {
+  /** Which worker: {@link PROJECT_WORKER} or {@link FLOOR_WORKER}. */
+  worker: { entry: string; readyLine: string };
+  /** Environment on top of this process's. */
+  env: Record<string, string>;
+  /** Folder for the log file (and the worker's AGENT_DATA_DIR). */
+  dir: string;
+  name: string;
+  readyTimeoutMs?: number;
+}
+
+/** Spawns a worker process; wait for {@link WorkerProcess.ready} before counting on it. */
+export function spawnWorker(options: SpawnOptions): WorkerProcess {
+  const dataDir = path.join(options.dir, options.name);
+  fs.mkdirSync(dataDir, { recursive: true });
+  const logFile = path.join(options.dir, `${options.name}.log`);
+  const log = fs.createWriteStream(logFile);
+  const spawnedAt = Date.now();
+  const child = spawn(process.execPath, ['--import', 'tsx', options.worker.entry], {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: 'warn', AGENT_DATA_DIR: dataDir, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  if (child.pid === undefined) throw new Error(`Could not spawn ${options.worker.entry}.`);
+  let tail = '';
+  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  const ready = new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`${options.name} did not start within ${options.readyTimeoutMs ?? 120_000} ms:\n${tail}`)),
+      options.readyTimeoutMs ?? 120_000,
+    );
+    const onOutput = (chunk: Buffer): void => {
+      log.write(chunk);
+      tail = (tail + String(chunk)).slice(-4_000);
+      if (tail.includes(options.worker.readyLine)) {
+        clearTimeout(timer);
+        resolve(Date.now());
+      }
+    };
+    child.stdout!.on('data', onOutput);
+    child.stderr!.on('data', onOutput);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      log.end();
+      reject(new Error(`${options.name} exited (code ${code}, signal ${signal}):\n${tail}`));
+    });
+  });
+  ready.catch(() => undefined);
+  return {
+    pid: child.pid,
+    child,
+    spawnedAt,
+    ready,
+    logFile,
+    stop: async (graceMs = 15_000) => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
