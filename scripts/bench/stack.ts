@@ -34,30 +34,10 @@ export interface Stack {
 }
 
 /**
- * The dev server with extra dynamic config values: what `startDevServer`
- * starts (same options, search attributes registered), plus
- * `--dynamic-config-value` flags, which `startDevServer` does not take.
- */
-async function startTunedDevServer(cliPath: string, dbFilename: string, dynamicConfig: string[]): Promise<DevServer> {
-  const { TestWorkflowEnvironment } = await import('@temporalio/testing');
-  const { SEARCH_ATTRIBUTES } = await import('../../src/workflows/api');
-  const env = await TestWorkflowEnvironment.createLocal({
-    server: {
-      executable: { type: 'existing-path', path: cliPath },
-      dbFilename,
-      namespace: 'default',
-      searchAttributes: SEARCH_ATTRIBUTES,
-      log: { format: 'pretty', level: 'error' },
-      extraArgs: dynamicConfig.flatMap((kv) => ['--dynamic-config-value', kv]),
-    },
-  });
-  return { address: env.address, namespace: 'default', env, stop: () => env.teardown() };
-}
-
-/**
  * Starts the servers; each is registered with `cleanup` as soon as it runs.
- * `dynamicConfig` (`KEY=VALUE`) tunes the dev server; without it the dev
- * server is started exactly as `npm start` starts it (`startDevServer`).
+ * `dynamicConfig` (`KEY=VALUE`) tunes the dev server with
+ * `--dynamic-config-value` flags; without it the dev server is started as
+ * `npm start` starts it.
  */
 export async function startStack(cleanup: Cleanup, log: (line: string) => void, dynamicConfig: string[] = []): Promise<Stack> {
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-bench-'));
@@ -69,9 +49,11 @@ export async function startStack(cleanup: Cleanup, log: (line: string) => void, 
   const runId = path.basename(scratch).replace(/^agent-bench-/, '');
   const { startEmbeddedPostgres } = await import('../../src/db/embedded-postgres');
   const [startedTemporal, startedPostgres] = await Promise.allSettled([
-    dynamicConfig.length > 0
-      ? startTunedDevServer(cliPath, path.join(scratch, 'temporal.sqlite'), dynamicConfig)
-      : startDevServer({ cliPath, dbFilename: path.join(scratch, 'temporal.sqlite') }),
+    startDevServer({
+      cliPath,
+      dbFilename: path.join(scratch, 'temporal.sqlite'),
+      ...(dynamicConfig.length > 0 ? { extraArgs: dynamicConfig.flatMap((kv) => ['--dynamic-config-value', kv]) } : {}),
+    }),
     startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `agent-bench-pg-${runId}`), database: 'bench', ephemeral: true }),
   ]);
   if (startedTemporal.status === 'fulfilled') cleanup.add('Temporal dev server', () => startedTemporal.value.stop());
