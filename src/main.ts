@@ -6,7 +6,6 @@
 import { NativeConnection } from '@temporalio/worker';
 import type { Pool } from 'pg';
 import { createOpenAIClient } from './activities/openai-client';
-import { migrate } from './db/migrations';
 import { createPool } from './db/pool';
 import { ConfigError, loadConfig, type WorkerConfig } from './runtime/config';
 import { DatabaseLayoutError } from './errors';
@@ -26,13 +25,12 @@ async function main(): Promise<void> {
   const pool = createPool(services.databaseUrl);
   let connection: NativeConnection | undefined;
   try {
-    const applied = await migrate(pool, { schema: config.databaseSchema });
-    if (applied.length > 0) logger.info({ versions: applied, schema: config.databaseSchema }, 'applied database migrations');
     const tools = await loadTools(config, pool);
     // The embedded dev server takes plain connections; a configured one gets TLS, API key and metadata.
     const settings = services.temporalEmbedded ? EMBEDDED_DEV_SERVER : config.temporal.connection;
     const options = { address: services.temporalAddress, ...connectionOptions(settings) };
-    // The worker's plugin registers the search attributes a configured namespace lacks before it polls.
+    // The worker's plugin applies the migrations and registers the search attributes a namespace lacks
+    // while the worker is created, before it polls.
     connection = await explainConnectionFailure(settings, services.temporalAddress, () => NativeConnection.connect(options));
     const workflowBundle = await bundleWorkflowsApart(config.dataDir);
     const worker = await createAgentWorker({

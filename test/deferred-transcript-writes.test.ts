@@ -1,6 +1,3 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { Worker, type WorkflowBundle } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { conversationActivityType, type ConversationActivityName } from '../src/activities/contracts';
@@ -20,18 +17,13 @@ import { bundlePreviousWorkflowCode, runWorkerOn } from './support/upgrade';
 const PRE_DEFERRAL_COMMIT = 'e3d98516ae688abee20baff3c782a470cf261c3b';
 
 let h: Harness;
-let scratch: string;
 let previousBundle: WorkflowBundle;
 
 beforeAll(async () => {
   h = await startHarness({ worker: false });
-  scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-deferral-upgrade-'));
-  previousBundle = await bundlePreviousWorkflowCode(PRE_DEFERRAL_COMMIT, scratch);
+  previousBundle = await bundlePreviousWorkflowCode(PRE_DEFERRAL_COMMIT);
 });
-afterAll(async () => {
-  await h?.stop();
-  fs.rmSync(scratch, { recursive: true, force: true });
-});
+afterAll(() => h?.stop());
 
 /** How many activities of each kind the conversation's history scheduled, and how many workflow tasks it completed. */
 async function scheduled(id: string): Promise<{ activities: Partial<Record<ConversationActivityName, number>>; workflowTasks: number }> {

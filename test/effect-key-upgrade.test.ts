@@ -1,6 +1,3 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { Worker, type WorkflowBundle } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { exportHistoryFixture } from './support/fixture-export';
@@ -20,18 +17,13 @@ const PRE_UPGRADE_COMMIT = '87580c63ea6ae9eb791aa3c3f1cfafd1d9a2020e';
 const REUSED = 'functions.issue_refund:0';
 
 let h: Harness;
-let scratch: string;
 let previousBundle: WorkflowBundle;
 
 beforeAll(async () => {
   h = await startHarness({ worker: false });
-  scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-upgrade-'));
-  previousBundle = await bundlePreviousWorkflowCode(PRE_UPGRADE_COMMIT, scratch);
+  previousBundle = await bundlePreviousWorkflowCode(PRE_UPGRADE_COMMIT);
 });
-afterAll(async () => {
-  await h?.stop();
-  fs.rmSync(scratch, { recursive: true, force: true });
-});
+afterAll(() => h?.stop());
 
 const refundsOf = async (id: string) =>
   (

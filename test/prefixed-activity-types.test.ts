@@ -1,6 +1,3 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { Worker, type WorkflowBundle } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ACTIVITY_TYPE_PREFIX } from '../src/activities/contracts';
@@ -22,18 +19,13 @@ import { bundlePreviousWorkflowCode, runWorkerOn } from './support/upgrade';
 const PRE_PREFIX_COMMIT = '8e143bad14bd2879294f38a48e39773bcbfbb32f';
 
 let h: Harness;
-let scratch: string;
 let previousBundle: WorkflowBundle;
 
 beforeAll(async () => {
   h = await startHarness({ worker: false });
-  scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-prefix-upgrade-'));
-  previousBundle = await bundlePreviousWorkflowCode(PRE_PREFIX_COMMIT, scratch);
+  previousBundle = await bundlePreviousWorkflowCode(PRE_PREFIX_COMMIT);
 });
-afterAll(async () => {
-  await h?.stop();
-  fs.rmSync(scratch, { recursive: true, force: true });
-});
+afterAll(() => h?.stop());
 
 /** The activity types a conversation's history scheduled. */
 async function scheduledTypes(id: string): Promise<Set<string>> {

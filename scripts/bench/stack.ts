@@ -10,7 +10,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { migrate } from '../../src/db/migrations';
 import { createPool } from '../../src/db/pool';
-import { findTemporalCli, startDevServer, type DevServer } from '../../src/runtime/temporal-server';
+import { findTemporalCli, type DevServer } from '../../src/runtime/temporal-server';
+import { startLocalServers, stopPostgres } from '../../test/support/local-servers';
 import { startModelServer, type ModelServer } from '../../src/testing';
 import type { Cleanup } from './cleanup';
 import { commandLine, findProcesses, postmasterPid } from './proc';
@@ -47,27 +48,18 @@ export async function startStack(cleanup: Cleanup, log: (line: string) => void, 
   const version = execFileSync(cliPath, ['--version'], { encoding: 'utf8' }).trim();
 
   const runId = path.basename(scratch).replace(/^agent-bench-/, '');
-  const { startEmbeddedPostgres } = await import('../../src/db/embedded-postgres');
-  const [startedTemporal, startedPostgres] = await Promise.allSettled([
-    startDevServer({
+  const { temporal, postgres } = await startLocalServers({
+    temporal: {
       cliPath,
       dbFilename: path.join(scratch, 'temporal.sqlite'),
-      ...(dynamicConfig.length > 0 ? { extraArgs: dynamicConfig.flatMap((kv) => ['--dynamic-config-value', kv]) } : {}),
-    }),
-    startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `agent-bench-pg-${runId}`), database: 'bench', ephemeral: true }),
-  ]);
-  if (startedTemporal.status === 'fulfilled') cleanup.add('Temporal dev server', () => startedTemporal.value.stop());
-  if (startedPostgres.status === 'fulfilled') {
-    const pg = startedPostgres.value;
-    cleanup.add('PostgreSQL', async () => {
-      await pg.stop();
-      fs.rmSync(pg.dataDir, { recursive: true, force: true });
-    });
-  }
-  if (startedTemporal.status === 'rejected') throw startedTemporal.reason;
-  if (startedPostgres.status === 'rejected') throw startedPostgres.reason;
-  const temporal = startedTemporal.value;
-  const postgres = startedPostgres.value;
+      extraArgs: dynamicConfig.flatMap((kv) => ['--dynamic-config-value', kv]),
+    },
+    label: 'agent-bench',
+    runId,
+    database: 'bench',
+  });
+  cleanup.add('Temporal dev server', () => temporal.stop());
+  cleanup.add('PostgreSQL', () => stopPostgres(postgres));
 
   const port = temporal.address.split(':').pop()!;
   const [temporalPid] = findProcesses((args) => args.includes('start-dev') && args.includes(port) && args.some((a) => a.endsWith('temporal')));

@@ -97,15 +97,21 @@ export interface ConversationWithUnknownEffects {
 
 /** The client of the durable agent worker. */
 export class AgentClient {
+  private readonly taskQueue: string;
+  private readonly pool: Pool | undefined;
+  private readonly databaseUrl: string | undefined;
+
   private constructor(
     readonly temporal: Client,
     /** The connection this client opened, closed by {@link AgentClient.close}; unset for a `Client` of the caller's. */
     private readonly ownConnection: Connection | undefined,
-    private readonly taskQueue: string,
-    private readonly pool: Pool | undefined,
-    private readonly databaseUrl: string | undefined,
+    options: Pick<AgentClientOptions, 'taskQueue' | 'databaseUrl'>,
     private readonly tables: AgentTables,
-  ) {}
+  ) {
+    this.taskQueue = options.taskQueue ?? 'agent';
+    this.databaseUrl = options.databaseUrl;
+    this.pool = options.databaseUrl ? createPool(options.databaseUrl, 2) : undefined;
+  }
 
   /**
    * Connects to Temporal (and PostgreSQL when `databaseUrl` is given). Throws a
@@ -116,8 +122,7 @@ export class AgentClient {
     const { temporalAddress: address, tls, apiKey, metadata } = options;
     const connection = await Connection.connect({ address, tls, apiKey, metadata });
     const temporal = new Client({ connection, namespace: options.namespace ?? 'default' });
-    const pool = options.databaseUrl ? createPool(options.databaseUrl, 2) : undefined;
-    return new AgentClient(temporal, connection, options.taskQueue ?? 'agent', pool, options.databaseUrl, tables);
+    return new AgentClient(temporal, connection, options, tables);
   }
 
   /**
@@ -127,9 +132,7 @@ export class AgentClient {
    * Throws a `ConfigError` when `schema` is not a usable name.
    */
   static fromClient(temporal: Client, options: Pick<AgentClientOptions, 'taskQueue' | 'databaseUrl' | 'schema'> = {}): AgentClient {
-    const tables = agentTables(options.schema);
-    const pool = options.databaseUrl ? createPool(options.databaseUrl, 2) : undefined;
-    return new AgentClient(temporal, undefined, options.taskQueue ?? 'agent', pool, options.databaseUrl, tables);
+    return new AgentClient(temporal, undefined, options, agentTables(options.schema));
   }
 
   /** Sends a user message, starting the conversation if it is not running. Returns the message id. */

@@ -21,6 +21,7 @@ import { createPool } from '../../src/db/pool';
 import { setupBackofficeDemo } from '../../src/tools/backoffice-data';
 import { startModelServer, type ModelServer } from '../../src/testing';
 import { startDevServer, type DevServer } from '../../src/runtime/temporal-server';
+import { startLocalServers, stopPostgres } from '../support/local-servers';
 import type { ConversationInput } from '../../src/workflows/api';
 import { runFinalChecks, type CheckResults } from './checks';
 import { playConversation, type DriverContext } from './driver';
@@ -165,29 +166,16 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
     // Servers: Temporal (persisted in SQLite, on a fixed port so it can restart in place) and PostgreSQL.
     const temporalPort = await freePort();
     const dbFilename = path.join(scratch, 'temporal.sqlite');
-    const { startEmbeddedPostgres } = await import('../../src/db/embedded-postgres');
-    const [startedTemporal, startedPostgres] = await Promise.allSettled([
-      startDevServer({ dbFilename, port: temporalPort }),
-      startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `agent-chaos-pg-${runId}`), database: 'chaos', ephemeral: true }),
-    ]);
-    if (startedTemporal.status === 'fulfilled') {
-      servers.temporal = startedTemporal.value;
-      cleanups.push({ name: 'Temporal dev server', run: () => servers.temporal?.stop() });
-    }
-    if (startedPostgres.status === 'fulfilled') {
-      const pg = startedPostgres.value;
-      cleanups.push({
-        name: 'PostgreSQL',
-        run: async () => {
-          await pg.stop();
-          fs.rmSync(pg.dataDir, { recursive: true, force: true });
-        },
-      });
-    }
-    if (startedTemporal.status === 'rejected') throw startedTemporal.reason;
-    if (startedPostgres.status === 'rejected') throw startedPostgres.reason;
-    const temporal = startedTemporal.value;
-    const postgres = startedPostgres.value;
+    const { temporal, postgres } = await startLocalServers({
+      temporal: { dbFilename, port: temporalPort },
+      label: 'agent-chaos',
+      runId,
+      database: 'chaos',
+    });
+    servers.temporal = temporal;
+    // The dev server is restarted in place during the run: stop whichever one runs at the end.
+    cleanups.push({ name: 'Temporal dev server', run: () => servers.temporal?.stop() });
+    cleanups.push({ name: 'PostgreSQL', run: () => stopPostgres(postgres) });
     log(`Temporal ${temporal.address}, PostgreSQL port ${postgres.port}`);
 
     const pool = createPool(postgres.databaseUrl, 4);

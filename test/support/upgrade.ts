@@ -5,6 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
 import { createOpenAIClient } from '../../src/activities/openai-client';
@@ -15,23 +16,26 @@ import type { Harness } from './harness';
 
 const ROOT = path.join(__dirname, '..', '..');
 
-/** Extracts `commit`'s `src/` into `scratch` and bundles its workflows. Needs the git history (a full clone). */
-export async function bundlePreviousWorkflowCode(commit: string, scratch: string): Promise<WorkflowBundle> {
+/** Bundles the workflow code of `commit`'s `src/` (extracted to a temporary folder, removed after). Needs the git history (a full clone). */
+export async function bundlePreviousWorkflowCode(commit: string): Promise<WorkflowBundle> {
   try {
     execFileSync('git', ['-C', ROOT, 'cat-file', '-e', `${commit}^{commit}`], { stdio: 'ignore' });
   } catch {
     throw new Error(`This test builds the workflow code of commit ${commit} from git history; this checkout lacks it (a shallow clone?). Run "git fetch --unshallow".`);
   }
-  const dir = path.join(scratch, commit.slice(0, 12));
-  fs.mkdirSync(dir, { recursive: true });
-  const archive = execFileSync('git', ['-C', ROOT, 'archive', '--format=tar', commit, 'src']);
-  execFileSync('tar', ['-x', '-C', dir], { input: archive });
-  fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
-  return bundleWorkflowCode({
-    workflowsPath: path.join(dir, 'src', 'workflows', 'index.ts'),
-    workflowInterceptorModules: [path.join(dir, 'src', 'workflows', 'interceptors.ts')],
-    logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: console.error },
-  });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `agent-code-${commit.slice(0, 12)}-`));
+  try {
+    const archive = execFileSync('git', ['-C', ROOT, 'archive', '--format=tar', commit, 'src']);
+    execFileSync('tar', ['-x', '-C', dir], { input: archive });
+    fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
+    return await bundleWorkflowCode({
+      workflowsPath: path.join(dir, 'src', 'workflows', 'index.ts'),
+      workflowInterceptorModules: [path.join(dir, 'src', 'workflows', 'interceptors.ts')],
+      logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: console.error },
+    });
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /**

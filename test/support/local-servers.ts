@@ -1,0 +1,36 @@
+/**
+ * A Temporal dev server and an embedded PostgreSQL server started side by
+ * side, for the scripts that run apart from the test suite (the chaos run,
+ * the bench). If one fails to start, the other is stopped before the error
+ * is thrown; once both run, stopping them is the caller's.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { EmbeddedPostgresServer } from '../../src/db/embedded-postgres';
+import { startDevServer, type DevServer, type DevServerOptions } from '../../src/runtime/temporal-server';
+
+/** Starts both; PostgreSQL keeps its cluster in `<tmp>/<label>-pg-<runId>` with database `database`. */
+export async function startLocalServers(options: {
+  temporal: DevServerOptions;
+  label: string;
+  runId: string;
+  database: string;
+}): Promise<{ temporal: DevServer; postgres: EmbeddedPostgresServer }> {
+  // Imported only when used: embedded-postgres installs process exit hooks as soon as it is loaded.
+  const { startEmbeddedPostgres } = await import('../../src/db/embedded-postgres');
+  const [temporal, postgres] = await Promise.allSettled([
+    startDevServer(options.temporal),
+    startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `${options.label}-pg-${options.runId}`), database: options.database, ephemeral: true }),
+  ]);
+  if (temporal.status === 'fulfilled' && postgres.status === 'fulfilled') return { temporal: temporal.value, postgres: postgres.value };
+  if (temporal.status === 'fulfilled') await temporal.value.stop().catch(() => undefined);
+  if (postgres.status === 'fulfilled') await stopPostgres(postgres.value).catch(() => undefined);
+  throw temporal.status === 'rejected' ? temporal.reason : (postgres as PromiseRejectedResult).reason;
+}
+
+/** Stops an embedded server started by {@link startLocalServers} and removes its cluster. */
+export async function stopPostgres(pg: EmbeddedPostgresServer): Promise<void> {
+  await pg.stop();
+  fs.rmSync(pg.dataDir, { recursive: true, force: true });
+}
