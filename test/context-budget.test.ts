@@ -40,13 +40,32 @@ describe('the context budget', () => {
     expect(contextWindowOf('gpt-4o', 32_000)).toBe(32_000);
   });
 
-  it('sends a conversation that fits unchanged', () => {
+  it('sends a conversation that fits unchanged; counted, its estimate is the provider\'s count', () => {
     const messages = conversation(3, 2_000);
-    const { messages: sent, report } = fitToContext(messages, { windowTokens: 128_000, replyTokens: 4096 });
+    const { messages: sent, report } = fitToContext(messages, { windowTokens: 128_000, replyTokens: 4096, alwaysCount: true });
     expect(sent).toEqual(messages);
     expect(report).toMatchObject({ truncated: [], elided: 0 });
     // The estimate is the provider's count (the scripted server counts the same way).
     expect(report.promptTokens).toBe(countPromptTokens({ messages }) - 3);
+  });
+
+  it('sends a request its byte bound shows to fit without counting it, the bound above the real count', () => {
+    const messages = conversation(3, 2_000);
+    const { messages: sent, report } = fitToContext(messages, { windowTokens: 128_000, replyTokens: 4096 });
+    expect(sent).toEqual(messages);
+    expect(report.promptTokens).toBeUndefined();
+    expect(report.boundTokens).toBeGreaterThanOrEqual(countPromptTokens({ messages }) - 3);
+    expect(report).toMatchObject({ truncated: [], elided: 0 });
+  });
+
+  it('counts as soon as the bound says the request may not fit, and then fits it as before', () => {
+    // About 4 bytes a token: 30,000 tokens of results are 120,000 bytes, over a 100,000-token budget by bytes only.
+    const messages = conversation(3, 40_000);
+    const bound = fitToContext(messages, { windowTokens: 100_000, replyTokens: 4096 });
+    const counted = fitToContext(messages, { windowTokens: 100_000, replyTokens: 4096, alwaysCount: true });
+    expect(bound.report.boundTokens).toBeUndefined();
+    expect(bound).toEqual(counted);
+    expect(bound.report.promptTokens).toBe(countPromptTokens({ messages }) - 3);
   });
 
   it('shows a result larger than its share truncated, with a marker naming the size, the stored message and how to get more', () => {
@@ -98,9 +117,9 @@ describe('the context budget', () => {
 
   it('leaves more room when the provider counted more than the estimate (calibration)', () => {
     const messages = conversation(10, 40_000);
-    const plain = fitToContext(messages, { windowTokens: 60_000, replyTokens: 2048 });
-    const calibrated = fitToContext(messages, { windowTokens: 60_000, replyTokens: 2048, calibration: 1.5 });
+    const plain = fitToContext(messages, { windowTokens: 60_000, replyTokens: 2048, alwaysCount: true });
+    const calibrated = fitToContext(messages, { windowTokens: 60_000, replyTokens: 2048, calibration: 1.5, alwaysCount: true });
     expect(calibrated.report.budgetTokens).toBeLessThan(plain.report.budgetTokens);
-    expect(calibrated.report.promptTokens * 1.5).toBeLessThanOrEqual(60_000);
+    expect(calibrated.report.promptTokens! * 1.5).toBeLessThanOrEqual(60_000);
   });
 });

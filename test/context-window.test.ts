@@ -147,7 +147,8 @@ describe('usage', () => {
     const id = h.newConversationId('usage');
     const firstRequest = h.model.requests.length;
     h.model.enqueue({ toolCalls: [{ id: 'call_u', name: 'export_report', arguments: { tag: 'u' } }] }, { content: 'Small report.' });
-    await h.client.ask(id, 'Export a small report', { input: { model: { stream: false } } });
+    // A window small enough that the byte bound cannot show the request fits: the worker counts, and stores its estimate.
+    await h.client.ask(id, 'Export a small report', { input: { model: { stream: false, contextWindow: 1_000 } } });
     const served = h.model.requests.slice(firstRequest).map((r) => r.promptTokens!);
     const { rows } = await h.pool.query<{ usage: { promptTokens: number; completionTokens: number }; prompt_estimate: number }>(
       'SELECT usage, prompt_estimate FROM durable_agent.model_responses WHERE conversation_id = $1 ORDER BY created_at',
@@ -155,7 +156,8 @@ describe('usage', () => {
     );
     expect(rows.map((r) => r.usage.promptTokens)).toEqual(served);
     // The worker's estimate is the provider's count but for the 3 tokens that prime the reply; the ratio calibrates the next call.
-    expect(rows.map((r) => r.prompt_estimate)).toEqual(served.map((s) => s - 3));
+    // The first request is so small that its byte bound shows it fits: sent uncounted, no estimate. The second is counted.
+    expect(rows.map((r) => r.prompt_estimate)).toEqual([null, served[1] - 3]);
     expect(await promptCalibration(h.pool, h.tables, id)).toBeCloseTo(served[1] / (served[1] - 3), 10);
     const state = await h.client.state(id);
     expect(state.recentTurns[0].usage).toEqual({

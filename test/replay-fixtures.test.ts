@@ -50,6 +50,10 @@ describe('replaying recorded histories', () => {
       // whose writes ride on its model calls.
       'upgrade-to-deferred-transcript-writes',
       'deferred-transcript-writes',
+      // Local activities (test/local-activities.test.ts): model calls and idempotent tools as local
+      // activities with an approval, and a long local model call cancelled at the task heartbeat.
+      'local-activities',
+      'local-activities-cancel',
     ]) {
       expect(names).toContain(expected);
     }

@@ -36,6 +36,8 @@ export interface HistoryFigures {
   bytesPerToolStep: number;
   workflowTasksPerStep: number;
   activitiesPerStep: number;
+  /** Local activities per step (their markers). */
+  localActivitiesPerStep: number;
   /** Where the time goes, from the events' timestamps. */
   anatomy: {
     /** Workflow task scheduled → picked up by the worker. */
@@ -98,6 +100,7 @@ export async function historyFigures(
   let lastActivityCompletedAt: number | undefined;
   let workflowTasks = 0;
   let activityCount = 0;
+  let localActivityCount = 0;
   for (const { event } of sized) {
     switch (event.eventType) {
       case EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED: {
@@ -127,6 +130,10 @@ export async function historyFigures(
         lastActivityCompletedAt ??= ms(event);
         break;
       }
+      case EventType.EVENT_TYPE_MARKER_RECORDED:
+        // Local activities (and patches) leave markers; a local activity's is named "core_local_activity".
+        if (event.markerRecordedEventAttributes?.markerName === 'core_local_activity') localActivityCount++;
+        break;
       default:
         break;
     }
@@ -143,6 +150,7 @@ export async function historyFigures(
     bytesPerToolStep: quantile(toolSteps.bytes, 0.5),
     workflowTasksPerStep: workflowTasks / steps,
     activitiesPerStep: activityCount / steps,
+    localActivitiesPerStep: localActivityCount / steps,
     anatomy: {
       workflowTaskScheduleToStart: spread(wftWaits),
       workflowTaskStartToClose: spread(wftRuns),

@@ -50,16 +50,18 @@ async function main(): Promise<void> {
       highConcurrency: options.highConcurrency,
       waiting: options.waiting,
       dynamicConfig: options.dynamicConfig,
+      sqlitePragmas: options.sqlitePragmas,
     },
     definitions: DEFINITIONS,
     machine: machineInfo(undefined, loadAverageAtStart),
     warnings: [],
   };
   try {
-    stack = await startStack(cleanup, log, options.dynamicConfig);
+    stack = await startStack(cleanup, log, options.dynamicConfig, options.sqlitePragmas);
     results.machine = machineInfo(stack, loadAverageAtStart);
     const ctx: BenchContext = { stack, options, cleanup, log, runTag: randomBytes(3).toString('hex') };
     if (options.parts.has('project')) results.project = await (await import('./project')).benchProject(ctx);
+    if (options.parts.has('project-local')) results.projectLocal = await (await import('./project')).benchProject(ctx, 'local');
     if (options.parts.has('floor')) results.floor = await (await import('./floor')).benchFloor(ctx);
     if (options.parts.has('plain')) results.plain = await (await import('./plain')).benchPlain(ctx);
     if (options.parts.has('cold')) results.coldStart = await (await import('./cold-start')).benchColdStart(ctx);

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 
 /** The parts a run can be limited to with `--only`. */
-export const PARTS = ['project', 'floor', 'plain', 'waiting', 'cold'] as const;
+export const PARTS = ['project', 'project-local', 'floor', 'plain', 'waiting', 'cold'] as const;
 /** One part of the bench. */
 export type Part = (typeof PARTS)[number];
 
@@ -37,6 +37,8 @@ export interface BenchOptions {
    * server exactly as `npm start` runs it).
    */
   dynamicConfig: string[];
+  /** SQLite pragmas for the dev server (`PRAGMA=VALUE`); none by default. */
+  sqlitePragmas: string[];
 }
 
 const integer = (min: number, max: number) => (value: string): number => {
@@ -82,6 +84,15 @@ export function parseOptions(argv: string[] = process.argv): BenchOptions {
         return [...list, value];
       },
       [] as string[],
+    )
+    .option(
+      '--sqlite-pragma <pragma=value>',
+      'a SQLite pragma for the dev server\'s database (repeatable), e.g. journal_mode=wal; default: none',
+      (value: string, list: string[]) => {
+        if (!/^\w+=\w+$/.test(value)) throw new InvalidArgumentError(`expected PRAGMA=VALUE, got "${value}".`);
+        return [...list, value];
+      },
+      [] as string[],
     );
   program.parse(argv);
   const o = program.opts<{
@@ -93,6 +104,7 @@ export function parseOptions(argv: string[] = process.argv): BenchOptions {
     concurrency?: number;
     out: string;
     dynamicConfig: string[];
+    sqlitePragma: string[];
   }>();
   const quick = o.quick;
   const waiting = o.waiting ?? (quick ? 50 : 1_000);
@@ -110,5 +122,6 @@ export function parseOptions(argv: string[] = process.argv): BenchOptions {
     coldStarts: quick ? 1 : 3,
     outDir: path.resolve(o.out),
     dynamicConfig: o.dynamicConfig,
+    sqlitePragmas: o.sqlitePragma,
   };
 }

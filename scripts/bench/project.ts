@@ -25,11 +25,18 @@ export interface SystemFigures {
   history?: HistoryFigures;
 }
 
-/** Measures the project at every latency of the options; one worker process serves them all. */
-export async function benchProject(ctx: BenchContext): Promise<SystemFigures[]> {
-  const { stack, options, log } = ctx;
-  const taskQueue = `bench-project-${ctx.runTag}`;
-  const worker = spawnWorker({ worker: PROJECT_WORKER, env: projectWorkerEnv(ctx, taskQueue), dir: stack.scratch, name: 'project-worker' });
+/**
+ * Measures the project at every latency of the options; one worker process
+ * serves them all. `'local'`: the conversations run their model calls and
+ * their (idempotent, no-op) tool calls as local activities.
+ */
+export async function benchProject(ctx: BenchContext, modelCalls: 'activity' | 'local' = 'activity'): Promise<SystemFigures[]> {
+  const { stack, options } = ctx;
+  const label = modelCalls === 'local' ? 'project (local activities)' : 'project';
+  const log = (line: string): void => ctx.log(line.replace(/^project\b/, label));
+  const taskQueue = `bench-${modelCalls === 'local' ? 'local' : 'project'}-${ctx.runTag}`;
+  const name = modelCalls === 'local' ? 'project-local-worker' : 'project-worker';
+  const worker = spawnWorker({ worker: PROJECT_WORKER, env: projectWorkerEnv(ctx, taskQueue), dir: stack.scratch, name });
   const stopWorker = ctx.cleanup.add('project worker', () => worker.stop());
   const client = await AgentClient.connect({ temporalAddress: stack.temporal.address, taskQueue, databaseUrl: stack.databaseUrl });
   const closeClient = ctx.cleanup.add('project client', () => client.close());
@@ -41,7 +48,11 @@ export async function benchProject(ctx: BenchContext): Promise<SystemFigures[]> 
     const runTurn: RunTurn = async (id, steps, latencyMs) => {
       const started = Date.now();
       const messageId = await client.sendMessage(id, turnMessage({ steps, latencyMs, tool: NOOP_TOOL }), {
-        input: { systemPrompt: 'You are a benchmark. Call the tool when told.', maxSteps: steps + 1 },
+        input: {
+          systemPrompt: 'You are a benchmark. Call the tool when told.',
+          maxSteps: steps + 1,
+          ...(modelCalls === 'local' ? { localActivities: { modelCalls: true, idempotentTools: true } } : {}),
+        },
       });
       const answeredAt = await watcher.answered(id);
       sent.push({ id, messageId, steps });
@@ -60,7 +71,7 @@ export async function benchProject(ctx: BenchContext): Promise<SystemFigures[]> 
     const meter = { worker: worker.pid, temporal: stack.temporalPid, postmaster: stack.postmasterPid };
     const results: SystemFigures[] = [];
     for (const latencyMs of options.latencies) {
-      const prefix = `bench-${ctx.runTag}-l${latencyMs}`;
+      const prefix = `bench-${ctx.runTag}-${modelCalls === 'local' ? 'local-' : ''}l${latencyMs}`;
       const base = { runTurn, steps: options.steps, latencyMs, meter };
       log(`project, model ${latencyMs} ms: warming up`);
       await runConcurrent({ ...base, idPrefix: `${prefix}-warm1`, concurrency: 1 });
@@ -69,7 +80,10 @@ export async function benchProject(ctx: BenchContext): Promise<SystemFigures[]> 
       const single = await runConcurrent({ ...base, idPrefix: `${prefix}-c1`, concurrency: 1, rounds: options.singleTurns });
       await check('project, 1 conversation');
       log(`project, model ${latencyMs} ms: 1 conversation ${single.msPerStep.toFixed(1)} ms/step`);
-      const history = await historyFigures(client.temporal, `${prefix}-c1-0-0`, options.steps, (type) => type === conversationActivityType('callModel'));
+      const history = await historyFigures(client.temporal, `${prefix}-c1-0-0`, options.steps, (type) =>
+        // With local activities a step has none but its markers: read the whole turn as one step.
+        type === conversationActivityType(modelCalls === 'local' ? 'appendMessages' : 'callModel'),
+      );
       const medium = await runConcurrent({ ...base, idPrefix: `${prefix}-c10`, concurrency: options.mediumConcurrency, rounds: options.mediumRounds });
       await check(`project, ${options.mediumConcurrency} conversations`);
       log(`project, model ${latencyMs} ms: ${options.mediumConcurrency} conversations ${medium.msPerStep.toFixed(1)} ms/step`);

@@ -25,11 +25,15 @@ export interface BenchResults {
     waiting: number;
     /** Dynamic config values given to the dev server (none: as `npm start` runs it). */
     dynamicConfig: string[];
+    /** SQLite pragmas given to the dev server (none: as `npm start` runs it). */
+    sqlitePragmas: string[];
   };
   /** What each figure means. */
   definitions: Record<string, string>;
   machine: MachineInfo;
   project?: SystemFigures[];
+  /** The project with `localActivities: { modelCalls: true, idempotentTools: true }`. */
+  projectLocal?: SystemFigures[];
   floor?: FloorFigures[];
   plain?: PlainFigures[];
   waiting?: WaitingFigures;
@@ -82,6 +86,7 @@ export function num(v: number | undefined): string {
 function systems(r: BenchResults): { name: string; figures: SystemFigures[] }[] {
   const list: { name: string; figures: SystemFigures[] }[] = [];
   if (r.project) list.push({ name: 'project', figures: r.project });
+  if (r.projectLocal) list.push({ name: 'project, local activities', figures: r.projectLocal });
   for (const f of [...(r.floor ?? [])].sort((a, b) => b.activitiesPerStep - a.activitiesPerStep)) {
     list.push({ name: `Temporal floor, ${f.activitiesPerStep} activities/step`, figures: f.perLatency });
   }
@@ -98,7 +103,10 @@ export function formatTable(r: BenchResults): string {
     `Bench: ${o.steps} tool steps per turn (+ the final answer)${o.quick ? ', --quick' : ''}; ` +
       `${m.cpuCount} × ${m.cpuModel}, ${m.totalMemoryGiB} GiB, Node ${m.node}, ${m.temporalCli.version.split('\n')[0]}, SDK ${m.temporalSdk}`,
   );
-  if (o.dynamicConfig.length > 0) lines.push(`dev server tuned: ${o.dynamicConfig.join(' ')} (not as npm start runs it)`);
+  if (o.dynamicConfig.length > 0 || o.sqlitePragmas.length > 0) {
+    const tuned = [...o.dynamicConfig, ...o.sqlitePragmas.map((p) => `sqlite ${p}`)];
+    lines.push(`dev server tuned: ${tuned.join(' ')} (not as npm start runs it)`);
+  }
   const baseline = r.floor?.find((f) => f.activitiesPerStep === 2)?.perLatency;
   lines.push(baseline ? 'ratio = value ÷ the Temporal floor with 2 activities/step, same model latency' : 'no floor measured: no ratios');
   const list = systems(r);
@@ -126,7 +134,10 @@ export function formatTable(r: BenchResults): string {
       for (const row of rows) lines.push(`  ${row.name}`.padEnd(nameWidth) + row.cells.join(''));
     }
   }
-  for (const f of r.project ?? []) {
+  for (const [name, f] of [
+    ...(r.project ?? []).map((f) => ['project', f] as const),
+    ...(r.projectLocal ?? []).map((f) => ['project with local activities', f] as const),
+  ]) {
     const a = f.history?.anatomy;
     if (!a) continue;
     const acts = Object.entries(a.activities)
@@ -134,8 +145,8 @@ export function formatTable(r: BenchResults): string {
       .join('; ');
     lines.push(
       '',
-      `Where a project step's time goes, model ${f.latencyMs} ms (one turn's history, p50 ms): ` +
-        `${num(f.history!.activitiesPerStep)} activities and ${num(f.history!.workflowTasksPerStep)} workflow tasks/step, each task waiting ${num(a.workflowTaskScheduleToStart.p50)} (p90 ${num(a.workflowTaskScheduleToStart.p90)}) ` +
+      `Where a ${name} step's time goes, model ${f.latencyMs} ms (one turn's history, p50 ms): ` +
+        `${num(f.history!.activitiesPerStep)} activities, ${num(f.history!.localActivitiesPerStep)} local activities and ${num(f.history!.workflowTasksPerStep)} workflow tasks/step, each task waiting ${num(a.workflowTaskScheduleToStart.p50)} (p90 ${num(a.workflowTaskScheduleToStart.p90)}) ` +
         `and running ${num(a.workflowTaskStartToClose.p50)}; activity done → next workflow task started ${num(a.activityCompletedToNextTaskStart.p50)} ` +
         `(p90 ${num(a.activityCompletedToNextTaskStart.p90)}); ${acts}`,
     );
@@ -201,6 +212,7 @@ export function contentionWarnings(r: BenchResults): string[] {
     }
   };
   check('project', r.project);
+  check('project, local activities', r.projectLocal);
   for (const f of r.floor ?? []) check(`floor ${f.activitiesPerStep}`, f.perLatency);
   for (const p of r.plain ?? []) check(p.postgres ? 'plain + PostgreSQL' : 'plain', p.perLatency);
   if (r.waiting && r.waiting.cpuPerConversation.other > 0.1 * ((r.waiting.cpuPerConversation.worker ?? 0) + r.waiting.cpuPerConversation.temporal)) {

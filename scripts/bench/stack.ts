@@ -38,9 +38,15 @@ export interface Stack {
  * Starts the servers; each is registered with `cleanup` as soon as it runs.
  * `dynamicConfig` (`KEY=VALUE`) tunes the dev server with
  * `--dynamic-config-value` flags; without it the dev server is started as
- * `npm start` starts it.
+ * `npm start` starts it; `sqlitePragmas` (`PRAGMA=VALUE`) likewise with
+ * `--sqlite-pragma`.
  */
-export async function startStack(cleanup: Cleanup, log: (line: string) => void, dynamicConfig: string[] = []): Promise<Stack> {
+export async function startStack(
+  cleanup: Cleanup,
+  log: (line: string) => void,
+  dynamicConfig: string[] = [],
+  sqlitePragmas: string[] = [],
+): Promise<Stack> {
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-bench-'));
   cleanup.add('scratch folder', () => fs.rmSync(scratch, { recursive: true, force: true }));
   const cliPath = findTemporalCli(process.env.TEMPORAL_CLI_PATH || undefined);
@@ -52,7 +58,10 @@ export async function startStack(cleanup: Cleanup, log: (line: string) => void, 
     temporal: {
       cliPath,
       dbFilename: path.join(scratch, 'temporal.sqlite'),
-      extraArgs: dynamicConfig.flatMap((kv) => ['--dynamic-config-value', kv]),
+      extraArgs: [
+        ...dynamicConfig.flatMap((kv) => ['--dynamic-config-value', kv]),
+        ...sqlitePragmas.flatMap((kv) => ['--sqlite-pragma', kv]),
+      ],
     },
     label: 'agent-bench',
     runId,

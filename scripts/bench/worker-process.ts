@@ -49,7 +49,9 @@ export function spawnWorker(options: SpawnOptions): WorkerProcess {
   const logFile = path.join(options.dir, `${options.name}.log`);
   const log = fs.createWriteStream(logFile);
   const spawnedAt = Date.now();
-  const child = spawn(process.execPath, ['--import', 'tsx', options.worker.entry], {
+  // BENCH_WORKER_NODE_ARGS: extra node flags for the worker processes, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile them.
+  const nodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', options.worker.entry], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'warn', AGENT_DATA_DIR: dataDir, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],

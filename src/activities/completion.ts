@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import type { TokenUsage } from '../core/contract';
@@ -48,12 +48,31 @@ export async function requestCompletion(
   options: CompletionOptions,
 ): Promise<ModelCompletion> {
   const context = Context.current();
-  const heartbeat = setInterval(() => context.heartbeat(), HEARTBEAT_EVERY_MS);
+  // A local activity has no heartbeats (its workflow task's timeout stands for them) and is cancelled in-process.
+  const heartbeat = setInterval(() => beat(context), HEARTBEAT_EVERY_MS);
   try {
     return options.stream ? await streamed(openai, request, options) : await unstreamed(openai, request, options);
+  } catch (err) {
+    throw asCancellation(context) ?? err;
   } finally {
     clearInterval(heartbeat);
   }
+}
+
+/**
+ * The cancellation to report when the activity was cancelled, whatever the
+ * aborted request threw: the SDK reports a call as cancelled (not failed, so
+ * not retried; a local activity would be) only for a `CancelledFailure`.
+ */
+export function asCancellation(context: Context): CancelledFailure | undefined {
+  if (!context.cancellationSignal.aborted) return undefined;
+  const reason: unknown = context.cancellationSignal.reason;
+  return reason instanceof CancelledFailure ? reason : new CancelledFailure('The activity was cancelled.');
+}
+
+/** Heartbeats an ordinary activity; nothing for a local one. */
+function beat(context: Context): void {
+  if (!context.info.isLocal) context.heartbeat();
 }
 
 async function unstreamed(
@@ -110,7 +129,7 @@ async function streamed(
     );
     for await (const chunk of stream) {
       armIdleTimer();
-      context.heartbeat();
+      beat(context);
       options.publisher?.push(assembler.push(chunk));
     }
   } catch (err) {

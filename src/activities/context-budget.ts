@@ -18,9 +18,11 @@
  * Tokens are counted with `gpt-tokenizer` (o200k, the encoding of OpenAI's
  * current models; an estimate for other providers' models; see `tokens.ts`),
  * never more text than the budget needs: a message is counted only as far as
- * it is kept.
+ * it is kept, and nothing is counted when a bound (a text has no more tokens
+ * than UTF-8 bytes) shows the request fits as it is: then nothing would be
+ * cut or left out, and the request goes unchanged with its bound.
  */
-import { countTokens, takeTokens } from './tokens';
+import { countTokens, takeTokens, tokenBound } from './tokens';
 import type { ChatMessage } from '../core/messages';
 
 /** Context windows of well-known models, in tokens; `ModelSettings.contextWindow` or `OPENAI_CONTEXT_WINDOW` set others. */
@@ -58,8 +60,14 @@ export function contextWindowOf(model: string, configured?: number): number {
 export interface BudgetReport {
   /** Tokens available for messages: the window minus the reply's reserve, the tool definitions and a margin. */
   budgetTokens: number;
-  /** Estimated prompt tokens of the fitted request (tool definitions included), before calibration. */
-  promptTokens: number;
+  /**
+   * Estimated prompt tokens of the fitted request (tool definitions
+   * included), before calibration; absent when the request was sent without
+   * counting (see {@link BudgetReport.boundTokens}).
+   */
+  promptTokens?: number;
+  /** Set when nothing was counted: the bound (UTF-8 bytes and framing) that showed the whole request fits. */
+  boundTokens?: number;
   /** Messages shown truncated, by their index in the stored list. */
   truncated: number[];
   /** Messages left out with earlier turns. */
@@ -80,6 +88,8 @@ export interface BudgetOptions {
   calibration?: number;
   /** Seq of each message, for the markers (defaults to its index). */
   seqs?: number[];
+  /** Count tokens even when the bound shows the request fits (an exact estimate every time). Default false. */
+  alwaysCount?: boolean;
 }
 
 /**
@@ -89,6 +99,10 @@ export interface BudgetOptions {
  */
 export function fitToContext(messages: readonly ChatMessage[], options: BudgetOptions): { messages: ChatMessage[]; report: BudgetReport } {
   const calibration = Math.max(1, options.calibration ?? 1);
+  if (!options.alwaysCount) {
+    const fits = fitsUncounted(messages, options, calibration);
+    if (fits) return { messages: [...messages], report: fits };
+  }
   const toolTokens = options.tools && options.tools.length > 0 ? countTokens(JSON.stringify(options.tools)) : 0;
   const margin = Math.ceil(options.windowTokens * 0.02) + 16;
   const budget = Math.max(FLOOR_TOKENS * 4, Math.floor((options.windowTokens - options.replyTokens - margin) / calibration) - toolTokens);
@@ -155,6 +169,37 @@ export function fitToContext(messages: readonly ChatMessage[], options: BudgetOp
       elided,
     },
   };
+}
+
+/**
+ * The report of a request that fits without counting, or undefined: with
+ * every text's tokens bounded by its bytes, when each message is within its
+ * share and the whole within the budget, the counted path would send every
+ * message whole, so counting would change nothing.
+ */
+function fitsUncounted(messages: readonly ChatMessage[], options: BudgetOptions, calibration: number): BudgetReport | undefined {
+  const margin = Math.ceil(options.windowTokens * 0.02) + 16;
+  const toolBound = options.tools && options.tools.length > 0 ? tokenBound(JSON.stringify(options.tools)) : 0;
+  const budget = Math.floor((options.windowTokens - options.replyTokens - margin) / calibration) - toolBound;
+  const share = Math.floor(budget * MESSAGE_SHARE);
+  let total = toolBound;
+  for (const message of messages) {
+    const bound = messageBound(message);
+    if (bound > share) return undefined;
+    total += bound;
+  }
+  if (total - toolBound > budget) return undefined;
+  return { budgetTokens: budget, boundTokens: total, truncated: [], elided: 0 };
+}
+
+/** At least the tokens of `message` as {@link fitMessage} counts them: framing, then bytes for tokens. */
+function messageBound(message: ChatMessage): number {
+  let bound = TOKENS_PER_MESSAGE + (typeof message.content === 'string' ? tokenBound(message.content) : 0);
+  if (message.role === 'assistant') {
+    if (message.tool_calls && message.tool_calls.length > 0) bound += tokenBound(JSON.stringify(message.tool_calls));
+    if (message.reasoning_content) bound += tokenBound(message.reasoning_content);
+  }
+  return bound;
 }
 
 interface Sized {

@@ -70,8 +70,10 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
       // An earlier attempt got the answer but did not report it (crash, lost completion): use it, do not pay twice.
       return { ...earlier, message: inHistory(earlier.message, deps, responseKey), responseKey, calls: planToolCalls(deps, input, earlier.message) };
     }
-    const loaded = await withDatabaseRetry('read the transcript', () => loadModelMessages(deps.pool, tables, input));
-    const calibration = await withDatabaseRetry('read the prompt calibration', () => promptCalibration(deps.pool, tables, input.conversationId));
+    const [loaded, calibration] = await Promise.all([
+      withDatabaseRetry('read the transcript', () => loadModelMessages(deps.pool, tables, input)),
+      withDatabaseRetry('read the prompt calibration', () => promptCalibration(deps.pool, tables, input.conversationId)),
+    ]);
     const tools = deps.tools.specsFor(input.tools);
     const model = input.settings.model ?? deps.defaultModel;
     const windowTokens = contextWindowOf(model, input.settings.contextWindow ?? deps.contextWindow);

@@ -6,7 +6,34 @@
  * whitespace where there is some. Cutting there changes the count of normal
  * text by next to nothing; an unbroken run is counted slightly high.
  */
-import { decode, encode } from 'gpt-tokenizer';
+
+type Tokenizer = typeof import('gpt-tokenizer');
+let loaded: Tokenizer | undefined;
+
+/**
+ * The tokenizer, loaded on first use: its tables take about 70 MB, which a
+ * worker whose requests are far below their windows never needs (the context
+ * budget counts only when a byte bound says a request may not fit).
+ */
+function tokenizer(): Tokenizer {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  loaded ??= require('gpt-tokenizer') as Tokenizer;
+  return loaded;
+}
+
+/** Whether the tokenizer has been loaded in this process (for tests and measurements). */
+export function tokenizerLoaded(): boolean {
+  return loaded !== undefined;
+}
+
+/**
+ * At least the tokens of `text`: its UTF-8 bytes. Every o200k token encodes
+ * at least one byte (and so do the byte-level tokenizers of other
+ * providers), so a text never has more tokens than bytes.
+ */
+export function tokenBound(text: string): number {
+  return Buffer.byteLength(text, 'utf8');
+}
 
 /** The longest piece tokenized at once. */
 export const PIECE_CHARS = 512;
@@ -31,6 +58,7 @@ function* pieces(text: string): Generator<string> {
 /** The tokens of `text`. */
 export function countTokens(text: string): number {
   let tokens = 0;
+  const { encode } = tokenizer();
   for (const piece of pieces(text)) tokens += encode(piece).length;
   return tokens;
 }
@@ -40,6 +68,7 @@ export function countTokens(text: string): number {
  * that is all of it. Tokenizes no more of the text than it keeps.
  */
 export function takeTokens(text: string, maxTokens: number): { text: string; tokens: number; whole: boolean } {
+  const { decode, encode } = tokenizer();
   const kept: string[] = [];
   let tokens = 0;
   for (const piece of pieces(text)) {

@@ -6,6 +6,7 @@ import { ToolError, type ToolContext } from '../tools/tool';
 import type { ToolRegistry } from '../tools/registry';
 import { inTransaction } from '../db/transaction';
 import { logger } from '../runtime/logger';
+import { asCancellation } from './completion';
 import { ActivityErrorType, HEARTBEAT_EVERY_MS, type ToolCallInput, type ToolCallResult } from './contracts';
 import { checkToolCall } from './tool-calls';
 import { storeToolResult } from '../db/transcript-store';
@@ -46,11 +47,16 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
       once: (effect) => applyOnce(deps.pool, tables, input.idempotencyKey, input.name, effect),
     };
     let result: unknown;
-    // Heartbeats carry cancellation to the tool (its `signal` aborts) when its turn is cancelled.
-    const heartbeat = setInterval(() => activity.heartbeat(), HEARTBEAT_EVERY_MS);
+    // Heartbeats carry cancellation to the tool (its `signal` aborts) when its turn is cancelled; a local activity is cancelled in-process.
+    const heartbeat = setInterval(() => {
+      if (!activity.info.isLocal) activity.heartbeat();
+    }, HEARTBEAT_EVERY_MS);
     try {
       result = await checked.tool.execute(checked.args, context);
     } catch (err) {
+      // Cancelled: reported as such whatever the tool threw when its signal aborted (a failure would be retried).
+      const cancelled = asCancellation(activity);
+      if (cancelled) throw cancelled;
       if (err instanceof ToolError) {
         throw ApplicationFailure.nonRetryable(err.message, ActivityErrorType.ToolFailedPermanently);
       }

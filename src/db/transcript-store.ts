@@ -4,7 +4,6 @@
  * the schema the worker was configured with.
  */
 import type { Pool } from 'pg';
-import { inTransaction } from './transaction';
 import type { AgentTables } from './schema';
 import type { ChatMessage } from '../core/messages';
 import type { TokenUsage } from '../core/contract';
@@ -18,37 +17,49 @@ export interface StoredMessage {
 }
 
 /**
- * Stores messages at their seqs in one transaction. Upsert: an activity
- * retried after it already wrote writes the same rows again. A message given
- * by reference takes its body from the model response or tool result an
- * activity stored under that key.
+ * Stores messages at their seqs in one statement (so all or none). Upsert:
+ * an activity retried after it already wrote writes the same rows again. A
+ * message given by reference takes its body from the model response or tool
+ * result an activity stored under that key; a reference to nothing fails the
+ * statement and names the message.
  */
 export async function appendMessages(pool: Pool, tables: AgentTables, input: AppendMessagesInput): Promise<void> {
-  await inTransaction(pool, async (client) => {
-    for (const entry of input.messages) {
-      const res = await client.query(
-        `INSERT INTO ${tables.conversationMessages} (conversation_id, seq, role, message)
-         ${'ref' in entry ? selectByRef(tables, entry.ref.kind) : 'SELECT $1, $2, $3::jsonb ->> \'role\', $3::jsonb'}
-         ON CONFLICT (conversation_id, seq) DO UPDATE SET role = EXCLUDED.role, message = EXCLUDED.message`,
-        'ref' in entry
-          ? [input.conversationId, entry.seq, entry.ref.key, ...(entry.ref.kind === 'tool_result' ? [entry.ref.toolCallId] : [])]
-          : [input.conversationId, entry.seq, JSON.stringify(entry.message)],
-      );
-      if (res.rowCount === 0 && 'ref' in entry) {
-        throw new Error(
-          `Conversation ${input.conversationId}, message ${entry.seq}: nothing is stored under ${entry.ref.kind} key ${entry.ref.key}.`,
-        );
-      }
+  if (input.messages.length === 0) return;
+  if (new Set(input.messages.map((m) => m.seq)).size !== input.messages.length) {
+    throw new Error(`Conversation ${input.conversationId}: one write names the same seq twice (${input.messages.map((m) => m.seq).join(', ')}).`);
+  }
+  const params: unknown[] = [input.conversationId];
+  const param = (value: unknown): string => {
+    params.push(value);
+    return `$${params.length}`;
+  };
+  const rows = input.messages.map((entry) => {
+    const seq = param(entry.seq);
+    if (!('ref' in entry)) {
+      const body = param(JSON.stringify(entry.message));
+      return `SELECT ${seq}::int, ${body}::jsonb ->> 'role', ${body}::jsonb`;
     }
+    const key = param(entry.ref.key);
+    return entry.ref.kind === 'model_response'
+      ? `SELECT ${seq}::int, 'assistant', (SELECT message FROM ${tables.modelResponses} WHERE response_key = ${key})`
+      : `SELECT ${seq}::int, 'tool', (SELECT jsonb_build_object('role', 'tool', 'tool_call_id', ${param(entry.ref.toolCallId)}::text, 'content', content)
+           FROM ${tables.toolResults} WHERE idempotency_key = ${key})`;
   });
-}
-
-/** The row a message given by reference takes its body from. */
-function selectByRef(tables: AgentTables, kind: StoredMessageRef['kind']): string {
-  return kind === 'model_response'
-    ? `SELECT $1, $2, 'assistant', message FROM ${tables.modelResponses} WHERE response_key = $3`
-    : `SELECT $1, $2, 'tool', jsonb_build_object('role', 'tool', 'tool_call_id', $4::text, 'content', content)
-         FROM ${tables.toolResults} WHERE idempotency_key = $3`;
+  try {
+    // A missing reference leaves its message NULL, which the NOT NULL column refuses: nothing of the write is stored.
+    await pool.query(
+      `INSERT INTO ${tables.conversationMessages} (conversation_id, seq, role, message)
+       SELECT $1, seq, role, message FROM (${rows.join(' UNION ALL ')}) AS written (seq, role, message)
+       ON CONFLICT (conversation_id, seq) DO UPDATE SET role = EXCLUDED.role, message = EXCLUDED.message`,
+      params,
+    );
+  } catch (err) {
+    if ((err as { code?: string }).code !== '23502') throw err;
+    const missing = input.messages.filter((m) => 'ref' in m).map((m) => `${m.seq} (${m.ref.kind} ${m.ref.key})`);
+    throw new Error(
+      `Conversation ${input.conversationId}: nothing is stored under a reference of this write, so none of it was stored; messages by reference: ${missing.join(', ')}.`,
+    );
+  }
 }
 
 /** Records a decision for people; the same decision id twice is stored once. */
@@ -129,10 +140,13 @@ export async function storeModelResponse(
   tables: AgentTables,
   row: StoredModelResponse & { key: string; conversationId: string; promptEstimate?: number; contextBudget?: unknown },
 ): Promise<StoredModelResponse> {
-  await pool.query(
-    `INSERT INTO ${tables.modelResponses} (response_key, conversation_id, message, finish_reason, usage, prompt_estimate, context_budget)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)
-     ON CONFLICT (response_key) DO NOTHING`,
+  const { rows } = await pool.query<{ message: AssistantMessage; finish_reason: string | null; usage: TokenUsage | null }>(
+    `WITH inserted AS (
+       INSERT INTO ${tables.modelResponses} (response_key, conversation_id, message, finish_reason, usage, prompt_estimate, context_budget)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (response_key) DO NOTHING RETURNING message, finish_reason, usage)
+     SELECT message, finish_reason, usage FROM inserted
+     UNION ALL SELECT message, finish_reason, usage FROM ${tables.modelResponses} WHERE response_key = $1 LIMIT 1`,
     [
       row.key,
       row.conversationId,
@@ -143,7 +157,8 @@ export async function storeModelResponse(
       row.contextBudget === undefined ? null : JSON.stringify(row.contextBudget),
     ],
   );
-  return (await findModelResponse(pool, tables, row.key))!;
+  const stored = rows[0];
+  return { message: stored.message, finishReason: stored.finish_reason, ...(stored.usage ? { usage: stored.usage } : {}) };
 }
 
 /**

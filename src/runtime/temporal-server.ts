@@ -38,6 +38,16 @@ function isExecutable(file: string): boolean {
   }
 }
 
+/**
+ * SQLite pragmas the dev server's file gets unless the caller passes its own
+ * `--sqlite-pragma`: a write-ahead log, synced at checkpoints. Every commit
+ * survives the server process dying; only the last commits before a power
+ * loss or OS crash may be lost (the file stays consistent). Measured with
+ * `npm run bench`: the server's CPU per step halves, and 100 concurrent
+ * conversations run about 1.5× the steps a second (README, Performance).
+ */
+export const DEV_SERVER_SQLITE_PRAGMAS = ['journal_mode=wal', 'synchronous=normal'] as const;
+
 /** Options for {@link startDevServer}. */
 export interface DevServerOptions {
   cliPath?: string;
@@ -48,7 +58,10 @@ export interface DevServerOptions {
   /** Frontend port; a free one when unset. */
   port?: number;
   namespace?: string;
-  /** More `temporal server start-dev` flags, e.g. `--sqlite-pragma journal_mode=wal` or `--dynamic-config-value KEY=VALUE`. */
+  /**
+   * More `temporal server start-dev` flags, e.g. `--dynamic-config-value
+   * KEY=VALUE`; any `--sqlite-pragma` here replaces {@link DEV_SERVER_SQLITE_PRAGMAS}.
+   */
   extraArgs?: string[];
 }
 
@@ -60,6 +73,12 @@ export interface DevServer {
   uiUrl?: string;
   env: TestWorkflowEnvironment;
   stop(): Promise<void>;
+}
+
+/** The default pragmas as flags, for a server with a file whose caller chose none. */
+function sqlitePragmaArgs(options: DevServerOptions): string[] {
+  if (!options.dbFilename || options.extraArgs?.includes('--sqlite-pragma')) return [];
+  return DEV_SERVER_SQLITE_PRAGMAS.flatMap((pragma) => ['--sqlite-pragma', pragma]);
 }
 
 /** Starts the dev server with the project's search attributes registered. */
@@ -76,7 +95,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
       ...(options.uiPort ? { ui: true, uiPort: options.uiPort } : {}),
       searchAttributes: SEARCH_ATTRIBUTES,
       log: { format: 'pretty', level: 'error' },
-      extraArgs: options.extraArgs,
+      extraArgs: [...sqlitePragmaArgs(options), ...(options.extraArgs ?? [])],
     },
   });
   return {

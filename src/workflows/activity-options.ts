@@ -3,7 +3,15 @@
  * heartbeats), and how it reads their failures. One place for each; workflow
  * code (runs in Temporal's sandbox).
  */
-import { ActivityFailure, ApplicationFailure, proxyActivities, TimeoutFailure, type ActivityOptions } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  proxyActivities,
+  proxyLocalActivities,
+  TimeoutFailure,
+  type ActivityOptions,
+  type LocalActivityOptions,
+} from '@temporalio/workflow';
 import { TimeoutType } from '@temporalio/common';
 import {
   ActivityErrorType,
@@ -36,9 +44,15 @@ export const PREFIXED_ACTIVITY_TYPES_PATCH = 'prefixed-activity-types';
  */
 export const DEFERRED_TRANSCRIPT_WRITES_PATCH = 'deferred-transcript-writes';
 
-/** The conversation activities with `options`, scheduled under prefixed or bare activity types. */
-function conversationActivities(options: ActivityOptions, prefixed: boolean): ConversationActivities {
-  const proxy = proxyActivities<ConversationActivities & PrefixedConversationActivities>(options);
+/** The conversation activities with `options`, scheduled under prefixed or bare activity types; as local activities with `local`. */
+function conversationActivities(
+  options: ActivityOptions | ({ local: true } & LocalActivityOptions),
+  prefixed: boolean,
+): ConversationActivities {
+  const proxy =
+    'local' in options
+      ? proxyLocalActivities<ConversationActivities & PrefixedConversationActivities>(withoutLocalFlag(options))
+      : proxyActivities<ConversationActivities & PrefixedConversationActivities>(options);
   const byType = proxy as unknown as Record<string, ConversationActivities[keyof ConversationActivities]>;
   return Object.fromEntries(
     CONVERSATION_ACTIVITY_NAMES.map((name) => [name, byType[conversationActivityType(name, prefixed)]]),
@@ -63,34 +77,49 @@ export function heartbeatTimeoutMs(input: ConversationInput): number {
   return input.timeouts?.heartbeatMs ?? CONVERSATION_DEFAULTS.heartbeatMs;
 }
 
-/** Model calls, with the conversation's timeout and attempts; a request the provider refuses is not retried. */
-export function modelActivities(input: ConversationInput, prefixed: boolean): ConversationActivities {
-  return conversationActivities({
-    startToCloseTimeout: input.timeouts?.modelCallMs ?? CONVERSATION_DEFAULTS.modelCallMs,
-    heartbeatTimeout: heartbeatTimeoutMs(input),
-    retry: {
-      ...RETRY_BACKOFF,
-      maximumAttempts: input.timeouts?.modelCallAttempts ?? CONVERSATION_DEFAULTS.modelCallAttempts,
-      nonRetryableErrorTypes: [ActivityErrorType.ModelRequestRejected, ActivityErrorType.InvalidTranscript],
-    },
-  }, prefixed);
+function withoutLocalFlag(options: { local: true } & LocalActivityOptions): LocalActivityOptions {
+  const { local: _local, ...rest } = options;
+  return rest;
 }
 
-/** Activities for one tool call, with its own timeout and attempts; cancelled without waiting (effect unknown). */
+/**
+ * Model calls, with the conversation's timeout and attempts; a request the
+ * provider refuses is not retried. Local activities when the conversation
+ * asks for them (`localActivities.modelCalls`): no heartbeat timeout (a local
+ * call lives in its workflow task, whose timeout notices a dead worker), the
+ * same attempts and backoff.
+ */
+export function modelActivities(input: ConversationInput, prefixed: boolean): ConversationActivities {
+  const retry = {
+    ...RETRY_BACKOFF,
+    maximumAttempts: input.timeouts?.modelCallAttempts ?? CONVERSATION_DEFAULTS.modelCallAttempts,
+    nonRetryableErrorTypes: [ActivityErrorType.ModelRequestRejected, ActivityErrorType.InvalidTranscript],
+  };
+  const startToCloseTimeout = input.timeouts?.modelCallMs ?? CONVERSATION_DEFAULTS.modelCallMs;
+  if (input.localActivities?.modelCalls === true) return conversationActivities({ local: true, startToCloseTimeout, retry }, prefixed);
+  return conversationActivities({ startToCloseTimeout, heartbeatTimeout: heartbeatTimeoutMs(input), retry }, prefixed);
+}
+
+/**
+ * Activities for one tool call, with its own timeout and attempts; cancelled
+ * without waiting (effect unknown). A local activity when the conversation
+ * asks for local idempotent tools and the tool declared itself idempotent
+ * (run again after a crash, which it allows); an ordinary one otherwise.
+ */
 export function toolActivities(call: BatchCall, input: ConversationInput, prefixed: boolean): ConversationActivities {
-  return conversationActivities({
-    startToCloseTimeout: call.timeoutMs,
-    heartbeatTimeout: heartbeatTimeoutMs(input),
-    retry: {
-      ...RETRY_BACKOFF,
-      maximumAttempts: call.maxAttempts,
-      nonRetryableErrorTypes: [
-        ActivityErrorType.UnknownTool,
-        ActivityErrorType.InvalidToolArguments,
-        ActivityErrorType.ToolFailedPermanently,
-      ],
-    },
-  }, prefixed);
+  const retry = {
+    ...RETRY_BACKOFF,
+    maximumAttempts: call.maxAttempts,
+    nonRetryableErrorTypes: [
+      ActivityErrorType.UnknownTool,
+      ActivityErrorType.InvalidToolArguments,
+      ActivityErrorType.ToolFailedPermanently,
+    ],
+  };
+  if (input.localActivities?.idempotentTools === true && call.idempotent === true) {
+    return conversationActivities({ local: true, startToCloseTimeout: call.timeoutMs, retry }, prefixed);
+  }
+  return conversationActivities({ startToCloseTimeout: call.timeoutMs, heartbeatTimeout: heartbeatTimeoutMs(input), retry }, prefixed);
 }
 
 /** The most telling message of an activity failure: its cause's, when it has one. */
