@@ -156,7 +156,8 @@ export function formatTable(r: BenchResults): string {
     lines.push(
       '',
       `Waiting conversations: ${w.conversations} waiting for approval: worker RSS ${num(w.idleRssMiB)} MiB idle → ${num(w.waitingRssMiB)} MiB ` +
-        `(${num(w.kibPerWaitingConversation)} KiB each; peak ${num(w.peakRssMiB)} MiB; worker cache ${w.workerCache.size} conversations); ` +
+        `(${num(w.kibPerWaitingConversation)} KiB each; peak ${num(w.peakRssMiB)} MiB; ${num(w.settledRssMiB)} MiB a minute later, idle; ` +
+        `worker cache ${w.workerCache.size} conversations); ` +
         `started ${w.startConcurrency} at a time in ${num(w.allWaitingMs / 1000)} s (sent in ${num(w.sendMs / 1000)} s; ` +
         `${num(w.cpuPerConversation.worker)} ms worker CPU each); approval → answer p50 ${num(w.approvals.p50Ms)} ms, max ${num(w.approvals.maxMs)} ms (${w.approvals.count} approved)`,
     );

@@ -29,6 +29,12 @@ export interface WaitingFigures {
   kibPerWaitingConversation: number;
   /** Peak RSS of the worker (VmHWM) by then, MiB. */
   peakRssMiB: number;
+  /**
+   * Worker RSS after {@link SETTLE_MS} more with nothing to do, MiB: what the
+   * waiting conversations cost once the start's burst is over (V8 returns
+   * unused heap pages while idle).
+   */
+  settledRssMiB: number;
   /** First message sent → every message accepted by Temporal. */
   sendMs: number;
   /** First message sent → every conversation listed as awaiting approval. */
@@ -39,6 +45,9 @@ export interface WaitingFigures {
   workerCache: { size: number; source: string };
   approvals: { count: number; p50Ms: number; maxMs: number; allMs: number[] };
 }
+
+/** How long the worker is left idle, every conversation waiting, before its memory is read again. */
+const SETTLE_MS = 60_000;
 
 /** Runs the waiting part with `options.waiting` conversations. */
 export async function benchWaiting(ctx: BenchContext): Promise<WaitingFigures> {
@@ -88,6 +97,9 @@ export async function benchWaiting(ctx: BenchContext): Promise<WaitingFigures> {
     await sleep(3_000);
     const waiting = processMemoryMiB(worker.pid)!;
     log(`waiting: ${n} conversations awaiting approval after ${allWaitingMs} ms; worker at ${waiting.rssMiB.toFixed(0)} MiB`);
+    await sleep(SETTLE_MS);
+    const settled = processMemoryMiB(worker.pid)!;
+    log(`waiting: worker at ${settled.rssMiB.toFixed(0)} MiB after ${SETTLE_MS / 1000} s more with nothing to do`);
 
     // Approve a sample spread over the whole range (the first started are the first a full cache evicts).
     const count = Math.min(options.approvals, n);
@@ -111,6 +123,7 @@ export async function benchWaiting(ctx: BenchContext): Promise<WaitingFigures> {
       waitingRssMiB: waiting.rssMiB,
       kibPerWaitingConversation: ((waiting.rssMiB - idle.rssMiB) * 1024) / n,
       peakRssMiB: waiting.peakMiB,
+      settledRssMiB: settled.rssMiB,
       sendMs,
       allWaitingMs,
       cpuPerConversation,
