@@ -64,14 +64,17 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Wo
   });
 }
 
-/** A bounded cache, with no more workflow tasks at once than it holds (the SDK requires it). */
+/**
+ * A bounded cache, and as many workflow tasks at once as it holds (the SDK
+ * allows no more). Not the SDK's default of 40: a conversation with local
+ * activities keeps its workflow task open while its calls run, so 40 tasks
+ * would let only 40 conversations progress at once (measured with 100
+ * conversations and a 200 ms model: 52.0 steps/s with 40, 66.2 with 100).
+ */
 function cacheOptions(maxCachedConversations: number | undefined): Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentWorkflowTaskExecutions'> {
   if (maxCachedConversations === undefined) return {};
   return {
     maxCachedWorkflows: maxCachedConversations,
-    maxConcurrentWorkflowTaskExecutions: Math.min(WORKFLOW_TASK_SLOTS, maxCachedConversations),
+    maxConcurrentWorkflowTaskExecutions: maxCachedConversations,
   };
 }
-
-/** The SDK's default number of workflow tasks a worker runs at once. */
-const WORKFLOW_TASK_SLOTS = 40;
