@@ -1,0 +1,240 @@
+/**
+ * The HTTP API for requesters, approvers and operators, on Fastify with
+ * zod-validated requests and an OpenAPI document at `GET /openapi.json`.
+ * Every `/v1` route needs a bearer token (see `tokens.ts`); a decision is
+ * recorded under the token's subject, never a name the caller sends.
+ * Listens on 127.0.0.1 unless told otherwise.
+ */
+import { randomUUID } from 'node:crypto';
+import fastifySwagger from '@fastify/swagger';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { AgentClient } from '../client/client';
+import { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError } from '../errors';
+import { AgentStatusAttribute, PendingApprovalsAttribute } from '../workflows/api';
+import { TokenVerifier, type ApiPrincipal, type ApiRole, type ApiTokenConfig } from './tokens';
+
+/** Stable codes of the API's refusals, in `{"error": {"code", "message"}}`. */
+export const API_ERROR_CODES = {
+  unauthorized: 401,
+  forbidden: 403,
+  invalid_request: 400,
+  message_too_large: 413,
+  not_found: 404,
+  conversation_closed: 409,
+  decision_refused: 409,
+} as const;
+/** One of {@link API_ERROR_CODES}. */
+export type ApiErrorCode = keyof typeof API_ERROR_CODES;
+
+/** A refusal with its stable code; the status comes from {@link API_ERROR_CODES}. */
+export class ApiError extends Error {
+  constructor(
+    readonly code: ApiErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Options of {@link buildApiServer}. */
+export interface ApiServerOptions {
+  client: AgentClient;
+  tokens: readonly ApiTokenConfig[];
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal?: ApiPrincipal;
+  }
+}
+
+const conversationParams = z.object({ id: z.string().min(1).max(200).describe('The conversation id (its workflow id).') });
+
+/** Builds the API (not listening yet). Throws a `ConfigError` for a bad token configuration. */
+export async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstance> {
+  const verifier = new TokenVerifier(options.tokens);
+  const { client } = options;
+  const app = Fastify({ logger: false, bodyLimit: 2 * 1024 * 1024 }).withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  await app.register(fastifySwagger, {
+    openapi: {
+      info: { title: 'Durable agent worker API', version: '1' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+    },
+    transform: jsonSchemaTransform,
+  });
+
+  app.setErrorHandler((err: unknown, _request, reply) => {
+    const e = err as { validation?: unknown; statusCode?: number; message?: string };
+    if (err instanceof ApiError) return send(reply, err.code, err.message);
+    if (e.validation) return send(reply, 'invalid_request', `The request is not valid: ${e.message}`);
+    if (e.statusCode === 413) return send(reply, 'message_too_large', `The request body is over ${2 * 1024 * 1024} bytes.`);
+    if (err instanceof MessageTooLargeError) return send(reply, 'message_too_large', err.message);
+    if (err instanceof InvalidConversationInputError || err instanceof TypeError) return send(reply, 'invalid_request', (err as Error).message);
+    if (err instanceof ConversationClosedError) return send(reply, 'conversation_closed', err.message);
+    if (err instanceof DecisionRefusedError) return send(reply, 'decision_refused', err.message);
+    if ((err as { name?: string }).name === 'WorkflowNotFoundError') return send(reply, 'not_found', 'No such conversation.');
+    if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) return send(reply, 'invalid_request', e.message ?? 'Bad request.');
+    reply.status(500).send({ error: { code: 'internal', message: 'The request failed inside the server; see its log.' } });
+  });
+  app.setNotFoundHandler((request, reply) => send(reply, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}.`));
+
+  /** The onRequest hook of a `/v1` route (before validation, so a caller without a token learns nothing about the request's shape): a valid bearer token with one of `roles`. */
+  const allow =
+    (...roles: ApiRole[]) =>
+    async (request: FastifyRequest): Promise<void> => {
+      const header = request.headers.authorization ?? '';
+      const match = /^Bearer (\S+)$/i.exec(header);
+      if (!match) throw new ApiError('unauthorized', 'Send a token: "Authorization: Bearer <token>".');
+      const principal = verifier.verify(match[1]);
+      if (!principal) throw new ApiError('unauthorized', 'The token is not valid.');
+      if (!roles.some((r) => principal.roles.has(r))) {
+        throw new ApiError('forbidden', `This needs one of the roles ${roles.join(', ')}; the token of ${principal.subject} has ${[...principal.roles].join(', ')}.`);
+      }
+      request.principal = principal;
+    };
+  const security = [{ bearer: [] }];
+
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  app.post(
+    '/v1/conversations/:id/messages',
+    {
+      onRequest: allow('requester'),
+      schema: {
+        summary: 'Send a message; starts the conversation when it does not run yet.',
+        security,
+        params: conversationParams,
+        body: z.object({
+          text: z.string().min(1),
+          messageId: z.string().min(1).max(200).optional().describe('For deduplication; a random one when absent.'),
+          input: z.record(z.string(), z.unknown()).optional().describe('ConversationInput, used when this message starts the conversation.'),
+        }),
+      },
+    },
+    async (request, reply) => {
+      const { text, messageId, input } = request.body;
+      const id = await client.sendMessage(request.params.id, text, { messageId, input });
+      reply.status(202);
+      return { conversationId: request.params.id, messageId: id };
+    },
+  );
+
+  app.get(
+    '/v1/conversations/:id',
+    { onRequest: allow('requester', 'approver', 'operator'), schema: { summary: "The conversation's state.", security, params: conversationParams } },
+    async (request) => client.state(request.params.id),
+  );
+
+  app.get(
+    '/v1/conversations/:id/transcript',
+    {
+      onRequest: allow('requester', 'approver', 'operator'),
+      schema: {
+        summary: "The conversation's stored messages, in pages.",
+        security,
+        params: conversationParams,
+        querystring: z.object({
+          after: z.coerce.number().int().min(-1).default(-1).describe('Seq after which the page starts.'),
+          limit: z.coerce.number().int().min(1).max(500).default(100),
+        }),
+      },
+    },
+    async (request) => {
+      const { after, limit } = request.query;
+      const all = await client.transcript(request.params.id);
+      const page = all.filter((m) => m.seq > after).slice(0, limit);
+      return { messages: page, next: page.length === limit ? page[page.length - 1].seq : null };
+    },
+  );
+
+  app.get(
+    '/v1/approvals',
+    {
+      onRequest: allow('approver', 'operator'),
+      schema: { summary: 'Conversations waiting for a decision (from Temporal visibility), oldest first.', security },
+    },
+    async () => {
+      const found: { conversationId: string; pendingApprovals: number; waitingSince: string | null }[] = [];
+      for await (const execution of client.temporal.workflow.list({
+        query: `${AgentStatusAttribute.name} = 'awaiting_approval' AND ExecutionStatus = 'Running'`,
+      })) {
+        found.push({
+          conversationId: execution.workflowId,
+          pendingApprovals: Number(execution.typedSearchAttributes.get(PendingApprovalsAttribute) ?? 0),
+          waitingSince: execution.startTime?.toISOString() ?? null,
+        });
+      }
+      return { conversations: found.reverse() };
+    },
+  );
+
+  app.post(
+    '/v1/conversations/:id/decisions',
+    {
+      onRequest: allow('approver'),
+      schema: {
+        summary: 'Approve or reject the named tool calls. Each call is named: a call that appeared after the approver looked is never decided by accident.',
+        security,
+        params: conversationParams,
+        // Strict: a field such as decidedBy is refused, never used (the decider is the token's subject).
+        body: z.strictObject({
+          decision: z.enum(['approve', 'reject']),
+          toolCallIds: z.array(z.string().min(1)).min(1).max(128),
+          reason: z.string().max(2000).optional(),
+        }),
+      },
+    },
+    async (request) => {
+      const { decision, toolCallIds, reason } = request.body;
+      const decidedBy = request.principal!.subject;
+      const results = [];
+      for (const toolCallId of toolCallIds) {
+        const result = await client.decide(request.params.id, { decisionId: randomUUID(), decision, toolCallId, reason, decidedBy });
+        results.push({ toolCallId, ...result });
+      }
+      return { decidedBy, results };
+    },
+  );
+
+  app.post(
+    '/v1/conversations/:id/cancel',
+    {
+      onRequest: allow('requester', 'operator'),
+      schema: { summary: 'Cancel the running turn.', security, params: conversationParams, body: z.object({ reason: z.string().max(2000).optional() }).optional() },
+    },
+    async (request, reply) => {
+      await client.cancelTurn(request.params.id, request.body?.reason);
+      reply.status(202);
+      return { cancelled: true };
+    },
+  );
+
+  return app;
+}
+
+function send(reply: FastifyReply, code: ApiErrorCode, message: string): FastifyReply {
+  return reply.status(API_ERROR_CODES[code]).send({ error: { code, message } });
+}
+
+/** Options of {@link startApiServer}. */
+export interface StartApiOptions extends ApiServerOptions {
+  /** Default 127.0.0.1: nothing listens beyond this machine unless configured. */
+  host?: string;
+  /** Default 0 (a free port). */
+  port?: number;
+}
+
+/** Builds the API and listens; returns its base URL and a stop function. */
+export async function startApiServer(options: StartApiOptions): Promise<{ url: string; app: FastifyInstance; stop: () => Promise<void> }> {
+  const app = await buildApiServer(options);
+  const host = options.host ?? '127.0.0.1';
+  await app.listen({ host, port: options.port ?? 0 });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : options.port;
+  return { url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, app, stop: () => app.close() };
+}

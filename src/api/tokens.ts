@@ -1,0 +1,91 @@
+/**
+ * Static bearer tokens of the HTTP API: who a token is (its subject) and what
+ * it may do (its roles). Tokens are kept as SHA-256 digests and compared in
+ * constant time; the subject, never a field of the request, is who decided.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import fs from 'node:fs';
+import { ConfigError } from '../errors';
+
+/** What a caller may do: send messages and cancel (`requester`), decide (`approver`), read everything (`operator`). */
+export const API_ROLES = ['requester', 'approver', 'operator'] as const;
+/** One of {@link API_ROLES}. */
+export type ApiRole = (typeof API_ROLES)[number];
+
+/** A token as configured: the secret itself, whom it names and its roles. */
+export interface ApiTokenConfig {
+  /** Who the token is, recorded with every decision made with it (e.g. an email address). */
+  subject: string;
+  roles: ApiRole[];
+  /** The bearer token; at least 32 characters. */
+  token: string;
+}
+
+/** The caller a request was authenticated as. */
+export interface ApiPrincipal {
+  subject: string;
+  roles: ReadonlySet<ApiRole>;
+}
+
+/** The shortest token accepted: long enough that guessing is hopeless. */
+export const MIN_TOKEN_CHARS = 32;
+
+const digest = (token: string): Buffer => createHash('sha256').update(token, 'utf8').digest();
+
+/** Checks tokens against their configuration and keeps only their digests. */
+export class TokenVerifier {
+  private readonly entries: { digest: Buffer; principal: ApiPrincipal }[];
+
+  /** Throws a `ConfigError` naming what is wrong with a token (short, no subject, unknown role, used twice). */
+  constructor(tokens: readonly ApiTokenConfig[]) {
+    const seen = new Set<string>();
+    this.entries = tokens.map((t, i) => {
+      const where = `API token ${i + 1}${t?.subject ? ` (${t.subject})` : ''}`;
+      if (!t || typeof t.subject !== 'string' || t.subject.trim() === '') throw new ConfigError(`${where} has no subject: name whom it belongs to.`);
+      if (typeof t.token !== 'string' || t.token.length < MIN_TOKEN_CHARS) {
+        throw new ConfigError(`${where} is shorter than ${MIN_TOKEN_CHARS} characters: make one with \`openssl rand -hex 32\`.`);
+      }
+      if (!Array.isArray(t.roles) || t.roles.length === 0 || t.roles.some((r) => !(API_ROLES as readonly string[]).includes(r))) {
+        throw new ConfigError(`${where} needs roles from ${API_ROLES.join(', ')}; got ${JSON.stringify(t.roles)}.`);
+      }
+      const hex = digest(t.token).toString('hex');
+      if (seen.has(hex)) throw new ConfigError(`${where} uses a token another entry uses: give each its own.`);
+      seen.add(hex);
+      return { digest: digest(t.token), principal: { subject: t.subject, roles: new Set(t.roles) } };
+    });
+  }
+
+  /** The principal of `token`, or undefined when no configured token matches. */
+  verify(token: string): ApiPrincipal | undefined {
+    const given = digest(token);
+    let found: ApiPrincipal | undefined;
+    // Every entry is compared, so the time taken does not tell which one matched.
+    for (const entry of this.entries) if (timingSafeEqual(entry.digest, given)) found = entry.principal;
+    return found;
+  }
+}
+
+/**
+ * Reads tokens from a JSON file (`[{ "subject", "roles", "token" }]`) that
+ * only its owner may read: a file others can read is refused, since whoever
+ * reads it can decide as anyone in it.
+ */
+export function readTokenFile(file: string): ApiTokenConfig[] {
+  let stat: fs.Stats;
+  try {
+    stat = fs.statSync(file);
+  } catch {
+    throw new ConfigError(`The API token file ${file} does not exist.`);
+  }
+  if ((stat.mode & 0o077) !== 0) {
+    throw new ConfigError(`The API token file ${file} can be read by others (mode ${(stat.mode & 0o777).toString(8)}): run \`chmod 600 ${file}\`.`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new ConfigError(`The API token file ${file} is not valid JSON: ${(err as Error).message}.`);
+  }
+  if (!Array.isArray(parsed)) throw new ConfigError(`The API token file ${file} must hold a list: [{"subject": …, "roles": […], "token": …}].`);
+  return parsed as ApiTokenConfig[];
+}
