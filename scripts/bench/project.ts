@@ -5,15 +5,13 @@
  * the answer is seen in PostgreSQL ({@link AnswerWatcher}); afterwards
  * `waitForTurn` checks every turn's record (answered, steps + 1 model calls).
  */
-import { AgentClient } from '../../src/client/client';
 import { conversationActivityType } from '../../src/activities/contracts';
-import { AnswerWatcher } from './answer-watcher';
 import { NOOP_TOOL } from './bench-tools';
-import { checkModelRequests, projectWorkerEnv, type BenchContext } from './context';
+import { checkModelRequests, type BenchContext } from './context';
 import { historyFigures, type HistoryFigures } from './history';
 import { mapLimit, runConcurrent, type ConcurrencyResult, type RunTurn } from './measure';
 import { turnMessage } from './responder';
-import { PROJECT_WORKER, spawnWorker } from './worker-process';
+import { startProjectRig } from './project-rig';
 
 /** One system's figures at one model latency. */
 export interface SystemFigures {
@@ -33,17 +31,11 @@ export interface SystemFigures {
 export async function benchProject(ctx: BenchContext, modelCalls: 'activity' | 'local' = 'activity'): Promise<SystemFigures[]> {
   const { stack, options } = ctx;
   const label = modelCalls === 'local' ? 'project (local activities)' : 'project';
-  const log = (line: string): void => ctx.log(line.replace(/^project\b/, label));
-  const taskQueue = `bench-${modelCalls === 'local' ? 'local' : 'project'}-${ctx.runTag}`;
-  const name = modelCalls === 'local' ? 'project-local-worker' : 'project-worker';
-  const worker = spawnWorker({ worker: PROJECT_WORKER, env: projectWorkerEnv(ctx, taskQueue), dir: stack.scratch, name });
-  const stopWorker = ctx.cleanup.add('project worker', () => worker.stop());
-  const client = await AgentClient.connect({ temporalAddress: stack.temporal.address, taskQueue, databaseUrl: stack.databaseUrl });
-  const closeClient = ctx.cleanup.add('project client', () => client.close());
-  const watcher = new AnswerWatcher(stack.pool);
+  const log = (line: string): void => ctx.log(`${label}${line}`);
+  const { worker, client, watcher, stop } = await startProjectRig(ctx, modelCalls === 'local' ? 'project-local' : 'project');
   try {
     await worker.ready;
-    log(`project worker ready (pid ${worker.pid}) after ${Date.now() - worker.spawnedAt} ms`);
+    log(` worker ready (pid ${worker.pid}) after ${Date.now() - worker.spawnedAt} ms`);
     const sent: { id: string; messageId: string; steps: number }[] = [];
     const runTurn: RunTurn = async (id, steps, latencyMs) => {
       const started = Date.now();
@@ -73,29 +65,27 @@ export async function benchProject(ctx: BenchContext, modelCalls: 'activity' | '
     for (const latencyMs of options.latencies) {
       const prefix = `bench-${ctx.runTag}-${modelCalls === 'local' ? 'local-' : ''}l${latencyMs}`;
       const base = { runTurn, steps: options.steps, latencyMs, meter };
-      log(`project, model ${latencyMs} ms: warming up`);
+      log(`, model ${latencyMs} ms: warming up`);
       await runConcurrent({ ...base, idPrefix: `${prefix}-warm1`, concurrency: 1 });
       await runConcurrent({ ...base, idPrefix: `${prefix}-warm10`, concurrency: options.mediumConcurrency, steps: 2 });
       await check('project warm-up');
       const single = await runConcurrent({ ...base, idPrefix: `${prefix}-c1`, concurrency: 1, rounds: options.singleTurns });
       await check('project, 1 conversation');
-      log(`project, model ${latencyMs} ms: 1 conversation ${single.msPerStep.toFixed(1)} ms/step`);
+      log(`, model ${latencyMs} ms: 1 conversation ${single.msPerStep.toFixed(1)} ms/step`);
       const history = await historyFigures(client.temporal, `${prefix}-c1-0-0`, options.steps, (type) =>
         // With local activities a step has none but its markers: read the whole turn as one step.
         type === conversationActivityType(modelCalls === 'local' ? 'appendMessages' : 'callModel'),
       );
       const medium = await runConcurrent({ ...base, idPrefix: `${prefix}-c10`, concurrency: options.mediumConcurrency, rounds: options.mediumRounds });
       await check(`project, ${options.mediumConcurrency} conversations`);
-      log(`project, model ${latencyMs} ms: ${options.mediumConcurrency} conversations ${medium.msPerStep.toFixed(1)} ms/step`);
+      log(`, model ${latencyMs} ms: ${options.mediumConcurrency} conversations ${medium.msPerStep.toFixed(1)} ms/step`);
       const high = await runConcurrent({ ...base, idPrefix: `${prefix}-c100`, concurrency: options.highConcurrency });
       await check(`project, ${options.highConcurrency} conversations`);
-      log(`project, model ${latencyMs} ms: ${options.highConcurrency} conversations ${high.stepsPerSecond.toFixed(1)} steps/s`);
+      log(`, model ${latencyMs} ms: ${options.highConcurrency} conversations ${high.stepsPerSecond.toFixed(1)} steps/s`);
       results.push({ latencyMs, single, medium, high, history });
     }
     return results;
   } finally {
-    watcher.stop();
-    await closeClient();
-    await stopWorker();
+    await stop();
   }
 }

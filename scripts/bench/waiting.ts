@@ -6,15 +6,13 @@
  */
 import v8 from 'node:v8';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AgentClient } from '../../src/client/client';
 import { AgentStatusAttribute } from '../../src/workflows/api';
-import { AnswerWatcher } from './answer-watcher';
 import { APPROVAL_TOOL } from './bench-tools';
 import { checkModelRequests, projectWorkerEnv, type BenchContext } from './context';
+import { startProjectRig } from './project-rig';
 import { mapLimit, quantile, startCpuMeter, type CpuPerStep } from './measure';
 import { processMemoryMiB } from './proc';
 import { turnMessage } from './responder';
-import { PROJECT_WORKER, spawnWorker } from './worker-process';
 
 /** What the waiting part measured. */
 export interface WaitingFigures {
@@ -53,12 +51,7 @@ const SETTLE_MS = 60_000;
 export async function benchWaiting(ctx: BenchContext): Promise<WaitingFigures> {
   const { stack, options, log } = ctx;
   const n = options.waiting;
-  const taskQueue = `bench-waiting-${ctx.runTag}`;
-  const worker = spawnWorker({ worker: PROJECT_WORKER, env: projectWorkerEnv(ctx, taskQueue), dir: stack.scratch, name: 'waiting-worker' });
-  const stopWorker = ctx.cleanup.add('waiting worker', () => worker.stop());
-  const client = await AgentClient.connect({ temporalAddress: stack.temporal.address, taskQueue, databaseUrl: stack.databaseUrl });
-  const closeClient = ctx.cleanup.add('waiting client', () => client.close());
-  const watcher = new AnswerWatcher(stack.pool);
+  const { worker, client, watcher, taskQueue, stop } = await startProjectRig(ctx, 'waiting');
   try {
     await worker.ready;
     await sleep(3_000);
@@ -131,9 +124,7 @@ export async function benchWaiting(ctx: BenchContext): Promise<WaitingFigures> {
       approvals: { count, p50Ms: quantile(approvalMs, 0.5), maxMs: Math.max(...approvalMs), allMs: approvalMs },
     };
   } finally {
-    watcher.stop();
-    await closeClient();
-    await stopWorker();
+    await stop();
   }
 }
 

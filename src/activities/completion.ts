@@ -5,12 +5,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import type { TokenUsage } from '../core/contract';
 import type { ToolCall } from '../core/messages';
-import { ActivityErrorType, HEARTBEAT_EVERY_MS, type AssistantMessage } from './contracts';
+import { asCancellation, beat, heartbeatWhileRunning } from './activity-context';
+import { ActivityErrorType, type AssistantMessage } from './contracts';
 import type { DeltaPublisher } from './deltas';
 import { StreamAssembler } from './stream-assembler';
 
@@ -48,31 +49,14 @@ export async function requestCompletion(
   options: CompletionOptions,
 ): Promise<ModelCompletion> {
   const context = Context.current();
-  // A local activity has no heartbeats (its workflow task's timeout stands for them) and is cancelled in-process.
-  const heartbeat = setInterval(() => beat(context), HEARTBEAT_EVERY_MS);
+  const stopHeartbeats = heartbeatWhileRunning(context);
   try {
     return options.stream ? await streamed(openai, request, options) : await unstreamed(openai, request, options);
   } catch (err) {
     throw asCancellation(context) ?? err;
   } finally {
-    clearInterval(heartbeat);
+    stopHeartbeats();
   }
-}
-
-/**
- * The cancellation to report when the activity was cancelled, whatever the
- * aborted request threw: the SDK reports a call as cancelled (not failed, so
- * not retried; a local activity would be) only for a `CancelledFailure`.
- */
-export function asCancellation(context: Context): CancelledFailure | undefined {
-  if (!context.cancellationSignal.aborted) return undefined;
-  const reason: unknown = context.cancellationSignal.reason;
-  return reason instanceof CancelledFailure ? reason : new CancelledFailure('The activity was cancelled.');
-}
-
-/** Heartbeats an ordinary activity; nothing for a local one. */
-function beat(context: Context): void {
-  if (!context.info.isLocal) context.heartbeat();
 }
 
 async function unstreamed(

@@ -104,8 +104,7 @@ export function fitToContext(messages: readonly ChatMessage[], options: BudgetOp
     if (fits) return { messages: [...messages], report: fits };
   }
   const toolTokens = options.tools && options.tools.length > 0 ? countTokens(JSON.stringify(options.tools)) : 0;
-  const margin = Math.ceil(options.windowTokens * 0.02) + 16;
-  const budget = Math.max(FLOOR_TOKENS * 4, Math.floor((options.windowTokens - options.replyTokens - margin) / calibration) - toolTokens);
+  const budget = Math.max(FLOOR_TOKENS * 4, messageBudget(options, calibration, toolTokens));
   const share = Math.max(FLOOR_TOKENS, Math.floor(budget * MESSAGE_SHARE));
   const truncated = new Set<number>();
   const fit = (index: number, maxTokens: number): Sized => {
@@ -171,6 +170,12 @@ export function fitToContext(messages: readonly ChatMessage[], options: BudgetOp
   };
 }
 
+/** Tokens left for messages: the window less the reply's reserve and a margin, scaled down by the calibration, less the tools. */
+function messageBudget(options: BudgetOptions, calibration: number, toolTokens: number): number {
+  const margin = Math.ceil(options.windowTokens * 0.02) + 16;
+  return Math.floor((options.windowTokens - options.replyTokens - margin) / calibration) - toolTokens;
+}
+
 /**
  * The report of a request that fits without counting, or undefined: with
  * every text's tokens bounded by its bytes, when each message is within its
@@ -178,9 +183,8 @@ export function fitToContext(messages: readonly ChatMessage[], options: BudgetOp
  * message whole, so counting would change nothing.
  */
 function fitsUncounted(messages: readonly ChatMessage[], options: BudgetOptions, calibration: number): BudgetReport | undefined {
-  const margin = Math.ceil(options.windowTokens * 0.02) + 16;
   const toolBound = options.tools && options.tools.length > 0 ? tokenBound(JSON.stringify(options.tools)) : 0;
-  const budget = Math.floor((options.windowTokens - options.replyTokens - margin) / calibration) - toolBound;
+  const budget = messageBudget(options, calibration, toolBound);
   const share = Math.floor(budget * MESSAGE_SHARE);
   let total = toolBound;
   for (const message of messages) {

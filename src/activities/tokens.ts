@@ -21,11 +21,6 @@ function tokenizer(): Tokenizer {
   return loaded;
 }
 
-/** Whether the tokenizer has been loaded in this process (for tests and measurements). */
-export function tokenizerLoaded(): boolean {
-  return loaded !== undefined;
-}
-
 /**
  * At least the tokens of `text`: its UTF-8 bytes. Every o200k token encodes
  * at least one byte (and so do the byte-level tokenizers of other

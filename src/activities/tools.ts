@@ -6,8 +6,8 @@ import { ToolError, type ToolContext } from '../tools/tool';
 import type { ToolRegistry } from '../tools/registry';
 import { inTransaction } from '../db/transaction';
 import { logger } from '../runtime/logger';
-import { asCancellation } from './completion';
-import { ActivityErrorType, HEARTBEAT_EVERY_MS, type ToolCallInput, type ToolCallResult } from './contracts';
+import { asCancellation, heartbeatWhileRunning } from './activity-context';
+import { ActivityErrorType, type ToolCallInput, type ToolCallResult } from './contracts';
 import { checkToolCall } from './tool-calls';
 import { storeToolResult } from '../db/transcript-store';
 import { withDatabaseRetry } from '../db/retry';
@@ -47,10 +47,8 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
       once: (effect) => applyOnce(deps.pool, tables, input.idempotencyKey, input.name, effect),
     };
     let result: unknown;
-    // Heartbeats carry cancellation to the tool (its `signal` aborts) when its turn is cancelled; a local activity is cancelled in-process.
-    const heartbeat = setInterval(() => {
-      if (!activity.info.isLocal) activity.heartbeat();
-    }, HEARTBEAT_EVERY_MS);
+    // Heartbeats carry cancellation to the tool (its `signal` aborts) when its turn is cancelled.
+    const stopHeartbeats = heartbeatWhileRunning(activity);
     try {
       result = await checked.tool.execute(checked.args, context);
     } catch (err) {
@@ -62,7 +60,7 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
       }
       throw err;
     } finally {
-      clearInterval(heartbeat);
+      stopHeartbeats();
     }
     // The tool has run: a database outage now must not cost the attempt (a tool that is not idempotent has one).
     const content = await withDatabaseRetry('store the tool result', () =>

@@ -12,7 +12,6 @@ import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTyp
 import { z } from 'zod';
 import type { AgentClient } from '../client/client';
 import { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError } from '../errors';
-import { AgentStatusAttribute, PendingApprovalsAttribute } from '../workflows/api';
 import { TokenVerifier, type ApiPrincipal, type ApiRole, type ApiTokenConfig } from './tokens';
 
 /** Stable codes of the API's refusals, in `{"error": {"code", "message"}}`. */
@@ -73,7 +72,7 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     if (e.validation) return send(reply, 'invalid_request', `The request is not valid: ${e.message}`);
     if (e.statusCode === 413) return send(reply, 'message_too_large', `The request body is over ${2 * 1024 * 1024} bytes.`);
     if (err instanceof MessageTooLargeError) return send(reply, 'message_too_large', err.message);
-    if (err instanceof InvalidConversationInputError || err instanceof TypeError) return send(reply, 'invalid_request', (err as Error).message);
+    if (err instanceof InvalidConversationInputError) return send(reply, 'invalid_request', err.message);
     if (err instanceof ConversationClosedError) return send(reply, 'conversation_closed', err.message);
     if (err instanceof DecisionRefusedError) return send(reply, 'decision_refused', err.message);
     if ((err as { name?: string }).name === 'WorkflowNotFoundError') return send(reply, 'not_found', 'No such conversation.');
@@ -110,7 +109,7 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
         security,
         params: conversationParams,
         body: z.object({
-          text: z.string().min(1),
+          text: z.string().refine((text) => text.trim() !== '', 'A message needs some text.'),
           messageId: z.string().min(1).max(200).optional().describe('For deduplication; a random one when absent.'),
           input: z.record(z.string(), z.unknown()).optional().describe('ConversationInput, used when this message starts the conversation.'),
         }),
@@ -146,8 +145,7 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     },
     async (request) => {
       const { after, limit } = request.query;
-      const all = await client.transcript(request.params.id);
-      const page = all.filter((m) => m.seq > after).slice(0, limit);
+      const page = await client.transcriptPage(request.params.id, after, limit);
       return { messages: page, next: page.length === limit ? page[page.length - 1].seq : null };
     },
   );
@@ -158,19 +156,7 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
       onRequest: allow('approver', 'operator'),
       schema: { summary: 'Conversations waiting for a decision (from Temporal visibility), oldest first.', security },
     },
-    async () => {
-      const found: { conversationId: string; pendingApprovals: number; waitingSince: string | null }[] = [];
-      for await (const execution of client.temporal.workflow.list({
-        query: `${AgentStatusAttribute.name} = 'awaiting_approval' AND ExecutionStatus = 'Running'`,
-      })) {
-        found.push({
-          conversationId: execution.workflowId,
-          pendingApprovals: Number(execution.typedSearchAttributes.get(PendingApprovalsAttribute) ?? 0),
-          waitingSince: execution.startTime?.toISOString() ?? null,
-        });
-      }
-      return { conversations: found.reverse() };
-    },
+    async () => ({ conversations: await client.listAwaitingApproval() }),
   );
 
   app.post(

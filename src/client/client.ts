@@ -8,13 +8,14 @@ import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowUpdat
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import type { Pool } from 'pg';
 import { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError } from '../errors';
-import { readTranscript, type StoredMessage } from '../db/transcript-store';
+import { readTranscript, readTranscriptPage, type StoredMessage } from '../db/transcript-store';
 import { createPool } from '../db/pool';
 import { agentTables, type AgentTables } from '../db/schema';
 import type { StreamEvent } from '../db/stream-channel';
 import { subscribeToStream, type Unsubscribe } from './stream';
 import {
   AgentStatusAttribute,
+  PendingApprovalsAttribute,
   cancelTurnSignal,
   CONVERSATION_WORKFLOW_TYPE,
   decisionSignal,
@@ -84,6 +85,15 @@ export type DecisionInput = Omit<ApprovalDecision, 'decisionId'> & { decisionId?
 export interface ConversationAwaitingApproval {
   conversationId: string;
   pendingApprovals: PendingApproval[];
+}
+
+/** A conversation waiting for a person, as Temporal's visibility lists it. */
+export interface ConversationAwaitingApprovalSummary {
+  conversationId: string;
+  /** Calls waiting for a decision (the `PendingApprovals` search attribute). */
+  pendingApprovals: number;
+  /** When the conversation's current run started (a conversation continues as new between turns). */
+  runStartedAt: Date;
 }
 
 /** A conversation with tool calls whose effect is unknown, for someone to check. */
@@ -215,8 +225,17 @@ export class AgentClient {
 
   /** The stored transcript (message bodies), through `throughSeq` when given. */
   async transcript(conversationId: string, throughSeq?: number): Promise<StoredMessage[]> {
+    return readTranscript(this.database(), this.tables, conversationId, throughSeq);
+  }
+
+  /** At most `limit` stored messages, those after seq `after` (-1: from the start), in order. */
+  async transcriptPage(conversationId: string, after: number, limit: number): Promise<StoredMessage[]> {
+    return readTranscriptPage(this.database(), this.tables, conversationId, after, limit);
+  }
+
+  private database(): Pool {
     if (!this.pool) throw new Error('This client has no databaseUrl, so it cannot read transcripts. Pass databaseUrl to AgentClient.connect.');
-    return readTranscript(this.pool, this.tables, conversationId, throughSeq);
+    return this.pool;
   }
 
   /**
@@ -261,16 +280,31 @@ export class AgentClient {
     await this.temporal.workflow.getHandle(conversationId).signal(cancelTurnSignal, reason ? { reason } : {});
   }
 
-  /** Every conversation waiting for a person, found through the `AgentStatus` search attribute. */
-  async awaitingApproval(): Promise<ConversationAwaitingApproval[]> {
-    const found: ConversationAwaitingApproval[] = [];
+  /**
+   * The conversations waiting for a person, from Temporal's visibility alone
+   * (the `AgentStatus` and `PendingApprovals` search attributes): one list
+   * call, no query per conversation. Oldest first.
+   */
+  async listAwaitingApproval(): Promise<ConversationAwaitingApprovalSummary[]> {
+    const found: ConversationAwaitingApprovalSummary[] = [];
     for await (const execution of this.temporal.workflow.list({
       query: `${AgentStatusAttribute.name} = 'awaiting_approval' AND ExecutionStatus = 'Running'`,
     })) {
-      const state = await this.state(execution.workflowId).catch(() => undefined);
-      if (state && state.pendingApprovals.length > 0) {
-        found.push({ conversationId: execution.workflowId, pendingApprovals: state.pendingApprovals });
-      }
+      found.push({
+        conversationId: execution.workflowId,
+        pendingApprovals: Number(execution.typedSearchAttributes.get(PendingApprovalsAttribute) ?? 0),
+        runStartedAt: execution.startTime,
+      });
+    }
+    return found.reverse();
+  }
+
+  /** Every conversation waiting for a person, with its pending approvals (a state query each). */
+  async awaitingApproval(): Promise<ConversationAwaitingApproval[]> {
+    const found: ConversationAwaitingApproval[] = [];
+    for (const { conversationId } of await this.listAwaitingApproval()) {
+      const state = await this.state(conversationId).catch(() => undefined);
+      if (state && state.pendingApprovals.length > 0) found.push({ conversationId, pendingApprovals: state.pendingApprovals });
     }
     return found;
   }

@@ -6,6 +6,7 @@
  * connection (a constraint, bad SQL) are thrown at once.
  */
 import { Context } from '@temporalio/activity';
+import { beat } from '../activities/activity-context';
 import { logger } from '../runtime/logger';
 
 /** How long a database operation is retried before the error is thrown (the activity's own retry policy takes over). */
@@ -36,9 +37,9 @@ export async function withDatabaseRetry<T>(what: string, operation: () => Promis
       if (!isConnectionError(err) || Date.now() - started >= retryForMs) throw err;
       const waitMs = Math.min(1000 * attempt, 5000);
       if (attempt === 1) logger.warn({ what, error: (err as Error).message }, 'PostgreSQL is unreachable; retrying until it is back');
-      context.heartbeat();
+      beat(context);
       await context.sleep(waitMs); // throws when the activity is cancelled
-      context.heartbeat();
+      beat(context);
     }
   }
 }

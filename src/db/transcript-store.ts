@@ -25,9 +25,6 @@ export interface StoredMessage {
  */
 export async function appendMessages(pool: Pool, tables: AgentTables, input: AppendMessagesInput): Promise<void> {
   if (input.messages.length === 0) return;
-  if (new Set(input.messages.map((m) => m.seq)).size !== input.messages.length) {
-    throw new Error(`Conversation ${input.conversationId}: one write names the same seq twice (${input.messages.map((m) => m.seq).join(', ')}).`);
-  }
   const params: unknown[] = [input.conversationId];
   const param = (value: unknown): string => {
     params.push(value);
@@ -84,13 +81,34 @@ export async function recordDecision(pool: Pool, tables: AgentTables, record: De
 
 /** Reads a conversation's messages in order, through `throughSeq` (all when unset). */
 export async function readTranscript(pool: Pool, tables: AgentTables, conversationId: string, throughSeq?: number): Promise<StoredMessage[]> {
-  const { rows } = await pool.query<{ seq: number; message: ChatMessage; created_at: Date }>(
+  const { rows } = await pool.query<TranscriptRow>(
     `SELECT seq, message, created_at FROM ${tables.conversationMessages}
       WHERE conversation_id = $1 AND ($2::int IS NULL OR seq <= $2)
       ORDER BY seq`,
     [conversationId, throughSeq ?? null],
   );
-  return rows.map((r) => ({ seq: r.seq, message: r.message, createdAt: r.created_at }));
+  return rows.map(fromTranscriptRow);
+}
+
+/** Reads at most `limit` of a conversation's messages in order, those after seq `after`. */
+export async function readTranscriptPage(pool: Pool, tables: AgentTables, conversationId: string, after: number, limit: number): Promise<StoredMessage[]> {
+  const { rows } = await pool.query<TranscriptRow>(
+    `SELECT seq, message, created_at FROM ${tables.conversationMessages}
+      WHERE conversation_id = $1 AND seq > $2
+      ORDER BY seq LIMIT $3`,
+    [conversationId, after, limit],
+  );
+  return rows.map(fromTranscriptRow);
+}
+
+interface TranscriptRow {
+  seq: number;
+  message: ChatMessage;
+  created_at: Date;
+}
+
+function fromTranscriptRow(r: TranscriptRow): StoredMessage {
+  return { seq: r.seq, message: r.message, createdAt: r.created_at };
 }
 
 /**
@@ -122,12 +140,19 @@ export interface StoredModelResponse {
 
 /** A model response stored by the model activity, if one is stored under `key`. */
 export async function findModelResponse(pool: Pool, tables: AgentTables, key: string): Promise<StoredModelResponse | undefined> {
-  const { rows } = await pool.query<{ message: AssistantMessage; finish_reason: string | null; usage: TokenUsage | null }>(
-    `SELECT message, finish_reason, usage FROM ${tables.modelResponses} WHERE response_key = $1`,
-    [key],
-  );
-  const row = rows[0];
-  return row ? { message: row.message, finishReason: row.finish_reason, ...(row.usage ? { usage: row.usage } : {}) } : undefined;
+  const { rows } = await pool.query<ModelResponseRow>(`SELECT message, finish_reason, usage FROM ${tables.modelResponses} WHERE response_key = $1`, [key]);
+  return rows[0] ? fromModelResponseRow(rows[0]) : undefined;
+}
+
+/** A `model_responses` row as read back. */
+interface ModelResponseRow {
+  message: AssistantMessage;
+  finish_reason: string | null;
+  usage: TokenUsage | null;
+}
+
+function fromModelResponseRow(row: ModelResponseRow): StoredModelResponse {
+  return { message: row.message, finishReason: row.finish_reason, ...(row.usage ? { usage: row.usage } : {}) };
 }
 
 /**
@@ -140,7 +165,7 @@ export async function storeModelResponse(
   tables: AgentTables,
   row: StoredModelResponse & { key: string; conversationId: string; promptEstimate?: number; contextBudget?: unknown },
 ): Promise<StoredModelResponse> {
-  const { rows } = await pool.query<{ message: AssistantMessage; finish_reason: string | null; usage: TokenUsage | null }>(
+  const { rows } = await pool.query<ModelResponseRow>(
     `WITH inserted AS (
        INSERT INTO ${tables.modelResponses} (response_key, conversation_id, message, finish_reason, usage, prompt_estimate, context_budget)
        VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -157,8 +182,7 @@ export async function storeModelResponse(
       row.contextBudget === undefined ? null : JSON.stringify(row.contextBudget),
     ],
   );
-  const stored = rows[0];
-  return { message: stored.message, finishReason: stored.finish_reason, ...(stored.usage ? { usage: stored.usage } : {}) };
+  return fromModelResponseRow(rows[0]);
 }
 
 /**

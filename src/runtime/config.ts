@@ -32,6 +32,10 @@ const optional = z
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
 
+/** An optional variable holding a whole number: `notWhole` when it is not one, then `range`'s checks. */
+const wholeNumber = (notWhole: string, range: z.ZodNumber) =>
+  optional.pipe(z.string().regex(/^\d+$/, notWhole).transform(Number).pipe(range).optional());
+
 const envSchema = z.object({
   TEMPORAL_ADDRESS: optional,
   TEMPORAL_NAMESPACE: optional,
@@ -53,36 +57,22 @@ const envSchema = z.object({
     z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as https://api.openai.com/v1' }).optional(),
   ),
   OPENAI_MODEL: optional,
-  OPENAI_CONTEXT_WINDOW: optional.pipe(
-    z
-      .string()
-      .regex(/^\d+$/, 'must be the model\'s context window in tokens, a whole number such as 128000')
-      .transform(Number)
-      .pipe(z.number().min(1024, 'must be at least 1024 tokens'))
-      .optional(),
+  OPENAI_CONTEXT_WINDOW: wholeNumber(
+    'must be the model\'s context window in tokens, a whole number such as 128000',
+    z.number().min(1024, 'must be at least 1024 tokens'),
   ),
   AGENT_DATA_DIR: optional,
   AGENT_TOOLS_MODULE: optional,
-  AGENT_MAX_PARALLEL_TOOL_CALLS: optional.pipe(
+  AGENT_MAX_PARALLEL_TOOL_CALLS: wholeNumber(
+    `must be a whole number from 1 to ${MAX_PARALLEL_TOOL_CALLS_LIMIT}`,
     z
-      .string()
-      .regex(/^\d+$/, `must be a whole number from 1 to ${MAX_PARALLEL_TOOL_CALLS_LIMIT}`)
-      .transform(Number)
-      .pipe(
-        z
-          .number()
-          .min(1, `must be at least 1 (calls over the limit are answered with an error, never run)`)
-          .max(MAX_PARALLEL_TOOL_CALLS_LIMIT, `must be at most ${MAX_PARALLEL_TOOL_CALLS_LIMIT}, the most tools a provider accepts`),
-      )
-      .optional(),
+      .number()
+      .min(1, `must be at least 1 (calls over the limit are answered with an error, never run)`)
+      .max(MAX_PARALLEL_TOOL_CALLS_LIMIT, `must be at most ${MAX_PARALLEL_TOOL_CALLS_LIMIT}, the most tools a provider accepts`),
   ),
-  AGENT_MAX_CACHED_CONVERSATIONS: optional.pipe(
-    z
-      .string()
-      .regex(/^\d+$/, 'must be a whole number of conversations, at least 2')
-      .transform(Number)
-      .pipe(z.number().min(2, 'must be at least 2 (a worker needs room for the conversations it is working on)'))
-      .optional(),
+  AGENT_MAX_CACHED_CONVERSATIONS: wholeNumber(
+    'must be a whole number of conversations, at least 2',
+    z.number().min(2, 'must be at least 2 (a worker needs room for the conversations it is working on)'),
   ),
   LOG_LEVEL: optional.pipe(z.enum(['trace', 'debug', 'info', 'warn', 'error']).optional()),
 });

@@ -10,7 +10,6 @@ import {
   proxyLocalActivities,
   TimeoutFailure,
   type ActivityOptions,
-  type LocalActivityOptions,
 } from '@temporalio/workflow';
 import { TimeoutType } from '@temporalio/common';
 import {
@@ -44,15 +43,17 @@ export const PREFIXED_ACTIVITY_TYPES_PATCH = 'prefixed-activity-types';
  */
 export const DEFERRED_TRANSCRIPT_WRITES_PATCH = 'deferred-transcript-writes';
 
-/** The conversation activities with `options`, scheduled under prefixed or bare activity types; as local activities with `local`. */
-function conversationActivities(
-  options: ActivityOptions | ({ local: true } & LocalActivityOptions),
-  prefixed: boolean,
-): ConversationActivities {
-  const proxy =
-    'local' in options
-      ? proxyLocalActivities<ConversationActivities & PrefixedConversationActivities>(withoutLocalFlag(options))
-      : proxyActivities<ConversationActivities & PrefixedConversationActivities>(options);
+/**
+ * The conversation activities with `options`, scheduled under prefixed or
+ * bare activity types; as local activities with `local`, which keep the
+ * timeout and retries but have no heartbeat timeout (a local call lives in its
+ * workflow task, whose timeout notices a dead worker).
+ */
+function conversationActivities(options: ActivityOptions, prefixed: boolean, local = false): ConversationActivities {
+  type Both = ConversationActivities & PrefixedConversationActivities;
+  const proxy = local
+    ? proxyLocalActivities<Both>({ startToCloseTimeout: options.startToCloseTimeout, retry: options.retry })
+    : proxyActivities<Both>(options);
   const byType = proxy as unknown as Record<string, ConversationActivities[keyof ConversationActivities]>;
   return Object.fromEntries(
     CONVERSATION_ACTIVITY_NAMES.map((name) => [name, byType[conversationActivityType(name, prefixed)]]),
@@ -77,27 +78,25 @@ export function heartbeatTimeoutMs(input: ConversationInput): number {
   return input.timeouts?.heartbeatMs ?? CONVERSATION_DEFAULTS.heartbeatMs;
 }
 
-function withoutLocalFlag(options: { local: true } & LocalActivityOptions): LocalActivityOptions {
-  const { local: _local, ...rest } = options;
-  return rest;
-}
-
 /**
  * Model calls, with the conversation's timeout and attempts; a request the
  * provider refuses is not retried. Local activities when the conversation
- * asks for them (`localActivities.modelCalls`): no heartbeat timeout (a local
- * call lives in its workflow task, whose timeout notices a dead worker), the
- * same attempts and backoff.
+ * asks for them (`localActivities.modelCalls`).
  */
 export function modelActivities(input: ConversationInput, prefixed: boolean): ConversationActivities {
-  const retry = {
-    ...RETRY_BACKOFF,
-    maximumAttempts: input.timeouts?.modelCallAttempts ?? CONVERSATION_DEFAULTS.modelCallAttempts,
-    nonRetryableErrorTypes: [ActivityErrorType.ModelRequestRejected, ActivityErrorType.InvalidTranscript],
-  };
-  const startToCloseTimeout = input.timeouts?.modelCallMs ?? CONVERSATION_DEFAULTS.modelCallMs;
-  if (input.localActivities?.modelCalls === true) return conversationActivities({ local: true, startToCloseTimeout, retry }, prefixed);
-  return conversationActivities({ startToCloseTimeout, heartbeatTimeout: heartbeatTimeoutMs(input), retry }, prefixed);
+  return conversationActivities(
+    {
+      startToCloseTimeout: input.timeouts?.modelCallMs ?? CONVERSATION_DEFAULTS.modelCallMs,
+      heartbeatTimeout: heartbeatTimeoutMs(input),
+      retry: {
+        ...RETRY_BACKOFF,
+        maximumAttempts: input.timeouts?.modelCallAttempts ?? CONVERSATION_DEFAULTS.modelCallAttempts,
+        nonRetryableErrorTypes: [ActivityErrorType.ModelRequestRejected, ActivityErrorType.InvalidTranscript],
+      },
+    },
+    prefixed,
+    input.localActivities?.modelCalls === true,
+  );
 }
 
 /**
@@ -107,19 +106,23 @@ export function modelActivities(input: ConversationInput, prefixed: boolean): Co
  * (run again after a crash, which it allows); an ordinary one otherwise.
  */
 export function toolActivities(call: BatchCall, input: ConversationInput, prefixed: boolean): ConversationActivities {
-  const retry = {
-    ...RETRY_BACKOFF,
-    maximumAttempts: call.maxAttempts,
-    nonRetryableErrorTypes: [
-      ActivityErrorType.UnknownTool,
-      ActivityErrorType.InvalidToolArguments,
-      ActivityErrorType.ToolFailedPermanently,
-    ],
-  };
-  if (input.localActivities?.idempotentTools === true && call.idempotent === true) {
-    return conversationActivities({ local: true, startToCloseTimeout: call.timeoutMs, retry }, prefixed);
-  }
-  return conversationActivities({ startToCloseTimeout: call.timeoutMs, heartbeatTimeout: heartbeatTimeoutMs(input), retry }, prefixed);
+  return conversationActivities(
+    {
+      startToCloseTimeout: call.timeoutMs,
+      heartbeatTimeout: heartbeatTimeoutMs(input),
+      retry: {
+        ...RETRY_BACKOFF,
+        maximumAttempts: call.maxAttempts,
+        nonRetryableErrorTypes: [
+          ActivityErrorType.UnknownTool,
+          ActivityErrorType.InvalidToolArguments,
+          ActivityErrorType.ToolFailedPermanently,
+        ],
+      },
+    },
+    prefixed,
+    input.localActivities?.idempotentTools === true && call.idempotent === true,
+  );
 }
 
 /** The most telling message of an activity failure: its cause's, when it has one. */

@@ -1,0 +1,39 @@
+/**
+ * A project worker process on a task queue of its own, an `AgentClient` for
+ * it and an answer watcher: what the project's parts of the bench drive.
+ */
+import { AgentClient } from '../../src/client/client';
+import { AnswerWatcher } from './answer-watcher';
+import { projectWorkerEnv, type BenchContext } from './context';
+import { PROJECT_WORKER, spawnWorker, type WorkerProcess } from './worker-process';
+
+/** What {@link startProjectRig} started; `stop` ends all of it (also registered with the run's cleanup). */
+export interface ProjectRig {
+  worker: WorkerProcess;
+  client: AgentClient;
+  watcher: AnswerWatcher;
+  taskQueue: string;
+  stop(): Promise<void>;
+}
+
+/** Spawns the worker (wait for `worker.ready`) on `bench-<name>-<run tag>` and connects a client; `name` also names its log. */
+export async function startProjectRig(ctx: BenchContext, name: string): Promise<ProjectRig> {
+  const { stack } = ctx;
+  const taskQueue = `bench-${name}-${ctx.runTag}`;
+  const worker = spawnWorker({ worker: PROJECT_WORKER, env: projectWorkerEnv(ctx, taskQueue), dir: stack.scratch, name: `${name}-worker` });
+  const stopWorker = ctx.cleanup.add(`${name} worker`, () => worker.stop());
+  const client = await AgentClient.connect({ temporalAddress: stack.temporal.address, taskQueue, databaseUrl: stack.databaseUrl });
+  const closeClient = ctx.cleanup.add(`${name} client`, () => client.close());
+  const watcher = new AnswerWatcher(stack.pool);
+  return {
+    worker,
+    client,
+    watcher,
+    taskQueue,
+    stop: async () => {
+      watcher.stop();
+      await closeClient();
+      await stopWorker();
+    },
+  };
+}

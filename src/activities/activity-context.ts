@@ -1,0 +1,35 @@
+/**
+ * What the model and tool activities do the same way with their activity
+ * context, ordinary or local: heartbeats while they run, and how a
+ * cancellation is reported.
+ */
+import type { Context } from '@temporalio/activity';
+import { CancelledFailure } from '@temporalio/common';
+import { HEARTBEAT_EVERY_MS } from './contracts';
+
+/**
+ * Heartbeats an ordinary activity, which is how its cancellation reaches it
+ * (its `cancellationSignal` aborts); nothing for a local one, which has no
+ * heartbeats (its workflow task's timeout stands for them) and is cancelled
+ * in-process.
+ */
+export function beat(context: Context): void {
+  if (!context.info.isLocal) context.heartbeat();
+}
+
+/** Heartbeats every {@link HEARTBEAT_EVERY_MS} until the returned function is called. */
+export function heartbeatWhileRunning(context: Context): () => void {
+  const timer = setInterval(() => beat(context), HEARTBEAT_EVERY_MS);
+  return () => clearInterval(timer);
+}
+
+/**
+ * The cancellation to report when the activity was cancelled, whatever the
+ * aborted work threw: the SDK reports a call as cancelled (not failed, so not
+ * retried; a local activity would be) only for a `CancelledFailure`.
+ */
+export function asCancellation(context: Context): CancelledFailure | undefined {
+  if (!context.cancellationSignal.aborted) return undefined;
+  const reason: unknown = context.cancellationSignal.reason;
+  return reason instanceof CancelledFailure ? reason : new CancelledFailure('The activity was cancelled.');
+}
