@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Command } from 'commander';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { readHistoryFile } from '../src/testing/histories';
 
 const ROOT = path.join(__dirname, '..');
 
@@ -50,12 +51,17 @@ async function main(): Promise<number> {
   const files = fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
   if (files.length === 0) throw new Error(`${dir} holds no history JSON files.`);
   const workflowBundle = await bundleAt(commit);
-  const histories = files.map((file) => ({ workflowId: file, history: JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as unknown }));
+  const fileOf = new Map<string, string>();
+  const histories = files.map((file) => {
+    const recorded = readHistoryFile(path.join(dir, file));
+    fileOf.set(recorded.workflowId, file);
+    return recorded;
+  });
   let failed = 0;
   for await (const result of Worker.runReplayHistories({ workflowBundle }, histories)) {
     if (!result.error) continue;
     failed++;
-    console.log(`FAILED ${result.workflowId}: ${result.error.message}`);
+    console.log(`FAILED ${fileOf.get(result.workflowId) ?? result.workflowId}: ${result.error.message}`);
   }
   console.log(`${files.length - failed} of ${files.length} histories in ${dir} replay against ${commit ?? 'the working tree'}`);
   return failed === 0 ? 0 : 1;

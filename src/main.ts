@@ -4,13 +4,15 @@
  * Ctrl-C shuts everything down cleanly.
  */
 import { NativeConnection } from '@temporalio/worker';
+import { resolveApiSecurity, serveConfiguredApi, type ApiSecurity } from './api/setup';
+import { AgentClient } from './client/client';
 import type { Pool } from 'pg';
 import { createOpenAIClient } from './activities/openai-client';
 import { createPool } from './db/pool';
 import { ConfigError, loadConfig, type WorkerConfig } from './runtime/config';
 import { DatabaseLayoutError } from './errors';
 import { logger } from './runtime/logger';
-import { startServices } from './runtime/services';
+import { recordApiUrl, startServices } from './runtime/services';
 import { connectionOptions, EMBEDDED_DEV_SERVER, explainConnectionFailure } from './runtime/temporal-connection';
 import { createAgentWorker } from './runtime/worker';
 import { bundleWorkflowsApart } from './runtime/workflow-bundle';
@@ -21,9 +23,13 @@ import type { Tool } from './tools/tool';
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  // Tokens and decision keys are settled before anything starts: a bad token file stops here.
+  const security = resolveApiSecurity(config);
   const services = await startServices(config);
   const pool = createPool(services.databaseUrl);
   let connection: NativeConnection | undefined;
+  let client: AgentClient | undefined;
+  let api: Awaited<ReturnType<typeof serveConfiguredApi>> | undefined;
   try {
     const tools = await loadTools(config, pool);
     // The embedded dev server takes plain connections; a configured one gets TLS, API key and metadata.
@@ -46,11 +52,26 @@ async function main(): Promise<void> {
       maxCachedConversations: config.maxCachedConversations,
       schema: config.databaseSchema,
       workflowBundle,
+      decisionTrust: security.decisionTrust,
     });
-    printBanner(services);
+    if (config.api.port !== 'off') {
+      client = await AgentClient.connect({
+        temporalAddress: services.temporalAddress,
+        namespace: services.namespace,
+        taskQueue: services.taskQueue,
+        databaseUrl: services.databaseUrl,
+        schema: config.databaseSchema,
+        ...connectionOptions(settings),
+      });
+      api = await serveConfiguredApi(config, security, client);
+      recordApiUrl(config.dataDir, api.url);
+    }
+    printBanner(services, api?.url, security);
     await worker.run();
     logger.info('worker stopped');
   } finally {
+    await api?.stop().catch(() => undefined);
+    await client?.close().catch(() => undefined);
     await connection?.close().catch(() => undefined);
     await pool.end().catch(() => undefined);
     await services.stop();
@@ -64,7 +85,20 @@ async function loadTools(config: WorkerConfig, pool: Pool): Promise<Tool[]> {
   return backofficeTools();
 }
 
-function printBanner(services: Awaited<ReturnType<typeof startServices>>): void {
+function printBanner(services: Awaited<ReturnType<typeof startServices>>, apiUrl: string | undefined, security: ApiSecurity): void {
+  const api = apiUrl
+    ? [
+        `  HTTP API     ${apiUrl}/v1  (OpenAPI: ${apiUrl}/openapi.json)`,
+        `  Inbox        ${apiUrl}/inbox`,
+        ...(security.developmentTokensFile
+          ? [
+              `  Tokens       made for local development, in ${security.developmentTokensFile} (mode 0600):`,
+              ...security.tokens.map((t) => `                 ${t.subject.padEnd(16)} ${t.roles.join(', ').padEnd(22)} ${t.token}`),
+            ]
+          : [`  Tokens       ${security.tokens.length} from AGENT_API_TOKENS_FILE${security.authenticate ? ', and OIDC tokens' : ''}`]),
+        `  Decisions    signed with a key from ${security.decisionKeysOrigin}; unsigned ones ${security.decisionTrust.requireSigned === false ? 'recorded as unauthenticated' : 'refused'}`,
+      ]
+    : ['  HTTP API     off (AGENT_API_PORT=off)'];
   const lines = [
     '',
     'Durable agent worker is running.',
@@ -73,6 +107,7 @@ function printBanner(services: Awaited<ReturnType<typeof startServices>>): void 
     `  PostgreSQL   ${services.origins.postgres}`,
     `  Model        ${services.origins.model}`,
     `  Task queue   ${services.taskQueue}`,
+    ...api,
     '',
     'Talk to it from another terminal:',
     '  npm run cli -- chat                 interactive conversation',

@@ -172,7 +172,7 @@ describe('ConversationCore: the inbox', () => {
 describe('ConversationCore: decisions', () => {
   const waiting = (options: { approvalTimeoutMs?: number } = {}) => {
     const d = new CoreDriver({ approvalTimeoutMs: options.approvalTimeoutMs ?? 60_000 });
-    d.userMessage({ text: 'refund' });
+    d.userMessage({ text: 'refund', sentBy: 'rita' });
     const { message, plans } = assistantWithCalls([
       { id: 'call_1', name: 'issue_refund', needsApproval: true },
       { id: 'call_2', name: 'issue_refund', needsApproval: true },
@@ -181,14 +181,38 @@ describe('ConversationCore: decisions', () => {
     return d;
   };
 
-  it('shows calls awaiting approval with their keys, and counts them in the search attributes', () => {
+  it('shows calls awaiting approval with their keys and requester, and indexes them in the search attributes', () => {
     const d = waiting();
     d.clock += 5000;
+    const requested = { requestedAt: '2026-11-23T10:00:00.000Z', ageMs: 5000, requestedBy: ['rita'] };
     expect(d.core.state().pendingApprovals).toEqual([
-      { toolCallId: 'call_1', toolName: 'issue_refund', arguments: {}, requestedAt: '2026-11-23T10:00:00.000Z', ageMs: 5000, callKey: 'conv-1/msg-1/call-0' },
-      { toolCallId: 'call_2', toolName: 'issue_refund', arguments: {}, requestedAt: '2026-11-23T10:00:00.000Z', ageMs: 5000, callKey: 'conv-1/msg-1/call-1' },
+      { toolCallId: 'call_1', toolName: 'issue_refund', arguments: {}, ...requested, callKey: 'conv-1/msg-1/call-0' },
+      { toolCallId: 'call_2', toolName: 'issue_refund', arguments: {}, ...requested, callKey: 'conv-1/msg-1/call-1' },
     ]);
-    expect(d.published).toEqual({ status: 'awaiting_approval', pendingApprovals: 2, unknownEffects: 0 });
+    expect(d.published).toEqual({
+      status: 'awaiting_approval',
+      pendingApprovals: 2,
+      unknownEffects: 0,
+      approvals: {
+        tags: ['call:conv-1/msg-1/call-0', 'call:conv-1/msg-1/call-1', 'tool:issue_refund', 'requester:rita'],
+        since: Date.parse('2026-11-23T10:00:00.000Z'),
+      },
+    });
+    d.decide({ decisionId: 'd-1', decision: 'approve', toolCallId: 'call_1' });
+    expect(d.published.approvals?.tags).toEqual(['call:conv-1/msg-1/call-1', 'tool:issue_refund', 'requester:rita']);
+    d.decide({ decisionId: 'd-2', decision: 'reject', toolCallId: 'call_2' });
+    expect(d.published.approvals).toEqual({ tags: [], since: null });
+  });
+
+  it('publishes no approval index for a run begun before it (the search attributes keep their old shape)', () => {
+    const d = new CoreDriver({});
+    // The first publish (at the driver's start) asked already; a run begun before the patch gets false every time.
+    d.before = ['approval-identity'];
+    d.published = { status: 'idle', pendingApprovals: 0, unknownEffects: 0 };
+    d.userMessage({ text: 'refund', sentBy: 'rita' });
+    const { message, plans } = assistantWithCalls([{ id: 'call_1', name: 'issue_refund', needsApproval: true }]);
+    d.modelAnswers(message, plans);
+    expect(d.published).toEqual({ status: 'awaiting_approval', pendingApprovals: 1, unknownEffects: 0 });
   });
 
   it('approves one call and rejects the other: the approved one runs once, the rejected one settles with the reason', () => {

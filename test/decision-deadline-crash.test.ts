@@ -2,6 +2,7 @@ import path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { STALE_QUERY_TASK_MESSAGE } from '../src/workflows/interceptors';
+import { exportHistoryFixture } from './support/fixture-export';
 import { startHarness, type Harness } from './support/harness';
 import { startWorkerProcess, type WorkerProcess } from './support/worker-process';
 import { effectKeyOf } from './support/effect-keys';
@@ -138,6 +139,8 @@ describe('approval deadline passing while the worker is dead', () => {
     const records = await h.pool.query('SELECT decision_id FROM durable_agent.approval_decisions WHERE conversation_id = $1', [id]);
     expect(records.rows).toEqual([{ decision_id: 'approved-in-time' }]);
     await expectReplaysCleanly(id);
+    // Its decision was verified (verifyDecision) after the deadline's timer fired: the deadline waited for the verdict.
+    await exportHistoryFixture(h.temporal, id, 'decision-verified-after-deadline');
     h.expectOnlyValidModelRequests();
   });
 

@@ -163,13 +163,13 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('registers every search attribute the workflow sets (AgentStatus, PendingApprovals, UnknownEffects) on the default namespace', () => {
+  it('registers every search attribute the workflow sets (AgentStatus, PendingApprovals, UnknownEffects, PendingApprovalTags, AwaitingApprovalSince) on the default namespace', () => {
     const admin = service('temporal-admin-tools');
     expect(String(admin.image)).toMatch(/^temporalio\/admin-tools:1\.2\d\./);
     const script = interpolateWithDefaults(`${asText(admin.entrypoint)}\n${asText(admin.command)}`);
     expect(script).toContain('temporal operator search-attribute create');
     for (const key of SEARCH_ATTRIBUTES) {
-      const type = ({ KEYWORD: 'Keyword', INT: 'Int' } as Record<string, string>)[key.type];
+      const type = ({ KEYWORD: 'Keyword', INT: 'Int', KEYWORD_LIST: 'KeywordList', DATETIME: 'Datetime' } as Record<string, string>)[key.type];
       expect(script, key.name).toContain(`--name ${key.name} --type ${type}`);
       expect(script, `${key.name} is checked before creating`).toContain(`${key.name}:${type}`);
     }

@@ -59,7 +59,9 @@ describe('prefixed activity types', () => {
     }
     expect(await refundsOf(id)).toEqual([{ amount_cents: 15_000 }]);
 
-    expect([...(await scheduledTypes(id))].sort()).toEqual(['appendMessages', 'callModel', 'recordDecision', 'runTool']);
+    // The current worker checks the decision's signature (verifyDecision, from the approval-identity
+    // patch on), under the run's bare type like every other activity of the run.
+    expect([...(await scheduledTypes(id))].sort()).toEqual(['appendMessages', 'callModel', 'recordDecision', 'runTool', 'verifyDecision']);
     expect(await recordedPatches(h.temporal, id)).not.toContain(PREFIXED_ACTIVITY_TYPES_PATCH);
     const history = await h.temporal.workflow.getHandle(id).fetchHistory();
     await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, id);

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { describe, expect, inject, it } from 'vitest';
+import { readHistoryFile } from '../src/testing/histories';
 
 // Recorded histories of representative conversations (test/fixtures/histories,
 // refreshed by `npm run fixtures:record`) replayed against the current workflow
@@ -54,16 +55,28 @@ describe('replaying recorded histories', () => {
       // activities with an approval, and a long local model call cancelled at the task heartbeat.
       'local-activities',
       'local-activities-cancel',
+      // Signed decisions (test/http-api.test.ts): unsigned and tampered decisions refused by the
+      // verifyDecision activity, a signed one applied; the approval index in the search attributes.
+      'signed-decisions',
+      // test/approval-identity-upgrade.test.ts: a conversation begun before signed decisions whose
+      // decision the current code verifies; test/decision-deadline-crash.test.ts: a decision sent in
+      // time, verified after the deadline's timer fired, applied.
+      'upgrade-to-approval-identity',
+      'decision-verified-after-deadline',
     ]) {
       expect(names).toContain(expected);
     }
   });
 
   it('every recorded history replays against the current workflow code without nondeterminism', async () => {
-    const histories = fixtures.map((file) => ({
-      workflowId: file,
-      history: JSON.parse(fs.readFileSync(path.join(DIR, file), 'utf8')) as unknown,
-    }));
+    // Replayed under the conversation's own id: the workflow keys calls by it (effect keys), and a
+    // decision naming a call by its key is checked against them.
+    const fileOf = new Map<string, string>();
+    const histories = fixtures.map((file) => {
+      const recorded = readHistoryFile(path.join(DIR, file));
+      fileOf.set(recorded.workflowId, file);
+      return recorded;
+    });
     const failures: string[] = [];
     let replayed = 0;
     for await (const result of Worker.runReplayHistories(
@@ -71,7 +84,7 @@ describe('replaying recorded histories', () => {
       histories,
     )) {
       replayed++;
-      if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
+      if (result.error) failures.push(`${fileOf.get(result.workflowId) ?? result.workflowId}: ${result.error.message}`);
     }
     expect(failures).toEqual([]);
     expect(replayed).toBe(fixtures.length);

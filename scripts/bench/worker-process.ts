@@ -53,7 +53,8 @@ export function spawnWorker(options: SpawnOptions): WorkerProcess {
   const nodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', options.worker.entry], {
     cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'warn', AGENT_DATA_DIR: dataDir, ...options.env },
+    // No HTTP API: the bench measures the worker, and decides through its client (unsigned).
+    env: { ...process.env, LOG_LEVEL: 'warn', AGENT_DATA_DIR: dataDir, AGENT_API_PORT: 'off', AGENT_REQUIRE_SIGNED_DECISIONS: 'false', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   if (child.pid === undefined) throw new Error(`Could not spawn ${options.worker.entry}.`);

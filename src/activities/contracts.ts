@@ -2,7 +2,7 @@
  * Inputs and results of the activities, shared with the workflow as types.
  * Type-only module: safe to import from workflow code.
  */
-import type { ModelSettings, TokenUsage } from '../core/contract';
+import type { ApprovalDecision, ModelSettings, TokenUsage } from '../core/contract';
 import type { ChatMessage } from '../core/messages';
 
 /** An assistant message as returned by the model. */
@@ -150,6 +150,21 @@ export interface DecisionRecord {
   /** Workflow time of the decision, ms since the epoch. */
   decidedAt: number;
   via: 'signal' | 'update';
+  /** Whether `decidedBy` was authenticated by a valid signature (absent from workflow code before signed decisions). */
+  authenticated?: boolean;
+}
+
+/** What `verifyDecision` found: whether the decider is authenticated, or why the decision is refused. */
+export interface DecisionVerification {
+  authenticated: boolean;
+  /** Set when the decision must not apply: what was wrong and how to decide instead. */
+  refusal?: string;
+}
+
+/** Input of `verifyDecision`. */
+export interface VerifyDecisionInput {
+  conversationId: string;
+  decision: ApprovalDecision;
 }
 
 /** The activities the conversation workflow schedules. Built by `createActivities`. */
@@ -162,13 +177,15 @@ export interface ConversationActivities {
   runTool(input: ToolCallInput): Promise<ToolCallResult>;
   /** Records an applied decision (idempotent on its id). */
   recordDecision(record: DecisionRecord): Promise<void>;
+  /** Checks a decision's signature against the worker's decision keys (`decision-signing.ts`); no I/O. */
+  verifyDecision(input: VerifyDecisionInput): Promise<DecisionVerification>;
 }
 
 /** What a conversation activity is called in code. */
 export type ConversationActivityName = keyof ConversationActivities;
 
 /** The names of the conversation activities, in code. */
-export const CONVERSATION_ACTIVITY_NAMES = ['appendMessages', 'callModel', 'runTool', 'recordDecision'] as const satisfies readonly ConversationActivityName[];
+export const CONVERSATION_ACTIVITY_NAMES = ['appendMessages', 'callModel', 'runTool', 'recordDecision', 'verifyDecision'] as const satisfies readonly ConversationActivityName[];
 
 /**
  * Prefix of the activity types the conversation workflow schedules

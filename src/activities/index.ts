@@ -10,6 +10,7 @@ import { createModelActivity } from './model';
 import { createToolActivity } from './tools';
 import { appendMessages, recordDecision } from '../db/transcript-store';
 import { agentTables } from '../db/schema';
+import { verifyDecision, type DecisionTrust } from './decision-signing';
 
 /** What the activities need. */
 export interface ActivityDeps {
@@ -26,6 +27,8 @@ export interface ActivityDeps {
   maxParallelToolCalls?: number;
   /** PostgreSQL schema of the project's tables (a plain lowercase SQL identifier). Default `durable_agent`. */
   schema?: string;
+  /** Keys that authenticate decisions, and whether unsigned ones are refused. Default: none (decisions apply, recorded as unauthenticated). */
+  decisionTrust?: DecisionTrust;
 }
 
 /** Builds the activities registered on the worker. Throws a `ConfigError` when `schema` is not a usable name. */
@@ -36,6 +39,7 @@ export function createActivities(deps: ActivityDeps): ConversationActivities {
     callModel: createModelActivity(deps),
     runTool: createToolActivity(deps),
     recordDecision: (record) => recordDecision(deps.pool, tables, record),
+    verifyDecision: async ({ conversationId, decision }) => verifyDecision(deps.decisionTrust ?? { keys: [] }, conversationId, decision),
   };
 }
 
@@ -61,3 +65,4 @@ export { ActivityErrorType, ACTIVITY_TYPE_PREFIX, CONVERSATION_ACTIVITY_NAMES, c
 export { readTranscript, type StoredMessage } from '../db/transcript-store';
 export { agentTables, DEFAULT_DATABASE_SCHEMA, type AgentTables } from '../db/schema';
 export { createOpenAIClient, type ModelEndpoint } from './openai-client';
+export { parseDecisionKeys, readDecisionKeyFile, signDecision, type DecisionKey, type DecisionTrust } from './decision-signing';

@@ -5,24 +5,28 @@
  * recorded under the token's subject, never a name the caller sends.
  * Listens on 127.0.0.1 unless told otherwise.
  */
-import { randomUUID } from 'node:crypto';
 import fastifySwagger from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AgentClient } from '../client/client';
-import { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError } from '../errors';
+import { ConfigError, ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError } from '../errors';
+import { decideCalls, DecisionProblem, type DecisionPolicy } from './decisions';
+import { inboxRoutes } from './inbox';
 import { TokenVerifier, type ApiPrincipal, type ApiRole, type ApiTokenConfig } from './tokens';
+import { followTurn } from './turn-events';
 
 /** Stable codes of the API's refusals, in `{"error": {"code", "message"}}`. */
 export const API_ERROR_CODES = {
   unauthorized: 401,
   forbidden: 403,
+  four_eyes: 403,
   invalid_request: 400,
   message_too_large: 413,
   not_found: 404,
   conversation_closed: 409,
   decision_refused: 409,
+  identity_provider_unavailable: 503,
 } as const;
 /** One of {@link API_ERROR_CODES}. */
 export type ApiErrorCode = keyof typeof API_ERROR_CODES;
@@ -40,7 +44,21 @@ export class ApiError extends Error {
 /** Options of {@link buildApiServer}. */
 export interface ApiServerOptions {
   client: AgentClient;
+  /** Static bearer tokens. */
   tokens: readonly ApiTokenConfig[];
+  /**
+   * Another way to authenticate a bearer token (e.g. OIDC/JWT, `createJwtVerifier`),
+   * asked when no static token matches. May reject with an error whose
+   * `name` is `IdentityProviderUnavailableError` (answered 503).
+   */
+  authenticate?: (token: string) => Promise<ApiPrincipal | undefined>;
+  /** Four eyes and the key decisions are signed with. */
+  decisions?: DecisionPolicy;
+  /**
+   * Serve the approval inbox page at `/inbox` (`inbox.ts`): approvers sign in
+   * with their token once and decide in a browser. Default true.
+   */
+  inbox?: boolean;
 }
 
 declare module 'fastify' {
@@ -55,6 +73,18 @@ const conversationParams = z.object({ id: z.string().min(1).max(200).describe('T
 export async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstance> {
   const verifier = new TokenVerifier(options.tokens);
   const { client } = options;
+  const policy = options.decisions ?? {};
+  /** The principal of a bearer token: a static token, else the other authenticator. */
+  const authenticate = async (token: string): Promise<ApiPrincipal | undefined> => {
+    const found = verifier.verify(token);
+    if (found || !options.authenticate) return found;
+    try {
+      return await options.authenticate(token);
+    } catch (err) {
+      if ((err as Error).name === 'IdentityProviderUnavailableError') throw new ApiError('identity_provider_unavailable', (err as Error).message);
+      throw err;
+    }
+  };
   const app = Fastify({ logger: false, bodyLimit: 2 * 1024 * 1024 }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -69,6 +99,7 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
   app.setErrorHandler((err: unknown, _request, reply) => {
     const e = err as { validation?: unknown; statusCode?: number; message?: string };
     if (err instanceof ApiError) return send(reply, err.code, err.message);
+    if (err instanceof DecisionProblem) return send(reply, err.code, err.message);
     if (e.validation) return send(reply, 'invalid_request', `The request is not valid: ${e.message}`);
     if (e.statusCode === 413) return send(reply, 'message_too_large', `The request body is over ${2 * 1024 * 1024} bytes.`);
     if (err instanceof MessageTooLargeError) return send(reply, 'message_too_large', err.message);
@@ -88,8 +119,8 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
       const header = request.headers.authorization ?? '';
       const match = /^Bearer (\S+)$/i.exec(header);
       if (!match) throw new ApiError('unauthorized', 'Send a token: "Authorization: Bearer <token>".');
-      const principal = verifier.verify(match[1]);
-      if (!principal) throw new ApiError('unauthorized', 'The token is not valid.');
+      const principal = await authenticate(match[1]);
+      if (!principal) throw new ApiError('unauthorized', 'The token is not valid (unknown, expired, or not for this API).');
       if (!roles.some((r) => principal.roles.has(r))) {
         throw new ApiError('forbidden', `This needs one of the roles ${roles.join(', ')}; the token of ${principal.subject} has ${[...principal.roles].join(', ')}.`);
       }
@@ -117,7 +148,7 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     },
     async (request, reply) => {
       const { text, messageId, input } = request.body;
-      const id = await client.sendMessage(request.params.id, text, { messageId, input });
+      const id = await client.sendMessage(request.params.id, text, { messageId, input, sentBy: request.principal!.subject });
       reply.status(202);
       return { conversationId: request.params.id, messageId: id };
     },
@@ -150,13 +181,26 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     },
   );
 
+  const filterValue = z.string().min(1).max(256).regex(/^[^'"\\]*$/, 'may not contain quotes or backslashes');
   app.get(
     '/v1/approvals',
     {
       onRequest: allow('approver', 'operator'),
-      schema: { summary: 'Conversations waiting for a decision (from Temporal visibility), oldest first.', security },
+      schema: {
+        summary: 'Tool calls waiting for a decision across conversations, oldest first (Temporal visibility and PostgreSQL; no query per conversation).',
+        security,
+        querystring: z.object({
+          tool: filterValue.optional().describe('Only calls of this tool.'),
+          requester: filterValue.optional().describe('Only calls of turns this subject started.'),
+          minAgeSeconds: z.coerce.number().int().min(0).optional().describe('Only calls waiting at least this long.'),
+        }),
+      },
     },
-    async () => ({ conversations: await client.listAwaitingApproval() }),
+    async (request) => {
+      const { tool, requester, minAgeSeconds } = request.query;
+      const approvals = await client.pendingApprovals({ tool, requester, minAgeMs: minAgeSeconds === undefined ? undefined : minAgeSeconds * 1000 });
+      return { approvals: approvals.map((a) => ({ ...a, requestedAt: a.requestedAt.toISOString() })) };
+    },
   );
 
   app.post(
@@ -170,20 +214,43 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
         // Strict: a field such as decidedBy is refused, never used (the decider is the token's subject).
         body: z.strictObject({
           decision: z.enum(['approve', 'reject']),
-          toolCallIds: z.array(z.string().min(1)).min(1).max(128),
+          toolCallIds: z.array(z.string().min(1)).min(1).max(128).optional().describe('The calls, by tool-call id.'),
+          callKeys: z.array(z.string().min(1)).min(1).max(128).optional().describe('Or the calls as listed by GET /v1/approvals (their callKey): the version the approver saw.'),
           reason: z.string().max(2000).optional(),
         }),
       },
     },
-    async (request) => {
-      const { decision, toolCallIds, reason } = request.body;
-      const decidedBy = request.principal!.subject;
-      const results = [];
-      for (const toolCallId of toolCallIds) {
-        const result = await client.decide(request.params.id, { decisionId: randomUUID(), decision, toolCallId, reason, decidedBy });
-        results.push({ toolCallId, ...result });
+    async (request) => decideCalls(client, request.principal!, request.params.id, request.body, policy),
+  );
+
+  app.get(
+    '/v1/conversations/:id/events',
+    {
+      onRequest: allow('requester', 'approver', 'operator'),
+      schema: {
+        summary:
+          'Follow a turn as server-sent events: delta (model text), tool_call, approval, status, and last turn (its outcome and answer). ' +
+          'Follows the turn that takes messageId, or the next turn to finish.',
+        security,
+        params: conversationParams,
+        querystring: z.object({ messageId: z.string().min(1).max(200).optional() }),
+      },
+    },
+    async (request, reply) => {
+      const conversationId = request.params.id;
+      await client.state(conversationId); // a conversation that does not exist answers 404 before the stream starts
+      const stop = new AbortController();
+      request.raw.on('close', () => stop.abort());
+      reply.hijack();
+      reply.raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
+      try {
+        await followTurn(client, conversationId, { messageId: request.query.messageId, signal: stop.signal }, ({ event, data }) => {
+          reply.raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+        });
+      } catch (err) {
+        reply.raw.write(`event: error\ndata: ${JSON.stringify({ code: 'internal', message: (err as Error).message })}\n\n`);
       }
-      return { decidedBy, results };
+      reply.raw.end();
     },
   );
 
@@ -199,6 +266,8 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
       return { cancelled: true };
     },
   );
+
+  if (options.inbox !== false) await app.register(inboxRoutes, { client, authenticate, policy });
 
   return app;
 }
@@ -219,7 +288,15 @@ export interface StartApiOptions extends ApiServerOptions {
 export async function startApiServer(options: StartApiOptions): Promise<{ url: string; app: FastifyInstance; stop: () => Promise<void> }> {
   const app = await buildApiServer(options);
   const host = options.host ?? '127.0.0.1';
-  await app.listen({ host, port: options.port ?? 0 });
+  try {
+    await app.listen({ host, port: options.port ?? 0 });
+  } catch (err) {
+    await app.close().catch(() => undefined);
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      throw new ConfigError(`The HTTP API cannot listen on ${host}:${options.port}: the port is in use. Set AGENT_API_PORT to another port (0 for any free one), or to "off".`);
+    }
+    throw err;
+  }
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;
   return { url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, app, stop: () => app.close() };

@@ -4,8 +4,8 @@
  * constant time; the subject, never a field of the request, is who decided.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import fs from 'node:fs';
 import { ConfigError } from '../errors';
+import { readPrivateFile } from '../runtime/private-file';
 
 /** What a caller may do: send messages and cancel (`requester`), decide (`approver`), read everything (`operator`). */
 export const API_ROLES = ['requester', 'approver', 'operator'] as const;
@@ -71,18 +71,10 @@ export class TokenVerifier {
  * reads it can decide as anyone in it.
  */
 export function readTokenFile(file: string): ApiTokenConfig[] {
-  let stat: fs.Stats;
-  try {
-    stat = fs.statSync(file);
-  } catch {
-    throw new ConfigError(`The API token file ${file} does not exist.`);
-  }
-  if ((stat.mode & 0o077) !== 0) {
-    throw new ConfigError(`The API token file ${file} can be read by others (mode ${(stat.mode & 0o777).toString(8)}): run \`chmod 600 ${file}\`.`);
-  }
+  const text = readPrivateFile(file, 'The API token file');
   let parsed: unknown;
   try {
-    parsed = JSON.parse(fs.readFileSync(file, 'utf8'));
+    parsed = JSON.parse(text);
   } catch (err) {
     throw new ConfigError(`The API token file ${file} is not valid JSON: ${(err as Error).message}.`);
   }

@@ -9,6 +9,7 @@ import { Command } from 'commander';
 import { loadConfig } from '../runtime/config';
 import { readRuntimeInfo } from '../runtime/services';
 import { connectionOptions, EMBEDDED_DEV_SERVER, explainConnectionFailure } from '../runtime/temporal-connection';
+import { decideThroughApi, findApiDecider } from './api-decisions';
 import { AgentClient } from './client';
 import { formatTranscript } from './format';
 import { StreamView } from './stream';
@@ -37,6 +38,29 @@ async function connect(): Promise<AgentClient> {
       taskQueue: config.temporal.taskQueue ?? runtime?.taskQueue,
     }),
   );
+}
+
+/**
+ * Decides calls: through the HTTP API when one is configured or running
+ * (signed, under the token's subject), else with the client directly
+ * (accepted only by workers that do not require signed decisions).
+ * Returns the calls decided, and as whom when the API said.
+ */
+async function decideCalls(
+  client: AgentClient,
+  conversationId: string,
+  d: { decision: 'approve' | 'reject'; toolCallId?: string; callKey?: string; reason?: string; decidedBy?: string },
+): Promise<{ toolCallIds: string[]; decidedBy?: string }> {
+  const config = loadConfig();
+  const api = findApiDecider(process.env, config.dataDir, config.temporal.address ? undefined : readRuntimeInfo(config.dataDir)?.apiUrl);
+  if (!api) return client.decide(conversationId, d);
+  const { decision, reason } = d;
+  if (d.callKey) return decideThroughApi(api, conversationId, { decision, callKeys: [d.callKey], reason });
+  if (d.toolCallId) return decideThroughApi(api, conversationId, { decision, toolCallIds: [d.toolCallId], reason });
+  // Every call waiting now, each named by its key: a call that appears later is not decided.
+  const callKeys = (await client.state(conversationId)).pendingApprovals.map((p) => p.callKey);
+  if (callKeys.length === 0) throw new Error(`No tool call is waiting for approval in conversation ${conversationId}.`);
+  return decideThroughApi(api, conversationId, { decision, callKeys, reason });
 }
 
 async function withClient(action: (client: AgentClient) => Promise<void>): Promise<void> {
@@ -140,14 +164,13 @@ async function printTurn(
         }
         const answer = (await ask(`  ⏸ ${call} needs approval. Approve? [y/N, or a reason to reject] `)).trim();
         const approve = /^y(es)?$/i.test(answer);
-        await client
-          .decide(conversationId, {
-            decision: approve ? 'approve' : 'reject',
-            toolCallId: pending.toolCallId,
-            reason: approve || answer === '' || /^no?$/i.test(answer) ? undefined : answer,
-            decidedBy: process.env.USER ?? 'cli',
-          })
-          .catch((err: Error) => write(`  (decision not applied: ${err.message})\n`));
+        await decideCalls(client, conversationId, {
+          decision: approve ? 'approve' : 'reject',
+          toolCallId: pending.toolCallId,
+          callKey: pending.callKey,
+          reason: approve || answer === '' || /^no?$/i.test(answer) ? undefined : answer,
+          decidedBy: process.env.USER ?? 'cli',
+        }).catch((err: Error) => write(`  (decision not applied: ${err.message})\n`));
       }
       if (!ask && asked.size > 0 && state.pendingApprovals.length > 0) return;
       await new Promise((resolve) => setTimeout(resolve, 250));
@@ -226,21 +249,19 @@ program
 
 program
   .command('pending')
-  .description('list every conversation waiting for a decision (found by the AgentStatus search attribute)')
+  .description('list every tool call waiting for a decision, oldest first (from the PendingApprovalTags search attribute and the transcripts)')
   .action(async () => {
     await withClient(async (client) => {
-      const waiting = await client.awaitingApproval();
+      const waiting = await client.pendingApprovals();
       if (waiting.length === 0) {
-        process.stdout.write('No conversation is waiting for approval.\n');
+        process.stdout.write('No tool call is waiting for approval.\n');
         return;
       }
-      for (const { conversationId, pendingApprovals } of waiting) {
-        process.stdout.write(`${conversationId}\n`);
-        for (const p of pendingApprovals) {
-          process.stdout.write(
-            `  ${p.toolCallId}  ${p.toolName}(${JSON.stringify(p.arguments)})  waiting ${formatAge(p.ageMs)}  key ${p.callKey}\n`,
-          );
-        }
+      for (const p of waiting) {
+        const by = p.requestedBy.length > 0 ? `  asked by ${p.requestedBy.join(', ')}` : '';
+        process.stdout.write(
+          `${p.conversationId}  ${p.toolCallId}  ${p.toolName}(${JSON.stringify(p.arguments)})  waiting ${formatAge(p.ageMs)}${by}  key ${p.callKey}\n`,
+        );
       }
     });
   });
@@ -273,19 +294,20 @@ for (const decision of ['approve', 'reject'] as const) {
     .option('--all', `${decision} every call waiting for approval`)
     .option('--key <callKey>', 'the key of the call meant (see "pending"): refused if another call with the same id waits now')
     .option('--reason <text>', 'why (sent to the model with a rejection)')
-    .option('--by <name>', 'who decides, for the records', process.env.USER)
+    .option('--by <name>', 'who decides, for the records (only without the HTTP API; through it, the token names who decides)', process.env.USER)
     .action(async (conversationId: string, toolCallId: string | undefined, options: { all?: boolean; key?: string; reason?: string; by?: string }) => {
       if (!toolCallId && !options.key && !options.all) throw new Error(`Name the tool call to ${decision} (see "pending"), or pass --all.`);
       if ((toolCallId || options.key) && options.all) throw new Error('Give a tool call id or key, or --all, not both.');
       await withClient(async (client) => {
-        const result = await client.decide(conversationId, {
+        const result = await decideCalls(client, conversationId, {
           decision,
           toolCallId,
           callKey: options.key,
           reason: options.reason,
           decidedBy: options.by,
         });
-        process.stdout.write(`${decision === 'approve' ? 'Approved' : 'Rejected'}: ${result.toolCallIds.join(', ')}\n`);
+        const as = result.decidedBy ? ` as ${result.decidedBy}` : '';
+        process.stdout.write(`${decision === 'approve' ? 'Approved' : 'Rejected'}${as}: ${result.toolCallIds.join(', ')}\n`);
       });
     });
 }

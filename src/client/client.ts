@@ -8,14 +8,16 @@ import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowUpdat
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import type { Pool } from 'pg';
 import { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError } from '../errors';
-import { readTranscript, readTranscriptPage, type StoredMessage } from '../db/transcript-store';
+import { readMessagesAt, readTranscript, readTranscriptPage, type StoredMessage } from '../db/transcript-store';
 import { createPool } from '../db/pool';
 import { agentTables, type AgentTables } from '../db/schema';
 import type { StreamEvent } from '../db/stream-channel';
 import { subscribeToStream, type Unsubscribe } from './stream';
 import {
   AgentStatusAttribute,
+  AwaitingApprovalSinceAttribute,
   PendingApprovalsAttribute,
+  PendingApprovalTagsAttribute,
   cancelTurnSignal,
   CONVERSATION_WORKFLOW_TYPE,
   decisionSignal,
@@ -69,6 +71,34 @@ export interface SendMessageOptions {
   input?: ConversationInput;
   /** Id for deduplication and for {@link AgentClient.waitForTurn}; a random UUID when unset. */
   messageId?: string;
+  /** Who sends it, as your authentication knows them; shown as `requestedBy` of the approvals its turn asks for. */
+  sentBy?: string;
+}
+
+/** One tool call waiting for a person, as approvers' lists show it (from visibility and PostgreSQL, no query per conversation). */
+export interface PendingApprovalView {
+  conversationId: string;
+  toolCallId: string;
+  /** The call instance's effect key: name it in a decision, so a later call under the same id is never decided by accident. */
+  callKey: string;
+  toolName: string;
+  /** The arguments, parsed (or the raw text when they are not JSON). */
+  arguments: unknown;
+  /** When the model asked for it. */
+  requestedAt: Date;
+  ageMs: number;
+  /** Who sent the messages of the turn that asked (their `sentBy`). */
+  requestedBy: string[];
+}
+
+/** Narrows {@link AgentClient.pendingApprovals}. Values may not contain quotes or backslashes. */
+export interface PendingApprovalFilter {
+  /** Only calls of this tool. */
+  tool?: string;
+  /** Only calls of turns this subject started. */
+  requester?: string;
+  /** Only calls waiting at least this long. */
+  minAgeMs?: number;
 }
 
 /** A turn's record and, when it answered, the text of its answer. */
@@ -168,7 +198,7 @@ export class AgentClient {
         taskQueue: this.taskQueue,
         args: [options.input ?? {}],
         signal: userMessageSignal,
-        signalArgs: [{ text, messageId }],
+        signalArgs: [{ text, messageId, ...(options.sentBy === undefined ? {} : { sentBy: options.sentBy }) }],
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
         // A workflow task held by a worker that died is handed to another one after this long
         // (Temporal's default is 10 s). Conversation tasks take milliseconds; continue-as-new keeps it.
@@ -299,6 +329,73 @@ export class AgentClient {
     return found.reverse();
   }
 
+  /**
+   * Every tool call waiting for a person, oldest first, with its tool,
+   * arguments, requester and age: one visibility list (the
+   * `PendingApprovalTags` and `AwaitingApprovalSince` search attributes) and
+   * one PostgreSQL read for the arguments. Needs `databaseUrl`. Conversations
+   * whose run began before those attributes existed are read with a state
+   * query each, until they continue as new.
+   */
+  async pendingApprovals(filter: PendingApprovalFilter = {}): Promise<PendingApprovalView[]> {
+    const clauses = [`${PendingApprovalsAttribute.name} > 0`, `ExecutionStatus = 'Running'`];
+    const quoted = (what: string, value: string) => {
+      if (/['"\\]/.test(value)) throw new TypeError(`The ${what} filter may not contain quotes or backslashes: ${JSON.stringify(value)}.`);
+      return `'${value}'`;
+    };
+    if (filter.tool !== undefined) clauses.push(`${PendingApprovalTagsAttribute.name} = ${quoted('tool', `tool:${filter.tool}`)}`);
+    if (filter.requester !== undefined) clauses.push(`${PendingApprovalTagsAttribute.name} = ${quoted('requester', `requester:${filter.requester}`)}`);
+    if (filter.minAgeMs !== undefined) {
+      clauses.push(`${AwaitingApprovalSinceAttribute.name} <= '${new Date(Date.now() - filter.minAgeMs).toISOString()}'`);
+    }
+    const now = Date.now();
+    const indexed: { conversationId: string; seq: number; index: number; callKey: string; since: Date; requestedBy: string[] }[] = [];
+    const legacy: string[] = [];
+    for await (const execution of this.temporal.workflow.list({ query: clauses.join(' AND ') })) {
+      const tags = (execution.typedSearchAttributes.get(PendingApprovalTagsAttribute) ?? []) as string[];
+      const since = execution.typedSearchAttributes.get(AwaitingApprovalSinceAttribute);
+      if (tags.length === 0 || !since) {
+        legacy.push(execution.workflowId);
+        continue;
+      }
+      const requestedBy = tags.filter((t) => t.startsWith('requester:')).map((t) => t.slice('requester:'.length));
+      for (const tag of tags) {
+        const key = /^call:(.*)\/msg-(\d+)\/call-(\d+)$/.exec(tag);
+        if (key) indexed.push({ conversationId: execution.workflowId, seq: Number(key[2]), index: Number(key[3]), callKey: tag.slice(5), since, requestedBy });
+      }
+    }
+    const asked = await readMessagesAt(this.database(), this.tables, indexed);
+    const byRef = new Map(asked.map((m) => [`${m.conversationId}\u0000${m.seq}`, m.message]));
+    const views: PendingApprovalView[] = [];
+    for (const call of indexed) {
+      const message = byRef.get(`${call.conversationId}\u0000${call.seq}`);
+      const toolCall = message && message.role === 'assistant' ? message.tool_calls?.[call.index] : undefined;
+      if (!toolCall) continue; // settled since the list was read, or not written yet
+      views.push({
+        conversationId: call.conversationId,
+        toolCallId: toolCall.id,
+        callKey: call.callKey,
+        toolName: toolCall.function.name,
+        arguments: parseArguments(toolCall.function.arguments),
+        requestedAt: call.since,
+        ageMs: now - call.since.getTime(),
+        requestedBy: call.requestedBy,
+      });
+    }
+    // Runs begun before the index: their state says the same (filters applied here).
+    for (const conversationId of legacy) {
+      const state = await this.state(conversationId).catch(() => undefined);
+      for (const p of state?.pendingApprovals ?? []) {
+        const view = { conversationId, ...p, requestedAt: new Date(p.requestedAt), ageMs: now - Date.parse(p.requestedAt) };
+        if (filter.tool !== undefined && view.toolName !== filter.tool) continue;
+        if (filter.requester !== undefined && !view.requestedBy.includes(filter.requester)) continue;
+        if (filter.minAgeMs !== undefined && view.ageMs < filter.minAgeMs) continue;
+        views.push(view);
+      }
+    }
+    return views.sort((a, b) => a.requestedAt.getTime() - b.requestedAt.getTime());
+  }
+
   /** Every conversation waiting for a person, with its pending approvals (a state query each). */
   async awaitingApproval(): Promise<ConversationAwaitingApproval[]> {
     const found: ConversationAwaitingApproval[] = [];
@@ -348,5 +445,14 @@ export class AgentClient {
   async close(): Promise<void> {
     await this.pool?.end();
     await this.ownConnection?.close();
+  }
+}
+
+/** Tool-call arguments parsed when they are JSON, else the raw text. */
+function parseArguments(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
   }
 }

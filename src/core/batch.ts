@@ -287,7 +287,7 @@ export function requestedCalls(
 }
 
 /** A call waiting for a person, as the state shows it (arguments parsed when they are JSON). */
-export function describePendingApproval(call: BatchCall, now: number): PendingApproval {
+export function describePendingApproval(call: BatchCall, now: number, requestedBy: readonly string[] = []): PendingApproval {
   let args: unknown = call.arguments;
   try {
     args = JSON.parse(call.arguments);
@@ -301,5 +301,6 @@ export function describePendingApproval(call: BatchCall, now: number): PendingAp
     requestedAt: new Date(call.requestedAt).toISOString(),
     ageMs: now - call.requestedAt,
     callKey: call.key,
+    requestedBy: [...requestedBy],
   };
 }

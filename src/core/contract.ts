@@ -114,7 +114,7 @@ export interface CarriedConversation {
   /** The most recent refused decision signals (absent in runs started by older versions). */
   refusedDecisions?: RefusedDecision[];
   /** Messages received and not yet answered. */
-  inbox: { text: string; messageId: string }[];
+  inbox: { text: string; messageId: string; sentBy?: string }[];
   /** A cancel that arrived for the queued messages before their turn started. */
   pendingCancel?: string;
   /** Calls settled as `effect_unknown` so far, and the most recent of them (absent in runs started by older versions). */
@@ -257,6 +257,13 @@ export interface UserMessage {
    * a client may resend safely; also how a client finds the turn that answered it.
    */
   messageId?: string;
+  /**
+   * Who sent it, as the sender's authentication named them: the HTTP API sets
+   * the token's subject. Shown as `requestedBy` of the approvals its turn asks
+   * for (four eyes). A message signalled directly (not through the API) names
+   * whom its sender chose; see "Trust boundary" in the README.
+   */
+  sentBy?: string;
 }
 
 /** Where the conversation stands. */
@@ -289,6 +296,14 @@ export interface ApprovalDecision {
    * conversation handles the decision is used instead.
    */
   sentAt?: string;
+  /**
+   * The API's signature over this decision and its conversation
+   * (`<keyId>.<HMAC-SHA256, base64url>`, see `src/activities/decision-signing.ts`).
+   * A worker that holds decision keys checks it before applying the decision:
+   * a valid signature makes `decidedBy` authenticated; without one the decision
+   * is refused (or, where signatures are not required, recorded as unauthenticated).
+   */
+  signature?: string;
 }
 
 /** What a decision did. */
@@ -317,6 +332,8 @@ export interface PendingApproval {
   ageMs: number;
   /** Effect key of this call instance: the tool's idempotency key, unique even where provider ids repeat. */
   callKey: string;
+  /** Who sent the messages of the turn that asked for it (their `sentBy`); empty when none said. */
+  requestedBy: string[];
 }
 
 /** A call that settled as `effect_unknown`: it started, did not report back, and its tool is not idempotent. */
@@ -353,11 +370,12 @@ export function describeBadDecision(decision: unknown): string | undefined {
   if (d.sentAt !== undefined && (typeof d.sentAt !== 'string' || Number.isNaN(Date.parse(d.sentAt)))) {
     return '"sentAt", when given, must be an ISO 8601 time like "2026-11-22T10:15:00.000Z"';
   }
+  if (d.signature !== undefined && typeof d.signature !== 'string') return '"signature", when given, must be a string';
   return undefined;
 }
 
 /** The longest text each field of a decision may have, in characters. */
-export const DECISION_FIELD_MAX_CHARS = { decisionId: 256, toolCallId: 256, callKey: 512, decidedBy: 256, reason: 4096 } as const;
+export const DECISION_FIELD_MAX_CHARS = { decisionId: 256, toolCallId: 256, callKey: 512, decidedBy: 256, reason: 4096, signature: 512 } as const;
 
 /**
  * Describes which field of a decision is longer than {@link DECISION_FIELD_MAX_CHARS}
@@ -387,6 +405,8 @@ export interface TurnRecord {
   error?: string;
   /** Model calls made in the turn. */
   steps: number;
+  /** Who sent the turn's messages (their `sentBy`), when any said. */
+  requestedBy?: string[];
   /** Tokens the provider counted over the turn's model calls, when it reported them: the basis for cost accounting. */
   usage?: TokenUsage;
 }
@@ -427,6 +447,8 @@ export interface ConversationState {
   refusedDecisions: RefusedDecision[];
   /** The most recent turns, newest last (at most {@link RECENT_TURNS_KEPT}). */
   recentTurns: TurnRecord[];
+  /** The turn running now: the user messages it answers, and the seq of its first message. */
+  currentTurn?: { messageIds: string[]; firstSeq: number };
   /**
    * Calls whose effect is unknown (`effect_unknown`), newest last (at most
    * {@link UNKNOWN_EFFECTS_KEPT}); `unknownEffectsCount` counts all of them.
@@ -460,6 +482,9 @@ export const UNKNOWN_EFFECTS_KEPT = 20;
 /** How many finished turns {@link ConversationState.recentTurns} keeps. */
 export const RECENT_TURNS_KEPT = 50;
 
+/** The longest `sentBy` of a user message, in characters. */
+export const SENT_BY_MAX_CHARS = 256;
+
 /** Describes what is wrong with a user message payload; undefined when it is valid. */
 export function describeBadUserMessage(message: unknown): string | undefined {
   if (typeof message !== 'object' || message === null) return 'expected an object like {"text": "..."}';
@@ -467,6 +492,10 @@ export function describeBadUserMessage(message: unknown): string | undefined {
   if (typeof text !== 'string' || text.trim() === '') return '"text" must be a non-empty string';
   if (messageId !== undefined && (typeof messageId !== 'string' || messageId === '')) {
     return '"messageId", when given, must be a non-empty string';
+  }
+  const { sentBy } = message as Record<string, unknown>;
+  if (sentBy !== undefined && (typeof sentBy !== 'string' || sentBy === '' || sentBy.length > SENT_BY_MAX_CHARS)) {
+    return `"sentBy", when given, must be a non-empty string of at most ${SENT_BY_MAX_CHARS} characters`;
   }
   return undefined;
 }

@@ -56,6 +56,7 @@ import { describeMessage, type MessageMeta } from './messages';
 import { effectUnknownContent, toolFailedContent, type OutcomeKind } from './outcomes';
 import { planStoredRepair } from './pairing';
 import {
+  APPROVAL_IDENTITY_PATCH,
   CALL_INSTANCE_KEYS_PATCH,
   MESSAGE_SIZE_LIMITS_PATCH,
   STOP_REASONS,
@@ -95,6 +96,10 @@ export class ConversationCore {
   /** A turn is taken (its messages may still be being stored) and not yet finished. */
   private turnActive = false;
   private turnMessageIds: string[] = [];
+  /** Seq of the current turn's first message. */
+  private turnFirstSeq = 0;
+  /** Who sent the current turn's messages (their `sentBy`), each once. */
+  private turnRequesters: string[] = [];
   private turnSteps = 0;
   private turnUsage: TokenUsage | undefined;
   /** Why the current (or the next, when set before it starts) turn stops. */
@@ -104,7 +109,7 @@ export class ConversationCore {
   /** The open batch was asked for after the turn reached maxSteps: none of it ran, and the turn fails. */
   private batchOverLimit = false;
   private answerSeq = -1;
-  private published: { status: ConversationStatus; pending: number } | undefined;
+  private published: { status: ConversationStatus; pending: number; approvals: string | undefined } | undefined;
   private publishedUnknownEffects = 0;
 
   constructor(
@@ -140,12 +145,30 @@ export class ConversationCore {
 
   /** The search attribute values, when they changed since the last call (which counts as publishing them). */
   searchAttributeChanges(): SearchAttributeValues | undefined {
-    const now = { status: this.status(), pending: this.pendingCount() };
+    const approvals = this.env.allows(APPROVAL_IDENTITY_PATCH) ? this.approvalIndex() : undefined;
+    const now = { status: this.status(), pending: this.pendingCount(), approvals: approvals && JSON.stringify(approvals) };
     const unknownChanged = this.unknownEffectsCount !== this.publishedUnknownEffects;
-    if (this.published?.status === now.status && this.published.pending === now.pending && !unknownChanged) return undefined;
+    const same = this.published?.status === now.status && this.published.pending === now.pending && this.published.approvals === now.approvals;
+    if (same && !unknownChanged) return undefined;
     this.published = now;
     this.publishedUnknownEffects = this.unknownEffectsCount;
-    return { status: now.status, pendingApprovals: now.pending, ...(unknownChanged ? { unknownEffects: this.unknownEffectsCount } : {}) };
+    return {
+      status: now.status,
+      pendingApprovals: now.pending,
+      ...(unknownChanged ? { unknownEffects: this.unknownEffectsCount } : {}),
+      ...(approvals ? { approvals } : {}),
+    };
+  }
+
+  /** What visibility indexes about the calls awaiting approval: see {@link SearchAttributeValues.approvals}. */
+  private approvalIndex(): { tags: string[]; since: number | null } {
+    const waiting = this.batch?.awaitingApproval() ?? [];
+    if (waiting.length === 0) return { tags: [], since: null };
+    const tags = new Set<string>();
+    for (const call of waiting) tags.add(`call:${call.key}`);
+    for (const call of waiting) tags.add(`tool:${call.name}`);
+    for (const who of this.turnRequesters) tags.add(`requester:${who}`);
+    return { tags: [...tags], since: Math.min(...waiting.map((call) => call.requestedAt)) };
   }
 
   /** The state shown to clients (the `state` query). */
@@ -159,11 +182,12 @@ export class ConversationCore {
       messageCount: this.seq,
       runs: this.runs,
       queuedMessages: this.inbox.length,
-      pendingApprovals: (this.batch?.awaitingApproval() ?? []).map((call) => describePendingApproval(call, this.env.now())),
+      pendingApprovals: (this.batch?.awaitingApproval() ?? []).map((call) => describePendingApproval(call, this.env.now(), this.turnRequesters)),
       runningToolCalls: (this.batch?.all() ?? []).filter((c) => c.phase === 'running').map((c) => c.id),
       decisionsApplied: this.decisions.size,
       refusedDecisions: this.refusedDecisions.map((r) => ({ ...r })),
       recentTurns: this.recentTurns.map((t) => ({ ...t })),
+      ...(this.turnActive ? { currentTurn: { messageIds: [...this.turnMessageIds], firstSeq: this.turnFirstSeq } } : {}),
       unknownEffects: this.unknownEffects.map((u) => ({ ...u })),
       unknownEffectsCount: this.unknownEffectsCount,
       transcriptRepairs: this.transcriptRepairs,
@@ -183,11 +207,11 @@ export class ConversationCore {
   receiveUserMessage(message: unknown): boolean {
     const problem = describeBadUserMessage(message);
     if (problem) return this.refuse('userMessage signal', problem);
-    const { text, messageId: given } = message as UserMessage;
+    const { text, messageId: given, sentBy } = message as UserMessage;
     const oversized = describeOversizedUserMessage(text);
     if (oversized && this.env.allows(MESSAGE_SIZE_LIMITS_PATCH)) return this.refuse('userMessage signal', oversized);
     const messageId = given ?? this.env.newId();
-    if (!this.inbox.receive({ text, messageId })) {
+    if (!this.inbox.receive({ text, messageId, ...(sentBy === undefined ? {} : { sentBy }) })) {
       this.env.log.info('Ignored a user message already received', { conversationId: this.conversationId, messageId });
       return false;
     }
@@ -224,6 +248,8 @@ export class ConversationCore {
     const taken = this.inbox.take(bounded ? TURN_INPUT_MAX_BYTES : undefined);
     this.turnActive = true;
     this.turnMessageIds = taken.map((m) => m.messageId);
+    this.turnFirstSeq = this.seq;
+    this.turnRequesters = [...new Set(taken.flatMap((m) => (m.sentBy === undefined ? [] : [m.sentBy])))];
     return taken.map((m) => ({ message: { role: 'user', content: m.text } }));
   }
 
@@ -445,7 +471,12 @@ export class ConversationCore {
    * ready, rejected ones settle as `rejected`. Returns what it did, and the
    * record to store when it was applied now.
    */
-  applyDecision(decision: ApprovalDecision, ids: string[], via: 'signal' | 'update'): { result: DecisionResult; record?: DecisionRecord } {
+  applyDecision(
+    decision: ApprovalDecision,
+    ids: string[],
+    via: 'signal' | 'update',
+    authenticated?: boolean,
+  ): { result: DecisionResult; record?: DecisionRecord } {
     const earlier = this.decisions.get(decision.decisionId);
     if (earlier) return { result: { ...earlier, applied: false } };
     const decidedAt = this.env.now();
@@ -463,6 +494,7 @@ export class ConversationCore {
       decidedBy: decision.decidedBy,
       decidedAt,
       via,
+      ...(authenticated === undefined ? {} : { authenticated }),
     };
     return { result, record };
   }
@@ -508,7 +540,8 @@ export class ConversationCore {
   }
 
   private record(outcome: TurnRecord['outcome'], extra: Pick<TurnRecord, 'error' | 'answerSeq'>): TurnRecord {
-    return { messageIds: this.turnMessageIds, outcome, steps: this.turnSteps, ...extra, ...(this.turnUsage ? { usage: { ...this.turnUsage } } : {}) };
+    const requestedBy = this.turnRequesters.length > 0 ? { requestedBy: [...this.turnRequesters] } : {};
+    return { messageIds: this.turnMessageIds, outcome, steps: this.turnSteps, ...requestedBy, ...extra, ...(this.turnUsage ? { usage: { ...this.turnUsage } } : {}) };
   }
 
   /** Stops the turn taken (also one about to start). Returns true when the edge should cancel it now. */

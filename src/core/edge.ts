@@ -42,6 +42,15 @@ export const CALL_INSTANCE_KEYS_PATCH = 'call-instance-effect-keys';
  */
 export const MESSAGE_SIZE_LIMITS_PATCH = 'message-size-limits';
 
+/**
+ * Patch: who asked and what waits is published for approvers (the
+ * `PendingApprovalTags` and `AwaitingApprovalSince` search attributes), and
+ * each decision's signature is checked by the `verifyDecision` activity before
+ * the decision applies. Asked at a run's first publish, so a run begun before
+ * keeps its commands to its end.
+ */
+export const APPROVAL_IDENTITY_PATCH = 'approval-identity';
+
 /** A message to store: its body, and a reference when an activity already stored the body. */
 export interface StoreEntry {
   message: ChatMessage;
@@ -65,6 +74,13 @@ export interface SearchAttributeValues {
   pendingApprovals: number;
   /** Present when the count of unknown effects changed. */
   unknownEffects?: number;
+  /**
+   * With {@link APPROVAL_IDENTITY_PATCH}: what visibility indexes about the
+   * calls awaiting approval (`call:<callKey>`, `tool:<name>`,
+   * `requester:<sentBy>`; empty when none waits) and since when the oldest
+   * waits (ms since the epoch; null when none waits).
+   */
+  approvals?: { tags: string[]; since: number | null };
 }
 
 /** Why a turn stopped early, as tool messages and turn records say it. */

@@ -8,6 +8,8 @@ import { DEDUP_MEMORY, utf8Bytes, type CarriedConversation } from './contract';
 export interface QueuedMessage {
   text: string;
   messageId: string;
+  /** Who sent it (the message's `sentBy`), when it said. */
+  sentBy?: string;
 }
 
 /** Received messages in arrival order, deduplicated by id. */

@@ -100,6 +100,16 @@ const MIGRATIONS: Migration[] = [
       CREATE INDEX model_responses_by_conversation ON ${t.modelResponses} (conversation_id, created_at);
     `,
   },
+  {
+    version: 6,
+    name: 'whether a decision was authenticated',
+    sql: (t) => `
+      -- True when the decision carried a valid signature of the HTTP API (decided_by is then the
+      -- authenticated subject), false when the worker applied it unsigned, NULL for decisions
+      -- recorded before signed decisions.
+      ALTER TABLE ${t.approvalDecisions} ADD COLUMN authenticated boolean;
+    `,
+  },
 ];
 
 /** Options of {@link migrate}. */

@@ -62,8 +62,8 @@ export async function appendMessages(pool: Pool, tables: AgentTables, input: App
 /** Records a decision for people; the same decision id twice is stored once. */
 export async function recordDecision(pool: Pool, tables: AgentTables, record: DecisionRecord): Promise<void> {
   await pool.query(
-    `INSERT INTO ${tables.approvalDecisions} (conversation_id, decision_id, decision, tool_call_ids, reason, decided_by, decided_at, via, call_keys)
-     VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), $8, $9)
+    `INSERT INTO ${tables.approvalDecisions} (conversation_id, decision_id, decision, tool_call_ids, reason, decided_by, decided_at, via, call_keys, authenticated)
+     VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), $8, $9, $10)
      ON CONFLICT (conversation_id, decision_id) DO NOTHING`,
     [
       record.conversationId,
@@ -75,6 +75,7 @@ export async function recordDecision(pool: Pool, tables: AgentTables, record: De
       record.decidedAt,
       record.via,
       record.callKeys ?? null,
+      record.authenticated ?? null,
     ],
   );
 }
@@ -99,6 +100,22 @@ export async function readTranscriptPage(pool: Pool, tables: AgentTables, conver
     [conversationId, after, limit],
   );
   return rows.map(fromTranscriptRow);
+}
+
+/** The messages stored at the given seqs of the given conversations, in one round trip (missing ones are left out). */
+export async function readMessagesAt(
+  pool: Pool,
+  tables: AgentTables,
+  at: readonly { conversationId: string; seq: number }[],
+): Promise<(StoredMessage & { conversationId: string })[]> {
+  if (at.length === 0) return [];
+  const { rows } = await pool.query<TranscriptRow & { conversation_id: string }>(
+    `SELECT m.conversation_id, m.seq, m.message, m.created_at
+       FROM ${tables.conversationMessages} m
+       JOIN unnest($1::text[], $2::int[]) AS wanted(conversation_id, seq) USING (conversation_id, seq)`,
+    [at.map((a) => a.conversationId), at.map((a) => a.seq)],
+  );
+  return rows.map((r) => ({ conversationId: r.conversation_id, ...fromTranscriptRow(r) }));
 }
 
 interface TranscriptRow {

@@ -25,6 +25,18 @@ export const ENV_VARS = [
   'AGENT_TOOLS_MODULE',
   'AGENT_MAX_PARALLEL_TOOL_CALLS',
   'AGENT_MAX_CACHED_CONVERSATIONS',
+  'AGENT_API_HOST',
+  'AGENT_API_PORT',
+  'AGENT_API_TOKENS_FILE',
+  'AGENT_OIDC_ISSUER',
+  'AGENT_OIDC_AUDIENCE',
+  'AGENT_OIDC_JWKS_URL',
+  'AGENT_OIDC_ROLES_CLAIM',
+  'AGENT_OIDC_SUBJECT_CLAIM',
+  'AGENT_DECISION_KEYS',
+  'AGENT_DECISION_KEYS_FILE',
+  'AGENT_REQUIRE_SIGNED_DECISIONS',
+  'AGENT_ALLOW_SELF_APPROVAL',
 ] as const;
 
 const optional = z
@@ -35,6 +47,14 @@ const optional = z
 /** An optional variable holding a whole number: `notWhole` when it is not one, then `range`'s checks. */
 const wholeNumber = (notWhole: string, range: z.ZodNumber) =>
   optional.pipe(z.string().regex(/^\d+$/, notWhole).transform(Number).pipe(range).optional());
+
+/** An optional yes/no variable. */
+const yesNo = optional.pipe(
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no'], { error: 'must be true or false' })
+    .transform((v) => v === 'true' || v === '1' || v === 'yes')
+    .optional(),
+);
 
 const envSchema = z.object({
   TEMPORAL_ADDRESS: optional,
@@ -75,6 +95,25 @@ const envSchema = z.object({
     z.number().min(2, 'must be at least 2 (a worker needs room for the conversations it is working on)'),
   ),
   LOG_LEVEL: optional.pipe(z.enum(['trace', 'debug', 'info', 'warn', 'error']).optional()),
+  AGENT_API_HOST: optional,
+  AGENT_API_PORT: optional.pipe(
+    z
+      .string()
+      .regex(/^(off|\d+)$/, 'must be a port number (0 for any free port), or "off" for no HTTP API')
+      .transform((v) => (v === 'off' ? ('off' as const) : Number(v)))
+      .refine((v) => v === 'off' || v <= 65535, 'must be at most 65535')
+      .optional(),
+  ),
+  AGENT_API_TOKENS_FILE: optional,
+  AGENT_OIDC_ISSUER: optional,
+  AGENT_OIDC_AUDIENCE: optional,
+  AGENT_OIDC_JWKS_URL: optional,
+  AGENT_OIDC_ROLES_CLAIM: optional,
+  AGENT_OIDC_SUBJECT_CLAIM: optional,
+  AGENT_DECISION_KEYS: optional,
+  AGENT_DECISION_KEYS_FILE: optional,
+  AGENT_REQUIRE_SIGNED_DECISIONS: yesNo,
+  AGENT_ALLOW_SELF_APPROVAL: yesNo,
 });
 
 /** The worker's settings. Unset connection settings mean "start an embedded one". */
@@ -112,6 +151,24 @@ export interface WorkerConfig {
   /** Conversations the worker keeps in memory (Temporal's sticky cache); the others are rebuilt from history when they need the worker. */
   maxCachedConversations: number;
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error';
+  /** The HTTP API and inbox page (README, "HTTP API"). */
+  api: {
+    /** Default 127.0.0.1. */
+    host: string;
+    /** Default 8787; `off` for none. */
+    port: number | 'off';
+    /** JSON list of static tokens; unset = development tokens made in the data folder. */
+    tokensFile?: string;
+    /** OIDC/JWT bearer tokens, when an issuer is set. */
+    oidc?: { issuer: string; audience?: string; jwksUrl?: string; rolesClaim?: string; subjectClaim?: string };
+    /** `id:secret[,id:secret]`; unset = a key made in the data folder. */
+    decisionKeys?: string;
+    decisionKeysFile?: string;
+    /** Refuse unsigned decisions (default true). */
+    requireSignedDecisions: boolean;
+    /** Let a turn's requester approve its calls (default false: four eyes). */
+    allowSelfApproval: boolean;
+  };
 }
 
 
@@ -150,5 +207,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     maxParallelToolCalls: e.AGENT_MAX_PARALLEL_TOOL_CALLS ?? DEFAULT_MAX_PARALLEL_TOOL_CALLS,
     maxCachedConversations: e.AGENT_MAX_CACHED_CONVERSATIONS ?? DEFAULT_MAX_CACHED_CONVERSATIONS,
     logLevel: e.LOG_LEVEL ?? 'info',
+    api: {
+      host: e.AGENT_API_HOST ?? '127.0.0.1',
+      port: e.AGENT_API_PORT ?? 8787,
+      tokensFile: e.AGENT_API_TOKENS_FILE,
+      oidc: e.AGENT_OIDC_ISSUER
+        ? {
+            issuer: e.AGENT_OIDC_ISSUER,
+            audience: e.AGENT_OIDC_AUDIENCE,
+            jwksUrl: e.AGENT_OIDC_JWKS_URL,
+            rolesClaim: e.AGENT_OIDC_ROLES_CLAIM,
+            subjectClaim: e.AGENT_OIDC_SUBJECT_CLAIM,
+          }
+        : undefined,
+      decisionKeys: e.AGENT_DECISION_KEYS,
+      decisionKeysFile: e.AGENT_DECISION_KEYS_FILE,
+      requireSignedDecisions: e.AGENT_REQUIRE_SIGNED_DECISIONS ?? true,
+      allowSelfApproval: e.AGENT_ALLOW_SELF_APPROVAL ?? false,
+    },
   };
 }

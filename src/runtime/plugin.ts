@@ -30,7 +30,7 @@ import type {
 } from '@temporalio/worker';
 import type OpenAI from 'openai';
 import type { Pool } from 'pg';
-import { activityRegistrations, CONVERSATION_ACTIVITY_NAMES, createActivities } from '../activities';
+import { activityRegistrations, CONVERSATION_ACTIVITY_NAMES, createActivities, type DecisionTrust } from '../activities';
 import { createOpenAIClient } from '../activities/openai-client';
 import { migrate } from '../db/migrations';
 import { createPool } from '../db/pool';
@@ -101,6 +101,13 @@ export interface DurableAgentPluginOptions {
   inlineResultLimit?: number;
   /** Tool calls of one model response that run; the rest are answered with an error the model reads. Default 16. */
   maxParallelToolCalls?: number;
+  /**
+   * Keys that authenticate decisions signed by the HTTP API (the same keys the
+   * API signs with), and whether unsigned decisions are refused (default: yes
+   * when keys are given). Without keys, every decision applies and is recorded
+   * as unauthenticated: anyone who can signal the workflow can decide.
+   */
+  decisionTrust?: DecisionTrust;
 }
 
 /**
@@ -132,6 +139,7 @@ export class DurableAgentPlugin implements WorkerPlugin, ClientPlugin, BundlerPl
       inlineResultLimit: options.inlineResultLimit,
       maxParallelToolCalls: options.maxParallelToolCalls,
       schema: options.schema,
+      decisionTrust: options.decisionTrust,
     });
     const codecs = options.payloadCodecs ?? [];
     const bare = options.bareActivityTypes ?? true;

@@ -21,6 +21,8 @@ export interface RuntimeInfo {
   /** PostgreSQL schema of the project's tables. */
   databaseSchema: string;
   temporalUiUrl?: string;
+  /** Base URL of the HTTP API, once it listens. */
+  apiUrl?: string;
   pid: number;
 }
 
@@ -37,6 +39,13 @@ export interface RunningServices extends RuntimeInfo {
 /** Path of the runtime file that tells the CLI where a running worker's services are. */
 export function runtimeFilePath(dataDir: string): string {
   return path.join(dataDir, 'runtime.json');
+}
+
+/** Adds the HTTP API's URL to the runtime file, once the API listens. */
+export function recordApiUrl(dataDir: string, apiUrl: string): void {
+  const file = runtimeFilePath(dataDir);
+  const info = JSON.parse(fs.readFileSync(file, 'utf8')) as RuntimeInfo;
+  fs.writeFileSync(file, `${JSON.stringify({ ...info, apiUrl }, null, 2)}\n`);
 }
 
 /** Reads the runtime file of a running `npm start`; undefined when there is none or its process is gone. */

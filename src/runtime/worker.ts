@@ -7,6 +7,7 @@ import type OpenAI from 'openai';
 import type { Pool } from 'pg';
 import type { Tool } from '../tools/tool';
 import { DurableAgentPlugin } from './plugin';
+import type { DecisionTrust } from '../activities/decision-signing';
 
 export { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from './plugin';
 
@@ -39,6 +40,8 @@ export interface AgentWorkerOptions {
    * (a plain lowercase SQL identifier). Default `durable_agent`.
    */
   schema?: string;
+  /** Keys that authenticate decisions signed by the HTTP API; see `DurableAgentPluginOptions.decisionTrust`. */
+  decisionTrust?: DecisionTrust;
 }
 
 /** Creates (does not run) a worker for the conversation workflow. */
@@ -50,6 +53,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Wo
     inlineResultLimit: options.inlineResultLimit,
     maxParallelToolCalls: options.maxParallelToolCalls,
     schema: options.schema,
+    decisionTrust: options.decisionTrust,
   });
   return Worker.create({
     connection: options.connection,

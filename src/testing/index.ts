@@ -37,3 +37,4 @@ export {
   startModelServer,
 } from './server';
 export * from './validate';
+export { readHistoryFile, type RecordedHistory } from './histories';

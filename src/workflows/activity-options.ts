@@ -73,6 +73,16 @@ export function storeActivities(prefixed: boolean): ConversationActivities {
   );
 }
 
+/**
+ * Checking a decision's signature: an ordinary activity (no I/O,
+ * milliseconds), retried without limit like the writes. Not a local
+ * activity: a local activity awaited in an update handler does not replay
+ * (the recorded marker and the update's events come back in another order).
+ */
+export function decisionActivities(prefixed: boolean): ConversationActivities {
+  return conversationActivities({ startToCloseTimeout: '5 seconds', retry: RETRY_BACKOFF }, prefixed);
+}
+
 /** How fast a crashed worker running a model call or a tool is noticed. */
 export function heartbeatTimeoutMs(input: ConversationInput): number {
   return input.timeouts?.heartbeatMs ?? CONVERSATION_DEFAULTS.heartbeatMs;

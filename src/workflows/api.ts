@@ -45,8 +45,26 @@ export const PendingApprovalsAttribute = defineSearchAttributeKey('PendingApprov
  */
 export const UnknownEffectsAttribute = defineSearchAttributeKey('UnknownEffects', SearchAttributeType.INT);
 
+/**
+ * Search attribute indexing the calls awaiting approval, for approvers'
+ * lists and filters without a query per conversation: `call:<callKey>`,
+ * `tool:<toolName>` and `requester:<sentBy>` for each call waiting (empty when
+ * none waits). E.g. `PendingApprovalTags = 'tool:issue_refund'`. One
+ * KeywordList holds all three, since SQL visibility offers only three lists.
+ */
+export const PendingApprovalTagsAttribute = defineSearchAttributeKey('PendingApprovalTags', SearchAttributeType.KEYWORD_LIST);
+
+/** Search attribute with the time the oldest call awaiting approval was asked for (unset when none waits). */
+export const AwaitingApprovalSinceAttribute = defineSearchAttributeKey('AwaitingApprovalSince', SearchAttributeType.DATETIME);
+
 /** Every custom search attribute the workflow sets; the dev server registers these at start. */
-export const SEARCH_ATTRIBUTES = [AgentStatusAttribute, PendingApprovalsAttribute, UnknownEffectsAttribute];
+export const SEARCH_ATTRIBUTES = [
+  AgentStatusAttribute,
+  PendingApprovalsAttribute,
+  UnknownEffectsAttribute,
+  PendingApprovalTagsAttribute,
+  AwaitingApprovalSinceAttribute,
+];
 
 /** Failure types the conversation workflow ends with, for clients and readers of the history. */
 export const ConversationErrorType = {

@@ -32,11 +32,12 @@ import {
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { AppendEntry, ConversationActivities, ModelCallResult } from '../activities/contracts';
+import type { AppendEntry, ConversationActivities, DecisionVerification, ModelCallResult } from '../activities/contracts';
 import type { BatchCall } from '../core/batch';
-import { ConversationCore, type StoreEntry } from '../core/conversation';
+import { APPROVAL_IDENTITY_PATCH, ConversationCore, type StoreEntry } from '../core/conversation';
 import { checkConversationInput } from '../core/contract';
 import {
+  decisionActivities,
   describeToolFailure,
   failureMessage,
   modelActivities,
@@ -47,12 +48,14 @@ import {
 } from './activity-options';
 import {
   AgentStatusAttribute,
+  AwaitingApprovalSinceAttribute,
   cancelTurnSignal,
   ConversationErrorType,
   decisionSignal,
   decisionUpdate,
   endConversationSignal,
   PendingApprovalsAttribute,
+  PendingApprovalTagsAttribute,
   stateQuery,
   UnknownEffectsAttribute,
   userMessageSignal,
@@ -63,7 +66,7 @@ import {
 } from './api';
 
 /** Patches of the core's rules, asked through `CoreEnvironment.allows` (see `src/core/edge.ts`). */
-export { CALL_INSTANCE_KEYS_PATCH, MESSAGE_SIZE_LIMITS_PATCH } from '../core/edge';
+export { APPROVAL_IDENTITY_PATCH, CALL_INSTANCE_KEYS_PATCH, MESSAGE_SIZE_LIMITS_PATCH } from '../core/edge';
 export { DEFERRED_TRANSCRIPT_WRITES_PATCH, PREFIXED_ACTIVITY_TYPES_PATCH } from './activity-options';
 
 /** Patch: inputs above `CONVERSATION_LIMITS` are refused (runs started before it keep what they were given). */
@@ -84,6 +87,9 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   // Also once per run: a run begun before deferred writes stores every message at once, in an activity of its own.
   const deferWrites = patched(DEFERRED_TRANSCRIPT_WRITES_PATCH);
   const store = storeActivities(prefixed);
+  const decisions = decisionActivities(prefixed);
+  /** Decisions being verified: each was sent in time for the calls it names (checked before verifying). */
+  let verifying = 0;
   const model = modelActivities(input, prefixed);
   const tools = (call: BatchCall) => toolActivities(call, input, prefixed);
   const rootScope = CancellationScope.current();
@@ -133,8 +139,24 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     return finished;
   };
 
-  const decide = async (decision: ApprovalDecision, ids: string[], via: 'signal' | 'update') => {
-    const { result, record } = core.applyDecision(decision, ids, via);
+  /**
+   * With signed decisions (a run begun after APPROVAL_IDENTITY_PATCH): the
+   * worker's verdict on the decision's signature, checked by an activity since
+   * the keys never enter history. Undefined for runs begun before.
+   */
+  const verifyDecision = async (decision: ApprovalDecision): Promise<DecisionVerification | undefined> => {
+    if (!patched(APPROVAL_IDENTITY_PATCH)) return undefined;
+    // A decision sent in time holds the approval deadline until its verdict is in (see runCall).
+    verifying++;
+    try {
+      return await CancellationScope.nonCancellable(() => decisions.verifyDecision({ conversationId: core.conversationId, decision }));
+    } finally {
+      verifying--;
+    }
+  };
+
+  const decide = async (decision: ApprovalDecision, ids: string[], via: 'signal' | 'update', authenticated?: boolean) => {
+    const { result, record } = core.applyDecision(decision, ids, via, authenticated);
     if (record) {
       publish();
       await CancellationScope.nonCancellable(() => store.recordDecision(record));
@@ -152,13 +174,21 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   setHandler(decisionSignal, async (decision) => {
     const checked = core.checkDecision(decision);
     if ('refusal' in checked) return core.refuseDecision(decision, checked.refusal);
-    await decide(decision, checked.ids, 'signal');
+    const verdict = await verifyDecision(decision);
+    if (verdict?.refusal) return core.refuseDecision(decision, verdict.refusal);
+    // Checked again when verification took time: a deadline or another decision may have come meanwhile.
+    const now = verdict ? core.checkDecision(decision) : checked;
+    if ('refusal' in now) return core.refuseDecision(decision, now.refusal);
+    await decide(decision, now.ids, 'signal', verdict?.authenticated);
   });
   setHandler(
     decisionUpdate,
-    (decision) => {
+    async (decision) => {
+      const verdict = await verifyDecision(decision);
+      if (verdict?.refusal) throw ApplicationFailure.nonRetryable(verdict.refusal, 'DecisionRefused');
       const checked = core.checkDecision(decision);
-      return decide(decision, 'ids' in checked ? checked.ids : [], 'update');
+      if (verdict && 'refusal' in checked) throw ApplicationFailure.nonRetryable(checked.refusal, 'DecisionRefused');
+      return decide(decision, 'ids' in checked ? checked.ids : [], 'update', verdict?.authenticated);
     },
     {
       validator: (decision) => {
@@ -186,7 +216,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
       if ('finished' in next) return next.finished;
       // Whoever decides may read the transcript: the calls they decide on are written first.
       if (next.calls.some((call) => core.awaitsApproval(call))) await flush();
-      await Promise.all(next.calls.map((call) => runCall(core, call, tools(call), publish)));
+      await Promise.all(next.calls.map((call) => runCall(core, call, tools(call), publish, () => verifying > 0)));
       const finished = await storeBatchResults();
       if (finished) return finished;
     }
@@ -264,14 +294,34 @@ function publishSearchAttributes(core: ConversationCore): void {
     { key: AgentStatusAttribute, value: changed.status },
     { key: PendingApprovalsAttribute, value: changed.pendingApprovals },
     ...(changed.unknownEffects === undefined ? [] : [{ key: UnknownEffectsAttribute, value: changed.unknownEffects }]),
+    ...(changed.approvals === undefined
+      ? []
+      : [
+          { key: PendingApprovalTagsAttribute, value: changed.approvals.tags },
+          { key: AwaitingApprovalSinceAttribute, value: changed.approvals.since === null ? null : new Date(changed.approvals.since) },
+        ]),
   ]);
 }
 
-/** One call of the batch: waits for its decision (until its deadline) if it needs one, then runs it. */
-async function runCall(core: ConversationCore, call: BatchCall, activities: ConversationActivities, publish: () => void): Promise<void> {
+/**
+ * One call of the batch: waits for its decision (until its deadline) if it
+ * needs one, then runs it. At the deadline, decisions still being verified
+ * (each sent before it) are waited for first: a decision sent in time counts
+ * even when its worker handles it after the deadline.
+ */
+async function runCall(
+  core: ConversationCore,
+  call: BatchCall,
+  activities: ConversationActivities,
+  publish: () => void,
+  decisionsVerifying: () => boolean,
+): Promise<void> {
   if (core.awaitsApproval(call) && !(await condition(() => !core.awaitsApproval(call), core.approvalWaitMs(call)))) {
-    core.approvalsTimedOut();
-    publish();
+    if (decisionsVerifying()) await condition(() => !decisionsVerifying() || !core.awaitsApproval(call));
+    if (core.awaitsApproval(call)) {
+      core.approvalsTimedOut();
+      publish();
+    }
   }
   if (!core.isReady(call)) return;
   // A call counts as possibly started only once its activity is really scheduled.

@@ -30,7 +30,7 @@ export class CoreDriver {
   /** Every finished turn's record, in order. */
   readonly turns: TurnRecord[] = [];
   /** The search attribute values as last published. */
-  published: Required<Omit<SearchAttributeValues, 'unknownEffects'>> & { unknownEffects: number } = {
+  published: Omit<SearchAttributeValues, 'unknownEffects'> & { unknownEffects: number } = {
     status: 'idle',
     pendingApprovals: 0,
     unknownEffects: 0,

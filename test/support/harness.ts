@@ -18,6 +18,7 @@ import { agentTables, type AgentTables } from '../../src/db/schema';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy';
 import { startModelServer, type ModelServer, type ModelServerOptions } from '../../src/testing';
 import { createAgentWorker } from '../../src/runtime/worker';
+import type { DecisionTrust } from '../../src/activities/decision-signing';
 import { backofficeTools } from '../../src/tools/backoffice';
 import { setupBackofficeDemo } from '../../src/tools/backoffice-data';
 import type { Tool } from '../../src/tools/tool';
@@ -48,6 +49,8 @@ export interface HarnessOptions {
   maxCachedConversations?: number;
   /** The in-process worker reaches PostgreSQL through a TCP proxy the test can cut (`databaseProxy`). */
   databaseProxy?: boolean;
+  /** The in-process worker's decision keys (decisions signed by the HTTP API). */
+  decisionTrust?: DecisionTrust;
 }
 
 /** What a test file works with. */
@@ -130,6 +133,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       inlineResultLimit: options.inlineResultLimit,
       maxParallelToolCalls: options.maxParallelToolCalls,
       maxCachedConversations: options.maxCachedConversations,
+      decisionTrust: options.decisionTrust,
     });
     running = worker.run();
   }

@@ -1,0 +1,109 @@
+/**
+ * Deciding tool calls on behalf of an authenticated person: the one path the
+ * HTTP API and the inbox page share. The decider is the principal's subject;
+ * four eyes keep a turn's requester from approving its calls; each call is
+ * named by its effect key as the decider saw it; each decision is signed for
+ * the workers (`src/activities/decision-signing.ts`).
+ */
+import { randomUUID } from 'node:crypto';
+import type { AgentClient } from '../client/client';
+import { signDecision, type DecisionKey } from '../activities/decision-signing';
+import type { ApprovalDecision, DecisionResult } from '../core/contract';
+import type { ApiPrincipal } from './tokens';
+
+/** Why a decision was not sent, with the API's stable code. */
+export class DecisionProblem extends Error {
+  constructor(
+    readonly code: 'four_eyes' | 'decision_refused' | 'invalid_request',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** What a person decides, naming each call as they saw it. */
+export interface DecideRequest {
+  decision: 'approve' | 'reject';
+  /** The calls, by tool-call id; each must be waiting now. */
+  toolCallIds?: string[];
+  /**
+   * The calls, by effect key (`callKey` of the approvals list): the version the
+   * person saw. A key whose call no longer waits is refused, even if another
+   * call now waits under the same tool-call id.
+   */
+  callKeys?: string[];
+  reason?: string;
+}
+
+/** How decisions are made: who may approve their own requests, and the key that signs. */
+export interface DecisionPolicy {
+  /** Let whoever sent a turn's messages approve its calls. Default false (four eyes). Rejecting one's own is always allowed. */
+  allowSelfApproval?: boolean;
+  /** Signs every decision; workers holding the key refuse decisions without a valid signature. */
+  signingKey?: DecisionKey;
+}
+
+/** One call's decision as applied. */
+export interface CallDecision extends DecisionResult {
+  toolCallId: string;
+  callKey: string;
+}
+
+/**
+ * Decides the named calls of one conversation as `principal`. Reads the
+ * conversation's pending approvals once, refuses (changing nothing) when a
+ * named call is not waiting or when four eyes forbid it, then sends one
+ * decision per call, naming its effect key.
+ */
+export async function decideCalls(
+  client: AgentClient,
+  principal: ApiPrincipal,
+  conversationId: string,
+  request: DecideRequest,
+  policy: DecisionPolicy,
+): Promise<{ decidedBy: string; results: CallDecision[] }> {
+  const byId = request.toolCallIds ?? [];
+  const byKey = request.callKeys ?? [];
+  if (byId.length + byKey.length === 0 || (byId.length > 0 && byKey.length > 0)) {
+    throw new DecisionProblem('invalid_request', 'Name the calls you decide, either by "toolCallIds" or by "callKeys" (as listed by GET /v1/approvals).');
+  }
+  const pending = (await client.state(conversationId)).pendingApprovals;
+  const named = [
+    ...byId.map((id) => ({ name: `tool call "${id}"`, found: pending.find((p) => p.toolCallId === id) })),
+    ...byKey.map((key) => ({ name: `call ${key}`, found: pending.find((p) => p.callKey === key) })),
+  ];
+  const missing = named.filter((n) => !n.found).map((n) => n.name);
+  if (missing.length > 0) {
+    throw new DecisionProblem(
+      'decision_refused',
+      `Nothing was decided: ${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} not waiting for approval in conversation ${conversationId} (decided already, timed out, or never asked). Reload the list of approvals.`,
+    );
+  }
+  const subject = principal.subject;
+  if (request.decision === 'approve' && !policy.allowSelfApproval) {
+    const own = named.filter((n) => n.found!.requestedBy.includes(subject)).map((n) => n.name);
+    if (own.length > 0) {
+      throw new DecisionProblem(
+        'four_eyes',
+        `Nothing was decided: ${subject} sent the request that asked for ${own.join(', ')}, and a request's sender may not approve its calls (four eyes). Ask another approver.`,
+      );
+    }
+  }
+  const results: CallDecision[] = [];
+  for (const { found } of named) {
+    const call = found!;
+    const decision: ApprovalDecision = {
+      decisionId: randomUUID(),
+      decision: request.decision,
+      toolCallId: call.toolCallId,
+      callKey: call.callKey,
+      ...(request.reason === undefined ? {} : { reason: request.reason }),
+      decidedBy: subject,
+      sentAt: new Date().toISOString(),
+    };
+    if (policy.signingKey) decision.signature = signDecision(policy.signingKey, conversationId, decision);
+    const result = await client.decide(conversationId, decision);
+    results.push({ ...result, toolCallId: call.toolCallId, callKey: call.callKey });
+  }
+  return { decidedBy: subject, results };
+}

@@ -1,0 +1,337 @@
+/**
+ * The approval inbox: an HTML page on the API's Fastify app where approvers
+ * sign in with their API token once and decide waiting tool calls.
+ *
+ * - Sessions live on the server (a Map, 8 hours): the cookie `agent_session`
+ *   holds a random 32-byte id (HttpOnly, SameSite=Strict, Path=/, Secure over
+ *   https); the server keeps only the SHA-256 of that id, the subject, the
+ *   roles and the session's CSRF token. The API token is checked once and
+ *   never kept.
+ * - Every POST is checked against the Origin header (when the browser sends
+ *   one) and, once signed in, a per-session synchronizer token compared in
+ *   constant time: a missing or wrong one is refused with 403, deciding nothing.
+ * - Decisions go through {@link decideCalls}, as the API's do: four eyes,
+ *   signed, recorded under the session's subject; only the approver role
+ *   decides (operators read).
+ * - Responses carry a Content-Security-Policy whose nonce admits the page's
+ *   one inline style and script; every value from a conversation is escaped
+ *   (`inbox-page.ts`).
+ *
+ * None of its routes is in the OpenAPI document (`hide`): they are not bearer-token routes.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import formbody from '@fastify/formbody';
+import { parse as parseCookies, serialize as serializeCookie } from 'cookie';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AgentClient } from '../client/client';
+import { ConversationClosedError, DecisionRefusedError } from '../errors';
+import { decideCalls, DecisionProblem, type DecisionPolicy } from './decisions';
+import {
+  conversationMain,
+  conversationPath,
+  inboxMain,
+  page,
+  problemMain,
+  signInMain,
+  turnInProgress,
+  type Flash,
+  type Html,
+  type InboxGroup,
+  type ShownCall,
+  type ShownMessage,
+  type Viewer,
+} from './inbox-page';
+import type { ApiPrincipal, ApiRole } from './tokens';
+
+/** Options of {@link inboxRoutes}. */
+export interface InboxOptions {
+  client: AgentClient;
+  /** The API's authenticator: the principal of a token, or undefined. */
+  authenticate: (token: string) => Promise<ApiPrincipal | undefined>;
+  /** The API's decision policy (four eyes, signing key). */
+  policy: DecisionPolicy;
+  /** How long a session lasts from sign-in. Default 8 hours. */
+  sessionTtlMs?: number;
+}
+
+/** The session cookie's name. */
+export const SESSION_COOKIE = 'agent_session';
+const DEFAULT_SESSION_TTL_MS = 8 * 60 * 60 * 1000;
+/** Messages shown with each conversation. */
+const RECENT_MESSAGES = 6;
+/** Roles that may sign in: approvers decide, operators read. */
+const INBOX_ROLES: readonly ApiRole[] = ['approver', 'operator'];
+
+interface Session {
+  subject: string;
+  roles: ApiRole[];
+  csrf: string;
+  expiresAt: number;
+  /** Shown once, on the next page (e.g. why a decision was refused). */
+  flash?: Flash;
+}
+
+const sha256 = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
+/** Equal strings, in time that does not depend on where they differ. */
+const sameSecret = (a: string, b: string): boolean => timingSafeEqual(sha256(a), sha256(b));
+/** One form field as a string (a field sent twice, or absent, is undefined). */
+const field = (body: unknown, name: string): string | undefined => {
+  const value = body && typeof body === 'object' ? (body as Record<string, unknown>)[name] : undefined;
+  return typeof value === 'string' ? value : undefined;
+};
+
+/** Refusals of the page, rendered as HTML with their status. */
+class PageRefusal extends Error {
+  constructor(
+    readonly status: number,
+    readonly title: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Registers the inbox's routes (`/inbox...`) on the API's app. */
+export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): Promise<void> {
+  const { client, authenticate, policy } = options;
+  const ttl = options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS;
+  /** Sessions by the SHA-256 of their id: the ids themselves are only in the cookies. */
+  const sessions = new Map<string, Session>();
+
+  // Forms arrive urlencoded (in this plugin only; the /v1 API keeps JSON).
+  await app.register(formbody, { bodyLimit: 64 * 1024 });
+
+  const prune = (now: number) => {
+    for (const [key, s] of sessions) if (s.expiresAt <= now) sessions.delete(key);
+  };
+  const cookieOf = (request: FastifyRequest): string | undefined => {
+    const header = request.headers.cookie;
+    return header ? parseCookies(header)[SESSION_COOKIE] : undefined;
+  };
+  const sessionOf = (request: FastifyRequest): Session | undefined => {
+    const id = cookieOf(request);
+    if (!id) return undefined;
+    const key = sha256(id).toString('hex');
+    const session = sessions.get(key);
+    if (session && session.expiresAt <= Date.now()) {
+      sessions.delete(key);
+      return undefined;
+    }
+    return session;
+  };
+  const setSessionCookie = (request: FastifyRequest, reply: FastifyReply, value: string, maxAgeSeconds: number) => {
+    reply.header(
+      'set-cookie',
+      serializeCookie(SESSION_COOKIE, value, { httpOnly: true, sameSite: 'strict', path: '/', secure: request.protocol === 'https', maxAge: maxAgeSeconds }),
+    );
+  };
+  const viewerOf = (session: Session): Viewer => ({ subject: session.subject, roles: session.roles, csrf: session.csrf, canDecide: session.roles.includes('approver') });
+  const takeFlash = (session: Session): Flash | undefined => {
+    const { flash } = session;
+    session.flash = undefined;
+    return flash;
+  };
+
+  /** Sends a page with its security headers: a CSP whose nonce admits the inline style and script, no caching, no framing. */
+  const sendPage = (reply: FastifyReply, status: number, frame: { title: string; viewer?: Viewer; live: boolean; main: Html }) => {
+    const nonce = randomBytes(16).toString('base64');
+    return reply
+      .status(status)
+      .header('content-type', 'text/html; charset=utf-8')
+      .header(
+        'content-security-policy',
+        `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+      )
+      .header('x-content-type-options', 'nosniff')
+      .header('x-frame-options', 'DENY')
+      .header('referrer-policy', 'same-origin')
+      .header('cache-control', 'no-store')
+      .send(page({ ...frame, nonce }));
+  };
+  const signInPage = (reply: FastifyReply, status: number, problem?: string, next?: string) =>
+    sendPage(reply, status, { title: 'Sign in · Approval inbox', live: false, main: signInMain({ problem, next }) });
+
+  /** A POST from another site is refused: when the browser names the page's origin, it must be this host. */
+  const checkOrigin = (request: FastifyRequest) => {
+    const origin = request.headers.origin;
+    if (origin === undefined) return;
+    let host: string | undefined;
+    try {
+      host = new URL(origin).host;
+    } catch {
+      host = undefined;
+    }
+    if (!host || host !== request.host) {
+      throw new PageRefusal(403, 'Refused', `This form was sent from another site (${origin}); nothing was done. Use the inbox at ${request.host}.`);
+    }
+  };
+  /** The session's synchronizer token must come back with the form. */
+  const checkCsrf = (request: FastifyRequest, session: Session) => {
+    const sent = field(request.body, '_csrf');
+    if (!sent || !sameSecret(sent, session.csrf)) {
+      throw new PageRefusal(403, 'Refused', 'The form was missing its security token (CSRF) or it did not match your session; nothing was done. Reload the inbox and try again.');
+    }
+  };
+
+  app.setErrorHandler((err: unknown, request, reply) => {
+    const session = sessionOf(request);
+    const viewer = session ? viewerOf(session) : undefined;
+    if (err instanceof PageRefusal) return sendPage(reply, err.status, { title: `${err.title} · Approval inbox`, viewer, live: false, main: problemMain(err.title, err.message) });
+    const status = (err as { statusCode?: number }).statusCode;
+    if (status && status >= 400 && status < 500) {
+      return sendPage(reply, status, { title: 'Bad request · Approval inbox', viewer, live: false, main: problemMain('Bad request', 'The request was not understood; nothing was done.') });
+    }
+    request.log.error(err);
+    return sendPage(reply, 500, {
+      title: 'Error · Approval inbox',
+      viewer,
+      live: false,
+      main: problemMain('Something went wrong', 'The page could not be built just now (the server could not reach Temporal or PostgreSQL?). It is logged; try again shortly.'),
+    });
+  });
+
+  /** Which page a sign-in may continue to: only the inbox's own (no open redirect). */
+  const safeNext = (next: string | undefined): string => (next && /^\/inbox(\/conversations\/[^/?#\\]+)?$/.test(next) ? next : '/inbox');
+  const hide = { hide: true };
+
+  app.get('/inbox', { schema: hide }, async (request, reply) => {
+    const session = sessionOf(request);
+    if (!session) return signInPage(reply, 200, cookieOf(request) ? 'Your session has ended; sign in again.' : undefined);
+    const viewer = viewerOf(session);
+    const flash = takeFlash(session);
+    const now = Date.now();
+    const calls = await client.pendingApprovals();
+    const groups = new Map<string, InboxGroup>();
+    for (const c of calls) {
+      const group = groups.get(c.conversationId) ?? { conversationId: c.conversationId, calls: [] };
+      group.calls.push(c);
+      groups.set(c.conversationId, group);
+    }
+    await Promise.all([...groups.values()].map(async (g) => (g.messages = await messagesBefore(client, g.conversationId, g.calls).catch(() => undefined))));
+    return sendPage(reply, 200, {
+      title: `${calls.length > 0 ? `(${calls.length}) ` : ''}Pending approvals · Approval inbox`,
+      viewer,
+      live: true,
+      main: inboxMain([...groups.values()], { viewer, flash, fourEyes: !policy.allowSelfApproval, now }),
+    });
+  });
+
+  app.get<{ Params: { id: string } }>('/inbox/conversations/:id', { schema: hide }, async (request, reply) => {
+    const id = request.params.id;
+    const session = sessionOf(request);
+    if (!session) return signInPage(reply, 200, cookieOf(request) ? 'Your session has ended; sign in again.' : undefined, conversationPath(id));
+    if (id.length > 200) throw new PageRefusal(404, 'Not found', 'There is no such conversation.');
+    const viewer = viewerOf(session);
+    const flash = takeFlash(session);
+    let state;
+    try {
+      state = await client.state(id);
+    } catch (err) {
+      if ((err as { name?: string }).name === 'WorkflowNotFoundError') throw new PageRefusal(404, 'Not found', `There is no conversation ${id}.`);
+      throw err;
+    }
+    const lastTurn = state.recentTurns.at(-1);
+    // A little more than shown: the bodies of the newest messages may be written a moment after the state counts them.
+    const recent = await client.transcriptPage(id, Math.max(-1, state.messageCount - RECENT_MESSAGES - 1), RECENT_MESSAGES + 1).catch(() => undefined);
+    let answer: string | undefined;
+    if (lastTurn?.answerSeq !== undefined) {
+      const stored = recent?.find((m) => m.seq === lastTurn.answerSeq) ?? (await client.transcriptPage(id, lastTurn.answerSeq - 1, 1).catch(() => []))[0];
+      if (stored?.seq === lastTurn.answerSeq && stored.message.role === 'assistant') answer = stored.message.content ?? '';
+    }
+    const calls: ShownCall[] = state.pendingApprovals.map((p) => ({ ...p, conversationId: id, requestedAt: new Date(p.requestedAt) }));
+    // Live while a turn runs, and until the last turn's answer is readable.
+    const live = turnInProgress(state) || (lastTurn?.answerSeq !== undefined && answer === undefined);
+    return sendPage(reply, 200, {
+      title: `${state.status.replace('_', ' ')} · ${id} · Approval inbox`,
+      viewer,
+      live,
+      main: conversationMain(
+        { state, lastTurn, answer, calls, messages: recent?.slice(-RECENT_MESSAGES) },
+        { viewer, flash, fourEyes: !policy.allowSelfApproval, now: Date.now() },
+      ),
+    });
+  });
+
+  app.post('/inbox/sign-in', { schema: hide }, async (request, reply) => {
+    checkOrigin(request);
+    const token = field(request.body, 'token')?.trim() ?? '';
+    const next = safeNext(field(request.body, 'next'));
+    if (token === '') return signInPage(reply, 401, 'Paste your API token to sign in.', next);
+    let principal: ApiPrincipal | undefined;
+    try {
+      principal = await authenticate(token);
+    } catch (err) {
+      if ((err as { code?: string }).code === 'identity_provider_unavailable') return signInPage(reply, 503, 'The identity provider cannot be reached just now; try again shortly.', next);
+      throw err;
+    }
+    if (!principal) return signInPage(reply, 401, 'That token is not valid (unknown, expired, or not for this API). Nothing was kept; paste it again.', next);
+    const roles = [...principal.roles];
+    if (!roles.some((r) => INBOX_ROLES.includes(r))) {
+      return signInPage(reply, 403, `The inbox is for approvers and operators; the token of ${principal.subject} has the role${roles.length === 1 ? '' : 's'} ${roles.join(', ')}.`, next);
+    }
+    const now = Date.now();
+    prune(now);
+    // A new id at every sign-in (never one the browser brought along), and the old session ends.
+    const old = cookieOf(request);
+    if (old) sessions.delete(sha256(old).toString('hex'));
+    const id = randomBytes(32).toString('base64url');
+    sessions.set(sha256(id).toString('hex'), { subject: principal.subject, roles, csrf: randomBytes(32).toString('base64url'), expiresAt: now + ttl });
+    setSessionCookie(request, reply, id, Math.floor(ttl / 1000));
+    return reply.redirect(next, 303);
+  });
+
+  app.post('/inbox/sign-out', { schema: hide }, async (request, reply) => {
+    checkOrigin(request);
+    const session = sessionOf(request);
+    if (session) {
+      checkCsrf(request, session);
+      sessions.delete(sha256(cookieOf(request)!).toString('hex'));
+    }
+    setSessionCookie(request, reply, '', 0);
+    return reply.redirect('/inbox', 303);
+  });
+
+  app.post<{ Params: { id: string } }>('/inbox/conversations/:id/decisions', { schema: hide }, async (request, reply) => {
+    checkOrigin(request);
+    const id = request.params.id;
+    const session = sessionOf(request);
+    if (!session) throw new PageRefusal(401, 'Signed out', 'Your session has ended, so nothing was decided. Sign in again.');
+    checkCsrf(request, session);
+    if (!session.roles.includes('approver')) throw new PageRefusal(403, 'Refused', `Deciding needs the approver role; ${session.subject} has ${session.roles.join(', ')}. Nothing was decided.`);
+    const callKey = field(request.body, 'callKey');
+    const decision = field(request.body, 'decision');
+    const reason = field(request.body, 'reason')?.trim() ?? '';
+    const back = field(request.body, 'back') === 'inbox' ? '/inbox' : conversationPath(id);
+    if (!callKey || callKey.length > 1000 || (decision !== 'approve' && decision !== 'reject') || reason.length > 2000 || id.length > 200) {
+      throw new PageRefusal(400, 'Bad request', 'The form needs a call, a decision (approve or reject) and a reason of at most 2000 characters. Nothing was decided.');
+    }
+    const principal: ApiPrincipal = { subject: session.subject, roles: new Set(session.roles) };
+    try {
+      const { results } = await decideCalls(client, principal, id, { decision, callKeys: [callKey], ...(reason ? { reason } : {}) }, policy);
+      const verb = decision === 'approve' ? 'approved' : 'rejected';
+      session.flash = { kind: 'ok', message: `You ${verb} ${results.map((r) => `call ${r.toolCallId}`).join(', ')}. The turn goes on below.` };
+      return reply.redirect(conversationPath(id), 303);
+    } catch (err) {
+      const refused =
+        err instanceof DecisionProblem ||
+        err instanceof DecisionRefusedError ||
+        err instanceof ConversationClosedError ||
+        (err as { name?: string }).name === 'WorkflowNotFoundError';
+      if (!refused) throw err;
+      const why = (err as { name?: string }).name === 'WorkflowNotFoundError' ? `There is no conversation ${id}.` : (err as Error).message;
+      session.flash = { kind: 'error', message: `${why}${reason ? ` Your reason was: “${reason}”.` : ''}`, callKey, reason };
+      return reply.redirect(back, 303);
+    }
+  });
+}
+
+/**
+ * The messages that led to a conversation's waiting calls: the last few up to
+ * the newest message that asked (its seq is in the call's key, `…/msg-N/call-I`),
+ * else the conversation's last few.
+ */
+async function messagesBefore(client: AgentClient, conversationId: string, calls: readonly ShownCall[]): Promise<ShownMessage[]> {
+  const seqs = calls.map((c) => /\/msg-(\d+)\/call-\d+$/.exec(c.callKey)).map((m) => (m ? Number(m[1]) : NaN));
+  const through = seqs.every((s) => Number.isInteger(s)) ? Math.max(...seqs) : (await client.state(conversationId)).messageCount - 1;
+  return client.transcriptPage(conversationId, Math.max(-1, through - RECENT_MESSAGES), RECENT_MESSAGES);
+}

@@ -1,0 +1,86 @@
+/**
+ * Following one turn as events, for the API's server-sent events: the
+ * model's text as it streams (PostgreSQL NOTIFY), the calls it asks for, the
+ * approvals they wait on and the turn's outcome (the conversation's state,
+ * read every half second while the turn runs).
+ */
+import type { AgentClient } from '../client/client';
+import { StreamView } from '../client/stream';
+import type { ConversationState, TurnRecord } from '../core/contract';
+
+/** One event of a turn, named like its SSE `event:` field. */
+export type TurnEvent =
+  | { event: 'delta'; data: { responseKey: string; attempt: number; text: string; reset: boolean } }
+  | { event: 'tool_call'; data: { toolCallId: string; toolName: string; seq: number } }
+  | { event: 'approval'; data: { toolCallId: string; toolName: string; arguments: unknown; callKey: string; requestedBy: string[] } }
+  | { event: 'status'; data: { status: ConversationState['status']; pendingApprovals: number; runningToolCalls: string[] } }
+  | { event: 'turn'; data: TurnRecord & { answer?: string } };
+
+/** How often the state is read while following. */
+export const TURN_EVENTS_POLL_MS = 500;
+
+/**
+ * Emits the events of the turn that takes `messageId` (or, without one, of
+ * the next turn to finish) until it finishes or `signal` aborts. The last
+ * event is `turn`, with the answer's text when it answered.
+ */
+export async function followTurn(
+  client: AgentClient,
+  conversationId: string,
+  options: { messageId?: string; signal: AbortSignal },
+  emit: (event: TurnEvent) => void,
+): Promise<void> {
+  const view = new StreamView();
+  const unsubscribe = await client.subscribe(conversationId, (event) => {
+    const changed = view.apply(event);
+    if (changed && (changed.appended || changed.reset)) {
+      emit({ event: 'delta', data: { responseKey: changed.response.responseKey, attempt: changed.response.attempt, text: changed.appended, reset: changed.reset } });
+    }
+  });
+  try {
+    const first = await client.state(conversationId);
+    const finishedBefore = new Set(first.recentTurns.map((t) => t.messageIds.join('\n')));
+    // Calls of earlier turns are not this turn's; when the followed turn runs already, its calls so far are.
+    const followed = first.currentTurn && (!options.messageId || first.currentTurn.messageIds.includes(options.messageId)) ? first.currentTurn : undefined;
+    const since = followed ? followed.firstSeq : Number.POSITIVE_INFINITY;
+    const seenCalls = new Set(first.messages.filter((m) => m.seq < since).flatMap((m) => (m.toolCalls ?? []).map((c) => `${m.seq}/${c.id}`)));
+    const seenApprovals = new Set<string>();
+    let lastStatus = '';
+    for (let state = first; !options.signal.aborted; ) {
+      for (const m of state.messages) {
+        for (const call of m.toolCalls ?? []) {
+          if (seenCalls.has(`${m.seq}/${call.id}`)) continue;
+          seenCalls.add(`${m.seq}/${call.id}`);
+          emit({ event: 'tool_call', data: { toolCallId: call.id, toolName: call.name, seq: m.seq } });
+        }
+      }
+      for (const p of state.pendingApprovals) {
+        if (seenApprovals.has(p.callKey)) continue;
+        seenApprovals.add(p.callKey);
+        emit({ event: 'approval', data: { toolCallId: p.toolCallId, toolName: p.toolName, arguments: p.arguments, callKey: p.callKey, requestedBy: p.requestedBy } });
+      }
+      const status = { status: state.status, pendingApprovals: state.pendingApprovals.length, runningToolCalls: state.runningToolCalls };
+      if (JSON.stringify(status) !== lastStatus) {
+        lastStatus = JSON.stringify(status);
+        emit({ event: 'status', data: status });
+      }
+      const turn = options.messageId
+        ? state.recentTurns.find((t) => t.messageIds.includes(options.messageId!))
+        : state.recentTurns.find((t) => !finishedBefore.has(t.messageIds.join('\n')));
+      if (turn) {
+        let answer: string | undefined;
+        if (turn.answerSeq !== undefined) {
+          const [stored] = await client.transcriptPage(conversationId, turn.answerSeq - 1, 1);
+          if (stored?.message.role === 'assistant') answer = stored.message.content ?? '';
+        }
+        emit({ event: 'turn', data: { ...turn, ...(answer === undefined ? {} : { answer }) } });
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, TURN_EVENTS_POLL_MS));
+      if (options.signal.aborted) return;
+      state = await client.state(conversationId);
+    }
+  } finally {
+    await unsubscribe();
+  }
+}
