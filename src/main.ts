@@ -3,7 +3,7 @@
  * and an offline demo model for whatever the environment does not configure.
  * Ctrl-C shuts everything down cleanly.
  */
-import { NativeConnection } from '@temporalio/worker';
+import { NativeConnection, type Worker } from '@temporalio/worker';
 import { resolveApiSecurity, serveConfiguredApi, type ApiSecurity } from './api/setup';
 import { AgentClient } from './client/client';
 import type { Pool } from 'pg';
@@ -21,11 +21,33 @@ import { setupBackofficeDemo } from './tools/backoffice-data';
 import { loadToolsModule } from './tools/load';
 import type { Tool } from './tools/tool';
 
+/**
+ * SIGINT and SIGTERM stop everything at any point: while the services start
+ * (they finish starting, then stop), or once the worker runs (it drains, then
+ * the API, the connections and every service this process started stop).
+ * Without these handlers a signal during the start would end the process and
+ * leave Temporal and PostgreSQL running.
+ */
+const stopRequested = new AbortController();
+let runningWorker: Worker | undefined;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (!stopRequested.signal.aborted) logger.info({ signal }, 'stopping: the worker drains, then the services it started stop');
+    stopRequested.abort();
+    try {
+      runningWorker?.shutdown();
+    } catch {
+      // already shutting down (the SDK's own signal handler got there first)
+    }
+  });
+}
+
 async function main(): Promise<void> {
   const config = loadConfig();
   // Tokens and decision keys are settled before anything starts: a bad token file stops here.
   const security = resolveApiSecurity(config);
   const services = await startServices(config);
+  if (stopRequested.signal.aborted) return services.stop();
   const pool = createPool(services.databaseUrl);
   let connection: NativeConnection | undefined;
   let client: AgentClient | undefined;
@@ -66,7 +88,9 @@ async function main(): Promise<void> {
       api = await serveConfiguredApi(config, security, client);
       recordApiUrl(config.dataDir, api.url);
     }
+    if (stopRequested.signal.aborted) return;
     printBanner(services, api?.url, security);
+    runningWorker = worker;
     await worker.run();
     logger.info('worker stopped');
   } finally {
@@ -92,8 +116,11 @@ function printBanner(services: Awaited<ReturnType<typeof startServices>>, apiUrl
         `  Inbox        ${apiUrl}/inbox`,
         ...(security.developmentTokensFile
           ? [
-              `  Tokens       made for local development, in ${security.developmentTokensFile} (mode 0600):`,
-              ...security.tokens.map((t) => `                 ${t.subject.padEnd(16)} ${t.roles.join(', ').padEnd(22)} ${t.token}`),
+              `  Tokens       made for local development, in ${security.developmentTokensFile} (mode 0600)${process.stdout.isTTY ? ':' : ''}`,
+              // Printed to a terminal only: where output is collected (a container's log), it would leave the file's protection.
+              ...(process.stdout.isTTY
+                ? security.tokens.map((t) => `                 ${t.subject.padEnd(16)} ${t.roles.join(', ').padEnd(22)} ${t.token}`)
+                : ['               (not printed: the output is not a terminal)']),
             ]
           : [`  Tokens       ${security.tokens.length} from AGENT_API_TOKENS_FILE${security.authenticate ? ', and OIDC tokens' : ''}`]),
         `  Decisions    signed with a key from ${security.decisionKeysOrigin}; unsigned ones ${security.decisionTrust.requireSigned === false ? 'recorded as unauthenticated' : 'refused'}`,

@@ -141,7 +141,16 @@ describe('docker-compose.yml', () => {
     );
     expect(env.POSTGRES_PWD).not.toBe('');
     expect(dependsOn(temporal).postgresql).toBe('service_healthy');
-    expect(asText(temporal.ports as string[] | undefined)).toContain('7233:7233');
+    expect(asText(temporal.ports as string[] | undefined)).toContain('127.0.0.1:7233:7233');
+  });
+
+  it('publishes no port beyond 127.0.0.1', () => {
+    const published = Object.entries(compose.services).flatMap(([name, svc]) => (svc.ports ?? []).map((p) => [name, p] as const));
+    expect(published.length).toBeGreaterThan(0);
+    for (const [name, port] of published) {
+      const host = typeof port === 'object' ? (port as { host_ip?: string }).host_ip : String(port).split(':').length === 3 ? String(port).split(':')[0] : undefined;
+      expect(host, `${name} publishes ${JSON.stringify(port)}`).toBe('127.0.0.1');
+    }
   });
 
   it('mounts the dynamic config file that DYNAMIC_CONFIG_FILE_PATH names, and it is valid YAML', () => {
@@ -180,11 +189,12 @@ describe('docker-compose.yml', () => {
     expect(dependsOn(admin)).toHaveProperty('temporal');
   });
 
-  it('serves the Temporal UI against the server on port 8080', () => {
+  it('serves the Temporal UI against the server on port 8080, read-only', () => {
     const ui = service('temporal-ui');
     expect(String(ui.image)).toMatch(/^temporalio\/ui:\d+\.\d+\.\d+$/);
     expect(envOf(ui).TEMPORAL_ADDRESS).toBe('temporal:7233');
-    expect(asText(ui.ports as string[] | undefined)).toContain('8080:8080');
+    expect(envOf(ui).TEMPORAL_DISABLE_WRITE_ACTIONS).toBe('true');
+    expect(asText(ui.ports as string[] | undefined)).toContain('127.0.0.1:8080:8080');
   });
 
   describe('worker', () => {

@@ -5,18 +5,10 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgresDataDir } from '../src/db/embedded-postgres';
 import { freePort } from '../src/db/free-port';
-import { startWorkerProcess, type WorkerProcess } from './support/worker-process';
+import { NOTHING_CONFIGURED, startWorkerProcess, type WorkerProcess } from './support/worker-process';
 
 const ROOT = path.join(__dirname, '..');
 const TSX = path.join(ROOT, 'node_modules', '.bin', 'tsx');
-const NOTHING_CONFIGURED = {
-  TEMPORAL_ADDRESS: '',
-  DATABASE_URL: '',
-  OPENAI_API_KEY: '',
-  OPENAI_BASE_URL: '',
-  TEMPORAL_NAMESPACE: '',
-  TEMPORAL_TASK_QUEUE: '',
-};
 
 let dataDir: string;
 let worker: WorkerProcess | undefined;
@@ -29,9 +21,10 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await worker?.stop('SIGKILL');
+  // As root the embedded cluster may live outside the data folder (see postgresDataDir).
+  const cluster = postgresDataDir(path.join(dataDir, 'postgres'), true);
   fs.rmSync(dataDir, { recursive: true, force: true });
-  // As root the embedded cluster lives outside the data folder (see postgresDataDir).
-  fs.rmSync(postgresDataDir(path.join(dataDir, 'postgres')), { recursive: true, force: true });
+  fs.rmSync(cluster, { recursive: true, force: true });
 });
 
 /** Runs the CLI's interactive `chat`, typing `lines` one after the other as each answer arrives. */

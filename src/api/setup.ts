@@ -97,9 +97,10 @@ export function serveConfiguredApi(config: WorkerConfig, security: ApiSecurity, 
   });
 }
 
-/** Writes `file` (mode 0600, its folder 0700 when made here) unless it exists. */
+/** Writes `file` (mode 0600) unless it exists. */
 function writeOnce(file: string, content: () => string): void {
-  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  // The folder keeps the default mode: as root, embedded PostgreSQL's user must enter the data folder.
+  fs.mkdirSync(path.dirname(file), { recursive: true });
   try {
     fs.writeFileSync(file, content(), { mode: 0o600, flag: 'wx' });
   } catch (err) {

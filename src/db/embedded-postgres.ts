@@ -114,21 +114,35 @@ export interface EmbeddedPostgresOptions {
 const USER = 'postgres';
 const PASSWORD = 'postgres';
 
+/** Where persistent clusters live when root runs from a folder the `postgres` user cannot enter. */
+export const ROOT_CLUSTERS_DIR = '/var/lib/durable-agent-worker';
+
 /**
- * Picks a data directory PostgreSQL can use. When running as root the
- * binaries run as a separate `postgres` user, and `initdb` cannot create its
- * directory inside a root-owned folder: such clusters live directly under the
- * system temp folder instead, named after the requested path.
+ * Picks a data directory PostgreSQL can use. As root, the binaries run as a
+ * separate `postgres` user, which must be able to enter every folder above
+ * its data:
+ * - a persistent cluster stays where it was asked for when every folder above
+ *   it may be entered by anyone; under a folder only root may enter (a
+ *   checkout in /root), it goes to {@link ROOT_CLUSTERS_DIR}, named after the
+ *   requested path, so it survives a reboot either way. A cluster an earlier
+ *   release made under the system temp folder is used while it exists, so an
+ *   upgrade loses nothing;
+ * - an ephemeral one (tests) lives directly under the system temp folder.
  */
-export function postgresDataDir(requested: string): string {
+export function postgresDataDir(requested: string, persistent = false): string {
   if (typeof process.getuid !== 'function' || process.getuid() !== 0) return requested;
   const slug = path.resolve(requested).replace(/[^a-zA-Z0-9]+/g, '_').slice(-80);
-  return path.join(os.tmpdir(), `agent-pg${slug}`);
+  const temporary = path.join(os.tmpdir(), `agent-pg${slug}`);
+  if (!persistent) return temporary;
+  if (fs.existsSync(path.join(temporary, 'PG_VERSION'))) return temporary;
+  const parent = path.dirname(path.resolve(requested));
+  fs.mkdirSync(parent, { recursive: true });
+  return reachableByEveryone(parent) ? requested : path.join(ROOT_CLUSTERS_DIR, `postgres${slug}`);
 }
 
 /** Starts (initialising when needed) an embedded PostgreSQL server. */
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgresServer> {
-  const dataDir = postgresDataDir(options.dataDir);
+  const dataDir = postgresDataDir(options.dataDir, !options.ephemeral);
   const port = options.port ?? (await freePort());
   const database = options.database ?? 'agent';
   const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;

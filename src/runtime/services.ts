@@ -45,7 +45,7 @@ export function runtimeFilePath(dataDir: string): string {
 export function recordApiUrl(dataDir: string, apiUrl: string): void {
   const file = runtimeFilePath(dataDir);
   const info = JSON.parse(fs.readFileSync(file, 'utf8')) as RuntimeInfo;
-  fs.writeFileSync(file, `${JSON.stringify({ ...info, apiUrl }, null, 2)}\n`);
+  fs.writeFileSync(file, `${JSON.stringify({ ...info, apiUrl }, null, 2)}\n`, { mode: 0o600 });
 }
 
 /** Reads the runtime file of a running `npm start`; undefined when there is none or its process is gone. */
@@ -130,7 +130,9 @@ export async function startServices(config: WorkerConfig): Promise<RunningServic
       temporalUiUrl,
       pid: process.pid,
     };
-    fs.writeFileSync(runtimeFilePath(config.dataDir), `${JSON.stringify(info, null, 2)}\n`);
+    // Owner only: the database URL carries the embedded cluster's password.
+    fs.writeFileSync(runtimeFilePath(config.dataDir), `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
+    fs.chmodSync(runtimeFilePath(config.dataDir), 0o600);
     return {
       ...info,
       model,

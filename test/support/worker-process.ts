@@ -7,6 +7,18 @@ import path from 'node:path';
 const ROOT = path.join(__dirname, '..', '..');
 
 /** A worker process started by a test. */
+/** The environment of a start with nothing configured: embedded Temporal and PostgreSQL, the demo model, development tokens and key. */
+export const NOTHING_CONFIGURED = {
+  TEMPORAL_ADDRESS: '',
+  DATABASE_URL: '',
+  OPENAI_API_KEY: '',
+  OPENAI_BASE_URL: '',
+  TEMPORAL_NAMESPACE: '',
+  TEMPORAL_TASK_QUEUE: '',
+  AGENT_API_TOKENS_FILE: '',
+  AGENT_DECISION_KEYS: '',
+};
+
 export interface WorkerProcess {
   child: ChildProcess;
   /** Everything the process printed so far. */

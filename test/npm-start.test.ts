@@ -1,0 +1,173 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { postgresDataDir } from '../src/db/embedded-postgres';
+import { freePort } from '../src/db/free-port';
+import { NOTHING_CONFIGURED } from './support/worker-process';
+
+// `npm start` as a newcomer runs it, with nothing configured: embedded
+// Temporal, PostgreSQL and the demo model, the HTTP API on a free port. A
+// SIGTERM to npm stops every process it started; a second start on the same
+// data folder still has the first one's transcripts; runtime.json (which holds
+// the database's password) is readable by its owner only.
+
+const ROOT = path.join(__dirname, '..');
+
+const made: string[] = [];
+afterAll(() => {
+  for (const dir of made) {
+    const cluster = postgresDataDir(path.join(dir, 'postgres'), true);
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(cluster, { recursive: true, force: true });
+  }
+});
+
+/** A data folder of the given mode (as root, embedded PostgreSQL keeps its cluster inside it only when its user can enter it). */
+function dataFolder(mode: number): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-npm-start-'));
+  fs.chmodSync(dir, mode);
+  made.push(dir);
+  return dir;
+}
+
+/** Every process below `pid`, from /proc. */
+function descendants(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const found: number[] = [];
+  const walk = (p: number) => {
+    for (const child of children.get(p) ?? []) {
+      found.push(child);
+      walk(child);
+    }
+  };
+  walk(pid);
+  return found;
+}
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    // A zombie has exited; only its entry remains until its parent reaps it.
+    return !/^\S+ \(.*\) Z/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+};
+
+/** Runs `npm start` until its banner; returns the process and what it printed. */
+async function npmStart(dataDir: string): Promise<{ child: ChildProcess; output: () => string }> {
+  const uiPort = await freePort();
+  const child = spawn('npm', ['start'], {
+    cwd: ROOT,
+    env: { ...process.env, ...NOTHING_CONFIGURED, AGENT_DATA_DIR: dataDir, AGENT_API_PORT: '0', TEMPORAL_UI_PORT: String(uiPort), LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += String(chunk)));
+  child.stderr!.on('data', (chunk) => (output += String(chunk)));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`npm start printed no banner within 150 s:\n${output}`)), 150_000);
+    const check = setInterval(() => {
+      if (output.includes('Press Ctrl-C to stop.')) {
+        clearInterval(check);
+        clearTimeout(timer);
+        resolve();
+      }
+    }, 200);
+    child.once('exit', (code) => {
+      clearInterval(check);
+      clearTimeout(timer);
+      reject(new Error(`npm start exited (${code}) before its banner:\n${output}`));
+    });
+  });
+  return { child, output: () => output };
+}
+
+/** Sends SIGTERM to npm and waits for it to exit; returns the exit code and the processes it had started that are still alive 10 s later. */
+async function stopWithSigterm(child: ChildProcess): Promise<{ code: number | null; leftBehind: string[] }> {
+  const started = descendants(child.pid!);
+  expect(started.length).toBeGreaterThan(2); // npm's shell, node, Temporal, PostgreSQL, …
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  child.kill('SIGTERM');
+  const code = await exited;
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline && started.some(alive)) await new Promise((resolve) => setTimeout(resolve, 200));
+  const leftBehind = started.filter(alive).map((pid) => {
+    try {
+      return `${pid} ${fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').slice(0, 160)}`;
+    } catch {
+      return String(pid);
+    }
+  });
+  return { code, leftBehind };
+}
+
+describe('npm start', () => {
+  it.each([
+    ['0700', 0o700],
+    ['0755', 0o755],
+  ])('stops every process it started on SIGTERM, and a second start on the same data folder keeps the transcripts (data folder %s)', async (_mode, mode) => {
+    const dataDir = dataFolder(mode);
+    const first = await npmStart(dataDir);
+    const runtimeFile = path.join(dataDir, 'runtime.json');
+    expect(fs.statSync(runtimeFile).mode & 0o777).toBe(0o600);
+    const runtime = JSON.parse(fs.readFileSync(runtimeFile, 'utf8')) as { apiUrl: string };
+    const [requester] = JSON.parse(fs.readFileSync(path.join(dataDir, 'api-tokens.json'), 'utf8')) as { token: string }[];
+    const headers = { authorization: `Bearer ${requester.token}`, 'content-type': 'application/json' };
+    const sent = await fetch(`${runtime.apiUrl}/v1/conversations/restart-1/messages`, { method: 'POST', headers, body: JSON.stringify({ text: 'find Ada' }) });
+    expect(sent.status).toBe(202);
+    await expect
+      .poll(async () => ((await (await fetch(`${runtime.apiUrl}/v1/conversations/restart-1`, { headers })).json()) as { recentTurns: unknown[] }).recentTurns.length, {
+        timeout: 30_000,
+      })
+      .toBe(1);
+
+    // As root, the cluster sits in the data folder when PostgreSQL's user can enter it, else under /var/lib; never under /tmp.
+    const cluster = postgresDataDir(path.join(dataDir, 'postgres'), true);
+    expect(fs.existsSync(path.join(cluster, 'PG_VERSION'))).toBe(true);
+    if (mode === 0o755 || process.getuid?.() !== 0) expect(cluster).toBe(path.join(dataDir, 'postgres'));
+    else expect(cluster.startsWith('/var/lib/durable-agent-worker/')).toBe(true);
+
+    const stopped = await stopWithSigterm(first.child);
+    expect(stopped.leftBehind).toEqual([]);
+
+    const second = await npmStart(dataDir);
+    try {
+      const again = JSON.parse(fs.readFileSync(runtimeFile, 'utf8')) as { apiUrl: string };
+      const page = (await (await fetch(`${again.apiUrl}/v1/conversations/restart-1/transcript`, { headers })).json()) as { messages: { message: { role: string; content: string | null } }[] };
+      expect(page.messages[0].message).toEqual({ role: 'user', content: 'find Ada' });
+      expect(page.messages.at(-1)?.message.role).toBe('assistant');
+    } finally {
+      const stoppedAgain = await stopWithSigterm(second.child);
+      expect(stoppedAgain.leftBehind).toEqual([]);
+    }
+  });
+
+  it('refuses a bad LOG_LEVEL with the variable named, before starting anything', async () => {
+    const dataDir = dataFolder(0o755);
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src', 'main.ts')], {
+      cwd: ROOT,
+      env: { ...process.env, ...NOTHING_CONFIGURED, AGENT_DATA_DIR: dataDir, LOG_LEVEL: 'bogus' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr!.on('data', (chunk) => (stderr += String(chunk)));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(code).toBe(1);
+    expect(stderr).toContain('LOG_LEVEL');
+    expect(stderr).not.toMatch(/at .*pino|TypeError/);
+    expect(fs.readdirSync(dataDir)).toEqual([]);
+  });
+});
