@@ -83,6 +83,8 @@ async function main(): Promise<void> {
         taskQueue: services.taskQueue,
         databaseUrl: services.databaseUrl,
         schema: config.databaseSchema,
+        // A request about a conversation no worker answers for gets 503 no_worker, not a hang.
+        queryTimeoutMs: 10_000,
         ...connectionOptions(settings),
       });
       api = await serveConfiguredApi(config, security, client);

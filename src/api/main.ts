@@ -26,6 +26,8 @@ async function main(): Promise<void> {
       taskQueue: config.temporal.taskQueue,
       databaseUrl: config.databaseUrl,
       schema: config.databaseSchema,
+      // A request about a conversation no worker answers for gets 503 no_worker, not a hang.
+      queryTimeoutMs: 10_000,
       ...connectionOptions(settings),
     }),
   );

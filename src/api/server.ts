@@ -9,7 +9,7 @@ import fastifySwagger from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { AgentClient } from '../client/client';
+import { NoWorkerAnsweredError, type AgentClient } from '../client/client';
 import { ConfigError, ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError } from '../errors';
 import { decideCalls, DecisionProblem, type DecisionPolicy } from './decisions';
 import { inboxRoutes } from './inbox';
@@ -27,6 +27,7 @@ export const API_ERROR_CODES = {
   conversation_closed: 409,
   decision_refused: 409,
   identity_provider_unavailable: 503,
+  no_worker: 503,
 } as const;
 /** One of {@link API_ERROR_CODES}. */
 export type ApiErrorCode = keyof typeof API_ERROR_CODES;
@@ -107,6 +108,7 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     if (err instanceof ConversationClosedError) return send(reply, 'conversation_closed', err.message);
     if (err instanceof DecisionRefusedError) return send(reply, 'decision_refused', err.message);
     if ((err as { name?: string }).name === 'WorkflowNotFoundError') return send(reply, 'not_found', 'No such conversation.');
+    if (err instanceof NoWorkerAnsweredError) return send(reply, 'no_worker', err.message);
     if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) return send(reply, 'invalid_request', e.message ?? 'Bad request.');
     reply.status(500).send({ error: { code: 'internal', message: 'The request failed inside the server; see its log.' } });
   });

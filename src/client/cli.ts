@@ -4,7 +4,7 @@
  * file a running `npm start` writes.
  */
 import { randomUUID } from 'node:crypto';
-import readline from 'node:readline/promises';
+import fs from 'node:fs';
 import { Command } from 'commander';
 import { loadConfig } from '../runtime/config';
 import { readRuntimeInfo } from '../runtime/services';
@@ -12,7 +12,11 @@ import { connectionOptions, EMBEDDED_DEV_SERVER, explainConnectionFailure } from
 import { decideThroughApi, findApiDecider } from './api-decisions';
 import { AgentClient } from './client';
 import { formatTranscript } from './format';
+import { LineQueue, readAll } from './lines';
 import { StreamView } from './stream';
+
+/** How long the CLI waits for a worker to answer a query. */
+const CLI_QUERY_TIMEOUT_MS = 5_000;
 
 async function connect(): Promise<AgentClient> {
   const config = loadConfig();
@@ -36,6 +40,8 @@ async function connect(): Promise<AgentClient> {
       schema: config.databaseUrl ? config.databaseSchema : (runtime?.databaseSchema ?? config.databaseSchema),
       namespace: config.temporal.address ? config.temporal.namespace : (runtime?.namespace ?? config.temporal.namespace),
       taskQueue: config.temporal.taskQueue ?? runtime?.taskQueue,
+      // A command never hangs on a conversation no worker answers for: it says so within seconds.
+      queryTimeoutMs: CLI_QUERY_TIMEOUT_MS,
     }),
   );
 }
@@ -95,6 +101,8 @@ async function printTurn(
   const view = new StreamView();
   let midLine = false;
   let lastStreamed = '';
+  /** Texts of responses streamed to the end: the answer is not printed again. */
+  const streamed = new Set<string>();
   const write = (s: string): void => {
     process.stdout.write(s);
     midLine = !s.endsWith('\n');
@@ -102,44 +110,62 @@ async function printTurn(
   const newline = (): void => {
     if (midLine) write('\n');
   };
+  /** Prints the stored tool calls and results not printed yet. */
+  const printNew = async (): Promise<void> => {
+    const transcript = await client.transcript(conversationId);
+    for (const { message } of transcript.slice(printedSeq)) {
+      if (message.role === 'assistant' && message.tool_calls?.length) {
+        newline();
+        for (const call of message.tool_calls) write(`  ⚙ ${call.function.name}(${call.function.arguments})\n`);
+      } else if (message.role === 'tool') {
+        newline();
+        write(`  ↳ ${message.content.slice(0, 200)}\n`);
+      }
+    }
+    printedSeq = Math.max(printedSeq, transcript.length);
+  };
+  // Everything printed goes through one queue, in order: stream events, and the transcript's new messages.
+  let queue: Promise<void> = Promise.resolve();
+  const inOrder = (work: () => Promise<void> | void): Promise<void> => (queue = queue.then(work, work));
+  const started = new Set<string>();
+  let finished = false;
   const unsubscribe = await client.subscribe(conversationId, (event) => {
-    const change = view.apply(event);
-    if (!change) return;
-    if (change.reset) {
-      newline();
-      write('  ↻ the model call was retried; its text starts over\n');
-    }
-    if (change.appended) {
-      if (!midLine) write('agent> ');
-      write(change.appended);
-      lastStreamed = change.response.text;
-    }
+    void inOrder(async () => {
+      if (finished) return;
+      // A new response: the calls and results stored before it print first (its call wrote them before it began).
+      if (!started.has(event.responseKey)) {
+        started.add(event.responseKey);
+        await printNew().catch(() => undefined);
+      }
+      const change = view.apply(event);
+      if (!change) return;
+      if (change.reset) {
+        newline();
+        write('  ↻ the model call was retried; its text starts over\n');
+      }
+      if (change.appended) {
+        if (!midLine) write('agent> ');
+        write(change.appended);
+        lastStreamed = change.response.text;
+      }
+      if (change.response.done && change.response.ok) streamed.add(change.response.text);
+    });
   });
   try {
     const messageId = await client.sendMessage(conversationId, text);
     const asked = new Set<string>();
-    const printNew = async (): Promise<void> => {
-      const transcript = await client.transcript(conversationId);
-      for (const { message } of transcript.slice(printedSeq)) {
-        if (message.role === 'assistant' && message.tool_calls?.length) {
-          newline();
-          for (const call of message.tool_calls) write(`  ⚙ ${call.function.name}(${call.function.arguments})\n`);
-        } else if (message.role === 'tool') {
-          newline();
-          write(`  ↳ ${message.content.slice(0, 200)}\n`);
-        }
-      }
-      printedSeq = Math.max(printedSeq, transcript.length);
-    };
     for (;;) {
       const state = await client.state(conversationId);
-      await printNew();
+      await inOrder(printNew);
       const turn = state.recentTurns.find((t) => t.messageIds.includes(messageId));
       if (turn) {
         if (turn.outcome === 'answered') {
           const answer = (await client.transcript(conversationId, turn.answerSeq)).find((m) => m.seq === turn.answerSeq)?.message;
           const content = answer?.role === 'assistant' ? (answer.content ?? '') : '';
-          if (content === lastStreamed && midLine) write('\n');
+          await queue; // the stream's events so far print before the answer is judged
+          finished = true; // and any that come later print nothing
+          if (streamed.has(content) || content === lastStreamed) newline();
+          else if (lastStreamed !== '' && midLine && content.startsWith(lastStreamed)) write(`${content.slice(lastStreamed.length)}\n`);
           else {
             newline();
             write(`agent> ${content}\n`);
@@ -192,25 +218,23 @@ program
     const id = conversationId ?? `conv-${randomUUID().slice(0, 8)}`;
     await withClient(async (client) => {
       process.stdout.write(`Conversation ${id}. Type a message; /show prints the transcript, /quit leaves.\n`);
-      const rl = readline.createInterface({ input: process.stdin, output: process.stdout });
+      const lines = new LineQueue(process.stdin, process.stdout);
+      const ask = async (question: string) => (await lines.next(question, process.stdout)) ?? '';
       try {
         for (;;) {
-          let line: string;
-          try {
-            line = (await rl.question('you> ')).trim();
-          } catch {
-            break; // input closed
-          }
+          const typed = await lines.next('you> ', process.stdout);
+          if (typed === undefined) break; // input closed
+          const line = typed.trim();
           if (line === '/quit' || line === '/exit') break;
           if (line === '') continue;
           if (line === '/show') {
             process.stdout.write(`${formatTranscript(await client.transcript(id))}\n`);
             continue;
           }
-          await printTurn(client, id, line, (q) => rl.question(q)).catch((err: Error) => process.stdout.write(`error: ${err.message}\n`));
+          await printTurn(client, id, line, ask).catch((err: Error) => process.stdout.write(`error: ${err.message}\n`));
         }
       } finally {
-        rl.close();
+        lines.close();
       }
       process.stdout.write(`Bye. Continue later with: npm run cli -- chat ${id}\n`);
     });
@@ -218,11 +242,20 @@ program
 
 program
   .command('say')
-  .description('send one message and print the answer')
+  .description('send one message and print the answer (the text as arguments, "-" for standard input, or --file)')
   .argument('<conversationId>')
-  .argument('<text...>')
-  .action(async (conversationId: string, words: string[]) => {
-    await withClient((client) => printTurn(client, conversationId, words.join(' ')));
+  .argument('[text...]')
+  .option('--file <path>', 'the message is the text of this file')
+  .action(async (conversationId: string, words: string[], options: { file?: string }) => {
+    let text = words.join(' ');
+    if (options.file) {
+      if (words.length > 0) throw new Error('Give the message as text, "-" or --file, not several.');
+      text = fs.readFileSync(options.file, 'utf8');
+    } else if (words.length === 1 && words[0] === '-') {
+      text = await readAll(process.stdin);
+    }
+    if (text.trim() === '') throw new Error('The message is empty: give its text, "-" to read it from standard input, or --file <path>.');
+    await withClient((client) => printTurn(client, conversationId, text.replace(/\n$/, '')));
   });
 
 program
@@ -299,6 +332,8 @@ for (const decision of ['approve', 'reject'] as const) {
       if (!toolCallId && !options.key && !options.all) throw new Error(`Name the tool call to ${decision} (see "pending"), or pass --all.`);
       if ((toolCallId || options.key) && options.all) throw new Error('Give a tool call id or key, or --all, not both.');
       await withClient(async (client) => {
+        // What waits now, to say what the decision decided (and, with no worker, to stop within seconds).
+        const waiting = (await client.state(conversationId)).pendingApprovals;
         const result = await decideCalls(client, conversationId, {
           decision,
           toolCallId,
@@ -307,7 +342,12 @@ for (const decision of ['approve', 'reject'] as const) {
           decidedBy: options.by,
         });
         const as = result.decidedBy ? ` as ${result.decidedBy}` : '';
-        process.stdout.write(`${decision === 'approve' ? 'Approved' : 'Rejected'}${as}: ${result.toolCallIds.join(', ')}\n`);
+        const decided = result.toolCallIds.map((id) => {
+          const call = waiting.find((p) => p.toolCallId === id);
+          return call ? `${call.toolName}(${JSON.stringify(call.arguments)}) [${id}]` : id;
+        });
+        const next = decision === 'approve' ? 'it runs now' : 'the model is told';
+        process.stdout.write(`${decision === 'approve' ? 'Approved' : 'Rejected'}${as}: ${decided.join(', ')}; ${next}. Follow the turn: npm run cli -- show ${conversationId}\n`);
       });
     });
 }

@@ -63,6 +63,22 @@ export interface AgentClientOptions {
   tls?: ConnectionOptions['tls'];
   apiKey?: string;
   metadata?: Record<string, string>;
+  /**
+   * How long a state query may wait for a worker to answer before it fails
+   * with a {@link NoWorkerAnsweredError}. Unset: as long as Temporal lets it
+   * (a query waits for a worker to take it).
+   */
+  queryTimeoutMs?: number;
+}
+
+/** No worker answered a query in time: none runs on the task queue, or none reaches the server. */
+export class NoWorkerAnsweredError extends Error {
+  constructor(conversationId: string, taskQueue: string, timeoutMs: number) {
+    super(
+      `No worker answered conversation ${conversationId} within ${Math.round(timeoutMs / 1000)} s. Is a worker running on task queue "${taskQueue}" (npm start)? Nothing was changed.`,
+    );
+    this.name = 'NoWorkerAnsweredError';
+  }
 }
 
 /** Options of {@link AgentClient.sendMessage}. */
@@ -138,6 +154,7 @@ export interface ConversationWithUnknownEffects {
 /** The client of the durable agent worker. */
 export class AgentClient {
   private readonly taskQueue: string;
+  private readonly queryTimeoutMs: number | undefined;
   private readonly pool: Pool | undefined;
   private readonly databaseUrl: string | undefined;
 
@@ -145,9 +162,10 @@ export class AgentClient {
     readonly temporal: Client,
     /** The connection this client opened, closed by {@link AgentClient.close}; unset for a `Client` of the caller's. */
     private readonly ownConnection: Connection | undefined,
-    options: Pick<AgentClientOptions, 'taskQueue' | 'databaseUrl'>,
+    options: Pick<AgentClientOptions, 'taskQueue' | 'databaseUrl' | 'queryTimeoutMs'>,
     private readonly tables: AgentTables,
   ) {
+    this.queryTimeoutMs = options.queryTimeoutMs;
     this.taskQueue = options.taskQueue ?? 'agent';
     this.databaseUrl = options.databaseUrl;
     this.pool = options.databaseUrl ? createPool(options.databaseUrl, 2) : undefined;
@@ -171,7 +189,7 @@ export class AgentClient {
    * payload codecs). {@link AgentClient.close} leaves that client open.
    * Throws a `ConfigError` when `schema` is not a usable name.
    */
-  static fromClient(temporal: Client, options: Pick<AgentClientOptions, 'taskQueue' | 'databaseUrl' | 'schema'> = {}): AgentClient {
+  static fromClient(temporal: Client, options: Pick<AgentClientOptions, 'taskQueue' | 'databaseUrl' | 'schema' | 'queryTimeoutMs'> = {}): AgentClient {
     return new AgentClient(temporal, undefined, options, agentTables(options.schema));
   }
 
@@ -214,10 +232,14 @@ export class AgentClient {
   /** The conversation's state (from the workflow). */
   async state(conversationId: string): Promise<ConversationState> {
     const handle = this.temporal.workflow.getHandle(conversationId);
+    const timeoutMs = this.queryTimeoutMs;
+    const started = Date.now();
     for (let attempt = 1; ; attempt++) {
       try {
-        return await handle.query(stateQuery);
+        if (timeoutMs === undefined) return await handle.query(stateQuery);
+        return await this.temporal.connection.withDeadline(started + timeoutMs, () => handle.query(stateQuery));
       } catch (err) {
+        if (timeoutMs !== undefined && Date.now() - started >= timeoutMs - 50) throw new NoWorkerAnsweredError(conversationId, this.taskQueue, timeoutMs);
         // A worker that took over a conversation declines a query whose history has unhandled
         // events (see src/workflows/interceptors.ts); the next workflow task answers it.
         const declined = err instanceof Error && err.message.includes(STALE_QUERY_TASK_MESSAGE);

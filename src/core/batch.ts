@@ -182,6 +182,11 @@ export class ToolCallBatch {
       return { message: `Tool call "${toolCallId}" (${call.name}) is already settled (${call.outcome?.kind}).` };
     }
     if (call.phase !== 'awaiting_approval') {
+      const earlier = call.decision;
+      if (earlier) {
+        const by = earlier.decidedBy ? ` by ${earlier.decidedBy}` : '';
+        return { message: `Tool call "${toolCallId}" (${call.name}) was already ${earlier.approved ? 'approved' : 'rejected'}${by} (decision ${earlier.decisionId}); it is ${call.phase} now.` };
+      }
       return { message: `Tool call "${toolCallId}" (${call.name}) does not need approval; it is ${call.phase}.` };
     }
     return { ids: [toolCallId] };
