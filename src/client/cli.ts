@@ -13,6 +13,7 @@ import { decideThroughApi, findApiDecider } from './api-decisions';
 import { AgentClient } from './client';
 import { formatTranscript } from './format';
 import { LineQueue, readAll } from './lines';
+import { resolveCliTarget } from './target';
 import { StreamView } from './stream';
 
 /** How long the CLI waits for a worker to answer a query. */
@@ -20,26 +21,18 @@ const CLI_QUERY_TIMEOUT_MS = 5_000;
 
 async function connect(): Promise<AgentClient> {
   const config = loadConfig();
-  const runtime = readRuntimeInfo(config.dataDir);
-  const temporalAddress = config.temporal.address ?? runtime?.temporalAddress;
-  const databaseUrl = config.databaseUrl ?? runtime?.databaseUrl;
-  if (!temporalAddress || !databaseUrl) {
-    throw new Error(
-      `No running worker found (no ${config.dataDir}/runtime.json) and TEMPORAL_ADDRESS/DATABASE_URL are not both set. Start one with "npm start" in another terminal.`,
-    );
-  }
+  const target = resolveCliTarget(config, process.env, readRuntimeInfo(config.dataDir));
   // A configured server gets the TLS, API key and metadata of Temporal's environment configuration;
   // the embedded dev server of a running `npm start` (found through its runtime file) takes plain connections.
-  const settings = config.temporal.address ? config.temporal.connection : EMBEDDED_DEV_SERVER;
-  return explainConnectionFailure(settings, temporalAddress, () =>
+  const settings = target.embedded ? EMBEDDED_DEV_SERVER : config.temporal.connection;
+  return explainConnectionFailure(settings, target.temporalAddress, () =>
     AgentClient.connect({
       ...connectionOptions(settings),
-      temporalAddress,
-      databaseUrl,
-      // The schema goes with the database: a running `npm start`'s when the CLI found its database there.
-      schema: config.databaseUrl ? config.databaseSchema : (runtime?.databaseSchema ?? config.databaseSchema),
-      namespace: config.temporal.address ? config.temporal.namespace : (runtime?.namespace ?? config.temporal.namespace),
-      taskQueue: config.temporal.taskQueue ?? runtime?.taskQueue,
+      temporalAddress: target.temporalAddress,
+      databaseUrl: target.databaseUrl,
+      schema: target.schema,
+      namespace: target.namespace,
+      taskQueue: target.taskQueue,
       // A command never hangs on a conversation no worker answers for: it says so within seconds.
       queryTimeoutMs: CLI_QUERY_TIMEOUT_MS,
     }),
