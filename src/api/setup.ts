@@ -15,7 +15,7 @@ import type { DecisionPolicy } from './decisions';
 import type { AgentClient } from '../client/client';
 import { createJwtVerifier } from './jwt';
 import { startApiServer } from './server';
-import { readTokenFile, type ApiPrincipal, type ApiTokenConfig } from './tokens';
+import { DEVELOPMENT_TOKENS_FILE, readTokenFile, type ApiPrincipal, type ApiTokenConfig } from './tokens';
 
 /** The API's and the workers' security settings, resolved. */
 export interface ApiSecurity {
@@ -32,9 +32,9 @@ export interface ApiSecurity {
   decisionKeysOrigin: string;
 }
 
-/** File names in the data folder. */
-export const DEVELOPMENT_TOKENS_FILE = 'api-tokens.json';
+/** The decision key made in the data folder when none is configured. */
 export const DEVELOPMENT_DECISION_KEYS_FILE = 'decision-keys';
+export { DEVELOPMENT_TOKENS_FILE };
 
 /** Resolves the API's security from the configuration, making development tokens and a decision key where none are configured. */
 export function resolveApiSecurity(config: WorkerConfig): ApiSecurity {

@@ -27,6 +27,9 @@ export interface ApiPrincipal {
   roles: ReadonlySet<ApiRole>;
 }
 
+/** The development tokens' file in the data folder, made when no token file is configured. */
+export const DEVELOPMENT_TOKENS_FILE = 'api-tokens.json';
+
 /** The shortest token accepted: long enough that guessing is hopeless. */
 export const MIN_TOKEN_CHARS = 32;
 

@@ -6,8 +6,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { DEVELOPMENT_TOKENS_FILE } from '../api/setup';
-import type { ApiTokenConfig } from '../api/tokens';
+// tokens.ts, not setup.ts: the CLI must not load the API server (Fastify, jose, the inbox) to find a file name.
+import { DEVELOPMENT_TOKENS_FILE, type ApiTokenConfig } from '../api/tokens';
 
 /** Where and as whom the CLI decides through the API. */
 export interface ApiDecider {
