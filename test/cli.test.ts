@@ -84,10 +84,13 @@ describe('the CLI', () => {
     const id = h.newConversationId('no-worker');
     await idle.sendMessage(id, 'Is anyone there?');
     const noWorker = { ...env, TEMPORAL_TASK_QUEUE: `nobody-polls` };
-    for (const args of [['show', id], ['approve', id, 'call_x'], ['state', id]]) {
+    for (const args of [['show', id], ['state', id]]) {
       const failed = await runCli(args, noWorker).catch((err: { stderr: string; code: number }) => err);
       expect((failed as { stderr: string }).stderr, args.join(' ')).toMatch(/No worker answered conversation .* within 5 s/);
     }
+    // A decision is checked against what the conversation last recorded (test/queued-decisions.test.ts queues one that waits).
+    const refused = await runCli(['approve', id, 'call_x'], noWorker).catch((err: { stderr: string; code: number }) => err);
+    expect((refused as { stderr: string }).stderr).toMatch(/Tool call "call_x" is not waiting for approval in conversation .* \(no worker answered within 3 s\)\. Nothing was decided/);
     expect(await h.pool.query('SELECT count(*)::int AS n FROM durable_agent.approval_decisions WHERE conversation_id = $1', [id]).then((r) => r.rows[0].n)).toBe(0);
     await h.temporal.workflow.getHandle(id).terminate('test over');
   });

@@ -41,19 +41,47 @@ export interface DecisionPolicy {
   allowSelfApproval?: boolean;
   /** Signs every decision; workers holding the key refuse decisions without a valid signature. */
   signingKey?: DecisionKey;
+  /**
+   * How long to wait for the conversation's worker to answer before the
+   * decision is queued instead (sent as a signal, checked against what
+   * visibility says waits). Default {@link DECISION_WORKER_WAIT_MS}.
+   */
+  workerWaitMs?: number;
 }
 
-/** One call's decision as applied. */
+/** How long a decision waits for a worker to answer before it is queued: short enough that a person hears back within 5 s. */
+export const DECISION_WORKER_WAIT_MS = 3_000;
+
+/** One call's decision as applied, or as queued. */
 export interface CallDecision extends DecisionResult {
   toolCallId: string;
   callKey: string;
+  toolName: string;
+  arguments: unknown;
+  /**
+   * True when no worker answered: the decision waits, signed, in the
+   * conversation's history and applies when a worker runs it, if the call
+   * still waits then (else it is listed in the state's `refusedDecisions`).
+   */
+  queued: boolean;
+}
+
+/** What {@link decideCalls} did. */
+export interface DecisionOutcome {
+  decidedBy: string;
+  /** True when no worker answered and the decisions were queued (see {@link CallDecision.queued}). */
+  queued: boolean;
+  results: CallDecision[];
 }
 
 /**
  * Decides the named calls of one conversation as `principal`. Reads the
  * conversation's pending approvals once, refuses (changing nothing) when a
  * named call is not waiting or when four eyes forbid it, then sends one
- * decision per call, naming its effect key.
+ * decision per call, naming its effect key. When no worker answers within
+ * `policy.workerWaitMs`, the calls waiting are read from visibility, the same
+ * checks apply, and each decision is sent as a signal that waits for a worker
+ * (`queued: true`).
  */
 export async function decideCalls(
   client: AgentClient,
@@ -61,13 +89,14 @@ export async function decideCalls(
   conversationId: string,
   request: DecideRequest,
   policy: DecisionPolicy,
-): Promise<{ decidedBy: string; results: CallDecision[] }> {
+): Promise<DecisionOutcome> {
   const byId = request.toolCallIds ?? [];
   const byKey = request.callKeys ?? [];
   if (byId.length + byKey.length === 0 || (byId.length > 0 && byKey.length > 0)) {
     throw new DecisionProblem('invalid_request', 'Name the calls you decide, either by "toolCallIds" or by "callKeys" (as listed by GET /v1/approvals).');
   }
-  const pending = (await client.state(conversationId)).pendingApprovals;
+  const { calls: pending, workerAnswered } = await client.waitingCalls(conversationId, policy.workerWaitMs ?? DECISION_WORKER_WAIT_MS);
+  const queued = !workerAnswered;
   const named = [
     ...byId.map((id) => ({ name: `tool call "${id}"`, found: pending.find((p) => p.toolCallId === id) })),
     ...byKey.map((key) => ({ name: `call ${key}`, found: pending.find((p) => p.callKey === key) })),
@@ -102,8 +131,10 @@ export async function decideCalls(
       sentAt: new Date().toISOString(),
     };
     if (policy.signingKey) decision.signature = signDecision(policy.signingKey, conversationId, decision);
-    const result = await client.decide(conversationId, decision);
-    results.push({ ...result, toolCallId: call.toolCallId, callKey: call.callKey });
+    const result: DecisionResult = queued
+      ? { decisionId: await client.signalDecision(conversationId, decision), applied: false, toolCallIds: [call.toolCallId] }
+      : await client.decide(conversationId, decision);
+    results.push({ ...result, toolCallId: call.toolCallId, callKey: call.callKey, toolName: call.toolName, arguments: call.arguments, queued });
   }
-  return { decidedBy: subject, results };
+  return { decidedBy: subject, queued, results };
 }

@@ -307,9 +307,15 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
     }
     const principal: ApiPrincipal = { subject: session.subject, roles: new Set(session.roles) };
     try {
-      const { results } = await decideCalls(client, principal, id, { decision, callKeys: [callKey], ...(reason ? { reason } : {}) }, policy);
+      const { results, queued } = await decideCalls(client, principal, id, { decision, callKeys: [callKey], ...(reason ? { reason } : {}) }, policy);
       const verb = decision === 'approve' ? 'approved' : 'rejected';
-      session.flash = { kind: 'ok', message: `You ${verb} ${results.map((r) => `call ${r.toolCallId}`).join(', ')}. The turn goes on below.` };
+      const calls = results.map((r) => `call ${r.toolCallId}`).join(', ');
+      session.flash = {
+        kind: 'ok',
+        message: queued
+          ? `You ${verb} ${calls}. No worker answers for this conversation right now: your decision is queued and applies when a worker runs, if the call still waits then.`
+          : `You ${verb} ${calls}. The turn goes on below.`,
+      };
       return reply.redirect(conversationPath(id), 303);
     } catch (err) {
       const refused =

@@ -192,6 +192,7 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
         summary: 'Tool calls waiting for a decision across conversations, oldest first (Temporal visibility and PostgreSQL; no query per conversation).',
         security,
         querystring: z.object({
+          conversationId: filterValue.optional().describe('Only calls of this conversation.'),
           tool: filterValue.optional().describe('Only calls of this tool.'),
           requester: filterValue.optional().describe('Only calls of turns this subject started.'),
           minAgeSeconds: z.coerce.number().int().min(0).optional().describe('Only calls waiting at least this long.'),
@@ -199,8 +200,8 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
       },
     },
     async (request) => {
-      const { tool, requester, minAgeSeconds } = request.query;
-      const approvals = await client.pendingApprovals({ tool, requester, minAgeMs: minAgeSeconds === undefined ? undefined : minAgeSeconds * 1000 });
+      const { conversationId, tool, requester, minAgeSeconds } = request.query;
+      const approvals = await client.pendingApprovals({ conversationId, tool, requester, minAgeMs: minAgeSeconds === undefined ? undefined : minAgeSeconds * 1000 });
       return { approvals: approvals.map((a) => ({ ...a, requestedAt: a.requestedAt.toISOString() })) };
     },
   );
@@ -210,7 +211,9 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     {
       onRequest: allow('approver'),
       schema: {
-        summary: 'Approve or reject the named tool calls. Each call is named: a call that appeared after the approver looked is never decided by accident.',
+        summary:
+          'Approve or reject the named tool calls. Each call is named: a call that appeared after the approver looked is never decided by accident. ' +
+          'Answers 200 when the conversation\'s worker applied the decisions, 202 with queued: true when no worker answered in time (3 s by default): the signed decisions then wait in the conversation\'s history and apply when a worker runs, if the calls still wait.',
         security,
         params: conversationParams,
         // Strict: a field such as decidedBy is refused, never used (the decider is the token's subject).
@@ -222,7 +225,12 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
         }),
       },
     },
-    async (request) => decideCalls(client, request.principal!, request.params.id, request.body, policy),
+    async (request, reply) => {
+      const outcome = await decideCalls(client, request.principal!, request.params.id, request.body, policy);
+      // Accepted, not applied: no worker answered, the signed decisions wait in the conversation's history.
+      if (outcome.queued) reply.status(202);
+      return outcome;
+    },
   );
 
   app.get(

@@ -31,11 +31,23 @@ export async function followTurn(
   emit: (event: TurnEvent) => void,
 ): Promise<void> {
   const view = new StreamView();
+  // Everything is emitted through one queue, in order; a new response's text comes after the calls stored before it.
+  let queue: Promise<void> = Promise.resolve();
+  const inOrder = (work: () => Promise<void> | void): Promise<void> => (queue = queue.then(work, work));
+  const started = new Set<string>();
+  let emitFrom: ((state: ConversationState | undefined) => void) | undefined;
   const unsubscribe = await client.subscribe(conversationId, (event) => {
-    const changed = view.apply(event);
-    if (changed && (changed.appended || changed.reset)) {
-      emit({ event: 'delta', data: { responseKey: changed.response.responseKey, attempt: changed.response.attempt, text: changed.appended, reset: changed.reset } });
-    }
+    void inOrder(async () => {
+      if (!started.has(event.responseKey)) {
+        started.add(event.responseKey);
+        // The calls of the response before this one were stored before this one began.
+        if (emitFrom) emitFrom(await client.state(conversationId).catch(() => undefined));
+      }
+      const changed = view.apply(event);
+      if (changed && (changed.appended || changed.reset)) {
+        emit({ event: 'delta', data: { responseKey: changed.response.responseKey, attempt: changed.response.attempt, text: changed.appended, reset: changed.reset } });
+      }
+    });
   });
   try {
     const first = await client.state(conversationId);
@@ -46,7 +58,8 @@ export async function followTurn(
     const seenCalls = new Set(first.messages.filter((m) => m.seq < since).flatMap((m) => (m.toolCalls ?? []).map((c) => `${m.seq}/${c.id}`)));
     const seenApprovals = new Set<string>();
     let lastStatus = '';
-    for (let state = first; !options.signal.aborted; ) {
+    emitFrom = (state) => {
+      if (!state) return;
       for (const m of state.messages) {
         for (const call of m.toolCalls ?? []) {
           if (seenCalls.has(`${m.seq}/${call.id}`)) continue;
@@ -64,6 +77,9 @@ export async function followTurn(
         lastStatus = JSON.stringify(status);
         emit({ event: 'status', data: status });
       }
+    };
+    for (let state = first; !options.signal.aborted; ) {
+      await inOrder(() => emitFrom!(state));
       const turn = options.messageId
         ? state.recentTurns.find((t) => t.messageIds.includes(options.messageId!))
         : state.recentTurns.find((t) => !finishedBefore.has(t.messageIds.join('\n')));
@@ -73,7 +89,7 @@ export async function followTurn(
           const [stored] = await client.transcriptPage(conversationId, turn.answerSeq - 1, 1);
           if (stored?.message.role === 'assistant') answer = stored.message.content ?? '';
         }
-        emit({ event: 'turn', data: { ...turn, ...(answer === undefined ? {} : { answer }) } });
+        await inOrder(() => emit({ event: 'turn', data: { ...turn, ...(answer === undefined ? {} : { answer }) } }));
         return;
       }
       await new Promise((resolve) => setTimeout(resolve, TURN_EVENTS_POLL_MS));

@@ -1,8 +1,10 @@
 /**
- * Decisions from the command line through the HTTP API, so they are signed
- * and recorded under an authenticated subject: with AGENT_API_URL and
- * AGENT_API_TOKEN, or, beside a running `npm start`, its API and the local
- * approver's development token (readable by its owner only).
+ * The command line through the HTTP API: decisions, so they are signed and
+ * recorded under an authenticated subject, and, with AGENT_API_URL and
+ * AGENT_API_TOKEN, everything an approver or requester does (`pending`,
+ * `say`), so they need neither Temporal nor PostgreSQL access. Beside a
+ * running `npm start`, decisions use its API and the local approver's
+ * development token (readable by its owner only).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -33,24 +35,68 @@ export function findApiDecider(env: NodeJS.ProcessEnv, dataDir: string, runtimeA
   }
 }
 
-/** Decides named calls through the API; throws with the API's message when it refuses. Returns the subject recorded and the calls decided. */
+/** One call as the API decided it. */
+export interface ApiCallDecision {
+  toolCallId: string;
+  callKey: string;
+  toolName: string;
+  arguments: unknown;
+}
+
+/** What the API did: applied, or queued because no worker answered. */
+export interface ApiDecisionOutcome {
+  decidedBy: string;
+  queued: boolean;
+  results: ApiCallDecision[];
+}
+
+/** Calls the API with the CLI's token; throws with the API's message when it refuses. */
+export async function callApi<T>(api: ApiDecider, method: 'GET' | 'POST', route: string, body?: unknown): Promise<T> {
+  const response = await fetch(`${api.url}${route}`, {
+    method,
+    headers: { authorization: `Bearer ${api.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  }).catch((err: Error) => {
+    throw new Error(`The HTTP API at ${api.url} did not answer (${err.message}). Is npm start (or npm run api) running? Nothing was decided.`);
+  });
+  const json = (await response.json().catch(() => undefined)) as (T & { error?: undefined }) | { error?: { code: string; message: string } } | undefined;
+  if (!response.ok || !json || json.error) {
+    const error = json?.error;
+    throw new Error(error ? `${error.message} (${error.code})` : `The API at ${api.url} answered ${response.status}.`);
+  }
+  return json as T;
+}
+
+/** A call waiting for a decision, as `GET /v1/approvals` lists it. */
+export interface ApiPendingApproval extends ApiCallDecision {
+  conversationId: string;
+  requestedAt: string;
+  ageMs: number;
+  requestedBy: string[];
+}
+
+/** The calls waiting for a decision, of one conversation or of all, as the API lists them (from visibility: no worker needed). */
+export async function waitingThroughApi(api: ApiDecider, conversationId?: string): Promise<ApiPendingApproval[]> {
+  const query = conversationId === undefined ? '' : `?conversationId=${encodeURIComponent(conversationId)}`;
+  const { approvals } = await callApi<{ approvals: ApiPendingApproval[] }>(api, 'GET', `/v1/approvals${query}`);
+  return approvals;
+}
+
+/** The API named by AGENT_API_URL with AGENT_API_TOKEN, when both are set: the CLI then talks to it alone. */
+export function remoteApi(env: NodeJS.ProcessEnv): ApiDecider | undefined {
+  const url = env.AGENT_API_URL?.trim();
+  if (!url) return undefined;
+  const token = env.AGENT_API_TOKEN?.trim();
+  if (!token) throw new Error('AGENT_API_URL is set but AGENT_API_TOKEN is not: set the token the API gave you (a requester\'s to send messages, an approver\'s to decide).');
+  return { url: url.replace(/\/+$/, ''), token };
+}
+
+/** Decides named calls through the API; throws with the API's message when it refuses. Returns whom the API recorded, the calls, and whether they were queued. */
 export async function decideThroughApi(
   api: ApiDecider,
   conversationId: string,
   body: { decision: 'approve' | 'reject'; toolCallIds?: string[]; callKeys?: string[]; reason?: string },
-): Promise<{ decidedBy: string; toolCallIds: string[] }> {
-  const response = await fetch(`${api.url}/v1/conversations/${encodeURIComponent(conversationId)}/decisions`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const json = (await response.json().catch(() => undefined)) as
-    | { decidedBy: string; results: { toolCallId: string }[] }
-    | { error?: { code: string; message: string } }
-    | undefined;
-  if (!response.ok || !json || !('results' in json)) {
-    const error = json && 'error' in json ? json.error : undefined;
-    throw new Error(error ? `${error.message} (${error.code})` : `The API at ${api.url} answered ${response.status}.`);
-  }
-  return { decidedBy: json.decidedBy, toolCallIds: json.results.map((r) => r.toolCallId) };
+): Promise<ApiDecisionOutcome> {
+  const outcome = await callApi<ApiDecisionOutcome>(api, 'POST', `/v1/conversations/${encodeURIComponent(conversationId)}/decisions`, body);
+  return { decidedBy: outcome.decidedBy, queued: outcome.queued === true, results: outcome.results };
 }

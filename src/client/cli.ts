@@ -9,7 +9,8 @@ import { Command } from 'commander';
 import { loadConfig } from '../runtime/config';
 import { readRuntimeInfo } from '../runtime/services';
 import { connectionOptions, EMBEDDED_DEV_SERVER, explainConnectionFailure } from '../runtime/temporal-connection';
-import { decideThroughApi, findApiDecider } from './api-decisions';
+import { callApi, decideThroughApi, findApiDecider, remoteApi, waitingThroughApi, type ApiDecider, type ApiPendingApproval } from './api-decisions';
+import { sayThroughApi, stateThroughApi, transcriptThroughApi } from './api-conversation';
 import { AgentClient } from './client';
 import { formatTranscript } from './format';
 import { LineQueue, readAll } from './lines';
@@ -39,33 +40,72 @@ async function connect(): Promise<AgentClient> {
   );
 }
 
+/** How long a decision waits for the conversation's worker before it is queued instead: the CLI answers within 5 s. */
+const CLI_DECISION_WAIT_MS = 3_000;
+
+/** What the CLI decided: the calls, as whom, and whether no worker answered so they wait in the conversation's history. */
+interface CliDecision {
+  calls: { toolCallId: string; toolName: string; arguments: unknown }[];
+  decidedBy?: string;
+  queued: boolean;
+  /** Sent without the HTTP API: workers that require signed decisions refuse it. */
+  unsigned: boolean;
+}
+
 /**
  * Decides calls: through the HTTP API when one is configured or running
  * (signed, under the token's subject), else with the client directly
- * (accepted only by workers that do not require signed decisions).
- * Returns the calls decided, and as whom when the API said.
+ * (accepted only by workers that do not require signed decisions). No call
+ * named: every call waiting now, each named by its key, so a call that
+ * appears later is not decided. When no worker answers within
+ * {@link CLI_DECISION_WAIT_MS}, the decisions are queued: checked against
+ * what visibility says waits and sent as signals a worker applies later.
  */
 async function decideCalls(
-  client: AgentClient,
   conversationId: string,
   d: { decision: 'approve' | 'reject'; toolCallId?: string; callKey?: string; reason?: string; decidedBy?: string },
-): Promise<{ toolCallIds: string[]; decidedBy?: string }> {
-  const config = loadConfig();
-  const api = findApiDecider(process.env, config.dataDir, config.temporal.address ? undefined : readRuntimeInfo(config.dataDir)?.apiUrl);
-  if (!api) return client.decide(conversationId, d);
+  client?: AgentClient,
+): Promise<CliDecision> {
+  const api = apiDecider();
   const { decision, reason } = d;
-  if (d.callKey) return decideThroughApi(api, conversationId, { decision, callKeys: [d.callKey], reason });
-  if (d.toolCallId) return decideThroughApi(api, conversationId, { decision, toolCallIds: [d.toolCallId], reason });
-  // Every call waiting now, each named by its key: a call that appears later is not decided.
-  const callKeys = (await client.state(conversationId)).pendingApprovals.map((p) => p.callKey);
-  if (callKeys.length === 0) throw new Error(`No tool call is waiting for approval in conversation ${conversationId}.`);
-  return decideThroughApi(api, conversationId, { decision, callKeys, reason });
+  if (api) {
+    const named = d.callKey
+      ? { callKeys: [d.callKey] }
+      : d.toolCallId
+        ? { toolCallIds: [d.toolCallId] }
+        : { callKeys: (await waitingThroughApi(api, conversationId)).map((p) => p.callKey) };
+    if (named.callKeys?.length === 0) throw new Error(`No tool call is waiting for approval in conversation ${conversationId}. Nothing was decided.`);
+    const outcome = await decideThroughApi(api, conversationId, { decision, ...named, reason });
+    return { calls: outcome.results, decidedBy: outcome.decidedBy, queued: outcome.queued, unsigned: false };
+  }
+  if (!client) return withClient((connected) => decideCalls(conversationId, d, connected));
+  const { calls: waiting, workerAnswered } = await client.waitingCalls(conversationId, CLI_DECISION_WAIT_MS);
+  const chosen = waiting.filter((p) => (d.callKey ? p.callKey === d.callKey : d.toolCallId ? p.toolCallId === d.toolCallId : true));
+  if (chosen.length === 0) {
+    const what = d.callKey ? `Call ${d.callKey} is` : d.toolCallId ? `Tool call "${d.toolCallId}" is` : 'No tool call is';
+    const how = workerAnswered ? '' : ` as its last recorded state says (no worker answered within ${CLI_DECISION_WAIT_MS / 1000} s)`;
+    throw new Error(`${what} not waiting for approval in conversation ${conversationId}${how}. Nothing was decided; see "pending".`);
+  }
+  for (const call of chosen) {
+    const one = { decision, toolCallId: call.toolCallId, callKey: call.callKey, reason, decidedBy: d.decidedBy };
+    if (workerAnswered) await client.decide(conversationId, one);
+    else await client.signalDecision(conversationId, one);
+  }
+  return { calls: chosen, decidedBy: d.decidedBy, queued: !workerAnswered, unsigned: true };
 }
 
-async function withClient(action: (client: AgentClient) => Promise<void>): Promise<void> {
+/** The API decisions go through: AGENT_API_URL with AGENT_API_TOKEN, or the running `npm start`'s with its local approver token. */
+function apiDecider(): ApiDecider | undefined {
+  const remote = remoteApi(process.env);
+  if (remote) return remote;
+  const config = loadConfig();
+  return findApiDecider(process.env, config.dataDir, config.temporal.address ? undefined : readRuntimeInfo(config.dataDir)?.apiUrl);
+}
+
+async function withClient<T>(action: (client: AgentClient) => Promise<T>): Promise<T> {
   const client = await connect();
   try {
-    await action(client);
+    return await action(client);
   } finally {
     await client.close();
   }
@@ -183,13 +223,17 @@ async function printTurn(
         }
         const answer = (await ask(`  ⏸ ${call} needs approval. Approve? [y/N, or a reason to reject] `)).trim();
         const approve = /^y(es)?$/i.test(answer);
-        await decideCalls(client, conversationId, {
-          decision: approve ? 'approve' : 'reject',
-          toolCallId: pending.toolCallId,
-          callKey: pending.callKey,
-          reason: approve || answer === '' || /^no?$/i.test(answer) ? undefined : answer,
-          decidedBy: process.env.USER ?? 'cli',
-        }).catch((err: Error) => write(`  (decision not applied: ${err.message})\n`));
+        await decideCalls(
+          conversationId,
+          {
+            decision: approve ? 'approve' : 'reject',
+            toolCallId: pending.toolCallId,
+            callKey: pending.callKey,
+            reason: approve || answer === '' || /^no?$/i.test(answer) ? undefined : answer,
+            decidedBy: process.env.USER ?? 'cli',
+          },
+          client,
+        ).catch((err: Error) => write(`  (decision not applied: ${err.message})\n`));
       }
       if (!ask && asked.size > 0 && state.pendingApprovals.length > 0) return;
       await new Promise((resolve) => setTimeout(resolve, 250));
@@ -209,6 +253,11 @@ program
   .argument('[conversationId]', 'conversation to continue')
   .action(async (conversationId?: string) => {
     const id = conversationId ?? `conv-${randomUUID().slice(0, 8)}`;
+    const remote = remoteApi(process.env);
+    if (remote) {
+      await chatThroughApi(remote, id);
+      return;
+    }
     await withClient(async (client) => {
       process.stdout.write(`Conversation ${id}. Type a message; /show prints the transcript, /quit leaves.\n`);
       const lines = new LineQueue(process.stdin, process.stdout);
@@ -233,6 +282,27 @@ program
     });
   });
 
+/** `chat` through the HTTP API: each line a `say`; approvals are listed with the commands that decide them (another person's token, under four eyes). */
+async function chatThroughApi(api: ApiDecider, id: string): Promise<void> {
+  process.stdout.write(`Conversation ${id} (through ${api.url}). Type a message; /show prints the transcript, /quit leaves.\n`);
+  const lines = new LineQueue(process.stdin, process.stdout);
+  try {
+    for (;;) {
+      const typed = await lines.next('you> ', process.stdout);
+      if (typed === undefined) break;
+      const line = typed.trim();
+      if (line === '/quit' || line === '/exit') break;
+      if (line === '') continue;
+      const write = (out: string): boolean => process.stdout.write(out);
+      if (line === '/show') write(`${formatTranscript(await transcriptThroughApi(api, id))}\n`);
+      else await sayThroughApi(api, id, line, write).catch((err: Error) => write(`error: ${err.message}\n`));
+    }
+  } finally {
+    lines.close();
+  }
+  process.stdout.write(`Bye. Continue later with: npm run cli -- chat ${id}\n`);
+}
+
 program
   .command('say')
   .description('send one message and print the answer (the text as arguments, "-" for standard input, or --file)')
@@ -248,7 +318,10 @@ program
       text = await readAll(process.stdin);
     }
     if (text.trim() === '') throw new Error('The message is empty: give its text, "-" to read it from standard input, or --file <path>.');
-    await withClient((client) => printTurn(client, conversationId, text.replace(/\n$/, '')));
+    const message = text.replace(/\n$/, '');
+    const remote = remoteApi(process.env);
+    if (remote) await sayThroughApi(remote, conversationId, message, (out) => process.stdout.write(out));
+    else await withClient((client) => printTurn(client, conversationId, message));
   });
 
 program
@@ -256,11 +329,12 @@ program
   .description('print the transcript and status')
   .argument('<conversationId>')
   .action(async (conversationId: string) => {
-    await withClient(async (client) => {
-      const state = await client.state(conversationId);
-      process.stdout.write(`${conversationId}: ${state.status}, ${state.steps} model calls${state.lastError ? `, last error: ${state.lastError}` : ''}\n`);
-      process.stdout.write(`${formatTranscript(await client.transcript(conversationId))}\n`);
-    });
+    const remote = remoteApi(process.env);
+    const { state, transcript } = remote
+      ? { state: await stateThroughApi(remote, conversationId), transcript: await transcriptThroughApi(remote, conversationId) }
+      : await withClient(async (client) => ({ state: await client.state(conversationId), transcript: await client.transcript(conversationId) }));
+    process.stdout.write(`${conversationId}: ${state.status}, ${state.steps} model calls${state.lastError ? `, last error: ${state.lastError}` : ''}\n`);
+    process.stdout.write(`${formatTranscript(transcript)}\n`);
   });
 
 program
@@ -268,28 +342,29 @@ program
   .description('print the state query result as JSON')
   .argument('<conversationId>')
   .action(async (conversationId: string) => {
-    await withClient(async (client) => {
-      process.stdout.write(`${JSON.stringify(await client.state(conversationId), null, 2)}\n`);
-    });
+    const remote = remoteApi(process.env);
+    const state = remote ? await stateThroughApi(remote, conversationId) : await withClient((client) => client.state(conversationId));
+    process.stdout.write(`${JSON.stringify(state, null, 2)}\n`);
   });
 
 program
   .command('pending')
   .description('list every tool call waiting for a decision, oldest first (from the PendingApprovalTags search attribute and the transcripts)')
   .action(async () => {
-    await withClient(async (client) => {
-      const waiting = await client.pendingApprovals();
-      if (waiting.length === 0) {
-        process.stdout.write('No tool call is waiting for approval.\n');
-        return;
-      }
-      for (const p of waiting) {
-        const by = p.requestedBy.length > 0 ? `  asked by ${p.requestedBy.join(', ')}` : '';
-        process.stdout.write(
-          `${p.conversationId}  ${p.toolCallId}  ${p.toolName}(${JSON.stringify(p.arguments)})  waiting ${formatAge(p.ageMs)}${by}  key ${p.callKey}\n`,
-        );
-      }
-    });
+    const remote = remoteApi(process.env);
+    const waiting: Array<Pick<ApiPendingApproval, 'conversationId' | 'toolCallId' | 'toolName' | 'arguments' | 'ageMs' | 'requestedBy' | 'callKey'>> = remote
+      ? await waitingThroughApi(remote)
+      : await withClient((client) => client.pendingApprovals());
+    if (waiting.length === 0) {
+      process.stdout.write('No tool call is waiting for approval.\n');
+      return;
+    }
+    for (const p of waiting) {
+      const by = p.requestedBy.length > 0 ? `  asked by ${p.requestedBy.join(', ')}` : '';
+      process.stdout.write(
+        `${p.conversationId}  ${p.toolCallId}  ${p.toolName}(${JSON.stringify(p.arguments)})  waiting ${formatAge(p.ageMs)}${by}  key ${p.callKey}\n`,
+      );
+    }
   });
 
 program
@@ -324,24 +399,31 @@ for (const decision of ['approve', 'reject'] as const) {
     .action(async (conversationId: string, toolCallId: string | undefined, options: { all?: boolean; key?: string; reason?: string; by?: string }) => {
       if (!toolCallId && !options.key && !options.all) throw new Error(`Name the tool call to ${decision} (see "pending"), or pass --all.`);
       if ((toolCallId || options.key) && options.all) throw new Error('Give a tool call id or key, or --all, not both.');
-      await withClient(async (client) => {
-        // What waits now, to say what the decision decided (and, with no worker, to stop within seconds).
-        const waiting = (await client.state(conversationId)).pendingApprovals;
-        const result = await decideCalls(client, conversationId, {
-          decision,
-          toolCallId,
-          callKey: options.key,
-          reason: options.reason,
-          decidedBy: options.by,
-        });
-        const as = result.decidedBy ? ` as ${result.decidedBy}` : '';
-        const decided = result.toolCallIds.map((id) => {
-          const call = waiting.find((p) => p.toolCallId === id);
-          return call ? `${call.toolName}(${JSON.stringify(call.arguments)}) [${id}]` : id;
-        });
-        const next = decision === 'approve' ? 'it runs now' : 'the model is told';
-        process.stdout.write(`${decision === 'approve' ? 'Approved' : 'Rejected'}${as}: ${decided.join(', ')}; ${next}. Follow the turn: npm run cli -- show ${conversationId}\n`);
+      const result = await decideCalls(conversationId, {
+        decision,
+        toolCallId,
+        callKey: options.key,
+        reason: options.reason,
+        decidedBy: options.by,
       });
+      const as = result.decidedBy ? ` as ${result.decidedBy}` : '';
+      const decided = result.calls.map((call) => `${call.toolName}(${JSON.stringify(call.arguments)}) [${call.toolCallId}]`).join(', ');
+      const verb = decision === 'approve' ? 'Approved' : 'Rejected';
+      const follow = `Follow the turn: npm run cli -- show ${conversationId}`;
+      if (!result.queued) {
+        const next = decision === 'approve' ? 'it runs now' : 'the model is told';
+        process.stdout.write(`${verb}${as}: ${decided}; ${next}. ${follow}\n`);
+        return;
+      }
+      process.stdout.write(
+        `Queued${as}: ${decision} ${decided}. No worker answered for conversation ${conversationId} within ${CLI_DECISION_WAIT_MS / 1000} s, ` +
+          `so the decision waits in the conversation's history and applies when a worker runs (npm start), if the call still waits then. ${follow}\n`,
+      );
+      if (result.unsigned) {
+        process.stdout.write(
+          'It was sent without the HTTP API, unsigned: a worker that requires signed decisions will refuse it. Decide through the API (AGENT_API_URL and AGENT_API_TOKEN) for those.\n',
+        );
+      }
     });
 }
 

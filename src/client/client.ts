@@ -109,6 +109,8 @@ export interface PendingApprovalView {
 
 /** Narrows {@link AgentClient.pendingApprovals}. Values may not contain quotes or backslashes. */
 export interface PendingApprovalFilter {
+  /** Only calls of this conversation. */
+  conversationId?: string;
   /** Only calls of this tool. */
   tool?: string;
   /** Only calls of turns this subject started. */
@@ -229,10 +231,13 @@ export class AgentClient {
     return messageId;
   }
 
-  /** The conversation's state (from the workflow). */
-  async state(conversationId: string): Promise<ConversationState> {
+  /**
+   * The conversation's state (from the workflow). `timeoutMs` overrides the
+   * client's `queryTimeoutMs` for this call.
+   */
+  async state(conversationId: string, options: { timeoutMs?: number } = {}): Promise<ConversationState> {
     const handle = this.temporal.workflow.getHandle(conversationId);
-    const timeoutMs = this.queryTimeoutMs;
+    const timeoutMs = options.timeoutMs ?? this.queryTimeoutMs;
     const started = Date.now();
     for (let attempt = 1; ; attempt++) {
       try {
@@ -365,6 +370,7 @@ export class AgentClient {
       if (/['"\\]/.test(value)) throw new TypeError(`The ${what} filter may not contain quotes or backslashes: ${JSON.stringify(value)}.`);
       return `'${value}'`;
     };
+    if (filter.conversationId !== undefined) clauses.push(`WorkflowId = ${quoted('conversationId', filter.conversationId)}`);
     if (filter.tool !== undefined) clauses.push(`${PendingApprovalTagsAttribute.name} = ${quoted('tool', `tool:${filter.tool}`)}`);
     if (filter.requester !== undefined) clauses.push(`${PendingApprovalTagsAttribute.name} = ${quoted('requester', `requester:${filter.requester}`)}`);
     if (filter.minAgeMs !== undefined) {
@@ -416,6 +422,34 @@ export class AgentClient {
       }
     }
     return views.sort((a, b) => a.requestedAt.getTime() - b.requestedAt.getTime());
+  }
+
+  /**
+   * The calls of one conversation waiting for a decision, asked of its worker
+   * (a state query) for at most `timeoutMs`. When no worker answers in that
+   * time, they are read from visibility instead (`workerAnswered: false`):
+   * what the conversation's last workflow task recorded, which is what a
+   * decision sent now as a signal will meet when a worker runs again. A run
+   * begun before that index existed cannot be read that way, and the
+   * {@link NoWorkerAnsweredError} stands.
+   */
+  async waitingCalls(conversationId: string, timeoutMs: number): Promise<{ calls: PendingApproval[]; workerAnswered: boolean }> {
+    try {
+      return { calls: (await this.state(conversationId, { timeoutMs })).pendingApprovals, workerAnswered: true };
+    } catch (err) {
+      if (!(err instanceof NoWorkerAnsweredError)) throw err;
+      const execution = await this.temporal.workflow.getHandle(conversationId).describe();
+      if (execution.status.name !== 'RUNNING') throw err;
+      const tags = execution.typedSearchAttributes.get(PendingApprovalTagsAttribute);
+      const waiting = Number(execution.typedSearchAttributes.get(PendingApprovalsAttribute) ?? 0);
+      // A run that records no index although calls wait (begun before the index existed): nothing to read.
+      if (waiting > 0 && (tags ?? []).length === 0) throw err;
+      const calls = waiting === 0 ? [] : await this.pendingApprovals({ conversationId });
+      return {
+        calls: calls.map(({ conversationId: _id, requestedAt, ...call }) => ({ ...call, requestedAt: requestedAt.toISOString() })),
+        workerAnswered: false,
+      };
+    }
   }
 
   /** Every conversation waiting for a person, with its pending approvals (a state query each). */
