@@ -175,10 +175,12 @@ describe('the approval gate', () => {
     expect(stdout).toContain(`key ${id}/msg-1/call-0`);
 
     expect((await runCli(['approve', id, 'call_cli', '--by', 'cli-test'], env)).stdout).toMatch(
-      /^Approved: issue_refund\(\{"order_id":"ord_2001","amount_cents":10200,[^)]*\}\) \[call_cli\]; it runs now\./,
+      /^Approved as cli-test: issue_refund\(\{"order_id":"ord_2001","amount_cents":10200,[^)]*\}\) \[call_cli\]; it runs now\./,
     );
     expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('answered');
     const refused = await runCli(['approve', id, 'call_cli'], env).catch((err: { stderr: string }) => err);
-    expect((refused as { stderr: string }).stderr).toMatch(/No tool call "call_cli" is pending/);
+    expect((refused as { stderr: string }).stderr).toMatch(
+      /Tool call "call_cli" is not waiting for approval in conversation cli-pending-\S+\. Nothing was decided; see "pending"\./,
+    );
   });
 });

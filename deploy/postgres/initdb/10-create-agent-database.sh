@@ -3,8 +3,8 @@
 #
 # The official postgres image runs the files in /docker-entrypoint-initdb.d
 # once, when it initialises an empty data directory. Temporal keeps its state
-# in the `temporal` and `temporal_visibility` databases (created by
-# temporalio/auto-setup); the worker's transcripts and back-office data live in
+# in the `temporal` and `temporal_visibility` databases (created by the
+# compose file's `temporal-schema` job); the worker's transcripts and back-office data live in
 # a separate database, owned by a separate role, so neither side can touch the
 # other's tables.
 #
