@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentClient } from '../src/client/client';
+import { freePort } from '../src/db/free-port';
 import { runCli } from './support/cli';
 import { startHarness, type Harness } from './support/harness';
 
@@ -93,5 +94,13 @@ describe('the CLI', () => {
     expect((refused as { stderr: string }).stderr).toMatch(/Tool call "call_x" is not waiting for approval in conversation .* \(no worker answered within 3 s\)\. Nothing was decided/);
     expect(await h.pool.query('SELECT count(*)::int AS n FROM durable_agent.approval_decisions WHERE conversation_id = $1', [id]).then((r) => r.rows[0].n)).toBe(0);
     await h.temporal.workflow.getHandle(id).terminate('test over');
+  });
+
+  it('a command while no Temporal server answers fails saying where it tried and what to check', async () => {
+    const closed = await freePort();
+    const failed = await runCli(['pending'], { ...env, TEMPORAL_ADDRESS: `127.0.0.1:${closed}` }).catch((err: { stderr: string; code: number }) => err);
+    expect((failed as { code: number }).code).not.toBe(0);
+    expect((failed as { stderr: string }).stderr).toContain(`Could not connect to Temporal at 127.0.0.1:${closed}`);
+    expect((failed as { stderr: string }).stderr).toContain('check TEMPORAL_ADDRESS');
   });
 });

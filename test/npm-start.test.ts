@@ -11,7 +11,8 @@ import { NOTHING_CONFIGURED } from './support/worker-process';
 // Temporal, PostgreSQL and the demo model, the HTTP API on a free port. A
 // SIGTERM to npm stops every process it started; a second start on the same
 // data folder still has the first one's transcripts; runtime.json (which holds
-// the database's password) is readable by its owner only.
+// the database's password) is readable by its owner only; the bundler's
+// progress shows at LOG_LEVEL=debug only.
 
 const ROOT = path.join(__dirname, '..');
 
@@ -67,11 +68,11 @@ const alive = (pid: number): boolean => {
 };
 
 /** Runs `npm start` until its banner; returns the process and what it printed. */
-async function npmStart(dataDir: string): Promise<{ child: ChildProcess; output: () => string }> {
+async function npmStart(dataDir: string, logLevel: string): Promise<{ child: ChildProcess; output: () => string }> {
   const uiPort = await freePort();
   const child = spawn('npm', ['start'], {
     cwd: ROOT,
-    env: { ...process.env, ...NOTHING_CONFIGURED, AGENT_DATA_DIR: dataDir, AGENT_API_PORT: '0', TEMPORAL_UI_PORT: String(uiPort), LOG_LEVEL: 'warn' },
+    env: { ...process.env, ...NOTHING_CONFIGURED, AGENT_DATA_DIR: dataDir, AGENT_API_PORT: '0', TEMPORAL_UI_PORT: String(uiPort), LOG_LEVEL: logLevel },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -120,7 +121,10 @@ describe('npm start', () => {
     ['0755', 0o755],
   ])('stops every process it started on SIGTERM, and a second start on the same data folder keeps the transcripts (data folder %s)', async (_mode, mode) => {
     const dataDir = dataFolder(mode);
-    const first = await npmStart(dataDir);
+    // At the default level the bundler's progress stays out of the way; at debug it is there.
+    const first = await npmStart(dataDir, 'info');
+    const beforeBanner = first.output().split('Durable agent worker is running.')[0];
+    expect(beforeBanner).not.toMatch(/Workflow bundle created|compiled successfully|webpack/);
     const runtimeFile = path.join(dataDir, 'runtime.json');
     expect(fs.statSync(runtimeFile).mode & 0o777).toBe(0o600);
     const runtime = JSON.parse(fs.readFileSync(runtimeFile, 'utf8')) as { apiUrl: string };
@@ -143,8 +147,10 @@ describe('npm start', () => {
     const stopped = await stopWithSigterm(first.child);
     expect(stopped.leftBehind).toEqual([]);
 
-    const second = await npmStart(dataDir);
+    const second = await npmStart(dataDir, 'debug');
     try {
+      expect(second.output().split('Durable agent worker is running.')[0]).toMatch(/Workflow bundle created \{"size":"[\d.]+MB"\}/);
+      expect(second.output()).toMatch(/webpack [\d.]+ compiled successfully/);
       const again = JSON.parse(fs.readFileSync(runtimeFile, 'utf8')) as { apiUrl: string };
       const page = (await (await fetch(`${again.apiUrl}/v1/conversations/restart-1/transcript`, { headers })).json()) as { messages: { message: { role: string; content: string | null } }[] };
       expect(page.messages[0].message).toEqual({ role: 'user', content: 'find Ada' });

@@ -36,6 +36,8 @@ async function connect(): Promise<AgentClient> {
       taskQueue: target.taskQueue,
       // A command never hangs on a conversation no worker answers for: it says so within seconds.
       queryTimeoutMs: CLI_QUERY_TIMEOUT_MS,
+      // Nor on a server that does not answer.
+      connectTimeoutMs: CLI_QUERY_TIMEOUT_MS,
     }),
   );
 }

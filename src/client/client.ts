@@ -69,6 +69,8 @@ export interface AgentClientOptions {
    * (a query waits for a worker to take it).
    */
   queryTimeoutMs?: number;
+  /** How long {@link AgentClient.connect} tries to reach Temporal before it fails; unset: the SDK's 10 s. */
+  connectTimeoutMs?: number;
 }
 
 /** No worker answered a query in time: none runs on the task queue, or none reaches the server. */
@@ -179,8 +181,8 @@ export class AgentClient {
    */
   static async connect(options: AgentClientOptions): Promise<AgentClient> {
     const tables = agentTables(options.schema);
-    const { temporalAddress: address, tls, apiKey, metadata } = options;
-    const connection = await Connection.connect({ address, tls, apiKey, metadata });
+    const { temporalAddress: address, tls, apiKey, metadata, connectTimeoutMs } = options;
+    const connection = await Connection.connect({ address, tls, apiKey, metadata, ...(connectTimeoutMs ? { connectTimeout: connectTimeoutMs } : {}) });
     const temporal = new Client({ connection, namespace: options.namespace ?? 'default' });
     return new AgentClient(temporal, connection, options, tables);
   }

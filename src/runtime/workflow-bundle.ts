@@ -8,7 +8,7 @@
 import { fork } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { bundleWorkflowCode } from '@temporalio/worker';
+import { bundleWorkflowCode, type Logger, type LogLevel, type LogMetadata } from '@temporalio/worker';
 import { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from './plugin';
 
 /** Bundles the conversation workflow in a child process into `<dir>/workflow-bundle.js`; returns the bundle option for `Worker.create`. */
@@ -29,16 +29,39 @@ export async function bundleWorkflowsApart(dir: string): Promise<{ codePath: str
 const BUNDLE_TO = '--bundle-workflows-to';
 
 async function bundleInThisProcess(codePath: string): Promise<void> {
-  const quiet = { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined };
   const bundle = await bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
     workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
-    logger: { ...quiet, warn: (message) => process.stderr.write(`${message}\n`), error: (message) => process.stderr.write(`${message}\n`) },
+    logger: bundlerLogger(process.env.LOG_LEVEL),
   });
   // Written whole, then renamed: another worker starting on the same data folder never reads half a bundle.
   const partial = `${codePath}.${process.pid}.partial`;
   fs.writeFileSync(partial, bundle.code);
   fs.renameSync(partial, codePath);
+}
+
+/**
+ * What the bundler says reaches stderr by `LOG_LEVEL`: its warnings and errors
+ * always, its progress (webpack's summary, about twenty lines) only at
+ * `debug` or `trace`, so the start-up banner is what a newcomer sees.
+ */
+export function bundlerLogger(level: string | undefined): Logger {
+  const shown: LogLevel[] = ['WARN', 'ERROR'];
+  if (level?.trim() === 'debug') shown.push('INFO', 'DEBUG');
+  if (level?.trim() === 'trace') shown.push('INFO', 'DEBUG', 'TRACE');
+  const log = (at: LogLevel, message: string, meta?: LogMetadata) => {
+    if (!shown.includes(at)) return;
+    const extra = meta && Object.keys(meta).length > 0 ? ` ${JSON.stringify(meta)}` : '';
+    process.stderr.write(`${message}${extra}\n`);
+  };
+  return {
+    log,
+    trace: (message, meta) => log('TRACE', message, meta),
+    debug: (message, meta) => log('DEBUG', message, meta),
+    info: (message, meta) => log('INFO', message, meta),
+    warn: (message, meta) => log('WARN', message, meta),
+    error: (message, meta) => log('ERROR', message, meta),
+  };
 }
 
 if (process.argv[2] === BUNDLE_TO && process.argv[3]) {
