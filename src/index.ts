@@ -26,3 +26,4 @@ export {
   InvalidConversationInputError,
   MessageTooLargeError,
 } from './errors';
+export { AGENT_METRICS, agentHistogramBuckets, type MetricSpec } from './core/metrics';

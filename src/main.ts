@@ -15,6 +15,7 @@ import { logger } from './runtime/logger';
 import { recordApiUrl, startServices } from './runtime/services';
 import { connectionOptions, EMBEDDED_DEV_SERVER, explainConnectionFailure } from './runtime/temporal-connection';
 import { createAgentWorker } from './runtime/worker';
+import { installRuntime, watchApprovalBacklog } from './runtime/telemetry';
 import { bundleWorkflowsApart } from './runtime/workflow-bundle';
 import { backofficeTools } from './tools/backoffice';
 import { setupBackofficeDemo } from './tools/backoffice-data';
@@ -44,6 +45,8 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  // Before anything touches Temporal (the embedded server too): the runtime's logger and metrics endpoint are set once.
+  const { metricsUrl } = installRuntime(config.metricsAddress);
   // Tokens and decision keys are settled before anything starts: a bad token file stops here.
   const security = resolveApiSecurity(config);
   const services = await startServices(config);
@@ -52,6 +55,7 @@ async function main(): Promise<void> {
   let connection: NativeConnection | undefined;
   let client: AgentClient | undefined;
   let api: Awaited<ReturnType<typeof serveConfiguredApi>> | undefined;
+  let stopBacklog: (() => void) | undefined;
   try {
     const tools = await loadTools(config, pool);
     // The embedded dev server takes plain connections; a configured one gets TLS, API key and metadata.
@@ -76,7 +80,7 @@ async function main(): Promise<void> {
       workflowBundle,
       decisionTrust: security.decisionTrust,
     });
-    if (config.api.port !== 'off') {
+    if (config.api.port !== 'off' || metricsUrl) {
       client = await AgentClient.connect({
         temporalAddress: services.temporalAddress,
         namespace: services.namespace,
@@ -87,15 +91,19 @@ async function main(): Promise<void> {
         queryTimeoutMs: 10_000,
         ...connectionOptions(settings),
       });
+    }
+    if (client && config.api.port !== 'off') {
       api = await serveConfiguredApi(config, security, client);
       recordApiUrl(config.dataDir, api.url);
     }
+    if (client && metricsUrl) stopBacklog = watchApprovalBacklog(client);
     if (stopRequested.signal.aborted) return;
-    printBanner(services, api?.url, security);
+    printBanner(services, api?.url, security, metricsUrl);
     runningWorker = worker;
     await worker.run();
     logger.info('worker stopped');
   } finally {
+    stopBacklog?.();
     await api?.stop().catch(() => undefined);
     await client?.close().catch(() => undefined);
     await connection?.close().catch(() => undefined);
@@ -111,7 +119,12 @@ async function loadTools(config: WorkerConfig, pool: Pool): Promise<Tool[]> {
   return backofficeTools();
 }
 
-function printBanner(services: Awaited<ReturnType<typeof startServices>>, apiUrl: string | undefined, security: ApiSecurity): void {
+function printBanner(
+  services: Awaited<ReturnType<typeof startServices>>,
+  apiUrl: string | undefined,
+  security: ApiSecurity,
+  metricsUrl: string | undefined,
+): void {
   const api = apiUrl
     ? [
         `  HTTP API     ${apiUrl}/v1  (OpenAPI: ${apiUrl}/openapi.json)`,
@@ -137,6 +150,7 @@ function printBanner(services: Awaited<ReturnType<typeof startServices>>, apiUrl
     `  Model        ${services.origins.model}`,
     `  Task queue   ${services.taskQueue}`,
     ...api,
+    `  Metrics      ${metricsUrl ?? 'off (AGENT_METRICS_ADDRESS=off)'}`,
     '',
     'Talk to it from another terminal:',
     '  npm run cli -- chat                 interactive conversation',

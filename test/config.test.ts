@@ -20,6 +20,15 @@ describe('configuration from the environment', () => {
     );
   });
 
+  it('serves metrics on 127.0.0.1:9464 unless told another host:port or off, and refuses anything else', () => {
+    expect(loadConfig({}).metricsAddress).toBe('127.0.0.1:9464');
+    expect(loadConfig({ AGENT_METRICS_ADDRESS: '0.0.0.0:9100' }).metricsAddress).toBe('0.0.0.0:9100');
+    expect(loadConfig({ AGENT_METRICS_ADDRESS: 'off' }).metricsAddress).toBe('off');
+    expect(() => loadConfig({ AGENT_METRICS_ADDRESS: '9464' })).toThrow(
+      /AGENT_METRICS_ADDRESS: must be host:port such as 127.0.0.1:9464, or "off" for no metrics endpoint/,
+    );
+  });
+
   it('refuses an OPENAI_BASE_URL that is not a URL', () => {
     expect(() => loadConfig({ OPENAI_BASE_URL: 'localhost:8080' })).toThrow(/OPENAI_BASE_URL/);
   });

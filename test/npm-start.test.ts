@@ -70,9 +70,19 @@ const alive = (pid: number): boolean => {
 /** Runs `npm start` until its banner; returns the process and what it printed. */
 async function npmStart(dataDir: string, logLevel: string): Promise<{ child: ChildProcess; output: () => string }> {
   const uiPort = await freePort();
+  // Metrics on a free port: test files run at once, and the default 127.0.0.1:9464 could be taken.
+  const metricsPort = await freePort();
   const child = spawn('npm', ['start'], {
     cwd: ROOT,
-    env: { ...process.env, ...NOTHING_CONFIGURED, AGENT_DATA_DIR: dataDir, AGENT_API_PORT: '0', TEMPORAL_UI_PORT: String(uiPort), LOG_LEVEL: logLevel },
+    env: {
+      ...process.env,
+      ...NOTHING_CONFIGURED,
+      AGENT_DATA_DIR: dataDir,
+      AGENT_API_PORT: '0',
+      AGENT_METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
+      TEMPORAL_UI_PORT: String(uiPort),
+      LOG_LEVEL: logLevel,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

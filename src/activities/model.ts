@@ -30,6 +30,7 @@ import { DeltaPublisher } from './deltas';
 import { checkToolCall } from './tool-calls';
 import { logger } from '../runtime/logger';
 import { TOOL_DEFAULTS } from '../tools/defaults';
+import { modelCallMeasured, modelFailureOutcome, modelResponseReused } from './metrics';
 
 /** Dependencies of the model activity. */
 export interface ModelActivityDeps {
@@ -57,7 +58,9 @@ export interface ModelActivityDeps {
 export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallInput) => Promise<ModelCallResult> {
   const tables = agentTables(deps.schema);
   return async function callModel(input: ModelCallInput): Promise<ModelCallResult> {
-    const { info } = Context.current();
+    const activity = Context.current();
+    const { info } = activity;
+    const model = input.settings.model ?? deps.defaultModel;
     const responseKey = `${info.workflowExecution?.runId ?? 'standalone'}/${info.activityId}`;
     const deferred = input.append ?? [];
     if (deferred.length > 0) {
@@ -68,6 +71,7 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
     const earlier = await withDatabaseRetry('read a stored model response', () => findModelResponse(deps.pool, tables, responseKey));
     if (earlier) {
       // An earlier attempt got the answer but did not report it (crash, lost completion): use it, do not pay twice.
+      modelResponseReused(model);
       return { ...earlier, message: inHistory(earlier.message, deps, responseKey), responseKey, calls: planToolCalls(deps, input, earlier.message) };
     }
     const [loaded, calibration] = await Promise.all([
@@ -75,7 +79,6 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
       withDatabaseRetry('read the prompt calibration', () => promptCalibration(deps.pool, tables, input.conversationId)),
     ]);
     const tools = deps.tools.specsFor(input.tools);
-    const model = input.settings.model ?? deps.defaultModel;
     const windowTokens = contextWindowOf(model, input.settings.contextWindow ?? deps.contextWindow);
     const attempt = info.attempt;
     const stream = input.settings.stream !== false && attempt <= (input.settings.streamFallbackAfterAttempts ?? 2);
@@ -99,10 +102,23 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
     };
     let sent = request(windowTokens);
     let completion: ModelCompletion;
-    try {
-      const options = { stream, idleTimeoutMs: input.settings.streamIdleMs ?? 60_000, publisher };
+    const options = { stream, idleTimeoutMs: input.settings.streamIdleMs ?? 60_000, publisher };
+    /** One request to the provider, measured. */
+    const complete = async (body: ChatCompletionCreateParamsNonStreaming): Promise<ModelCompletion> => {
+      const started = Date.now();
       try {
-        completion = await requestCompletion(deps.openai, sent.body, options);
+        const done = await requestCompletion(deps.openai, body, options);
+        modelCallMeasured({ model, outcome: 'ok', streamed: stream, ms: Date.now() - started, usage: done.usage });
+        return done;
+      } catch (err) {
+        const outcome = modelFailureOutcome(err, activity.cancellationSignal.aborted);
+        modelCallMeasured({ model, outcome, streamed: stream, ms: Date.now() - started });
+        throw err;
+      }
+    };
+    try {
+      try {
+        completion = await complete(sent.body);
       } catch (err) {
         const smaller = smallerWindow(err, sent.report.windowTokens);
         if (smaller === undefined) throw err;
@@ -112,7 +128,7 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
           'The request was over the context window; fitting it tighter and retrying once',
         );
         sent = request(smaller);
-        completion = await requestCompletion(deps.openai, sent.body, options).catch((second: unknown) => {
+        completion = await complete(sent.body).catch((second: unknown) => {
           throw contextStillExceeded(second, sent.report.windowTokens);
         });
       }

@@ -13,6 +13,7 @@ import { storeToolResult } from '../db/transcript-store';
 import { withDatabaseRetry } from '../db/retry';
 import { DEFAULT_INLINE_LIMIT, inlineOrPreview } from './history-preview';
 import { agentTables, type AgentTables } from '../db/schema';
+import { effectFromLedger, toolRunMeasured } from './metrics';
 
 /** Dependencies of the tool activity. */
 export interface ToolActivityDeps {
@@ -49,11 +50,14 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
     let result: unknown;
     // Heartbeats carry cancellation to the tool (its `signal` aborts) when its turn is cancelled.
     const stopHeartbeats = heartbeatWhileRunning(activity);
+    const started = Date.now();
     try {
       result = await checked.tool.execute(checked.args, context);
     } catch (err) {
       // Cancelled: reported as such whatever the tool threw when its signal aborted (a failure would be retried).
       const cancelled = asCancellation(activity);
+      const outcome = cancelled ? 'cancelled' : err instanceof ToolError ? 'failed_permanently' : 'failed';
+      toolRunMeasured(checked.tool.name, outcome, Date.now() - started);
       if (cancelled) throw cancelled;
       if (err instanceof ToolError) {
         throw ApplicationFailure.nonRetryable(err.message, ActivityErrorType.ToolFailedPermanently);
@@ -62,6 +66,7 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
     } finally {
       stopHeartbeats();
     }
+    toolRunMeasured(checked.tool.name, 'ok', Date.now() - started);
     // The tool has run: a database outage now must not cost the attempt (a tool that is not idempotent has one).
     const content = await withDatabaseRetry('store the tool result', () =>
       storeToolResult(deps.pool, tables, {
@@ -100,6 +105,7 @@ export async function applyOnce<T>(
     if (claim.rowCount === 0) {
       const { rows } = await client.query<{ result: T }>(`SELECT result FROM ${tables.toolLedger} WHERE idempotency_key = $1`, [key]);
       logger.info({ idempotencyKey: key, tool: toolName }, 'side effect already applied; returning the recorded result');
+      effectFromLedger(toolName);
       return rows[0].result;
     }
     const result = await effect(client);

@@ -12,6 +12,7 @@ import { readMessagesAt, readTranscript, readTranscriptPage, type StoredMessage 
 import { createPool } from '../db/pool';
 import { agentTables, type AgentTables } from '../db/schema';
 import type { StreamEvent } from '../db/stream-channel';
+import { APPROVAL_AGE_THRESHOLDS } from '../core/metrics';
 import { subscribeToStream, type Unsubscribe } from './stream';
 import {
   AgentStatusAttribute,
@@ -356,6 +357,21 @@ export class AgentClient {
       });
     }
     return found.reverse();
+  }
+
+  /**
+   * How many conversations of this client's task queue wait for a person:
+   * `any`, and for each threshold those whose oldest waiting call is older.
+   * Counted by Temporal's visibility (one count per figure), so it costs the
+   * same for ten conversations as for ten thousand.
+   */
+  async approvalBacklog(thresholds: readonly { waited: string; ms: number }[] = APPROVAL_AGE_THRESHOLDS): Promise<{ waited: string; conversations: number }[]> {
+    const waiting = `${PendingApprovalsAttribute.name} > 0 AND ExecutionStatus = 'Running' AND TaskQueue = '${this.taskQueue.replace(/'/g, "''")}'`;
+    const now = Date.now();
+    const figures = [{ waited: 'any', query: waiting }].concat(
+      thresholds.map((t) => ({ waited: t.waited, query: `${waiting} AND ${AwaitingApprovalSinceAttribute.name} <= '${new Date(now - t.ms).toISOString()}'` })),
+    );
+    return Promise.all(figures.map(async (f) => ({ waited: f.waited, conversations: (await this.temporal.workflow.count(f.query)).count })));
   }
 
   /**

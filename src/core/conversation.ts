@@ -54,6 +54,7 @@ import { legacyCallKey } from './effect-keys';
 import { Inbox } from './inbox';
 import { describeMessage, type MessageMeta } from './messages';
 import { effectUnknownContent, toolFailedContent, type OutcomeKind } from './outcomes';
+import { NOT_RUN_TOOL_LABEL } from './metrics';
 import { planStoredRepair } from './pairing';
 import {
   APPROVAL_IDENTITY_PATCH,
@@ -349,6 +350,23 @@ export class ConversationCore {
       message: { role: 'tool', tool_call_id: toolCallId, content: outcome.content },
       ref: outcome.storedResultKey ? { kind: 'tool_result', key: outcome.storedResultKey, toolCallId } : undefined,
     }));
+  }
+
+  /**
+   * How the open batch's calls ended, for the metrics: the tool's name (or
+   * {@link NOT_RUN_TOOL_LABEL} for a call that could never run, whose name is
+   * the model's) and the outcome.
+   */
+  batchOutcomes(): { tool: string; outcome: OutcomeKind }[] {
+    return (this.batch?.outcomes() ?? []).map((o) => ({ tool: o.runnable ? o.name : NOT_RUN_TOOL_LABEL, outcome: o.kind }));
+  }
+
+  /** For each of the calls, its tool and how long it has waited for a decision (ms, workflow time). */
+  approvalWaits(ids: readonly string[]): { tool: string; waitedMs: number }[] {
+    return ids.flatMap((id) => {
+      const call = this.batch?.get(id);
+      return call ? [{ tool: call.name, waitedMs: Math.max(this.env.now() - call.requestedAt, 0) }] : [];
+    });
   }
 
   /** The batch's results are stored: it closes. Returns the turn's record when the turn ends here (calls past maxSteps). */

@@ -37,6 +37,7 @@ export const ENV_VARS = [
   'AGENT_DECISION_KEYS_FILE',
   'AGENT_REQUIRE_SIGNED_DECISIONS',
   'AGENT_ALLOW_SELF_APPROVAL',
+  'AGENT_METRICS_ADDRESS',
 ] as const;
 
 const optional = z
@@ -114,6 +115,12 @@ const envSchema = z.object({
   AGENT_DECISION_KEYS_FILE: optional,
   AGENT_REQUIRE_SIGNED_DECISIONS: yesNo,
   AGENT_ALLOW_SELF_APPROVAL: yesNo,
+  AGENT_METRICS_ADDRESS: optional.pipe(
+    z
+      .string()
+      .regex(/^(off|[^\s:/]+:\d{1,5}|\[[0-9a-fA-F:]+\]:\d{1,5})$/, 'must be host:port such as 127.0.0.1:9464, or "off" for no metrics endpoint')
+      .optional(),
+  ),
 });
 
 /** The worker's settings. Unset connection settings mean "start an embedded one". */
@@ -151,6 +158,8 @@ export interface WorkerConfig {
   /** Conversations the worker keeps in memory (Temporal's sticky cache); the others are rebuilt from history when they need the worker. */
   maxCachedConversations: number;
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error';
+  /** host:port of the Prometheus endpoint (`/metrics`), default 127.0.0.1:9464; `off` for none. */
+  metricsAddress: string | 'off';
   /** The HTTP API and inbox page (README, "HTTP API"). */
   api: {
     /** Default 127.0.0.1. */
@@ -181,6 +190,9 @@ export interface WorkerConfig {
  */
 export const DEFAULT_MAX_CACHED_CONVERSATIONS = 100;
 
+/** Where the standalone worker serves its metrics by default: this machine only. */
+export const DEFAULT_METRICS_ADDRESS = '127.0.0.1:9464';
+
 /** Reads the configuration from `env` (default `process.env`), with clear errors for bad values. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
   const parsed = envSchema.safeParse(env);
@@ -207,6 +219,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     maxParallelToolCalls: e.AGENT_MAX_PARALLEL_TOOL_CALLS ?? DEFAULT_MAX_PARALLEL_TOOL_CALLS,
     maxCachedConversations: e.AGENT_MAX_CACHED_CONVERSATIONS ?? DEFAULT_MAX_CACHED_CONVERSATIONS,
     logLevel: e.LOG_LEVEL ?? 'info',
+    metricsAddress: e.AGENT_METRICS_ADDRESS ?? DEFAULT_METRICS_ADDRESS,
     api: {
       host: e.AGENT_API_HOST ?? '127.0.0.1',
       port: e.AGENT_API_PORT ?? 8787,

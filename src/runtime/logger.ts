@@ -1,4 +1,5 @@
 /** The one logger of the worker and its tools. */
+import type { Logger as SdkLogger, LogLevel, LogMetadata } from '@temporalio/worker';
 import pino from 'pino';
 
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error'];
@@ -10,3 +11,15 @@ const asked = process.env.LOG_LEVEL?.trim();
  * runs after this module loads) can say what is wrong instead of a crash.
  */
 export const logger = pino({ level: asked && LEVELS.includes(asked) ? asked : 'info', base: undefined });
+
+/** The Temporal SDK's logger interface over one function that takes the level. */
+export function sdkLogger(log: (level: LogLevel, message: string, meta?: LogMetadata) => void): SdkLogger {
+  return {
+    log,
+    trace: (message, meta) => log('TRACE', message, meta),
+    debug: (message, meta) => log('DEBUG', message, meta),
+    info: (message, meta) => log('INFO', message, meta),
+    warn: (message, meta) => log('WARN', message, meta),
+    error: (message, meta) => log('ERROR', message, meta),
+  };
+}

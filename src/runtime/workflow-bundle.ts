@@ -8,7 +8,8 @@
 import { fork } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { bundleWorkflowCode, type Logger, type LogLevel, type LogMetadata } from '@temporalio/worker';
+import { bundleWorkflowCode, type Logger, type LogLevel } from '@temporalio/worker';
+import { sdkLogger } from './logger';
 import { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from './plugin';
 
 /** Bundles the conversation workflow in a child process into `<dir>/workflow-bundle.js`; returns the bundle option for `Worker.create`. */
@@ -49,19 +50,11 @@ export function bundlerLogger(level: string | undefined): Logger {
   const shown: LogLevel[] = ['WARN', 'ERROR'];
   if (level?.trim() === 'debug') shown.push('INFO', 'DEBUG');
   if (level?.trim() === 'trace') shown.push('INFO', 'DEBUG', 'TRACE');
-  const log = (at: LogLevel, message: string, meta?: LogMetadata) => {
+  return sdkLogger((at, message, meta) => {
     if (!shown.includes(at)) return;
     const extra = meta && Object.keys(meta).length > 0 ? ` ${JSON.stringify(meta)}` : '';
     process.stderr.write(`${message}${extra}\n`);
-  };
-  return {
-    log,
-    trace: (message, meta) => log('TRACE', message, meta),
-    debug: (message, meta) => log('DEBUG', message, meta),
-    info: (message, meta) => log('INFO', message, meta),
-    warn: (message, meta) => log('WARN', message, meta),
-    error: (message, meta) => log('ERROR', message, meta),
-  };
+  });
 }
 
 if (process.argv[2] === BUNDLE_TO && process.argv[3]) {

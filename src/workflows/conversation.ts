@@ -64,6 +64,7 @@ import {
   type ConversationSummary,
   type TurnRecord,
 } from './api';
+import { WorkflowMetrics } from './metrics';
 
 /** Patches of the core's rules, asked through `CoreEnvironment.allows` (see `src/core/edge.ts`). */
 export { APPROVAL_IDENTITY_PATCH, CALL_INSTANCE_KEYS_PATCH, MESSAGE_SIZE_LIMITS_PATCH } from '../core/edge';
@@ -93,6 +94,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   const model = modelActivities(input, prefixed);
   const tools = (call: BatchCall) => toolActivities(call, input, prefixed);
   const rootScope = CancellationScope.current();
+  const metrics = new WorkflowMetrics();
   let turnScope: CancellationScope | undefined;
 
   const publish = (): void => publishSearchAttributes(core);
@@ -133,6 +135,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
 
   /** Stores the open batch's tool messages and closes it; returns the turn's record when the turn ends there. */
   const storeBatchResults = async (): Promise<TurnRecord | undefined> => {
+    metrics.callsSettled(core.batchOutcomes());
     await append(core.batchResults());
     const finished = core.batchStored();
     publish();
@@ -158,6 +161,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   const decide = async (decision: ApprovalDecision, ids: string[], via: 'signal' | 'update', authenticated?: boolean) => {
     const { result, record } = core.applyDecision(decision, ids, via, authenticated);
     if (record) {
+      metrics.decided(record.decision, core.approvalWaits(record.toolCallIds));
       publish();
       await CancellationScope.nonCancellable(() => store.recordDecision(record));
     }
@@ -240,6 +244,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
       if (workflowCancelled) {
         await flush();
         core.finishTurn(record);
+        metrics.turnEnded(record.outcome);
         publish();
         throw err;
       }
@@ -249,6 +254,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     // The turn's answer is read from the transcript once its record says so.
     await flush();
     core.finishTurn(record);
+    metrics.turnEnded(record.outcome);
     publish();
   };
 
