@@ -63,6 +63,9 @@ describe('replaying recorded histories', () => {
       // time, verified after the deadline's timer fired, applied.
       'upgrade-to-approval-identity',
       'decision-verified-after-deadline',
+      // Activity and timer summaries, the workflow's current details and metrics (no command added):
+      // an approval recorded by the code that sets them.
+      'summaries-and-details',
     ]) {
       expect(names).toContain(expected);
     }

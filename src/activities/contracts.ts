@@ -95,6 +95,8 @@ export interface ToolCallInput {
 export interface ToolCallResult {
   content: string;
   storedResultKey?: string;
+  /** True when the tool's effect was found in the ledger (applied by an earlier attempt) and not applied again. */
+  fromLedger?: boolean;
 }
 
 /** Tool calls of one model response that run, unless the worker is configured otherwise. */

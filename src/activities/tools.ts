@@ -38,6 +38,7 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
       );
     }
     const activity = Context.current();
+    let fromLedger = false;
     const context: ToolContext = {
       conversationId: input.conversationId,
       toolCallId: input.toolCallId,
@@ -45,7 +46,7 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
       attempt: activity.info.attempt,
       signal: activity.cancellationSignal,
       db: deps.pool,
-      once: (effect) => applyOnce(deps.pool, tables, input.idempotencyKey, input.name, effect),
+      once: (effect) => applyOnce(deps.pool, tables, input.idempotencyKey, input.name, effect, () => (fromLedger = true)),
     };
     let result: unknown;
     // Heartbeats carry cancellation to the tool (its `signal` aborts) when its turn is cancelled.
@@ -80,6 +81,7 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
     return {
       content: inlineOrPreview(content, limit, `result is stored under ${input.idempotencyKey}`),
       storedResultKey: input.idempotencyKey,
+      ...(fromLedger ? { fromLedger: true } : {}),
     };
   };
 }
@@ -88,7 +90,7 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
  * Runs `effect` and records its result under `key` in one transaction, in the
  * tool ledger of `tables`. A second caller with the same key (a retry, or a
  * concurrent zombie attempt, which waits on the row lock) gets the recorded
- * result and applies nothing.
+ * result and applies nothing (and `onFound` is called).
  */
 export async function applyOnce<T>(
   pool: Pool,
@@ -96,6 +98,7 @@ export async function applyOnce<T>(
   key: string,
   toolName: string,
   effect: (tx: PoolClient) => Promise<T>,
+  onFound?: () => void,
 ): Promise<T> {
   return inTransaction(pool, async (client) => {
     const claim = await client.query(
@@ -106,6 +109,7 @@ export async function applyOnce<T>(
       const { rows } = await client.query<{ result: T }>(`SELECT result FROM ${tables.toolLedger} WHERE idempotency_key = $1`, [key]);
       logger.info({ idempotencyKey: key, tool: toolName }, 'side effect already applied; returning the recorded result');
       effectFromLedger(toolName);
+      onFound?.();
       return rows[0].result;
     }
     const result = await effect(client);

@@ -31,6 +31,8 @@ export interface CallDecision {
   approved: boolean;
   reason?: string;
   decidedBy?: string;
+  /** Whether `decidedBy` was proven by a signature (unset: runs that do not check signatures). */
+  authenticated?: boolean;
   /** Workflow time, ms since the epoch. */
   decidedAt: number;
 }
@@ -41,6 +43,8 @@ export interface CallOutcome {
   content: string;
   /** Key of the full result stored by the tool activity, for appending by reference. */
   storedResultKey?: string;
+  /** The tool found its effect in the ledger (applied by an earlier attempt), so it was not applied again. */
+  fromLedger?: boolean;
 }
 
 /** One call of the batch. */

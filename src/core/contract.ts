@@ -122,6 +122,8 @@ export interface CarriedConversation {
   ending: boolean;
   /** Runs so far, this one included. */
   runs: number;
+  /** Turns taken so far (absent in runs started by older versions: numbering starts again there). */
+  turns?: number;
 }
 
 /** Upper bounds on what a conversation may ask for; larger values are refused before anything starts. */

@@ -55,6 +55,15 @@ import { Inbox } from './inbox';
 import { describeMessage, type MessageMeta } from './messages';
 import { effectUnknownContent, toolFailedContent, type OutcomeKind } from './outcomes';
 import { NOT_RUN_TOOL_LABEL } from './metrics';
+import {
+  approvalTimerSummary,
+  currentDetails,
+  decisionRecordSummary,
+  modelCallSummary,
+  toolCallSummary,
+  whoDecided,
+  type CallLine,
+} from './summaries';
 import { planStoredRepair } from './pairing';
 import {
   APPROVAL_IDENTITY_PATCH,
@@ -102,6 +111,12 @@ export class ConversationCore {
   /** Who sent the current turn's messages (their `sentBy`), each once. */
   private turnRequesters: string[] = [];
   private turnSteps = 0;
+  /** Turns taken, all runs together (from this run on, for runs begun before it was carried). */
+  private turns: number;
+  /** The number, within its turn, of each call started in this turn. */
+  private callNumbers = new Map<string, number>();
+  /** The calls of the last batch stored, for the workflow's current details. */
+  private lastCalls: CallLine[] = [];
   private turnUsage: TokenUsage | undefined;
   /** Why the current (or the next, when set before it starts) turn stops. */
   private stopReason: string | undefined;
@@ -132,6 +147,7 @@ export class ConversationCore {
     this.unknownEffectsCount = carried?.unknownEffects?.count ?? 0;
     this.phase = carried?.phase ?? 'idle';
     this.steps = carried?.steps ?? 0;
+    this.turns = carried?.turns ?? 0;
     this.lastError = carried?.lastError;
     this.transcriptRepairs = carried?.transcriptRepairs ?? 0;
     this.ending = carried?.ending ?? false;
@@ -285,6 +301,8 @@ export class ConversationCore {
   beginTurn(): boolean {
     this.phase = 'running';
     this.turnSteps = 0;
+    this.turns++;
+    this.callNumbers.clear();
     this.turnUsage = undefined;
     return this.stopReason !== undefined;
   }
@@ -361,6 +379,35 @@ export class ConversationCore {
     return (this.batch?.outcomes() ?? []).map((o) => ({ tool: o.runnable ? o.name : NOT_RUN_TOOL_LABEL, outcome: o.kind }));
   }
 
+  /** The summary of the next model call's activity: `model call 2 of turn 5 (gpt-4.1)`. */
+  modelCallSummary(): string {
+    return modelCallSummary(this.turns, this.turnSteps + 1, this.input.model?.model);
+  }
+
+  /** The summary of a started call's activity: `issue_refund, call 2 of turn 5, approved by alice`. */
+  toolCallSummary(call: BatchCall): string {
+    const approvedBy = call.decision?.approved ? whoDecided(call.decision.decidedBy, call.decision.authenticated) : undefined;
+    return toolCallSummary(call.name, this.callNumbers.get(call.id) ?? this.callNumbers.size, this.turns, approvedBy);
+  }
+
+  /** The summary of a decision record's activity: `record: approve issue_refund (call_1) by alice`. */
+  decisionRecordSummary(record: DecisionRecord): string {
+    const calls = record.toolCallIds.map((id) => ({ id, name: this.batch?.get(id)?.name ?? 'tool' }));
+    return decisionRecordSummary(record.decision, calls, whoDecided(record.decidedBy, record.authenticated));
+  }
+
+  /** The summary of the timer of a call's approval deadline. */
+  approvalTimerSummary(call: BatchCall): string {
+    return approvalTimerSummary(call.name, call.id);
+  }
+
+  /** The workflow's current details: what it does or waits for, and how the last calls ended. */
+  currentDetails(): string {
+    const waiting = (this.batch?.awaitingApproval() ?? []).map((c) => ({ name: c.name, id: c.id, since: c.requestedAt }));
+    const status = { idle: 'Idle', running: 'Running a turn', awaiting_approval: 'Waiting for approval', failed: 'Last turn failed', closed: 'Ended' }[this.status()];
+    return currentDetails({ status, turn: this.turns, waiting }, this.lastCalls);
+  }
+
   /** For each of the calls, its tool and how long it has waited for a decision (ms, workflow time). */
   approvalWaits(ids: readonly string[]): { tool: string; waitedMs: number }[] {
     return ids.flatMap((id) => {
@@ -372,6 +419,14 @@ export class ConversationCore {
   /** The batch's results are stored: it closes. Returns the turn's record when the turn ends here (calls past maxSteps). */
   batchStored(): TurnRecord | undefined {
     const overLimit = this.batchOverLimit;
+    this.lastCalls = (this.batch?.all() ?? []).map((c) => ({
+      name: c.name,
+      id: c.id,
+      outcome: c.outcome?.kind,
+      decidedBy: c.decision ? whoDecided(c.decision.decidedBy, c.decision.authenticated) : undefined,
+      approved: c.decision?.approved,
+      fromLedger: c.outcome?.fromLedger,
+    }));
     this.batch = undefined;
     this.batchOverLimit = false;
     if (!overLimit) return undefined;
@@ -432,12 +487,20 @@ export class ConversationCore {
   /** The call's activity is being scheduled: from now on a stop settles it as `interrupted`. Returns the activity's input. */
   startCall(call: BatchCall): ToolCallInput {
     this.batch?.markRunning(call.id);
+    this.callNumbers.set(call.id, this.callNumbers.size + 1);
     return { conversationId: this.conversationId, toolCallId: call.id, name: call.name, arguments: call.arguments, idempotencyKey: call.key };
   }
 
   /** The tool reported its result. */
   callSucceeded(call: BatchCall, result: ToolCallResult): void {
-    if (this.isOpen(call)) this.batch!.settle(call.id, { kind: 'ok', content: result.content, storedResultKey: result.storedResultKey });
+    if (this.isOpen(call)) {
+      this.batch!.settle(call.id, {
+        kind: 'ok',
+        content: result.content,
+        storedResultKey: result.storedResultKey,
+        ...(result.fromLedger ? { fromLedger: true } : {}),
+      });
+    }
   }
 
   /**
@@ -499,7 +562,14 @@ export class ConversationCore {
     if (earlier) return { result: { ...earlier, applied: false } };
     const decidedAt = this.env.now();
     const approved = decision.decision === 'approve';
-    this.batch?.decide(ids, { decisionId: decision.decisionId, approved, reason: decision.reason, decidedBy: decision.decidedBy, decidedAt });
+    this.batch?.decide(ids, {
+      decisionId: decision.decisionId,
+      approved,
+      reason: decision.reason,
+      decidedBy: decision.decidedBy,
+      ...(authenticated === undefined ? {} : { authenticated }),
+      decidedAt,
+    });
     const result: DecisionResult = { decisionId: decision.decisionId, applied: true, toolCallIds: ids };
     this.decisions.set(decision.decisionId, result);
     const record: DecisionRecord = {
@@ -549,6 +619,7 @@ export class ConversationCore {
       pendingCancel: this.stopReason,
       ending: this.ending,
       runs: this.runs,
+      turns: this.turns,
       unknownEffects: { count: this.unknownEffectsCount, recent: this.unknownEffects.map((u) => ({ ...u })) },
     };
   }

@@ -5,7 +5,7 @@
  * on `AGENT_METRICS_ADDRESS`. A team's own worker installs its own runtime;
  * the agent's metrics reach it through the SDK's meters all the same.
  */
-import { Runtime, type Logger, type LogLevel } from '@temporalio/worker';
+import { Runtime, type Logger, type LogLevel, type LogMetadata } from '@temporalio/worker';
 import { ConfigError } from '../errors';
 import type { AgentClient } from '../client/client';
 import { AGENT_METRICS, agentHistogramBuckets } from '../core/metrics';
@@ -48,7 +48,13 @@ function pinoLogger(): Logger {
     WARN: 'warn',
     ERROR: 'error',
   };
-  return sdkLogger((level, message, meta) => logger[levels[level] ?? 'info'](meta ?? {}, message));
+  // The SDK names an error `error`; pino serializes one (type, message, stack) under `err` only.
+  const fields = (meta: LogMetadata | undefined): LogMetadata => {
+    if (!meta || !(meta.error instanceof Error)) return meta ?? {};
+    const { error, ...rest } = meta;
+    return { ...rest, err: error };
+  };
+  return sdkLogger((level, message, meta) => logger[levels[level] ?? 'info'](fields(meta), message));
 }
 
 /** How often the standalone worker counts the conversations waiting for a person. */

@@ -10,6 +10,7 @@ import {
   proxyLocalActivities,
   TimeoutFailure,
   type ActivityOptions,
+  type LocalActivityOptions,
 } from '@temporalio/workflow';
 import { TimeoutType } from '@temporalio/common';
 import {
@@ -44,24 +45,42 @@ export const PREFIXED_ACTIVITY_TYPES_PATCH = 'prefixed-activity-types';
 export const DEFERRED_TRANSCRIPT_WRITES_PATCH = 'deferred-transcript-writes';
 
 /**
+ * The conversation activities, each taking an optional summary: the line the
+ * Temporal UI and `temporal workflow show` print for the activity, fixed when
+ * it is scheduled ("model call 2 of turn 5 (gpt-4.1)").
+ */
+export type SummarizedActivities = {
+  [K in keyof ConversationActivities]: (
+    input: Parameters<ConversationActivities[K]>[0],
+    summary?: string,
+  ) => ReturnType<ConversationActivities[K]>;
+};
+
+/**
  * The conversation activities with `options`, scheduled under prefixed or
  * bare activity types; as local activities with `local`, which keep the
  * timeout and retries but have no heartbeat timeout (a local call lives in its
- * workflow task, whose timeout notices a dead worker).
+ * workflow task, whose timeout notices a dead worker). A summary adds no
+ * command and changes none: histories recorded without summaries replay.
  */
-function conversationActivities(options: ActivityOptions, prefixed: boolean, local = false): ConversationActivities {
+function conversationActivities(options: ActivityOptions, prefixed: boolean, local = false): SummarizedActivities {
   type Both = ConversationActivities & PrefixedConversationActivities;
-  const proxy = local
-    ? proxyLocalActivities<Both>({ startToCloseTimeout: options.startToCloseTimeout, retry: options.retry })
-    : proxyActivities<Both>(options);
-  const byType = proxy as unknown as Record<string, ConversationActivities[keyof ConversationActivities]>;
+  const localOptions: LocalActivityOptions = { startToCloseTimeout: options.startToCloseTimeout, retry: options.retry };
+  const proxy = local ? proxyLocalActivities<Both>(localOptions) : proxyActivities<Both>(options);
+  type Scheduled = ((input: unknown) => Promise<unknown>) & { executeWithOptions(options: ActivityOptions | LocalActivityOptions, args: [unknown]): Promise<unknown> };
+  const byType = proxy as unknown as Record<string, Scheduled>;
   return Object.fromEntries(
-    CONVERSATION_ACTIVITY_NAMES.map((name) => [name, byType[conversationActivityType(name, prefixed)]]),
-  ) as unknown as ConversationActivities;
+    CONVERSATION_ACTIVITY_NAMES.map((name) => {
+      const activity = byType[conversationActivityType(name, prefixed)];
+      const run = (input: unknown, summary?: string) =>
+        summary === undefined ? activity(input) : activity.executeWithOptions({ ...(local ? localOptions : options), summary }, [input]);
+      return [name, run];
+    }),
+  ) as unknown as SummarizedActivities;
 }
 
 /** Transcript and decision writes. */
-export function storeActivities(prefixed: boolean): ConversationActivities {
+export function storeActivities(prefixed: boolean): SummarizedActivities {
   return conversationActivities(
     {
       // Short: a write takes milliseconds, and a worker that dies mid-write is noticed at this timeout.
@@ -79,7 +98,7 @@ export function storeActivities(prefixed: boolean): ConversationActivities {
  * activity: a local activity awaited in an update handler does not replay
  * (the recorded marker and the update's events come back in another order).
  */
-export function decisionActivities(prefixed: boolean): ConversationActivities {
+export function decisionActivities(prefixed: boolean): SummarizedActivities {
   return conversationActivities({ startToCloseTimeout: '5 seconds', retry: RETRY_BACKOFF }, prefixed);
 }
 
@@ -93,7 +112,7 @@ export function heartbeatTimeoutMs(input: ConversationInput): number {
  * provider refuses is not retried. Local activities when the conversation
  * asks for them (`localActivities.modelCalls`).
  */
-export function modelActivities(input: ConversationInput, prefixed: boolean): ConversationActivities {
+export function modelActivities(input: ConversationInput, prefixed: boolean): SummarizedActivities {
   return conversationActivities(
     {
       startToCloseTimeout: input.timeouts?.modelCallMs ?? CONVERSATION_DEFAULTS.modelCallMs,
@@ -115,7 +134,7 @@ export function modelActivities(input: ConversationInput, prefixed: boolean): Co
  * asks for local idempotent tools and the tool declared itself idempotent
  * (run again after a crash, which it allows); an ordinary one otherwise.
  */
-export function toolActivities(call: BatchCall, input: ConversationInput, prefixed: boolean): ConversationActivities {
+export function toolActivities(call: BatchCall, input: ConversationInput, prefixed: boolean): SummarizedActivities {
   return conversationActivities(
     {
       startToCloseTimeout: call.timeoutMs,

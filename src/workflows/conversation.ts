@@ -27,6 +27,7 @@ import {
   isCancellation,
   log,
   patched,
+  setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
   uuid4,
@@ -45,7 +46,9 @@ import {
   PREFIXED_ACTIVITY_TYPES_PATCH,
   storeActivities,
   toolActivities,
+  type SummarizedActivities,
 } from './activity-options';
+import { storeSummary, verifySummary } from '../core/summaries';
 import {
   AgentStatusAttribute,
   AwaitingApprovalSinceAttribute,
@@ -97,7 +100,11 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   const metrics = new WorkflowMetrics();
   let turnScope: CancellationScope | undefined;
 
-  const publish = (): void => publishSearchAttributes(core);
+  const publish = (): void => {
+    publishSearchAttributes(core);
+    // Not a command: what the UI shows as the workflow's current details.
+    setCurrentDetails(core.currentDetails());
+  };
 
   /** Messages that have their seqs but are not written yet: the next model call writes them first, or {@link flush}. */
   let unwritten: AppendEntry[] = [];
@@ -110,7 +117,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   const append = async (entries: StoreEntry[]): Promise<number> => {
     const input = core.appendInput(entries);
     if (deferWrites) unwritten.push(...input.messages);
-    else await CancellationScope.nonCancellable(() => store.appendMessages(input));
+    else await CancellationScope.nonCancellable(() => store.appendMessages(input, storeSummaryOf(input.messages)));
     return core.stored(entries);
   };
 
@@ -119,15 +126,16 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     if (unwritten.length === 0) return;
     const messages = unwritten;
     unwritten = [];
-    await CancellationScope.nonCancellable(() => store.appendMessages({ conversationId: core.conversationId, messages }));
+    await CancellationScope.nonCancellable(() => store.appendMessages({ conversationId: core.conversationId, messages }, storeSummaryOf(messages)));
   };
 
   /** Calls the model; the call writes the unwritten messages before it reads the transcript. */
   const callModel = async (): Promise<ModelCallResult> => {
     const request = core.modelRequest();
-    if (unwritten.length === 0) return model.callModel(request);
+    const summary = core.modelCallSummary();
+    if (unwritten.length === 0) return model.callModel(request, summary);
     const messages = unwritten;
-    const result = await model.callModel({ ...request, append: messages });
+    const result = await model.callModel({ ...request, append: messages }, summary);
     // Written by the call (a call that failed or was cancelled may not have: flush writes them again, same seqs, same content).
     unwritten = unwritten.slice(messages.length);
     return result;
@@ -152,7 +160,9 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     // A decision sent in time holds the approval deadline until its verdict is in (see runCall).
     verifying++;
     try {
-      return await CancellationScope.nonCancellable(() => decisions.verifyDecision({ conversationId: core.conversationId, decision }));
+      return await CancellationScope.nonCancellable(() =>
+        decisions.verifyDecision({ conversationId: core.conversationId, decision }, verifySummary()),
+      );
     } finally {
       verifying--;
     }
@@ -163,7 +173,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     if (record) {
       metrics.decided(record.decision, core.approvalWaits(record.toolCallIds));
       publish();
-      await CancellationScope.nonCancellable(() => store.recordDecision(record));
+      await CancellationScope.nonCancellable(() => store.recordDecision(record, core.decisionRecordSummary(record)));
     }
     return result;
   };
@@ -292,6 +302,11 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   return core.summary();
 }
 
+/** The summary of a store activity: which seqs it writes. */
+function storeSummaryOf(messages: readonly AppendEntry[]): string {
+  return storeSummary(messages[0]?.seq ?? 0, messages.length);
+}
+
 /** Publishes the search attributes that changed. Called where the status may have changed, always at the same points. */
 function publishSearchAttributes(core: ConversationCore): void {
   const changed = core.searchAttributeChanges();
@@ -318,11 +333,14 @@ function publishSearchAttributes(core: ConversationCore): void {
 async function runCall(
   core: ConversationCore,
   call: BatchCall,
-  activities: ConversationActivities,
+  activities: SummarizedActivities,
   publish: () => void,
   decisionsVerifying: () => boolean,
 ): Promise<void> {
-  if (core.awaitsApproval(call) && !(await condition(() => !core.awaitsApproval(call), core.approvalWaitMs(call)))) {
+  if (
+    core.awaitsApproval(call) &&
+    !(await condition(() => !core.awaitsApproval(call), core.approvalWaitMs(call), { summary: core.approvalTimerSummary(call) }))
+  ) {
     if (decisionsVerifying()) await condition(() => !decisionsVerifying() || !core.awaitsApproval(call));
     if (core.awaitsApproval(call)) {
       core.approvalsTimedOut();
@@ -334,7 +352,7 @@ async function runCall(
   if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('the turn was stopped');
   const request = core.startCall(call);
   try {
-    core.callSucceeded(call, await activities.runTool(request));
+    core.callSucceeded(call, await activities.runTool(request, core.toolCallSummary(call)));
   } catch (err) {
     if (isCancellation(err)) throw err;
     if (core.callFailed(call, describeToolFailure(err, call.timeoutMs)) === 'effect_unknown') publish();

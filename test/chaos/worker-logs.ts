@@ -25,7 +25,8 @@ function normalize(text: string): string {
 
 /**
  * Warnings and errors in `files`, most frequent first. Understands the
- * worker's pino lines (JSON), the Temporal SDK's console lines
+ * worker's pino lines (JSON; the SDK's own go through them too, with the
+ * activity type and error of an activity failure), the Temporal SDK's console lines
  * (`<time> [WARN] message { fields }`, with the activity type and error of
  * an activity failure) and Temporal core's lines (`<time> WARN target: message`).
  */
@@ -48,10 +49,11 @@ export function scanWorkerLogs(files: readonly string[]): LoggedMessage[] {
     lines.forEach((line, i) => {
       if (line.startsWith('{')) {
         try {
-          const entry = JSON.parse(line) as { level?: number; msg?: string; err?: { message?: string }; error?: string };
+          const entry = JSON.parse(line) as { level?: number; msg?: string; err?: { type?: string; message?: string }; error?: string; activityType?: string };
           if ((entry.level ?? 0) >= 40) {
-            const detail = entry.err?.message ?? entry.error;
-            add(entry.level! >= 50 ? 'error' : 'warn', `${entry.msg ?? ''}${detail ? `: ${detail}` : ''}`);
+            const detail = entry.err?.message ? `${entry.err.type ? `${entry.err.type}: ` : ''}${entry.err.message}` : entry.error;
+            const activity = entry.activityType ? ` (${entry.activityType})` : '';
+            add(entry.level! >= 50 ? 'error' : 'warn', `${entry.msg ?? ''}${activity}${detail ? `: ${detail}` : ''}`);
           }
         } catch {
           // not JSON after all
