@@ -73,6 +73,7 @@ async function main(): Promise<void> {
       openai: createOpenAIClient({ apiKey: services.model.apiKey, baseUrl: services.model.baseUrl }),
       defaultModel: services.model.name,
       contextWindow: config.openai.contextWindow,
+      modelPrices: config.openai.prices,
       tools,
       maxParallelToolCalls: config.maxParallelToolCalls,
       maxCachedConversations: config.maxCachedConversations,

@@ -29,6 +29,15 @@ describe('configuration from the environment', () => {
     );
   });
 
+  it('reads model prices as JSON and refuses a table that is not one, with an example', () => {
+    expect(loadConfig({ AGENT_MODEL_PRICES: '{"gpt-4.1": {"input": 2, "output": 8}}' }).openai.prices).toEqual({ 'gpt-4.1': { input: 2, output: 8 } });
+    expect(loadConfig({}).openai.prices).toBeUndefined();
+    expect(() => loadConfig({ AGENT_MODEL_PRICES: 'gpt-4.1=2/8' })).toThrow(/AGENT_MODEL_PRICES: must be JSON such as \{"gpt-4\.1": \{"input": 2, "output": 8\}\}/);
+    expect(() => loadConfig({ AGENT_MODEL_PRICES: '{"gpt-4.1": {"input": 2}}' })).toThrow(
+      /AGENT_MODEL_PRICES: the price of "gpt-4\.1" must have "input" and "output", numbers of dollars per million tokens/,
+    );
+  });
+
   it('refuses an OPENAI_BASE_URL that is not a URL', () => {
     expect(() => loadConfig({ OPENAI_BASE_URL: 'localhost:8080' })).toThrow(/OPENAI_BASE_URL/);
   });

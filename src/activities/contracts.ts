@@ -58,6 +58,8 @@ export interface ModelCallResult {
   calls: ToolCallPlan[];
   finishReason: string | null;
   usage?: TokenUsage;
+  /** What the call cost in US dollars, when the worker has a price for its model. */
+  costUsd?: number;
 }
 
 /** A message body already stored by an activity, appended by reference so its bytes cross history once. */

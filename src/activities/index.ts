@@ -11,6 +11,7 @@ import { createToolActivity } from './tools';
 import { appendMessages, recordDecision } from '../db/transcript-store';
 import { agentTables } from '../db/schema';
 import { verifyDecision, type DecisionTrust } from './decision-signing';
+import type { ModelPrices } from '../core/pricing';
 
 /** What the activities need. */
 export interface ActivityDeps {
@@ -29,6 +30,8 @@ export interface ActivityDeps {
   schema?: string;
   /** Keys that authenticate decisions, and whether unsigned ones are refused. Default: none (decisions apply, recorded as unauthenticated). */
   decisionTrust?: DecisionTrust;
+  /** Prices by model name (US dollars per million tokens): model calls report their cost. */
+  prices?: ModelPrices;
 }
 
 /** Builds the activities registered on the worker. Throws a `ConfigError` when `schema` is not a usable name. */

@@ -31,6 +31,8 @@ import { checkToolCall } from './tool-calls';
 import { logger } from '../runtime/logger';
 import { TOOL_DEFAULTS } from '../tools/defaults';
 import { modelCallMeasured, modelFailureOutcome, modelResponseReused } from './metrics';
+import { costOf, type ModelPrices } from '../core/pricing';
+import type { TokenUsage } from '../core/contract';
 
 /** Dependencies of the model activity. */
 export interface ModelActivityDeps {
@@ -51,6 +53,8 @@ export interface ModelActivityDeps {
   maxParallelToolCalls?: number;
   /** PostgreSQL schema of the project's tables. Default `durable_agent`. */
   schema?: string;
+  /** Prices by model name: a call's cost is returned with its answer when its model has one. */
+  prices?: ModelPrices;
 }
 
 
@@ -62,6 +66,14 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
     const { info } = activity;
     const model = input.settings.model ?? deps.defaultModel;
     const responseKey = `${info.workflowExecution?.runId ?? 'standalone'}/${info.activityId}`;
+    /** The result the workflow gets: the answer as history carries it, its cost, and a plan per tool call. */
+    const answer = (response: Pick<ModelCallResult, 'message' | 'finishReason' | 'usage'>): ModelCallResult => ({
+      ...response,
+      ...priced(deps.prices, model, response.usage),
+      message: inHistory(response.message, deps, responseKey),
+      responseKey,
+      calls: planToolCalls(deps, input, response.message),
+    });
     const deferred = input.append ?? [];
     if (deferred.length > 0) {
       await withDatabaseRetry('store the messages before the model call', () =>
@@ -72,7 +84,7 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
     if (earlier) {
       // An earlier attempt got the answer but did not report it (crash, lost completion): use it, do not pay twice.
       modelResponseReused(model);
-      return { ...earlier, message: inHistory(earlier.message, deps, responseKey), responseKey, calls: planToolCalls(deps, input, earlier.message) };
+      return answer(earlier);
     }
     const [loaded, calibration] = await Promise.all([
       withDatabaseRetry('read the transcript', () => loadModelMessages(deps.pool, tables, input)),
@@ -157,8 +169,14 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
         contextBudget: sent.report,
       }),
     );
-    return { ...stored, message: inHistory(stored.message, deps, responseKey), responseKey, calls: planToolCalls(deps, input, stored.message) };
+    return answer(stored);
   };
+}
+
+/** The call's cost, when its model has a price and the provider counted tokens. */
+function priced(prices: ModelPrices | undefined, model: string, usage: TokenUsage | undefined): { costUsd?: number } {
+  const costUsd = costOf(prices, model, usage);
+  return costUsd === undefined ? {} : { costUsd };
 }
 
 /**

@@ -85,8 +85,24 @@ export interface ConversationInput {
    * Default 2000.
    */
   continueAsNewAfterEvents?: number;
+  /**
+   * Limits on what a turn and the whole conversation may spend. Checked
+   * before each model call: once one is reached, the turn ends as
+   * `budget_exceeded` with every call answered (the transcript stays valid),
+   * and a later turn of a spent conversation ends the same way at once.
+   */
+  budget?: ConversationBudget;
   /** Set by the workflow itself when it continues as new: the state it carries over. */
   carried?: CarriedConversation;
+}
+
+/** See {@link ConversationInput.budget}. Every limit is optional; tokens are prompt and completion tokens together. */
+export interface ConversationBudget {
+  turnTokens?: number;
+  conversationTokens?: number;
+  /** US dollars; needs a price for the model (`AGENT_MODEL_PRICES`, the plugin's `model.prices`). */
+  turnCostUsd?: number;
+  conversationCostUsd?: number;
 }
 
 /** Which calls of a conversation run as local activities (see {@link ConversationInput.localActivities}). */
@@ -122,6 +138,8 @@ export interface CarriedConversation {
   ending: boolean;
   /** Runs so far, this one included. */
   runs: number;
+  /** Tokens and cost so far (absent in runs started by older versions: counting starts there). */
+  usage?: ConversationUsage;
   /** Turns taken so far (absent in runs started by older versions: numbering starts again there). */
   turns?: number;
 }
@@ -239,6 +257,21 @@ export function describeInvalidInput(input: unknown, options: { limits?: boolean
   positiveInt(model.streamFallbackAfterAttempts, 'model.streamFallbackAfterAttempts');
   positiveInt(model.streamIdleMs, 'model.streamIdleMs');
   positiveInt(model.contextWindow, 'model.contextWindow');
+  if (i.budget !== undefined) {
+    const budget = i.budget as Record<string, unknown>;
+    const known = ['turnTokens', 'conversationTokens', 'turnCostUsd', 'conversationCostUsd'];
+    if (typeof budget !== 'object' || budget === null || Array.isArray(budget)) {
+      problems.push('budget must be an object such as {"turnTokens": 20000, "conversationCostUsd": 5}');
+    } else {
+      for (const [key, value] of Object.entries(budget)) {
+        if (!known.includes(key)) problems.push(`budget.${key} is not a limit (known: ${known.join(', ')})`);
+        else if (key.endsWith('Tokens')) positiveInt(value, `budget.${key}`);
+        else if (!(typeof value === 'number' && Number.isFinite(value) && value > 0)) {
+          problems.push(`budget.${key} must be a positive number of US dollars, got ${JSON.stringify(value)}`);
+        }
+      }
+    }
+  }
   return problems;
 }
 
@@ -399,8 +432,9 @@ export interface TurnRecord {
   /**
    * `answered`: a final answer. `failed`: the model call failed or maxSteps ran out.
    * `cancelled`: stopped by a cancel request. `interrupted`: stopped by a new user message.
+   * `budget_exceeded`: a limit of {@link ConversationInput.budget} was reached before a model call.
    */
-  outcome: 'answered' | 'failed' | 'cancelled' | 'interrupted';
+  outcome: 'answered' | 'failed' | 'cancelled' | 'interrupted' | 'budget_exceeded';
   /** Seq of the final assistant message, when the turn answered. */
   answerSeq?: number;
   /** Why the turn failed. */
@@ -409,8 +443,21 @@ export interface TurnRecord {
   steps: number;
   /** Who sent the turn's messages (their `sentBy`), when any said. */
   requestedBy?: string[];
-  /** Tokens the provider counted over the turn's model calls, when it reported them: the basis for cost accounting. */
-  usage?: TokenUsage;
+  /** Tokens the provider counted over the turn's model calls, when it reported them, and their cost when the model has a price. */
+  usage?: TurnUsage;
+}
+
+/** Tokens of a turn, and what they cost in US dollars when every call's model had a price. */
+export interface TurnUsage extends TokenUsage {
+  costUsd?: number;
+}
+
+/** Tokens and cost of a whole conversation. */
+export interface ConversationUsage extends TokenUsage {
+  /** US dollars, over the model calls whose model had a price. */
+  costUsd: number;
+  /** Model calls whose model had no price (their cost is not in `costUsd`). */
+  unpricedCalls: number;
 }
 
 /** Tokens a provider counted: prompts sent and completions received. */
@@ -459,6 +506,8 @@ export interface ConversationState {
   unknownEffects: UnknownEffect[];
   /** Calls settled as `effect_unknown` in the whole conversation (also the `UnknownEffects` search attribute). */
   unknownEffectsCount: number;
+  /** Tokens and cost of the whole conversation (each turn's are in `recentTurns`). */
+  usage: ConversationUsage;
   /**
    * Times the transcript had to be repaired before a model call. Should
    * always be 0: anything else is a bug, and is logged as a warning.

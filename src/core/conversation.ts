@@ -42,6 +42,7 @@ import {
   type ConversationInput,
   type ConversationState,
   type ConversationStatus,
+  type ConversationUsage,
   type ConversationSummary,
   type DecisionResult,
   type RefusedDecision,
@@ -51,6 +52,7 @@ import {
   type UserMessage,
 } from './contract';
 import { legacyCallKey } from './effect-keys';
+import { roundUsd } from './pricing';
 import { Inbox } from './inbox';
 import { describeMessage, type MessageMeta } from './messages';
 import { effectUnknownContent, toolFailedContent, type OutcomeKind } from './outcomes';
@@ -118,6 +120,10 @@ export class ConversationCore {
   /** The calls of the last batch stored, for the workflow's current details. */
   private lastCalls: CallLine[] = [];
   private turnUsage: TokenUsage | undefined;
+  /** Cost of the turn's priced calls, and how many calls had no price. */
+  private turnCost = { usd: 0, unpriced: 0 };
+  /** Tokens and cost of the whole conversation (from this run on, for runs begun before they were carried). */
+  private usage: ConversationUsage;
   /** Why the current (or the next, when set before it starts) turn stops. */
   private stopReason: string | undefined;
   /** The calls of the last assistant message, until their results are stored. */
@@ -148,6 +154,7 @@ export class ConversationCore {
     this.phase = carried?.phase ?? 'idle';
     this.steps = carried?.steps ?? 0;
     this.turns = carried?.turns ?? 0;
+    this.usage = carried?.usage ? { ...carried.usage } : { promptTokens: 0, completionTokens: 0, costUsd: 0, unpricedCalls: 0 };
     this.lastError = carried?.lastError;
     this.transcriptRepairs = carried?.transcriptRepairs ?? 0;
     this.ending = carried?.ending ?? false;
@@ -208,7 +215,41 @@ export class ConversationCore {
       unknownEffects: this.unknownEffects.map((u) => ({ ...u })),
       unknownEffectsCount: this.unknownEffectsCount,
       transcriptRepairs: this.transcriptRepairs,
+      usage: { ...this.usage },
     };
+  }
+
+  /**
+   * Before a model call: when a limit of the conversation's budget is
+   * reached, the turn's record (`budget_exceeded`, saying which limit, what
+   * was spent and how to go on); otherwise undefined. Only between steps, so
+   * every call of the turn is answered by then.
+   */
+  budgetStop(): TurnRecord | undefined {
+    const budget = this.input.budget;
+    if (!budget) return undefined;
+    const turnTokens = (this.turnUsage?.promptTokens ?? 0) + (this.turnUsage?.completionTokens ?? 0);
+    const tokens = this.usage.promptTokens + this.usage.completionTokens;
+    const costUnknown = 'a limit in dollars needs a price for the model (AGENT_MODEL_PRICES, or the plugin\'s model.prices)';
+    const turnLimit = 'No further model call was made in this turn; the next message starts a turn with a budget of its own.';
+    const conversationLimit =
+      'No further model call is made in this conversation: its budget is fixed when it starts (ConversationInput.budget); go on in a new conversation with a higher one.';
+    const reached: [string, string] | undefined =
+      budget.turnTokens !== undefined && turnTokens >= budget.turnTokens
+        ? [`The turn used ${turnTokens} tokens, its budget is ${budget.turnTokens} (budget.turnTokens).`, turnLimit]
+        : budget.conversationTokens !== undefined && tokens >= budget.conversationTokens
+          ? [`The conversation used ${tokens} tokens, its budget is ${budget.conversationTokens} (budget.conversationTokens).`, conversationLimit]
+          : budget.turnCostUsd !== undefined && this.turnCost.unpriced > 0
+            ? [`The turn's cost is unknown: ${costUnknown}.`, turnLimit]
+            : budget.turnCostUsd !== undefined && this.turnCost.usd >= budget.turnCostUsd
+              ? [`The turn cost $${this.turnCost.usd}, its budget is $${budget.turnCostUsd} (budget.turnCostUsd).`, turnLimit]
+              : budget.conversationCostUsd !== undefined && this.usage.unpricedCalls > 0
+                ? [`The conversation's cost is unknown: ${costUnknown}.`, conversationLimit]
+                : budget.conversationCostUsd !== undefined && this.usage.costUsd >= budget.conversationCostUsd
+                  ? [`The conversation cost $${this.usage.costUsd}, its budget is $${budget.conversationCostUsd} (budget.conversationCostUsd).`, conversationLimit]
+                  : undefined;
+    if (!reached) return undefined;
+    return this.record('budget_exceeded', { error: `${reached[0]} ${reached[1]}` });
   }
 
   /** What the workflow returns when the conversation ends. */
@@ -304,6 +345,7 @@ export class ConversationCore {
     this.turns++;
     this.callNumbers.clear();
     this.turnUsage = undefined;
+    this.turnCost = { usd: 0, unpriced: 0 };
     return this.stopReason !== undefined;
   }
 
@@ -339,6 +381,15 @@ export class ConversationCore {
     if (result.usage) {
       const sum = this.turnUsage ?? { promptTokens: 0, completionTokens: 0 };
       this.turnUsage = { promptTokens: sum.promptTokens + result.usage.promptTokens, completionTokens: sum.completionTokens + result.usage.completionTokens };
+      this.usage.promptTokens += result.usage.promptTokens;
+      this.usage.completionTokens += result.usage.completionTokens;
+      if (result.costUsd === undefined) {
+        this.turnCost.unpriced++;
+        this.usage.unpricedCalls++;
+      } else {
+        this.turnCost.usd = roundUsd(this.turnCost.usd + result.costUsd);
+        this.usage.costUsd = roundUsd(this.usage.costUsd + result.costUsd);
+      }
     }
     const assistantSeq = this.seq;
     const perInstanceKeys = calls.length > 0 && this.env.allows(CALL_INSTANCE_KEYS_PATCH);
@@ -620,6 +671,7 @@ export class ConversationCore {
       ending: this.ending,
       runs: this.runs,
       turns: this.turns,
+      usage: { ...this.usage },
       unknownEffects: { count: this.unknownEffectsCount, recent: this.unknownEffects.map((u) => ({ ...u })) },
     };
   }
@@ -630,7 +682,8 @@ export class ConversationCore {
 
   private record(outcome: TurnRecord['outcome'], extra: Pick<TurnRecord, 'error' | 'answerSeq'>): TurnRecord {
     const requestedBy = this.turnRequesters.length > 0 ? { requestedBy: [...this.turnRequesters] } : {};
-    return { messageIds: this.turnMessageIds, outcome, steps: this.turnSteps, ...requestedBy, ...extra, ...(this.turnUsage ? { usage: { ...this.turnUsage } } : {}) };
+    const usage = this.turnUsage ? { ...this.turnUsage, ...(this.turnCost.unpriced === 0 ? { costUsd: this.turnCost.usd } : {}) } : undefined;
+    return { messageIds: this.turnMessageIds, outcome, steps: this.turnSteps, ...requestedBy, ...extra, ...(usage ? { usage } : {}) };
   }
 
   /** Stops the turn taken (also one about to start). Returns true when the edge should cancel it now. */

@@ -29,7 +29,7 @@ export const AGENT_METRICS = {
     name: 'agent_turns_total',
     kind: 'counter',
     unit: 'turns',
-    description: 'Turns that ended, by outcome (answered, failed, cancelled, interrupted).',
+    description: 'Turns that ended, by outcome (answered, failed, cancelled, interrupted, budget_exceeded).',
     labels: ['outcome'],
     from: 'workflow',
   },

@@ -7,6 +7,7 @@ import { ConfigError } from '../errors';
 import { DEFAULT_MAX_PARALLEL_TOOL_CALLS, MAX_PARALLEL_TOOL_CALLS_LIMIT } from '../activities/contracts';
 import { loadTemporalConnection, type TemporalConnectionSettings } from './temporal-connection';
 import { DEFAULT_DATABASE_SCHEMA, describeBadSchemaName } from '../db/schema';
+import { describeBadPrices, type ModelPrices } from '../core/pricing';
 
 export { ConfigError };
 
@@ -38,6 +39,7 @@ export const ENV_VARS = [
   'AGENT_REQUIRE_SIGNED_DECISIONS',
   'AGENT_ALLOW_SELF_APPROVAL',
   'AGENT_METRICS_ADDRESS',
+  'AGENT_MODEL_PRICES',
 ] as const;
 
 const optional = z
@@ -115,6 +117,26 @@ const envSchema = z.object({
   AGENT_DECISION_KEYS_FILE: optional,
   AGENT_REQUIRE_SIGNED_DECISIONS: yesNo,
   AGENT_ALLOW_SELF_APPROVAL: yesNo,
+  AGENT_MODEL_PRICES: optional.pipe(
+    z
+      .string()
+      .transform((text, ctx) => {
+        let value: unknown;
+        try {
+          value = JSON.parse(text);
+        } catch {
+          ctx.addIssue({ code: 'custom', message: 'must be JSON such as {"gpt-4.1": {"input": 2, "output": 8}} (US dollars per million tokens)' });
+          return z.NEVER;
+        }
+        const problem = describeBadPrices(value);
+        if (problem) {
+          ctx.addIssue({ code: 'custom', message: problem });
+          return z.NEVER;
+        }
+        return value as ModelPrices;
+      })
+      .optional(),
+  ),
   AGENT_METRICS_ADDRESS: optional.pipe(
     z
       .string()
@@ -148,6 +170,8 @@ export interface WorkerConfig {
     model: string;
     /** The model's context window in tokens; known for common models, else 128000 (see src/activities/context-budget.ts). */
     contextWindow?: number;
+    /** Prices by model name, US dollars per million tokens; unset: costs are not computed. */
+    prices?: ModelPrices;
   };
   /** Where embedded servers keep their files. */
   dataDir: string;
@@ -213,7 +237,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     },
     databaseUrl: e.DATABASE_URL,
     databaseSchema: e.AGENT_DATABASE_SCHEMA ?? DEFAULT_DATABASE_SCHEMA,
-    openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL, model: e.OPENAI_MODEL ?? 'gpt-4o-mini', contextWindow: e.OPENAI_CONTEXT_WINDOW },
+    openai: {
+      apiKey: e.OPENAI_API_KEY,
+      baseUrl: e.OPENAI_BASE_URL,
+      model: e.OPENAI_MODEL ?? 'gpt-4o-mini',
+      contextWindow: e.OPENAI_CONTEXT_WINDOW,
+      ...(e.AGENT_MODEL_PRICES ? { prices: e.AGENT_MODEL_PRICES } : {}),
+    },
     dataDir: path.resolve(e.AGENT_DATA_DIR ?? path.join(__dirname, '..', '..', '.data')),
     toolsModule: e.AGENT_TOOLS_MODULE,
     maxParallelToolCalls: e.AGENT_MAX_PARALLEL_TOOL_CALLS ?? DEFAULT_MAX_PARALLEL_TOOL_CALLS,

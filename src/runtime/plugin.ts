@@ -36,6 +36,7 @@ import { migrate } from '../db/migrations';
 import { createPool } from '../db/pool';
 import { ToolRegistry } from '../tools/registry';
 import type { Tool } from '../tools/tool';
+import type { ModelPrices } from '../core/pricing';
 import { AgentError } from '../errors';
 import { logger } from './logger';
 import { ensureSearchAttributes } from './search-attributes';
@@ -61,6 +62,12 @@ export interface DurableAgentModelOptions {
   baseUrl?: string;
   /** Context window of the models used, in tokens, when a conversation does not say (default: known per model name, else 128000). */
   contextWindow?: number;
+  /**
+   * Prices by model name in US dollars per million tokens, e.g.
+   * `{ 'gpt-4.1': { input: 2, output: 8 } }`: turns and conversations then
+   * report their cost, and cost budgets apply. No built-in prices.
+   */
+  prices?: ModelPrices;
 }
 
 /** Options of {@link DurableAgentPlugin}. */
@@ -140,6 +147,7 @@ export class DurableAgentPlugin implements WorkerPlugin, ClientPlugin, BundlerPl
       maxParallelToolCalls: options.maxParallelToolCalls,
       schema: options.schema,
       decisionTrust: options.decisionTrust,
+      prices: options.model.prices,
     });
     const codecs = options.payloadCodecs ?? [];
     const bare = options.bareActivityTypes ?? true;

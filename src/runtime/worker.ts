@@ -8,6 +8,7 @@ import type { Pool } from 'pg';
 import type { Tool } from '../tools/tool';
 import { DurableAgentPlugin } from './plugin';
 import type { DecisionTrust } from '../activities/decision-signing';
+import type { ModelPrices } from '../core/pricing';
 
 export { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from './plugin';
 
@@ -42,13 +43,15 @@ export interface AgentWorkerOptions {
   schema?: string;
   /** Keys that authenticate decisions signed by the HTTP API; see `DurableAgentPluginOptions.decisionTrust`. */
   decisionTrust?: DecisionTrust;
+  /** Prices by model name (US dollars per million tokens); see `DurableAgentModelOptions.prices`. */
+  modelPrices?: ModelPrices;
 }
 
 /** Creates (does not run) a worker for the conversation workflow. */
 export async function createAgentWorker(options: AgentWorkerOptions): Promise<Worker> {
   const plugin = new DurableAgentPlugin({
     tools: options.tools,
-    model: { name: options.defaultModel, client: options.openai, contextWindow: options.contextWindow },
+    model: { name: options.defaultModel, client: options.openai, contextWindow: options.contextWindow, prices: options.modelPrices },
     database: { pool: options.pool },
     inlineResultLimit: options.inlineResultLimit,
     maxParallelToolCalls: options.maxParallelToolCalls,

@@ -217,6 +217,9 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   /** The model/tool loop of one turn, until a final answer or a failure. Cancellable. */
   const turnLoop = async (): Promise<TurnRecord> => {
     for (;;) {
+      // Only conversations started with a budget can stop here: no other run takes this branch.
+      const overBudget = core.budgetStop();
+      if (overBudget) return overBudget;
       let result: ModelCallResult;
       try {
         result = await callModel();

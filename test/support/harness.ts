@@ -18,6 +18,7 @@ import { agentTables, type AgentTables } from '../../src/db/schema';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy';
 import { startModelServer, type ModelServer, type ModelServerOptions } from '../../src/testing';
 import { createAgentWorker } from '../../src/runtime/worker';
+import type { ModelPrices } from '../../src/core/pricing';
 import type { DecisionTrust } from '../../src/activities/decision-signing';
 import { backofficeTools } from '../../src/tools/backoffice';
 import { setupBackofficeDemo } from '../../src/tools/backoffice-data';
@@ -51,6 +52,8 @@ export interface HarnessOptions {
   databaseProxy?: boolean;
   /** The in-process worker's decision keys (decisions signed by the HTTP API). */
   decisionTrust?: DecisionTrust;
+  /** The in-process worker's prices by model name. */
+  modelPrices?: ModelPrices;
 }
 
 /** What a test file works with. */
@@ -133,6 +136,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       inlineResultLimit: options.inlineResultLimit,
       maxParallelToolCalls: options.maxParallelToolCalls,
       maxCachedConversations: options.maxCachedConversations,
+      modelPrices: options.modelPrices,
       decisionTrust: options.decisionTrust,
     });
     running = worker.run();
