@@ -17,7 +17,11 @@ let metricsAddress: string;
 beforeAll(async () => {
   h = await startHarness({ worker: false });
   metricsAddress = `127.0.0.1:${await freePort()}`;
-  worker = await startWorkerProcess({ ...h.workerEnv({ OPENAI_MODEL: 'scripted-model' }), AGENT_METRICS_ADDRESS: metricsAddress });
+  worker = await startWorkerProcess({
+    ...h.workerEnv({ OPENAI_MODEL: 'scripted-model' }),
+    AGENT_METRICS_ADDRESS: metricsAddress,
+    AGENT_MODEL_PRICES: JSON.stringify({ 'scripted-model': { input: 2, output: 8 } }),
+  });
 });
 afterAll(async () => {
   await worker?.stop('SIGKILL');
@@ -66,7 +70,11 @@ describe('metrics', () => {
     expect(delta(after, AGENT_METRICS.modelCalls.name, { model: 'scripted-model', outcome: 'ok' })).toBe(2);
     expect(delta(after, `${AGENT_METRICS.modelLatency.name}_count`, { model: 'scripted-model', outcome: 'ok' })).toBe(2);
     expect(delta(after, AGENT_METRICS.modelTokens.name, { model: 'scripted-model', kind: 'prompt' })).toBeGreaterThan(0);
-    expect(delta(after, AGENT_METRICS.modelTokens.name, { model: 'scripted-model', kind: 'completion' })).toBeGreaterThan(0);
+    const completion = delta(after, AGENT_METRICS.modelTokens.name, { model: 'scripted-model', kind: 'completion' });
+    expect(completion).toBeGreaterThan(0);
+    // $2 and $8 per million tokens: two and eight millionths of a dollar per token.
+    const prompt = delta(after, AGENT_METRICS.modelTokens.name, { model: 'scripted-model', kind: 'prompt' });
+    expect(delta(after, AGENT_METRICS.modelCost.name, { model: 'scripted-model' })).toBe(2 * prompt + 8 * completion);
     expect(delta(after, AGENT_METRICS.toolRuns.name, { tool: 'issue_refund', outcome: 'ok' })).toBe(1);
     expect(delta(after, `${AGENT_METRICS.toolLatency.name}_count`, { tool: 'issue_refund', outcome: 'ok' })).toBe(1);
     expect(delta(after, AGENT_METRICS.toolCalls.name, { tool: 'issue_refund', outcome: 'ok' })).toBe(1);

@@ -47,6 +47,7 @@ export function modelCallMeasured(call: {
   streamed: boolean;
   ms: number;
   usage?: TokenUsage;
+  costUsd?: number;
 }): void {
   const m = meter();
   if (!m) return;
@@ -56,6 +57,7 @@ export function modelCallMeasured(call: {
   const completion = call.usage?.completionTokens ?? 0;
   if (prompt > 0) count(m, AGENT_METRICS.modelTokens, prompt, { model: call.model, kind: 'prompt' });
   if (completion > 0) count(m, AGENT_METRICS.modelTokens, completion, { model: call.model, kind: 'completion' });
+  if (call.costUsd !== undefined && call.costUsd > 0) count(m, AGENT_METRICS.modelCost, Math.round(call.costUsd * 1e6), { model: call.model });
 }
 
 /** An earlier attempt's stored answer was used instead of calling the provider again. */

@@ -120,7 +120,7 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
       const started = Date.now();
       try {
         const done = await requestCompletion(deps.openai, body, options);
-        modelCallMeasured({ model, outcome: 'ok', streamed: stream, ms: Date.now() - started, usage: done.usage });
+        modelCallMeasured({ model, outcome: 'ok', streamed: stream, ms: Date.now() - started, usage: done.usage, costUsd: costOf(deps.prices, model, done.usage) });
         return done;
       } catch (err) {
         const outcome = modelFailureOutcome(err, activity.cancellationSignal.aborted);

@@ -87,6 +87,15 @@ export const AGENT_METRICS = {
     labels: ['model', 'kind'],
     from: 'activity',
   },
+  modelCost: {
+    name: 'agent_model_cost_microdollars_total',
+    kind: 'counter',
+    unit: 'microdollars',
+    description:
+      'What answered model calls cost, in millionths of a US dollar, by model; only models with a price (AGENT_MODEL_PRICES, the plugin\'s model.prices).',
+    labels: ['model'],
+    from: 'activity',
+  },
   toolRuns: {
     name: 'agent_tool_runs_total',
     kind: 'counter',
