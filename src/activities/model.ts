@@ -31,6 +31,7 @@ import { checkToolCall } from './tool-calls';
 import { logger } from '../runtime/logger';
 import { TOOL_DEFAULTS } from '../tools/defaults';
 import { modelCallMeasured, modelFailureOutcome, modelResponseReused } from './metrics';
+import { inSpan } from './tracing';
 import { costOf, type ModelPrices } from '../core/pricing';
 import type { TokenUsage } from '../core/contract';
 
@@ -74,6 +75,7 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
       responseKey,
       calls: planToolCalls(deps, input, response.message),
     });
+    const spanAttributes = { 'agent.conversation_id': input.conversationId, 'agent.model': model, 'agent.attempt': info.attempt };
     const deferred = input.append ?? [];
     if (deferred.length > 0) {
       await withDatabaseRetry('store the messages before the model call', () =>
@@ -84,7 +86,7 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
     if (earlier) {
       // An earlier attempt got the answer but did not report it (crash, lost completion): use it, do not pay twice.
       modelResponseReused(model);
-      return answer(earlier);
+      return inSpan('model call', { ...spanAttributes, 'agent.outcome': 'reused' }, async () => answer(earlier));
     }
     const [loaded, calibration] = await Promise.all([
       withDatabaseRetry('read the transcript', () => loadModelMessages(deps.pool, tables, input)),
@@ -116,18 +118,28 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
     let completion: ModelCompletion;
     const options = { stream, idleTimeoutMs: input.settings.streamIdleMs ?? 60_000, publisher };
     /** One request to the provider, measured. */
-    const complete = async (body: ChatCompletionCreateParamsNonStreaming): Promise<ModelCompletion> => {
-      const started = Date.now();
-      try {
-        const done = await requestCompletion(deps.openai, body, options);
-        modelCallMeasured({ model, outcome: 'ok', streamed: stream, ms: Date.now() - started, usage: done.usage, costUsd: costOf(deps.prices, model, done.usage) });
-        return done;
-      } catch (err) {
-        const outcome = modelFailureOutcome(err, activity.cancellationSignal.aborted);
-        modelCallMeasured({ model, outcome, streamed: stream, ms: Date.now() - started });
-        throw err;
-      }
-    };
+    const complete = (body: ChatCompletionCreateParamsNonStreaming): Promise<ModelCompletion> =>
+      inSpan('model call', { ...spanAttributes, 'agent.streamed': stream, 'agent.messages': body.messages.length }, async (span) => {
+        const started = Date.now();
+        try {
+          const done = await requestCompletion(deps.openai, body, options);
+          const costUsd = costOf(deps.prices, model, done.usage);
+          modelCallMeasured({ model, outcome: 'ok', streamed: stream, ms: Date.now() - started, usage: done.usage, costUsd });
+          span.setAttributes({
+            'agent.outcome': 'ok',
+            'agent.prompt_tokens': done.usage?.promptTokens ?? 0,
+            'agent.completion_tokens': done.usage?.completionTokens ?? 0,
+            'agent.tool_calls': done.message.tool_calls?.length ?? 0,
+            ...(costUsd === undefined ? {} : { 'agent.cost_usd': costUsd }),
+          });
+          return done;
+        } catch (err) {
+          const outcome = modelFailureOutcome(err, activity.cancellationSignal.aborted);
+          modelCallMeasured({ model, outcome, streamed: stream, ms: Date.now() - started });
+          span.setAttribute('agent.outcome', outcome);
+          throw err;
+        }
+      });
     try {
       try {
         completion = await complete(sent.body);

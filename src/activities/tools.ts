@@ -14,6 +14,7 @@ import { withDatabaseRetry } from '../db/retry';
 import { DEFAULT_INLINE_LIMIT, inlineOrPreview } from './history-preview';
 import { agentTables, type AgentTables } from '../db/schema';
 import { effectFromLedger, toolRunMeasured } from './metrics';
+import { inSpan } from './tracing';
 
 /** Dependencies of the tool activity. */
 export interface ToolActivityDeps {
@@ -48,26 +49,36 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
       db: deps.pool,
       once: (effect) => applyOnce(deps.pool, tables, input.idempotencyKey, input.name, effect, () => (fromLedger = true)),
     };
-    let result: unknown;
-    // Heartbeats carry cancellation to the tool (its `signal` aborts) when its turn is cancelled.
-    const stopHeartbeats = heartbeatWhileRunning(activity);
-    const started = Date.now();
-    try {
-      result = await checked.tool.execute(checked.args, context);
-    } catch (err) {
-      // Cancelled: reported as such whatever the tool threw when its signal aborted (a failure would be retried).
-      const cancelled = asCancellation(activity);
-      const outcome = cancelled ? 'cancelled' : err instanceof ToolError ? 'failed_permanently' : 'failed';
-      toolRunMeasured(checked.tool.name, outcome, Date.now() - started);
-      if (cancelled) throw cancelled;
-      if (err instanceof ToolError) {
-        throw ApplicationFailure.nonRetryable(err.message, ActivityErrorType.ToolFailedPermanently);
+    const attributes = {
+      'agent.conversation_id': input.conversationId,
+      'agent.tool': checked.tool.name,
+      'agent.tool_call_id': input.toolCallId,
+      'agent.attempt': activity.info.attempt,
+    };
+    const result = await inSpan('tool run', attributes, async (span) => {
+      // Heartbeats carry cancellation to the tool (its `signal` aborts) when its turn is cancelled.
+      const stopHeartbeats = heartbeatWhileRunning(activity);
+      const started = Date.now();
+      try {
+        const ran: unknown = await checked.tool.execute(checked.args, context);
+        toolRunMeasured(checked.tool.name, 'ok', Date.now() - started);
+        span.setAttributes({ 'agent.outcome': 'ok', 'agent.from_ledger': fromLedger });
+        return ran;
+      } catch (err) {
+        // Cancelled: reported as such whatever the tool threw when its signal aborted (a failure would be retried).
+        const cancelled = asCancellation(activity);
+        const outcome = cancelled ? 'cancelled' : err instanceof ToolError ? 'failed_permanently' : 'failed';
+        toolRunMeasured(checked.tool.name, outcome, Date.now() - started);
+        span.setAttribute('agent.outcome', outcome);
+        if (cancelled) throw cancelled;
+        if (err instanceof ToolError) {
+          throw ApplicationFailure.nonRetryable(err.message, ActivityErrorType.ToolFailedPermanently);
+        }
+        throw err;
+      } finally {
+        stopHeartbeats();
       }
-      throw err;
-    } finally {
-      stopHeartbeats();
-    }
-    toolRunMeasured(checked.tool.name, 'ok', Date.now() - started);
+    });
     // The tool has run: a database outage now must not cost the attempt (a tool that is not idempotent has one).
     const content = await withDatabaseRetry('store the tool result', () =>
       storeToolResult(deps.pool, tables, {
