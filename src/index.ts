@@ -27,3 +27,11 @@ export {
   MessageTooLargeError,
 } from './errors';
 export { AGENT_METRICS, agentHistogramBuckets, type MetricSpec } from './core/metrics';
+export {
+  AesGcmPayloadCodec,
+  encryptingDataConverter,
+  ENCRYPTED_ENCODING,
+  ENCRYPTING_FAILURE_CONVERTER_PATH,
+  parsePayloadKeys,
+  type PayloadKey,
+} from './codec';

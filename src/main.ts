@@ -16,6 +16,7 @@ import { recordApiUrl, startServices } from './runtime/services';
 import { connectionOptions, EMBEDDED_DEV_SERVER, explainConnectionFailure } from './runtime/temporal-connection';
 import { createAgentWorker } from './runtime/worker';
 import { installRuntime, watchApprovalBacklog } from './runtime/telemetry';
+import { encryptingDataConverter } from './codec';
 import { bundleWorkflowsApart } from './runtime/workflow-bundle';
 import { backofficeTools } from './tools/backoffice';
 import { setupBackofficeDemo } from './tools/backoffice-data';
@@ -64,7 +65,9 @@ async function main(): Promise<void> {
     // The worker's plugin applies the migrations and registers the search attributes a namespace lacks
     // while the worker is created, before it polls.
     connection = await explainConnectionFailure(settings, services.temporalAddress, () => NativeConnection.connect(options));
-    const workflowBundle = await bundleWorkflowsApart(config.dataDir);
+    // Encrypted payloads: the workers, their workflow bundle and the clients share one data converter.
+    const dataConverter = encryptingDataConverter(config.payloadKeys);
+    const workflowBundle = await bundleWorkflowsApart(config.dataDir, { failureConverterPath: dataConverter.failureConverterPath });
     const worker = await createAgentWorker({
       connection,
       namespace: services.namespace,
@@ -74,6 +77,7 @@ async function main(): Promise<void> {
       defaultModel: services.model.name,
       contextWindow: config.openai.contextWindow,
       modelPrices: config.openai.prices,
+      dataConverter,
       tools,
       maxParallelToolCalls: config.maxParallelToolCalls,
       maxCachedConversations: config.maxCachedConversations,
@@ -90,6 +94,7 @@ async function main(): Promise<void> {
         schema: config.databaseSchema,
         // A request about a conversation no worker answers for gets 503 no_worker, not a hang.
         queryTimeoutMs: 10_000,
+        dataConverter,
         ...connectionOptions(settings),
       });
     }

@@ -38,6 +38,13 @@ describe('configuration from the environment', () => {
     );
   });
 
+  it('reads payload keys as id:base64, and refuses a key of the wrong size naming the variable', () => {
+    const key = Buffer.alloc(32, 7).toString('base64');
+    expect(loadConfig({ AGENT_PAYLOAD_KEYS: `k1:${key}` }).payloadKeys?.map((k) => k.id)).toEqual(['k1']);
+    expect(loadConfig({}).payloadKeys).toBeUndefined();
+    expect(() => loadConfig({ AGENT_PAYLOAD_KEYS: 'k1:c2hvcnQ=' })).toThrow(/AGENT_PAYLOAD_KEYS: key "k1" is 5 bytes; AES-256 needs 32/);
+  });
+
   it('refuses an OPENAI_BASE_URL that is not a URL', () => {
     expect(() => loadConfig({ OPENAI_BASE_URL: 'localhost:8080' })).toThrow(/OPENAI_BASE_URL/);
   });

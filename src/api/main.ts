@@ -10,6 +10,7 @@ import { ConfigError, loadConfig } from '../runtime/config';
 import { logger } from '../runtime/logger';
 import { connectionOptions, explainConnectionFailure } from '../runtime/temporal-connection';
 import { resolveApiSecurity, serveConfiguredApi } from './setup';
+import { encryptingDataConverter } from '../codec';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -28,6 +29,7 @@ async function main(): Promise<void> {
       schema: config.databaseSchema,
       // A request about a conversation no worker answers for gets 503 no_worker, not a hang.
       queryTimeoutMs: 10_000,
+      dataConverter: encryptingDataConverter(config.payloadKeys),
       ...connectionOptions(settings),
     }),
   );

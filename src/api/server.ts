@@ -15,6 +15,7 @@ import { decideCalls, DecisionProblem, type DecisionPolicy } from './decisions';
 import { inboxRoutes } from './inbox';
 import { TokenVerifier, type ApiPrincipal, type ApiRole, type ApiTokenConfig } from './tokens';
 import { followTurn } from './turn-events';
+import { explainUnreadableEncrypted } from '../codec/aes-gcm';
 
 /** Stable codes of the API's refusals, in `{"error": {"code", "message"}}`. */
 export const API_ERROR_CODES = {
@@ -97,7 +98,7 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     transform: jsonSchemaTransform,
   });
 
-  app.setErrorHandler((err: unknown, _request, reply) => {
+  app.setErrorHandler((err: unknown, request, reply) => {
     const e = err as { validation?: unknown; statusCode?: number; message?: string };
     if (err instanceof ApiError) return send(reply, err.code, err.message);
     if (err instanceof DecisionProblem) return send(reply, err.code, err.message);
@@ -110,6 +111,11 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     if ((err as { name?: string }).name === 'WorkflowNotFoundError') return send(reply, 'not_found', 'No such conversation.');
     if (err instanceof NoWorkerAnsweredError) return send(reply, 'no_worker', err.message);
     if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) return send(reply, 'invalid_request', e.message ?? 'Bad request.');
+    const encrypted = explainUnreadableEncrypted(err);
+    if (encrypted) {
+      request.log.error({ err }, encrypted);
+      return reply.status(500).send({ error: { code: 'payloads_unreadable', message: encrypted } });
+    }
     reply.status(500).send({ error: { code: 'internal', message: 'The request failed inside the server; see its log.' } });
   });
   app.setNotFoundHandler((request, reply) => send(reply, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}.`));

@@ -16,6 +16,7 @@ import { formatTranscript } from './format';
 import { LineQueue, readAll } from './lines';
 import { resolveCliTarget } from './target';
 import { StreamView } from './stream';
+import { encryptingDataConverter, explainUnreadableEncrypted } from '../codec';
 
 /** How long the CLI waits for a worker to answer a query. */
 const CLI_QUERY_TIMEOUT_MS = 5_000;
@@ -38,6 +39,8 @@ async function connect(): Promise<AgentClient> {
       queryTimeoutMs: CLI_QUERY_TIMEOUT_MS,
       // Nor on a server that does not answer.
       connectTimeoutMs: CLI_QUERY_TIMEOUT_MS,
+      // The workers' payload keys: the CLI reads what they encrypted.
+      dataConverter: encryptingDataConverter(config.payloadKeys),
     }),
   );
 }
@@ -447,6 +450,6 @@ program
   });
 
 program.parseAsync().catch((err: Error) => {
-  process.stderr.write(`error: ${err.message}\n`);
+  process.stderr.write(`error: ${explainUnreadableEncrypted(err) ?? err.message}\n`);
   process.exitCode = 1;
 });

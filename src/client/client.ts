@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError, type ConnectionOptions } from '@temporalio/client';
-import { WorkflowIdReusePolicy } from '@temporalio/common';
+import { WorkflowIdReusePolicy, type DataConverter } from '@temporalio/common';
 import type { Pool } from 'pg';
 import { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError } from '../errors';
 import { readMessagesAt, readTranscript, readTranscriptPage, type StoredMessage } from '../db/transcript-store';
@@ -72,6 +72,8 @@ export interface AgentClientOptions {
   queryTimeoutMs?: number;
   /** How long {@link AgentClient.connect} tries to reach Temporal before it fails; unset: the SDK's 10 s. */
   connectTimeoutMs?: number;
+  /** Payload codecs and failure converter, the same as the workers' (encrypted payloads: `encryptingDataConverter`). */
+  dataConverter?: DataConverter;
 }
 
 /** No worker answered a query in time: none runs on the task queue, or none reaches the server. */
@@ -184,7 +186,7 @@ export class AgentClient {
     const tables = agentTables(options.schema);
     const { temporalAddress: address, tls, apiKey, metadata, connectTimeoutMs } = options;
     const connection = await Connection.connect({ address, tls, apiKey, metadata, ...(connectTimeoutMs ? { connectTimeout: connectTimeoutMs } : {}) });
-    const temporal = new Client({ connection, namespace: options.namespace ?? 'default' });
+    const temporal = new Client({ connection, namespace: options.namespace ?? 'default', ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}) });
     return new AgentClient(temporal, connection, options, tables);
   }
 

@@ -12,3 +12,4 @@ export {
 export { formatTranscript } from './format';
 export { StreamView, subscribeToStream, type StreamedText, type Unsubscribe } from './stream';
 export type { StreamEvent } from '../db/stream-channel';
+export { AesGcmPayloadCodec, encryptingDataConverter, parsePayloadKeys, type PayloadKey } from '../codec';

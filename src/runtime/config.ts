@@ -8,6 +8,7 @@ import { DEFAULT_MAX_PARALLEL_TOOL_CALLS, MAX_PARALLEL_TOOL_CALLS_LIMIT } from '
 import { loadTemporalConnection, type TemporalConnectionSettings } from './temporal-connection';
 import { DEFAULT_DATABASE_SCHEMA, describeBadSchemaName } from '../db/schema';
 import { describeBadPrices, type ModelPrices } from '../core/pricing';
+import { parsePayloadKeys, type PayloadKey } from '../codec/aes-gcm';
 
 export { ConfigError };
 
@@ -40,6 +41,7 @@ export const ENV_VARS = [
   'AGENT_ALLOW_SELF_APPROVAL',
   'AGENT_METRICS_ADDRESS',
   'AGENT_MODEL_PRICES',
+  'AGENT_PAYLOAD_KEYS',
 ] as const;
 
 const optional = z
@@ -137,6 +139,15 @@ const envSchema = z.object({
       })
       .optional(),
   ),
+  AGENT_PAYLOAD_KEYS: optional.transform((value, ctx) => {
+    if (value === undefined) return undefined;
+    try {
+      return parsePayloadKeys(value);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message.replace(/^AGENT_PAYLOAD_KEYS: /, '') });
+      return z.NEVER;
+    }
+  }),
   AGENT_METRICS_ADDRESS: optional.pipe(
     z
       .string()
@@ -182,6 +193,8 @@ export interface WorkerConfig {
   /** Conversations the worker keeps in memory (Temporal's sticky cache); the others are rebuilt from history when they need the worker. */
   maxCachedConversations: number;
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error';
+  /** Keys that encrypt payloads (the first encrypts, all decrypt); unset: payloads are plain. */
+  payloadKeys?: PayloadKey[];
   /** host:port of the Prometheus endpoint (`/metrics`), default 127.0.0.1:9464; `off` for none. */
   metricsAddress: string | 'off';
   /** The HTTP API and inbox page (README, "HTTP API"). */
@@ -250,6 +263,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     maxCachedConversations: e.AGENT_MAX_CACHED_CONVERSATIONS ?? DEFAULT_MAX_CACHED_CONVERSATIONS,
     logLevel: e.LOG_LEVEL ?? 'info',
     metricsAddress: e.AGENT_METRICS_ADDRESS ?? DEFAULT_METRICS_ADDRESS,
+    ...(e.AGENT_PAYLOAD_KEYS ? { payloadKeys: e.AGENT_PAYLOAD_KEYS } : {}),
     api: {
       host: e.AGENT_API_HOST ?? '127.0.0.1',
       port: e.AGENT_API_PORT ?? 8787,

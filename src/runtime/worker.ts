@@ -9,6 +9,7 @@ import type { Tool } from '../tools/tool';
 import { DurableAgentPlugin } from './plugin';
 import type { DecisionTrust } from '../activities/decision-signing';
 import type { ModelPrices } from '../core/pricing';
+import type { DataConverter } from '@temporalio/common';
 
 export { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from './plugin';
 
@@ -45,6 +46,8 @@ export interface AgentWorkerOptions {
   decisionTrust?: DecisionTrust;
   /** Prices by model name (US dollars per million tokens); see `DurableAgentModelOptions.prices`. */
   modelPrices?: ModelPrices;
+  /** Payload codecs and failure converter (encrypted payloads: `encryptingDataConverter`); the SDK's default when unset. */
+  dataConverter?: DataConverter;
 }
 
 /** Creates (does not run) a worker for the conversation workflow. */
@@ -63,6 +66,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Wo
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     workflowBundle: options.workflowBundle,
+    ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
     plugins: [plugin],
     ...cacheOptions(options.maxCachedConversations),
     shutdownGraceTime: '10 seconds',

@@ -13,11 +13,12 @@ import { sdkLogger } from './logger';
 import { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from './plugin';
 
 /** Bundles the conversation workflow in a child process into `<dir>/workflow-bundle.js`; returns the bundle option for `Worker.create`. */
-export async function bundleWorkflowsApart(dir: string): Promise<{ codePath: string }> {
+export async function bundleWorkflowsApart(dir: string, options: { failureConverterPath?: string } = {}): Promise<{ codePath: string }> {
   fs.mkdirSync(dir, { recursive: true });
   const codePath = path.join(dir, 'workflow-bundle.js');
   await new Promise<void>((resolve, reject) => {
-    const child = fork(__filename, [BUNDLE_TO, codePath], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    const args = [BUNDLE_TO, codePath, ...(options.failureConverterPath ? [options.failureConverterPath] : [])];
+    const child = fork(__filename, args, { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
     child.once('error', reject);
     child.once('exit', (code, signal) =>
       code === 0 ? resolve() : reject(new Error(`Bundling the workflow code failed (exit ${code ?? signal}); its errors are above.`)),
@@ -29,10 +30,11 @@ export async function bundleWorkflowsApart(dir: string): Promise<{ codePath: str
 /** The child's argument: where to write the bundle. */
 const BUNDLE_TO = '--bundle-workflows-to';
 
-async function bundleInThisProcess(codePath: string): Promise<void> {
+async function bundleInThisProcess(codePath: string, failureConverterPath: string | undefined): Promise<void> {
   const bundle = await bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
     workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
+    ...(failureConverterPath ? { failureConverterPath } : {}),
     logger: bundlerLogger(process.env.LOG_LEVEL),
   });
   // Written whole, then renamed: another worker starting on the same data folder never reads half a bundle.
@@ -58,7 +60,7 @@ export function bundlerLogger(level: string | undefined): Logger {
 }
 
 if (process.argv[2] === BUNDLE_TO && process.argv[3]) {
-  bundleInThisProcess(process.argv[3]).catch((err) => {
+  bundleInThisProcess(process.argv[3], process.argv[4]).catch((err) => {
     process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     process.exitCode = 1;
   });
