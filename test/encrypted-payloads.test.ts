@@ -120,6 +120,7 @@ describe('a conversation with encrypted payloads', () => {
     expect((await h.client.ask(id, 'PLAIN-QUESTION-MARKER')).answer).toBe('PLAIN-ANSWER-MARKER');
     plainWorker.shutdown();
     await plainRun;
+    plainWorker = undefined;
 
     // With the key: the same conversation, a tool call with arguments, a result, a failure and an answer.
     encryptedWorker = await worker(encryptingDataConverter([key]));
