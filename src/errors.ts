@@ -27,6 +27,9 @@ export class ConversationClosedError extends AgentError {
   }
 }
 
+/** A payload is encrypted and this process has no key for it: nothing of it can be read. */
+export class EncryptedPayloadError extends AgentError {}
+
 /** A conversation refused a decision (unknown, settled or not-awaiting call); nothing changed. */
 export class DecisionRefusedError extends AgentError {}
 

@@ -23,6 +23,7 @@ export {
   ConfigError,
   ConversationClosedError,
   DecisionRefusedError,
+  EncryptedPayloadError,
   InvalidConversationInputError,
   MessageTooLargeError,
 } from './errors';
@@ -32,6 +33,7 @@ export {
   encryptingDataConverter,
   ENCRYPTED_ENCODING,
   ENCRYPTING_FAILURE_CONVERTER_PATH,
+  KeylessPayloadCodec,
   parsePayloadKeys,
   type PayloadKey,
 } from './codec';

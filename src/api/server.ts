@@ -10,12 +10,11 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { NoWorkerAnsweredError, type AgentClient } from '../client/client';
-import { ConfigError, ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError } from '../errors';
+import { ConfigError, ConversationClosedError, DecisionRefusedError, EncryptedPayloadError, InvalidConversationInputError, MessageTooLargeError } from '../errors';
 import { decideCalls, DecisionProblem, type DecisionPolicy } from './decisions';
 import { inboxRoutes } from './inbox';
 import { TokenVerifier, type ApiPrincipal, type ApiRole, type ApiTokenConfig } from './tokens';
 import { followTurn } from './turn-events';
-import { explainUnreadableEncrypted } from '../codec/aes-gcm';
 
 /** Stable codes of the API's refusals, in `{"error": {"code", "message"}}`. */
 export const API_ERROR_CODES = {
@@ -111,10 +110,9 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     if ((err as { name?: string }).name === 'WorkflowNotFoundError') return send(reply, 'not_found', 'No such conversation.');
     if (err instanceof NoWorkerAnsweredError) return send(reply, 'no_worker', err.message);
     if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) return send(reply, 'invalid_request', e.message ?? 'Bad request.');
-    const encrypted = explainUnreadableEncrypted(err);
-    if (encrypted) {
-      request.log.error({ err }, encrypted);
-      return reply.status(500).send({ error: { code: 'payloads_unreadable', message: encrypted } });
+    if (err instanceof EncryptedPayloadError) {
+      request.log.error({ err }, err.message);
+      return reply.status(500).send({ error: { code: 'payloads_unreadable', message: err.message } });
     }
     reply.status(500).send({ error: { code: 'internal', message: 'The request failed inside the server; see its log.' } });
   });

@@ -16,7 +16,7 @@ import { formatTranscript } from './format';
 import { LineQueue, readAll } from './lines';
 import { resolveCliTarget } from './target';
 import { StreamView } from './stream';
-import { encryptingDataConverter, explainUnreadableEncrypted } from '../codec';
+import { encryptingDataConverter } from '../codec';
 
 /** How long the CLI waits for a worker to answer a query. */
 const CLI_QUERY_TIMEOUT_MS = 5_000;
@@ -450,6 +450,6 @@ program
   });
 
 program.parseAsync().catch((err: Error) => {
-  process.stderr.write(`error: ${explainUnreadableEncrypted(err) ?? err.message}\n`);
+  process.stderr.write(`error: ${err.message}\n`);
   process.exitCode = 1;
 });

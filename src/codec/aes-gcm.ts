@@ -13,7 +13,7 @@
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { Payload, PayloadCodec } from '@temporalio/common';
-import { ConfigError } from '../errors';
+import { ConfigError, EncryptedPayloadError } from '../errors';
 
 /** The encoding of an encrypted payload. */
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
@@ -62,7 +62,7 @@ export class AesGcmPayloadCodec implements PayloadCodec {
       const id = read(payload.metadata?.[KEY_ID]) ?? '';
       const key = this.keys.get(id);
       if (!key) {
-        throw new Error(
+        throw new EncryptedPayloadError(
           `A payload is encrypted with key "${id}", which this process does not hold (it holds ${[...this.keys.keys()].map((k) => `"${k}"`).join(', ')}). ` +
             'Add that key to AGENT_PAYLOAD_KEYS (after the current one) to read it.',
         );
@@ -83,16 +83,26 @@ export class AesGcmPayloadCodec implements PayloadCodec {
 }
 
 /**
- * The message for a payload that is encrypted where this process has no
- * codec (the SDK says only "Unknown encoding"), or undefined for other errors.
+ * The codec of a process without keys: payloads pass as they are, and an
+ * encrypted one is refused saying which setting is missing (the SDK's own
+ * words would be "Unknown encoding").
  */
-export function explainUnreadableEncrypted(err: unknown): string | undefined {
-  const message = err instanceof Error ? err.message : String(err);
-  if (!message.includes(`Unknown encoding: ${ENCRYPTED_ENCODING}`)) return undefined;
-  return (
-    "The conversation's payloads are encrypted, and this process has no key to read them. " +
-    "Set AGENT_PAYLOAD_KEYS to the workers' keys (id:base64key[,id:base64key])."
-  );
+export class KeylessPayloadCodec implements PayloadCodec {
+  async encode(payloads: Payload[]): Promise<Payload[]> {
+    return payloads;
+  }
+
+  async decode(payloads: Payload[]): Promise<Payload[]> {
+    for (const payload of payloads) {
+      if (read(payload.metadata?.encoding) === ENCRYPTED_ENCODING) {
+        throw new EncryptedPayloadError(
+          "The conversation's payloads are encrypted, and this process has no key to read them. " +
+            "Set AGENT_PAYLOAD_KEYS to the workers' keys (id:base64key[,id:base64key]).",
+        );
+      }
+    }
+    return payloads;
+  }
 }
 
 /** A payload as the ciphertext holds it: metadata and data in base64. */

@@ -255,11 +255,6 @@ export class ToolCallBatch {
     }
   }
 
-  /** Each call's tool, how it ended, and whether it could run at all (a call with a problem never could), in call order. */
-  outcomes(): { name: string; kind: OutcomeKind; runnable: boolean }[] {
-    return this.calls.flatMap((c) => (c.outcome ? [{ name: c.name, kind: c.outcome.kind, runnable: !c.problem }] : []));
-  }
-
   /** The tool messages that answer the batch, in call order. Throws if a call is unsettled. */
   results(): { toolCallId: string; outcome: CallOutcome }[] {
     return this.calls.map((c) => {

@@ -228,28 +228,38 @@ export class ConversationCore {
   budgetStop(): TurnRecord | undefined {
     const budget = this.input.budget;
     if (!budget) return undefined;
-    const turnTokens = (this.turnUsage?.promptTokens ?? 0) + (this.turnUsage?.completionTokens ?? 0);
-    const tokens = this.usage.promptTokens + this.usage.completionTokens;
-    const costUnknown = 'a limit in dollars needs a price for the model (AGENT_MODEL_PRICES, or the plugin\'s model.prices)';
-    const turnLimit = 'No further model call was made in this turn; the next message starts a turn with a budget of its own.';
-    const conversationLimit =
-      'No further model call is made in this conversation: its budget is fixed when it starts (ConversationInput.budget); go on in a new conversation with a higher one.';
-    const reached: [string, string] | undefined =
-      budget.turnTokens !== undefined && turnTokens >= budget.turnTokens
-        ? [`The turn used ${turnTokens} tokens, its budget is ${budget.turnTokens} (budget.turnTokens).`, turnLimit]
-        : budget.conversationTokens !== undefined && tokens >= budget.conversationTokens
-          ? [`The conversation used ${tokens} tokens, its budget is ${budget.conversationTokens} (budget.conversationTokens).`, conversationLimit]
-          : budget.turnCostUsd !== undefined && this.turnCost.unpriced > 0
-            ? [`The turn's cost is unknown: ${costUnknown}.`, turnLimit]
-            : budget.turnCostUsd !== undefined && this.turnCost.usd >= budget.turnCostUsd
-              ? [`The turn cost $${this.turnCost.usd}, its budget is $${budget.turnCostUsd} (budget.turnCostUsd).`, turnLimit]
-              : budget.conversationCostUsd !== undefined && this.usage.unpricedCalls > 0
-                ? [`The conversation's cost is unknown: ${costUnknown}.`, conversationLimit]
-                : budget.conversationCostUsd !== undefined && this.usage.costUsd >= budget.conversationCostUsd
-                  ? [`The conversation cost $${this.usage.costUsd}, its budget is $${budget.conversationCostUsd} (budget.conversationCostUsd).`, conversationLimit]
-                  : undefined;
-    if (!reached) return undefined;
-    return this.record('budget_exceeded', { error: `${reached[0]} ${reached[1]}` });
+    const costUnknown = "a limit in dollars needs a price for the model (AGENT_MODEL_PRICES, or the plugin's model.prices)";
+    const scopes = [
+      {
+        what: 'turn',
+        tokens: (this.turnUsage?.promptTokens ?? 0) + (this.turnUsage?.completionTokens ?? 0),
+        usd: this.turnCost.usd,
+        unpriced: this.turnCost.unpriced,
+        limits: { tokens: budget.turnTokens, usd: budget.turnCostUsd },
+        then: 'No further model call was made in this turn; the next message starts a turn with a budget of its own.',
+      },
+      {
+        what: 'conversation',
+        tokens: this.usage.promptTokens + this.usage.completionTokens,
+        usd: this.usage.costUsd,
+        unpriced: this.usage.unpricedCalls,
+        limits: { tokens: budget.conversationTokens, usd: budget.conversationCostUsd },
+        then: 'No further model call is made in this conversation: its budget is fixed when it starts (ConversationInput.budget); go on in a new conversation with a higher one.',
+      },
+    ];
+    for (const s of scopes) {
+      const { tokens, usd } = s.limits;
+      const reached =
+        tokens !== undefined && s.tokens >= tokens
+          ? `The ${s.what} used ${s.tokens} tokens, its budget is ${tokens} (budget.${s.what}Tokens).`
+          : usd !== undefined && s.unpriced > 0
+            ? `The ${s.what}'s cost is unknown: ${costUnknown}.`
+            : usd !== undefined && s.usd >= usd
+              ? `The ${s.what} cost $${s.usd}, its budget is $${usd} (budget.${s.what}CostUsd).`
+              : undefined;
+      if (reached) return this.record('budget_exceeded', { error: `${reached} ${s.then}` });
+    }
+    return undefined;
   }
 
   /** What the workflow returns when the conversation ends. */
@@ -427,7 +437,7 @@ export class ConversationCore {
    * the model's) and the outcome.
    */
   batchOutcomes(): { tool: string; outcome: OutcomeKind }[] {
-    return (this.batch?.outcomes() ?? []).map((o) => ({ tool: o.runnable ? o.name : NOT_RUN_TOOL_LABEL, outcome: o.kind }));
+    return (this.batch?.all() ?? []).flatMap((c) => (c.outcome ? [{ tool: c.problem ? NOT_RUN_TOOL_LABEL : c.name, outcome: c.outcome.kind }] : []));
   }
 
   /** The summary of the next model call's activity: `model call 2 of turn 5 (gpt-4.1)`. */

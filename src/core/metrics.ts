@@ -17,8 +17,6 @@ export interface MetricSpec {
   description: string;
   /** The labels the agent sets (the SDK adds `namespace`, `task_queue` and, in workflows and activities, their type). */
   labels: readonly string[];
-  /** Where it is recorded. */
-  from: 'workflow' | 'activity' | 'worker';
   /** Histogram bucket bounds, when the SDK's defaults (50 ms to 10 s) do not fit what it measures. */
   buckets?: readonly number[];
 }
@@ -31,7 +29,6 @@ export const AGENT_METRICS = {
     unit: 'turns',
     description: 'Turns that ended, by outcome (answered, failed, cancelled, interrupted, budget_exceeded).',
     labels: ['outcome'],
-    from: 'workflow',
   },
   toolCalls: {
     name: 'agent_tool_calls_total',
@@ -40,7 +37,6 @@ export const AGENT_METRICS = {
     description:
       'Tool calls settled, by tool and outcome (ok, tool_failed, rejected, approval_timeout, cancelled, interrupted, effect_unknown). Calls that were never run because the model named no known tool or sent arguments over the limit count under tool "(not run)".',
     labels: ['tool', 'outcome'],
-    from: 'workflow',
   },
   approvalDecisions: {
     name: 'agent_approval_decisions_total',
@@ -48,7 +44,6 @@ export const AGENT_METRICS = {
     unit: 'calls',
     description: 'Tool calls decided by a person, by tool and decision (approve, reject). Calls whose approval timed out count in agent_tool_calls_total.',
     labels: ['tool', 'decision'],
-    from: 'workflow',
   },
   approvalWait: {
     name: 'agent_approval_wait',
@@ -56,7 +51,6 @@ export const AGENT_METRICS = {
     unit: 'ms',
     description: 'How long a tool call waited for its decision, from the model asking to the decision being applied, by decision.',
     labels: ['decision'],
-    from: 'workflow',
     // A person answers in seconds or in days: 1 s to 7 days.
     buckets: [1_000, 10_000, 60_000, 600_000, 3_600_000, 14_400_000, 86_400_000, 259_200_000, 604_800_000],
   },
@@ -67,7 +61,6 @@ export const AGENT_METRICS = {
     description:
       'Attempts to call the model, by model and outcome: ok, reused (an earlier attempt\'s stored answer, not paid twice), or the failure (rate_limited_or_unavailable, rejected, context_exceeded, incomplete, stalled, malformed, cancelled, error).',
     labels: ['model', 'outcome'],
-    from: 'activity',
   },
   modelLatency: {
     name: 'agent_model_call_latency',
@@ -75,7 +68,6 @@ export const AGENT_METRICS = {
     unit: 'ms',
     description: 'Duration of a model call attempt that reached the provider, by model, outcome and whether it streamed.',
     labels: ['model', 'outcome', 'streamed'],
-    from: 'activity',
     // A model answers in a fraction of a second or, reasoning, in minutes: 100 ms to 5 min.
     buckets: [100, 250, 500, 1_000, 2_500, 5_000, 10_000, 20_000, 40_000, 80_000, 160_000, 300_000],
   },
@@ -85,7 +77,6 @@ export const AGENT_METRICS = {
     unit: 'tokens',
     description: 'Tokens the provider reported for answered calls, by model and kind (prompt, completion).',
     labels: ['model', 'kind'],
-    from: 'activity',
   },
   modelCost: {
     name: 'agent_model_cost_microdollars_total',
@@ -94,7 +85,6 @@ export const AGENT_METRICS = {
     description:
       'What answered model calls cost, in millionths of a US dollar, by model; only models with a price (AGENT_MODEL_PRICES, the plugin\'s model.prices).',
     labels: ['model'],
-    from: 'activity',
   },
   toolRuns: {
     name: 'agent_tool_runs_total',
@@ -102,7 +92,6 @@ export const AGENT_METRICS = {
     unit: 'attempts',
     description: 'Attempts to run a tool, by tool and outcome (ok, failed, failed_permanently, cancelled). A retried call counts each attempt.',
     labels: ['tool', 'outcome'],
-    from: 'activity',
   },
   toolLatency: {
     name: 'agent_tool_run_latency',
@@ -110,7 +99,6 @@ export const AGENT_METRICS = {
     unit: 'ms',
     description: 'Duration of a tool run attempt, by tool and outcome.',
     labels: ['tool', 'outcome'],
-    from: 'activity',
     buckets: [10, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 300_000],
   },
   effectsFromLedger: {
@@ -119,7 +107,6 @@ export const AGENT_METRICS = {
     unit: 'effects',
     description: 'Side effects not applied again because the ledger held them already (a retry or a second worker), by tool.',
     labels: ['tool'],
-    from: 'activity',
   },
   conversationsAwaitingApproval: {
     name: 'agent_conversations_awaiting_approval',
@@ -128,7 +115,6 @@ export const AGENT_METRICS = {
     description:
       'Conversations of the task queue waiting for a person, from Temporal\'s visibility, by how long the oldest call has waited (waited: any, over_1h, over_1d, over_7d). Every standalone worker reports the same figure.',
     labels: ['waited'],
-    from: 'worker',
   },
 } as const satisfies Record<string, MetricSpec>;
 

@@ -41,20 +41,13 @@ export function installRuntime(metricsAddress: string | 'off'): { metricsUrl?: s
 
 /** The SDK's logger interface over the worker's pino logger. */
 function pinoLogger(): Logger {
-  const levels: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
-    TRACE: 'trace',
-    DEBUG: 'debug',
-    INFO: 'info',
-    WARN: 'warn',
-    ERROR: 'error',
-  };
   // The SDK names an error `error`; pino serializes one (type, message, stack) under `err` only.
   const fields = (meta: LogMetadata | undefined): LogMetadata => {
     if (!meta || !(meta.error instanceof Error)) return meta ?? {};
     const { error, ...rest } = meta;
     return { ...rest, err: error };
   };
-  return sdkLogger((level, message, meta) => logger[levels[level] ?? 'info'](fields(meta), message));
+  return sdkLogger((level, message, meta) => logger[level.toLowerCase() as Lowercase<LogLevel>](fields(meta), message));
 }
 
 /** How often the standalone worker counts the conversations waiting for a person. */
