@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CALL_INSTANCE_KEYS_PATCH, ConversationCore, MESSAGE_SIZE_LIMITS_PATCH } from '../src/core/conversation';
+import { CALL_INSTANCE_KEYS_PATCH, ConversationCore, MESSAGE_SIZE_LIMITS_PATCH, USAGE_SEARCH_ATTRIBUTES_PATCH } from '../src/core/conversation';
 import { DEDUP_MEMORY } from '../src/core/contract';
 import { assistantWithCalls, CoreDriver } from './support/core-driver';
 
@@ -197,6 +197,7 @@ describe('ConversationCore: decisions', () => {
         tags: ['call:conv-1/msg-1/call-0', 'call:conv-1/msg-1/call-1', 'tool:issue_refund', 'requester:rita'],
         since: Date.parse('2026-11-23T10:00:00.000Z'),
       },
+      usage: { tokens: 0, costUsd: 0 },
     });
     d.decide({ decisionId: 'd-1', decision: 'approve', toolCallId: 'call_1' });
     expect(d.published.approvals?.tags).toEqual(['call:conv-1/msg-1/call-1', 'tool:issue_refund', 'requester:rita']);
@@ -280,6 +281,78 @@ describe('ConversationCore: decisions', () => {
       refusal: `Tool call "call_0" waiting now is a different call (key ${d.calls[0].key}) from the one decided (key ${earlierKey}); providers reuse ids, so the decision is refused. (conversation conv-1)`,
     });
     expect(d.decide({ decisionId: 'd-3', decision: 'approve', callKey: d.calls[0].key })).toEqual({ applied: true, ids: ['call_0'] });
+  });
+});
+
+describe('ConversationCore: tokens and cost in the search attributes', () => {
+  const spent = (promptTokens: number, completionTokens: number, costUsd?: number) => ({ usage: { promptTokens, completionTokens }, costUsd });
+  const asks = (d: CoreDriver) => d.asked.filter((p) => p === USAGE_SEARCH_ATTRIBUTES_PATCH).length;
+
+  it("publishes the conversation's tokens and priced cost with the turn's end, and adds no upsert of their own after a model call", () => {
+    const d = new CoreDriver();
+    // The run's first publish carries them.
+    expect(d.upserts).toEqual([{ status: 'idle', pendingApprovals: 0, approvals: { tags: [], since: null }, usage: { tokens: 0, costUsd: 0 } }]);
+    d.userMessage({ text: 'look up Ada' });
+    expect(d.upserts.at(-1)).toEqual({ status: 'running', pendingApprovals: 0, approvals: { tags: [], since: null } });
+    const upserts = d.upserts.length;
+    const { message, plans } = assistantWithCalls([{ id: 'call_1' }]);
+    d.modelAnswers(message, plans, spent(1200, 30, 0.00264));
+    d.toolReports(d.calls[0], { content: '"found"' });
+    expect(d.upserts).toHaveLength(upserts); // the status stayed running: nothing published for the first call
+    d.modelAnswers(answer('Ada is cus_ada.'), [], spent(1300, 20)); // a model without a price: tokens, no cost
+    expect(d.upserts).toHaveLength(upserts + 1);
+    expect(d.upserts.at(-1)).toEqual({ status: 'idle', pendingApprovals: 0, approvals: { tags: [], since: null }, usage: { tokens: 2550, costUsd: 0.00264 } });
+    expect(d.core.state().usage).toEqual({ promptTokens: 2500, completionTokens: 50, costUsd: 0.00264, unpricedCalls: 1 });
+
+    d.userMessage({ text: 'and her orders?' });
+    d.modelAnswers(answer('Two orders.'), [], spent(100, 10, 0.00028));
+    expect(d.published.usage).toEqual({ tokens: 2660, costUsd: 0.00292 });
+    // Asked only where an upsert carried new figures.
+    expect(asks(d)).toBe(d.upserts.filter((u) => u.usage).length);
+  });
+
+  it('rides on a status change inside the turn (a call waits for approval) and is left out of a change when it did not change', () => {
+    const d = new CoreDriver();
+    d.userMessage({ text: 'refund' });
+    const { message, plans } = assistantWithCalls([{ id: 'call_1', name: 'issue_refund', needsApproval: true }]);
+    d.modelAnswers(message, plans, spent(500, 40, 0.00132));
+    expect(d.upserts.at(-1)).toMatchObject({ status: 'awaiting_approval', usage: { tokens: 540, costUsd: 0.00132 } });
+    d.decide({ decisionId: 'd-1', decision: 'approve' });
+    expect(d.upserts.at(-1)).toMatchObject({ status: 'running', pendingApprovals: 0 });
+    expect(d.upserts.at(-1)).not.toHaveProperty('usage');
+    d.toolReports(d.calls[0], { content: '"refunded"' });
+    d.modelAnswers(answer('Refunded.'), [], spent(0, 0, 0)); // a call that reported nothing new
+    expect(d.upserts.at(-1)).toMatchObject({ status: 'idle' });
+    expect(d.upserts.at(-1)).not.toHaveProperty('usage');
+    expect(d.published.usage).toEqual({ tokens: 540, costUsd: 0.00132 });
+  });
+
+  it("carries them across continue-as-new: the next run's first publish has the totals, and its turns add to them", () => {
+    const d = new CoreDriver();
+    d.userMessage({ text: 'one' });
+    d.modelAnswers(answer('first'), [], spent(1000, 100, 0.0028));
+    d.continueAsNew();
+    expect(d.core.state().runs).toBe(2);
+    expect(d.upserts.at(-1)).toMatchObject({ status: 'idle', usage: { tokens: 1100, costUsd: 0.0028 } });
+    d.userMessage({ text: 'two' });
+    d.modelAnswers(answer('second'), [], spent(2000, 200, 0.0056));
+    expect(d.published.usage).toEqual({ tokens: 3300, costUsd: 0.0084 });
+  });
+
+  it('a run begun before the patch publishes none of them, and publishes the whole totals from the first upsert after a worker with the rule takes over', () => {
+    const d = new CoreDriver({}, 'conv-1', [USAGE_SEARCH_ATTRIBUTES_PATCH]);
+    d.userMessage({ text: 'one' });
+    d.modelAnswers(answer('first'), [], spent(1000, 100, 0.0028));
+    d.userMessage({ text: 'two' });
+    const { message, plans } = assistantWithCalls([{ id: 'call_1', needsApproval: true }]);
+    d.modelAnswers(message, plans, spent(300, 30, 0.00084));
+    expect(d.upserts.length).toBeGreaterThan(4);
+    expect(d.upserts.filter((u) => 'usage' in u)).toEqual([]);
+    expect(d.core.state().usage).toMatchObject({ promptTokens: 1300, completionTokens: 130, costUsd: 0.00364 });
+    // The upgraded worker: the rule applies from the next upsert on, with what the run spent before.
+    d.before = [];
+    d.decide({ decisionId: 'd-1', decision: 'reject' });
+    expect(d.upserts.at(-1)).toMatchObject({ status: 'running', usage: { tokens: 1430, costUsd: 0.00364 } });
   });
 });
 

@@ -66,6 +66,11 @@ describe('replaying recorded histories', () => {
       // Activity and timer summaries, the workflow's current details and metrics (no command added):
       // an approval recorded by the code that sets them.
       'summaries-and-details',
+      // Tokens and cost as search attributes (patch usage-search-attributes): a priced conversation
+      // across continue-as-new, recorded by the current code (npm run fixtures:record), and one begun
+      // before the patch and finished after it (test/usage-search-attributes.test.ts).
+      'usage-search-attributes',
+      'upgrade-to-usage-search-attributes',
     ]) {
       expect(names).toContain(expected);
     }

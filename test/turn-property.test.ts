@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { USAGE_SEARCH_ATTRIBUTES_PATCH, type SearchAttributeValues } from '../src/core/edge';
 import { callInstanceKey } from '../src/core/effect-keys';
+import { roundUsd } from '../src/core/pricing';
 import type { ChatMessage } from '../src/core/messages';
 import { findPairingProblems, type PairingItem } from '../src/core/pairing';
 import { assistantWithCalls, CoreDriver } from './support/core-driver';
@@ -11,12 +13,14 @@ import { assistantWithCalls, CoreDriver } from './support/core-driver';
 // needing approval, some that cannot run, some not idempotent; provider ids unique or restarted
 // in every response), model failures, decisions (one call, all, unknown ids, stale keys, late,
 // repeated ids, by signal or update), tool results (ok, failed, cut off), approval deadlines,
-// continue-as-new between turns, and the end of the conversation.
+// continue-as-new between turns, and the end of the conversation. Model answers report tokens
+// (priced or not): the search attributes carry the conversation's figures, and each sequence is
+// played again on a run that predates them to show they add no upsert.
 
 type Event =
   | { type: 'message'; id: 'new' | 'repeat' | 'none' | 'malformed' }
   | { type: 'cancel' }
-  | { type: 'model'; calls: { approval: boolean; broken: boolean; idempotent: boolean }[] }
+  | { type: 'model'; calls: { approval: boolean; broken: boolean; idempotent: boolean }[]; spent?: { promptTokens: number; completionTokens: number; priced: boolean } }
   | { type: 'modelFails' }
   | { type: 'decide'; target: number | 'all' | 'unknown' | 'stale'; approve: boolean; via: 'signal' | 'update'; repeatId: boolean; late: boolean }
   | { type: 'tool'; index: number; result: 'ok' | 'fail' | 'cut_off' }
@@ -33,6 +37,7 @@ const eventArbitrary: fc.Arbitrary<Event> = fc.oneof(
     arbitrary: fc.record({
       type: fc.constant('model' as const),
       calls: fc.array(fc.record({ approval: fc.boolean(), broken: fc.constantFrom(false, false, false, true), idempotent: fc.boolean() }), { maxLength: 4 }),
+      spent: fc.option(fc.record({ promptTokens: fc.nat(5000), completionTokens: fc.nat(2000), priced: fc.constantFrom(true, true, false) }), { nil: undefined }),
     }),
   },
   { weight: 1, arbitrary: fc.constant({ type: 'modelFails' as const }) },
@@ -94,7 +99,11 @@ function apply(run: Run, event: Event): void {
       }));
       spec.forEach((c, i) => run.calls.set(callInstanceKey(d.conversationId, seq, i), { id: c.id, ...(c.problem ? { expectedKind: 'tool_failed' } : {}) }));
       const { message, plans } = assistantWithCalls(spec);
-      return d.modelAnswers(message, plans);
+      const spent = event.spent && {
+        usage: { promptTokens: event.spent.promptTokens, completionTokens: event.spent.completionTokens },
+        costUsd: event.spent.priced ? roundUsd((event.spent.promptTokens * 2 + event.spent.completionTokens * 8) / 1e6) : undefined,
+      };
+      return d.modelAnswers(message, plans, spent);
     }
     case 'modelFails':
       if (d.stage === 'model') d.modelFails('the provider answered 500 five times');
@@ -164,7 +173,7 @@ function apply(run: Run, event: Event): void {
       d.continueAsNew();
       const after = d.core.state();
       expect(after.runs).toBe(before.runs + 1);
-      const kept = (s: typeof before) => [s.steps, s.messageCount, s.lastError, s.decisionsApplied, s.recentTurns, s.unknownEffectsCount, s.refusedDecisions];
+      const kept = (s: typeof before) => [s.steps, s.messageCount, s.lastError, s.decisionsApplied, s.recentTurns, s.unknownEffectsCount, s.refusedDecisions, s.usage];
       expect(kept(after)).toEqual(kept(before));
       return;
     }
@@ -205,6 +214,11 @@ function checkAfterEvent(run: Run): void {
   expect(d.published.status).toBe(state.status);
   expect(d.published.pendingApprovals).toBe(state.pendingApprovals.length);
   expect(d.published.unknownEffects).toBe(state.unknownEffectsCount);
+  // The conversation's tokens and cost: exact between turns (a turn's end publishes them), never ahead of the state.
+  const spent = { tokens: state.usage.promptTokens + state.usage.completionTokens, costUsd: state.usage.costUsd };
+  if (d.stage === 'idle') expect(d.published.usage).toEqual(spent);
+  expect(d.published.usage!.tokens).toBeLessThanOrEqual(spent.tokens);
+  expect(d.published.usage!.costUsd).toBeLessThanOrEqual(spent.costUsd);
   // Every model call sees a transcript that keeps the pairing rules, with nothing to repair.
   if (d.stage === 'model') {
     expect(findPairingProblems(pairingItems(d.stored))).toEqual([]);
@@ -245,7 +259,7 @@ function checkAtEnd(run: Run): void {
 
 describe('the conversation core under random events (property)', () => {
   it('keeps every model call valid, runs each call at most once, never loses a result or a message, and answers every call exactly once', () => {
-    const totals = { cases: 0, events: 0, calls: 0, started: 0, turns: 0, reusedIdCases: 0, interrupted: 0, cancelled: 0, decisions: 0, outcomes: {} as Record<string, number> };
+    const totals = { cases: 0, events: 0, upsertsWithSpending: 0, calls: 0, started: 0, turns: 0, reusedIdCases: 0, interrupted: 0, cancelled: 0, decisions: 0, outcomes: {} as Record<string, number> };
     fc.assert(
       fc.property(
         fc.array(eventArbitrary, { minLength: 1, maxLength: 60 }),
@@ -253,15 +267,28 @@ describe('the conversation core under random events (property)', () => {
         fc.constantFrom('interrupt' as const, 'queue' as const),
         fc.integer({ min: 1, max: 4 }),
         (sequence, reusedIds, onNewMessage, maxSteps) => {
-          const driver = new CoreDriver({ systemPrompt: 'You help.', onNewMessage, maxSteps, approvalTimeoutMs: 60_000 });
-          const run: Run = { driver, reusedIds, messages: [], sent: 0, responses: 0, decisionIds: [], calls: new Map() };
-          driver.userMessage({ text: 'first', messageId: 'm-0' });
-          run.messages.push({ id: 'm-0', text: 'first' });
-          for (const event of sequence) {
-            apply(run, event);
-            checkAfterEvent(run);
-          }
-          checkAtEnd(run);
+          const play = (before: string[], check: boolean): Run => {
+            const driver = new CoreDriver({ systemPrompt: 'You help.', onNewMessage, maxSteps, approvalTimeoutMs: 60_000 }, 'conv-1', before);
+            const run: Run = { driver, reusedIds, messages: [], sent: 0, responses: 0, decisionIds: [], calls: new Map() };
+            driver.userMessage({ text: 'first', messageId: 'm-0' });
+            run.messages.push({ id: 'm-0', text: 'first' });
+            for (const event of sequence) {
+              apply(run, event);
+              if (check) checkAfterEvent(run);
+            }
+            if (check) checkAtEnd(run);
+            return run;
+          };
+          const run = play([], true);
+          const driver = run.driver;
+          // The same events on a run begun before the tokens and cost were published: the same upserts,
+          // apart from the figures (they never add an upsert of their own), and none with figures.
+          const before = play([USAGE_SEARCH_ATTRIBUTES_PATCH], false).driver;
+          if (before.stage !== 'idle') before.stop(true); // as checkAtEnd did for the first run
+          const withoutFigures = (upserts: readonly SearchAttributeValues[]) => upserts.map(({ usage: _usage, ...rest }) => rest);
+          expect(withoutFigures(driver.upserts)).toEqual(withoutFigures(before.upserts));
+          expect(before.upserts.filter((u) => 'usage' in u)).toEqual([]);
+          totals.upsertsWithSpending += driver.upserts.filter((u) => u.usage && u.usage.tokens > 0 && u.usage.costUsd > 0).length;
           totals.cases++;
           totals.events += sequence.length;
           totals.calls += run.calls.size;
@@ -283,6 +310,7 @@ describe('the conversation core under random events (property)', () => {
     console.log('conversation core property:', JSON.stringify(totals));
     expect(totals.interrupted).toBeGreaterThan(0);
     expect(totals.cancelled).toBeGreaterThan(0);
+    expect(totals.upsertsWithSpending).toBeGreaterThan(0); // figures of priced calls were published, not only zeros
     for (const kind of ['ok', 'tool_failed', 'rejected', 'approval_timeout', 'cancelled', 'interrupted', 'effect_unknown']) {
       expect(totals.outcomes[kind], kind).toBeGreaterThan(0); // every way a call ends was exercised
     }

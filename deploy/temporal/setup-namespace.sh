@@ -12,7 +12,7 @@ addr="${TEMPORAL_ADDRESS:-temporal:7233}"
 ns="${TEMPORAL_NAMESPACE:-default}"
 retention="${TEMPORAL_NAMESPACE_RETENTION:-30d}"
 # name:type of every attribute the workflow upserts (src/workflows/api.ts, SEARCH_ATTRIBUTES).
-attributes="AgentStatus:Keyword PendingApprovals:Int UnknownEffects:Int PendingApprovalTags:KeywordList AwaitingApprovalSince:Datetime"
+attributes="AgentStatus:Keyword PendingApprovals:Int UnknownEffects:Int PendingApprovalTags:KeywordList AwaitingApprovalSince:Datetime AgentTokens:Int AgentCostUsd:Double"
 
 attempt=0
 until temporal operator cluster health --address "$addr" >/dev/null 2>&1; do

@@ -1,8 +1,8 @@
 /**
  * The rules of a conversation, in one place: the inbox (interrupt or queue),
  * the turn (model call, tool calls, final answer, maxSteps), decisions
- * (validation, deadlines, deduplication), outcomes, the search attribute
- * values and what continue-as-new carries.
+ * (validation, deadlines, deduplication), outcomes, tokens and cost, the
+ * search attribute values and what continue-as-new carries.
  *
  * Pure: no Temporal, no I/O. Time, fresh ids and logging come in through a
  * {@link CoreEnvironment}. The workflow (`src/workflows/conversation.ts`) is
@@ -72,8 +72,10 @@ import {
   CALL_INSTANCE_KEYS_PATCH,
   MESSAGE_SIZE_LIMITS_PATCH,
   STOP_REASONS,
+  USAGE_SEARCH_ATTRIBUTES_PATCH,
   type AfterAnswer,
   type CoreEnvironment,
+  type PublishedUsage,
   type SearchAttributeValues,
   type StoreEntry,
   type ToolFailure,
@@ -133,6 +135,8 @@ export class ConversationCore {
   private answerSeq = -1;
   private published: { status: ConversationStatus; pending: number; approvals: string | undefined } | undefined;
   private publishedUnknownEffects = 0;
+  /** The spending this run last published; unset until its first publish with {@link USAGE_SEARCH_ATTRIBUTES_PATCH}. */
+  private publishedUsage: PublishedUsage | undefined;
 
   constructor(
     readonly conversationId: string,
@@ -167,7 +171,12 @@ export class ConversationCore {
     return this.phase === 'running' && this.pendingCount() > 0 ? 'awaiting_approval' : this.phase;
   }
 
-  /** The search attribute values, when they changed since the last call (which counts as publishing them). */
+  /**
+   * The search attribute values, when they changed since the last call (which
+   * counts as publishing them). The conversation's tokens and cost
+   * ({@link SearchAttributeValues.usage}) come only beside another change:
+   * a model call alone never makes the edge upsert, a turn's end always does.
+   */
   searchAttributeChanges(): SearchAttributeValues | undefined {
     const approvals = this.env.allows(APPROVAL_IDENTITY_PATCH) ? this.approvalIndex() : undefined;
     const now = { status: this.status(), pending: this.pendingCount(), approvals: approvals && JSON.stringify(approvals) };
@@ -176,12 +185,28 @@ export class ConversationCore {
     if (same && !unknownChanged) return undefined;
     this.published = now;
     this.publishedUnknownEffects = this.unknownEffectsCount;
+    const usage = this.usageChange();
     return {
       status: now.status,
       pendingApprovals: now.pending,
       ...(unknownChanged ? { unknownEffects: this.unknownEffectsCount } : {}),
       ...(approvals ? { approvals } : {}),
+      ...(usage ? { usage } : {}),
     };
+  }
+
+  /**
+   * The conversation's spending to publish with the other changes: when it
+   * differs from what this run last published (nothing, at a run's first
+   * publish) and the run allows {@link USAGE_SEARCH_ATTRIBUTES_PATCH}. The
+   * patch is asked only then, so its marker lands beside an upsert.
+   */
+  private usageChange(): PublishedUsage | undefined {
+    const now: PublishedUsage = { tokens: this.usage.promptTokens + this.usage.completionTokens, costUsd: this.usage.costUsd };
+    if (this.publishedUsage?.tokens === now.tokens && this.publishedUsage.costUsd === now.costUsd) return undefined;
+    if (!this.env.allows(USAGE_SEARCH_ATTRIBUTES_PATCH)) return undefined;
+    this.publishedUsage = now;
+    return now;
   }
 
   /** What visibility indexes about the calls awaiting approval: see {@link SearchAttributeValues.approvals}. */

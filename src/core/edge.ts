@@ -51,6 +51,15 @@ export const MESSAGE_SIZE_LIMITS_PATCH = 'message-size-limits';
  */
 export const APPROVAL_IDENTITY_PATCH = 'approval-identity';
 
+/**
+ * Patch: the conversation's tokens and cost are published (the `AgentTokens`
+ * and `AgentCostUsd` search attributes), riding on upserts the workflow makes
+ * anyway. Asked at the first such upsert that would carry new figures, so a
+ * run begun before it keeps its commands until a worker with the new code
+ * handles it.
+ */
+export const USAGE_SEARCH_ATTRIBUTES_PATCH = 'usage-search-attributes';
+
 /** A message to store: its body, and a reference when an activity already stored the body. */
 export interface StoreEntry {
   message: ChatMessage;
@@ -81,6 +90,21 @@ export interface SearchAttributeValues {
    * waits (ms since the epoch; null when none waits).
    */
   approvals?: { tags: string[]; since: number | null };
+  /**
+   * With {@link USAGE_SEARCH_ATTRIBUTES_PATCH}, when they changed since this
+   * run last published them (a run's first publish always carries them):
+   * what the whole conversation spent, all runs together. Never the only
+   * change: published only beside a change of the values above.
+   */
+  usage?: PublishedUsage;
+}
+
+/** A conversation's spending as visibility indexes it. */
+export interface PublishedUsage {
+  /** Prompt and completion tokens of every model call that reported them. */
+  tokens: number;
+  /** US dollars of the calls whose model had a price (unpriced calls add nothing). */
+  costUsd: number;
 }
 
 /** Why a turn stopped early, as tool messages and turn records say it. */

@@ -57,13 +57,33 @@ export const PendingApprovalTagsAttribute = defineSearchAttributeKey('PendingApp
 /** Search attribute with the time the oldest call awaiting approval was asked for (unset when none waits). */
 export const AwaitingApprovalSinceAttribute = defineSearchAttributeKey('AwaitingApprovalSince', SearchAttributeType.DATETIME);
 
-/** Every custom search attribute the workflow sets; the dev server registers these at start. */
+/**
+ * Search attribute with the tokens the whole conversation used (prompt and
+ * completion, all runs together), as of its last status change: at least
+ * every turn's end. E.g. `AgentTokens > 100000`.
+ */
+export const AgentTokensAttribute = defineSearchAttributeKey('AgentTokens', SearchAttributeType.INT);
+
+/**
+ * Search attribute with what the whole conversation cost in US dollars (the
+ * model calls whose model had a price; all runs together), updated with
+ * {@link AgentTokensAttribute}. E.g. `AgentCostUsd > 1`.
+ */
+export const AgentCostUsdAttribute = defineSearchAttributeKey('AgentCostUsd', SearchAttributeType.DOUBLE);
+
+/**
+ * Every custom search attribute the workflow sets: the dev server registers
+ * these at start, a worker registers the missing ones before it polls
+ * (`ensureSearchAttributes`).
+ */
 export const SEARCH_ATTRIBUTES = [
   AgentStatusAttribute,
   PendingApprovalsAttribute,
   UnknownEffectsAttribute,
   PendingApprovalTagsAttribute,
   AwaitingApprovalSinceAttribute,
+  AgentTokensAttribute,
+  AgentCostUsdAttribute,
 ];
 
 /** Failure types the conversation workflow ends with, for clients and readers of the history. */

@@ -50,7 +50,9 @@ import {
 } from './activity-options';
 import { storeSummary, verifySummary } from '../core/summaries';
 import {
+  AgentCostUsdAttribute,
   AgentStatusAttribute,
+  AgentTokensAttribute,
   AwaitingApprovalSinceAttribute,
   cancelTurnSignal,
   ConversationErrorType,
@@ -70,7 +72,7 @@ import {
 import { WorkflowMetrics } from './metrics';
 
 /** Patches of the core's rules, asked through `CoreEnvironment.allows` (see `src/core/edge.ts`). */
-export { APPROVAL_IDENTITY_PATCH, CALL_INSTANCE_KEYS_PATCH, MESSAGE_SIZE_LIMITS_PATCH } from '../core/edge';
+export { APPROVAL_IDENTITY_PATCH, CALL_INSTANCE_KEYS_PATCH, MESSAGE_SIZE_LIMITS_PATCH, USAGE_SEARCH_ATTRIBUTES_PATCH } from '../core/edge';
 export { DEFERRED_TRANSCRIPT_WRITES_PATCH, PREFIXED_ACTIVITY_TYPES_PATCH } from './activity-options';
 
 /** Patch: inputs above `CONVERSATION_LIMITS` are refused (runs started before it keep what they were given). */
@@ -310,7 +312,12 @@ function storeSummaryOf(messages: readonly AppendEntry[]): string {
   return storeSummary(messages[0]?.seq ?? 0, messages.length);
 }
 
-/** Publishes the search attributes that changed. Called where the status may have changed, always at the same points. */
+/**
+ * Publishes the search attributes that changed. Called where the status may
+ * have changed, always at the same points; the core decides what changed
+ * (the tokens and cost only beside another change, so a model call adds no
+ * upsert of its own).
+ */
 function publishSearchAttributes(core: ConversationCore): void {
   const changed = core.searchAttributeChanges();
   if (!changed) return;
@@ -323,6 +330,12 @@ function publishSearchAttributes(core: ConversationCore): void {
       : [
           { key: PendingApprovalTagsAttribute, value: changed.approvals.tags },
           { key: AwaitingApprovalSinceAttribute, value: changed.approvals.since === null ? null : new Date(changed.approvals.since) },
+        ]),
+    ...(changed.usage === undefined
+      ? []
+      : [
+          { key: AgentTokensAttribute, value: changed.usage.tokens },
+          { key: AgentCostUsdAttribute, value: changed.usage.costUsd },
         ]),
   ]);
 }

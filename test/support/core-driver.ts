@@ -1,6 +1,6 @@
 import type { ModelCallInput, ModelCallResult, ToolCallPlan } from '../../src/activities/contracts';
 import type { BatchCall } from '../../src/core/batch';
-import type { ConversationInput, TurnRecord } from '../../src/core/contract';
+import type { ConversationInput, TokenUsage, TurnRecord } from '../../src/core/contract';
 import { ConversationCore, type CoreEnvironment, type SearchAttributeValues, type StoreEntry, type ToolFailure } from '../../src/core/conversation';
 import type { ChatMessage } from '../../src/core/messages';
 
@@ -35,6 +35,8 @@ export class CoreDriver {
     pendingApprovals: 0,
     unknownEffects: 0,
   };
+  /** Every change the core published (each one `upsertSearchAttributes` command of the workflow), in order. */
+  readonly upserts: SearchAttributeValues[] = [];
   closed = false;
   clock = Date.parse('2026-11-23T10:00:00.000Z');
   readonly warnings: string[] = [];
@@ -53,10 +55,13 @@ export class CoreDriver {
   /** Patches this run predates (the core keeps the old rule for them). */
   before: string[] = [];
 
+  /** `before`: patches the run predates from its start (its first publish included). */
   constructor(
     readonly input: ConversationInput = {},
     readonly conversationId = 'conv-1',
+    before: readonly string[] = [],
   ) {
+    this.before = [...before];
     this.core = new ConversationCore(conversationId, input, this.env);
     this.publish();
     const system = this.core.systemMessage();
@@ -67,6 +72,7 @@ export class CoreDriver {
   publish(): void {
     const changed = this.core.searchAttributeChanges();
     if (!changed) return;
+    this.upserts.push(changed);
     this.published = { ...this.published, ...changed };
   }
 
@@ -112,10 +118,16 @@ export class CoreDriver {
     }
   }
 
-  /** The model answers the pending request. */
-  modelAnswers(message: Extract<ChatMessage, { role: 'assistant' }>, plans: ToolCallPlan[]): void {
+  /** The model answers the pending request; `spent` is what the provider counted and, for a priced model, the call's cost. */
+  modelAnswers(message: Extract<ChatMessage, { role: 'assistant' }>, plans: ToolCallPlan[], spent?: { usage: TokenUsage; costUsd?: number }): void {
     if (this.stage !== 'model') throw new Error('no model call is pending');
-    const result: ModelCallResult = { message, responseKey: `resp-${this.stored.length}`, calls: plans, finishReason: 'stop' };
+    const result: ModelCallResult = {
+      message,
+      responseKey: `resp-${this.stored.length}`,
+      calls: plans,
+      finishReason: 'stop',
+      ...(spent ? { usage: spent.usage, ...(spent.costUsd === undefined ? {} : { costUsd: spent.costUsd }) } : {}),
+    };
     const entry = this.core.modelAnswered(result);
     this.publish();
     const next = this.core.answerStored(this.store([entry]));
