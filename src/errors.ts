@@ -27,7 +27,7 @@ export class ConversationClosedError extends AgentError {
   }
 }
 
-/** A payload is encrypted and this process has no key for it: nothing of it can be read. */
+/** A payload is encrypted and cannot be read here: this process has no key for it, or it fails authentication (altered, or another key). */
 export class EncryptedPayloadError extends AgentError {}
 
 /** A conversation refused a decision (unknown, settled or not-awaiting call); nothing changed. */

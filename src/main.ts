@@ -18,6 +18,7 @@ import { createAgentWorker } from './runtime/worker';
 import { installRuntime, watchApprovalBacklog } from './runtime/telemetry';
 import { encryptingDataConverter } from './codec';
 import { bundleWorkflowsApart } from './runtime/workflow-bundle';
+import { describeTraceExport, startTraceExport, type TraceExport } from './runtime/tracing-setup';
 import { backofficeTools } from './tools/backoffice';
 import { setupBackofficeDemo } from './tools/backoffice-data';
 import { loadToolsModule } from './tools/load';
@@ -32,6 +33,8 @@ import type { Tool } from './tools/tool';
  */
 const stopRequested = new AbortController();
 let runningWorker: Worker | undefined;
+/** Trace export, when the OpenTelemetry variables set an OTLP endpoint (README, "Traces"); the banner says where. */
+let traceExport: TraceExport | undefined;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
     if (!stopRequested.signal.aborted) logger.info({ signal }, 'stopping: the worker drains, then the services it started stop');
@@ -50,6 +53,8 @@ async function main(): Promise<void> {
   const { metricsUrl } = installRuntime(config.metricsAddress);
   // Tokens and decision keys are settled before anything starts: a bad token file stops here.
   const security = resolveApiSecurity(config);
+  // Before anything starts too: a missing tracing package stops here. Nothing makes spans until the worker runs.
+  traceExport = config.traces && startTraceExport(config.traces);
   const services = await startServices(config);
   if (stopRequested.signal.aborted) return services.stop();
   const pool = createPool(services.databaseUrl);
@@ -67,7 +72,11 @@ async function main(): Promise<void> {
     connection = await explainConnectionFailure(settings, services.temporalAddress, () => NativeConnection.connect(options));
     // Encrypted payloads: the workers, their workflow bundle and the clients share one data converter.
     const dataConverter = encryptingDataConverter(config.payloadKeys);
-    const workflowBundle = await bundleWorkflowsApart(config.dataDir, { failureConverterPath: dataConverter.failureConverterPath });
+    const workflowBundle = await bundleWorkflowsApart(config.dataDir, {
+      failureConverterPath: dataConverter.failureConverterPath,
+      // Traces: the OpenTelemetry plugin's workflow interceptors, which a prebuilt bundle gets only here.
+      workflowInterceptorModules: traceExport?.workflowInterceptorModules,
+    });
     const worker = await createAgentWorker({
       connection,
       namespace: services.namespace,
@@ -84,6 +93,7 @@ async function main(): Promise<void> {
       schema: config.databaseSchema,
       workflowBundle,
       decisionTrust: security.decisionTrust,
+      plugins: traceExport ? [traceExport.plugin] : [],
     });
     if (config.api.port !== 'off' || metricsUrl) {
       client = await AgentClient.connect({
@@ -95,6 +105,8 @@ async function main(): Promise<void> {
         // A request about a conversation no worker answers for gets 503 no_worker, not a hang.
         queryTimeoutMs: 10_000,
         dataConverter,
+        // Traces: a message sent through the API starts the conversation's trace.
+        plugins: traceExport ? [traceExport.plugin] : [],
         ...connectionOptions(settings),
       });
     }
@@ -104,7 +116,7 @@ async function main(): Promise<void> {
     }
     if (client && metricsUrl) stopBacklog = watchApprovalBacklog(client);
     if (stopRequested.signal.aborted) return;
-    printBanner(services, api?.url, security, metricsUrl);
+    printBanner(services, api?.url, security, metricsUrl, config.payloadKeys !== undefined);
     runningWorker = worker;
     await worker.run();
     logger.info('worker stopped');
@@ -114,6 +126,8 @@ async function main(): Promise<void> {
     await client?.close().catch(() => undefined);
     await connection?.close().catch(() => undefined);
     await pool.end().catch(() => undefined);
+    // The worker has drained: the spans still buffered go out now.
+    await traceExport?.shutdown();
     await services.stop();
   }
 }
@@ -130,6 +144,7 @@ function printBanner(
   apiUrl: string | undefined,
   security: ApiSecurity,
   metricsUrl: string | undefined,
+  payloadsEncrypted: boolean,
 ): void {
   const api = apiUrl
     ? [
@@ -145,6 +160,9 @@ function printBanner(
             ]
           : [`  Tokens       ${security.tokens.length} from AGENT_API_TOKENS_FILE${security.authenticate ? ', and OIDC tokens' : ''}`]),
         `  Decisions    signed with a key from ${security.decisionKeysOrigin}; unsigned ones ${security.decisionTrust.requireSigned === false ? 'recorded as unauthenticated' : 'refused'}`,
+        ...(payloadsEncrypted
+          ? [`  Codec        ${apiUrl}/codec  (decodes encrypted payloads for operators: README, "Encrypted payloads")`]
+          : []),
       ]
     : ['  HTTP API     off (AGENT_API_PORT=off)'];
   const lines = [
@@ -157,6 +175,7 @@ function printBanner(
     `  Task queue   ${services.taskQueue}`,
     ...api,
     `  Metrics      ${metricsUrl ?? 'off (AGENT_METRICS_ADDRESS=off)'}`,
+    `  Traces       ${describeTraceExport(traceExport)}`,
     '',
     'Talk to it from another terminal:',
     '  npm run cli -- chat                 interactive conversation',

@@ -29,6 +29,18 @@ describe('configuration from the environment', () => {
     );
   });
 
+  it("lets the embedded dev server's UI call the codec server by default, a configured Temporal's UI only when named, and refuses what is no origin", () => {
+    expect(loadConfig({}).api.codecCorsOrigins).toEqual(['http://127.0.0.1:8233', 'http://localhost:8233']);
+    expect(loadConfig({ TEMPORAL_UI_PORT: '9233' }).api.codecCorsOrigins).toEqual(['http://127.0.0.1:9233', 'http://localhost:9233']);
+    expect(loadConfig({ TEMPORAL_ADDRESS: 'temporal.example.com:7233' }).api.codecCorsOrigins).toEqual([]);
+    expect(
+      loadConfig({ TEMPORAL_ADDRESS: 'temporal.example.com:7233', AGENT_CODEC_CORS_ORIGINS: 'https://temporal-ui.example.com, http://127.0.0.1:8080' }).api.codecCorsOrigins,
+    ).toEqual(['https://temporal-ui.example.com', 'http://127.0.0.1:8080']);
+    expect(() => loadConfig({ AGENT_CODEC_CORS_ORIGINS: 'https://temporal-ui.example.com/namespaces' })).toThrow(
+      /AGENT_CODEC_CORS_ORIGINS: must be origins separated by commas, each scheme:\/\/host\[:port\] with no path/,
+    );
+  });
+
   it('reads model prices as JSON and refuses a table that is not one, with an example', () => {
     expect(loadConfig({ AGENT_MODEL_PRICES: '{"gpt-4.1": {"input": 2, "output": 8}}' }).openai.prices).toEqual({ 'gpt-4.1': { input: 2, output: 8 } });
     expect(loadConfig({}).openai.prices).toBeUndefined();

@@ -241,7 +241,7 @@ describe('docker-compose.yml', () => {
     expect(script).toContain('temporal operator namespace create');
     expect(script).toContain('temporal operator search-attribute create');
     for (const key of SEARCH_ATTRIBUTES) {
-      const type = ({ KEYWORD: 'Keyword', INT: 'Int', KEYWORD_LIST: 'KeywordList', DATETIME: 'Datetime' } as Record<string, string>)[key.type];
+      const type = ({ KEYWORD: 'Keyword', INT: 'Int', DOUBLE: 'Double', KEYWORD_LIST: 'KeywordList', DATETIME: 'Datetime' } as Record<string, string>)[key.type];
       expect(script, `${key.name} is checked and created as ${type}`).toContain(`${key.name}:${type}`);
     }
     const aenv = envOf(admin);
@@ -303,6 +303,15 @@ describe('docker-compose.yml', () => {
     expect(envOf(ui).TEMPORAL_ADDRESS).toBe('temporal:7233');
     expect(envOf(ui).TEMPORAL_DISABLE_WRITE_ACTIONS).toBe('true');
     expect(asText(ui.ports as string[] | undefined)).toContain('127.0.0.1:8080:8080');
+  });
+
+  it("lets the UI decode encrypted payloads through the worker's codec server, with the inbox session of a signed-in operator", () => {
+    const ui = service('temporal-ui');
+    // The browser calls the codec at the address published on the host, from the UI's origin, which the worker allows.
+    expect(envOf(ui).TEMPORAL_CODEC_ENDPOINT).toBe('http://127.0.0.1:8787/codec');
+    expect(envOf(ui).TEMPORAL_CODEC_INCLUDE_CREDENTIALS).toBe('true');
+    expect(asText(service('worker').ports as string[] | undefined)).toContain('127.0.0.1:8787:8787');
+    expect(envOf(service('worker')).AGENT_CODEC_CORS_ORIGINS).toBe('${AGENT_CODEC_CORS_ORIGINS:-http://127.0.0.1:8080}');
   });
 
   describe('worker', () => {

@@ -63,7 +63,7 @@ describe('npm start with nothing configured', () => {
   it('starts Temporal, PostgreSQL and the offline demo model embedded, and says where they are', () => {
     const banner = worker!.output();
     expect(banner).toContain('embedded dev server');
-    expect(banner).toContain(`Temporal UI  http://localhost:${uiPort}`);
+    expect(banner).toContain(`Temporal UI  http://127.0.0.1:${uiPort}`);
     expect(banner).toContain('embedded PostgreSQL');
     expect(banner).toContain('[OFFLINE DEMO MODEL]');
     expect(fs.existsSync(path.join(dataDir, 'temporal.sqlite'))).toBe(true);

@@ -2,11 +2,9 @@
  * The approval inbox: an HTML page on the API's Fastify app where approvers
  * sign in with their API token once and decide waiting tool calls.
  *
- * - Sessions live on the server (a Map, 8 hours): the cookie `agent_session`
- *   holds a random 32-byte id (HttpOnly, SameSite=Strict, Path=/, Secure over
- *   https); the server keeps only the SHA-256 of that id, the subject, the
- *   roles and the session's CSRF token. The API token is checked once and
- *   never kept.
+ * - Sessions live on the server (`sessions.ts`): the cookie holds a random
+ *   id, the server its digest, the subject, the roles and a CSRF token. The
+ *   API token is checked once and never kept.
  * - Every POST is checked against the Origin header (when the browser sends
  *   one) and, once signed in, a per-session synchronizer token compared in
  *   constant time: a missing or wrong one is refused with 403, deciding nothing.
@@ -21,7 +19,6 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import formbody from '@fastify/formbody';
-import { parse as parseCookies, serialize as serializeCookie } from 'cookie';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AgentClient } from '../client/client';
 import { ConversationClosedError, DecisionRefusedError } from '../errors';
@@ -41,6 +38,7 @@ import {
   type ShownMessage,
   type Viewer,
 } from './inbox-page';
+import { BrowserSessions, type BrowserSession } from './sessions';
 import type { ApiPrincipal, ApiRole } from './tokens';
 
 /** Options of {@link inboxRoutes}. */
@@ -50,26 +48,17 @@ export interface InboxOptions {
   authenticate: (token: string) => Promise<ApiPrincipal | undefined>;
   /** The API's decision policy (four eyes, signing key). */
   policy: DecisionPolicy;
-  /** How long a session lasts from sign-in. Default 8 hours. */
-  sessionTtlMs?: number;
+  /** The API's browser sessions (shared with the codec server). */
+  sessions: BrowserSessions;
 }
 
-/** The session cookie's name. */
-export const SESSION_COOKIE = 'agent_session';
-const DEFAULT_SESSION_TTL_MS = 8 * 60 * 60 * 1000;
+export { SESSION_COOKIE } from './sessions';
 /** Messages shown with each conversation. */
 const RECENT_MESSAGES = 6;
 /** Roles that may sign in: approvers decide, operators read. */
 const INBOX_ROLES: readonly ApiRole[] = ['approver', 'operator'];
 
-interface Session {
-  subject: string;
-  roles: ApiRole[];
-  csrf: string;
-  expiresAt: number;
-  /** Shown once, on the next page (e.g. why a decision was refused). */
-  flash?: Flash;
-}
+type Session = BrowserSession;
 
 const sha256 = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
 /** Equal strings, in time that does not depend on where they differ. */
@@ -93,38 +82,13 @@ class PageRefusal extends Error {
 
 /** Registers the inbox's routes (`/inbox...`) on the API's app. */
 export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): Promise<void> {
-  const { client, authenticate, policy } = options;
-  const ttl = options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS;
-  /** Sessions by the SHA-256 of their id: the ids themselves are only in the cookies. */
-  const sessions = new Map<string, Session>();
+  const { client, authenticate, policy, sessions } = options;
 
   // Forms arrive urlencoded (in this plugin only; the /v1 API keeps JSON).
   await app.register(formbody, { bodyLimit: 64 * 1024 });
 
-  const prune = (now: number) => {
-    for (const [key, s] of sessions) if (s.expiresAt <= now) sessions.delete(key);
-  };
-  const cookieOf = (request: FastifyRequest): string | undefined => {
-    const header = request.headers.cookie;
-    return header ? parseCookies(header)[SESSION_COOKIE] : undefined;
-  };
-  const sessionOf = (request: FastifyRequest): Session | undefined => {
-    const id = cookieOf(request);
-    if (!id) return undefined;
-    const key = sha256(id).toString('hex');
-    const session = sessions.get(key);
-    if (session && session.expiresAt <= Date.now()) {
-      sessions.delete(key);
-      return undefined;
-    }
-    return session;
-  };
-  const setSessionCookie = (request: FastifyRequest, reply: FastifyReply, value: string, maxAgeSeconds: number) => {
-    reply.header(
-      'set-cookie',
-      serializeCookie(SESSION_COOKIE, value, { httpOnly: true, sameSite: 'strict', path: '/', secure: request.protocol === 'https', maxAge: maxAgeSeconds }),
-    );
-  };
+  const cookieOf = (request: FastifyRequest) => sessions.cookieOf(request);
+  const sessionOf = (request: FastifyRequest) => sessions.of(request);
   const viewerOf = (session: Session): Viewer => ({ subject: session.subject, roles: session.roles, csrf: session.csrf, canDecide: session.roles.includes('approver') });
   const takeFlash = (session: Session): Flash | undefined => {
     const { flash } = session;
@@ -269,25 +233,15 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
     if (!roles.some((r) => INBOX_ROLES.includes(r))) {
       return signInPage(reply, 403, `The inbox is for approvers and operators; the token of ${principal.subject} has the role${roles.length === 1 ? '' : 's'} ${roles.join(', ')}.`, next);
     }
-    const now = Date.now();
-    prune(now);
-    // A new id at every sign-in (never one the browser brought along), and the old session ends.
-    const old = cookieOf(request);
-    if (old) sessions.delete(sha256(old).toString('hex'));
-    const id = randomBytes(32).toString('base64url');
-    sessions.set(sha256(id).toString('hex'), { subject: principal.subject, roles, csrf: randomBytes(32).toString('base64url'), expiresAt: now + ttl });
-    setSessionCookie(request, reply, id, Math.floor(ttl / 1000));
+    sessions.start(request, reply, principal);
     return reply.redirect(next, 303);
   });
 
   app.post('/inbox/sign-out', { schema: hide }, async (request, reply) => {
     checkOrigin(request);
     const session = sessionOf(request);
-    if (session) {
-      checkCsrf(request, session);
-      sessions.delete(sha256(cookieOf(request)!).toString('hex'));
-    }
-    setSessionCookie(request, reply, '', 0);
+    if (session) checkCsrf(request, session);
+    sessions.end(request, reply);
     return reply.redirect('/inbox', 303);
   });
 

@@ -11,6 +11,7 @@ import { logger } from '../runtime/logger';
 import { connectionOptions, explainConnectionFailure } from '../runtime/temporal-connection';
 import { resolveApiSecurity, serveConfiguredApi } from './setup';
 import { encryptingDataConverter } from '../codec';
+import { describeTraceExport, startTraceExport } from '../runtime/tracing-setup';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -19,6 +20,8 @@ async function main(): Promise<void> {
     throw new ConfigError('The API on its own needs TEMPORAL_ADDRESS and DATABASE_URL, where the workers run; `npm start` serves it beside an embedded stack instead.');
   }
   const security = resolveApiSecurity(config);
+  // Traces, when the OpenTelemetry variables set an OTLP endpoint: each message sent starts its conversation's trace.
+  const traces = config.traces && startTraceExport(config.traces);
   const settings = config.temporal.connection;
   const client = await explainConnectionFailure(settings, address, () =>
     AgentClient.connect({
@@ -30,14 +33,18 @@ async function main(): Promise<void> {
       // A request about a conversation no worker answers for gets 503 no_worker, not a hang.
       queryTimeoutMs: 10_000,
       dataConverter: encryptingDataConverter(config.payloadKeys),
+      plugins: traces ? [traces.plugin] : [],
       ...connectionOptions(settings),
     }),
   );
   const api = await serveConfiguredApi(config, security, client);
   process.stdout.write(`HTTP API on ${api.url}/v1, inbox on ${api.url}/inbox (tokens: ${security.developmentTokensFile ?? config.api.tokensFile}).\n`);
+  process.stdout.write(`Traces: ${describeTraceExport(traces)}.\n`);
   const stop = async () => {
     await api.stop().catch(() => undefined);
     await client.close().catch(() => undefined);
+    // The spans still buffered go out before the process ends.
+    await traces?.shutdown();
     process.exit(0);
   };
   process.once('SIGINT', () => void stop());

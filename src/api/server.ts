@@ -12,7 +12,9 @@ import { z } from 'zod';
 import { NoWorkerAnsweredError, type AgentClient } from '../client/client';
 import { ConfigError, ConversationClosedError, DecisionRefusedError, EncryptedPayloadError, InvalidConversationInputError, MessageTooLargeError } from '../errors';
 import { decideCalls, DecisionProblem, type DecisionPolicy } from './decisions';
+import { codecRoutes, type CodecOptions } from './codec';
 import { inboxRoutes } from './inbox';
+import { BrowserSessions } from './sessions';
 import { TokenVerifier, type ApiPrincipal, type ApiRole, type ApiTokenConfig } from './tokens';
 import { followTurn } from './turn-events';
 
@@ -28,9 +30,14 @@ export const API_ERROR_CODES = {
   decision_refused: 409,
   identity_provider_unavailable: 503,
   no_worker: 503,
+  payload_undecodable: 422,
+  codec_off: 501,
 } as const;
 /** One of {@link API_ERROR_CODES}. */
 export type ApiErrorCode = keyof typeof API_ERROR_CODES;
+
+/** The largest request body the API reads (the codec routes read more: `CODEC_BODY_LIMIT_BYTES`). */
+const API_BODY_LIMIT_BYTES = 2 * 1024 * 1024;
 
 /** A refusal with its stable code; the status comes from {@link API_ERROR_CODES}. */
 export class ApiError extends Error {
@@ -60,6 +67,11 @@ export interface ApiServerOptions {
    * with their token once and decide in a browser. Default true.
    */
   inbox?: boolean;
+  /**
+   * Serve the codec server at `/codec` (`codec.ts`) for the Temporal UI and
+   * CLI: operators decode encrypted payloads. Unset: no codec routes.
+   */
+  codec?: CodecOptions;
 }
 
 declare module 'fastify' {
@@ -86,7 +98,7 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
       throw err;
     }
   };
-  const app = Fastify({ logger: false, bodyLimit: 2 * 1024 * 1024 }).withTypeProvider<ZodTypeProvider>();
+  const app = Fastify({ logger: false, bodyLimit: API_BODY_LIMIT_BYTES }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   await app.register(fastifySwagger, {
@@ -102,7 +114,7 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     if (err instanceof ApiError) return send(reply, err.code, err.message);
     if (err instanceof DecisionProblem) return send(reply, err.code, err.message);
     if (e.validation) return send(reply, 'invalid_request', `The request is not valid: ${e.message}`);
-    if (e.statusCode === 413) return send(reply, 'message_too_large', `The request body is over ${2 * 1024 * 1024} bytes.`);
+    if (e.statusCode === 413) return send(reply, 'message_too_large', `The request body is over ${request.routeOptions.bodyLimit ?? API_BODY_LIMIT_BYTES} bytes.`);
     if (err instanceof MessageTooLargeError) return send(reply, 'message_too_large', err.message);
     if (err instanceof InvalidConversationInputError) return send(reply, 'invalid_request', err.message);
     if (err instanceof ConversationClosedError) return send(reply, 'conversation_closed', err.message);
@@ -281,7 +293,16 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     },
   );
 
-  if (options.inbox !== false) await app.register(inboxRoutes, { client, authenticate, policy });
+  const sessions = options.inbox !== false ? new BrowserSessions() : undefined;
+  if (sessions) await app.register(inboxRoutes, { client, authenticate, policy, sessions });
+  if (options.codec) {
+    await codecRoutes(app, {
+      ...options.codec,
+      authenticate,
+      sessions,
+      refusal: (code, message) => new ApiError(code, message),
+    });
+  }
 
   return app;
 }

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseDecisionKeys, readDecisionKeyFile, type DecisionKey, type DecisionTrust } from '../activities/decision-signing';
+import { AesGcmPayloadCodec } from '../codec/aes-gcm';
 import { ConfigError } from '../errors';
 import type { WorkerConfig } from '../runtime/config';
 import type { DecisionPolicy } from './decisions';
@@ -94,6 +95,11 @@ export function serveConfiguredApi(config: WorkerConfig, security: ApiSecurity, 
     decisions: security.policy,
     host: config.api.host,
     port: config.api.port,
+    codec: {
+      codec: config.payloadKeys ? new AesGcmPayloadCodec(config.payloadKeys) : undefined,
+      namespace: config.temporal.namespace,
+      corsOrigins: config.api.codecCorsOrigins,
+    },
   });
 }
 

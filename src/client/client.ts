@@ -4,7 +4,7 @@
  * bodies, to PostgreSQL.
  */
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError, type ConnectionOptions } from '@temporalio/client';
+import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError, type ClientPlugin, type ConnectionOptions } from '@temporalio/client';
 import { WorkflowIdReusePolicy, type DataConverter } from '@temporalio/common';
 import type { Pool } from 'pg';
 import { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError } from '../errors';
@@ -74,6 +74,8 @@ export interface AgentClientOptions {
   connectTimeoutMs?: number;
   /** Payload codecs and failure converter, the same as the workers' (encrypted payloads: `encryptingDataConverter`). */
   dataConverter?: DataConverter;
+  /** Plugins of the Temporal `Client`, e.g. Temporal's `OpenTelemetryPlugin`, whose span of each start roots the conversation's trace. */
+  plugins?: ClientPlugin[];
 }
 
 /** No worker answered a query in time: none runs on the task queue, or none reaches the server. */
@@ -186,7 +188,12 @@ export class AgentClient {
     const tables = agentTables(options.schema);
     const { temporalAddress: address, tls, apiKey, metadata, connectTimeoutMs } = options;
     const connection = await Connection.connect({ address, tls, apiKey, metadata, ...(connectTimeoutMs ? { connectTimeout: connectTimeoutMs } : {}) });
-    const temporal = new Client({ connection, namespace: options.namespace ?? 'default', ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}) });
+    const temporal = new Client({
+      connection,
+      namespace: options.namespace ?? 'default',
+      ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
+      ...(options.plugins ? { plugins: options.plugins } : {}),
+    });
     return new AgentClient(temporal, connection, options, tables);
   }
 

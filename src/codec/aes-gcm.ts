@@ -68,14 +68,14 @@ export class AesGcmPayloadCodec implements PayloadCodec {
         );
       }
       const data = payload.data ?? new Uint8Array();
-      if (data.length < IV_BYTES + TAG_BYTES) throw new Error(`An encrypted payload (key "${id}") is ${data.length} bytes, too short to be one.`);
+      if (data.length < IV_BYTES + TAG_BYTES) throw new EncryptedPayloadError(`An encrypted payload (key "${id}") is ${data.length} bytes, too short to be one.`);
       const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, IV_BYTES));
       decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
       let plain: Buffer;
       try {
         plain = Buffer.concat([decipher.update(data.subarray(IV_BYTES, data.length - TAG_BYTES)), decipher.final()]);
       } catch {
-        throw new Error(`An encrypted payload (key "${id}") failed authentication: it was altered, or key "${id}" is not the key it was written with.`);
+        throw new EncryptedPayloadError(`An encrypted payload (key "${id}") failed authentication: it was altered, or key "${id}" is not the key it was written with.`);
       }
       return fromEnvelope(JSON.parse(plain.toString('utf8')) as Envelope);
     });

@@ -42,6 +42,7 @@ export const ENV_VARS = [
   'AGENT_METRICS_ADDRESS',
   'AGENT_MODEL_PRICES',
   'AGENT_PAYLOAD_KEYS',
+  'AGENT_CODEC_CORS_ORIGINS',
 ] as const;
 
 const optional = z
@@ -60,6 +61,42 @@ const yesNo = optional.pipe(
     .transform((v) => v === 'true' || v === '1' || v === 'yes')
     .optional(),
 );
+
+/** An optional OTLP/HTTP endpoint. */
+const otlpEndpoint = optional.pipe(
+  z.url({ protocol: /^https?$/, error: "must be an http(s) URL such as http://127.0.0.1:4318 (a collector's OTLP/HTTP port)" }).optional(),
+);
+
+/**
+ * With an OTLP endpoint set, the other OpenTelemetry variables must ask for
+ * what the standalone processes do: OTLP over HTTP (sent as JSON).
+ */
+function checkTraceExport(
+  e: { OTEL_EXPORTER_OTLP_ENDPOINT?: string; OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?: string; OTEL_TRACES_EXPORTER?: string; OTEL_EXPORTER_OTLP_PROTOCOL?: string; OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?: string },
+  ctx: z.RefinementCtx,
+): void {
+  if (!(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? e.OTEL_EXPORTER_OTLP_ENDPOINT)) return;
+  const exporter = e.OTEL_TRACES_EXPORTER?.toLowerCase();
+  if (exporter === 'none') return;
+  if (exporter !== undefined && exporter !== 'otlp') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['OTEL_TRACES_EXPORTER'],
+      message: `is "${e.OTEL_TRACES_EXPORTER}", but npm start and npm run api export traces over OTLP only: set otlp (or leave it unset) to export to the OTLP endpoint, or none for no traces`,
+    });
+  }
+  const variable = e.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL' : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  const protocol = e[variable]?.toLowerCase();
+  if (protocol !== undefined && protocol !== 'http/json' && protocol !== 'http/protobuf') {
+    ctx.addIssue({
+      code: 'custom',
+      path: [variable],
+      message:
+        `is "${e[variable]}", but npm start and npm run api send traces over OTLP/HTTP (as JSON, which every OTLP/HTTP receiver accepts): ` +
+        "set http/json (or leave it unset) and point the endpoint at the collector's OTLP/HTTP port (usually 4318), not its gRPC port",
+    });
+  }
+}
 
 const envSchema = z.object({
   TEMPORAL_ADDRESS: optional,
@@ -119,6 +156,13 @@ const envSchema = z.object({
   AGENT_DECISION_KEYS_FILE: optional,
   AGENT_REQUIRE_SIGNED_DECISIONS: yesNo,
   AGENT_ALLOW_SELF_APPROVAL: yesNo,
+  AGENT_CODEC_CORS_ORIGINS: optional.pipe(
+    z
+      .string()
+      .transform((list) => list.split(',').map((o) => o.trim()).filter(Boolean))
+      .refine((origins) => origins.every(isOrigin), 'must be origins separated by commas, each scheme://host[:port] with no path, such as http://127.0.0.1:8233')
+      .optional(),
+  ),
   AGENT_MODEL_PRICES: optional.pipe(
     z
       .string()
@@ -154,7 +198,14 @@ const envSchema = z.object({
       .regex(/^(off|[^\s:/]+:\d{1,5}|\[[0-9a-fA-F:]+\]:\d{1,5})$/, 'must be host:port such as 127.0.0.1:9464, or "off" for no metrics endpoint')
       .optional(),
   ),
-});
+  // OpenTelemetry's standard variables, for the traces `npm start` and `npm run api` export (README, "Traces").
+  OTEL_EXPORTER_OTLP_ENDPOINT: otlpEndpoint,
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: otlpEndpoint,
+  OTEL_EXPORTER_OTLP_PROTOCOL: optional,
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: optional,
+  OTEL_TRACES_EXPORTER: optional,
+  OTEL_SERVICE_NAME: optional,
+}).superRefine(checkTraceExport);
 
 /** The worker's settings. Unset connection settings mean "start an embedded one". */
 export interface WorkerConfig {
@@ -197,6 +248,8 @@ export interface WorkerConfig {
   payloadKeys?: PayloadKey[];
   /** host:port of the Prometheus endpoint (`/metrics`), default 127.0.0.1:9464; `off` for none. */
   metricsAddress: string | 'off';
+  /** Where traces are exported over OTLP/HTTP (README, "Traces"); unset: no traces, and no tracing package is loaded. */
+  traces?: TraceExportConfig;
   /** The HTTP API and inbox page (README, "HTTP API"). */
   api: {
     /** Default 127.0.0.1. */
@@ -214,6 +267,12 @@ export interface WorkerConfig {
     requireSignedDecisions: boolean;
     /** Let a turn's requester approve its calls (default false: four eyes). */
     allowSelfApproval: boolean;
+    /**
+     * Browser origins (the Temporal UI's) that may call the codec server with
+     * credentials. Default: the embedded dev server's UI when Temporal is
+     * embedded, else none.
+     */
+    codecCorsOrigins: string[];
   };
 }
 
@@ -229,6 +288,57 @@ export const DEFAULT_MAX_CACHED_CONVERSATIONS = 100;
 
 /** Where the standalone worker serves its metrics by default: this machine only. */
 export const DEFAULT_METRICS_ADDRESS = '127.0.0.1:9464';
+
+/** The service name traces carry when OTEL_SERVICE_NAME is unset. */
+export const DEFAULT_TRACE_SERVICE_NAME = 'durable-agent-worker';
+
+/** Trace export over OTLP/HTTP, from OpenTelemetry's standard variables. */
+export interface TraceExportConfig {
+  /** The URL spans are posted to: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given, else OTEL_EXPORTER_OTLP_ENDPOINT followed by `v1/traces`. */
+  url: string;
+  /** The variable the URL came from, for messages. */
+  endpointVariable: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' | 'OTEL_EXPORTER_OTLP_ENDPOINT';
+  /** `service.name` of the spans: OTEL_SERVICE_NAME, default {@link DEFAULT_TRACE_SERVICE_NAME}. */
+  serviceName: string;
+}
+
+/** Trace export as the OpenTelemetry variables configure it: an endpoint set and OTEL_TRACES_EXPORTER not `none`. */
+function traceExport(e: {
+  OTEL_EXPORTER_OTLP_ENDPOINT?: string;
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?: string;
+  OTEL_TRACES_EXPORTER?: string;
+  OTEL_SERVICE_NAME?: string;
+}): TraceExportConfig | undefined {
+  if (e.OTEL_TRACES_EXPORTER?.toLowerCase() === 'none') return undefined;
+  const serviceName = e.OTEL_SERVICE_NAME ?? DEFAULT_TRACE_SERVICE_NAME;
+  // As OpenTelemetry's exporters read them: the signal's own endpoint is the whole URL, the shared one a base.
+  if (e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) {
+    return { url: e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, endpointVariable: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', serviceName };
+  }
+  if (e.OTEL_EXPORTER_OTLP_ENDPOINT) {
+    const base = e.OTEL_EXPORTER_OTLP_ENDPOINT.endsWith('/') ? e.OTEL_EXPORTER_OTLP_ENDPOINT : `${e.OTEL_EXPORTER_OTLP_ENDPOINT}/`;
+    return { url: `${base}v1/traces`, endpointVariable: 'OTEL_EXPORTER_OTLP_ENDPOINT', serviceName };
+  }
+  return undefined;
+}
+
+/** The embedded dev server's web UI port by default. */
+export const DEFAULT_TEMPORAL_UI_PORT = 8233;
+
+/** The origins a browser gives a page of this machine on `port`, by either of its local names. */
+function localOrigins(port: number): string[] {
+  return [`http://127.0.0.1:${port}`, `http://localhost:${port}`];
+}
+
+/** True for `scheme://host[:port]`, as browsers send it in `Origin`. */
+function isOrigin(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === value;
+  } catch {
+    return false;
+  }
+}
 
 /** Reads the configuration from `env` (default `process.env`), with clear errors for bad values. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
@@ -246,7 +356,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
       namespace: connection.namespace ?? 'default',
       taskQueue: e.TEMPORAL_TASK_QUEUE ?? 'agent',
       cliPath: e.TEMPORAL_CLI_PATH,
-      uiPort: e.TEMPORAL_UI_PORT ?? 8233,
+      uiPort: e.TEMPORAL_UI_PORT ?? DEFAULT_TEMPORAL_UI_PORT,
     },
     databaseUrl: e.DATABASE_URL,
     databaseSchema: e.AGENT_DATABASE_SCHEMA ?? DEFAULT_DATABASE_SCHEMA,
@@ -263,6 +373,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     maxCachedConversations: e.AGENT_MAX_CACHED_CONVERSATIONS ?? DEFAULT_MAX_CACHED_CONVERSATIONS,
     logLevel: e.LOG_LEVEL ?? 'info',
     metricsAddress: e.AGENT_METRICS_ADDRESS ?? DEFAULT_METRICS_ADDRESS,
+    traces: traceExport(e),
     ...(e.AGENT_PAYLOAD_KEYS ? { payloadKeys: e.AGENT_PAYLOAD_KEYS } : {}),
     api: {
       host: e.AGENT_API_HOST ?? '127.0.0.1',
@@ -281,6 +392,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
       decisionKeysFile: e.AGENT_DECISION_KEYS_FILE,
       requireSignedDecisions: e.AGENT_REQUIRE_SIGNED_DECISIONS ?? true,
       allowSelfApproval: e.AGENT_ALLOW_SELF_APPROVAL ?? false,
+      codecCorsOrigins:
+        e.AGENT_CODEC_CORS_ORIGINS ?? (connection.address ? [] : localOrigins(e.TEMPORAL_UI_PORT ?? DEFAULT_TEMPORAL_UI_PORT)),
     },
   };
 }

@@ -88,6 +88,7 @@ export async function startServices(config: WorkerConfig): Promise<RunningServic
         cliPath,
         dbFilename,
         uiPort: config.temporal.uiPort,
+        uiCodecEndpoint: codecEndpoint(config),
         port: await preferredPort(7233),
         namespace: config.temporal.namespace,
       });
@@ -144,6 +145,17 @@ export async function startServices(config: WorkerConfig): Promise<RunningServic
     await stopAll();
     throw err;
   }
+}
+
+/**
+ * Where the API will serve the codec server, for the embedded UI: only when
+ * payloads are encrypted and the API's port is fixed (known before it listens).
+ */
+function codecEndpoint(config: WorkerConfig): string | undefined {
+  const { host, port } = config.api;
+  if (!config.payloadKeys || port === 'off' || port === 0) return undefined;
+  const reachable = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  return `http://${reachable}:${port}/codec`;
 }
 
 /** `port` when it is free, else any free port. */

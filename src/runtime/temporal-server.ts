@@ -55,6 +55,8 @@ export interface DevServerOptions {
   dbFilename?: string;
   /** Serve the web UI on this port. */
   uiPort?: number;
+  /** The codec server the web UI decodes payloads with (`--ui-codec-endpoint`), e.g. the API's `/codec`. */
+  uiCodecEndpoint?: string;
   /** Frontend port; a free one when unset. */
   port?: number;
   namespace?: string;
@@ -95,13 +97,20 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
       ...(options.uiPort ? { ui: true, uiPort: options.uiPort } : {}),
       searchAttributes: SEARCH_ATTRIBUTES,
       log: { format: 'pretty', level: 'error' },
-      extraArgs: [...sqlitePragmaArgs(options), ...(options.extraArgs ?? [])],
+      extraArgs: [
+        ...sqlitePragmaArgs(options),
+        // The UI fetches no news from the internet: a development server may have none, and should not call out.
+        ...(options.uiPort ? ['--ui-disable-news-fetch'] : []),
+        ...(options.uiPort && options.uiCodecEndpoint ? ['--ui-codec-endpoint', options.uiCodecEndpoint] : []),
+        ...(options.extraArgs ?? []),
+      ],
     },
   });
   return {
     address: env.address,
     namespace,
-    uiUrl: options.uiPort ? `http://localhost:${options.uiPort}` : undefined,
+    // 127.0.0.1, the API's host by default: pages of one host are one site, so the UI may send the inbox's cookie to the codec server.
+    uiUrl: options.uiPort ? `http://127.0.0.1:${options.uiPort}` : undefined,
     env,
     stop: () => env.teardown(),
   };

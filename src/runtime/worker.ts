@@ -2,7 +2,7 @@
  * The standalone agent worker (`npm start`, tests): a worker of its own on
  * one task queue, built with {@link DurableAgentPlugin} like any team's.
  */
-import { NativeConnection, Worker, type WorkerOptions, type WorkflowBundleOption } from '@temporalio/worker';
+import { NativeConnection, Worker, type WorkerOptions, type WorkerPlugin, type WorkflowBundleOption } from '@temporalio/worker';
 import type OpenAI from 'openai';
 import type { Pool } from 'pg';
 import type { Tool } from '../tools/tool';
@@ -48,6 +48,13 @@ export interface AgentWorkerOptions {
   modelPrices?: ModelPrices;
   /** Payload codecs and failure converter (encrypted payloads: `encryptingDataConverter`); the SDK's default when unset. */
   dataConverter?: DataConverter;
+  /**
+   * More worker plugins, after the agent's: Temporal's `OpenTelemetryPlugin`
+   * for traces. With a prebuilt `workflowBundle`, their workflow interceptor
+   * modules must be in the bundle (`bundleWorkflowsApart`'s
+   * `workflowInterceptorModules`): the SDK adds none to a bundle made already.
+   */
+  plugins?: WorkerPlugin[];
 }
 
 /** Creates (does not run) a worker for the conversation workflow. */
@@ -67,7 +74,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Wo
     taskQueue: options.taskQueue,
     workflowBundle: options.workflowBundle,
     ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
-    plugins: [plugin],
+    plugins: [plugin, ...(options.plugins ?? [])],
     ...cacheOptions(options.maxCachedConversations),
     shutdownGraceTime: '10 seconds',
     // When a worker dies, its cached workflows' next tasks wait this long before another worker takes them.

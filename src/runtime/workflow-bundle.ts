@@ -12,12 +12,20 @@ import { bundleWorkflowCode, type Logger, type LogLevel } from '@temporalio/work
 import { sdkLogger } from './logger';
 import { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from './plugin';
 
+/** What goes into the bundle besides the conversation workflow and its own interceptor module. */
+export interface WorkflowBundleExtras {
+  /** The data converter's failure converter module (encrypted payloads encode failure messages too). */
+  failureConverterPath?: string;
+  /** More workflow interceptor modules, e.g. the `OpenTelemetryPlugin`'s for traces; absolute paths. */
+  workflowInterceptorModules?: string[];
+}
+
 /** Bundles the conversation workflow in a child process into `<dir>/workflow-bundle.js`; returns the bundle option for `Worker.create`. */
-export async function bundleWorkflowsApart(dir: string, options: { failureConverterPath?: string } = {}): Promise<{ codePath: string }> {
+export async function bundleWorkflowsApart(dir: string, extras: WorkflowBundleExtras = {}): Promise<{ codePath: string }> {
   fs.mkdirSync(dir, { recursive: true });
   const codePath = path.join(dir, 'workflow-bundle.js');
   await new Promise<void>((resolve, reject) => {
-    const args = [BUNDLE_TO, codePath, ...(options.failureConverterPath ? [options.failureConverterPath] : [])];
+    const args = [BUNDLE_TO, codePath, JSON.stringify(extras)];
     const child = fork(__filename, args, { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
     child.once('error', reject);
     child.once('exit', (code, signal) =>
@@ -30,11 +38,11 @@ export async function bundleWorkflowsApart(dir: string, options: { failureConver
 /** The child's argument: where to write the bundle. */
 const BUNDLE_TO = '--bundle-workflows-to';
 
-async function bundleInThisProcess(codePath: string, failureConverterPath: string | undefined): Promise<void> {
+async function bundleInThisProcess(codePath: string, extras: WorkflowBundleExtras): Promise<void> {
   const bundle = await bundleWorkflowCode({
     workflowsPath: WORKFLOWS_PATH,
-    workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
-    ...(failureConverterPath ? { failureConverterPath } : {}),
+    workflowInterceptorModules: [...WORKFLOW_INTERCEPTOR_MODULES, ...(extras.workflowInterceptorModules ?? [])],
+    ...(extras.failureConverterPath ? { failureConverterPath: extras.failureConverterPath } : {}),
     logger: bundlerLogger(process.env.LOG_LEVEL),
   });
   // Written whole, then renamed: another worker starting on the same data folder never reads half a bundle.
@@ -60,7 +68,7 @@ export function bundlerLogger(level: string | undefined): Logger {
 }
 
 if (process.argv[2] === BUNDLE_TO && process.argv[3]) {
-  bundleInThisProcess(process.argv[3], process.argv[4]).catch((err) => {
+  bundleInThisProcess(process.argv[3], JSON.parse(process.argv[4] ?? '{}') as WorkflowBundleExtras).catch((err) => {
     process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     process.exitCode = 1;
   });
