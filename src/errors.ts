@@ -36,6 +36,14 @@ export class DecisionRefusedError extends AgentError {}
 /** Thrown by a tool for a failure a retry cannot fix (e.g. "order not found"): no further attempts. */
 export class ToolError extends AgentError {}
 
+/**
+ * Thrown by a tool that is not idempotent when it cannot tell whether its
+ * effect applied (it sent the request, then lost the answer): the call
+ * settles as `effect_unknown`, and the model is told to check before trying
+ * again. An idempotent tool's call settles as failed.
+ */
+export class ToolEffectUnknownError extends AgentError {}
+
 /** A message (or another input) larger than its limit; nothing was sent. The message names the size, the limit and what to do. */
 export class MessageTooLargeError extends AgentError {
   constructor(

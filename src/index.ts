@@ -14,7 +14,16 @@ export {
   type DurableAgentModelOptions,
   type DurableAgentPluginOptions,
 } from './runtime/plugin';
-export { tool, ToolError, TOOL_DEFAULTS, type Tool, type ToolContext, type ToolDefinition } from './tools/tool';
+export { tool, ToolEffectUnknownError, ToolError, TOOL_DEFAULTS, type Tool, type ToolContext, type ToolDefinition } from './tools/tool';
+export {
+  MCP_EFFECT_KEY_META,
+  type McpApprovalMode,
+  type McpApprovalRules,
+  type McpHttpServerConfig,
+  type McpServerConfig,
+  type McpServers,
+  type McpStdioServerConfig,
+} from './mcp/protocol';
 export { migrate } from './db/migrations';
 export { ensureSearchAttributes } from './runtime/search-attributes';
 export { ACTIVITY_TYPE_PREFIX, conversationActivityType, type ConversationActivityName } from './activities/contracts';

@@ -93,6 +93,7 @@ async function main(): Promise<void> {
       schema: config.databaseSchema,
       workflowBundle,
       decisionTrust: security.decisionTrust,
+      mcpServers: config.mcpServers,
       plugins: traceExport ? [traceExport.plugin] : [],
     });
     if (config.api.port !== 'off' || metricsUrl) {
@@ -116,7 +117,7 @@ async function main(): Promise<void> {
     }
     if (client && metricsUrl) stopBacklog = watchApprovalBacklog(client);
     if (stopRequested.signal.aborted) return;
-    printBanner(services, api?.url, security, metricsUrl, config.payloadKeys !== undefined);
+    printBanner(services, api?.url, security, metricsUrl, config);
     runningWorker = worker;
     await worker.run();
     logger.info('worker stopped');
@@ -144,8 +145,10 @@ function printBanner(
   apiUrl: string | undefined,
   security: ApiSecurity,
   metricsUrl: string | undefined,
-  payloadsEncrypted: boolean,
+  config: WorkerConfig,
 ): void {
+  const payloadsEncrypted = config.payloadKeys !== undefined;
+  const mcp = Object.entries(config.mcpServers ?? {}).map(([name, s]) => `${name} (${'command' in s ? 'stdio' : 'http'})`);
   const api = apiUrl
     ? [
         `  HTTP API     ${apiUrl}/v1  (OpenAPI: ${apiUrl}/openapi.json)`,
@@ -173,6 +176,7 @@ function printBanner(
     `  PostgreSQL   ${services.origins.postgres}`,
     `  Model        ${services.origins.model}`,
     `  Task queue   ${services.taskQueue}`,
+    `  MCP servers  ${mcp.length > 0 ? mcp.join(', ') : 'none (AGENT_MCP_SERVERS)'}`,
     ...api,
     `  Metrics      ${metricsUrl ?? 'off (AGENT_METRICS_ADDRESS=off)'}`,
     `  Traces       ${describeTraceExport(traceExport)}`,

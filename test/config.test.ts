@@ -41,6 +41,21 @@ describe('configuration from the environment', () => {
     );
   });
 
+  it('reads MCP servers as JSON with ${NAME} taken from the environment, and refuses a bad server or a missing variable, saying which', () => {
+    const servers = '{"crm": {"url": "https://crm.example.com/mcp", "headers": {"Authorization": "Bearer ${CRM_TOKEN}"}}, "files": {"command": "node", "args": ["files-mcp.js"]}}';
+    expect(loadConfig({ AGENT_MCP_SERVERS: servers, CRM_TOKEN: 'secret-1' }).mcpServers).toEqual({
+      crm: { url: 'https://crm.example.com/mcp', headers: { Authorization: 'Bearer secret-1' } },
+      files: { command: 'node', args: ['files-mcp.js'] },
+    });
+    expect(loadConfig({}).mcpServers).toBeUndefined();
+    expect(() => loadConfig({ AGENT_MCP_SERVERS: servers })).toThrow('AGENT_MCP_SERVERS names ${CRM_TOKEN}, and CRM_TOKEN is not set.');
+    expect(() => loadConfig({ AGENT_MCP_SERVERS: '{"crm": {"url": "https://crm.example.com/mcp", "command": "node"}}' })).toThrow(
+      /AGENT_MCP_SERVERS: the value: server "crm" needs exactly one of "command" \(a program the worker starts\) and "url"/,
+    );
+    expect(() => loadConfig({ AGENT_MCP_SERVERS: '{"crm_tools": {"url": "https://crm.example.com/mcp"}}' })).toThrow(/server "crm_tools": a name is 1-24 letters, digits or "-"/);
+    expect(() => loadConfig({ AGENT_MCP_SERVERS: 'crm=https://x' })).toThrow(/AGENT_MCP_SERVERS: must be JSON such as/);
+  });
+
   it('reads model prices as JSON and refuses a table that is not one, with an example', () => {
     expect(loadConfig({ AGENT_MODEL_PRICES: '{"gpt-4.1": {"input": 2, "output": 8}}' }).openai.prices).toEqual({ 'gpt-4.1': { input: 2, output: 8 } });
     expect(loadConfig({}).openai.prices).toBeUndefined();

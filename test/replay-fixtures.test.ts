@@ -71,6 +71,9 @@ describe('replaying recorded histories', () => {
       // before the patch and finished after it (test/usage-search-attributes.test.ts).
       'usage-search-attributes',
       'upgrade-to-usage-search-attributes',
+      // Tools from MCP servers (test/mcp-tools.test.ts): a discovery activity per turn, a read-only
+      // call, an approved destructive call and one refused by the server's schema.
+      'mcp-tools',
     ]) {
       expect(names).toContain(expected);
     }

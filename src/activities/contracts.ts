@@ -29,6 +29,11 @@ export interface ModelCallInput {
    * runs before that patch.
    */
   append?: AppendEntry[];
+  /**
+   * The turn's MCP tools, by reference (`discoverTools`): offered beside the
+   * worker's own. Absent for conversations without MCP servers.
+   */
+  toolset?: string;
 }
 
 /** How the worker will run one tool call, decided from its registry. */
@@ -91,6 +96,8 @@ export interface ToolCallInput {
    * every attempt of this call, different for every other call.
    */
   idempotencyKey: string;
+  /** The turn's MCP tools, by reference, when the call may be one of them. */
+  toolset?: string;
 }
 
 /** A tool's result. The full body is stored in PostgreSQL under `storedResultKey`; `content` is it, or a preview when large. */
@@ -139,6 +146,15 @@ export const ActivityErrorType = {
   ContextLengthExceeded: 'ContextLengthExceeded',
   /** PostgreSQL does not yet hold every message the model call needs: retried. */
   TranscriptIncomplete: 'TranscriptIncomplete',
+  /**
+   * A tool that is not idempotent cannot tell whether its effect applied (e.g.
+   * its MCP server's connection closed mid-call): settled as `effect_unknown`.
+   */
+  ToolEffectUnknown: 'ToolEffectUnknown',
+  /** A conversation names an MCP server this worker does not have. */
+  UnknownMcpServer: 'UnknownMcpServer',
+  /** A conversation would offer more tools than providers accept. */
+  TooManyTools: 'TooManyTools',
 } as const;
 
 /** A decision as applied by the workflow, for the `approval_decisions` records. */
@@ -171,6 +187,27 @@ export interface VerifyDecisionInput {
   decision: ApprovalDecision;
 }
 
+/** Input of `discoverTools`: a conversation's MCP servers, for one turn. */
+export interface ToolDiscoveryInput {
+  conversationId: string;
+  /** Names of the worker's MCP servers the conversation uses (`ConversationInput.mcpServers`). */
+  servers: string[];
+  /** The worker's own tools the conversation offers (`ConversationInput.tools`), to count against the providers' limit. */
+  tools?: string[];
+}
+
+/** What `discoverTools` found. */
+export interface ToolDiscoveryResult {
+  /** The reference of the stored list, passed to the turn's model and tool calls. */
+  toolset: string;
+  /** Tools the conversation is offered, its own and the servers' together. */
+  offered: number;
+  /** Tools by server. */
+  fromServers: Record<string, number>;
+  /** Tools not offered, and why (a name providers refuse, a clash). */
+  skipped: string[];
+}
+
 /** The activities the conversation workflow schedules. Built by `createActivities`. */
 export interface ConversationActivities {
   /** Stores messages at their seqs (upsert): safe to retry. */
@@ -183,13 +220,15 @@ export interface ConversationActivities {
   recordDecision(record: DecisionRecord): Promise<void>;
   /** Checks a decision's signature against the worker's decision keys (`decision-signing.ts`); no I/O. */
   verifyDecision(input: VerifyDecisionInput): Promise<DecisionVerification>;
+  /** Lists the tools of a conversation's MCP servers and stores the list by reference. */
+  discoverTools(input: ToolDiscoveryInput): Promise<ToolDiscoveryResult>;
 }
 
 /** What a conversation activity is called in code. */
 export type ConversationActivityName = keyof ConversationActivities;
 
 /** The names of the conversation activities, in code. */
-export const CONVERSATION_ACTIVITY_NAMES = ['appendMessages', 'callModel', 'runTool', 'recordDecision', 'verifyDecision'] as const satisfies readonly ConversationActivityName[];
+export const CONVERSATION_ACTIVITY_NAMES = ['appendMessages', 'callModel', 'runTool', 'recordDecision', 'verifyDecision', 'discoverTools'] as const satisfies readonly ConversationActivityName[];
 
 /**
  * Prefix of the activity types the conversation workflow schedules

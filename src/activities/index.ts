@@ -11,6 +11,7 @@ import { createToolActivity } from './tools';
 import { appendMessages, recordDecision } from '../db/transcript-store';
 import { agentTables } from '../db/schema';
 import { verifyDecision, type DecisionTrust } from './decision-signing';
+import { createToolDiscoveryActivity, type McpToolsets } from './mcp-tools';
 import type { ModelPrices } from '../core/pricing';
 
 /** What the activities need. */
@@ -32,6 +33,8 @@ export interface ActivityDeps {
   decisionTrust?: DecisionTrust;
   /** Prices by model name (US dollars per million tokens): model calls report their cost. */
   prices?: ModelPrices;
+  /** The worker's MCP servers and their tools (`McpToolsets`); unset: the worker has none. */
+  mcp?: McpToolsets;
 }
 
 /** Builds the activities registered on the worker. Throws a `ConfigError` when `schema` is not a usable name. */
@@ -43,6 +46,7 @@ export function createActivities(deps: ActivityDeps): ConversationActivities {
     runTool: createToolActivity(deps),
     recordDecision: (record) => recordDecision(deps.pool, tables, record),
     verifyDecision: async ({ conversationId, decision }) => verifyDecision(deps.decisionTrust ?? { keys: [] }, conversationId, decision),
+    discoverTools: createToolDiscoveryActivity(deps),
   };
 }
 

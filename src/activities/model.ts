@@ -9,7 +9,9 @@ import type OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import type { ChatMessage, ToolCall } from '../core/messages';
 import { applyPairingRepair, findPairingProblems, type PairingItem } from '../core/pairing';
-import type { ToolRegistry } from '../tools/registry';
+import type { FunctionToolSpec, ToolRegistry } from '../tools/registry';
+import { parseMcpToolName } from '../mcp/protocol';
+import type { McpToolsets } from './mcp-tools';
 import type { Pool } from 'pg';
 import {
   ActivityErrorType,
@@ -56,6 +58,8 @@ export interface ModelActivityDeps {
   schema?: string;
   /** Prices by model name: a call's cost is returned with its answer when its model has one. */
   prices?: ModelPrices;
+  /** The worker's MCP servers' tools, offered to turns that have a toolset. */
+  mcp?: McpToolsets;
 }
 
 
@@ -67,13 +71,14 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
     const { info } = activity;
     const model = input.settings.model ?? deps.defaultModel;
     const responseKey = `${info.workflowExecution?.runId ?? 'standalone'}/${info.activityId}`;
+    const registry = input.toolset && deps.mcp ? await withDatabaseRetry('read the MCP tool list', () => deps.mcp!.registry(deps.tools, input.toolset)) : deps.tools;
     /** The result the workflow gets: the answer as history carries it, its cost, and a plan per tool call. */
     const answer = (response: Pick<ModelCallResult, 'message' | 'finishReason' | 'usage'>): ModelCallResult => ({
       ...response,
       ...priced(deps.prices, model, response.usage),
       message: inHistory(response.message, deps, responseKey),
       responseKey,
-      calls: planToolCalls(deps, input, response.message),
+      calls: planToolCalls(registry, deps, input, response.message),
     });
     const spanAttributes = { 'agent.conversation_id': input.conversationId, 'agent.model': model, 'agent.attempt': info.attempt };
     const deferred = input.append ?? [];
@@ -92,7 +97,7 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
       withDatabaseRetry('read the transcript', () => loadModelMessages(deps.pool, tables, input)),
       withDatabaseRetry('read the prompt calibration', () => promptCalibration(deps.pool, tables, input.conversationId)),
     ]);
-    const tools = deps.tools.specsFor(input.tools);
+    const tools = offeredSpecs(registry, input);
     const windowTokens = contextWindowOf(model, input.settings.contextWindow ?? deps.contextWindow);
     const attempt = info.attempt;
     const stream = input.settings.stream !== false && attempt <= (input.settings.streamFallbackAfterAttempts ?? 2);
@@ -241,12 +246,23 @@ function contextStillExceeded(err: unknown, windowTokens: number): unknown {
   });
 }
 
-function planToolCalls(deps: ModelActivityDeps, input: ModelCallInput, message: AssistantMessage): ToolCallPlan[] {
+/** What the model is offered: the conversation's choice of the worker's tools, and the turn's MCP tools. */
+function offeredSpecs(registry: ToolRegistry, input: ModelCallInput): FunctionToolSpec[] {
+  return registry.specsFor(offeredNames(registry, input));
+}
+
+/** The names of the tools a call may use (undefined: all of the worker's). */
+function offeredNames(registry: ToolRegistry, input: ModelCallInput): string[] | undefined {
+  if (!input.toolset || !input.tools) return input.tools;
+  return [...input.tools, ...registry.names().filter((name) => parseMcpToolName(name))];
+}
+
+function planToolCalls(registry: ToolRegistry, deps: ModelActivityDeps, input: ModelCallInput, message: AssistantMessage): ToolCallPlan[] {
   const calls = message.tool_calls ?? [];
   const limit = deps.maxParallelToolCalls ?? DEFAULT_MAX_PARALLEL_TOOL_CALLS;
   return calls.map((call, index) =>
     index < limit
-      ? planToolCall(deps.tools, input.tools, call)
+      ? planToolCall(registry, offeredNames(registry, input), call)
       : unrunnable(call, {
           reason: 'too_many_calls',
           message:

@@ -2,7 +2,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool, PoolClient } from 'pg';
-import { ToolError, type ToolContext } from '../tools/tool';
+import { ToolEffectUnknownError, ToolError, type ToolContext } from '../tools/tool';
 import type { ToolRegistry } from '../tools/registry';
 import { inTransaction } from '../db/transaction';
 import { logger } from '../runtime/logger';
@@ -15,11 +15,14 @@ import { DEFAULT_INLINE_LIMIT, inlineOrPreview } from './history-preview';
 import { agentTables, type AgentTables } from '../db/schema';
 import { effectFromLedger, toolRunMeasured } from './metrics';
 import { inSpan } from './tracing';
+import type { McpToolsets } from './mcp-tools';
 
 /** Dependencies of the tool activity. */
 export interface ToolActivityDeps {
   pool: Pool;
   tools: ToolRegistry;
+  /** The worker's MCP servers' tools, for calls of a turn that has a toolset. */
+  mcp?: McpToolsets;
   /** Results longer than this (characters) travel through workflow history as a preview only. Default 4096. */
   inlineResultLimit?: number;
   /** PostgreSQL schema of the project's tables. Default `durable_agent`. */
@@ -31,7 +34,8 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
   const limit = deps.inlineResultLimit ?? DEFAULT_INLINE_LIMIT;
   const tables = agentTables(deps.schema);
   return async function runTool(input: ToolCallInput): Promise<ToolCallResult> {
-    const checked = checkToolCall(deps.tools, undefined, input.name, input.arguments);
+    const registry = input.toolset && deps.mcp ? await withDatabaseRetry('read the MCP tool list', () => deps.mcp!.registry(deps.tools, input.toolset)) : deps.tools;
+    const checked = checkToolCall(registry, undefined, input.name, input.arguments);
     if (!checked.ok) {
       throw ApplicationFailure.nonRetryable(
         checked.message,
@@ -67,12 +71,15 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
       } catch (err) {
         // Cancelled: reported as such whatever the tool threw when its signal aborted (a failure would be retried).
         const cancelled = asCancellation(activity);
-        const outcome = cancelled ? 'cancelled' : err instanceof ToolError ? 'failed_permanently' : 'failed';
+        const outcome = cancelled ? 'cancelled' : err instanceof ToolError || err instanceof ToolEffectUnknownError ? 'failed_permanently' : 'failed';
         toolRunMeasured(checked.tool.name, outcome, Date.now() - started);
         span.setAttribute('agent.outcome', outcome);
         if (cancelled) throw cancelled;
         if (err instanceof ToolError) {
           throw ApplicationFailure.nonRetryable(err.message, ActivityErrorType.ToolFailedPermanently);
+        }
+        if (err instanceof ToolEffectUnknownError) {
+          throw ApplicationFailure.nonRetryable(err.message, ActivityErrorType.ToolEffectUnknown);
         }
         throw err;
       } finally {

@@ -47,6 +47,13 @@ export interface ConversationInput {
   /** Names of the tools the model may call; every tool the worker has when unset. */
   tools?: string[];
   /**
+   * Names of the worker's MCP servers whose tools the model may call, beside
+   * `tools` (as `server__tool`). Their lists are read at the start of each
+   * turn: a server's change shows at the next turn, never in the middle of
+   * one. Every worker of the task queue must have these servers.
+   */
+  mcpServers?: string[];
+  /**
    * Model calls with tools allowed in one turn. When reached, one last call is
    * made with `tool_choice: "none"` so the user still gets an answer. Default 10.
    */
@@ -223,6 +230,12 @@ export function describeInvalidInput(input: unknown, options: { limits?: boolean
   if (i.systemPrompt !== undefined && typeof i.systemPrompt !== 'string') problems.push('systemPrompt must be a string');
   if (i.tools !== undefined && !(Array.isArray(i.tools) && i.tools.every((t) => typeof t === 'string'))) {
     problems.push('tools must be a list of tool names, e.g. ["find_customer"]');
+  }
+  if (
+    i.mcpServers !== undefined &&
+    !(Array.isArray(i.mcpServers) && i.mcpServers.length <= 32 && i.mcpServers.every((s) => typeof s === 'string' && /^[a-zA-Z0-9-]{1,24}$/.test(s)))
+  ) {
+    problems.push('mcpServers must be a list of at most 32 names of the worker\'s MCP servers (1-24 letters, digits or "-"), e.g. ["crm", "tickets"]');
   }
   positiveInt(i.maxSteps, 'maxSteps');
   if (options.limits !== false) problems.push(...describeOverLimits(input));

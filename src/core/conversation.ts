@@ -22,6 +22,8 @@ import type {
   ModelCallResult,
   ToolCallInput,
   ToolCallResult,
+  ToolDiscoveryInput,
+  ToolDiscoveryResult,
 } from '../activities/contracts';
 import { describePendingApproval, requestedCalls, ToolCallBatch, type BatchCall } from './batch';
 import {
@@ -63,6 +65,7 @@ import {
   decisionRecordSummary,
   modelCallSummary,
   toolCallSummary,
+  toolDiscoverySummary,
   whoDecided,
   type CallLine,
 } from './summaries';
@@ -124,6 +127,8 @@ export class ConversationCore {
   private turnUsage: TokenUsage | undefined;
   /** Cost of the turn's priced calls, and how many calls had no price. */
   private turnCost = { usd: 0, unpriced: 0 };
+  /** The turn's MCP tools, by reference, once discovered. */
+  private turnToolset: string | undefined;
   /** Tokens and cost of the whole conversation (from this run on, for runs begun before they were carried). */
   private usage: ConversationUsage;
   /** Why the current (or the next, when set before it starts) turn stops. */
@@ -381,7 +386,35 @@ export class ConversationCore {
     this.callNumbers.clear();
     this.turnUsage = undefined;
     this.turnCost = { usd: 0, unpriced: 0 };
+    this.turnToolset = undefined;
     return this.stopReason !== undefined;
+  }
+
+  /**
+   * What to discover before the turn's first model call: the tools of the
+   * conversation's MCP servers. Undefined for conversations without MCP
+   * servers (no activity, so no command), and once the turn has its list.
+   */
+  toolDiscovery(): ToolDiscoveryInput | undefined {
+    const servers = this.input.mcpServers ?? [];
+    if (servers.length === 0 || this.turnToolset !== undefined) return undefined;
+    return { conversationId: this.conversationId, servers, ...(this.input.tools ? { tools: this.input.tools } : {}) };
+  }
+
+  /** The summary of the discovery activity: `tools of MCP servers crm, tickets for turn 3`. */
+  toolDiscoverySummary(): string {
+    return toolDiscoverySummary(this.input.mcpServers ?? [], this.turns);
+  }
+
+  /** The turn's MCP tools were listed and stored: its model and tool calls carry the reference. */
+  toolsDiscovered(result: ToolDiscoveryResult): void {
+    this.turnToolset = result.toolset;
+    for (const problem of result.skipped) this.env.log.warn(problem, { conversationId: this.conversationId });
+  }
+
+  /** The MCP servers' tools could not be listed: the turn fails, before any model call, saying why. */
+  toolDiscoveryFailed(error: string): TurnRecord {
+    return this.record('failed', { error: `Could not list the tools of the conversation's MCP servers: ${error}` });
   }
 
   /** The next model call: the transcript so far by reference, tools off once the turn reached maxSteps. */
@@ -393,6 +426,7 @@ export class ConversationCore {
       settings: this.input.model ?? {},
       tools: this.input.tools,
       toolChoice: this.turnSteps >= this.maxSteps ? 'none' : 'auto',
+      ...(this.turnToolset ? { toolset: this.turnToolset } : {}),
     };
   }
 
@@ -574,7 +608,14 @@ export class ConversationCore {
   startCall(call: BatchCall): ToolCallInput {
     this.batch?.markRunning(call.id);
     this.callNumbers.set(call.id, this.callNumbers.size + 1);
-    return { conversationId: this.conversationId, toolCallId: call.id, name: call.name, arguments: call.arguments, idempotencyKey: call.key };
+    return {
+      conversationId: this.conversationId,
+      toolCallId: call.id,
+      name: call.name,
+      arguments: call.arguments,
+      idempotencyKey: call.key,
+      ...(this.turnToolset ? { toolset: this.turnToolset } : {}),
+    };
   }
 
   /** The tool reported its result. */

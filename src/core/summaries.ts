@@ -27,6 +27,11 @@ export function toolCallSummary(name: string, call: number, turn: number, decide
   return `${name}, call ${call} of turn ${turn}${decidedBy ? `, approved by ${decidedBy}` : ''}`;
 }
 
+/** `tools of MCP servers crm, tickets for turn 3`. */
+export function toolDiscoverySummary(servers: readonly string[], turn: number): string {
+  return `tools of MCP server${servers.length === 1 ? '' : 's'} ${servers.join(', ')} for turn ${turn}`;
+}
+
 /** `store messages 4-6`. */
 export function storeSummary(firstSeq: number, count: number): string {
   return count === 1 ? `store message ${firstSeq}` : `store messages ${firstSeq}-${firstSeq + count - 1}`;

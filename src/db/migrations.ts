@@ -110,6 +110,20 @@ const MIGRATIONS: Migration[] = [
       ALTER TABLE ${t.approvalDecisions} ADD COLUMN authenticated boolean;
     `,
   },
+  {
+    version: 7,
+    name: 'MCP tool lists by reference',
+    sql: (t) => `
+      -- The tools a turn was offered from MCP servers (descriptors with their JSON Schemas), keyed
+      -- by the SHA-256 of their content: history carries the key, so replay and later model calls
+      -- never depend on what a server answers today.
+      CREATE TABLE ${t.mcpToolsets} (
+        ref text PRIMARY KEY,
+        tools jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now()
+      );
+    `,
+  },
 ];
 
 /** Options of {@link migrate}. */

@@ -24,6 +24,7 @@ export const AGENT_TABLE_NAMES = [
   'model_responses',
   'tool_ledger',
   'approval_decisions',
+  'mcp_toolsets',
 ] as const;
 
 /** The name of one of the project's tables, unqualified. */
@@ -42,6 +43,8 @@ export interface AgentTables {
   readonly modelResponses: string;
   readonly toolLedger: string;
   readonly approvalDecisions: string;
+  /** The MCP tool lists conversations were offered, by reference. */
+  readonly mcpToolsets: string;
 }
 
 /**
@@ -82,5 +85,6 @@ export function agentTables(schema: string = DEFAULT_DATABASE_SCHEMA): AgentTabl
     modelResponses: table('model_responses'),
     toolLedger: table('tool_ledger'),
     approvalDecisions: table('approval_decisions'),
+    mcpToolsets: table('mcp_toolsets'),
   };
 }

@@ -9,6 +9,7 @@ import { loadTemporalConnection, type TemporalConnectionSettings } from './tempo
 import { DEFAULT_DATABASE_SCHEMA, describeBadSchemaName } from '../db/schema';
 import { describeBadPrices, type ModelPrices } from '../core/pricing';
 import { parsePayloadKeys, type PayloadKey } from '../codec/aes-gcm';
+import { describeBadMcpServers, type McpServers } from '../mcp/protocol';
 
 export { ConfigError };
 
@@ -43,6 +44,7 @@ export const ENV_VARS = [
   'AGENT_MODEL_PRICES',
   'AGENT_PAYLOAD_KEYS',
   'AGENT_CODEC_CORS_ORIGINS',
+  'AGENT_MCP_SERVERS',
 ] as const;
 
 const optional = z
@@ -61,6 +63,30 @@ const yesNo = optional.pipe(
     .transform((v) => v === 'true' || v === '1' || v === 'yes')
     .optional(),
 );
+
+/** An optional variable holding JSON: `notJson` when it does not parse, else what `describeProblem` finds wrong with it. */
+function jsonVariable<T>(notJson: string, describeProblem: (value: unknown) => string | undefined) {
+  return optional.pipe(
+    z
+      .string()
+      .transform((text, ctx) => {
+        let value: unknown;
+        try {
+          value = JSON.parse(text);
+        } catch {
+          ctx.addIssue({ code: 'custom', message: notJson });
+          return z.NEVER;
+        }
+        const problem = describeProblem(value);
+        if (problem) {
+          ctx.addIssue({ code: 'custom', message: problem });
+          return z.NEVER;
+        }
+        return value as T;
+      })
+      .optional(),
+  );
+}
 
 /** An optional OTLP/HTTP endpoint. */
 const otlpEndpoint = optional.pipe(
@@ -156,6 +182,10 @@ const envSchema = z.object({
   AGENT_DECISION_KEYS_FILE: optional,
   AGENT_REQUIRE_SIGNED_DECISIONS: yesNo,
   AGENT_ALLOW_SELF_APPROVAL: yesNo,
+  AGENT_MCP_SERVERS: jsonVariable<McpServers>(
+    'must be JSON such as {"crm": {"command": "node", "args": ["crm-mcp.js"]}, "tickets": {"url": "https://tickets.example.com/mcp"}}',
+    (value) => describeBadMcpServers(value, 'the value').join('; ') || undefined,
+  ),
   AGENT_CODEC_CORS_ORIGINS: optional.pipe(
     z
       .string()
@@ -163,25 +193,9 @@ const envSchema = z.object({
       .refine((origins) => origins.every(isOrigin), 'must be origins separated by commas, each scheme://host[:port] with no path, such as http://127.0.0.1:8233')
       .optional(),
   ),
-  AGENT_MODEL_PRICES: optional.pipe(
-    z
-      .string()
-      .transform((text, ctx) => {
-        let value: unknown;
-        try {
-          value = JSON.parse(text);
-        } catch {
-          ctx.addIssue({ code: 'custom', message: 'must be JSON such as {"gpt-4.1": {"input": 2, "output": 8}} (US dollars per million tokens)' });
-          return z.NEVER;
-        }
-        const problem = describeBadPrices(value);
-        if (problem) {
-          ctx.addIssue({ code: 'custom', message: problem });
-          return z.NEVER;
-        }
-        return value as ModelPrices;
-      })
-      .optional(),
+  AGENT_MODEL_PRICES: jsonVariable<ModelPrices>(
+    'must be JSON such as {"gpt-4.1": {"input": 2, "output": 8}} (US dollars per million tokens)',
+    describeBadPrices,
   ),
   AGENT_PAYLOAD_KEYS: optional.transform((value, ctx) => {
     if (value === undefined) return undefined;
@@ -248,6 +262,8 @@ export interface WorkerConfig {
   payloadKeys?: PayloadKey[];
   /** host:port of the Prometheus endpoint (`/metrics`), default 127.0.0.1:9464; `off` for none. */
   metricsAddress: string | 'off';
+  /** MCP servers whose tools conversations may use, with `${VAR}` replaced from the environment. */
+  mcpServers?: McpServers;
   /** Where traces are exported over OTLP/HTTP (README, "Traces"); unset: no traces, and no tracing package is loaded. */
   traces?: TraceExportConfig;
   /** The HTTP API and inbox page (README, "HTTP API"). */
@@ -330,6 +346,27 @@ function localOrigins(port: number): string[] {
   return [`http://127.0.0.1:${port}`, `http://localhost:${port}`];
 }
 
+/**
+ * Replaces `${NAME}` in every string of the MCP configuration with the
+ * variable's value, so secrets (an `Authorization` header, a server's key)
+ * stay in the environment, never in the JSON. A missing variable is an error.
+ */
+function expandVariables(servers: McpServers, env: NodeJS.ProcessEnv): McpServers {
+  const expand = (value: unknown): unknown => {
+    if (typeof value === 'string') {
+      return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => {
+        const found = env[name];
+        if (found === undefined) throw new ConfigError(`AGENT_MCP_SERVERS names \${${name}}, and ${name} is not set. Set it, or write the value in its place.`);
+        return found;
+      });
+    }
+    if (Array.isArray(value)) return value.map(expand);
+    if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, expand(v)]));
+    return value;
+  };
+  return expand(servers) as McpServers;
+}
+
 /** True for `scheme://host[:port]`, as browsers send it in `Origin`. */
 function isOrigin(value: string): boolean {
   try {
@@ -375,6 +412,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     metricsAddress: e.AGENT_METRICS_ADDRESS ?? DEFAULT_METRICS_ADDRESS,
     traces: traceExport(e),
     ...(e.AGENT_PAYLOAD_KEYS ? { payloadKeys: e.AGENT_PAYLOAD_KEYS } : {}),
+    ...(e.AGENT_MCP_SERVERS ? { mcpServers: expandVariables(e.AGENT_MCP_SERVERS, env) } : {}),
     api: {
       host: e.AGENT_API_HOST ?? '127.0.0.1',
       port: e.AGENT_API_PORT ?? 8787,

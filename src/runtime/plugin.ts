@@ -40,6 +40,10 @@ import type { ModelPrices } from '../core/pricing';
 import { AgentError } from '../errors';
 import { logger } from './logger';
 import { ensureSearchAttributes } from './search-attributes';
+import { McpConnections } from '../activities/mcp-connections';
+import { McpToolsets } from '../activities/mcp-tools';
+import { agentTables } from '../db/schema';
+import { describeBadMcpServers, type McpServers } from '../mcp/protocol';
 
 /** The extension the project's own modules have here: `.ts` from the sources, `.js` from the built package. */
 const MODULE_EXTENSION = path.extname(__filename);
@@ -115,6 +119,12 @@ export interface DurableAgentPluginOptions {
    * as unauthenticated: anyone who can signal the workflow can decide.
    */
   decisionTrust?: DecisionTrust;
+  /**
+   * MCP servers whose tools conversations may use (`ConversationInput.mcpServers`),
+   * by name: `{ crm: { command: 'node', args: ['crm-mcp.js'] }, tickets: { url: 'https://…/mcp', headers: {…} } }`.
+   * Every worker of the task queue must have the same servers. See the README, "Tools from MCP servers".
+   */
+  mcp?: { servers: McpServers; listTtlMs?: number };
 }
 
 /**
@@ -132,12 +142,21 @@ export class DurableAgentPlugin implements WorkerPlugin, ClientPlugin, BundlerPl
   private readonly settings: DurableAgentPluginOptions;
   /** Temporal's plugin merges our activities, interceptor module and codecs into the team's options. */
   private readonly merge: SimplePlugin;
+  /** The worker's connections to its MCP servers, closed when the worker stops. */
+  private readonly mcp?: McpConnections;
 
   constructor(options: DurableAgentPluginOptions) {
     this.settings = options;
     this.ownsPool = 'url' in options.database;
     this.pool = 'pool' in options.database ? options.database.pool : createPool(options.database.url);
+    const mcpServers = options.mcp?.servers ?? {};
+    if (Object.keys(mcpServers).length > 0) {
+      const problems = describeBadMcpServers(mcpServers, 'mcp.servers');
+      if (problems.length > 0) throw new TypeError(`DurableAgentPlugin: ${problems.join('; ')}.`);
+      this.mcp = new McpConnections(mcpServers, { listTtlMs: options.mcp?.listTtlMs });
+    }
     const activities = createActivities({
+      mcp: this.mcp ? new McpToolsets(this.pool, agentTables(options.schema), this.mcp, mcpServers) : undefined,
       pool: this.pool,
       openai: options.model.client ?? createOpenAIClient({ apiKey: requireApiKey(options.model), baseUrl: options.model.baseUrl }),
       tools: new ToolRegistry(options.tools),
@@ -212,6 +231,7 @@ export class DurableAgentPlugin implements WorkerPlugin, ClientPlugin, BundlerPl
     try {
       await next(worker);
     } finally {
+      await this.mcp?.close();
       if (this.ownsPool) await this.pool.end().catch(() => undefined);
     }
   }

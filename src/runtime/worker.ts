@@ -10,6 +10,7 @@ import { DurableAgentPlugin } from './plugin';
 import type { DecisionTrust } from '../activities/decision-signing';
 import type { ModelPrices } from '../core/pricing';
 import type { DataConverter } from '@temporalio/common';
+import type { McpServers } from '../mcp/protocol';
 
 export { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from './plugin';
 
@@ -55,6 +56,8 @@ export interface AgentWorkerOptions {
    * `workflowInterceptorModules`): the SDK adds none to a bundle made already.
    */
   plugins?: WorkerPlugin[];
+  /** MCP servers whose tools conversations may use; see `DurableAgentPluginOptions.mcp`. */
+  mcpServers?: McpServers;
 }
 
 /** Creates (does not run) a worker for the conversation workflow. */
@@ -67,6 +70,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Wo
     maxParallelToolCalls: options.maxParallelToolCalls,
     schema: options.schema,
     decisionTrust: options.decisionTrust,
+    ...(options.mcpServers ? { mcp: { servers: options.mcpServers } } : {}),
   });
   return Worker.create({
     connection: options.connection,

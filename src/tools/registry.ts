@@ -3,7 +3,8 @@ import { z } from 'zod';
 import type { Tool } from './tool';
 
 const NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
-const MAX_TOOLS = 128;
+/** The most tools providers accept in one request. */
+export const MAX_TOOLS = 128;
 
 /** A tool in the shape the Chat Completions API takes. */
 export interface FunctionToolSpec {
@@ -16,19 +17,32 @@ export class ToolRegistry {
   private readonly tools = new Map<string, Tool>();
   private readonly specs = new Map<string, FunctionToolSpec>();
 
-  constructor(tools: readonly Tool[]) {
-    if (tools.length > MAX_TOOLS) {
-      throw new Error(`A worker can offer at most ${MAX_TOOLS} tools to the model; got ${tools.length}.`);
+  /** `checkLimit: false` when the caller checks what is offered itself (a conversation may offer a part). */
+  constructor(
+    private readonly all: readonly Tool[],
+    checkLimit = true,
+  ) {
+    if (checkLimit && all.length > MAX_TOOLS) {
+      throw new Error(`A worker can offer at most ${MAX_TOOLS} tools to the model; got ${all.length}.`);
     }
-    for (const t of tools) {
+    for (const t of all) {
       if (!NAME_PATTERN.test(t.name)) {
         throw new Error(`Tool name "${t.name}" is not allowed: use 1-64 letters, digits, "_" or "-" (e.g. "issue_refund").`);
       }
       if (this.tools.has(t.name)) throw new Error(`Two tools are named "${t.name}"; tool names must be unique.`);
       this.tools.set(t.name, t);
-      const { $schema: _ignored, ...parameters } = z.toJSONSchema(t.parameters) as Record<string, unknown>;
+      const { $schema: _ignored, ...parameters } = t.jsonSchema ?? (z.toJSONSchema(t.parameters) as Record<string, unknown>);
       this.specs.set(t.name, { type: 'function', function: { name: t.name, description: t.description, parameters } });
     }
+  }
+
+  /**
+   * This registry with `more` tools beside its own (e.g. a turn's MCP tools,
+   * whose discovery checked what the conversation is offered against the
+   * providers' limit). Throws when names clash.
+   */
+  with(more: readonly Tool[]): ToolRegistry {
+    return more.length === 0 ? this : new ToolRegistry([...this.all, ...more], false);
   }
 
   /** The tool called `name`, if registered. */

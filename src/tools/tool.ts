@@ -5,7 +5,7 @@
 import type { Pool, PoolClient } from 'pg';
 import { z } from 'zod';
 
-export { ToolError } from '../errors';
+export { ToolEffectUnknownError, ToolError } from '../errors';
 export { TOOL_DEFAULTS } from './defaults';
 
 /** What a tool's `execute` receives besides its arguments. */
@@ -41,6 +41,12 @@ export interface ToolDefinition<Schema extends z.ZodType = z.ZodType, Result = u
   description: string;
   /** Zod schema of the arguments; sent to the model as JSON Schema and checked before `execute`. */
   parameters: Schema;
+  /**
+   * The JSON Schema the model is sent, when it is written by hand rather than
+   * derived from `parameters` (which still checks the arguments), e.g. a
+   * schema an MCP server gave.
+   */
+  jsonSchema?: Record<string, unknown>;
   /** Does the work. A string result is sent as is; anything else as JSON. */
   execute(args: z.infer<Schema>, context: ToolContext): Promise<Result> | Result;
   /** Whether a person must approve a call first: always, never, or depending on the arguments. Default false. */

@@ -154,6 +154,21 @@ export function toolActivities(call: BatchCall, input: ConversationInput, prefix
   );
 }
 
+/**
+ * Listing the tools of a conversation's MCP servers at a turn's start: a few
+ * attempts (a server briefly down), none for a server the worker lacks or a
+ * list over the providers' limit.
+ */
+export function discoveryActivities(prefixed: boolean): SummarizedActivities {
+  return conversationActivities(
+    {
+      startToCloseTimeout: '30 seconds',
+      retry: { ...RETRY_BACKOFF, maximumAttempts: 3, nonRetryableErrorTypes: [ActivityErrorType.UnknownMcpServer, ActivityErrorType.TooManyTools] },
+    },
+    prefixed,
+  );
+}
+
 /** The most telling message of an activity failure: its cause's, when it has one. */
 export function failureMessage(err: unknown): string {
   if (err instanceof ActivityFailure && err.cause) return err.cause.message;
@@ -169,8 +184,13 @@ export function describeToolFailure(err: unknown, timeoutMs: number): ToolFailur
   return { message: failureMessage(err), reason, cutOff: whyCutOff(cause, timeoutMs) };
 }
 
-/** Why a run did not report back, when it was cut off (timed out, its worker stopped heartbeating) rather than failed. */
+/**
+ * Why a run did not report back, when it was cut off (timed out, its worker
+ * stopped heartbeating, or the tool lost the answer: `ToolEffectUnknown`)
+ * rather than failed.
+ */
 function whyCutOff(cause: unknown, timeoutMs: number): string | undefined {
+  if (cause instanceof ApplicationFailure && cause.type === ActivityErrorType.ToolEffectUnknown) return cause.message;
   if (!(cause instanceof TimeoutFailure)) return undefined;
   if (cause.timeoutType === TimeoutType.HEARTBEAT) return 'its worker stopped answering while it ran (heartbeat timeout)';
   if (cause.timeoutType === TimeoutType.START_TO_CLOSE) return `it ran longer than its timeout of ${timeoutMs} ms`;

@@ -46,6 +46,7 @@ import {
   PREFIXED_ACTIVITY_TYPES_PATCH,
   storeActivities,
   toolActivities,
+  discoveryActivities,
   type SummarizedActivities,
 } from './activity-options';
 import { storeSummary, verifySummary } from '../core/summaries';
@@ -98,6 +99,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   let verifying = 0;
   const model = modelActivities(input, prefixed);
   const tools = (call: BatchCall) => toolActivities(call, input, prefixed);
+  const discovery = discoveryActivities(prefixed);
   const rootScope = CancellationScope.current();
   const metrics = new WorkflowMetrics();
   let turnScope: CancellationScope | undefined;
@@ -218,6 +220,16 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
 
   /** The model/tool loop of one turn, until a final answer or a failure. Cancellable. */
   const turnLoop = async (): Promise<TurnRecord> => {
+    // Conversations with MCP servers list their tools once per turn; no other run schedules this.
+    const tooling = core.toolDiscovery();
+    if (tooling) {
+      try {
+        core.toolsDiscovered(await discovery.discoverTools(tooling, core.toolDiscoverySummary()));
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        return core.toolDiscoveryFailed(failureMessage(err));
+      }
+    }
     for (;;) {
       // Only conversations started with a budget can stop here: no other run takes this branch.
       const overBudget = core.budgetStop();

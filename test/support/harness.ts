@@ -5,6 +5,7 @@
  * scripted model server speaking real HTTP, a real worker on its own task
  * queue, and the project's client.
  */
+import type { McpServers } from '../../src/mcp/protocol';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
@@ -54,6 +55,8 @@ export interface HarnessOptions {
   decisionTrust?: DecisionTrust;
   /** The in-process worker's prices by model name. */
   modelPrices?: ModelPrices;
+  /** The in-process worker's MCP servers. */
+  mcpServers?: McpServers;
 }
 
 /** What a test file works with. */
@@ -138,6 +141,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       maxCachedConversations: options.maxCachedConversations,
       modelPrices: options.modelPrices,
       decisionTrust: options.decisionTrust,
+      mcpServers: options.mcpServers,
     });
     running = worker.run();
   }

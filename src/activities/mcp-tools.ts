@@ -1,0 +1,251 @@
+/**
+ * MCP tools as the activities use them: discovered per turn from the
+ * conversation's servers, stored by reference (the SHA-256 of the list) so
+ * history carries only the key, and turned into the worker's {@link Tool}s:
+ * arguments checked against the server's JSON Schema (ajv), approval and
+ * retries from the server's annotations and the worker's rules, each call
+ * sent with its effect key.
+ */
+import { createHash } from 'node:crypto';
+import type { CallToolResult, Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
+import { McpError, ErrorCode } from '@modelcontextprotocol/sdk/types.js';
+import { ApplicationFailure } from '@temporalio/common';
+import Ajv from 'ajv';
+import Ajv2020 from 'ajv/dist/2020';
+import type { Pool } from 'pg';
+import { z } from 'zod';
+import { ToolEffectUnknownError, ToolError } from '../errors';
+import type { AgentTables } from '../db/schema';
+import { mcpIdempotent, mcpNeedsApproval, mcpToolName, type McpServers, type McpToolDescriptor } from '../mcp/protocol';
+import { TOOL_DEFAULTS } from '../tools/defaults';
+import { MAX_TOOLS, type ToolRegistry } from '../tools/registry';
+import type { Tool } from '../tools/tool';
+import { withDatabaseRetry } from '../db/retry';
+import { ActivityErrorType, type ToolDiscoveryInput, type ToolDiscoveryResult } from './contracts';
+import { UnknownMcpServerError, type McpConnections } from './mcp-connections';
+
+/** How much longer than a call's own timeout the SDK waits: the activity's timeout decides, and reads as a cut-off. */
+const SDK_TIMEOUT_MARGIN_MS = 60_000;
+/** Toolsets kept in memory per worker (each is immutable, read by every model call and tool call of its turns). */
+const CACHED_TOOLSETS = 200;
+
+/** The key of a list of tools: the SHA-256 of its content, so the same list is stored once. */
+export function toolsetRef(tools: readonly McpToolDescriptor[]): string {
+  return `mcp-${createHash('sha256').update(JSON.stringify(tools)).digest('hex')}`;
+}
+
+/** The descriptor of a server's tool, or why it is not offered. */
+export function describeMcpTool(server: string, tool: McpTool): { descriptor: McpToolDescriptor } | { problem: string } {
+  const named = mcpToolName(server, tool.name);
+  if ('problem' in named) return named;
+  const a = tool.annotations ?? {};
+  const hints = Object.fromEntries(
+    (['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const).flatMap((k) => (typeof a[k] === 'boolean' ? [[k, a[k]]] : [])),
+  );
+  return {
+    descriptor: {
+      name: named.name,
+      server,
+      tool: tool.name,
+      description: tool.description ?? tool.title ?? `${tool.name} (from MCP server ${server})`,
+      inputSchema: tool.inputSchema as Record<string, unknown>,
+      hints,
+    },
+  };
+}
+
+/** The text a call's result gives the model: the structured result when there is one, else its content parts. */
+export function mcpResultText(result: CallToolResult): string {
+  if (result.structuredContent && !result.isError) return JSON.stringify(result.structuredContent);
+  const parts = (result.content ?? []).map((part) => {
+    switch (part.type) {
+      case 'text':
+        return part.text;
+      case 'image':
+      case 'audio':
+        return `[${part.type} ${part.mimeType}, ${Math.floor((part.data.length * 3) / 4)} bytes, not shown]`;
+      case 'resource':
+        return 'text' in part.resource ? part.resource.text : `[resource ${part.resource.uri}, ${part.resource.mimeType ?? 'binary'}, not shown]`;
+      case 'resource_link':
+        return `[resource ${part.uri}${part.name ? ` (${part.name})` : ''}]`;
+      default:
+        return `[${(part as { type: string }).type} content, not shown]`;
+    }
+  });
+  return parts.join('\n\n');
+}
+
+/**
+ * The MCP tools of a worker: lists of tools stored and read by reference,
+ * and each list's tools as {@link Tool}s beside the worker's own.
+ */
+export class McpToolsets {
+  private readonly cache = new Map<string, McpToolDescriptor[]>();
+  /** JSON Schema draft 2020-12 (the MCP specification's default) and draft-07 (what most SDKs still write). */
+  private readonly validators = { draft2020: new Ajv2020({ strict: false, allErrors: true }), draft07: new Ajv({ strict: false, allErrors: true }) };
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly tables: AgentTables,
+    readonly connections: McpConnections,
+    private readonly servers: McpServers,
+  ) {}
+
+  /** Stores `tools` (once per content) and returns their reference. */
+  async save(tools: McpToolDescriptor[]): Promise<string> {
+    const ref = toolsetRef(tools);
+    await this.pool.query(`INSERT INTO ${this.tables.mcpToolsets} (ref, tools) VALUES ($1, $2) ON CONFLICT (ref) DO NOTHING`, [ref, JSON.stringify(tools)]);
+    this.remember(ref, tools);
+    return ref;
+  }
+
+  /** The tools stored under `ref`. */
+  async load(ref: string): Promise<McpToolDescriptor[]> {
+    const cached = this.cache.get(ref);
+    if (cached) return cached;
+    const { rows } = await this.pool.query<{ tools: McpToolDescriptor[] }>(`SELECT tools FROM ${this.tables.mcpToolsets} WHERE ref = $1`, [ref]);
+    if (rows.length === 0) throw new Error(`No MCP tool list is stored under ${ref} in ${this.tables.mcpToolsets}.`);
+    this.remember(ref, rows[0].tools);
+    return rows[0].tools;
+  }
+
+  /** `base` with the tools stored under `ref` (just `base` without one). */
+  async registry(base: ToolRegistry, ref: string | undefined): Promise<ToolRegistry> {
+    if (!ref) return base;
+    return base.with((await this.load(ref)).map((d) => this.asTool(d)));
+  }
+
+  private remember(ref: string, tools: McpToolDescriptor[]): void {
+    this.cache.set(ref, tools);
+    if (this.cache.size > CACHED_TOOLSETS) this.cache.delete(this.cache.keys().next().value!);
+  }
+
+  /**
+   * The validator for a schema's draft: 2020-12 when it says so or says
+   * nothing, draft-07 when it names draft-07 or an older draft (whose
+   * `$schema` is dropped: the keywords such schemas use mean the same).
+   */
+  private validatorFor(schema: Record<string, unknown>): { ajv: Ajv | Ajv2020; schema: Record<string, unknown> } {
+    const declared = typeof schema.$schema === 'string' ? schema.$schema : undefined;
+    if (!declared || declared.includes('2020-12')) return { ajv: this.validators.draft2020, schema };
+    const { $schema: _older, ...rest } = schema;
+    return { ajv: this.validators.draft07, schema: declared.includes('draft-07') ? schema : rest };
+  }
+
+  /** A server's tool as one of the worker's: checked, planned and run by the same activities as any tool. */
+  private asTool(descriptor: McpToolDescriptor): Tool {
+    const config = this.servers[descriptor.server];
+    const idempotent = mcpIdempotent(descriptor.hints);
+    const timeoutMs = config?.timeoutMs ?? TOOL_DEFAULTS.timeoutMs;
+    let validate: ((args: unknown) => string | undefined) | undefined;
+    const check = (args: unknown): string | undefined => {
+      if (!validate) {
+        try {
+          const { ajv, schema } = this.validatorFor(descriptor.inputSchema);
+          const compiled = ajv.compile(schema);
+          validate = (value) => (compiled(value) ? undefined : ajv.errorsText(compiled.errors, { dataVar: 'arguments' }));
+        } catch (err) {
+          validate = () => `MCP server "${descriptor.server}" gave ${descriptor.tool} an input schema that cannot be used (${(err as Error).message}); the call was not sent.`;
+        }
+      }
+      return validate(args);
+    };
+    return {
+      kind: 'tool',
+      name: descriptor.name,
+      description: descriptor.description,
+      jsonSchema: descriptor.inputSchema,
+      parameters: z.record(z.string(), z.unknown()).superRefine((args, ctx) => {
+        const problem = check(args);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      }),
+      // A server this worker no longer has: asking a person costs nothing, and the call fails clearly when it runs.
+      needsApproval: config ? mcpNeedsApproval(descriptor, config.approval) : true,
+      idempotent,
+      timeoutMs,
+      maxAttempts: idempotent ? TOOL_DEFAULTS.maxAttempts : 1,
+      execute: async (args, context) => {
+        this.connections.config(descriptor.server);
+        let connected = false;
+        try {
+          const result = await this.connections.callTool(descriptor.server, descriptor.tool, args as Record<string, unknown>, {
+            effectKey: context.idempotencyKey,
+            signal: context.signal,
+            timeoutMs: timeoutMs + SDK_TIMEOUT_MARGIN_MS,
+            onConnected: () => (connected = true),
+          });
+          const text = mcpResultText(result);
+          if (result.isError) throw new ToolError(text || `${descriptor.name} failed (the MCP server gave no reason).`);
+          return text;
+        } catch (err) {
+          // Sent, then the connection went (the server died mid-call): whether it acted is unknown.
+          if (!idempotent && connected && err instanceof McpError && err.code === ErrorCode.ConnectionClosed && !context.signal.aborted) {
+            throw new ToolEffectUnknownError(
+              `The connection to MCP server "${descriptor.server}" closed while ${descriptor.tool} ran: whether it took effect is unknown. Check before trying again.`,
+            );
+          }
+          throw err;
+        }
+      },
+    };
+  }
+}
+
+/** What {@link createToolDiscoveryActivity} needs. */
+export interface ToolDiscoveryDeps {
+  /** The worker's own tools. */
+  tools: ToolRegistry;
+  /** The worker's MCP servers; unset when it has none. */
+  mcp?: McpToolsets;
+}
+
+/**
+ * Builds the `discoverTools` activity: the tools of a conversation's MCP
+ * servers for one turn, stored by reference. A server this worker lacks, or
+ * more tools than providers accept, fails it for good with what to change; a
+ * server that cannot be reached fails the attempt (retried).
+ */
+export function createToolDiscoveryActivity(deps: ToolDiscoveryDeps): (input: ToolDiscoveryInput) => Promise<ToolDiscoveryResult> {
+  return async function discoverTools(input: ToolDiscoveryInput): Promise<ToolDiscoveryResult> {
+    const mcp = deps.mcp;
+    const descriptors: McpToolDescriptor[] = [];
+    const skipped: string[] = [];
+    const fromServers: Record<string, number> = {};
+    for (const server of input.servers) {
+      if (!mcp) {
+        throw ApplicationFailure.nonRetryable(
+          `The conversation uses MCP server "${server}", and this worker has no MCP servers. Every worker of a task queue must configure the same MCP servers (AGENT_MCP_SERVERS, or the plugin's mcp.servers).`,
+          ActivityErrorType.UnknownMcpServer,
+        );
+      }
+      try {
+        mcp.connections.config(server);
+      } catch (err) {
+        if (err instanceof UnknownMcpServerError) throw ApplicationFailure.nonRetryable(err.message, ActivityErrorType.UnknownMcpServer);
+        throw err;
+      }
+      const listed = await mcp.connections.listTools(server);
+      fromServers[server] = 0;
+      for (const tool of listed) {
+        const described = describeMcpTool(server, tool);
+        if ('problem' in described) skipped.push(described.problem);
+        else if (deps.tools.get(described.descriptor.name)) skipped.push(`MCP tool "${described.descriptor.name}" has the name of one of the worker's own tools, so it is not offered.`);
+        else {
+          descriptors.push(described.descriptor);
+          fromServers[server]++;
+        }
+      }
+    }
+    const own = deps.tools.specsFor(input.tools).length;
+    const offered = own + descriptors.length;
+    if (offered > MAX_TOOLS) {
+      throw ApplicationFailure.nonRetryable(
+        `This conversation would offer ${offered} tools (${own} of the worker's own, ${descriptors.length} from MCP servers ${input.servers.join(', ')}); ` +
+          `providers accept at most ${MAX_TOOLS}. Select fewer MCP servers (ConversationInput.mcpServers) or fewer tools (ConversationInput.tools).`,
+        ActivityErrorType.TooManyTools,
+      );
+    }
+    const toolset = await withDatabaseRetry('store the MCP tool list', () => mcp!.save(descriptors));
+    return { toolset, offered, fromServers, skipped };
+  };
+}

@@ -1,0 +1,215 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { z } from 'zod';
+import { McpConnections } from '../src/activities/mcp-connections';
+import { createToolDiscoveryActivity, McpToolsets } from '../src/activities/mcp-tools';
+import { MCP_EFFECT_KEY_META } from '../src/mcp/protocol';
+import { ToolRegistry } from '../src/tools/registry';
+import { tool } from '../src/tools/tool';
+import { startHarness, type Harness } from './support/harness';
+import { readMcpCalls, startHttpMcpServer, type HttpMcpServer } from './support/mcp-server';
+
+// Tools from MCP servers, durable and approvable like the worker's own: a
+// conversation uses a stdio server the worker starts and a Streamable HTTP
+// server it reaches with a bearer token. Read-only tools run at once; the
+// destructive one waits for a person and runs once, with the call's effect
+// key in `_meta`. Bad arguments never reach the server; a server the worker
+// lacks fails the turn with what to do; a stdio server that dies is started
+// again for the next call.
+
+const ROOT = path.join(__dirname, '..');
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-tools-'));
+const logFile = path.join(dir, 'calls.jsonl');
+
+let h: Harness;
+let crm: HttpMcpServer;
+beforeAll(async () => {
+  crm = await startHttpMcpServer({ name: 'crm', logFile });
+  h = await startHarness({
+    mcpServers: {
+      shop: {
+        command: process.execPath,
+        args: ['--import', 'tsx', path.join(ROOT, 'test', 'support', 'mcp-server.ts')],
+        env: { MCP_TEST_LOG: logFile, MCP_TEST_NAME: 'shop' },
+        cwd: ROOT,
+      },
+      crm: { url: crm.url, headers: { Authorization: `Bearer ${crm.token}` } },
+    },
+  });
+});
+afterAll(async () => {
+  await h?.stop();
+  await crm?.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+type Wire = { role: string; tool_call_id?: string; content?: string };
+const toolMessages = async (id: string) =>
+  (await h.client.transcript(id)).map((m) => m.message).filter((m): m is Extract<typeof m, { role: 'tool' }> => m.role === 'tool');
+const SERVERS = { mcpServers: ['shop', 'crm'] };
+
+describe('tools from MCP servers', () => {
+  it('a conversation calls a stdio server and an HTTP one; the destructive tool waits for approval, and approval runs it once with its effect key', async () => {
+    const id = h.newConversationId('mcp-approve');
+    h.model.enqueue(
+      {
+        toolCalls: [
+          { id: 'call_look', name: 'shop__lookup_order', arguments: { order_id: 'ord_1001' } },
+          { id: 'call_cancel', name: 'crm__cancel_order', arguments: { order_id: 'ord_1001', reason: 'duplicate' } },
+        ],
+      },
+      { content: 'Order ord_1001 is cancelled.' },
+    );
+    const messageId = await h.client.sendMessage(id, 'MCP-APPROVE: cancel ord_1001', { input: SERVERS });
+    await expect.poll(async () => (await h.client.state(id)).pendingApprovals.map((p) => p.toolName), { timeout: 30_000 }).toEqual(['crm__cancel_order']);
+    // The read-only lookup ran without waiting; the cancellation has not reached the server.
+    await expect.poll(() => readMcpCalls(logFile).filter((c) => c.tool === 'lookup_order' && c.event === 'end').length, { timeout: 10_000 }).toBe(1);
+    expect(readMcpCalls(logFile).filter((c) => c.tool === 'cancel_order')).toEqual([]);
+
+    // The model was offered both servers' tools, named server__tool, with the servers' schemas.
+    const offered = (h.requestsFor('MCP-APPROVE')[0].tools as { function: { name: string; parameters: { properties: Record<string, unknown> } } }[]).map((t) => t.function);
+    expect(offered.map((t) => t.name)).toEqual(expect.arrayContaining(['shop__lookup_order', 'shop__cancel_order', 'shop__slow_report', 'crm__lookup_order', 'crm__cancel_order']));
+    expect(Object.keys(offered.find((t) => t.name === 'crm__cancel_order')!.parameters.properties)).toEqual(['order_id', 'reason', 'seconds']);
+
+    const [pending] = (await h.client.state(id)).pendingApprovals;
+    await h.client.decide(id, { decision: 'approve', toolCallId: 'call_cancel', decidedBy: 'ops@example.com' });
+    const turn = await h.client.waitForTurn(id, messageId);
+    expect(turn.outcome).toBe('answered');
+
+    const cancels = readMcpCalls(logFile).filter((c) => c.tool === 'cancel_order' && c.event === 'start');
+    expect(cancels).toHaveLength(1);
+    expect(cancels[0]).toMatchObject({ server: 'crm', args: { order_id: 'ord_1001', reason: 'duplicate' }, effectKey: pending.callKey });
+    expect(pending.callKey).toMatch(new RegExp(`^${id}/msg-\\d+/call-1$`));
+    const lookup = readMcpCalls(logFile).find((c) => c.tool === 'lookup_order' && c.event === 'start')!;
+    expect(lookup.server).toBe('shop');
+    expect(lookup.effectKey).toMatch(new RegExp(`^${id}/msg-\\d+/call-0$`));
+
+    const tools = await toolMessages(id);
+    expect(tools.map((t) => t.tool_call_id)).toEqual(['call_look', 'call_cancel']);
+    expect(JSON.parse(tools[0].content)).toEqual({ order_id: 'ord_1001', status: 'shipped', total_cents: 4200 });
+    expect(tools[1].content).toBe('Order ord_1001 cancelled (duplicate).');
+    const next = h.requestsFor('MCP-APPROVE')[1].messages as Wire[];
+    expect(next.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'tool']);
+    h.expectOnlyValidModelRequests();
+    expect(MCP_EFFECT_KEY_META).toBe('durable-agent-worker/effect-key');
+  });
+
+  it("arguments the server's schema refuses never reach it, and the server's own error is the call's result; both answered as tool_failed", async () => {
+    const id = h.newConversationId('mcp-errors');
+    const before = readMcpCalls(logFile).length;
+    h.model.enqueue(
+      {
+        toolCalls: [
+          { id: 'call_bad', name: 'shop__lookup_order', arguments: { order_id: 'not-an-order' } },
+          { id: 'call_missing', name: 'shop__lookup_order', arguments: { order_id: 'ord_missing' } },
+        ],
+      },
+      { content: 'One id was malformed, the other order does not exist.' },
+    );
+    const answer = await h.client.ask(id, 'MCP-ERRORS: look up two orders', { input: SERVERS });
+    expect(answer.turn.outcome).toBe('answered');
+    const [bad, missing] = (await toolMessages(id)).map((t) => JSON.parse(t.content) as { kind: string; error: string });
+    expect(bad.kind).toBe('tool_failed');
+    expect(bad.error).toContain('Arguments for shop__lookup_order do not match its schema');
+    expect(bad.error).toContain('must match pattern');
+    expect(missing).toMatchObject({ kind: 'tool_failed', error: expect.stringContaining('No order ord_missing.') });
+    const calls = readMcpCalls(logFile).slice(before).filter((c) => c.event === 'start');
+    expect(calls.map((c) => c.args.order_id)).toEqual(['ord_missing']);
+    h.expectOnlyValidModelRequests();
+  });
+
+  it('a conversation naming a server this worker lacks fails each turn before any model call, saying what to configure', async () => {
+    const id = h.newConversationId('mcp-unknown');
+    const messageId = await h.client.sendMessage(id, 'MCP-UNKNOWN: hello', { input: { mcpServers: ['billing'] } });
+    const turn = await h.client.waitForTurn(id, messageId);
+    expect(turn.outcome).toBe('failed');
+    expect(turn.error).toContain('This worker has no MCP server named "billing" (it has "shop", "crm")');
+    expect(turn.error).toContain('Every worker of a task queue must configure the same MCP servers');
+    expect(h.requestsFor('MCP-UNKNOWN')).toHaveLength(0);
+    // Not stuck: every later turn ends the same way, at once, until a worker with that server takes it.
+    const again = await h.client.ask(id, 'MCP-UNKNOWN: again');
+    expect(again.turn).toMatchObject({ outcome: 'failed', error: expect.stringContaining('no MCP server named "billing"') });
+    expect((await h.client.state(id)).status).toBe('failed');
+    expect(h.requestsFor('MCP-UNKNOWN')).toHaveLength(0);
+  });
+
+  it('a stdio server that dies is started again for the next call', async () => {
+    const id = h.newConversationId('mcp-restart');
+    h.model.enqueue({ toolCalls: [{ id: 'call_a', name: 'shop__lookup_order', arguments: { order_id: 'ord_1002' } }] }, { content: 'Shipped.' });
+    expect((await h.client.ask(id, 'MCP-RESTART: first', { input: SERVERS })).turn.outcome).toBe('answered');
+    const first = readMcpCalls(logFile).filter((c) => c.server === 'shop' && c.args.order_id === 'ord_1002');
+    const pid = first[0].pid;
+    process.kill(pid, 'SIGKILL');
+    await expect.poll(() => alive(pid), { timeout: 5_000 }).toBe(false);
+
+    h.model.enqueue({ toolCalls: [{ id: 'call_b', name: 'shop__lookup_order', arguments: { order_id: 'ord_1003' } }] }, { content: 'Shipped too.' });
+    expect((await h.client.ask(id, 'MCP-RESTART: second')).turn.outcome).toBe('answered');
+    const second = readMcpCalls(logFile).filter((c) => c.server === 'shop' && c.args.order_id === 'ord_1003');
+    expect(second.length).toBeGreaterThan(0);
+    expect(second[0].pid).not.toBe(pid);
+    expect(JSON.parse((await toolMessages(id)).at(-1)!.content)).toMatchObject({ order_id: 'ord_1003', status: 'shipped' });
+    h.expectOnlyValidModelRequests();
+  });
+
+  it("cancelling a turn stops a running MCP call: the server is told, and the call is answered as cancelled", async () => {
+    const id = h.newConversationId('mcp-cancel');
+    h.model.enqueue({ toolCalls: [{ id: 'call_slow', name: 'shop__slow_report', arguments: { seconds: 30 } }] });
+    const messageId = await h.client.sendMessage(id, 'MCP-CANCEL: the report', { input: SERVERS });
+    await expect.poll(() => readMcpCalls(logFile).filter((c) => c.tool === 'slow_report' && c.event === 'start').length, { timeout: 20_000 }).toBe(1);
+    await h.client.cancelTurn(id, 'not needed any more');
+    const turn = await h.client.waitForTurn(id, messageId);
+    expect(turn.outcome).toBe('cancelled');
+    // The server saw notifications/cancelled and stopped, long before its 30 s.
+    await expect.poll(() => readMcpCalls(logFile).filter((c) => c.tool === 'slow_report' && c.event === 'cancelled').length, { timeout: 10_000 }).toBe(1);
+    expect(readMcpCalls(logFile).filter((c) => c.tool === 'slow_report' && c.event === 'end')).toEqual([]);
+    const [slow] = await toolMessages(id);
+    expect(JSON.parse(slow.content)).toMatchObject({ kind: 'interrupted', started: true });
+  });
+
+  it('refuses, before any model call, a conversation that would offer more tools than providers accept, saying how many and what to change', async () => {
+    // 125 tools of the worker's own and 3 from crm make 128: allowed; with shop's 3 more, 131.
+    const own = new ToolRegistry(
+      Array.from({ length: 125 }, (_, i) => tool({ name: `own_${i}`, description: 'A tool.', parameters: z.object({}), execute: () => 'ok' })),
+    );
+    const connections = new McpConnections({ crm: { url: crm.url, headers: { Authorization: `Bearer ${crm.token}` } } });
+    try {
+      const activity = createToolDiscoveryActivity({ tools: own, mcp: new McpToolsets(h.pool, h.tables, connections, {}) });
+      // Temporal's activity context for running one activity function outside a worker.
+      const discover = (input: Parameters<typeof activity>[0]) => new MockActivityEnvironment().run(activity, input);
+      expect(await discover({ conversationId: 'limit', servers: ['crm'] })).toMatchObject({ offered: 128, fromServers: { crm: 3 } });
+      const refused = await discover({ conversationId: 'limit', servers: ['crm', 'crm'] }).catch((err: Error) => err);
+      expect((refused as Error).message).toBe(
+        "This conversation would offer 131 tools (125 of the worker's own, 6 from MCP servers crm, crm); providers accept at most 128. " +
+          'Select fewer MCP servers (ConversationInput.mcpServers) or fewer tools (ConversationInput.tools).',
+      );
+      // The conversation's own choice of the worker's tools counts, not all of them.
+      expect(await discover({ conversationId: 'limit', servers: ['crm', 'crm'], tools: ['own_1'] })).toMatchObject({ offered: 7 });
+    } finally {
+      await connections.close();
+    }
+  });
+
+  it('keeps each list of tools once, by reference: turns offered the same tools share one stored list', async () => {
+    // The lists of the conversations above (the limit test stores lists of its own, of crm alone or twice).
+    const { rows } = await h.pool.query<{ ref: string; tools: { name: string }[] }>(
+      `SELECT ref, tools FROM durable_agent.mcp_toolsets WHERE tools @> '[{"name": "shop__lookup_order"}]'`,
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0].ref).toMatch(/^mcp-[0-9a-f]{64}$/);
+    expect(rows[0].tools.map((t) => t.name).sort()).toEqual(
+      ['crm__cancel_order', 'crm__lookup_order', 'crm__slow_report', 'shop__cancel_order', 'shop__lookup_order', 'shop__slow_report'],
+    );
+  });
+});
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
