@@ -16,10 +16,13 @@ export {
 } from './runtime/plugin';
 export { tool, ToolEffectUnknownError, ToolError, TOOL_DEFAULTS, type Tool, type ToolContext, type ToolDefinition } from './tools/tool';
 export {
+  DEFAULT_MCP_RECONNECT,
+  MCP_EFFECT_KEY_CAPABILITY,
   MCP_EFFECT_KEY_META,
   type McpApprovalMode,
   type McpApprovalRules,
   type McpHttpServerConfig,
+  type McpReconnectPolicy,
   type McpServerConfig,
   type McpServers,
   type McpStdioServerConfig,

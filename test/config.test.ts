@@ -54,6 +54,12 @@ describe('configuration from the environment', () => {
     );
     expect(() => loadConfig({ AGENT_MCP_SERVERS: '{"crm_tools": {"url": "https://crm.example.com/mcp"}}' })).toThrow(/server "crm_tools": a name is 1-24 letters, digits or "-"/);
     expect(() => loadConfig({ AGENT_MCP_SERVERS: 'crm=https://x' })).toThrow(/AGENT_MCP_SERVERS: must be JSON such as/);
+    expect(loadConfig({ AGENT_MCP_SERVERS: '{"crm": {"url": "https://crm.example.com/mcp", "reconnect": {"attempts": 2, "delayMs": 100}}}' }).mcpServers).toEqual({
+      crm: { url: 'https://crm.example.com/mcp', reconnect: { attempts: 2, delayMs: 100 } },
+    });
+    expect(() => loadConfig({ AGENT_MCP_SERVERS: '{"crm": {"url": "https://crm.example.com/mcp", "reconnect": {"attempts": 0, "delayMs": -1}}}' })).toThrow(
+      /server "crm": reconnect.attempts must be a whole number from 1 to 20; .*server "crm": reconnect.delayMs must be a whole number of milliseconds from 0 to 60000/,
+    );
   });
 
   it('reads model prices as JSON and refuses a table that is not one, with an example', () => {

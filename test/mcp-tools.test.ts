@@ -9,6 +9,8 @@ import { createToolDiscoveryActivity, McpToolsets } from '../src/activities/mcp-
 import { MCP_EFFECT_KEY_META } from '../src/mcp/protocol';
 import { ToolRegistry } from '../src/tools/registry';
 import { tool } from '../src/tools/tool';
+import { createToolActivity } from '../src/activities/tools';
+import { historyEventSizes } from './support/history';
 import { startHarness, type Harness } from './support/harness';
 import { readMcpCalls, startHttpMcpServer, type HttpMcpServer } from './support/mcp-server';
 
@@ -37,6 +39,12 @@ beforeAll(async () => {
         cwd: ROOT,
       },
       crm: { url: crm.url, headers: { Authorization: `Bearer ${crm.token}` } },
+      lab: {
+        command: process.execPath,
+        args: ['--import', 'tsx', path.join(ROOT, 'test', 'support', 'mcp-server.ts')],
+        env: { MCP_TEST_LOG: logFile, MCP_TEST_NAME: 'lab', MCP_TEST_LAB: '1' },
+        cwd: ROOT,
+      },
     },
   });
 });
@@ -50,6 +58,7 @@ type Wire = { role: string; tool_call_id?: string; content?: string };
 const toolMessages = async (id: string) =>
   (await h.client.transcript(id)).map((m) => m.message).filter((m): m is Extract<typeof m, { role: 'tool' }> => m.role === 'tool');
 const SERVERS = { mcpServers: ['shop', 'crm'] };
+const offeredNames = (request: Record<string, unknown>) => ((request.tools ?? []) as { function: { name: string } }[]).map((t) => t.function.name);
 
 describe('tools from MCP servers', () => {
   it('a conversation calls a stdio server and an HTTP one; the destructive tool waits for approval, and approval runs it once with its effect key', async () => {
@@ -126,7 +135,7 @@ describe('tools from MCP servers', () => {
     const messageId = await h.client.sendMessage(id, 'MCP-UNKNOWN: hello', { input: { mcpServers: ['billing'] } });
     const turn = await h.client.waitForTurn(id, messageId);
     expect(turn.outcome).toBe('failed');
-    expect(turn.error).toContain('This worker has no MCP server named "billing" (it has "shop", "crm")');
+    expect(turn.error).toContain('This worker has no MCP server named "billing" (it has "shop", "crm", "lab")');
     expect(turn.error).toContain('Every worker of a task queue must configure the same MCP servers');
     expect(h.requestsFor('MCP-UNKNOWN')).toHaveLength(0);
     // Not stuck: every later turn ends the same way, at once, until a worker with that server takes it.
@@ -201,6 +210,95 @@ describe('tools from MCP servers', () => {
     expect(rows[0].ref).toMatch(/^mcp-[0-9a-f]{64}$/);
     expect(rows[0].tools.map((t) => t.name).sort()).toEqual(
       ['crm__cancel_order', 'crm__lookup_order', 'crm__slow_report', 'shop__cancel_order', 'shop__lookup_order', 'shop__slow_report'],
+    );
+  });
+
+  it('an HTTP server that is down: a call tries again under its reconnect policy, then fails with a clear tool error; a turn begun while it is down fails saying so; once it is back, calls work', async () => {
+    const id = h.newConversationId('mcp-down');
+    const port = Number(new URL(crm.url).port);
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_wait', name: 'shop__slow_report', arguments: { seconds: 2 } }] },
+      { toolCalls: [{ id: 'call_crm', name: 'crm__lookup_order', arguments: { order_id: 'ord_2001' } }] },
+      { content: 'The CRM is unreachable right now.' },
+    );
+    const messageId = await h.client.sendMessage(id, 'MCP-DOWN: look up ord_2001', { input: SERVERS });
+    // The turn listed crm's tools; while the report runs, crm stops.
+    await expect.poll(() => readMcpCalls(logFile).filter((c) => c.tool === 'slow_report' && c.args.seconds === 2 && c.event === 'start').length, { timeout: 20_000 }).toBe(1);
+    await crm.close();
+    try {
+      const turn = await h.client.waitForTurn(id, messageId, 60_000);
+      expect(turn.outcome).toBe('answered');
+      const failed = JSON.parse((await toolMessages(id)).at(-1)!.content) as { kind: string; error: string };
+      expect(failed.kind).toBe('tool_failed');
+      expect(failed.error).toContain(`MCP server "crm" (${crm.url}) could not be reached: 4 attempts in `);
+      expect(failed.error).toContain('ECONNREFUSED');
+      expect(failed.error).toContain('Nothing was sent to it.');
+      expect(readMcpCalls(logFile).filter((c) => c.args.order_id === 'ord_2001')).toEqual([]);
+
+      // A turn begun while it is down cannot list its tools: it fails at once, before any model call.
+      const down = await h.client.ask(id, 'MCP-DOWN-AGAIN: and now?');
+      expect(down.turn.outcome).toBe('failed');
+      expect(down.turn.error).toContain("Could not list the tools of the conversation's MCP servers: MCP server \"crm\"");
+      expect(down.turn.error).toContain('could not be reached');
+      expect(h.requestsFor('MCP-DOWN-AGAIN')).toHaveLength(0);
+    } finally {
+      crm = await startHttpMcpServer({ name: 'crm', logFile, token: crm.token, port });
+    }
+    // Back on the same address: the next turn connects again and the call runs.
+    h.model.enqueue({ toolCalls: [{ id: 'call_crm_2', name: 'crm__lookup_order', arguments: { order_id: 'ord_2001' } }] }, { content: 'Shipped.' });
+    expect((await h.client.ask(id, 'MCP-DOWN-BACK: try again')).turn.outcome).toBe('answered');
+    expect(JSON.parse((await toolMessages(id)).at(-1)!.content)).toMatchObject({ order_id: 'ord_2001', status: 'shipped' });
+    h.expectOnlyValidModelRequests();
+  });
+
+  it('a changed list of tools (tools/list_changed) is offered from the next turn, never in the middle of one', async () => {
+    const id = h.newConversationId('mcp-changed');
+    const input = { mcpServers: ['lab'] };
+    h.model.enqueue({ toolCalls: [{ id: 'call_enable', name: 'lab__enable_refunds', arguments: {} }] }, { content: 'Refunds are on.' });
+    expect((await h.client.ask(id, 'MCP-CHANGED: enable refunds', { input })).turn.outcome).toBe('answered');
+    const [before, after] = h.requestsFor('MCP-CHANGED: enable refunds');
+    expect(offeredNames(before)).not.toContain('lab__refund_order');
+    // The server changed its list during the turn; the turn kept the list it began with.
+    expect(offeredNames(after)).toEqual(offeredNames(before));
+
+    h.model.enqueue({ content: 'I can refund now.' });
+    expect((await h.client.ask(id, 'MCP-CHANGED-NEXT: can you refund?')).turn.outcome).toBe('answered');
+    const [next] = h.requestsFor('MCP-CHANGED-NEXT');
+    expect(offeredNames(next)).toContain('lab__refund_order');
+    expect(offeredNames(next).filter((name) => name !== 'lab__refund_order')).toEqual(offeredNames(before));
+  });
+
+  it('a large result of an MCP tool is stored in PostgreSQL and crosses history as a preview; the model gets it whole', async () => {
+    const id = h.newConversationId('mcp-large');
+    h.model.enqueue({ toolCalls: [{ id: 'call_export', name: 'lab__export_orders', arguments: { kilobytes: 40 } }] }, { content: 'Exported.' });
+    expect((await h.client.ask(id, 'MCP-LARGE: export', { input: { mcpServers: ['lab'] } })).turn.outcome).toBe('answered');
+    const sent = (h.requestsFor('MCP-LARGE')[1].messages as Wire[]).find((m) => m.role === 'tool')!;
+    expect(sent.content).toHaveLength(40 * 1024);
+    expect(sent.content!.startsWith('ord_0000000,shipped,0\n')).toBe(true);
+    const stored = await h.pool.query<{ content: string }>('SELECT content FROM durable_agent.tool_results WHERE conversation_id = $1', [id]);
+    expect(stored.rows.map((r) => r.content)).toEqual([sent.content]);
+    // History carries a preview of 4 KB (the harness's inline limit), not the 40 KB.
+    const events = await historyEventSizes(h.temporal, id);
+    expect(events.reduce((sum, e) => sum + e.bytes, 0)).toBeLessThan(20 * 1024);
+    h.expectOnlyValidModelRequests();
+  });
+
+  it('a worker without MCP servers given a call of a turn that has MCP tools fails it for good, saying every worker needs the same servers', async () => {
+    const runTool = createToolActivity({ pool: h.pool, tools: new ToolRegistry([]) });
+    const refused = await new MockActivityEnvironment()
+      .run(runTool, {
+        conversationId: 'no-mcp',
+        toolCallId: 'call_1',
+        idempotencyKey: 'no-mcp/msg-1/call-0',
+        name: 'crm__lookup_order',
+        arguments: '{"order_id":"ord_1"}',
+        toolset: 'mcp-0000',
+      })
+      .catch((err: Error & { type?: string; nonRetryable?: boolean }) => err);
+    expect(refused).toMatchObject({ type: 'UnknownMcpServer', nonRetryable: true });
+    expect((refused as Error).message).toBe(
+      'This turn uses tools of MCP servers (list mcp-0000), and this worker has no MCP servers. ' +
+        "Every worker of a task queue must configure the same MCP servers (AGENT_MCP_SERVERS, or the plugin's mcp.servers).",
     );
   });
 });

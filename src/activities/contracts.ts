@@ -155,6 +155,8 @@ export const ActivityErrorType = {
   UnknownMcpServer: 'UnknownMcpServer',
   /** A conversation would offer more tools than providers accept. */
   TooManyTools: 'TooManyTools',
+  /** An MCP server could not be reached under its reconnect policy: nothing was sent to it. */
+  McpServerUnreachable: 'McpServerUnreachable',
 } as const;
 
 /** A decision as applied by the workflow, for the `approval_decisions` records. */

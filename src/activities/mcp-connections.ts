@@ -9,13 +9,24 @@
  * - Tool lists are read with paging and kept until the server says they
  *   changed (`notifications/tools/list_changed`) or `listTtlMs` passes (a
  *   server that cannot notify still has its changes seen).
+ * - A server that cannot be reached (the request never left: connection
+ *   refused, host not found, a program that does not start) is tried again
+ *   under its `reconnect` policy, then reported as
+ *   {@link McpServerUnreachableError}.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema, type CallToolResult, type Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
 import { logger } from '../runtime/logger';
-import { isStdioServer, MCP_EFFECT_KEY_META, type McpServerConfig, type McpServers } from '../mcp/protocol';
+import {
+  DEFAULT_MCP_RECONNECT,
+  isStdioServer,
+  MCP_EFFECT_KEY_CAPABILITY,
+  MCP_EFFECT_KEY_META,
+  type McpServerConfig,
+  type McpServers,
+} from '../mcp/protocol';
 
 /** How long a server's tool list is trusted without a change notification, by default. */
 export const DEFAULT_MCP_LIST_TTL_MS = 60_000;
@@ -25,6 +36,41 @@ const MAX_LIST_PAGES = 50;
 /** A server named in a conversation (or a call) that this worker does not have. */
 export class UnknownMcpServerError extends Error {
   override name = 'UnknownMcpServerError';
+}
+
+/** A server that could not be reached under its reconnect policy: the request was never sent. */
+export class McpServerUnreachableError extends Error {
+  override name = 'McpServerUnreachableError';
+}
+
+/** Why a connection could not be made (the program did not start, the handshake failed): nothing was sent. */
+class McpConnectError extends Error {
+  override name = 'McpConnectError';
+}
+
+/** Error codes meaning a request never reached the server. */
+const NOT_DELIVERED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/** The code of `err` or of one of its causes that says the request never left, if any. */
+function notDeliveredCode(err: unknown): string | undefined {
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (typeof e.code === 'string' && NOT_DELIVERED.has(e.code)) return e.code;
+  }
+  return undefined;
+}
+
+/** Waits `ms`, or less when `signal` aborts. */
+function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }
 
 /** Options of a tool call. */
@@ -46,10 +92,17 @@ interface Connection {
   closed: boolean;
 }
 
+/** A server's tools as it listed them. */
+export interface McpToolList {
+  tools: McpTool[];
+  /** The server declared {@link MCP_EFFECT_KEY_CAPABILITY}: it applies each effect key once. */
+  effectKeys: boolean;
+}
+
 /** The connections of one worker to the servers of its configuration. */
 export class McpConnections {
   private readonly connections = new Map<string, Promise<Connection>>();
-  private readonly lists = new Map<string, { tools: McpTool[]; readAt: number }>();
+  private readonly lists = new Map<string, McpToolList & { readAt: number }>();
 
   constructor(
     private readonly servers: McpServers,
@@ -75,32 +128,83 @@ export class McpConnections {
   }
 
   /** Every tool `server` offers (all pages), from the cache unless it changed or grew old. */
-  async listTools(server: string): Promise<McpTool[]> {
+  async listTools(server: string): Promise<McpToolList> {
     const cached = this.lists.get(server);
-    if (cached && Date.now() - cached.readAt < (this.options.listTtlMs ?? DEFAULT_MCP_LIST_TTL_MS)) return cached.tools;
-    const { client } = await this.connect(server);
-    const tools: McpTool[] = [];
-    let cursor: string | undefined;
-    for (let page = 0; page < MAX_LIST_PAGES; page++) {
-      const listed = await client.listTools(cursor ? { cursor } : undefined);
-      tools.push(...listed.tools);
-      cursor = listed.nextCursor;
-      if (!cursor) break;
-    }
-    this.lists.set(server, { tools, readAt: Date.now() });
-    return tools;
+    if (cached && Date.now() - cached.readAt < (this.options.listTtlMs ?? DEFAULT_MCP_LIST_TTL_MS)) return cached;
+    return this.reaching(server, undefined, undefined, async ({ client }) => {
+      const tools: McpTool[] = [];
+      let cursor: string | undefined;
+      for (let page = 0; page < MAX_LIST_PAGES; page++) {
+        const listed = await client.listTools(cursor ? { cursor } : undefined);
+        tools.push(...listed.tools);
+        cursor = listed.nextCursor;
+        if (!cursor) break;
+      }
+      const list = { tools, effectKeys: client.getServerCapabilities()?.experimental?.[MCP_EFFECT_KEY_CAPABILITY] !== undefined };
+      this.lists.set(server, { ...list, readAt: Date.now() });
+      return list;
+    });
   }
 
   /** Calls `tool` of `server` with `args`; the server's result as it sent it (`isError` included). */
   async callTool(server: string, tool: string, args: Record<string, unknown>, options: McpCallOptions): Promise<CallToolResult> {
-    const { client } = await this.connect(server);
-    options.onConnected?.();
-    const result = await client.callTool({ name: tool, arguments: args, _meta: { [MCP_EFFECT_KEY_META]: options.effectKey } }, undefined, {
-      signal: options.signal,
-      timeout: options.timeoutMs,
-      ...(options.onProgress ? { onprogress: options.onProgress, resetTimeoutOnProgress: false } : {}),
+    return this.reaching(server, options.signal, options.onConnected, async ({ client }) => {
+      const result = await client.callTool({ name: tool, arguments: args, _meta: { [MCP_EFFECT_KEY_META]: options.effectKey } }, undefined, {
+        signal: options.signal,
+        timeout: options.timeoutMs,
+        ...(options.onProgress ? { onprogress: options.onProgress, resetTimeoutOnProgress: false } : {}),
+      });
+      return result as CallToolResult;
     });
-    return result as CallToolResult;
+  }
+
+  /**
+   * Runs `request` on the connection to `server`, connecting (again) and
+   * trying again under the server's reconnect policy while the request
+   * cannot reach it; any other failure is the request's own.
+   */
+  private async reaching<T>(server: string, signal: AbortSignal | undefined, onConnected: (() => void) | undefined, request: (c: Connection) => Promise<T>): Promise<T> {
+    const config = this.config(server);
+    const { attempts, delayMs } = { ...DEFAULT_MCP_RECONNECT, ...config.reconnect };
+    const began = Date.now();
+    let last: unknown;
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      if (attempt > 1) {
+        await pause(delayMs * 2 ** (attempt - 2), signal);
+        if (signal?.aborted) break;
+      }
+      let connection: Connection;
+      try {
+        connection = await this.connect(server);
+      } catch (err) {
+        last = err;
+        continue;
+      }
+      onConnected?.();
+      try {
+        return await request(connection);
+      } catch (err) {
+        if (!notDeliveredCode(err)) throw err;
+        // Never reached it: most likely stopped or restarting; the next try opens a new session.
+        last = err;
+        this.drop(server, connection);
+      }
+    }
+    if (signal?.aborted) throw last ?? signal.reason;
+    const where = isStdioServer(config) ? `the program ${config.command}` : config.url;
+    const why = last instanceof McpConnectError ? last.message : `${(last as Error)?.message ?? 'no answer'}${notDeliveredCode(last) ? ` (${notDeliveredCode(last)})` : ''}`;
+    throw new McpServerUnreachableError(
+      `MCP server "${server}" (${where}) could not be reached: ${attempts} attempt${attempts === 1 ? '' : 's'} in ${((Date.now() - began) / 1000).toFixed(1)} s, the last: ${why}. ` +
+        'Nothing was sent to it. Check that the server runs and answers at that address (its reconnect setting sets the attempts).',
+      { cause: last },
+    );
+  }
+
+  /** Forgets `connection` to `server` (closing it), so the next use connects again. */
+  private drop(server: string, connection: Connection): void {
+    connection.closed = true;
+    this.lists.delete(server);
+    void connection.client.close().catch(() => undefined);
   }
 
   /** Closes every connection (stdio servers are stopped). */
@@ -152,8 +256,8 @@ export class McpConnections {
       await client.connect(transport);
     } catch (err) {
       await client.close().catch(() => undefined);
-      const where = isStdioServer(config) ? `the program ${config.command}` : config.url;
-      throw new Error(`Could not connect to MCP server "${server}" (${where}): ${(err as Error).message}`, { cause: err });
+      const code = notDeliveredCode(err);
+      throw new McpConnectError(`could not connect: ${(err as Error).message}${code ? ` (${code})` : ''}`, { cause: err });
     }
     return connection;
   }

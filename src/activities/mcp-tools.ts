@@ -22,7 +22,7 @@ import { MAX_TOOLS, type ToolRegistry } from '../tools/registry';
 import type { Tool } from '../tools/tool';
 import { withDatabaseRetry } from '../db/retry';
 import { ActivityErrorType, type ToolDiscoveryInput, type ToolDiscoveryResult } from './contracts';
-import { UnknownMcpServerError, type McpConnections } from './mcp-connections';
+import { McpServerUnreachableError, UnknownMcpServerError, type McpConnections } from './mcp-connections';
 
 /** How much longer than a call's own timeout the SDK waits: the activity's timeout decides, and reads as a cut-off. */
 const SDK_TIMEOUT_MARGIN_MS = 60_000;
@@ -35,7 +35,7 @@ export function toolsetRef(tools: readonly McpToolDescriptor[]): string {
 }
 
 /** The descriptor of a server's tool, or why it is not offered. */
-export function describeMcpTool(server: string, tool: McpTool): { descriptor: McpToolDescriptor } | { problem: string } {
+export function describeMcpTool(server: string, tool: McpTool, effectKeys = false): { descriptor: McpToolDescriptor } | { problem: string } {
   const named = mcpToolName(server, tool.name);
   if ('problem' in named) return named;
   const a = tool.annotations ?? {};
@@ -50,6 +50,7 @@ export function describeMcpTool(server: string, tool: McpTool): { descriptor: Mc
       description: tool.description ?? tool.title ?? `${tool.name} (from MCP server ${server})`,
       inputSchema: tool.inputSchema as Record<string, unknown>,
       hints,
+      ...(effectKeys ? { effectKeys: true as const } : {}),
     },
   };
 }
@@ -132,10 +133,20 @@ export class McpToolsets {
     return { ajv: this.validators.draft07, schema: declared.includes('draft-07') ? schema : rest };
   }
 
+  /** Why a call of a server this worker does not have cannot run. */
+  private unknownServer(descriptor: McpToolDescriptor): string {
+    try {
+      this.connections.config(descriptor.server);
+      return '';
+    } catch (err) {
+      return `${descriptor.name} was not sent: ${(err as Error).message}`;
+    }
+  }
+
   /** A server's tool as one of the worker's: checked, planned and run by the same activities as any tool. */
   private asTool(descriptor: McpToolDescriptor): Tool {
     const config = this.servers[descriptor.server];
-    const idempotent = mcpIdempotent(descriptor.hints);
+    const idempotent = mcpIdempotent(descriptor);
     const timeoutMs = config?.timeoutMs ?? TOOL_DEFAULTS.timeoutMs;
     let validate: ((args: unknown) => string | undefined) | undefined;
     const check = (args: unknown): string | undefined => {
@@ -165,7 +176,7 @@ export class McpToolsets {
       timeoutMs,
       maxAttempts: idempotent ? TOOL_DEFAULTS.maxAttempts : 1,
       execute: async (args, context) => {
-        this.connections.config(descriptor.server);
+        if (!config) throw new ToolError(this.unknownServer(descriptor));
         let connected = false;
         try {
           const result = await this.connections.callTool(descriptor.server, descriptor.tool, args as Record<string, unknown>, {
@@ -178,6 +189,8 @@ export class McpToolsets {
           if (result.isError) throw new ToolError(text || `${descriptor.name} failed (the MCP server gave no reason).`);
           return text;
         } catch (err) {
+          // Never sent: a clear failure, whatever kind of tool it is.
+          if (err instanceof McpServerUnreachableError) throw new ToolError(err.message);
           // Sent, then the connection went (the server died mid-call): whether it acted is unknown.
           if (!idempotent && connected && err instanceof McpError && err.code === ErrorCode.ConnectionClosed && !context.signal.aborted) {
             throw new ToolEffectUnknownError(
@@ -189,6 +202,24 @@ export class McpToolsets {
       },
     };
   }
+}
+
+/**
+ * The tools a model call or tool call of a turn may use: the worker's own,
+ * plus the MCP tools stored under the turn's `toolset`. A worker without MCP
+ * servers given a turn that has some fails the call for good, saying so (the
+ * rule: every worker of a task queue configures the same servers).
+ */
+export async function turnRegistry(tools: ToolRegistry, mcp: McpToolsets | undefined, toolset: string | undefined): Promise<ToolRegistry> {
+  if (!toolset) return tools;
+  if (!mcp) {
+    throw ApplicationFailure.nonRetryable(
+      `This turn uses tools of MCP servers (list ${toolset}), and this worker has no MCP servers. ` +
+        "Every worker of a task queue must configure the same MCP servers (AGENT_MCP_SERVERS, or the plugin's mcp.servers).",
+      ActivityErrorType.UnknownMcpServer,
+    );
+  }
+  return withDatabaseRetry('read the MCP tool list', () => mcp.registry(tools, toolset));
 }
 
 /** What {@link createToolDiscoveryActivity} needs. */
@@ -224,10 +255,17 @@ export function createToolDiscoveryActivity(deps: ToolDiscoveryDeps): (input: To
         if (err instanceof UnknownMcpServerError) throw ApplicationFailure.nonRetryable(err.message, ActivityErrorType.UnknownMcpServer);
         throw err;
       }
-      const listed = await mcp.connections.listTools(server);
+      let listed;
+      try {
+        listed = await mcp.connections.listTools(server);
+      } catch (err) {
+        // Already tried under the server's reconnect policy: the turn fails now, saying so, rather than after more retries.
+        if (err instanceof McpServerUnreachableError) throw ApplicationFailure.nonRetryable(err.message, ActivityErrorType.McpServerUnreachable);
+        throw err;
+      }
       fromServers[server] = 0;
-      for (const tool of listed) {
-        const described = describeMcpTool(server, tool);
+      for (const tool of listed.tools) {
+        const described = describeMcpTool(server, tool, listed.effectKeys);
         if ('problem' in described) skipped.push(described.problem);
         else if (deps.tools.get(described.descriptor.name)) skipped.push(`MCP tool "${described.descriptor.name}" has the name of one of the worker's own tools, so it is not offered.`);
         else {

@@ -11,7 +11,7 @@ import type { ChatMessage, ToolCall } from '../core/messages';
 import { applyPairingRepair, findPairingProblems, type PairingItem } from '../core/pairing';
 import type { FunctionToolSpec, ToolRegistry } from '../tools/registry';
 import { parseMcpToolName } from '../mcp/protocol';
-import type { McpToolsets } from './mcp-tools';
+import { turnRegistry, type McpToolsets } from './mcp-tools';
 import type { Pool } from 'pg';
 import {
   ActivityErrorType,
@@ -71,7 +71,7 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
     const { info } = activity;
     const model = input.settings.model ?? deps.defaultModel;
     const responseKey = `${info.workflowExecution?.runId ?? 'standalone'}/${info.activityId}`;
-    const registry = input.toolset && deps.mcp ? await withDatabaseRetry('read the MCP tool list', () => deps.mcp!.registry(deps.tools, input.toolset)) : deps.tools;
+    const registry = await turnRegistry(deps.tools, deps.mcp, input.toolset);
     /** The result the workflow gets: the answer as history carries it, its cost, and a plan per tool call. */
     const answer = (response: Pick<ModelCallResult, 'message' | 'finishReason' | 'usage'>): ModelCallResult => ({
       ...response,

@@ -15,7 +15,7 @@ import { DEFAULT_INLINE_LIMIT, inlineOrPreview } from './history-preview';
 import { agentTables, type AgentTables } from '../db/schema';
 import { effectFromLedger, toolRunMeasured } from './metrics';
 import { inSpan } from './tracing';
-import type { McpToolsets } from './mcp-tools';
+import { turnRegistry, type McpToolsets } from './mcp-tools';
 
 /** Dependencies of the tool activity. */
 export interface ToolActivityDeps {
@@ -34,7 +34,7 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
   const limit = deps.inlineResultLimit ?? DEFAULT_INLINE_LIMIT;
   const tables = agentTables(deps.schema);
   return async function runTool(input: ToolCallInput): Promise<ToolCallResult> {
-    const registry = input.toolset && deps.mcp ? await withDatabaseRetry('read the MCP tool list', () => deps.mcp!.registry(deps.tools, input.toolset)) : deps.tools;
+    const registry = await turnRegistry(deps.tools, deps.mcp, input.toolset);
     const checked = checkToolCall(registry, undefined, input.name, input.arguments);
     if (!checked.ok) {
       throw ApplicationFailure.nonRetryable(

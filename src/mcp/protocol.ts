@@ -14,6 +14,16 @@
  */
 export const MCP_EFFECT_KEY_META = 'durable-agent-worker/effect-key';
 
+/**
+ * The capability (under `capabilities.experimental`) a server declares when
+ * it applies each effect key ({@link MCP_EFFECT_KEY_META}) at most once and
+ * answers a repeat with the first call's result. Its tools are then run again
+ * after a cut-off (a lost worker, a timeout) instead of settling as
+ * `effect_unknown`: the server confirms what happened. The value is an
+ * object, `{}` (the form MCP gives experimental capabilities).
+ */
+export const MCP_EFFECT_KEY_CAPABILITY = MCP_EFFECT_KEY_META;
+
 /** Between the server's name and the tool's in the name the model sees: `crm__find_customer`. */
 export const MCP_NAME_SEPARATOR = '__';
 
@@ -45,7 +55,25 @@ interface McpServerCommon {
   approval?: McpApprovalRules;
   /** Start-to-close timeout of one attempt of a call, in ms. Default 60 000. */
   timeoutMs?: number;
+  /**
+   * How a call tries again when the server cannot be reached (connection
+   * refused, host not found, a stdio program that does not start): the call
+   * was never sent, so any tool may. After the last attempt the call fails
+   * with a tool error saying so.
+   */
+  reconnect?: McpReconnectPolicy;
 }
+
+/** Tries at reaching a server for one call (or one listing); the waits double. */
+export interface McpReconnectPolicy {
+  /** Attempts in all, at least 1. Default 4. */
+  attempts?: number;
+  /** The first wait, in ms. Default 500 (so 0.5 s, 1 s, 2 s: 3.5 s in all). */
+  delayMs?: number;
+}
+
+/** The reconnect policy when a server's configuration sets none. */
+export const DEFAULT_MCP_RECONNECT: Required<McpReconnectPolicy> = { attempts: 4, delayMs: 500 };
 
 /** A server the worker starts and talks to over stdin/stdout. */
 export interface McpStdioServerConfig extends McpServerCommon {
@@ -88,6 +116,8 @@ export interface McpToolDescriptor {
   /** Its arguments' JSON Schema, as the server gave it. */
   inputSchema: Record<string, unknown>;
   hints: McpToolHints;
+  /** Present when the server declared {@link MCP_EFFECT_KEY_CAPABILITY}: it applies each effect key once. */
+  effectKeys?: true;
 }
 
 /** True for a stdio server's configuration. */
@@ -143,12 +173,13 @@ export function mcpNeedsApproval(tool: Pick<McpToolDescriptor, 'tool' | 'hints'>
 }
 
 /**
- * Whether running a call again is safe: the tool only reads, or the server
- * says a repeat has no further effect (`idempotentHint`). Other calls run
+ * Whether running a call again is safe: the tool only reads, the server says
+ * a repeat has no further effect (`idempotentHint`), or the server applies
+ * each effect key once ({@link MCP_EFFECT_KEY_CAPABILITY}). Other calls run
  * once, and one cut off (timeout, lost worker) settles as `effect_unknown`.
  */
-export function mcpIdempotent(hints: McpToolHints): boolean {
-  return hints.readOnlyHint === true || hints.idempotentHint === true;
+export function mcpIdempotent(tool: Pick<McpToolDescriptor, 'hints' | 'effectKeys'>): boolean {
+  return tool.hints.readOnlyHint === true || tool.hints.idempotentHint === true || tool.effectKeys === true;
 }
 
 /**
@@ -187,6 +218,15 @@ export function describeBadMcpServers(value: unknown, where: string): string[] {
       }
     }
     if (s.timeoutMs !== undefined && !(Number.isInteger(s.timeoutMs) && (s.timeoutMs as number) >= 100)) problems.push(`${at}: timeoutMs must be a whole number of milliseconds, at least 100`);
+    const reconnect = s.reconnect as Record<string, unknown> | undefined;
+    if (reconnect !== undefined) {
+      if (!reconnect || typeof reconnect !== 'object' || Array.isArray(reconnect)) problems.push(`${at}: reconnect must be an object ({"attempts": 4, "delayMs": 500})`);
+      else {
+        const { attempts, delayMs } = reconnect;
+        if (attempts !== undefined && !(Number.isInteger(attempts) && (attempts as number) >= 1 && (attempts as number) <= 20)) problems.push(`${at}: reconnect.attempts must be a whole number from 1 to 20`);
+        if (delayMs !== undefined && !(Number.isInteger(delayMs) && (delayMs as number) >= 0 && (delayMs as number) <= 60_000)) problems.push(`${at}: reconnect.delayMs must be a whole number of milliseconds from 0 to 60000`);
+      }
+    }
     const approval = s.approval as Record<string, unknown> | undefined;
     if (approval !== undefined) {
       if (!approval || typeof approval !== 'object') problems.push(`${at}: approval must be an object ({"mode": "writes", "require": [...], "skip": [...]})`);

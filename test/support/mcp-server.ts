@@ -11,6 +11,13 @@
  * - `slow_report` (read-only): takes `seconds`, reporting progress, and stops
  *   when the call is cancelled.
  *
+ * With `effectKeys` it declares the effect-key capability and applies each
+ * effect key of `cancel_order` once: a repeat (logged as `replayed`) waits
+ * for the first and gets its result. With `lab` it has two more tools:
+ * `export_orders` (read-only, a result of `kilobytes` KB) and
+ * `enable_refunds`, which adds `refund_order` to its list (so the server
+ * sends `notifications/tools/list_changed`).
+ *
  * Every call is written as a JSON line to the file in `MCP_TEST_LOG` (the
  * HTTP server's `logFile`): `{event: "start" | "end" | "cancelled", tool,
  * effectKey, args, pid}`, so tests count runs and effects, and see the
@@ -23,11 +30,12 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
-import { MCP_EFFECT_KEY_META } from '../../src/mcp/protocol';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { MCP_EFFECT_KEY_CAPABILITY, MCP_EFFECT_KEY_META } from '../../src/mcp/protocol';
 
 /** One line of the call log. */
 export interface McpCallRecord {
-  event: 'start' | 'end' | 'cancelled';
+  event: 'start' | 'end' | 'cancelled' | 'replayed';
   tool: string;
   effectKey?: string;
   args: Record<string, unknown>;
@@ -45,9 +53,20 @@ export function readMcpCalls(logFile: string): McpCallRecord[] {
     .map((line) => JSON.parse(line) as McpCallRecord);
 }
 
+/** What a test server does beyond its three tools. */
+export interface TestMcpServerOptions {
+  /** Declare the effect-key capability and apply each key of `cancel_order` once, remembering results here. */
+  effects?: Map<string, Promise<CallToolResult>>;
+  /** Offer `export_orders` and `enable_refunds`. */
+  lab?: boolean;
+}
+
 /** Builds the server: `name` tells the servers apart in the log. */
-export function buildTestMcpServer(name: string, logFile: string): McpServer {
-  const server = new McpServer({ name, version: '1.0.0' });
+export function buildTestMcpServer(name: string, logFile: string, options: TestMcpServerOptions = {}): McpServer {
+  const server = new McpServer(
+    { name, version: '1.0.0' },
+    options.effects ? { capabilities: { experimental: { [MCP_EFFECT_KEY_CAPABILITY]: {} } } } : undefined,
+  );
   const log = (record: Omit<McpCallRecord, 'pid' | 'server'>) => fs.appendFileSync(logFile, `${JSON.stringify({ ...record, pid: process.pid, server: name })}\n`);
   const effectKeyOf = (meta: Record<string, unknown> | undefined) => (typeof meta?.[MCP_EFFECT_KEY_META] === 'string' ? (meta[MCP_EFFECT_KEY_META] as string) : undefined);
 
@@ -78,10 +97,20 @@ export function buildTestMcpServer(name: string, logFile: string): McpServer {
       annotations: { destructiveHint: true, idempotentHint: false },
     },
     async (args, extra) => {
-      log({ event: 'start', tool: 'cancel_order', effectKey: effectKeyOf(extra._meta), args });
-      if (args.seconds) await new Promise((resolve) => setTimeout(resolve, args.seconds! * 1000));
-      log({ event: 'end', tool: 'cancel_order', effectKey: effectKeyOf(extra._meta), args });
-      return { content: [{ type: 'text', text: `Order ${args.order_id} cancelled (${args.reason}).` }] };
+      const effectKey = effectKeyOf(extra._meta);
+      log({ event: 'start', tool: 'cancel_order', effectKey, args });
+      const earlier = effectKey ? options.effects?.get(effectKey) : undefined;
+      if (earlier) {
+        log({ event: 'replayed', tool: 'cancel_order', effectKey, args });
+        return earlier;
+      }
+      const applied = (async (): Promise<CallToolResult> => {
+        if (args.seconds) await new Promise((resolve) => setTimeout(resolve, args.seconds! * 1000));
+        log({ event: 'end', tool: 'cancel_order', effectKey, args });
+        return { content: [{ type: 'text', text: `Order ${args.order_id} cancelled (${args.reason}).` }] };
+      })();
+      if (effectKey) options.effects?.set(effectKey, applied);
+      return applied;
     },
   );
 
@@ -109,6 +138,47 @@ export function buildTestMcpServer(name: string, logFile: string): McpServer {
       return { content: [{ type: 'text', text: `Report ready after ${args.seconds} s: 12 orders.` }] };
     },
   );
+
+  if (options.lab) {
+    let refundsEnabled = false;
+    server.registerTool(
+      'export_orders',
+      {
+        description: 'Exports orders as CSV lines; `kilobytes` long.',
+        inputSchema: { kilobytes: z.number().int().min(1).max(20_000) },
+        annotations: { readOnlyHint: true },
+      },
+      async (args, extra) => {
+        log({ event: 'start', tool: 'export_orders', effectKey: effectKeyOf(extra._meta), args });
+        const lines: string[] = [];
+        for (let i = 0, size = 0; size < args.kilobytes * 1024; i++) {
+          const line = `ord_${String(i).padStart(7, '0')},shipped,${(i * 37) % 100000}\n`;
+          lines.push(line);
+          size += line.length;
+        }
+        const csv = lines.join('').slice(0, args.kilobytes * 1024);
+        log({ event: 'end', tool: 'export_orders', args });
+        return { content: [{ type: 'text', text: csv }] };
+      },
+    );
+    server.registerTool(
+      'enable_refunds',
+      { description: 'Adds the refund_order tool to this server.', inputSchema: {}, annotations: { readOnlyHint: true } },
+      async (_args, extra) => {
+        log({ event: 'start', tool: 'enable_refunds', effectKey: effectKeyOf(extra._meta), args: {} });
+        if (!refundsEnabled) {
+          refundsEnabled = true;
+          // Registering a tool on a connected server sends notifications/tools/list_changed.
+          server.registerTool(
+            'refund_order',
+            { description: 'Refunds an order.', inputSchema: { order_id: z.string() }, annotations: { destructiveHint: true } },
+            async (args) => ({ content: [{ type: 'text', text: `Refunded ${args.order_id}.` }] }),
+          );
+        }
+        return { content: [{ type: 'text', text: 'refund_order is available from the next turn.' }] };
+      },
+    );
+  }
   return server;
 }
 
@@ -122,9 +192,14 @@ export interface HttpMcpServer {
   close(): Promise<void>;
 }
 
-/** Serves the test tools over Streamable HTTP (stateless: a server per request) on 127.0.0.1, requiring `Authorization: Bearer <token>`. */
-export async function startHttpMcpServer(options: { name?: string; logFile: string; token?: string; port?: number }): Promise<HttpMcpServer> {
+/**
+ * Serves the test tools over Streamable HTTP (stateless: a server per
+ * request) on 127.0.0.1, requiring `Authorization: Bearer <token>`. With
+ * `effectKeys`, effects are remembered across requests, as one server would.
+ */
+export async function startHttpMcpServer(options: { name?: string; logFile: string; token?: string; port?: number; effectKeys?: boolean }): Promise<HttpMcpServer> {
   const token = options.token ?? 'mcp-test-token-0123456789abcdef';
+  const effects = options.effectKeys ? new Map<string, Promise<CallToolResult>>() : undefined;
   const httpServer = http.createServer(async (req, res) => {
     if (req.headers.authorization !== `Bearer ${token}`) {
       res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'unauthorized' }));
@@ -134,7 +209,7 @@ export async function startHttpMcpServer(options: { name?: string; logFile: stri
       res.writeHead(404).end();
       return;
     }
-    const server = buildTestMcpServer(options.name ?? 'http', options.logFile);
+    const server = buildTestMcpServer(options.name ?? 'http', options.logFile, { effects });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     res.on('close', () => {
       void transport.close();
@@ -163,6 +238,9 @@ if (require.main === module) {
     process.stderr.write('Set MCP_TEST_LOG to the file the call log goes to.\n');
     process.exit(2);
   }
-  const server = buildTestMcpServer(process.env.MCP_TEST_NAME ?? 'stdio', logFile);
+  const server = buildTestMcpServer(process.env.MCP_TEST_NAME ?? 'stdio', logFile, {
+    lab: process.env.MCP_TEST_LAB === '1',
+    effects: process.env.MCP_TEST_EFFECT_KEYS === '1' ? new Map() : undefined,
+  });
   void server.connect(new StdioServerTransport());
 }
