@@ -29,6 +29,9 @@ describe('chaos run (small)', () => {
       conversationsStuck: 0,
       brokenTranscripts: 0,
       transcriptRepairs: 0,
+      effectKeysFromProviderIds: 0,
+      lostToSizeLimits: 0,
+      conversationsNotAnswering: 0,
     });
     expect(summary.problems).toEqual([]);
     const notInjected = FAULT_KINDS.filter((kind) => !(summary.faults[kind] > 0));

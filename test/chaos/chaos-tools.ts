@@ -7,6 +7,10 @@
  * side effect whose once-ness the run checks. Each failure is recorded in
  * `chaos_faults` before it is thrown, so the run can count what it injected.
  *
+ * `export_orders` answers with a result of the size asked for (megabytes,
+ * near and over Temporal's 2 MB payload limit), the first line saying how
+ * long it is, so the checks can tell a result kept whole from one cut.
+ *
  * Whether an attempt fails depends only on CHAOS_SEED, the idempotency key and
  * the attempt number, so a seed replays the same failures; except for the SKU
  * FAIL_FIRST_SKU, whose call fails until one failure is on record.
@@ -62,4 +66,22 @@ const checkStock = tool({
   },
 });
 
-export const tools: Tool[] = [...backofficeTools(), checkStock];
+/** The first line of an export of `kilobytes` KB. */
+export function exportHeader(kilobytes: number): string {
+  return `EXPORT ${kilobytes * 1024} characters\n`;
+}
+
+const exportOrders = tool({
+  name: 'export_orders',
+  description: 'Export every order as CSV lines, `kilobytes` KB of them.',
+  parameters: z.object({ kilobytes: z.number().int().min(1).max(8_192) }),
+  idempotent: true,
+  maxAttempts: 3,
+  execute({ kilobytes }) {
+    const header = exportHeader(kilobytes);
+    const line = 'ord_chaos_1,cus_chaos,shipped,2000000000\n';
+    return (header + line.repeat(Math.ceil((kilobytes * 1024) / line.length))).slice(0, kilobytes * 1024);
+  },
+});
+
+export const tools: Tool[] = [...backofficeTools(), checkStock, exportOrders];

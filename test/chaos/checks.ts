@@ -12,8 +12,10 @@ import type { AgentClient } from '../../src/client/client';
 import type { ChatMessage } from '../../src/core/messages';
 import { findPairingProblems, type PairingItem } from '../../src/core/pairing';
 import type { ConversationState } from '../../src/workflows/api';
+import { TOOL_ARGUMENTS_MAX_BYTES } from '../../src/activities/contracts';
+import { USER_MESSAGE_MAX_BYTES } from '../../src/core/contract';
 import { retrying } from './driver';
-import { CHAOS_ORDERS } from './model-script';
+import { CHAOS_ORDERS, PROBE_MARK, type HugeAnswerSent } from './model-script';
 import type { ConversationRecord, DecisionSent, RunLog } from './run-log';
 import { callInstanceKey } from '../../src/core/effect-keys';
 import { toolMessageKeys } from '../support/effect-keys';
@@ -34,6 +36,12 @@ export interface MustBeZero {
   brokenTranscripts: number;
   /** Repairs the workflow made before model calls (it should never need one). */
   transcriptRepairs: number;
+  /** Side effects keyed by something other than the workflow's call-instance key (e.g. a provider's tool-call id, which providers reuse). */
+  effectKeysFromProviderIds: number;
+  /** Messages, answers or results cut or dropped by a size limit without a clear error; over-limit messages accepted. */
+  lostToSizeLimits: number;
+  /** Settled conversations that did not answer one more question at the end. */
+  conversationsNotAnswering: number;
 }
 
 /** Decisions sent by the driver, and what became of them. */
@@ -77,6 +85,8 @@ export interface CheckContext {
   conversationPrefix: string;
   approvalTimeoutMs: number;
   invalidModelRequests: number;
+  /** The huge answers the model sent. */
+  hugeAnswers: readonly HugeAnswerSent[];
   /** Where to write the histories of stuck conversations; not written when unset. */
   historyDir?: string;
   /** Conversations must have settled by this time (ms since the epoch). */
@@ -101,6 +111,7 @@ export function outcomeOf(content: string): Outcome {
 
 interface CallInfo {
   name: string;
+  arguments: string;
   outcome?: Outcome;
   content?: string;
 }
@@ -194,7 +205,7 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
     }
     for (const { seq, message: m } of stored) {
       if (m.role !== 'assistant') continue;
-      m.tool_calls?.forEach((c, i) => calls.set(callInstanceKey(id, seq, i), { name: c.function.name }));
+      m.tool_calls?.forEach((c, i) => calls.set(callInstanceKey(id, seq, i), { name: c.function.name, arguments: c.function.arguments }));
     }
     const keys = toolMessageKeys(id, stored);
     for (const { seq, message: m } of stored) {
@@ -228,6 +239,12 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
   // Keep the histories of conversations that lost a decision, for replaying and reading (with historyDir).
   for (const id of lostIn) await historyAndLastTaskFailure(ctx, id);
 
+  // 6. Sizes: what was at or over a limit was kept whole, or refused saying so.
+  const lostToSizeLimits = checkSizes(ctx, transcripts, calls, problems);
+
+  // 7. Every settled conversation still answers.
+  const notAnswering = await probeConversations(ctx, conversations.filter((c) => !unsettledIds.has(c.plan.id)), problems);
+
   return {
     mustBeZero: {
       invalidModelRequests: ctx.invalidModelRequests,
@@ -237,6 +254,9 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
       conversationsStuck: stuck,
       brokenTranscripts: broken,
       transcriptRepairs: repairs,
+      effectKeysFromProviderIds: sideEffects.providerKeyed,
+      lostToSizeLimits,
+      conversationsNotAnswering: notAnswering,
     },
     problems,
     turns,
@@ -292,7 +312,7 @@ async function checkSideEffects(
   ctx: CheckContext,
   calls: Map<string, CallInfo>,
   problems: string[],
-): Promise<{ twice: number; notRun: number; refunds: number; interrupted: number }> {
+): Promise<{ twice: number; notRun: number; refunds: number; interrupted: number; providerKeyed: number }> {
   const like = `${ctx.conversationPrefix}%`;
   const refunds = await ctx.pool.query<{ key: string; n: number; ids: string[] }>(
     `SELECT idempotency_key AS key, count(*)::int AS n, array_agg(id::text ORDER BY id) AS ids FROM refunds WHERE idempotency_key LIKE $1 GROUP BY 1`,
@@ -365,6 +385,14 @@ async function checkSideEffects(
       problems.push(`order ${o.id}: refunded_cents ${o.refunded} but its refunds sum to ${o.sum}`);
     }
   }
+  // Every effect is keyed by its call instance (conversation/msg-SEQ/call-INDEX), never by a provider's id.
+  let providerKeyed = 0;
+  for (const key of new Set([...refundRows.keys(), ...effectRows.keys(), ...ledgerRows.keys()])) {
+    if (!/\/msg-\d+\/call-\d+$/.test(key)) {
+      providerKeyed++;
+      problems.push(`effect keyed by a provider id: ${key}`);
+    }
+  }
   // Effects whose call the transcript reports as not run.
   for (const key of [...refundRows.keys(), ...effectRows.keys()]) {
     const call = calls.get(key);
@@ -374,7 +402,91 @@ async function checkSideEffects(
       problems.push(`effect of a call not run: ${key}: applied, but the transcript says ${call?.outcome ?? 'nothing (no tool message)'}`);
     }
   }
-  return { twice, notRun, refunds: refunds.rows.length, interrupted };
+  return { twice, notRun, refunds: refunds.rows.length, interrupted, providerKeyed };
+}
+
+/**
+ * Messages, answers, results and arguments at or over a limit: an over-limit
+ * user message refused by the client naming the limit (and never stored); a
+ * near-limit one stored whole; every huge answer and large result stored
+ * whole; a call whose arguments are over the limit answered `tool_failed`
+ * saying so, never run.
+ */
+function checkSizes(
+  ctx: CheckContext,
+  transcripts: ReadonlyMap<string, { seq: number; message: ChatMessage }[]>,
+  calls: ReadonlyMap<string, CallInfo>,
+  problems: string[],
+): number {
+  let lost = 0;
+  const problem = (line: string) => {
+    lost++;
+    problems.push(`size limit: ${line}`);
+  };
+  const userMessage = (conversationId: string, messageId: string) =>
+    (transcripts.get(conversationId) ?? []).find(({ message: m }) => m.role === 'user' && m.content.includes(`(${messageId})`))?.message;
+  for (const sent of ctx.runLog.sizedMessages) {
+    const stored = userMessage(sent.conversationId, sent.messageId);
+    if (sent.overLimit) {
+      if (!sent.refusal) problem(`${sent.messageId}: a message of ${sent.bytes} bytes (over ${USER_MESSAGE_MAX_BYTES}) was accepted`);
+      else if (!sent.refusal.includes(String(USER_MESSAGE_MAX_BYTES)) || !sent.refusal.includes(String(sent.bytes))) {
+        problem(`${sent.messageId}: refused without saying its size and the limit: ${sent.refusal.slice(0, 200)}`);
+      }
+      if (stored) problem(`${sent.messageId}: an over-limit message is in the transcript`);
+    } else {
+      const acknowledged = ctx.runLog.conversations.get(sent.conversationId)?.messageIds.includes(sent.messageId);
+      if (acknowledged && !stored) problem(`${sent.messageId}: a message of ${sent.bytes} bytes (under the limit) is not in the transcript`);
+      if (stored && stored.role === 'user' && Buffer.byteLength(stored.content) !== sent.bytes) {
+        problem(`${sent.messageId}: sent ${sent.bytes} bytes, stored ${Buffer.byteLength(stored.content)}`);
+      }
+    }
+  }
+  const huge = new Map(ctx.hugeAnswers.map((a) => [a.marker, a]));
+  for (const [id, stored] of transcripts) {
+    for (const { seq, message: m } of stored) {
+      if (m.role !== 'assistant' || typeof m.content !== 'string' || !m.content.startsWith('HUGE-ANSWER-')) continue;
+      const sent = huge.get(m.content.slice(0, m.content.indexOf(' ')));
+      if (sent && m.content.length !== sent.length) problem(`${id} seq ${seq}: an answer of ${sent.length} characters stored with ${m.content.length}`);
+    }
+  }
+  for (const [key, call] of calls) {
+    if (call.name === 'export_orders' && call.outcome === 'ok') {
+      const expected = (JSON.parse(call.arguments) as { kilobytes: number }).kilobytes * 1024;
+      if (call.content?.length !== expected) problem(`${key}: export_orders returned ${expected} characters, the transcript holds ${call.content?.length}`);
+    }
+    const bytes = Buffer.byteLength(call.arguments);
+    if (bytes > TOOL_ARGUMENTS_MAX_BYTES) {
+      if (call.outcome === 'ok') problem(`${key}: a call with ${bytes} bytes of arguments (over ${TOOL_ARGUMENTS_MAX_BYTES}) ran`);
+      if (call.outcome === 'tool_failed' && !call.content?.includes(`at most ${TOOL_ARGUMENTS_MAX_BYTES} bytes`)) {
+        problem(`${key}: a call with ${bytes} bytes of arguments failed without saying the limit: ${call.content?.slice(0, 200)}`);
+      }
+    }
+  }
+  return lost;
+}
+
+/** Asks every settled conversation one more question; each must answer. Returns how many did not. */
+async function probeConversations(ctx: CheckContext, conversations: ConversationRecord[], problems: string[]): Promise<number> {
+  let failed = 0;
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (next < conversations.length && !ctx.signal.aborted) {
+        const record = conversations[next++];
+        const id = record.plan.id;
+        const messageId = `${id}-probe`;
+        try {
+          const sent = await retrying(ctx, () => ctx.client.sendMessage(id, `${record.plan.tag} ${PROBE_MARK} are you still there? (${messageId})`, { messageId }), 30_000);
+          const turn = await ctx.client.waitForTurn(id, sent, 60_000);
+          if (turn.outcome !== 'answered') throw new Error(`the turn ended ${turn.outcome}${turn.error ? `: ${turn.error}` : ''}`);
+        } catch (err) {
+          failed++;
+          problems.push(`not answering: ${id}: ${(err as Error).message.slice(0, 300)}`);
+        }
+      }
+    }),
+  );
+  return failed;
 }
 
 /**

@@ -8,7 +8,8 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AgentClient, DecisionInput } from '../../src/client/client';
-import { ConversationClosedError, InvalidConversationInputError } from '../../src/errors';
+import { USER_MESSAGE_MAX_BYTES } from '../../src/core/contract';
+import { ConversationClosedError, InvalidConversationInputError, MessageTooLargeError } from '../../src/errors';
 import type { ConversationInput, ConversationState, PendingApproval } from '../../src/workflows/api';
 import type { ApprovalAction, ConversationPlan } from './plan';
 import { Rng } from './random';
@@ -42,7 +43,7 @@ const ACTION_WEIGHTS: Record<ApprovalAction, number> = {
 
 /** Errors a retry cannot fix. */
 function isPermanent(err: unknown): boolean {
-  return err instanceof TypeError || err instanceof InvalidConversationInputError || err instanceof ConversationClosedError;
+  return err instanceof TypeError || err instanceof InvalidConversationInputError || err instanceof ConversationClosedError || err instanceof MessageTooLargeError;
 }
 
 /**
@@ -99,7 +100,15 @@ class ConversationPlayer {
     return this.plan.turns + (this.plan.coverage ? 4 : 2);
   }
 
+  /** The conversation's start options: the run's, with its own continue-as-new threshold. */
+  private get input(): ConversationInput {
+    const low = this.plan.continueAsNewAfterEvents;
+    return low ? { ...this.ctx.input, continueAsNewAfterEvents: low } : this.ctx.input;
+  }
+
   async play(): Promise<void> {
+    if (this.plan.continueAsNewAfterEvents) this.ctx.runLog.faults.low_continue_as_new++;
+    if (this.plan.userMessage === 'over_limit') await this.sendOverLimit();
     while (this.messagesSent < this.plannedTurns && !this.ctx.signal.aborted) {
       let current = await this.sendMessage();
       this.record.inFlight = true;
@@ -156,13 +165,38 @@ class ConversationPlayer {
     }
   }
 
+  /**
+   * Sends a message over the size limit, as a person pasting a document
+   * would: the client must refuse it, saying why, and send nothing.
+   */
+  private async sendOverLimit(): Promise<void> {
+    const messageId = `${this.plan.id}-over`;
+    const text = padded(`${this.plan.tag} message (${messageId}): please read this export. `, USER_MESSAGE_MAX_BYTES + this.rng.int(1, 64 * 1024));
+    const sent = { conversationId: this.plan.id, messageId, bytes: Buffer.byteLength(text), overLimit: true, refusal: undefined as string | undefined };
+    this.ctx.runLog.sizedMessages.push(sent);
+    this.ctx.runLog.faults.user_message_over_limit++;
+    try {
+      await retrying(this.ctx, () => this.ctx.client.sendMessage(this.plan.id, text, { input: this.input, messageId }), 30_000);
+      // Accepted: the checks count it; follow its turn like any other.
+      this.record.messageIds.push(messageId);
+    } catch (err) {
+      sent.refusal = `${(err as Error).name}: ${(err as Error).message}`;
+    }
+  }
+
   /** Sends the next message; returns its id. */
   private async sendMessage(): Promise<string> {
     this.messagesSent++;
     const messageId = `${this.plan.id}-m${this.messagesSent}`;
-    const text = `${this.plan.tag} message ${this.messagesSent} (${messageId}): please look into my orders.`;
+    let text = `${this.plan.tag} message ${this.messagesSent} (${messageId}): please look into my orders.`;
+    if (this.plan.userMessage === 'near_limit' && this.messagesSent === 1) {
+      // Just under the limit: it must be accepted and stored whole.
+      text = padded(`${text} The export follows. `, USER_MESSAGE_MAX_BYTES - this.rng.int(0, 4 * 1024));
+      this.ctx.runLog.sizedMessages.push({ conversationId: this.plan.id, messageId, bytes: Buffer.byteLength(text), overLimit: false });
+      this.ctx.runLog.faults.user_message_near_limit++;
+    }
     try {
-      await retrying(this.ctx, () => this.ctx.client.sendMessage(this.plan.id, text, { input: this.ctx.input, messageId }), 90_000);
+      await retrying(this.ctx, () => this.ctx.client.sendMessage(this.plan.id, text, { input: this.input, messageId }), 90_000);
       this.record.messageIds.push(messageId);
     } catch (err) {
       this.record.unacknowledgedMessageIds.push(messageId);
@@ -272,4 +306,10 @@ class ConversationPlayer {
       this.ctx.log(`${this.plan.id}: ${kind} not acknowledged: ${(err as Error).message}`);
     }
   }
+}
+
+/** `start` followed by order lines, exactly `bytes` bytes of ASCII. */
+function padded(start: string, bytes: number): string {
+  const line = 'ord_chaos_2,cus_chaos,refund requested,2000000000; ';
+  return (start + line.repeat(Math.ceil(bytes / line.length))).slice(0, bytes);
 }

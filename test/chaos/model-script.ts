@@ -1,11 +1,17 @@
 /**
  * The scripted model of the chaos run: for each conversation (found by the
  * tag that starts its first user message) random replies with 0–3 tool calls
- * or a final answer, and, as injected faults, HTTP 500s, slow replies, and
- * tool-call ids as some providers send them: restarted in every response
- * (`functions.NAME:0`) or repeated within one response.
+ * or a final answer, and, as injected faults, HTTP 500s, 429s with
+ * `Retry-After`, `context_length_exceeded` refusals, slow replies, answers of
+ * megabytes, tool calls whose arguments are over the limit or whose results
+ * are megabytes, and tool-call ids as some providers send them: restarted in
+ * every response (`functions.NAME:0`) or repeated within one response. A
+ * message with {@link PROBE_MARK} (the checks' last question) is answered
+ * plainly.
  */
+import { TOOL_ARGUMENTS_MAX_BYTES } from '../../src/activities/contracts';
 import type { RecordedRequest, ScriptedReply, ScriptedToolCall } from '../../src/testing';
+import { contextLengthExceededBody, countPromptTokens } from '../../src/testing/context-window';
 import { FAIL_FIRST_SKU } from './chaos-tools';
 import type { CallKind, ConversationPlan } from './plan';
 import { Rng } from './random';
@@ -23,7 +29,33 @@ export interface ModelFaultCounts {
   reused_ids: number;
   /** Responses whose tool calls all share one id. */
   duplicate_ids: number;
+  /** 429s with `Retry-After: 1`. */
+  model_429: number;
+  /** 400 `context_length_exceeded` for a request the worker believed fitted (the provider's window is smaller). */
+  context_length_exceeded: number;
+  /** Final answers of 1–3 MB. */
+  huge_answer: number;
+  /** Tool calls with arguments over `TOOL_ARGUMENTS_MAX_BYTES`. */
+  huge_arguments: number;
+  /** `export_orders` calls asking for megabytes. */
+  large_result: number;
 }
+
+/** In a user message: the final checks' question whether the conversation still answers. */
+export const PROBE_MARK = 'PROBE:';
+
+/** A huge answer the model sent: the checks find it in the transcript, whole. */
+export interface HugeAnswerSent {
+  conversationId: string;
+  /** Unique; the answer starts with it. */
+  marker: string;
+  length: number;
+}
+
+/** The window a `context_length_exceeded` refusal states: the worker fits to three quarters of it and tries once more. */
+const STATED_WINDOW_TOKENS = 16_000;
+/** Sizes `export_orders` is asked for, in KB: under, near and over Temporal's 2 MB payload limit. */
+const EXPORT_KILOBYTES = [600, 1_900, 2_200, 4_000];
 
 /** How a conversation's scripted model names its tool calls. */
 type IdScheme = 'unique' | 'per-response' | 'duplicated';
@@ -37,12 +69,18 @@ const CALL_WEIGHTS: Record<Exclude<CallKind, 'check_stock_fail_first'>, number> 
   check_stock: 16,
   unknown_tool: 6,
   malformed_arguments: 6,
+  export_large: 3,
+  huge_arguments: 2,
 };
 
 /** Probabilities of the model's faults on any request. */
 const P_500 = 0.07;
+const P_429 = 0.04;
+const P_CONTEXT = 0.03;
 const P_SLOW = 0.08;
-/** At most this many 500s in a row for one conversation, so faults do not use up every attempt of a model call. */
+/** Of final answers. */
+const P_HUGE_ANSWER = 0.03;
+/** At most this many 500s and 429s in a row for one conversation, so faults do not use up every attempt of a model call. */
 const MAX_CONSECUTIVE_500 = 2;
 /** Model calls with tools per turn, at most (then a final answer). */
 const MAX_TOOL_STEPS = 3;
@@ -52,6 +90,9 @@ interface ConversationScript {
   rng: Rng;
   calls: number;
   consecutive500: number;
+  /** The last request was refused as too large: the next (the worker's tighter retry) is answered. */
+  lastWasContext: boolean;
+  hugeAnswerDone: boolean;
   forcedFaultDone: boolean;
   coverageCallsSent: boolean;
   idScheme: IdScheme;
@@ -71,7 +112,13 @@ export class ChaosModel {
     malformed_arguments: 0,
     reused_ids: 0,
     duplicate_ids: 0,
+    model_429: 0,
+    context_length_exceeded: 0,
+    huge_answer: 0,
+    huge_arguments: 0,
+    large_result: 0,
   };
+  readonly hugeAnswers: HugeAnswerSent[] = [];
   /** Model requests answered per conversation id (valid ones). */
   readonly requestsByConversation = new Map<string, number>();
   private readonly scripts = new Map<string, ConversationScript>();
@@ -83,6 +130,8 @@ export class ChaosModel {
         rng: new Rng(seed, 'model', plan.index),
         calls: 0,
         consecutive500: 0,
+        lastWasContext: false,
+        hugeAnswerDone: false,
         forcedFaultDone: false,
         coverageCallsSent: false,
         // A stream of its own, so the other choices stay what the seed made them before ids varied.
@@ -102,14 +151,30 @@ export class ChaosModel {
     this.requestsByConversation.set(id, (this.requestsByConversation.get(id) ?? 0) + 1);
     const { rng, plan } = script;
     const isFirstRequest = !messages.some((m) => m.role === 'assistant');
+    const last = messages[messages.length - 1];
+    if (last?.role === 'user' && typeof last.content === 'string' && last.content.includes(PROBE_MARK)) {
+      return { content: `Still here (${plan.tag}).` };
+    }
+    const afterContext = script.lastWasContext;
+    script.lastWasContext = false;
 
     if (isFirstRequest && plan.coverage?.firstRequestFault && !script.forcedFaultDone) {
       script.forcedFaultDone = true;
-      if (plan.coverage.firstRequestFault === 'model_500') return this.serverError(script);
-      return this.slow(rng, this.reply(script, messages, isFirstRequest));
+      switch (plan.coverage.firstRequestFault) {
+        case 'model_500':
+          return this.serverError(script);
+        case 'model_429':
+          return this.tooManyRequests(script);
+        case 'context_length_exceeded':
+          return this.overContext(script, request);
+        case 'model_slow':
+          return this.slow(rng, this.reply(script, messages, isFirstRequest));
+      }
     }
     if (script.consecutive500 < MAX_CONSECUTIVE_500 && rng.chance(P_500)) return this.serverError(script);
+    if (script.consecutive500 < MAX_CONSECUTIVE_500 && rng.chance(P_429)) return this.tooManyRequests(script);
     script.consecutive500 = 0;
+    if (!afterContext && rng.chance(P_CONTEXT)) return this.overContext(script, request);
     const reply = this.reply(script, messages, isFirstRequest);
     return rng.chance(P_SLOW) ? this.slow(rng, reply) : reply;
   };
@@ -118,6 +183,32 @@ export class ChaosModel {
     script.consecutive500++;
     this.faults.model_500++;
     return { kind: 'http_error', status: 500 };
+  }
+
+  private tooManyRequests(script: ConversationScript): ScriptedReply {
+    script.consecutive500++;
+    this.faults.model_429++;
+    return { kind: 'http_error', status: 429, headers: { 'retry-after': '1' } };
+  }
+
+  /** The provider's refusal of a request over its (smaller than configured) window. */
+  private overContext(script: ConversationScript, request: RecordedRequest): ScriptedReply {
+    script.lastWasContext = true;
+    this.faults.context_length_exceeded++;
+    const tokens = countPromptTokens(request.body as { messages?: unknown; tools?: unknown });
+    return { kind: 'http_error', status: 400, body: contextLengthExceededBody(STATED_WINDOW_TOKENS, Math.max(tokens, STATED_WINDOW_TOKENS + 1)) };
+  }
+
+  /** A final answer of 1–3 MB, starting with a marker the checks look for. */
+  private hugeAnswer(script: ConversationScript): ScriptedReply {
+    script.hugeAnswerDone = true;
+    this.faults.huge_answer++;
+    const marker = `HUGE-ANSWER-${script.plan.index}-${this.faults.huge_answer}`;
+    const length = script.rng.int(1, 3) * 1024 * 1024;
+    const line = `${script.plan.tag} a very long report line, as a model that does not stop might write it.\n`;
+    const content = `${marker} ${line.repeat(Math.ceil(length / line.length))}`.slice(0, length);
+    this.hugeAnswers.push({ conversationId: script.plan.id, marker, length });
+    return { content };
   }
 
   private slow(rng: Rng, then: ScriptedReply): ScriptedReply {
@@ -143,6 +234,7 @@ export class ChaosModel {
       const count = rng.int(1, 3);
       return { toolCalls: this.withIds(script, Array.from({ length: count }, () => this.toolCall(script, rng.weighted(CALL_WEIGHTS)))) };
     }
+    if ((plan.coverage?.hugeAnswer && !script.hugeAnswerDone) || rng.chance(P_HUGE_ANSWER)) return this.hugeAnswer(script);
     return { content: `Done (${plan.tag}, step ${stepsThisTurn + 1} of this turn).` };
   }
 
@@ -179,6 +271,13 @@ export class ChaosModel {
       case 'unknown_tool':
         this.faults.unknown_tool++;
         return { id, name: rng.pick(['launch_rocket', 'delete_everything']), arguments: {} };
+      case 'export_large':
+        this.faults.large_result++;
+        return { id, name: 'export_orders', arguments: { kilobytes: rng.pick(EXPORT_KILOBYTES) } };
+      case 'huge_arguments':
+        this.faults.huge_arguments++;
+        // Over the limit by a little or by a lot: such a call is answered tool_failed, never run.
+        return { id, name: 'find_customer', arguments: { query: 'Ada Lovelace '.repeat(Math.ceil((TOOL_ARGUMENTS_MAX_BYTES * rng.pick([1.01, 2])) / 13)) } };
       case 'malformed_arguments':
         this.faults.malformed_arguments++;
         return rng.chance(0.5)

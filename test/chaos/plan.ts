@@ -14,7 +14,20 @@ export type CallKind =
   | 'check_stock'
   | 'check_stock_fail_first'
   | 'unknown_tool'
-  | 'malformed_arguments';
+  | 'malformed_arguments'
+  /** `export_orders`, a result of megabytes (near and over Temporal's 2 MB payload limit). */
+  | 'export_large'
+  /** Arguments over `TOOL_ARGUMENTS_MAX_BYTES`. */
+  | 'huge_arguments';
+
+/** A fault the model injects on a conversation's first request. */
+export type RequestFault = 'model_500' | 'model_slow' | 'model_429' | 'context_length_exceeded';
+
+/** A user message at the size limit (accepted whole) or over it (refused by the client). */
+export type UserMessageFault = 'near_limit' | 'over_limit';
+
+/** `continueAsNewAfterEvents` of the conversations that continue as new between most turns. */
+export const LOW_CONTINUE_AS_NEW_EVENTS = 40;
 
 /** What the driver does with a batch of calls waiting for approval. */
 export type ApprovalAction = 'approve_all' | 'reject_all' | 'approve_one' | 'decide_twice' | 'cancel' | 'interrupt' | 'timeout';
@@ -27,7 +40,13 @@ export interface CoverageScenario {
   /** What the driver does with the first batch waiting for approval. */
   firstAction?: ApprovalAction;
   /** A fault on the conversation's first model request. */
-  firstRequestFault?: 'model_500' | 'model_slow';
+  firstRequestFault?: RequestFault;
+  /** Its first user message is at or over the size limit. */
+  userMessage?: UserMessageFault;
+  /** Its first final answer is megabytes long. */
+  hugeAnswer?: boolean;
+  /** It continues as new between most turns. */
+  lowContinueAsNew?: boolean;
   /** How the conversation's model names its tool calls (random when unset). */
   ids?: 'per-response' | 'duplicated';
 }
@@ -42,6 +61,10 @@ export interface ConversationPlan {
   /** Planned user turns (an interrupt on the last one adds one). */
   turns: number;
   coverage?: CoverageScenario;
+  /** Set for the share of conversations that continue as new between most turns. */
+  continueAsNewAfterEvents?: number;
+  /** A user message at or over the size limit, sent before its first turn. */
+  userMessage?: UserMessageFault;
   /**
    * Set by the driver once the scenario's `firstAction` was performed. Until
    * then the model opens every turn with the scenario's calls, and the driver
@@ -53,11 +76,11 @@ export interface ConversationPlan {
 
 /** The coverage scenarios, spread over the run's conversations. */
 export const COVERAGE: readonly CoverageScenario[] = [
-  { name: 'reject', firstCalls: ['refund_large'], firstAction: 'reject_all' },
-  { name: 'approval timeout', firstCalls: ['refund_large'], firstAction: 'timeout' },
-  { name: 'duplicate decision', firstCalls: ['refund_large', 'refund_large'], firstAction: 'decide_twice' },
-  { name: 'cancel while waiting', firstCalls: ['refund_large', 'find_customer'], firstAction: 'cancel' },
-  { name: 'interrupt while waiting', firstCalls: ['refund_large'], firstAction: 'interrupt' },
+  { name: 'reject, model 429', firstCalls: ['refund_large'], firstAction: 'reject_all', firstRequestFault: 'model_429' },
+  { name: 'approval timeout, context window exceeded', firstCalls: ['refund_large'], firstAction: 'timeout', firstRequestFault: 'context_length_exceeded' },
+  { name: 'duplicate decision, message over the limit', firstCalls: ['refund_large', 'refund_large'], firstAction: 'decide_twice', userMessage: 'over_limit' },
+  { name: 'cancel while waiting, message at the limit', firstCalls: ['refund_large', 'find_customer'], firstAction: 'cancel', userMessage: 'near_limit' },
+  { name: 'interrupt while waiting, huge answer', firstCalls: ['refund_large'], firstAction: 'interrupt', hugeAnswer: true },
   {
     name: 'tool failure, unknown tool, bad arguments, model 500',
     firstCalls: ['check_stock_fail_first', 'unknown_tool', 'malformed_arguments', 'refund_large'],
@@ -65,8 +88,18 @@ export const COVERAGE: readonly CoverageScenario[] = [
     firstRequestFault: 'model_500',
     ids: 'duplicated',
   },
-  { name: 'slow model, small refund', firstCalls: ['refund_small', 'list_orders'], firstRequestFault: 'model_slow' },
-  { name: 'approve one of two', firstCalls: ['refund_large', 'refund_large', 'check_stock'], firstAction: 'approve_one', ids: 'per-response' },
+  {
+    name: 'slow model, small refund, large result, huge arguments',
+    firstCalls: ['refund_small', 'list_orders', 'export_large', 'huge_arguments'],
+    firstRequestFault: 'model_slow',
+  },
+  {
+    name: 'approve one of two, continue as new',
+    firstCalls: ['refund_large', 'refund_large', 'check_stock'],
+    firstAction: 'approve_one',
+    ids: 'per-response',
+    lowContinueAsNew: true,
+  },
 ];
 
 /** The conversations of a run. */
@@ -79,5 +112,13 @@ export function planConversations(runId: string, seed: string, count: number): C
   }
   const covered = Math.min(COVERAGE.length, count);
   for (let j = 0; j < covered; j++) plans[Math.floor((j * count) / covered)].coverage = COVERAGE[j];
+  // Streams of their own, so the choices above stay what the seed made them before these faults existed.
+  const sizes = new Rng(seed, 'plan-sizes');
+  const renewals = new Rng(seed, 'plan-continue-as-new');
+  for (const plan of plans) {
+    const size = sizes.weighted({ none: 92, near_limit: 4, over_limit: 4 });
+    plan.userMessage = plan.coverage?.userMessage ?? (size === 'none' ? undefined : size);
+    if (plan.coverage?.lowContinueAsNew || renewals.chance(0.25)) plan.continueAsNewAfterEvents = LOW_CONTINUE_AS_NEW_EVENTS;
+  }
   return plans;
 }

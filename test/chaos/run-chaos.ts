@@ -340,6 +340,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
       conversationPrefix,
       approvalTimeoutMs,
       invalidModelRequests: model.invalidRequests().length,
+      hugeAnswers: chaosModel.hugeAnswers,
       settleDeadline: Math.min(Date.now() + (options.settleTimeoutMs ?? 60_000), hardStopAt),
       historyDir: options.keepFiles ? scratch : undefined,
       signal: checksStop.signal,

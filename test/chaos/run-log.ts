@@ -9,6 +9,14 @@ export const FAULT_KINDS = [
   'malformed_arguments',
   'reused_ids',
   'duplicate_ids',
+  'model_429',
+  'context_length_exceeded',
+  'huge_answer',
+  'huge_arguments',
+  'large_result',
+  'user_message_near_limit',
+  'user_message_over_limit',
+  'low_continue_as_new',
   'tool_failure',
   'worker_kill',
   'server_restart',
@@ -46,6 +54,18 @@ export interface InterventionSent {
   ackAt?: number;
 }
 
+/** A user message sent at or over the size limit, and what the client said. */
+export interface SizedMessageSent {
+  conversationId: string;
+  messageId: string;
+  /** UTF-8 bytes of its text. */
+  bytes: number;
+  /** Over `USER_MESSAGE_MAX_BYTES`: the client must refuse it. */
+  overLimit: boolean;
+  /** The client's error, when it refused the message. */
+  refusal?: string;
+}
+
 /** The driver's view of one conversation. */
 export interface ConversationRecord {
   plan: ConversationPlan;
@@ -65,6 +85,7 @@ export class RunLog {
   readonly faults: Record<FaultKind, number> = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>;
   readonly decisions: DecisionSent[] = [];
   readonly interventions: InterventionSent[] = [];
+  readonly sizedMessages: SizedMessageSent[] = [];
   readonly conversations = new Map<string, ConversationRecord>();
   /** Client calls that failed and were tried again. */
   clientRetries = 0;

@@ -10,6 +10,9 @@ const MUST_BE_ZERO_LABELS: Record<keyof ChaosSummary['mustBeZero'], string> = {
   conversationsStuck: 'conversations stuck',
   brokenTranscripts: 'broken transcripts',
   transcriptRepairs: 'transcript repairs by the workflow',
+  effectKeysFromProviderIds: 'side effects keyed by a provider id',
+  lostToSizeLimits: 'messages, answers or results lost to a size limit',
+  conversationsNotAnswering: 'conversations that no longer answer',
 };
 
 const seconds = (ms: number | undefined): string => (ms === undefined ? '–' : `${(ms / 1000).toFixed(1)} s`);
@@ -46,8 +49,7 @@ export function formatSummary(s: ChaosSummary): string {
     `turns         ${s.turns} (${counts(s.turnOutcomes)}) for ${s.messagesSent} user messages; ${s.modelRequests} model requests; ` +
       `${s.continuedAsNew} continue-as-new`,
     'faults injected',
-    `  ${faultLine.slice(0, 6).join(', ')}`,
-    `  ${faultLine.slice(6).join(', ')}`,
+    ...Array.from({ length: Math.ceil(faultLine.length / 6) }, (_, row) => `  ${faultLine.slice(row * 6, row * 6 + 6).join(', ')}`),
     `tool results  ${counts(s.toolOutcomes)}`,
     `decisions     ${s.decisions.signalsSent} signals, ${s.decisions.acknowledged} decision ids acknowledged: ${s.decisions.applied} applied, ` +
       `${s.decisions.superseded} superseded (their calls had settled otherwise first), ${s.decisions.lost} lost; ${s.decisions.notAcknowledged} never acknowledged`,
