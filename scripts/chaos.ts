@@ -22,6 +22,7 @@ const program = new Command()
   .option('--conversations <n>', 'conversations to drive', count(1), 50)
   .option('--kills <n>', 'worker processes to SIGKILL (each replaced at once)', count(0), 20)
   .option('--server-restarts <n>', 'Temporal dev server restarts', count(0), 1)
+  .option('--db-restarts <n>', 'PostgreSQL restarts (down 5-20 s each)', count(0), 1)
   .option('--concurrency <n>', 'conversations driven at once', count(1), 8)
   .option('--seed <seed>', 'seed of every random choice (default: random)')
   .option('--max-minutes <n>', 'hard stop: end (and fail) the run after this many minutes', count(1), 10)
@@ -35,6 +36,7 @@ async function main(): Promise<void> {
     conversations: number;
     kills: number;
     serverRestarts: number;
+    dbRestarts: number;
     concurrency: number;
     seed?: string;
     maxMinutes: number;
@@ -48,6 +50,7 @@ async function main(): Promise<void> {
     conversations: opts.conversations,
     kills: opts.kills,
     serverRestarts: opts.serverRestarts,
+    databaseRestarts: opts.dbRestarts,
     concurrency: opts.concurrency,
     seed: opts.seed,
     maxMinutes: opts.maxMinutes,

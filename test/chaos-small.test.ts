@@ -13,6 +13,7 @@ describe('chaos run (small)', () => {
       conversations: 8,
       kills: 2,
       serverRestarts: 1,
+      databaseRestarts: 1,
       concurrency: 4,
       seed: process.env.CHAOS_SEED ?? '20261122',
       maxMinutes: 3,

@@ -21,8 +21,10 @@ import { freePort } from './free-port';
  * after a graceful worker shutdown), so every one of those hooks is removed after loading it.
  */
 function removeExitHooks(): void {
+  // Hooked once, when the package is first loaded: a later load (a second server in one process) finds none.
+  const hooked = new Set(exitHook.hookedEvents());
   for (const event of ['exit', 'beforeExit', 'message', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK']) {
-    exitHook.unhookEvent(event);
+    if (hooked.has(event)) exitHook.unhookEvent(event);
   }
 }
 

@@ -34,6 +34,7 @@ import { activityRegistrations, CONVERSATION_ACTIVITY_NAMES, createActivities, t
 import { createOpenAIClient } from '../activities/openai-client';
 import { migrate } from '../db/migrations';
 import { createPool } from '../db/pool';
+import { waitForDatabase } from '../db/wait';
 import { ToolRegistry } from '../tools/registry';
 import type { Tool } from '../tools/tool';
 import type { ModelPrices } from '../core/pricing';
@@ -92,6 +93,12 @@ export interface DurableAgentPluginOptions {
   schema?: string;
   /** Apply the project's migrations before the worker polls. Default true. */
   migrate?: boolean;
+  /**
+   * How long a starting worker waits for PostgreSQL to be reachable before
+   * it migrates (a database restarting delays the start rather than failing
+   * it), in ms. Default 60 000.
+   */
+  databaseWaitMs?: number;
   /** Register the conversation's search attributes where missing before the worker polls. Default true. */
   registerSearchAttributes?: boolean;
   /**
@@ -240,6 +247,7 @@ export class DurableAgentPlugin implements WorkerPlugin, ClientPlugin, BundlerPl
     if (this.settings.migrate ?? true) {
       let applied: number[];
       try {
+        await waitForDatabase(this.pool, this.settings.databaseWaitMs);
         applied = await migrate(this.pool, { schema: this.settings.schema });
       } catch (err) {
         if (this.ownsPool) await this.pool.end().catch(() => undefined);

@@ -1,8 +1,9 @@
 /**
- * Recovery times after worker kills and server restarts.
+ * Recovery times after worker kills, Temporal server restarts and database
+ * restarts.
  *
- * Definition: from the fault (the SIGKILL, or the moment the server was
- * stopped) until every conversation that had a turn in flight at that moment
+ * Definition: from the fault (the SIGKILL, or the moment the server or the
+ * database was stopped) until every conversation that had a turn in flight at that moment
  * has progressed, "progressed" meaning that a new message of it was stored in
  * PostgreSQL or the driver saw its turn finish. Sampled every `sampleMs`.
  * A conversation that never progresses again (stuck) is reported apart and
@@ -13,7 +14,7 @@ import type { RunLog } from './run-log';
 
 /** One measured fault. */
 export interface RecoveryMeasurement {
-  kind: 'worker_kill' | 'server_restart';
+  kind: 'worker_kill' | 'server_restart' | 'database_restart';
   at: number;
   /** Conversations with a turn in flight at the fault. */
   inFlight: number;

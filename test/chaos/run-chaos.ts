@@ -21,7 +21,8 @@ import { createPool } from '../../src/db/pool';
 import { setupBackofficeDemo } from '../../src/tools/backoffice-data';
 import { startModelServer, type ModelServer } from '../../src/testing';
 import { startDevServer, type DevServer } from '../../src/runtime/temporal-server';
-import { startLocalServers, stopPostgres } from '../support/local-servers';
+import { restartPostgres, startLocalServers, stopPostgres } from '../support/local-servers';
+import type { EmbeddedPostgresServer } from '../../src/db/embedded-postgres';
 import type { ConversationInput } from '../../src/workflows/api';
 import { runFinalChecks, type CheckResults } from './checks';
 import { playConversation, type DriverContext } from './driver';
@@ -42,6 +43,10 @@ export interface ChaosOptions {
   kills?: number;
   /** Times to stop and restart the Temporal dev server. Default 1. */
   serverRestarts?: number;
+  /** Times to stop PostgreSQL for 5–20 s (`databaseDownMs`) and start it again. Default 1. */
+  databaseRestarts?: number;
+  /** How long PostgreSQL stays down, [min, max] ms. Default [5000, 20000]. */
+  databaseDownMs?: [number, number];
   /** Conversations driven at once. Default 8. */
   concurrency?: number;
   /** Seed of every random choice; random when unset. */
@@ -87,7 +92,7 @@ export interface RecoveryStats {
 export interface ChaosSummary {
   runId: string;
   seed: string;
-  options: Required<Pick<ChaosOptions, 'conversations' | 'kills' | 'serverRestarts' | 'concurrency' | 'maxMinutes' | 'workers'>>;
+  options: Required<Pick<ChaosOptions, 'conversations' | 'kills' | 'serverRestarts' | 'databaseRestarts' | 'concurrency' | 'maxMinutes' | 'workers'>>;
   durationMs: number;
   /** True when the hard stop (`maxMinutes`) ended the run. */
   hardStopped: boolean;
@@ -106,7 +111,7 @@ export interface ChaosSummary {
   continuedAsNew: number;
   /** Conversations never started because the hard stop came first. */
   notStarted: number;
-  recovery: { definition: string; workerKills: RecoveryStats; serverRestarts: RecoveryStats };
+  recovery: { definition: string; workerKills: RecoveryStats; serverRestarts: RecoveryStats; databaseRestarts: RecoveryStats };
   workers: {
     started: number;
     startupP50Ms?: number;
@@ -132,6 +137,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
     conversations: options.conversations ?? 50,
     kills: options.kills ?? 20,
     serverRestarts: options.serverRestarts ?? 1,
+    databaseRestarts: options.databaseRestarts ?? 1,
     concurrency: options.concurrency ?? 8,
     maxMinutes: options.maxMinutes ?? 10,
     workers: options.workers ?? 2,
@@ -141,6 +147,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
   const approvalTimeoutMs = options.approvalTimeoutMs ?? 3_000;
   const heartbeatMs = options.heartbeatMs ?? 3_000;
   const [gapMin, gapMax] = options.faultGapMs ?? [1_000, 3_000];
+  const [downMin, downMax] = options.databaseDownMs ?? [5_000, 20_000];
   const startedAt = Date.now();
   const hardStopAt = startedAt + o.maxMinutes * 60_000;
   const progress = options.log ?? (() => undefined);
@@ -159,7 +166,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
 
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-chaos-'));
   const cleanups: { name: string; run: () => Promise<void> | void }[] = [];
-  const servers: { temporal?: DevServer } = {};
+  const servers: { temporal?: DevServer; postgres?: EmbeddedPostgresServer } = {};
   try {
     log(`seed ${seed}, run ${runId}, scratch ${scratch}`);
 
@@ -171,11 +178,13 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
       label: 'agent-chaos',
       runId,
       database: 'chaos',
+      restartablePostgres: true,
     });
     servers.temporal = temporal;
-    // The dev server is restarted in place during the run: stop whichever one runs at the end.
+    servers.postgres = postgres;
+    // Both are restarted in place during the run: stop whichever one runs at the end (a stopped one's cluster is still removed).
     cleanups.push({ name: 'Temporal dev server', run: () => servers.temporal?.stop() });
-    cleanups.push({ name: 'PostgreSQL', run: () => stopPostgres(postgres) });
+    cleanups.push({ name: 'PostgreSQL', run: () => stopPostgres(servers.postgres ?? postgres) });
     log(`Temporal ${temporal.address}, PostgreSQL port ${postgres.port}`);
 
     const pool = createPool(postgres.databaseUrl, 4);
@@ -224,13 +233,17 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
     tracker.start();
     cleanups.push({ name: 'recovery sampler', run: () => tracker.stop() });
 
-    // Faults on a schedule: kills with the server restarts spread between them.
-    const events: ('kill' | 'restart')[] = Array.from({ length: o.kills + o.serverRestarts }, () => 'kill' as const);
-    for (let r = 0; r < o.serverRestarts; r++) {
-      let at = Math.floor(((r + 1) * events.length) / (o.serverRestarts + 1));
-      while (events[at] === 'restart') at = (at + 1) % events.length;
-      events[at] = 'restart';
-    }
+    // Faults on a schedule: kills with the server and database restarts spread between them.
+    const events: ('kill' | 'restart' | 'db_restart')[] = Array.from({ length: o.kills + o.serverRestarts + o.databaseRestarts }, () => 'kill' as const);
+    const spread = (kind: 'restart' | 'db_restart', n: number, offset: number) => {
+      for (let r = 0; r < n; r++) {
+        let at = Math.floor(((r + offset) * events.length) / (n + 1));
+        while (events[at] !== 'kill') at = (at + 1) % events.length;
+        events[at] = kind;
+      }
+    };
+    spread('restart', o.serverRestarts, 1);
+    spread('db_restart', o.databaseRestarts, 0.5);
     let eventsDone = 0;
     let faultsOver = false;
     let played = 0;
@@ -255,7 +268,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
             const at = workers.kill(faultRng.pick(ready));
             runLog.faults.worker_kill++;
             await tracker.begin('worker_kill', at);
-          } else {
+          } else if (event === 'restart') {
             await sleep(faultRng.int(gapMin, gapMax), undefined, { signal: stopFaults });
             await turnToHit();
             const at = Date.now();
@@ -273,6 +286,27 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
               throw err;
             }
             log(`Temporal dev server running again after ${Date.now() - at} ms`);
+          } else {
+            await sleep(faultRng.int(gapMin, gapMax), undefined, { signal: stopFaults });
+            await turnToHit();
+            const at = Date.now();
+            await tracker.begin('database_restart', at);
+            const stopped = servers.postgres!;
+            await stopped.stop();
+            servers.postgres = undefined;
+            runLog.faults.database_restart++;
+            const downMs = faultRng.int(downMin, downMax);
+            log(`PostgreSQL stopped for ${downMs} ms`);
+            await sleep(downMs);
+            try {
+              servers.postgres = await restartPostgres(stopped, 'chaos');
+            } catch (err) {
+              servers.postgres = stopped; // so its cluster is still removed
+              log(`PostgreSQL did not start again: ${(err as Error).message}; stopping the run`);
+              hardStop.abort();
+              throw err;
+            }
+            log(`PostgreSQL running again after ${Date.now() - at} ms`);
           }
           eventsDone++;
         }
@@ -325,7 +359,10 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
     );
     driverDone.abort();
     await faultLoop;
-    log(`driver done; ${runLog.faults.worker_kill} kill(s), ${runLog.faults.server_restart} server restart(s); checking`);
+    log(
+      `driver done; ${runLog.faults.worker_kill} kill(s), ${runLog.faults.server_restart} server restart(s), ` +
+        `${runLog.faults.database_restart} database restart(s); checking`,
+    );
 
     const toolFailures = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM chaos_faults WHERE idempotency_key LIKE $1`, [
       `${conversationPrefix}%`,
@@ -374,6 +411,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
         definition: RECOVERY_DEFINITION,
         workerKills: recoveryStats(tracker.measurements, 'worker_kill', startedAt),
         serverRestarts: recoveryStats(tracker.measurements, 'server_restart', startedAt),
+        databaseRestarts: recoveryStats(tracker.measurements, 'database_restart', startedAt),
       },
       clientRetries: runLog.clientRetries,
       problems: checks.problems,

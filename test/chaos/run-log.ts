@@ -20,6 +20,7 @@ export const FAULT_KINDS = [
   'tool_failure',
   'worker_kill',
   'server_restart',
+  'database_restart',
   'cancel',
   'interrupt',
   'reject',

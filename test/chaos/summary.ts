@@ -44,7 +44,7 @@ export function formatSummary(s: ChaosSummary): string {
     '══════════════════ chaos run summary ══════════════════',
     `run ${s.runId} · seed ${s.seed} · ${minutes}m ${secs}s · ${s.conversations} conversations (concurrency ${s.options.concurrency}) · ${s.options.workers} worker processes` +
       (s.hardStopped ? ` · HARD STOP after ${s.options.maxMinutes} min (${s.notStarted} conversation(s) never started)` : ''),
-    `requested     ${s.options.kills} worker kills, ${s.options.serverRestarts} server restart(s)` +
+    `requested     ${s.options.kills} worker kills, ${s.options.serverRestarts} server restart(s), ${s.options.databaseRestarts} database restart(s)` +
       (s.continueAsNewAfterEvents ? `, continue as new after ${s.continueAsNewAfterEvents} events` : ''),
     `turns         ${s.turns} (${counts(s.turnOutcomes)}) for ${s.messagesSent} user messages; ${s.modelRequests} model requests; ` +
       `${s.continuedAsNew} continue-as-new`,
@@ -57,6 +57,7 @@ export function formatSummary(s: ChaosSummary): string {
     'recovery time',
     `  ${recovery('after a worker kill', s.recovery.workerKills)}`,
     `  ${recovery('after a server restart', s.recovery.serverRestarts)}`,
+    `  ${recovery('after a database restart', s.recovery.databaseRestarts)}`,
     `  measured as: ${s.recovery.definition}`,
     `workers       ${s.workers.started} processes started (start-up p50 ${seconds(s.workers.startupP50Ms)}), ` +
       `${s.workers.unexpectedExits.length} exited without being killed; client calls retried ${s.clientRetries} times`,

@@ -10,18 +10,28 @@ import path from 'node:path';
 import type { EmbeddedPostgresServer } from '../../src/db/embedded-postgres';
 import { startDevServer, type DevServer, type DevServerOptions } from '../../src/runtime/temporal-server';
 
-/** Starts both; PostgreSQL keeps its cluster in `<tmp>/<label>-pg-<runId>` with database `database`. */
+/**
+ * Starts both; PostgreSQL keeps its cluster in `<tmp>/<label>-pg-<runId>`
+ * with database `database`. With `restartablePostgres` the cluster outlives a
+ * stop (so {@link restartPostgres} can start it again; {@link stopPostgres}
+ * still removes it).
+ */
 export async function startLocalServers(options: {
   temporal: DevServerOptions;
   label: string;
   runId: string;
   database: string;
+  restartablePostgres?: boolean;
 }): Promise<{ temporal: DevServer; postgres: EmbeddedPostgresServer }> {
   // Imported only when used: embedded-postgres installs process exit hooks as soon as it is loaded.
   const { startEmbeddedPostgres } = await import('../../src/db/embedded-postgres');
   const [temporal, postgres] = await Promise.allSettled([
     startDevServer(options.temporal),
-    startEmbeddedPostgres({ dataDir: path.join(os.tmpdir(), `${options.label}-pg-${options.runId}`), database: options.database, ephemeral: true }),
+    startEmbeddedPostgres({
+      dataDir: path.join(os.tmpdir(), `${options.label}-pg-${options.runId}`),
+      database: options.database,
+      ephemeral: !options.restartablePostgres,
+    }),
   ]);
   if (temporal.status === 'fulfilled' && postgres.status === 'fulfilled') return { temporal: temporal.value, postgres: postgres.value };
   if (temporal.status === 'fulfilled') await temporal.value.stop().catch(() => undefined);
@@ -33,4 +43,10 @@ export async function startLocalServers(options: {
 export async function stopPostgres(pg: EmbeddedPostgresServer): Promise<void> {
   await pg.stop();
   fs.rmSync(pg.dataDir, { recursive: true, force: true });
+}
+
+/** Starts again, on the same port and cluster, a server started with `restartablePostgres` and stopped. */
+export async function restartPostgres(stopped: EmbeddedPostgresServer, database: string): Promise<EmbeddedPostgresServer> {
+  const { startEmbeddedPostgres } = await import('../../src/db/embedded-postgres');
+  return startEmbeddedPostgres({ dataDir: stopped.dataDir, port: stopped.port, database, ephemeral: false });
 }
