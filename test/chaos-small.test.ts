@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { runChaos } from './chaos/run-chaos';
-import { FAULT_KINDS } from './chaos/run-log';
+import { DECISION_PATHS, FAULT_KINDS } from './chaos/run-log';
 
 // A small chaos run (`npm run chaos` with a CI-sized configuration): its own
 // Temporal dev server and PostgreSQL, two worker processes, 8 conversations,
@@ -33,10 +33,13 @@ describe('chaos run (small)', () => {
       effectKeysFromProviderIds: 0,
       lostToSizeLimits: 0,
       conversationsNotAnswering: 0,
+      decisionsWithoutIdentity: 0,
     });
     expect(summary.problems).toEqual([]);
     const notInjected = FAULT_KINDS.filter((kind) => !(summary.faults[kind] > 0));
     expect(notInjected, 'fault kinds never injected').toEqual([]);
+    const pathsNotUsed = DECISION_PATHS.filter((p) => !(summary.decisions.byPath[p] > 0));
+    expect(pathsNotUsed, 'decision paths never used').toEqual([]);
     expect(summary.conversations).toBe(8);
     expect(summary.turns).toBeGreaterThanOrEqual(8);
     expect(summary.recovery.workerKills.count).toBe(2);

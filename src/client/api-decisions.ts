@@ -37,6 +37,8 @@ export function findApiDecider(env: NodeJS.ProcessEnv, dataDir: string, runtimeA
 
 /** One call as the API decided it. */
 export interface ApiCallDecision {
+  /** The decision's id (one per call), as recorded in `approval_decisions`; absent in listings of waiting calls. */
+  decisionId?: string;
   toolCallId: string;
   callKey: string;
   toolName: string;

@@ -50,7 +50,7 @@ const CLI_DECISION_WAIT_MS = 3_000;
 
 /** What the CLI decided: the calls, as whom, and whether no worker answered so they wait in the conversation's history. */
 interface CliDecision {
-  calls: { toolCallId: string; toolName: string; arguments: unknown }[];
+  calls: { decisionId?: string; toolCallId: string; callKey?: string; toolName: string; arguments: unknown }[];
   decidedBy?: string;
   queued: boolean;
   /** Sent without the HTTP API: workers that require signed decisions refuse it. */
@@ -401,7 +401,8 @@ for (const decision of ['approve', 'reject'] as const) {
     .option('--key <callKey>', 'the key of the call meant (see "pending"): refused if another call with the same id waits now')
     .option('--reason <text>', 'why (sent to the model with a rejection)')
     .option('--by <name>', 'who decides, for the records (only without the HTTP API; through it, the token names who decides)', process.env.USER)
-    .action(async (conversationId: string, toolCallId: string | undefined, options: { all?: boolean; key?: string; reason?: string; by?: string }) => {
+    .option('--json', 'print what was decided as JSON (the calls with their decision ids, as whom, queued or not) for scripts')
+    .action(async (conversationId: string, toolCallId: string | undefined, options: { all?: boolean; key?: string; reason?: string; by?: string; json?: boolean }) => {
       if (!toolCallId && !options.key && !options.all) throw new Error(`Name the tool call to ${decision} (see "pending"), or pass --all.`);
       if ((toolCallId || options.key) && options.all) throw new Error('Give a tool call id or key, or --all, not both.');
       const result = await decideCalls(conversationId, {
@@ -411,6 +412,11 @@ for (const decision of ['approve', 'reject'] as const) {
         reason: options.reason,
         decidedBy: options.by,
       });
+      if (options.json) {
+        const calls = result.calls.map(({ decisionId, toolCallId: id, callKey, toolName }) => ({ decisionId, toolCallId: id, callKey, toolName }));
+        process.stdout.write(`${JSON.stringify({ decision, decidedBy: result.decidedBy, queued: result.queued, unsigned: result.unsigned, calls })}\n`);
+        return;
+      }
       const as = result.decidedBy ? ` as ${result.decidedBy}` : '';
       const decided = result.calls.map((call) => `${call.toolName}(${JSON.stringify(call.arguments)}) [${call.toolCallId}]`).join(', ');
       const verb = decision === 'approve' ? 'Approved' : 'Rejected';

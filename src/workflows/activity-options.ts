@@ -85,8 +85,9 @@ export function storeActivities(prefixed: boolean): SummarizedActivities {
     {
       // Short: a write takes milliseconds, and a worker that dies mid-write is noticed at this timeout.
       startToCloseTimeout: '5 seconds',
-      // No attempt limit: a database that is down delays the conversation, it never loses a message.
-      retry: RETRY_BACKOFF,
+      // No attempt limit: a database that is down delays the conversation, it never loses a message;
+      // tries at most 5 s apart, so a database back from an outage is written to within 5 s.
+      retry: { ...RETRY_BACKOFF, maximumInterval: '5 seconds' },
     },
     prefixed,
   );

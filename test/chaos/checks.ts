@@ -42,6 +42,8 @@ export interface MustBeZero {
   lostToSizeLimits: number;
   /** Settled conversations that did not answer one more question at the end. */
   conversationsNotAnswering: number;
+  /** Recorded decisions not authenticated (no valid signature) or without a decider; unsigned decisions applied. */
+  decisionsWithoutIdentity: number;
 }
 
 /** Decisions sent by the driver, and what became of them. */
@@ -57,6 +59,12 @@ export interface DecisionStats {
   lost: number;
   /** Distinct decision ids whose sending failed on every attempt (not counted as lost). */
   notAcknowledged: number;
+  /** Decisions by the way they were sent. */
+  byPath: Record<string, number>;
+  /** Sent around the API, unsigned or malformed, and acknowledged by the server (each must be refused). */
+  unsignedSent: number;
+  /** Refused by the API because their calls no longer waited. */
+  apiRefusals: number;
 }
 
 /** What the final checks found. */
@@ -235,7 +243,7 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
 
   // 5. Decisions.
   const lostIn = new Set<string>();
-  const decisions = await checkDecisions(ctx, calls, problems, lostIn);
+  const { withoutIdentity, ...decisions } = await checkDecisions(ctx, calls, problems, lostIn);
   // Keep the histories of conversations that lost a decision, for replaying and reading (with historyDir).
   for (const id of lostIn) await historyAndLastTaskFailure(ctx, id);
 
@@ -257,6 +265,7 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
       effectKeysFromProviderIds: sideEffects.providerKeyed,
       lostToSizeLimits,
       conversationsNotAnswering: notAnswering,
+      decisionsWithoutIdentity: withoutIdentity,
     },
     problems,
     turns,
@@ -504,17 +513,30 @@ async function checkDecisions(
   calls: Map<string, CallInfo>,
   problems: string[],
   lostIn: Set<string>,
-): Promise<DecisionStats> {
+): Promise<DecisionStats & { withoutIdentity: number }> {
   const { rows } = await ctx.pool.query<{
     conversation_id: string;
     decision_id: string;
     decision: string;
     tool_call_ids: string[];
     call_keys: string[] | null;
+    decided_by: string | null;
+    authenticated: boolean | null;
   }>(
-    `SELECT conversation_id, decision_id, decision, tool_call_ids, call_keys FROM durable_agent.approval_decisions WHERE conversation_id LIKE $1`,
+    `SELECT conversation_id, decision_id, decision, tool_call_ids, call_keys, decided_by, authenticated FROM durable_agent.approval_decisions WHERE conversation_id LIKE $1`,
     [`${ctx.conversationPrefix}%`],
   );
+  // Every recorded decision names who decided, authenticated by the API's signature; nothing sent around the API is recorded.
+  let withoutIdentity = 0;
+  const unsignedIds = new Set(ctx.runLog.decisions.filter((d) => d.unsigned).map((d) => `${d.conversationId}/${d.decisionId}`));
+  for (const r of rows) {
+    const key = `${r.conversation_id}/${r.decision_id}`;
+    if (r.authenticated !== true || !r.decided_by || unsignedIds.has(key)) {
+      withoutIdentity++;
+      problems.push(`decision without an identity: ${key} (decided_by ${JSON.stringify(r.decided_by)}, authenticated ${r.authenticated}${unsignedIds.has(key) ? ', sent unsigned' : ''})`);
+    }
+  }
+  for (const error of ctx.runLog.apiErrors) problems.push(`decision not taken: ${error}`);
   const applied = new Map(rows.map((r) => [`${r.conversation_id}/${r.decision_id}`, r]));
   const decidedBy = new Map<string, string[]>(); // effect key → decision ids recorded for it
   for (const r of rows) {
@@ -523,6 +545,7 @@ async function checkDecisions(
   const first = new Map<string, DecisionSent>(); // the first acknowledged send of each decision id
   const unacknowledged = new Set<string>();
   for (const d of ctx.runLog.decisions) {
+    if (d.unsigned) continue; // refused by design (checked above)
     const key = `${d.conversationId}/${d.decisionId}`;
     if (d.ackAt === undefined) unacknowledged.add(key);
     else if (!first.has(key)) first.set(key, d);
@@ -534,8 +557,11 @@ async function checkDecisions(
     acknowledged: first.size,
     applied: 0,
     superseded: 0,
-    lost: 0,
+    lost: ctx.runLog.apiErrors.length,
     notAcknowledged: unacknowledged.size,
+    byPath: { ...ctx.runLog.decisionPaths },
+    unsignedSent: ctx.runLog.decisions.filter((d) => d.unsigned && d.ackAt !== undefined).length,
+    apiRefusals: ctx.runLog.apiRefusals,
   };
   for (const [key, d] of first) {
     const row = applied.get(key);
@@ -584,5 +610,5 @@ async function checkDecisions(
       problems.push(`decision lost: ${key} (${d.decision}${d.toolCallId ? ` ${d.toolCallId}` : ', all'}): ${why.join('; ')}`);
     }
   }
-  return stats;
+  return { ...stats, withoutIdentity };
 }

@@ -5,15 +5,45 @@
  * time out). Every client call is retried with backoff, since the Temporal
  * server may be restarting and workers may be down.
  */
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import { signDecision, type DecisionKey } from '../../src/activities/decision-signing';
+import type { ApprovalDecision } from '../../src/core/contract';
 import type { AgentClient, DecisionInput } from '../../src/client/client';
 import { USER_MESSAGE_MAX_BYTES } from '../../src/core/contract';
 import { ConversationClosedError, InvalidConversationInputError, MessageTooLargeError } from '../../src/errors';
 import type { ConversationInput, ConversationState, PendingApproval } from '../../src/workflows/api';
+import { runCli } from '../support/cli';
 import type { ApprovalAction, ConversationPlan } from './plan';
 import { Rng } from './random';
-import type { ConversationRecord, RunLog } from './run-log';
+import type { ConversationRecord, DecisionPath, DecisionSent, RunLog } from './run-log';
+
+/** Where decisions go: the HTTP API and its approvers' tokens, the key it signs with, and the CLIs' settings. */
+export interface DecisionRoutes {
+  apiUrl: string;
+  /** Bearer tokens of approvers; the API records their subjects. */
+  approverTokens: string[];
+  /** The token the project's CLI decides with. */
+  cliToken: string;
+  /** The key the API signs with, also held by a trusted service of the run (signed signals). */
+  key: DecisionKey;
+  temporalAddress: string;
+  /** The Temporal CLI, for `temporal workflow signal`. */
+  temporalCli: string;
+}
+
+const PATH_WEIGHTS: Record<DecisionPath, number> = {
+  api: 50,
+  cli: 6,
+  signed_signal: 14,
+  client_unsigned: 10,
+  temporal_cli_unsigned: 10,
+  raw_malformed: 10,
+};
+/** Who the key-holding service decides as. */
+const SERVICE_IDENTITY = 'ops-bot@chaos.example';
 
 /** What the driver needs. */
 export interface DriverContext {
@@ -22,6 +52,7 @@ export interface DriverContext {
   seed: string;
   /** Start options of every conversation. */
   input: ConversationInput;
+  decisions: DecisionRoutes;
   /** Give up on a turn (the final checks will then find the conversation stuck) after this long. */
   turnTimeoutMs: number;
   /** How often the state is read while a turn runs. */
@@ -86,12 +117,19 @@ class ConversationPlayer {
   /** Decisions to send after their calls' approval timeout (they must be refused, changing nothing). */
   private lateDecisions: { at: number; targets: PendingApproval[] }[] = [];
 
+  /** Chooses decisions' paths, a stream of its own so the other choices stay what the seed made them. */
+  private readonly paths: Rng;
+  /** The coverage scenario's paths not used yet. */
+  private readonly scriptedPaths: DecisionPath[];
+
   constructor(
     private readonly plan: ConversationPlan,
     private readonly record: ConversationRecord,
     private readonly ctx: DriverContext,
   ) {
     this.rng = new Rng(ctx.seed, 'driver', plan.index);
+    this.paths = new Rng(ctx.seed, 'paths', plan.index);
+    this.scriptedPaths = [...(plan.coverage?.paths ?? [])];
     this.plannedTurns = plan.turns;
   }
 
@@ -210,29 +248,30 @@ class ConversationPlayer {
     const { faults } = this.ctx.runLog;
     switch (action) {
       case 'approve_all':
-        await this.decide({ decision: 'approve', decidedBy: 'chaos' }, pending);
+        await this.decide({ decision: 'approve' }, pending);
         return undefined;
       case 'reject_all':
         faults.reject++;
-        await this.decide({ decision: 'reject', reason: 'chaos: rejected', decidedBy: 'chaos' }, pending);
+        await this.decide({ decision: 'reject', reason: 'chaos: rejected' }, pending);
         return undefined;
       case 'approve_one': {
         const [first, ...rest] = pending;
-        await this.decide({ decision: 'approve', toolCallId: first.toolCallId, callKey: first.callKey, decidedBy: 'chaos' }, [first]);
+        await this.decide({ decision: 'approve' }, [first]);
         if (rest.length > 0) {
           faults.reject++;
-          await this.decide({ decision: 'reject', reason: 'chaos: only the first one', decidedBy: 'chaos' }, rest);
+          await this.decide({ decision: 'reject', reason: 'chaos: only the first one' }, rest);
         }
         return undefined;
       }
       case 'decide_twice': {
+        // One signed decision sent twice, as a retrying sender would: the second must change nothing.
         const [first, ...rest] = pending;
         const decision = this.rng.chance(0.5) ? 'approve' : 'reject';
         if (decision === 'reject') faults.reject++;
-        const twice: DecisionInput = { decisionId: randomUUID(), decision, toolCallId: first.toolCallId, decidedBy: 'chaos' };
-        await this.decide(twice, [first]);
-        if (await this.decide(twice, [first], true)) faults.duplicate_decision++;
-        if (rest.length > 0) await this.decide({ decision: 'approve', decidedBy: 'chaos' }, rest);
+        const twice = this.signed({ decision, toolCallId: first.toolCallId, callKey: first.callKey });
+        await this.signal(twice, [first], 'signed_signal');
+        if (await this.signal(twice, [first], 'signed_signal', true)) faults.duplicate_decision++;
+        if (rest.length > 0) await this.decide({ decision: 'approve' }, rest);
         return undefined;
       }
       case 'timeout': {
@@ -266,33 +305,192 @@ class ConversationPlayer {
     this.lateDecisions = this.lateDecisions.filter((d) => d.at > Date.now());
     for (const late of due) {
       const [first] = late.targets;
-      if (await this.decide({ decision: 'approve', toolCallId: first.toolCallId, callKey: first.callKey, decidedBy: 'chaos (late)' }, [first])) {
-        this.ctx.runLog.faults.late_decision++;
-      }
+      // Signed, so only its lateness can make the conversation refuse it.
+      const decision = this.signed({ decision: 'approve', toolCallId: first.toolCallId, callKey: first.callKey }, `${SERVICE_IDENTITY} (late)`);
+      if (await this.signal(decision, [first], 'signed_signal')) this.ctx.runLog.faults.late_decision++;
     }
   }
 
-  /** Sends a decision as a signal; returns whether the server acknowledged it. */
-  private async decide(decision: DecisionInput, targets: PendingApproval[], duplicate = false): Promise<boolean> {
-    const full = { ...decision, decisionId: decision.decisionId ?? randomUUID() };
-    const sent = {
+  /**
+   * Decides `targets` by a path chosen at random (or the coverage scenario's
+   * next): through the API or the CLI, as a signed signal, or first around
+   * the API, unsigned (refused by the workers), and then through the API as
+   * the person would after seeing nothing happen. Returns whether a decision
+   * was acknowledged.
+   */
+  private async decide(decision: Pick<DecisionInput, 'decision' | 'reason'>, targets: PendingApproval[]): Promise<boolean> {
+    const path = this.scriptedPaths.shift() ?? this.paths.weighted(PATH_WEIGHTS);
+    switch (path) {
+      case 'api':
+        return this.throughApi(decision, targets);
+      case 'cli':
+        return this.throughCli(decision, targets);
+      case 'signed_signal': {
+        let acknowledged = false;
+        for (const t of targets) acknowledged = (await this.signal(this.signed({ ...decision, toolCallId: t.toolCallId, callKey: t.callKey }), [t], path)) || acknowledged;
+        return acknowledged;
+      }
+      default:
+        await this.aroundTheApi(path, decision, targets);
+        return this.throughApi(decision, targets);
+    }
+  }
+
+  /** `decision` completed and signed with the run's key, as the API (or a service holding its key) would. */
+  private signed(decision: Omit<DecisionInput, 'decisionId' | 'decidedBy' | 'sentAt'>, decidedBy = SERVICE_IDENTITY): ApprovalDecision {
+    const full: ApprovalDecision = { ...decision, decisionId: randomUUID(), decidedBy, sentAt: new Date().toISOString() };
+    return { ...full, signature: signDecision(this.ctx.decisions.key, this.plan.id, full) };
+  }
+
+  /** The record of a decision about to be sent. */
+  private sending(decisionId: string, decision: DecisionInput['decision'], targets: PendingApproval[], path: DecisionPath, extra: Partial<DecisionSent> = {}): DecisionSent {
+    const sent: DecisionSent = {
       conversationId: this.plan.id,
-      decisionId: full.decisionId,
-      decision: full.decision,
-      toolCallId: full.toolCallId,
+      decisionId,
+      decision,
       targets: targets.map((t) => ({ toolCallId: t.toolCallId, callKey: t.callKey, requestedAt: Date.parse(t.requestedAt) })),
       sentAt: Date.now(),
-      ackAt: undefined as number | undefined,
-      duplicate,
+      ackAt: undefined,
+      duplicate: false,
+      path,
+      ...extra,
     };
     this.ctx.runLog.decisions.push(sent);
+    this.ctx.runLog.decisionPaths[path]++;
+    return sent;
+  }
+
+  /** Sends a decision as a signal; returns whether the server acknowledged it. */
+  private async signal(decision: ApprovalDecision, targets: PendingApproval[], path: DecisionPath, duplicate = false): Promise<boolean> {
+    const sent = this.sending(decision.decisionId, decision.decision, targets, path, { toolCallId: decision.toolCallId, duplicate });
     try {
-      await retrying(this.ctx, () => this.ctx.client.signalDecision(this.plan.id, full));
+      await retrying(this.ctx, () => this.ctx.client.signalDecision(this.plan.id, decision));
       sent.ackAt = Date.now();
       return true;
     } catch (err) {
-      this.ctx.log(`${this.plan.id}: decision ${full.decisionId} not acknowledged: ${(err as Error).message}`);
+      this.ctx.log(`${this.plan.id}: decision ${decision.decisionId} not acknowledged: ${(err as Error).message}`);
       return false;
+    }
+  }
+
+  /** POSTs the decision of `targets` (by their keys) to the HTTP API as an approver; records the decisions it made. */
+  private async throughApi(decision: Pick<DecisionInput, 'decision' | 'reason'>, targets: PendingApproval[]): Promise<boolean> {
+    const { apiUrl, approverTokens } = this.ctx.decisions;
+    const token = this.paths.pick(approverTokens);
+    const body = JSON.stringify({ decision: decision.decision, callKeys: targets.map((t) => t.callKey), ...(decision.reason ? { reason: decision.reason } : {}) });
+    const sentAt = Date.now();
+    const deadline = sentAt + 60_000;
+    let delay = 200;
+    for (;;) {
+      let status = 0;
+      let answer: { results?: { decisionId: string; toolCallId: string; callKey: string }[]; error?: { code: string; message: string } } | undefined;
+      try {
+        const response = await fetch(`${apiUrl}/v1/conversations/${encodeURIComponent(this.plan.id)}/decisions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body,
+          signal: AbortSignal.any([this.ctx.signal, AbortSignal.timeout(20_000)]),
+        });
+        status = response.status;
+        answer = (await response.json().catch(() => undefined)) as typeof answer;
+      } catch {
+        status = 0; // no answer (the run's hard stop, or a timeout)
+      }
+      if (status === 200 || status === 202) {
+        this.recordDecided(decision.decision, targets, answer?.results ?? [], 'api', sentAt);
+        return true;
+      }
+      if (status === 409 && answer?.error?.code === 'decision_refused') {
+        this.ctx.runLog.apiRefusals++; // the calls no longer wait (timed out, cancelled, decided): nothing was decided
+        return false;
+      }
+      if ((status === 0 || status >= 500) && Date.now() + delay < deadline && !this.ctx.signal.aborted) {
+        this.ctx.runLog.clientRetries++;
+        await sleep(delay, undefined, { signal: this.ctx.signal }).catch(() => undefined);
+        delay = Math.min(Math.round(delay * 1.6), 3_000);
+        continue;
+      }
+      if (!this.ctx.signal.aborted) this.ctx.runLog.apiErrors.push(`${this.plan.id}: POST decisions answered ${status}: ${JSON.stringify(answer)?.slice(0, 300)}`);
+      return false;
+    }
+  }
+
+  /** Decides each of `targets` with the project's CLI (`npm run cli -- approve <id> --key <callKey> --json`) through the API. */
+  private async throughCli(decision: Pick<DecisionInput, 'decision' | 'reason'>, targets: PendingApproval[]): Promise<boolean> {
+    const { apiUrl, cliToken, temporalAddress } = this.ctx.decisions;
+    const env = { AGENT_API_URL: apiUrl, AGENT_API_TOKEN: cliToken, TEMPORAL_ADDRESS: temporalAddress };
+    let acknowledged = false;
+    for (const target of targets) {
+      const args = [decision.decision, this.plan.id, '--key', target.callKey, '--json', ...(decision.reason ? ['--reason', decision.reason] : [])];
+      const sentAt = Date.now();
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const { stdout } = await runCli(args, env);
+          const printed = JSON.parse(stdout.trim().split('\n').at(-1)!) as { calls: { decisionId: string; toolCallId: string; callKey: string }[] };
+          this.recordDecided(decision.decision, [target], printed.calls, 'cli', sentAt);
+          acknowledged = true;
+        } catch (err) {
+          const stderr = String((err as { stderr?: unknown }).stderr ?? (err as Error).message);
+          if (stderr.includes('(decision_refused)')) this.ctx.runLog.apiRefusals++;
+          else if (attempt < 3 && !this.ctx.signal.aborted) continue;
+          else this.ctx.runLog.apiErrors.push(`${this.plan.id}: the CLI failed to ${decision.decision} ${target.callKey}: ${stderr.trim().split('\n').at(-1)?.slice(0, 300)}`);
+        }
+        break;
+      }
+    }
+    return acknowledged;
+  }
+
+  /** Records the decisions the API made (one per call), acknowledged now. */
+  private recordDecided(
+    decision: DecisionInput['decision'],
+    targets: PendingApproval[],
+    results: { decisionId?: string; toolCallId: string; callKey?: string }[],
+    path: DecisionPath,
+    sentAt: number,
+  ): void {
+    for (const r of results) {
+      const target = targets.find((t) => t.callKey === r.callKey);
+      if (!r.decisionId || !target) {
+        this.ctx.runLog.apiErrors.push(`${this.plan.id}: the ${path} answered a decision without its id or call: ${JSON.stringify(r).slice(0, 200)}`);
+        continue;
+      }
+      const sent = this.sending(r.decisionId, decision, [target], path, { toolCallId: r.toolCallId, sentAt });
+      sent.ackAt = Date.now();
+    }
+  }
+
+  /** Sends the decision around the API, unsigned (or not a decision at all): the workers must refuse it. */
+  private async aroundTheApi(path: DecisionPath, decision: Pick<DecisionInput, 'decision' | 'reason'>, targets: PendingApproval[]): Promise<void> {
+    const { faults } = this.ctx.runLog;
+    const [first] = targets;
+    const unsigned: ApprovalDecision = {
+      decisionId: randomUUID(),
+      decision: decision.decision,
+      toolCallId: first.toolCallId,
+      callKey: first.callKey,
+      ...(decision.reason ? { reason: decision.reason } : {}),
+      decidedBy: 'someone with namespace access',
+      sentAt: new Date().toISOString(),
+    };
+    const sent = this.sending(unsigned.decisionId, decision.decision, [first], path, { toolCallId: first.toolCallId, unsigned: true });
+    try {
+      if (path === 'client_unsigned') {
+        faults.unsigned_decision++;
+        await retrying(this.ctx, () => this.ctx.client.signalDecision(this.plan.id, unsigned));
+      } else if (path === 'temporal_cli_unsigned') {
+        faults.unsigned_decision++;
+        const { temporalCli, temporalAddress } = this.ctx.decisions;
+        const args = ['workflow', 'signal', '--workflow-id', this.plan.id, '--name', 'decision', '--input', JSON.stringify(unsigned), '--address', temporalAddress];
+        await retrying(this.ctx, () => execFileAsync(temporalCli, args, { timeout: 20_000 }));
+      } else {
+        faults.malformed_signal++;
+        const malformed = this.paths.pick([{ decision: 'maybe', toolCallId: first.toolCallId }, { decisionId: 42 }, 'approve everything']);
+        await retrying(this.ctx, () => this.ctx.client.temporal.workflow.getHandle(this.plan.id).signal('decision', malformed));
+      }
+      sent.ackAt = Date.now();
+    } catch (err) {
+      this.ctx.log(`${this.plan.id}: a decision around the API (${path}) was not acknowledged: ${(err as Error).message}`);
     }
   }
 
@@ -313,3 +511,5 @@ function padded(start: string, bytes: number): string {
   const line = 'ord_chaos_2,cus_chaos,refund requested,2000000000; ';
   return (start + line.repeat(Math.ceil(bytes / line.length))).slice(0, bytes);
 }
+
+const execFileAsync = promisify(execFile);

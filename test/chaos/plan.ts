@@ -4,6 +4,7 @@
  * every kind of fault happens at least once even in a small run.
  */
 import { Rng } from './random';
+import type { DecisionPath } from './run-log';
 
 /** A tool call the scripted model can make. */
 export type CallKind =
@@ -49,6 +50,8 @@ export interface CoverageScenario {
   lowContinueAsNew?: boolean;
   /** How the conversation's model names its tool calls (random when unset). */
   ids?: 'per-response' | 'duplicated';
+  /** The ways its first decisions are sent, in order (random after). */
+  paths?: DecisionPath[];
 }
 
 /** One conversation of the run. */
@@ -76,7 +79,7 @@ export interface ConversationPlan {
 
 /** The coverage scenarios, spread over the run's conversations. */
 export const COVERAGE: readonly CoverageScenario[] = [
-  { name: 'reject, model 429', firstCalls: ['refund_large'], firstAction: 'reject_all', firstRequestFault: 'model_429' },
+  { name: 'reject through the CLI, model 429', firstCalls: ['refund_large'], firstAction: 'reject_all', firstRequestFault: 'model_429', paths: ['cli'] },
   { name: 'approval timeout, context window exceeded', firstCalls: ['refund_large'], firstAction: 'timeout', firstRequestFault: 'context_length_exceeded' },
   { name: 'duplicate decision, message over the limit', firstCalls: ['refund_large', 'refund_large'], firstAction: 'decide_twice', userMessage: 'over_limit' },
   { name: 'cancel while waiting, message at the limit', firstCalls: ['refund_large', 'find_customer'], firstAction: 'cancel', userMessage: 'near_limit' },
@@ -87,6 +90,7 @@ export const COVERAGE: readonly CoverageScenario[] = [
     firstAction: 'approve_all',
     firstRequestFault: 'model_500',
     ids: 'duplicated',
+    paths: ['client_unsigned'],
   },
   {
     name: 'slow model, small refund, large result, huge arguments',
@@ -94,11 +98,12 @@ export const COVERAGE: readonly CoverageScenario[] = [
     firstRequestFault: 'model_slow',
   },
   {
-    name: 'approve one of two, continue as new',
+    name: 'approve one of two around the API, continue as new',
     firstCalls: ['refund_large', 'refund_large', 'check_stock'],
     firstAction: 'approve_one',
     ids: 'per-response',
     lowContinueAsNew: true,
+    paths: ['temporal_cli_unsigned', 'raw_malformed'],
   },
 ];
 

@@ -20,7 +20,9 @@ import { migrate } from '../../src/db/migrations';
 import { createPool } from '../../src/db/pool';
 import { setupBackofficeDemo } from '../../src/tools/backoffice-data';
 import { startModelServer, type ModelServer } from '../../src/testing';
-import { startDevServer, type DevServer } from '../../src/runtime/temporal-server';
+import { findTemporalCli, startDevServer, type DevServer } from '../../src/runtime/temporal-server';
+import { startApiServer } from '../../src/api/server';
+import type { ApiTokenConfig } from '../../src/api/tokens';
 import { restartPostgres, startLocalServers, stopPostgres } from '../support/local-servers';
 import type { EmbeddedPostgresServer } from '../../src/db/embedded-postgres';
 import type { ConversationInput } from '../../src/workflows/api';
@@ -207,6 +209,8 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
     cleanups.push({ name: 'model server', run: () => model.close() });
 
     const taskQueue = `chaos-${runId}`;
+    // Decisions are signed by the HTTP API; the workers hold its key and refuse unsigned ones.
+    const decisionKey = { id: 'chaos', secret: randomBytes(32).toString('hex') };
     const workers = new WorkerPool({
       env: {
         TEMPORAL_ADDRESS: temporal.address,
@@ -216,6 +220,8 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
         OPENAI_BASE_URL: model.url,
         OPENAI_MODEL: 'scripted-model',
         AGENT_TOOLS_MODULE: path.join(__dirname, 'chaos-tools.ts'),
+        AGENT_DECISION_KEYS: `${decisionKey.id}:${decisionKey.secret}`,
+        AGENT_REQUIRE_SIGNED_DECISIONS: 'true',
         CHAOS_SEED: seed,
       },
       size: o.workers,
@@ -227,6 +233,12 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
 
     const client = await AgentClient.connect({ temporalAddress: temporal.address, databaseUrl: postgres.databaseUrl, taskQueue });
     cleanups.push({ name: 'client', run: () => client.close() });
+    const token = (subject: string): ApiTokenConfig => ({ subject, roles: ['approver'], token: randomBytes(24).toString('hex') });
+    const approvers = [token('alice@chaos.example'), token('bob@chaos.example'), token('carol@chaos.example')];
+    const api = await startApiServer({ client, tokens: approvers, decisions: { signingKey: decisionKey }, inbox: false });
+    cleanups.push({ name: 'HTTP API', run: () => api.stop() });
+    const temporalCli = findTemporalCli();
+    if (!temporalCli) throw new Error('The chaos run needs the Temporal CLI: run bash scripts/ensure-temporal-cli.sh.');
 
     const conversationPrefix = `chaos-${runId}-`;
     const tracker = new RecoveryTracker(pool, runLog, conversationPrefix);
@@ -340,6 +352,14 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
       runLog,
       seed,
       input,
+      decisions: {
+        apiUrl: api.url,
+        approverTokens: approvers.slice(0, 2).map((a) => a.token),
+        cliToken: approvers[2].token,
+        key: decisionKey,
+        temporalAddress: temporal.address,
+        temporalCli,
+      },
       turnTimeoutMs: options.turnTimeoutMs ?? 150_000,
       pollMs: 250,
       signal: hardStop.signal,

@@ -27,7 +27,22 @@ export const FAULT_KINDS = [
   'approval_timeout',
   'duplicate_decision',
   'late_decision',
+  'unsigned_decision',
+  'malformed_signal',
 ] as const;
+
+/**
+ * The ways a decision reaches a conversation. Through the HTTP API (`api`),
+ * the project's CLI talking to it (`cli`), or a service holding the signing
+ * key (`signed_signal`), it is signed and applies. Around the API it is not
+ * signed, and the workers (which hold the key) refuse it: `client_unsigned`
+ * (`AgentClient.signalDecision`), `temporal_cli_unsigned` (`temporal workflow
+ * signal`), `raw_malformed` (a signal whose payload is not a decision); the
+ * person then decides through the API.
+ */
+export const DECISION_PATHS = ['api', 'cli', 'signed_signal', 'client_unsigned', 'temporal_cli_unsigned', 'raw_malformed'] as const;
+
+export type DecisionPath = (typeof DECISION_PATHS)[number];
 
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -45,6 +60,9 @@ export interface DecisionSent {
   ackAt?: number;
   /** A second send of a decision id already acknowledged. */
   duplicate: boolean;
+  path: DecisionPath;
+  /** Sent around the API without a signature: it must be refused, never recorded. */
+  unsigned?: boolean;
 }
 
 /** A cancel or an interrupting message the driver sent during a turn. */
@@ -87,6 +105,12 @@ export class RunLog {
   readonly decisions: DecisionSent[] = [];
   readonly interventions: InterventionSent[] = [];
   readonly sizedMessages: SizedMessageSent[] = [];
+  /** Decisions sent, by the way they were sent (the API's count one per call). */
+  readonly decisionPaths: Record<DecisionPath, number> = Object.fromEntries(DECISION_PATHS.map((p) => [p, 0])) as Record<DecisionPath, number>;
+  /** Decisions the API (or the CLI through it) refused because the calls no longer waited. */
+  apiRefusals = 0;
+  /** Answers of the API or the CLI that should never happen (a 4xx other than a refusal, a decision without its id). */
+  readonly apiErrors: string[] = [];
   readonly conversations = new Map<string, ConversationRecord>();
   /** Client calls that failed and were tried again. */
   clientRetries = 0;

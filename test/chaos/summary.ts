@@ -13,6 +13,7 @@ const MUST_BE_ZERO_LABELS: Record<keyof ChaosSummary['mustBeZero'], string> = {
   effectKeysFromProviderIds: 'side effects keyed by a provider id',
   lostToSizeLimits: 'messages, answers or results lost to a size limit',
   conversationsNotAnswering: 'conversations that no longer answer',
+  decisionsWithoutIdentity: 'decisions recorded without an authenticated identity',
 };
 
 const seconds = (ms: number | undefined): string => (ms === undefined ? '–' : `${(ms / 1000).toFixed(1)} s`);
@@ -51,8 +52,10 @@ export function formatSummary(s: ChaosSummary): string {
     'faults injected',
     ...Array.from({ length: Math.ceil(faultLine.length / 6) }, (_, row) => `  ${faultLine.slice(row * 6, row * 6 + 6).join(', ')}`),
     `tool results  ${counts(s.toolOutcomes)}`,
-    `decisions     ${s.decisions.signalsSent} signals, ${s.decisions.acknowledged} decision ids acknowledged: ${s.decisions.applied} applied, ` +
+    `decisions     ${s.decisions.signalsSent} sent, ${s.decisions.acknowledged} decision ids acknowledged: ${s.decisions.applied} applied, ` +
       `${s.decisions.superseded} superseded (their calls had settled otherwise first), ${s.decisions.lost} lost; ${s.decisions.notAcknowledged} never acknowledged`,
+    `  by path     ${counts(s.decisions.byPath)}; ${s.decisions.unsignedSent} sent around the API (unsigned or malformed, to be refused); ` +
+      `${s.decisions.apiRefusals} refused by the API (calls no longer waiting)`,
     `side effects  ${s.refundsApplied} refunds applied; ${s.effectsOfInterruptedCalls} effect(s) of calls reported "interrupted" (effect unknown by design)`,
     'recovery time',
     `  ${recovery('after a worker kill', s.recovery.workerKills)}`,

@@ -136,7 +136,7 @@ export class WorkerPool {
     const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src', 'main.ts')], {
       cwd: ROOT,
       // No HTTP API (the run decides through the client, unsigned, so the workers accept unsigned decisions).
-      env: { ...process.env, LOG_LEVEL: 'warn', AGENT_API_PORT: 'off', AGENT_METRICS_ADDRESS: 'off', AGENT_REQUIRE_SIGNED_DECISIONS: 'false', ...this.options.env, AGENT_DATA_DIR: dataDir },
+      env: { ...process.env, LOG_LEVEL: 'warn', AGENT_API_PORT: 'off', AGENT_METRICS_ADDRESS: 'off', ...this.options.env, AGENT_DATA_DIR: dataDir },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let tail = '';
