@@ -9,6 +9,9 @@
  * A conversation that never progresses again (stuck) is reported apart and
  * left out of the time, so one stuck conversation does not hide the others.
  */
+import type { Client } from '@temporalio/client';
+import { tsToMs } from '@temporalio/common/lib/time';
+import { temporal } from '@temporalio/proto';
 import type { Pool } from 'pg';
 import type { RunLog } from './run-log';
 
@@ -24,6 +27,59 @@ export interface RecoveryMeasurement {
   slowest?: string;
   /** Conversations in flight at the fault that never progressed afterwards. */
   neverProgressed: string[];
+  /** What the slowest conversation waited for, read from its history (see {@link explainRecoveries}). */
+  cause?: RecoveryCause;
+}
+
+/** What held up the conversation that recovered last. */
+export type RecoveryCause =
+  | 'workflow task timeout'
+  | 'sticky queue timeout'
+  | 'activity heartbeat timeout'
+  | 'activity start-to-close timeout'
+  | 'timer (approval timeout)'
+  | 'no timeout (work or retry wait)'
+  | 'history not found';
+
+const { EventType, TimeoutType } = temporal.api.enums.v1;
+
+/**
+ * Reads, for each measurement, the history of the conversation that moved
+ * last and names the timeout it waited for: the last one to end inside the
+ * window from the fault to its recovery (a workflow task or sticky queue
+ * timeout is an event of its own; an activity attempt's timeout shows on the
+ * attempt that followed, as its last failure; a fired timer is the approval
+ * timeout). None: it waited for work or a retry's backoff.
+ */
+export async function explainRecoveries(client: Client, measurements: readonly RecoveryMeasurement[]): Promise<void> {
+  for (const m of measurements) {
+    if (!m.slowest || m.recoveredMs === undefined) continue;
+    let events: temporal.api.history.v1.IHistoryEvent[];
+    try {
+      events = (await client.workflow.getHandle(m.slowest).fetchHistory()).events ?? [];
+    } catch {
+      m.cause = 'history not found';
+      continue;
+    }
+    const end = m.at + m.recoveredMs + 500;
+    let latest: { at: number; cause: RecoveryCause } | undefined;
+    for (const event of events) {
+      const at = event.eventTime ? tsToMs(event.eventTime) : 0;
+      if (at < m.at || at > end) continue;
+      let cause: RecoveryCause | undefined;
+      if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT) {
+        cause = event.workflowTaskTimedOutEventAttributes?.timeoutType === TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START ? 'sticky queue timeout' : 'workflow task timeout';
+      } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED) {
+        const timeout = event.activityTaskStartedEventAttributes?.lastFailure?.timeoutFailureInfo?.timeoutType;
+        if (timeout === TimeoutType.TIMEOUT_TYPE_HEARTBEAT) cause = 'activity heartbeat timeout';
+        else if (timeout === TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE) cause = 'activity start-to-close timeout';
+      } else if (event.eventType === EventType.EVENT_TYPE_TIMER_FIRED) {
+        cause = 'timer (approval timeout)';
+      }
+      if (cause && (!latest || at >= latest.at)) latest = { at, cause };
+    }
+    m.cause = latest?.cause ?? 'no timeout (work or retry wait)';
+  }
 }
 
 interface OpenMeasurement {

@@ -31,7 +31,7 @@ import { playConversation, type DriverContext } from './driver';
 import { ChaosModel, CHAOS_ORDERS } from './model-script';
 import { planConversations } from './plan';
 import { Rng } from './random';
-import { quantile, RecoveryTracker, type RecoveryMeasurement } from './recovery';
+import { explainRecoveries, quantile, RecoveryTracker, type RecoveryMeasurement } from './recovery';
 import { RunLog, type FaultKind } from './run-log';
 import { formatSummary } from './summary';
 import { WorkerPool, type UnexpectedExit } from './worker-pool';
@@ -87,7 +87,9 @@ export interface RecoveryStats {
   p99Ms?: number;
   maxMs?: number;
   /** The slowest faults: when (ms into the run), how many turns were in flight, and which conversation moved last. */
-  slowest: { atMs: number; inFlight: number; recoveredMs?: number; conversationId?: string }[];
+  slowest: { atMs: number; inFlight: number; recoveredMs?: number; conversationId?: string; cause?: string }[];
+  /** What the last conversation to move waited for, by cause: how many faults, and their median recovery. */
+  causes: Record<string, { count: number; p50Ms?: number }>;
 }
 
 /** What a run did and found. `text` is the summary as printed. */
@@ -406,6 +408,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
       checks.problems.push(`invalid model request #${bad.index}: ${JSON.stringify(bad.error?.body).slice(0, 300)}`);
     }
     await tracker.stop();
+    await explainRecoveries(client.temporal, tracker.measurements).catch((err: Error) => log(`could not read the causes of recoveries: ${err.message}`));
 
     const summaryBase = {
       runId,
@@ -500,6 +503,12 @@ function recoveryStats(measurements: readonly RecoveryMeasurement[], kind: Recov
     slowest: [...withTurns]
       .sort((a, b) => (b.recoveredMs ?? Infinity) - (a.recoveredMs ?? Infinity))
       .slice(0, 3)
-      .map((m) => ({ atMs: m.at - startedAt, inFlight: m.inFlight, recoveredMs: m.recoveredMs, conversationId: m.slowest })),
+      .map((m) => ({ atMs: m.at - startedAt, inFlight: m.inFlight, recoveredMs: m.recoveredMs, conversationId: m.slowest, cause: m.cause })),
+    causes: Object.fromEntries(
+      [...new Set(withTurns.flatMap((m) => (m.cause ? [m.cause] : [])))].map((cause) => {
+        const times = withTurns.filter((m) => m.cause === cause && m.recoveredMs !== undefined).map((m) => m.recoveredMs!);
+        return [cause, { count: times.length, p50Ms: quantile(times, 0.5) }];
+      }),
+    ),
   };
 }

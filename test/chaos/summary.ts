@@ -26,12 +26,16 @@ function counts(record: Record<string, number>): string {
 function recovery(label: string, stats: RecoveryStats): string {
   const slowest = stats.slowest
     .filter((m) => m.conversationId)
-    .map((m) => `${seconds(m.recoveredMs)} at +${seconds(m.atMs)} (${m.inFlight} in flight, last: ${m.conversationId})`);
+    .map((m) => `${seconds(m.recoveredMs)} at +${seconds(m.atMs)} (${m.inFlight} in flight, last: ${m.conversationId}${m.cause ? `, ${m.cause}` : ''})`);
+  const causes = Object.entries(stats.causes)
+    .sort(([, a], [, b]) => b.count - a.count)
+    .map(([cause, c]) => `${cause} ${c.count} (p50 ${seconds(c.p50Ms)})`);
   return (
     `${label}: p50 ${seconds(stats.p50Ms)}, p99 ${seconds(stats.p99Ms)}, max ${seconds(stats.maxMs)} ` +
     `(${stats.count} fault(s), ${stats.withTurnsInFlight} with turns in flight)` +
     (stats.neverProgressed.length > 0 ? `\n    never progressed after it (left out of the times): ${stats.neverProgressed.join(', ')}` : '') +
-    (slowest.length > 0 ? `\n    slowest: ${slowest.join('; ')}` : '')
+    (slowest.length > 0 ? `\n    slowest: ${slowest.join('; ')}` : '') +
+    (causes.length > 0 ? `\n    what the last conversation waited for: ${causes.join(', ')}` : '')
   );
 }
 
