@@ -47,6 +47,9 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
+/** How long a starting worker waits for a Temporal server that does not answer. */
+const TEMPORAL_WAIT_MS = 60_000;
+
 async function main(): Promise<void> {
   const config = loadConfig();
   // Before anything touches Temporal (the embedded server too): the runtime's logger and metrics endpoint are set once.
@@ -69,7 +72,8 @@ async function main(): Promise<void> {
     const options = { address: services.temporalAddress, ...connectionOptions(settings) };
     // The worker's plugin applies the migrations and registers the search attributes a namespace lacks
     // while the worker is created, before it polls.
-    connection = await explainConnectionFailure(settings, services.temporalAddress, () => NativeConnection.connect(options));
+    // A server restarting (a deploy, a failover) delays the start rather than failing it.
+    connection = await explainConnectionFailure(settings, services.temporalAddress, () => NativeConnection.connect(options), { waitMs: TEMPORAL_WAIT_MS });
     // Encrypted payloads: the workers, their workflow bundle and the clients share one data converter.
     const dataConverter = encryptingDataConverter(config.payloadKeys);
     const workflowBundle = await bundleWorkflowsApart(config.dataDir, {

@@ -5,6 +5,7 @@
  */
 import type { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
+import { logger } from '../runtime/logger';
 import { HEARTBEAT_EVERY_MS } from './contracts';
 
 /**
@@ -32,4 +33,28 @@ export function asCancellation(context: Context): CancelledFailure | undefined {
   if (!context.cancellationSignal.aborted) return undefined;
   const reason: unknown = context.cancellationSignal.reason;
   return reason instanceof CancelledFailure ? reason : new CancelledFailure('The activity was cancelled.');
+}
+
+/**
+ * For a retried attempt of an ordinary activity: asks Temporal to send the
+ * conversation's next workflow task to any worker rather than to the worker
+ * that last ran it. The attempt before may have died with its worker
+ * (SIGKILL, a lost host), and that worker likely held the conversation in its
+ * cache: its sticky queue would hold the next workflow task for the sticky
+ * schedule-to-start timeout before any other worker may take it. Costs one
+ * request per retry, and at most a replay when the cached worker is alive.
+ * Never fails the attempt.
+ */
+export function releaseStickyWorker(context: Context): void {
+  const { info } = context;
+  if (info.isLocal || info.attempt <= 1 || !info.workflowExecution) return;
+  let client: Context['client'];
+  try {
+    client = context.client;
+  } catch {
+    return; // an activity environment without a client (tests)
+  }
+  void client.workflowService
+    .resetStickyTaskQueue({ namespace: info.workflowNamespace ?? client.options.namespace, execution: info.workflowExecution })
+    .catch((err: Error) => logger.debug({ err: err.message, workflowId: info.workflowExecution?.workflowId }, 'could not reset the sticky queue of a retried activity'));
 }

@@ -26,6 +26,7 @@ import { appendMessages, findModelResponse, promptCalibration, readTranscript, s
 import { withDatabaseRetry } from '../db/retry';
 import { agentTables, type AgentTables } from '../db/schema';
 import { contextWindowOf, fitToContext } from './context-budget';
+import { releaseStickyWorker } from './activity-context';
 import { DEFAULT_INLINE_LIMIT, inlineOrPreview } from './history-preview';
 import { requestCompletion, type ModelCompletion } from './completion';
 import { DeltaPublisher } from './deltas';
@@ -68,6 +69,7 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
   const tables = agentTables(deps.schema);
   return async function callModel(input: ModelCallInput): Promise<ModelCallResult> {
     const activity = Context.current();
+    releaseStickyWorker(activity);
     const { info } = activity;
     const model = input.settings.model ?? deps.defaultModel;
     const responseKey = `${info.workflowExecution?.runId ?? 'standalone'}/${info.activityId}`;

@@ -6,7 +6,7 @@ import { ToolEffectUnknownError, ToolError, type ToolContext } from '../tools/to
 import type { ToolRegistry } from '../tools/registry';
 import { inTransaction } from '../db/transaction';
 import { logger } from '../runtime/logger';
-import { asCancellation, heartbeatWhileRunning } from './activity-context';
+import { asCancellation, heartbeatWhileRunning, releaseStickyWorker } from './activity-context';
 import { ActivityErrorType, type ToolCallInput, type ToolCallResult } from './contracts';
 import { checkToolCall } from './tool-calls';
 import { storeToolResult } from '../db/transcript-store';
@@ -43,6 +43,7 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
       );
     }
     const activity = Context.current();
+    releaseStickyWorker(activity);
     let fromLedger = false;
     const context: ToolContext = {
       conversationId: input.conversationId,
@@ -71,6 +72,20 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
       } catch (err) {
         // Cancelled: reported as such whatever the tool threw when its signal aborted (a failure would be retried).
         const cancelled = asCancellation(activity);
+        // The effect is in the ledger (an earlier attempt applied it, then its worker died; or the tool failed after it):
+        // it happened, so the call reports what it recorded, never a failure that would read as "not run".
+        const recorded = cancelled ? undefined : await withDatabaseRetry('read the tool ledger', () => recordedEffect(deps.pool, tables, input.idempotencyKey));
+        if (recorded) {
+          logger.warn(
+            { idempotencyKey: input.idempotencyKey, tool: checked.tool.name, attempt: activity.info.attempt, error: (err as Error).message },
+            'the tool failed, but its effect is in the ledger (applied by this or an earlier attempt); reporting the recorded result',
+          );
+          effectFromLedger(checked.tool.name);
+          fromLedger = true;
+          toolRunMeasured(checked.tool.name, 'ok', Date.now() - started);
+          span.setAttributes({ 'agent.outcome': 'ok', 'agent.from_ledger': true });
+          return recorded.result;
+        }
         const outcome = cancelled ? 'cancelled' : err instanceof ToolError || err instanceof ToolEffectUnknownError ? 'failed_permanently' : 'failed';
         toolRunMeasured(checked.tool.name, outcome, Date.now() - started);
         span.setAttribute('agent.outcome', outcome);
@@ -102,6 +117,12 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
       ...(fromLedger ? { fromLedger: true } : {}),
     };
   };
+}
+
+/** The result recorded under `key` in the tool ledger, if an effect was applied under it. */
+async function recordedEffect(pool: Pool, tables: AgentTables, key: string): Promise<{ result: unknown } | undefined> {
+  const { rows } = await pool.query<{ result: unknown }>(`SELECT result FROM ${tables.toolLedger} WHERE idempotency_key = $1`, [key]);
+  return rows[0];
 }
 
 /**
