@@ -29,6 +29,14 @@ export interface RecoveryMeasurement {
   neverProgressed: string[];
   /** What the slowest conversation waited for, read from its history (see {@link explainRecoveries}). */
   cause?: RecoveryCause;
+  /** Each conversation in flight at the fault: when it progressed (ms after the fault), and what it waited for. */
+  progressed: Map<string, { ms: number; cause?: RecoveryCause }>;
+  /**
+   * Fault → the last of the conversations it held up progressed: those whose
+   * wait included a timeout (the others only waited for their own work).
+   * Unset when it held none up.
+   */
+  heldUpMs?: number;
 }
 
 /** What held up the conversation that recovered last. */
@@ -43,43 +51,55 @@ export type RecoveryCause =
 
 const { EventType, TimeoutType } = temporal.api.enums.v1;
 
+/** The waits a lost worker or server causes (an approval timer or work of its own is not one). */
+const HELD_UP_BY_FAULT: readonly RecoveryCause[] = ['workflow task timeout', 'sticky queue timeout', 'activity heartbeat timeout', 'activity start-to-close timeout'];
+
 /**
- * Reads, for each measurement, the history of the conversation that moved
- * last and names the timeout it waited for: the last one to end inside the
- * window from the fault to its recovery (a workflow task or sticky queue
- * timeout is an event of its own; an activity attempt's timeout shows on the
- * attempt that followed, as its last failure; a fired timer is the approval
- * timeout). None: it waited for work or a retry's backoff.
+ * Reads, for each measurement, the history of every conversation in flight
+ * at the fault and names the timeout it waited for: the last one to end
+ * inside the window from the fault to its progress (a workflow task or sticky
+ * queue timeout is an event of its own; an activity attempt's timeout shows
+ * on the attempt that followed, as its last failure; a fired timer is the
+ * approval timeout). None: it waited for work or a retry's backoff. Sets
+ * each measurement's `cause` (of its slowest conversation) and `heldUpMs`
+ * (from the conversations whose wait included a timeout a fault causes; an
+ * approval timer is not one).
  */
 export async function explainRecoveries(client: Client, measurements: readonly RecoveryMeasurement[]): Promise<void> {
+  const histories = new Map<string, temporal.api.history.v1.IHistoryEvent[] | undefined>();
+  const historyOf = async (id: string) => {
+    if (!histories.has(id)) histories.set(id, await client.workflow.getHandle(id).fetchHistory().then((h) => h.events ?? [], () => undefined));
+    return histories.get(id);
+  };
   for (const m of measurements) {
-    if (!m.slowest || m.recoveredMs === undefined) continue;
-    let events: temporal.api.history.v1.IHistoryEvent[];
-    try {
-      events = (await client.workflow.getHandle(m.slowest).fetchHistory()).events ?? [];
-    } catch {
-      m.cause = 'history not found';
-      continue;
+    for (const [id, progress] of m.progressed) {
+      const events = await historyOf(id);
+      progress.cause = events ? causeIn(events, m.at, m.at + progress.ms + 500) : 'history not found';
+      if (HELD_UP_BY_FAULT.includes(progress.cause)) m.heldUpMs = Math.max(m.heldUpMs ?? 0, progress.ms);
     }
-    const end = m.at + m.recoveredMs + 500;
-    let latest: { at: number; cause: RecoveryCause } | undefined;
-    for (const event of events) {
-      const at = event.eventTime ? tsToMs(event.eventTime) : 0;
-      if (at < m.at || at > end) continue;
-      let cause: RecoveryCause | undefined;
-      if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT) {
-        cause = event.workflowTaskTimedOutEventAttributes?.timeoutType === TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START ? 'sticky queue timeout' : 'workflow task timeout';
-      } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED) {
-        const timeout = event.activityTaskStartedEventAttributes?.lastFailure?.timeoutFailureInfo?.timeoutType;
-        if (timeout === TimeoutType.TIMEOUT_TYPE_HEARTBEAT) cause = 'activity heartbeat timeout';
-        else if (timeout === TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE) cause = 'activity start-to-close timeout';
-      } else if (event.eventType === EventType.EVENT_TYPE_TIMER_FIRED) {
-        cause = 'timer (approval timeout)';
-      }
-      if (cause && (!latest || at >= latest.at)) latest = { at, cause };
-    }
-    m.cause = latest?.cause ?? 'no timeout (work or retry wait)';
+    if (m.slowest) m.cause = m.progressed.get(m.slowest)?.cause;
   }
+}
+
+/** The last timeout to end between `from` and `to` among `events`. */
+function causeIn(events: temporal.api.history.v1.IHistoryEvent[], from: number, to: number): RecoveryCause {
+  let latest: { at: number; cause: RecoveryCause } | undefined;
+  for (const event of events) {
+    const at = event.eventTime ? tsToMs(event.eventTime) : 0;
+    if (at < from || at > to) continue;
+    let cause: RecoveryCause | undefined;
+    if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT) {
+      cause = event.workflowTaskTimedOutEventAttributes?.timeoutType === TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START ? 'sticky queue timeout' : 'workflow task timeout';
+    } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED) {
+      const timeout = event.activityTaskStartedEventAttributes?.lastFailure?.timeoutFailureInfo?.timeoutType;
+      if (timeout === TimeoutType.TIMEOUT_TYPE_HEARTBEAT) cause = 'activity heartbeat timeout';
+      else if (timeout === TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE) cause = 'activity start-to-close timeout';
+    } else if (event.eventType === EventType.EVENT_TYPE_TIMER_FIRED) {
+      cause = 'timer (approval timeout)';
+    }
+    if (cause && (!latest || at >= latest.at)) latest = { at, cause };
+  }
+  return latest?.cause ?? 'no timeout (work or retry wait)';
 }
 
 interface OpenMeasurement {
@@ -118,7 +138,7 @@ export class RecoveryTracker {
   /** Starts measuring a fault that happened at `at`. */
   async begin(kind: RecoveryMeasurement['kind'], at: number): Promise<void> {
     const ids = this.runLog.inFlight();
-    const measurement: RecoveryMeasurement = { kind, at, inFlight: ids.length, neverProgressed: [] };
+    const measurement: RecoveryMeasurement = { kind, at, inFlight: ids.length, neverProgressed: [], progressed: new Map() };
     this.measurements.push(measurement);
     if (ids.length === 0) return;
     // Turns finished are read now, before the query below yields: a turn that finishes meanwhile counts as progress.
@@ -147,6 +167,7 @@ export class RecoveryTracker {
           entry.pending.delete(id);
           entry.measurement.recoveredMs = now - entry.measurement.at;
           entry.measurement.slowest = id;
+          entry.measurement.progressed.set(id, { ms: now - entry.measurement.at });
         }
       }
       if (entry.pending.size === 0) this.open.splice(this.open.indexOf(entry), 1);

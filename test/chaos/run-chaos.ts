@@ -90,6 +90,8 @@ export interface RecoveryStats {
   slowest: { atMs: number; inFlight: number; recoveredMs?: number; conversationId?: string; cause?: string }[];
   /** What the last conversation to move waited for, by cause: how many faults, and their median recovery. */
   causes: Record<string, { count: number; p50Ms?: number }>;
+  /** Fault → the last conversation it held up (a timeout in its wait) progressed, over the faults that held one up. */
+  heldUp: { count: number; p50Ms?: number; p99Ms?: number };
 }
 
 /** What a run did and found. `text` is the summary as printed. */
@@ -504,6 +506,10 @@ function recoveryStats(measurements: readonly RecoveryMeasurement[], kind: Recov
       .sort((a, b) => (b.recoveredMs ?? Infinity) - (a.recoveredMs ?? Infinity))
       .slice(0, 3)
       .map((m) => ({ atMs: m.at - startedAt, inFlight: m.inFlight, recoveredMs: m.recoveredMs, conversationId: m.slowest, cause: m.cause })),
+    heldUp: (() => {
+      const held = withTurns.flatMap((m) => (m.heldUpMs === undefined ? [] : [m.heldUpMs]));
+      return { count: held.length, p50Ms: quantile(held, 0.5), p99Ms: quantile(held, 0.99) };
+    })(),
     causes: Object.fromEntries(
       [...new Set(withTurns.flatMap((m) => (m.cause ? [m.cause] : [])))].map((cause) => {
         const times = withTurns.filter((m) => m.cause === cause && m.recoveredMs !== undefined).map((m) => m.recoveredMs!);

@@ -35,7 +35,10 @@ function recovery(label: string, stats: RecoveryStats): string {
     `(${stats.count} fault(s), ${stats.withTurnsInFlight} with turns in flight)` +
     (stats.neverProgressed.length > 0 ? `\n    never progressed after it (left out of the times): ${stats.neverProgressed.join(', ')}` : '') +
     (slowest.length > 0 ? `\n    slowest: ${slowest.join('; ')}` : '') +
-    (causes.length > 0 ? `\n    what the last conversation waited for: ${causes.join(', ')}` : '')
+    (causes.length > 0 ? `\n    what the last conversation waited for: ${causes.join(', ')}` : '') +
+    (stats.heldUp.count > 0
+      ? `\n    the conversations it held up (a timeout in their wait): p50 ${seconds(stats.heldUp.p50Ms)}, p99 ${seconds(stats.heldUp.p99Ms)} (${stats.heldUp.count} fault(s))`
+      : '')
   );
 }
 
