@@ -212,11 +212,13 @@ describe('DurableAgentPlugin preparing a worker', () => {
             tools: [],
             model: { name: 'scripted-model', apiKey: 'test-key', baseUrl: h.model.url },
             database: { url: 'postgres://agent@127.0.0.1:9/agent' },
+            // A database that is down is waited for (60 s by default), then the start fails.
+            databaseWaitMs: 1_000,
           }),
         ],
       });
       await expect(creating).rejects.toThrow(
-        /could not prepare its tables in PostgreSQL: connect ECONNREFUSED 127\.0\.0\.1:9\. Check the database URL or pool given to DurableAgentPlugin/,
+        /could not prepare its tables in PostgreSQL: connect ECONNREFUSED 127\.0\.0\.1:9 \(after waiting \d+ s for PostgreSQL\)\. Check the database URL or pool given to DurableAgentPlugin/,
       );
     } finally {
       // Nothing holds the connection: no worker was made.

@@ -356,13 +356,13 @@ class ConversationPlayer {
       ...extra,
     };
     this.ctx.runLog.decisions.push(sent);
-    this.ctx.runLog.decisionPaths[path]++;
     return sent;
   }
 
   /** Sends a decision as a signal; returns whether the server acknowledged it. */
   private async signal(decision: ApprovalDecision, targets: PendingApproval[], path: DecisionPath, duplicate = false): Promise<boolean> {
     const sent = this.sending(decision.decisionId, decision.decision, targets, path, { toolCallId: decision.toolCallId, duplicate });
+    this.ctx.runLog.decisionPaths[path]++;
     try {
       await retrying(this.ctx, () => this.ctx.client.signalDecision(this.plan.id, decision));
       sent.ackAt = Date.now();
@@ -376,6 +376,7 @@ class ConversationPlayer {
   /** POSTs the decision of `targets` (by their keys) to the HTTP API as an approver; records the decisions it made. */
   private async throughApi(decision: Pick<DecisionInput, 'decision' | 'reason'>, targets: PendingApproval[]): Promise<boolean> {
     const { apiUrl, approverTokens } = this.ctx.decisions;
+    this.ctx.runLog.decisionPaths.api += targets.length;
     const token = this.paths.pick(approverTokens);
     const body = JSON.stringify({ decision: decision.decision, callKeys: targets.map((t) => t.callKey), ...(decision.reason ? { reason: decision.reason } : {}) });
     const sentAt = Date.now();
@@ -422,6 +423,7 @@ class ConversationPlayer {
     let acknowledged = false;
     for (const target of targets) {
       const args = [decision.decision, this.plan.id, '--key', target.callKey, '--json', ...(decision.reason ? ['--reason', decision.reason] : [])];
+      this.ctx.runLog.decisionPaths.cli++;
       const sentAt = Date.now();
       for (let attempt = 1; ; attempt++) {
         try {
@@ -474,6 +476,7 @@ class ConversationPlayer {
       sentAt: new Date().toISOString(),
     };
     const sent = this.sending(unsigned.decisionId, decision.decision, [first], path, { toolCallId: first.toolCallId, unsigned: true });
+    this.ctx.runLog.decisionPaths[path]++;
     try {
       if (path === 'client_unsigned') {
         faults.unsigned_decision++;

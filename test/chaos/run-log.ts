@@ -105,7 +105,7 @@ export class RunLog {
   readonly decisions: DecisionSent[] = [];
   readonly interventions: InterventionSent[] = [];
   readonly sizedMessages: SizedMessageSent[] = [];
-  /** Decisions sent, by the way they were sent (the API's count one per call). */
+  /** Decisions sent, by the way they were sent (one per call through the API or the CLI), refused ones included. */
   readonly decisionPaths: Record<DecisionPath, number> = Object.fromEntries(DECISION_PATHS.map((p) => [p, 0])) as Record<DecisionPath, number>;
   /** Decisions the API (or the CLI through it) refused because the calls no longer waited. */
   apiRefusals = 0;
