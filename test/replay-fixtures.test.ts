@@ -74,6 +74,9 @@ describe('replaying recorded histories', () => {
       // Tools from MCP servers (test/mcp-tools.test.ts): a discovery activity per turn, a read-only
       // call, an approved destructive call and one refused by the server's schema.
       'mcp-tools',
+      // The store activities' retry capped at 5 s apart: a conversation with an approval whose writes
+      // were scheduled with the policy before (30 s), replayed by the code after.
+      'store-retry-interval',
     ]) {
       expect(names).toContain(expected);
     }
