@@ -14,6 +14,7 @@
  *   under its `reconnect` policy, then reported as
  *   {@link McpServerUnreachableError}.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -57,20 +58,6 @@ function notDeliveredCode(err: unknown): string | undefined {
     if (typeof e.code === 'string' && NOT_DELIVERED.has(e.code)) return e.code;
   }
   return undefined;
-}
-
-/** Waits `ms`, or less when `signal` aborts. */
-function pause(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }
 
 /** Options of a tool call. */
@@ -170,7 +157,7 @@ export class McpConnections {
     let last: unknown;
     for (let attempt = 1; attempt <= attempts; attempt++) {
       if (attempt > 1) {
-        await pause(delayMs * 2 ** (attempt - 2), signal);
+        await sleep(delayMs * 2 ** (attempt - 2), undefined, { signal }).catch(() => undefined); // cut short by a cancel
         if (signal?.aborted) break;
       }
       let connection: Connection;

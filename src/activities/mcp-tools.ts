@@ -133,16 +133,6 @@ export class McpToolsets {
     return { ajv: this.validators.draft07, schema: declared.includes('draft-07') ? schema : rest };
   }
 
-  /** Why a call of a server this worker does not have cannot run. */
-  private unknownServer(descriptor: McpToolDescriptor): string {
-    try {
-      this.connections.config(descriptor.server);
-      return '';
-    } catch (err) {
-      return `${descriptor.name} was not sent: ${(err as Error).message}`;
-    }
-  }
-
   /** A server's tool as one of the worker's: checked, planned and run by the same activities as any tool. */
   private asTool(descriptor: McpToolDescriptor): Tool {
     const config = this.servers[descriptor.server];
@@ -176,7 +166,6 @@ export class McpToolsets {
       timeoutMs,
       maxAttempts: idempotent ? TOOL_DEFAULTS.maxAttempts : 1,
       execute: async (args, context) => {
-        if (!config) throw new ToolError(this.unknownServer(descriptor));
         let connected = false;
         try {
           const result = await this.connections.callTool(descriptor.server, descriptor.tool, args as Record<string, unknown>, {
@@ -189,7 +178,8 @@ export class McpToolsets {
           if (result.isError) throw new ToolError(text || `${descriptor.name} failed (the MCP server gave no reason).`);
           return text;
         } catch (err) {
-          // Never sent: a clear failure, whatever kind of tool it is.
+          // Never sent (a server this worker lacks, or one it cannot reach): a clear failure, whatever kind of tool it is.
+          if (err instanceof UnknownMcpServerError) throw new ToolError(`${descriptor.name} was not sent: ${err.message}`);
           if (err instanceof McpServerUnreachableError) throw new ToolError(err.message);
           // Sent, then the connection went (the server died mid-call): whether it acted is unknown.
           if (!idempotent && connected && err instanceof McpError && err.code === ErrorCode.ConnectionClosed && !context.signal.aborted) {

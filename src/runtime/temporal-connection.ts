@@ -8,11 +8,10 @@
  * environment variables override the profile. An API key turns TLS on, as
  * Temporal Cloud needs.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import type { NativeConnectionOptions } from '@temporalio/worker';
 import { ConfigError } from '../errors';
-import { logger } from './logger';
+import { waitForServer } from './wait-for-server';
 
 /** Connection settings of a Temporal frontend, as the SDK's connection options take them. */
 export interface TemporalConnectionSettings {
@@ -64,7 +63,7 @@ export function connectionOptions(settings: TemporalConnectionSettings): Pick<Te
 }
 
 /** True when a connection failure says nothing answered at the address (so a server restarting there may soon). */
-export function isServerUnreachable(err: unknown): boolean {
+function isServerUnreachable(err: unknown): boolean {
   const message = err instanceof Error ? err.message : String(err);
   return /connection refused|tcp connect error|connection reset/i.test(message);
 }
@@ -73,7 +72,7 @@ export function isServerUnreachable(err: unknown): boolean {
  * Runs `connect`, turning a failure into an error that says where it tried,
  * how (TLS, client certificate, API key) and what to check. With `waitMs`,
  * a server that does not answer (connection refused: restarting, say) is
- * tried again, every second, for that long, logged once.
+ * waited for that long (`waitForServer`).
  */
 export async function explainConnectionFailure<T>(
   settings: TemporalConnectionSettings,
@@ -81,19 +80,8 @@ export async function explainConnectionFailure<T>(
   connect: () => Promise<T>,
   options: { waitMs?: number } = {},
 ): Promise<T> {
-  const started = Date.now();
-  let warned = false;
   try {
-    for (;;) {
-      try {
-        return await connect();
-      } catch (err) {
-        if (!isServerUnreachable(err) || Date.now() - started + 1_000 > (options.waitMs ?? 0)) throw err;
-        if (!warned) logger.warn({ address, error: (err as Error).message, waitUpToMs: options.waitMs }, 'Temporal does not answer; waiting for it before starting');
-        warned = true;
-        await sleep(1_000);
-      }
-    }
+    return await waitForServer(`Temporal at ${address}`, connect, isServerUnreachable, options.waitMs ?? 0);
   } catch (err) {
     const cause = err instanceof Error ? err.message : String(err);
     const tls = settings.tls;
