@@ -27,6 +27,7 @@ const program = new Command()
   .option('--seed <seed>', 'seed of every random choice (default: random)')
   .option('--max-minutes <n>', 'hard stop: end (and fail) the run after this many minutes', count(1), 10)
   .option('--continue-as-new-after <events>', "conversations' continueAsNewAfterEvents (e.g. 40: continue as new between most turns)", count(1))
+  .option('--no-takeover', 'turn lost-worker takeover off in the workers (a killed worker waits for the heartbeat timeouts)')
   .option('--keep-files', 'keep the scratch folder (worker logs, Temporal SQLite file)', false)
   .option('--quiet', 'print only the summary', false);
 
@@ -43,6 +44,7 @@ async function main(): Promise<void> {
     continueAsNewAfter?: number;
     keepFiles: boolean;
     quiet: boolean;
+    takeover: boolean;
   }>();
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const { runChaos } = await import('../test/chaos/run-chaos');
@@ -56,6 +58,7 @@ async function main(): Promise<void> {
     maxMinutes: opts.maxMinutes,
     continueAsNewAfterEvents: opts.continueAsNewAfter,
     keepFiles: opts.keepFiles,
+    lostWorkerTakeover: opts.takeover,
     log: opts.quiet ? undefined : (line) => process.stderr.write(`${line}\n`),
   });
   process.stdout.write(`\n${summary.text}\n`);

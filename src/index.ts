@@ -14,6 +14,7 @@ export {
   type DurableAgentModelOptions,
   type DurableAgentPluginOptions,
 } from './runtime/plugin';
+export { WORKER_LOST_ERROR_TYPE, type LostWorkerOptions } from './runtime/lost-workers';
 export { tool, ToolEffectUnknownError, ToolError, TOOL_DEFAULTS, type Tool, type ToolContext, type ToolDefinition } from './tools/tool';
 export {
   DEFAULT_MCP_RECONNECT,

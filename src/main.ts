@@ -98,6 +98,7 @@ async function main(): Promise<void> {
       workflowBundle,
       decisionTrust: security.decisionTrust,
       mcpServers: config.mcpServers,
+      lostWorkers: config.lostWorkers,
       plugins: traceExport ? [traceExport.plugin] : [],
     });
     if (config.api.port !== 'off' || metricsUrl) {

@@ -124,6 +124,35 @@ const MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 8,
+    name: 'running workers and their activity attempts',
+    sql: (t) => `
+      -- Each running worker holds an advisory lock (a fixed class, lock_key) on a session of its own
+      -- while its process lives; a row whose lock nobody holds is a worker that stopped without
+      -- shutting down (SIGKILL, a lost host). Its peers then fail its started activity attempts by
+      -- task token, so Temporal retries them at once instead of at their heartbeat timeout.
+      CREATE TABLE ${t.workers} (
+        worker_key text PRIMARY KEY,
+        lock_key integer NOT NULL,
+        identity text NOT NULL,
+        namespace text NOT NULL,
+        task_queue text NOT NULL,
+        sticky_queue text,
+        started_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE TABLE ${t.workerActivities} (
+        task_token bytea PRIMARY KEY,
+        worker_key text NOT NULL,
+        workflow_id text NOT NULL,
+        run_id text,
+        activity_type text NOT NULL,
+        attempt integer NOT NULL,
+        started_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX worker_activities_by_worker ON ${t.workerActivities} (worker_key);
+    `,
+  },
 ];
 
 /** Options of {@link migrate}. */

@@ -25,6 +25,8 @@ export const AGENT_TABLE_NAMES = [
   'tool_ledger',
   'approval_decisions',
   'mcp_toolsets',
+  'workers',
+  'worker_activities',
 ] as const;
 
 /** The name of one of the project's tables, unqualified. */
@@ -45,6 +47,10 @@ export interface AgentTables {
   readonly approvalDecisions: string;
   /** The MCP tool lists conversations were offered, by reference. */
   readonly mcpToolsets: string;
+  /** Running workers, each holding an advisory lock while its process lives (lost-worker takeover). */
+  readonly workers: string;
+  /** The conversation activity attempts each running worker has started and not yet finished. */
+  readonly workerActivities: string;
 }
 
 /**
@@ -86,5 +92,7 @@ export function agentTables(schema: string = DEFAULT_DATABASE_SCHEMA): AgentTabl
     toolLedger: table('tool_ledger'),
     approvalDecisions: table('approval_decisions'),
     mcpToolsets: table('mcp_toolsets'),
+    workers: table('workers'),
+    workerActivities: table('worker_activities'),
   };
 }

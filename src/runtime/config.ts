@@ -45,6 +45,8 @@ export const ENV_VARS = [
   'AGENT_PAYLOAD_KEYS',
   'AGENT_CODEC_CORS_ORIGINS',
   'AGENT_MCP_SERVERS',
+  'AGENT_LOST_WORKER_TAKEOVER',
+  'AGENT_LOST_WORKER_CONFIRM_MS',
 ] as const;
 
 const optional = z
@@ -186,6 +188,11 @@ const envSchema = z.object({
     'must be JSON such as {"crm": {"command": "node", "args": ["crm-mcp.js"]}, "tickets": {"url": "https://tickets.example.com/mcp"}}',
     (value) => describeBadMcpServers(value, 'the value').join('; ') || undefined,
   ),
+  AGENT_LOST_WORKER_TAKEOVER: yesNo,
+  AGENT_LOST_WORKER_CONFIRM_MS: wholeNumber(
+    'must be a whole number of milliseconds',
+    z.number().min(100, 'must be at least 100 ms (a worker reconnecting after a short cut must have time to lock its key again)'),
+  ),
   AGENT_CODEC_CORS_ORIGINS: optional.pipe(
     z
       .string()
@@ -264,6 +271,8 @@ export interface WorkerConfig {
   metricsAddress: string | 'off';
   /** MCP servers whose tools conversations may use, with `${VAR}` replaced from the environment. */
   mcpServers?: McpServers;
+  /** Lost-worker takeover (README, "When a worker dies"): on unless AGENT_LOST_WORKER_TAKEOVER=false. */
+  lostWorkers: { enabled: boolean; confirmMs?: number };
   /** Where traces are exported over OTLP/HTTP (README, "Traces"); unset: no traces, and no tracing package is loaded. */
   traces?: TraceExportConfig;
   /** The HTTP API and inbox page (README, "HTTP API"). */
@@ -413,6 +422,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     traces: traceExport(e),
     ...(e.AGENT_PAYLOAD_KEYS ? { payloadKeys: e.AGENT_PAYLOAD_KEYS } : {}),
     ...(e.AGENT_MCP_SERVERS ? { mcpServers: expandVariables(e.AGENT_MCP_SERVERS, env) } : {}),
+    lostWorkers: { enabled: e.AGENT_LOST_WORKER_TAKEOVER ?? true, ...(e.AGENT_LOST_WORKER_CONFIRM_MS ? { confirmMs: e.AGENT_LOST_WORKER_CONFIRM_MS } : {}) },
     api: {
       host: e.AGENT_API_HOST ?? '127.0.0.1',
       port: e.AGENT_API_PORT ?? 8787,

@@ -31,6 +31,7 @@ import type {
 import type OpenAI from 'openai';
 import type { Pool } from 'pg';
 import { activityRegistrations, CONVERSATION_ACTIVITY_NAMES, createActivities, type DecisionTrust } from '../activities';
+import { conversationActivityType } from '../activities/contracts';
 import { createOpenAIClient } from '../activities/openai-client';
 import { migrate } from '../db/migrations';
 import { createPool } from '../db/pool';
@@ -43,6 +44,7 @@ import { logger } from './logger';
 import { ensureSearchAttributes } from './search-attributes';
 import { McpConnections } from '../activities/mcp-connections';
 import { McpToolsets } from '../activities/mcp-tools';
+import { LostWorkerWatch, type LostWorkerOptions } from './lost-workers';
 import { agentTables } from '../db/schema';
 import { describeBadMcpServers, type McpServers } from '../mcp/protocol';
 
@@ -132,6 +134,14 @@ export interface DurableAgentPluginOptions {
    * Every worker of the task queue must have the same servers. See the README, "Tools from MCP servers".
    */
   mcp?: { servers: McpServers; listTtlMs?: number };
+  /**
+   * Lost-worker takeover: peers notice a worker killed outright within about
+   * a second (its PostgreSQL session ends) and have its model calls and tools
+   * retried at once instead of at their heartbeat timeouts. On by default;
+   * `{ enabled: false }` leaves a killed worker's attempts to the timeouts.
+   * See the README, "When a worker dies".
+   */
+  lostWorkers?: LostWorkerOptions;
 }
 
 /**
@@ -151,6 +161,8 @@ export class DurableAgentPlugin implements WorkerPlugin, ClientPlugin, BundlerPl
   private readonly merge: SimplePlugin;
   /** The worker's connections to its MCP servers, closed when the worker stops. */
   private readonly mcp?: McpConnections;
+  /** Lost-worker takeover, unless turned off. */
+  private readonly lostWorkers?: LostWorkerWatch;
 
   constructor(options: DurableAgentPluginOptions) {
     this.settings = options;
@@ -177,6 +189,10 @@ export class DurableAgentPlugin implements WorkerPlugin, ClientPlugin, BundlerPl
     });
     const codecs = options.payloadCodecs ?? [];
     const bare = options.bareActivityTypes ?? true;
+    if (options.lostWorkers?.enabled !== false) {
+      const types = new Set(CONVERSATION_ACTIVITY_NAMES.flatMap((name) => [conversationActivityType(name, true), ...(bare ? [name] : [])]));
+      this.lostWorkers = new LostWorkerWatch(this.pool, agentTables(options.schema), (type) => types.has(type), options.lostWorkers);
+    }
     this.merge = new SimplePlugin({
       name: this.name,
       // The team's own activities win over the bare names; the prefixed types are ours.
@@ -190,7 +206,7 @@ export class DurableAgentPlugin implements WorkerPlugin, ClientPlugin, BundlerPl
         }
         return { ...activityRegistrations(activities, { bare }), ...existing, ...activityRegistrations(activities, { bare: false }) };
       },
-      workerInterceptors: { workflowModules: WORKFLOW_INTERCEPTOR_MODULES },
+      workerInterceptors: { workflowModules: WORKFLOW_INTERCEPTOR_MODULES, ...(this.lostWorkers ? { activity: [this.lostWorkers.interceptor()] } : {}) },
       ...(codecs.length > 0
         ? { dataConverter: (existing: DataConverter | undefined): DataConverter => ({ ...existing, payloadCodecs: [...(existing?.payloadCodecs ?? []), ...codecs] }) }
         : {}),
@@ -233,11 +249,17 @@ export class DurableAgentPlugin implements WorkerPlugin, ClientPlugin, BundlerPl
     return { ...configured, workflowInterceptorModules: [...new Set(configured.workflowInterceptorModules ?? [])] };
   }
 
-  /** Runs the worker; closes the pool the plugin opened when it stops. */
+  /** Runs the worker (and lost-worker takeover beside it); closes the pool the plugin opened when it stops. */
   async runWorker(worker: Worker, next: (w: Worker) => Promise<void>): Promise<void> {
+    const client = worker.client;
+    if (this.lostWorkers && client) {
+      const { identity, namespace, taskQueue } = worker.options;
+      await this.lostWorkers.start({ client, identity, namespace, taskQueue });
+    }
     try {
       await next(worker);
     } finally {
+      await this.lostWorkers?.stop();
       await this.mcp?.close();
       if (this.ownsPool) await this.pool.end().catch(() => undefined);
     }

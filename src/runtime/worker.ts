@@ -11,6 +11,7 @@ import type { DecisionTrust } from '../activities/decision-signing';
 import type { ModelPrices } from '../core/pricing';
 import type { DataConverter } from '@temporalio/common';
 import type { McpServers } from '../mcp/protocol';
+import type { LostWorkerOptions } from './lost-workers';
 
 export { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from './plugin';
 
@@ -58,6 +59,8 @@ export interface AgentWorkerOptions {
   plugins?: WorkerPlugin[];
   /** MCP servers whose tools conversations may use; see `DurableAgentPluginOptions.mcp`. */
   mcpServers?: McpServers;
+  /** Lost-worker takeover (on by default). */
+  lostWorkers?: LostWorkerOptions;
 }
 
 /** Creates (does not run) a worker for the conversation workflow. */
@@ -71,6 +74,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Wo
     schema: options.schema,
     decisionTrust: options.decisionTrust,
     ...(options.mcpServers ? { mcp: { servers: options.mcpServers } } : {}),
+    ...(options.lostWorkers ? { lostWorkers: options.lostWorkers } : {}),
   });
   return Worker.create({
     connection: options.connection,

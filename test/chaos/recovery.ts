@@ -14,6 +14,7 @@ import { tsToMs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import type { Pool } from 'pg';
 import type { RunLog } from './run-log';
+import { WORKER_LOST_ERROR_TYPE } from '../../src/runtime/lost-workers';
 
 /** One measured fault. */
 export interface RecoveryMeasurement {
@@ -30,7 +31,7 @@ export interface RecoveryMeasurement {
   /** What the slowest conversation waited for, read from its history (see {@link explainRecoveries}). */
   cause?: RecoveryCause;
   /** Each conversation in flight at the fault: when it progressed (ms after the fault), and what it waited for. */
-  progressed: Map<string, { ms: number; cause?: RecoveryCause }>;
+  progressed: Map<string, { ms: number; cause?: RecoveryCause; resumedMs?: number }>;
   /**
    * Fault → the last of the conversations it held up progressed: those whose
    * wait included a timeout (the others only waited for their own work).
@@ -45,6 +46,7 @@ export type RecoveryCause =
   | 'sticky queue timeout'
   | 'activity heartbeat timeout'
   | 'activity start-to-close timeout'
+  | 'worker lost (taken over)'
   | 'timer (approval timeout)'
   | 'no timeout (work or retry wait)'
   | 'history not found';
@@ -52,7 +54,13 @@ export type RecoveryCause =
 const { EventType, TimeoutType } = temporal.api.enums.v1;
 
 /** The waits a lost worker or server causes (an approval timer or work of its own is not one). */
-const HELD_UP_BY_FAULT: readonly RecoveryCause[] = ['workflow task timeout', 'sticky queue timeout', 'activity heartbeat timeout', 'activity start-to-close timeout'];
+export const HELD_UP_BY_FAULT: readonly RecoveryCause[] = [
+  'workflow task timeout',
+  'sticky queue timeout',
+  'activity heartbeat timeout',
+  'activity start-to-close timeout',
+  'worker lost (taken over)',
+];
 
 /**
  * Reads, for each measurement, the history of every conversation in flight
@@ -60,7 +68,8 @@ const HELD_UP_BY_FAULT: readonly RecoveryCause[] = ['workflow task timeout', 'st
  * inside the window from the fault to its progress (a workflow task or sticky
  * queue timeout is an event of its own; an activity attempt's timeout shows
  * on the attempt that followed, as its last failure; a fired timer is the
- * approval timeout). None: it waited for work or a retry's backoff. Sets
+ * approval timeout; an attempt failed over by lost-worker takeover shows as
+ * its `WorkerLost` failure). None: it waited for work or a retry's backoff. Sets
  * each measurement's `cause` (of its slowest conversation) and `heldUpMs`
  * (from the conversations whose wait included a timeout a fault causes; an
  * approval timer is not one).
@@ -74,32 +83,49 @@ export async function explainRecoveries(client: Client, measurements: readonly R
   for (const m of measurements) {
     for (const [id, progress] of m.progressed) {
       const events = await historyOf(id);
-      progress.cause = events ? causeIn(events, m.at, m.at + progress.ms + 500) : 'history not found';
+      const found = events ? causeIn(events, m.at, m.at + progress.ms + 500) : { cause: 'history not found' as const };
+      progress.cause = found.cause;
+      if (found.resumedAt !== undefined) progress.resumedMs = Math.max(0, found.resumedAt - m.at);
       if (HELD_UP_BY_FAULT.includes(progress.cause)) m.heldUpMs = Math.max(m.heldUpMs ?? 0, progress.ms);
     }
     if (m.slowest) m.cause = m.progressed.get(m.slowest)?.cause;
   }
 }
 
-/** The last timeout to end between `from` and `to` among `events`. */
-function causeIn(events: temporal.api.history.v1.IHistoryEvent[], from: number, to: number): RecoveryCause {
-  let latest: { at: number; cause: RecoveryCause } | undefined;
+/**
+ * The last timeout to end between `from` and `to` among `events`, and when
+ * the work it held up ran again: the retried attempt's start, or the start
+ * of the workflow task after a workflow task timeout.
+ */
+function causeIn(events: temporal.api.history.v1.IHistoryEvent[], from: number, to: number): { cause: RecoveryCause; resumedAt?: number } {
+  let latest: { at: number; cause: RecoveryCause; resumedAt?: number } | undefined;
+  let awaitingTaskStart: { at: number; cause: RecoveryCause } | undefined;
   for (const event of events) {
+    if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED && awaitingTaskStart && latest?.at === awaitingTaskStart.at) {
+      latest.resumedAt = event.eventTime ? tsToMs(event.eventTime) : undefined;
+      awaitingTaskStart = undefined;
+    }
     const at = event.eventTime ? tsToMs(event.eventTime) : 0;
     if (at < from || at > to) continue;
     let cause: RecoveryCause | undefined;
     if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT) {
       cause = event.workflowTaskTimedOutEventAttributes?.timeoutType === TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START ? 'sticky queue timeout' : 'workflow task timeout';
     } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED) {
-      const timeout = event.activityTaskStartedEventAttributes?.lastFailure?.timeoutFailureInfo?.timeoutType;
-      if (timeout === TimeoutType.TIMEOUT_TYPE_HEARTBEAT) cause = 'activity heartbeat timeout';
+      const lastFailure = event.activityTaskStartedEventAttributes?.lastFailure;
+      const timeout = lastFailure?.timeoutFailureInfo?.timeoutType;
+      if (lastFailure?.applicationFailureInfo?.type === WORKER_LOST_ERROR_TYPE) cause = 'worker lost (taken over)';
+      else if (timeout === TimeoutType.TIMEOUT_TYPE_HEARTBEAT) cause = 'activity heartbeat timeout';
       else if (timeout === TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE) cause = 'activity start-to-close timeout';
     } else if (event.eventType === EventType.EVENT_TYPE_TIMER_FIRED) {
       cause = 'timer (approval timeout)';
     }
-    if (cause && (!latest || at >= latest.at)) latest = { at, cause };
+    if (cause && (!latest || at >= latest.at)) {
+      const isTaskTimeout = event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT;
+      latest = { at, cause, resumedAt: event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED ? at : undefined };
+      awaitingTaskStart = isTaskTimeout ? { at, cause } : undefined;
+    }
   }
-  return latest?.cause ?? 'no timeout (work or retry wait)';
+  return latest ? { cause: latest.cause, resumedAt: latest.resumedAt } : { cause: 'no timeout (work or retry wait)' };
 }
 
 interface OpenMeasurement {

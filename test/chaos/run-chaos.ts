@@ -31,7 +31,7 @@ import { playConversation, type DriverContext } from './driver';
 import { ChaosModel, CHAOS_ORDERS } from './model-script';
 import { planConversations } from './plan';
 import { Rng } from './random';
-import { explainRecoveries, quantile, RecoveryTracker, type RecoveryMeasurement } from './recovery';
+import { explainRecoveries, HELD_UP_BY_FAULT, quantile, RecoveryTracker, type RecoveryMeasurement } from './recovery';
 import { RunLog, type FaultKind } from './run-log';
 import { formatSummary } from './summary';
 import { WorkerPool, type UnexpectedExit } from './worker-pool';
@@ -61,6 +61,8 @@ export interface ChaosOptions {
   approvalTimeoutMs?: number;
   /** `timeouts.heartbeatMs` of the conversations. Default 3000. */
   heartbeatMs?: number;
+  /** Lost-worker takeover in the worker processes (`AGENT_LOST_WORKER_TAKEOVER`). Default true. */
+  lostWorkerTakeover?: boolean;
   /** `continueAsNewAfterEvents` of the conversations (low values make them continue as new between most turns); the workflow's default when unset. */
   continueAsNewAfterEvents?: number;
   /** Random pause before each worker kill or server restart, [min, max] ms. Default [1000, 3000]. */
@@ -90,15 +92,23 @@ export interface RecoveryStats {
   slowest: { atMs: number; inFlight: number; recoveredMs?: number; conversationId?: string; cause?: string }[];
   /** What the last conversation to move waited for, by cause: how many faults, and their median recovery. */
   causes: Record<string, { count: number; p50Ms?: number }>;
-  /** Fault → the last conversation it held up (a timeout in its wait) progressed, over the faults that held one up. */
+  /** Fault → the last conversation it held up (a timeout or a takeover in its wait) progressed, over the faults that held one up. */
   heldUp: { count: number; p50Ms?: number; p99Ms?: number };
+  /** Fault → each conversation it held up progressed, over every held-up conversation of every fault of this kind. */
+  heldUpConversations: { count: number; p50Ms?: number; p99Ms?: number };
+  /**
+   * Fault → the held-up work of each such conversation ran again (its retried
+   * attempt started, or its next workflow task after a timeout): recovery
+   * without the redone work's own time.
+   */
+  resumed: { count: number; p50Ms?: number; p99Ms?: number };
 }
 
 /** What a run did and found. `text` is the summary as printed. */
 export interface ChaosSummary {
   runId: string;
   seed: string;
-  options: Required<Pick<ChaosOptions, 'conversations' | 'kills' | 'serverRestarts' | 'databaseRestarts' | 'concurrency' | 'maxMinutes' | 'workers'>>;
+  options: Required<Pick<ChaosOptions, 'conversations' | 'kills' | 'serverRestarts' | 'databaseRestarts' | 'concurrency' | 'maxMinutes' | 'workers' | 'lostWorkerTakeover'>>;
   durationMs: number;
   /** True when the hard stop (`maxMinutes`) ended the run. */
   hardStopped: boolean;
@@ -147,6 +157,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
     concurrency: options.concurrency ?? 8,
     maxMinutes: options.maxMinutes ?? 10,
     workers: options.workers ?? 2,
+    lostWorkerTakeover: options.lostWorkerTakeover ?? true,
   };
   const seed = options.seed ?? String(randomBytes(4).readUInt32BE());
   const runId = randomBytes(3).toString('hex');
@@ -227,6 +238,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
         AGENT_DECISION_KEYS: `${decisionKey.id}:${decisionKey.secret}`,
         AGENT_REQUIRE_SIGNED_DECISIONS: 'true',
         CHAOS_SEED: seed,
+        AGENT_LOST_WORKER_TAKEOVER: String(o.lostWorkerTakeover),
       },
       size: o.workers,
       dir: scratch,
@@ -508,6 +520,16 @@ function recoveryStats(measurements: readonly RecoveryMeasurement[], kind: Recov
       .map((m) => ({ atMs: m.at - startedAt, inFlight: m.inFlight, recoveredMs: m.recoveredMs, conversationId: m.slowest, cause: m.cause })),
     heldUp: (() => {
       const held = withTurns.flatMap((m) => (m.heldUpMs === undefined ? [] : [m.heldUpMs]));
+      return { count: held.length, p50Ms: quantile(held, 0.5), p99Ms: quantile(held, 0.99) };
+    })(),
+    resumed: (() => {
+      const held = withTurns.flatMap((m) =>
+        [...m.progressed.values()].filter((p) => p.cause && HELD_UP_BY_FAULT.includes(p.cause) && p.resumedMs !== undefined).map((p) => p.resumedMs!),
+      );
+      return { count: held.length, p50Ms: quantile(held, 0.5), p99Ms: quantile(held, 0.99) };
+    })(),
+    heldUpConversations: (() => {
+      const held = withTurns.flatMap((m) => [...m.progressed.values()].filter((p) => p.cause && HELD_UP_BY_FAULT.includes(p.cause)).map((p) => p.ms));
       return { count: held.length, p50Ms: quantile(held, 0.5), p99Ms: quantile(held, 0.99) };
     })(),
     causes: Object.fromEntries(

@@ -37,7 +37,9 @@ function recovery(label: string, stats: RecoveryStats): string {
     (slowest.length > 0 ? `\n    slowest: ${slowest.join('; ')}` : '') +
     (causes.length > 0 ? `\n    what the last conversation waited for: ${causes.join(', ')}` : '') +
     (stats.heldUp.count > 0
-      ? `\n    the conversations it held up (a timeout in their wait): p50 ${seconds(stats.heldUp.p50Ms)}, p99 ${seconds(stats.heldUp.p99Ms)} (${stats.heldUp.count} fault(s))`
+      ? `\n    the conversations it held up (a timeout or a takeover in their wait): last of each fault p50 ${seconds(stats.heldUp.p50Ms)}, p99 ${seconds(stats.heldUp.p99Ms)} (${stats.heldUp.count} fault(s)); ` +
+        `each conversation p50 ${seconds(stats.heldUpConversations.p50Ms)}, p99 ${seconds(stats.heldUpConversations.p99Ms)} (${stats.heldUpConversations.count})` +
+        `\n    their held-up work ran again (retried attempt or next workflow task started): p50 ${seconds(stats.resumed.p50Ms)}, p99 ${seconds(stats.resumed.p99Ms)} (${stats.resumed.count})`
       : '')
   );
 }
@@ -51,6 +53,7 @@ export function formatSummary(s: ChaosSummary): string {
   const lines = [
     '══════════════════ chaos run summary ══════════════════',
     `run ${s.runId} · seed ${s.seed} · ${minutes}m ${secs}s · ${s.conversations} conversations (concurrency ${s.options.concurrency}) · ${s.options.workers} worker processes` +
+      (s.options.lostWorkerTakeover ? '' : ' · lost-worker takeover off') +
       (s.hardStopped ? ` · HARD STOP after ${s.options.maxMinutes} min (${s.notStarted} conversation(s) never started)` : ''),
     `requested     ${s.options.kills} worker kills, ${s.options.serverRestarts} server restart(s), ${s.options.databaseRestarts} database restart(s)` +
       (s.continueAsNewAfterEvents ? `, continue as new after ${s.continueAsNewAfterEvents} events` : ''),

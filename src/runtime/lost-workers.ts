@@ -1,0 +1,360 @@
+/**
+ * Lost-worker takeover (runs in the worker process, outside workflow code).
+ *
+ * A worker killed outright (SIGKILL, the OOM killer, a lost host) leaves its
+ * started activity attempts to Temporal's timeouts: a model call or a tool is
+ * retried only when its heartbeat timeout fires and the retry's backoff has
+ * passed, 3 to 4 s after the kill with a 3 s heartbeat timeout, 10 to 11 s
+ * with the default 10 s. Each worker here holds a PostgreSQL advisory lock
+ * on a session of its own for as long as its process lives, and records the
+ * task token of every conversation activity attempt it starts. The operating
+ * system closes a killed process's connections at once, so PostgreSQL frees
+ * its lock at once; a peer that sees the lock free for `confirmMs` claims it
+ * (one peer wins), fails the dead worker's attempts by task token with a
+ * retryable `WorkerLost` failure that asks for the retry at once, tells
+ * Temporal the worker's sticky queue is gone (its cached conversations' next
+ * tasks go to any worker instead of waiting for the sticky timeout), and
+ * deletes its rows.
+ *
+ * Nothing here replaces Temporal's timeouts: they still catch a worker that
+ * hangs with its process alive (its lock stays held), a worker that dies
+ * while the database is down, and attempts started before their row landed.
+ * A worker whose own session drops (a database restart) locks its key again
+ * when it reconnects; peers judge nobody during `graceMs` after PostgreSQL
+ * started or their own session reconnected, so a database restart does not
+ * look like every worker dying. A worker declared lost while alive (its session alone was
+ * cut for longer than `confirmMs`) sees its attempts' heartbeats refused and
+ * their retries run elsewhere: the outcome of a heartbeat timeout.
+ */
+import { randomInt, randomUUID } from 'node:crypto';
+import { Client as PgClient, type Pool } from 'pg';
+import type { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import type { Client } from '@temporalio/client';
+import type { ActivityInterceptorsFactory } from '@temporalio/worker';
+import type { AgentTables } from '../db/schema';
+import { logger } from './logger';
+
+/** The failure type of an attempt failed because its worker was lost. */
+export const WORKER_LOST_ERROR_TYPE = 'WorkerLost';
+
+/** The advisory lock class of worker liveness locks (the key is per worker). */
+const LOCK_CLASS = 0x44415754;
+/** application_name of the liveness sessions (visible in pg_stat_activity). */
+export const LIVENESS_APPLICATION_NAME = 'durable-agent-worker liveness';
+
+/** Options of lost-worker takeover. */
+export interface LostWorkerOptions {
+  /** Default true. Off: a killed worker's attempts wait for their heartbeat timeouts, as in plain Temporal. */
+  enabled?: boolean;
+  /** How often a worker looks for lost peers, ms. Default 250. */
+  checkEveryMs?: number;
+  /** How long a peer's lock must stay free before it is declared lost, ms. Default 500. */
+  confirmMs?: number;
+  /**
+   * How long it judges nobody after its own session reconnected, or after
+   * PostgreSQL started, ms (every worker's session ends when the database
+   * restarts, and each takes a moment to lock its key again). Default 10000.
+   */
+  graceMs?: number;
+}
+
+/** Where the watch runs: known once the worker exists. */
+export interface LostWorkerWatchTarget {
+  client: Client;
+  identity: string;
+  namespace: string;
+  taskQueue: string;
+}
+
+interface WorkerRow {
+  worker_key: string;
+  lock_key: number;
+  identity: string;
+  sticky_queue: string | null;
+}
+
+interface ActivityRow {
+  task_token: Buffer;
+  workflow_id: string;
+  run_id: string | null;
+}
+
+const { EventType, TaskQueueKind } = temporal.api.enums.v1;
+
+/**
+ * One worker's side of lost-worker takeover: its liveness lock, the
+ * registration of its activity attempts (an activity interceptor), and the
+ * watch over its peers.
+ */
+export class LostWorkerWatch {
+  private target?: LostWorkerWatchTarget;
+  private workerKey = randomUUID();
+  private lockKey = randomInt(1, 2 ** 31 - 1);
+  private session?: PgClient;
+  /** When the session last reconnected after a loss (0: never lost). */
+  private reconnectedAt = 0;
+  private everConnected = false;
+  private timer?: NodeJS.Timeout;
+  private running: Promise<void> = Promise.resolve();
+  /** Peers seen with a free lock: worker key → first seen free at. */
+  private readonly freeSince = new Map<string, number>();
+  private stickyQueue?: string;
+  private stickyProbes = 0;
+  private probing = false;
+  private stopped = false;
+  private readonly checkEveryMs: number;
+  private readonly confirmMs: number;
+  private readonly graceMs: number;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly tables: AgentTables,
+    /** Whether an activity type is one of the conversation's (only those are recorded and failed over). */
+    private readonly isConversationActivity: (activityType: string) => boolean,
+    options: LostWorkerOptions = {},
+  ) {
+    this.checkEveryMs = options.checkEveryMs ?? 250;
+    this.confirmMs = options.confirmMs ?? 500;
+    this.graceMs = options.graceMs ?? 10_000;
+  }
+
+  /**
+   * The activity interceptor recording each started attempt of a
+   * conversation activity (an ordinary one: a local activity lives in its
+   * workflow task) until it ends. The writes are not awaited: a worker that
+   * dies before its row lands is caught by the heartbeat timeout as before.
+   */
+  interceptor(): ActivityInterceptorsFactory {
+    return (ctx: Context) => ({
+      inbound: {
+        execute: async (input, next) => {
+          const registered = this.record(ctx);
+          try {
+            return await next(input);
+          } finally {
+            if (registered) void registered.then((done) => done());
+          }
+        },
+      },
+    });
+  }
+
+  /** Registers this worker and starts watching its peers. */
+  async start(target: LostWorkerWatchTarget): Promise<void> {
+    this.target = target;
+    await this.connect().catch((err: Error) => logger.warn({ err: err.message }, 'lost-worker takeover: could not open the liveness session; trying again'));
+    let busy = false;
+    this.timer = setInterval(() => {
+      if (busy) return; // a check (or a takeover) still runs: no backlog of checks behind it
+      busy = true;
+      this.running = this.tick()
+        .catch((err: Error) => logger.debug({ err: err.message }, 'lost-worker takeover: a check failed'))
+        .finally(() => (busy = false));
+    }, this.checkEveryMs);
+    this.timer.unref();
+  }
+
+  /** Stops watching, deletes this worker's rows and releases its lock (a worker shutting down is not lost). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.running;
+    const session = this.session;
+    this.session = undefined;
+    if (!session) return;
+    try {
+      await session.query(`DELETE FROM ${this.tables.workerActivities} WHERE worker_key = $1`, [this.workerKey]);
+      await session.query(`DELETE FROM ${this.tables.workers} WHERE worker_key = $1`, [this.workerKey]);
+    } catch (err) {
+      logger.debug({ err: (err as Error).message }, 'lost-worker takeover: could not delete the rows of this worker');
+    } finally {
+      await session.end().catch(() => undefined);
+    }
+  }
+
+  /** Records an attempt; returns what deletes its row once it ended. */
+  private record(ctx: Context): Promise<() => void> | undefined {
+    const { info } = ctx;
+    if (!this.target || this.stopped || info.isLocal || !info.workflowExecution || !this.isConversationActivity(info.activityType)) return undefined;
+    const token = Buffer.from(info.taskToken);
+    const key = this.workerKey;
+    const execution = info.workflowExecution;
+    const inserted = this.pool
+      .query(
+        `INSERT INTO ${this.tables.workerActivities} (task_token, worker_key, workflow_id, run_id, activity_type, attempt) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (task_token) DO NOTHING`,
+        [token, key, execution.workflowId, execution.runId, info.activityType, info.attempt],
+      )
+      .then(
+        () => true,
+        (err: Error) => {
+          logger.debug({ err: err.message, workflowId: execution.workflowId }, 'lost-worker takeover: could not record an activity attempt');
+          return false;
+        },
+      );
+    return inserted.then((landed) => () => {
+      if (landed) {
+        void this.pool
+          .query(`DELETE FROM ${this.tables.workerActivities} WHERE task_token = $1`, [token])
+          .catch((err: Error) => logger.debug({ err: err.message }, 'lost-worker takeover: could not delete an activity attempt'));
+      }
+      this.probeStickyQueue(execution);
+    });
+  }
+
+  /** Opens the liveness session, locks this worker's key (a new key when a peer holds it) and registers. */
+  private async connect(): Promise<void> {
+    const target = this.target!;
+    // A query that gets no answer in 5 s ends the session (a silent network cut must not stall the checks).
+    const session = new PgClient({ ...this.pool.options, application_name: LIVENESS_APPLICATION_NAME, query_timeout: 5_000 });
+    session.on('error', (err) => {
+      logger.debug({ err: err.message }, 'lost-worker takeover: the liveness session failed');
+      this.drop(session);
+    });
+    await session.connect();
+    try {
+      let locked = (await session.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [LOCK_CLASS, this.lockKey])).rows[0].ok;
+      if (!locked) {
+        // A peer claimed this key while the session was down (and is failing its attempts over), or another worker drew it.
+        this.workerKey = randomUUID();
+        for (let i = 0; i < 5 && !locked; i++) {
+          this.lockKey = randomInt(1, 2 ** 31 - 1);
+          locked = (await session.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [LOCK_CLASS, this.lockKey])).rows[0].ok;
+        }
+        if (!locked) throw new Error('no free liveness lock key');
+      }
+      await session.query(
+        `INSERT INTO ${this.tables.workers} (worker_key, lock_key, identity, namespace, task_queue, sticky_queue) VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (worker_key) DO UPDATE SET lock_key = EXCLUDED.lock_key, sticky_queue = COALESCE(${this.tables.workers}.sticky_queue, EXCLUDED.sticky_queue)`,
+        [this.workerKey, this.lockKey, target.identity, target.namespace, target.taskQueue, this.stickyQueue ?? null],
+      );
+    } catch (err) {
+      await session.end().catch(() => undefined);
+      throw err;
+    }
+    this.session = session;
+    if (this.everConnected) this.reconnectedAt = Date.now();
+    this.everConnected = true;
+    this.freeSince.clear();
+  }
+
+  /** Ends a failed session; the next check opens a new one. */
+  private drop(session: PgClient): void {
+    if (this.session === session) this.session = undefined;
+    void session.end().catch(() => undefined);
+  }
+
+  private async tick(): Promise<void> {
+    if (this.stopped) return;
+    const session = this.session;
+    if (!session) {
+      await this.connect();
+      return;
+    }
+    if (Date.now() - this.reconnectedAt < this.graceMs) return;
+    try {
+      await this.checkPeers(session);
+    } catch (err) {
+      this.drop(session);
+      throw err;
+    }
+  }
+
+  /** Takes over the peers whose lock has been free for `confirmMs`. */
+  private async checkPeers(session: PgClient): Promise<void> {
+    const { rows } = await session.query<WorkerRow>(
+      `SELECT w.worker_key, w.lock_key, w.identity, w.sticky_queue FROM ${this.tables.workers} w
+        WHERE w.namespace = $1 AND w.worker_key <> $2
+          AND now() - pg_postmaster_start_time() > make_interval(secs => $4::double precision / 1000)
+          AND NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted
+                           AND l.classid = $3::bigint::oid AND l.objid = w.lock_key::bigint::oid AND l.objsubid = 2)`,
+      [this.target!.namespace, this.workerKey, LOCK_CLASS, this.graceMs],
+    );
+    const now = Date.now();
+    const free = new Set(rows.map((r) => r.worker_key));
+    for (const key of this.freeSince.keys()) if (!free.has(key)) this.freeSince.delete(key);
+    for (const row of rows) {
+      const since = this.freeSince.get(row.worker_key) ?? now;
+      this.freeSince.set(row.worker_key, since);
+      if (now - since < this.confirmMs) continue;
+      const claimed = (await session.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [LOCK_CLASS, row.lock_key])).rows[0].ok;
+      if (!claimed) continue; // it came back, or another peer is taking it over
+      try {
+        await this.takeOver(session, row);
+        this.freeSince.delete(row.worker_key);
+      } finally {
+        await session.query('SELECT pg_advisory_unlock($1, $2)', [LOCK_CLASS, row.lock_key]);
+      }
+    }
+  }
+
+  /** Fails a lost worker's attempts so Temporal retries them now, releases its sticky queue, deletes its rows. */
+  private async takeOver(session: PgClient, lost: WorkerRow): Promise<void> {
+    const { client, identity, namespace } = this.target!;
+    const { rows } = await session.query<ActivityRow>(`SELECT task_token, workflow_id, run_id FROM ${this.tables.workerActivities} WHERE worker_key = $1`, [lost.worker_key]);
+    let failed = 0;
+    for (const row of rows) {
+      const failure = ApplicationFailure.create({
+        type: WORKER_LOST_ERROR_TYPE,
+        message: `the worker running this attempt (${lost.identity}) stopped without shutting down: its database session ended; ${identity} failed the attempt so that it is retried now`,
+        nextRetryDelay: 1,
+      });
+      try {
+        await client.activity.fail(new Uint8Array(row.task_token), failure);
+        failed++;
+      } catch (err) {
+        // Already completed, timed out or retried: nothing to take over.
+        logger.debug({ err: (err as Error).message, workflowId: row.workflow_id }, 'lost-worker takeover: the attempt had already ended');
+      }
+      // Its next workflow task goes to any worker, not to the lost worker's sticky queue.
+      await client.workflowService
+        .resetStickyTaskQueue({ namespace, execution: { workflowId: row.workflow_id, runId: row.run_id ?? undefined } })
+        .catch(() => undefined);
+    }
+    if (lost.sticky_queue) {
+      // Temporal stops holding tasks for the sticky queue: every conversation the lost worker cached moves on without the sticky timeout.
+      await client.workflowService
+        .shutdownWorker({ namespace, stickyTaskQueue: lost.sticky_queue, identity, reason: `lost worker ${lost.identity} (taken over by ${identity})` })
+        .catch((err: Error) => logger.debug({ err: err.message }, 'lost-worker takeover: could not release the sticky queue'));
+    }
+    await session.query(`DELETE FROM ${this.tables.workerActivities} WHERE worker_key = $1`, [lost.worker_key]);
+    await session.query(`DELETE FROM ${this.tables.workers} WHERE worker_key = $1`, [lost.worker_key]);
+    logger.info(
+      { lostWorker: lost.identity, attempts: rows.length, failedOver: failed, stickyQueueReleased: Boolean(lost.sticky_queue) },
+      'a worker stopped without shutting down; its activity attempts are retried now',
+    );
+  }
+
+  /**
+   * Learns this worker's sticky queue (the SDK does not tell it) from the
+   * history of a conversation it ran: a workflow task scheduled on a sticky
+   * queue and started by this worker's identity. A few tries at most.
+   */
+  private probeStickyQueue(execution: { workflowId: string; runId?: string }): void {
+    if (this.stickyQueue || this.probing || this.stickyProbes >= 20 || !this.target || this.stopped) return;
+    this.probing = true;
+    this.stickyProbes++;
+    const { client, identity } = this.target;
+    const probe = async (): Promise<void> => {
+      // The next workflow task is scheduled when this attempt's completion reaches Temporal.
+      await new Promise((resolve) => setTimeout(resolve, 1_000).unref());
+      const history = await client.workflow.getHandle(execution.workflowId, execution.runId).fetchHistory();
+      let scheduledOn: string | undefined;
+      for (const event of history.events ?? []) {
+        if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED) {
+          const queue = event.workflowTaskScheduledEventAttributes?.taskQueue;
+          scheduledOn = queue?.kind === TaskQueueKind.TASK_QUEUE_KIND_STICKY ? (queue.name ?? undefined) : undefined;
+        } else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED && scheduledOn && event.workflowTaskStartedEventAttributes?.identity === identity) {
+          this.stickyQueue = scheduledOn;
+        }
+      }
+      if (this.stickyQueue && this.session) {
+        await this.session.query(`UPDATE ${this.tables.workers} SET sticky_queue = $2 WHERE worker_key = $1`, [this.workerKey, this.stickyQueue]);
+      }
+    };
+    void probe()
+      .catch((err: Error) => logger.debug({ err: err.message }, 'lost-worker takeover: could not learn the sticky queue'))
+      .finally(() => (this.probing = false));
+  }
+}
