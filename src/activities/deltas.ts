@@ -8,7 +8,6 @@ import type { Pool } from 'pg';
 import { logger } from '../runtime/logger';
 import { STREAM_CHANNEL, type StreamEvent } from '../db/stream-channel';
 
-
 /** NOTIFY payloads must stay under 8000 bytes; texts are cut into pieces below this. */
 const MAX_TEXT = 2000;
 const FLUSH_EVERY_MS = 50;
@@ -19,6 +18,8 @@ export class DeltaPublisher {
   private offset = 0;
   private lastFlush = 0;
   private chain: Promise<void> = Promise.resolve();
+  /** Events that could not be published (a database outage fails every one: logged once, counted at the end). */
+  private failures = 0;
 
   constructor(
     private readonly pool: Pool,
@@ -37,6 +38,9 @@ export class DeltaPublisher {
     this.flush();
     this.send({ type: 'end', ...this.ids, ok });
     await this.chain;
+    if (this.failures > 1) {
+      logger.warn({ ...this.ids, failed: this.failures }, 'stream events of this response were not published; clients read the stored answer instead');
+    }
   }
 
   private flush(): void {
@@ -55,7 +59,10 @@ export class DeltaPublisher {
       .then(() => this.pool.query('SELECT pg_notify($1, $2)', [STREAM_CHANNEL, JSON.stringify(event)]))
       .then(
         () => undefined,
-        (err: Error) => logger.warn({ error: err.message }, 'could not publish a stream event'),
+        (err: Error) => {
+          // The first failure of a response is logged; the rest are counted and reported once by end().
+          if (this.failures++ === 0) logger.warn({ error: err.message, ...this.ids }, 'could not publish a stream event');
+        },
       );
   }
 }
