@@ -84,6 +84,29 @@ interface ActivityRow {
 const { EventType, TaskQueueKind } = temporal.api.enums.v1;
 
 /**
+ * The sticky queue of the worker `identity`, read from a conversation's
+ * history: a workflow task scheduled on a sticky queue right after a task
+ * that worker completed, or started by that worker. The last one found.
+ */
+export function stickyQueueIn(events: readonly temporal.api.history.v1.IHistoryEvent[], identity: string): string | undefined {
+  let found: string | undefined;
+  let completedByIt = false;
+  let scheduledOn: string | undefined;
+  for (const event of events) {
+    if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) {
+      completedByIt = event.workflowTaskCompletedEventAttributes?.identity === identity;
+    } else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED) {
+      const queue = event.workflowTaskScheduledEventAttributes?.taskQueue;
+      scheduledOn = queue?.kind === TaskQueueKind.TASK_QUEUE_KIND_STICKY ? (queue.name ?? undefined) : undefined;
+      if (scheduledOn && completedByIt) found = scheduledOn;
+    } else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED && scheduledOn && event.workflowTaskStartedEventAttributes?.identity === identity) {
+      found = scheduledOn;
+    }
+  }
+  return found;
+}
+
+/**
  * One worker's side of lost-worker takeover: its liveness lock, the
  * registration of its activity attempts (an activity interceptor), and the
  * watch over its peers.
@@ -312,6 +335,15 @@ export class LostWorkerWatch {
         .resetStickyTaskQueue({ namespace, execution: { workflowId: row.workflow_id, runId: row.run_id ?? undefined } })
         .catch(() => undefined);
     }
+    // A worker killed before it learned its sticky queue: read it from the histories of the conversations it was working on.
+    for (const row of rows.slice(0, 5)) {
+      if (lost.sticky_queue) break;
+      const history = await client.workflow
+        .getHandle(row.workflow_id, row.run_id ?? undefined)
+        .fetchHistory()
+        .catch(() => undefined);
+      lost.sticky_queue = (history && stickyQueueIn(history.events ?? [], lost.identity)) ?? null;
+    }
     if (lost.sticky_queue) {
       // Temporal stops holding tasks for the sticky queue: every conversation the lost worker cached moves on without the sticky timeout.
       await client.workflowService
@@ -328,27 +360,18 @@ export class LostWorkerWatch {
 
   /**
    * Learns this worker's sticky queue (the SDK does not tell it) from the
-   * history of a conversation it ran: a workflow task scheduled on a sticky
-   * queue and started by this worker's identity. A few tries at most.
+   * history of a conversation it ran ({@link stickyQueueIn}). A few tries at most.
    */
   private probeStickyQueue(execution: { workflowId: string; runId?: string }): void {
-    if (this.stickyQueue || this.probing || this.stickyProbes >= 20 || !this.target || this.stopped) return;
+    if (this.stickyQueue || this.probing || this.stickyProbes >= 50 || !this.target || this.stopped) return;
     this.probing = true;
     this.stickyProbes++;
     const { client, identity } = this.target;
     const probe = async (): Promise<void> => {
       // The next workflow task is scheduled when this attempt's completion reaches Temporal.
-      await new Promise((resolve) => setTimeout(resolve, 1_000).unref());
+      await new Promise((resolve) => setTimeout(resolve, 300).unref());
       const history = await client.workflow.getHandle(execution.workflowId, execution.runId).fetchHistory();
-      let scheduledOn: string | undefined;
-      for (const event of history.events ?? []) {
-        if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED) {
-          const queue = event.workflowTaskScheduledEventAttributes?.taskQueue;
-          scheduledOn = queue?.kind === TaskQueueKind.TASK_QUEUE_KIND_STICKY ? (queue.name ?? undefined) : undefined;
-        } else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED && scheduledOn && event.workflowTaskStartedEventAttributes?.identity === identity) {
-          this.stickyQueue = scheduledOn;
-        }
-      }
+      this.stickyQueue = stickyQueueIn(history.events ?? [], identity);
       if (this.stickyQueue && this.session) {
         await this.session.query(`UPDATE ${this.tables.workers} SET sticky_queue = $2 WHERE worker_key = $1`, [this.workerKey, this.stickyQueue]);
       }
