@@ -55,6 +55,19 @@ async function runnerOf(conversationId: string): Promise<WorkerProcess | undefin
   return workers.find((w) => rows.some((r) => r.identity === identityOf(w)));
 }
 
+/** The conversation's workflow tasks scheduled on a sticky queue, by queue name, in order. */
+async function stickyQueuesOf(conversationId: string): Promise<string[]> {
+  const history = await h.temporal.workflow.getHandle(conversationId).fetchHistory();
+  return (history.events ?? []).flatMap((e) => {
+    const queue = e.workflowTaskScheduledEventAttributes?.taskQueue;
+    return queue?.kind === temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_STICKY ? [queue.name!] : [];
+  });
+}
+
+/** The liveness lock a worker holds (one row while it holds it), with the backend holding it. */
+const HELD_LOCK = `FROM pg_locks l JOIN durable_agent.workers w ON l.objid = w.lock_key::bigint::oid
+  WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.granted AND w.identity = $1`;
+
 /** The retried attempts of the conversation's activities: attempt number and the failure of the attempt before. */
 async function retriedAttempts(conversationId: string): Promise<{ attempt: number; type?: string; message?: string }[]> {
   const history = await h.temporal.workflow.getHandle(conversationId).fetchHistory();
@@ -131,11 +144,7 @@ describe('lost-worker takeover', () => {
       let runner: WorkerProcess | undefined;
       await expect.poll(async () => (runner = await runnerOf(id)), { timeout: 10_000 }).toBeDefined();
       await waitPastDatabaseStartGrace();
-      const cut = await h.pool.query<{ ok: boolean }>(
-        `SELECT pg_terminate_backend(l.pid) AS ok FROM pg_locks l JOIN durable_agent.workers w ON l.objid = w.lock_key::bigint::oid
-          WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.granted AND w.identity = $1`,
-        [identityOf(runner!)],
-      );
+      const cut = await h.pool.query<{ ok: boolean }>(`SELECT pg_terminate_backend(l.pid) AS ok ${HELD_LOCK}`, [identityOf(runner!)]);
       expect(cut.rows).toEqual([{ ok: true }]);
       // Longer than the peer's confirmation window: a peer that judged the cut worker lost would have failed its attempt by now.
       await new Promise((resolve) => setTimeout(resolve, 8_000));
@@ -145,10 +154,7 @@ describe('lost-worker takeover', () => {
       expect(calls).toBe(1);
       expect(await retriedAttempts(id)).toEqual([]);
       // It holds its lock again.
-      const held = await h.pool.query(
-        `SELECT 1 FROM pg_locks l JOIN durable_agent.workers w ON l.objid = w.lock_key::bigint::oid WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.granted AND w.identity = $1`,
-        [identityOf(runner!)],
-      );
+      const held = await h.pool.query(`SELECT 1 ${HELD_LOCK}`, [identityOf(runner!)]);
       expect(held.rowCount).toBe(1);
     } finally {
       release?.();
@@ -161,10 +167,7 @@ describe('lost-worker takeover', () => {
     h.model.enqueue({ content: 'First answer.' });
     const messageId = await h.client.sendMessage(id, 'learn the sticky queue', { input });
     expect((await h.client.waitForTurn(id, messageId, 20_000)).outcome).toBe('answered');
-    const history = await h.temporal.workflow.getHandle(id).fetchHistory();
-    const stickyQueues = new Set(
-      (history.events ?? []).flatMap((e) => (e.workflowTaskScheduledEventAttributes?.taskQueue?.kind === temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_STICKY ? [e.workflowTaskScheduledEventAttributes.taskQueue.name!] : [])),
-    );
+    const stickyQueues = new Set(await stickyQueuesOf(id));
     expect(stickyQueues.size).toBeGreaterThan(0);
     await expect
       .poll(async () => (await h.pool.query<{ sticky_queue: string | null }>('SELECT sticky_queue FROM durable_agent.workers')).rows.filter((r) => r.sticky_queue && stickyQueues.has(r.sticky_queue)).length, {
@@ -184,8 +187,7 @@ describe('lost-worker takeover', () => {
     const messageId = await h.client.sendMessage(id, 'Big refund, cached by a worker that dies', { input });
     await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
     // The holder ran everything (it was alone), so it holds the conversation and has learned its sticky queue.
-    const history = await h.temporal.workflow.getHandle(id).fetchHistory();
-    const sticky = (history.events ?? []).flatMap((e) => (e.workflowTaskScheduledEventAttributes?.taskQueue?.kind === temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_STICKY ? [e.workflowTaskScheduledEventAttributes.taskQueue.name!] : []));
+    const sticky = await stickyQueuesOf(id);
     expect(sticky.length).toBeGreaterThan(0);
     await expect
       .poll(async () => (await h.pool.query('SELECT sticky_queue FROM durable_agent.workers WHERE identity = $1', [identityOf(holder)])).rows[0]?.sticky_queue, { timeout: 10_000 })

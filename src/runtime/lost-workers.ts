@@ -7,26 +7,28 @@
  * passed, 3 to 4 s after the kill with a 3 s heartbeat timeout, 10 to 11 s
  * with the default 10 s. Each worker here holds a PostgreSQL advisory lock
  * on a session of its own for as long as its process lives, and records the
- * task token of every conversation activity attempt it starts. The operating
- * system closes a killed process's connections at once, so PostgreSQL frees
- * its lock at once; a peer that sees the lock free for `confirmMs` claims it
- * (one peer wins), fails the dead worker's attempts by task token with a
- * retryable `WorkerLost` failure that asks for the retry at once, tells
- * Temporal the worker's sticky queue is gone (its cached conversations' next
- * tasks go to any worker instead of waiting for the sticky timeout), and
- * deletes its rows.
+ * task token of every conversation activity attempt running longer than
+ * 50 ms. The operating system closes a killed process's connections at
+ * once, so PostgreSQL frees its lock at once; a peer that sees the lock free
+ * for `confirmMs` claims it (one peer wins), fails the dead worker's attempts
+ * by task token with a retryable `WorkerLost` failure that asks for the
+ * retry at once, tells Temporal the worker's sticky queue is gone (its
+ * cached conversations' next tasks go to any worker instead of waiting for
+ * the sticky timeout), and deletes its rows.
  *
  * Nothing here replaces Temporal's timeouts: they still catch a worker that
  * hangs with its process alive (its lock stays held), a worker that dies
- * while the database is down, and attempts started before their row landed.
- * A worker whose own session drops (a database restart) locks its key again
- * when it reconnects; peers judge nobody during `graceMs` after PostgreSQL
- * started or their own session reconnected, so a database restart does not
- * look like every worker dying. A worker declared lost while alive (its session alone was
- * cut for longer than `confirmMs`) sees its attempts' heartbeats refused and
- * their retries run elsewhere: the outcome of a heartbeat timeout.
+ * while the database is down, and attempts not recorded (younger than 50 ms,
+ * or whose row had not landed). A worker whose own session drops (a
+ * database restart) locks its key again when it reconnects; peers judge
+ * nobody during `graceMs` after PostgreSQL started or their own session
+ * reconnected, so a database restart does not look like every worker dying.
+ * A worker declared lost while alive (its session alone was cut for longer
+ * than `confirmMs`) sees its attempts' heartbeats refused and their retries
+ * run elsewhere: the outcome of a heartbeat timeout.
  */
 import { randomInt, randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Client as PgClient, type Pool } from 'pg';
 import type { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
@@ -42,7 +44,14 @@ export const WORKER_LOST_ERROR_TYPE = 'WorkerLost';
 /** The advisory lock class of worker liveness locks (the key is per worker). */
 const LOCK_CLASS = 0x44415754;
 /** application_name of the liveness sessions (visible in pg_stat_activity). */
-export const LIVENESS_APPLICATION_NAME = 'durable-agent-worker liveness';
+const LIVENESS_APPLICATION_NAME = 'durable-agent-worker liveness';
+
+/**
+ * An attempt is recorded once it has run this long: transcript writes and
+ * quick tools end sooner and never touch the table (a worker killed within
+ * an attempt's first 50 ms leaves it to the heartbeat timeout).
+ */
+const RECORD_AFTER_MS = 50;
 
 /** Options of lost-worker takeover. */
 export interface LostWorkerOptions {
@@ -144,20 +153,21 @@ export class LostWorkerWatch {
   }
 
   /**
-   * The activity interceptor recording each started attempt of a
-   * conversation activity (an ordinary one: a local activity lives in its
-   * workflow task) until it ends. The writes are not awaited: a worker that
-   * dies before its row lands is caught by the heartbeat timeout as before.
+   * The activity interceptor recording each attempt of a conversation
+   * activity (an ordinary one: a local activity lives in its workflow task)
+   * that runs longer than {@link RECORD_AFTER_MS}, until it ends. The writes
+   * are not awaited: a worker that dies before its row lands is caught by the
+   * heartbeat timeout as before.
    */
   interceptor(): ActivityInterceptorsFactory {
     return (ctx: Context) => ({
       inbound: {
         execute: async (input, next) => {
-          const registered = this.record(ctx);
+          const ended = this.record(ctx);
           try {
             return await next(input);
           } finally {
-            if (registered) void registered.then((done) => done());
+            ended?.();
           }
         },
       },
@@ -188,8 +198,7 @@ export class LostWorkerWatch {
     this.session = undefined;
     if (!session) return;
     try {
-      await session.query(`DELETE FROM ${this.tables.workerActivities} WHERE worker_key = $1`, [this.workerKey]);
-      await session.query(`DELETE FROM ${this.tables.workers} WHERE worker_key = $1`, [this.workerKey]);
+      await this.deleteWorker(session, this.workerKey);
     } catch (err) {
       logger.debug({ err: (err as Error).message }, 'lost-worker takeover: could not delete the rows of this worker');
     } finally {
@@ -197,33 +206,31 @@ export class LostWorkerWatch {
     }
   }
 
-  /** Records an attempt; returns what deletes its row once it ended. */
-  private record(ctx: Context): Promise<() => void> | undefined {
+  /** Records an attempt once it has run {@link RECORD_AFTER_MS}; returns what to call when it ends. */
+  private record(ctx: Context): (() => void) | undefined {
     const { info } = ctx;
-    if (!this.target || this.stopped || info.isLocal || !info.workflowExecution || !this.isConversationActivity(info.activityType)) return undefined;
-    const token = Buffer.from(info.taskToken);
-    const key = this.workerKey;
     const execution = info.workflowExecution;
-    const inserted = this.pool
-      .query(
-        `INSERT INTO ${this.tables.workerActivities} (task_token, worker_key, workflow_id, run_id, activity_type, attempt) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (task_token) DO NOTHING`,
-        [token, key, execution.workflowId, execution.runId, info.activityType, info.attempt],
-      )
-      .then(
-        () => true,
-        (err: Error) => {
-          logger.debug({ err: err.message, workflowId: execution.workflowId }, 'lost-worker takeover: could not record an activity attempt');
-          return false;
-        },
-      );
-    return inserted.then((landed) => () => {
-      if (landed) {
-        void this.pool
-          .query(`DELETE FROM ${this.tables.workerActivities} WHERE task_token = $1`, [token])
-          .catch((err: Error) => logger.debug({ err: err.message }, 'lost-worker takeover: could not delete an activity attempt'));
-      }
+    if (!this.target || this.stopped || info.isLocal || !execution || !this.isConversationActivity(info.activityType)) return undefined;
+    const token = Buffer.from(info.taskToken);
+    const failed = (what: string) => (err: Error) => {
+      logger.debug({ err: err.message, workflowId: execution.workflowId }, `lost-worker takeover: could not ${what} an activity attempt`);
+      return false;
+    };
+    let inserted: Promise<boolean> | undefined;
+    const timer = setTimeout(() => {
+      inserted = this.pool
+        .query(
+          `INSERT INTO ${this.tables.workerActivities} (task_token, worker_key, workflow_id, run_id, activity_type, attempt) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (task_token) DO NOTHING`,
+          [token, this.workerKey, execution.workflowId, execution.runId, info.activityType, info.attempt],
+        )
+        .then(() => true, failed('record'));
+    }, RECORD_AFTER_MS);
+    return () => {
+      clearTimeout(timer);
+      // Deleted after its insert (the two may take different connections of the pool).
+      void inserted?.then((landed) => landed && this.pool.query(`DELETE FROM ${this.tables.workerActivities} WHERE task_token = $1`, [token]).then(() => true, failed('delete')));
       this.probeStickyQueue(execution);
-    });
+    };
   }
 
   /** Opens the liveness session, locks this worker's key (a new key when a peer holds it) and registers. */
@@ -237,15 +244,12 @@ export class LostWorkerWatch {
     });
     await session.connect();
     try {
-      let locked = (await session.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [LOCK_CLASS, this.lockKey])).rows[0].ok;
-      if (!locked) {
-        // A peer claimed this key while the session was down (and is failing its attempts over), or another worker drew it.
+      if (!(await tryLock(session, this.lockKey))) {
+        // A peer claimed this key while the session was down (and is failing its attempts over), or another worker drew it:
+        // this worker goes on under a new key.
         this.workerKey = randomUUID();
-        for (let i = 0; i < 5 && !locked; i++) {
-          this.lockKey = randomInt(1, 2 ** 31 - 1);
-          locked = (await session.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [LOCK_CLASS, this.lockKey])).rows[0].ok;
-        }
-        if (!locked) throw new Error('no free liveness lock key');
+        this.lockKey = randomInt(1, 2 ** 31 - 1);
+        if (!(await tryLock(session, this.lockKey))) throw new Error('the new liveness lock key is taken too');
       }
       await session.query(
         `INSERT INTO ${this.tables.workers} (worker_key, lock_key, identity, namespace, task_queue, sticky_queue) VALUES ($1, $2, $3, $4, $5, $6)
@@ -260,6 +264,12 @@ export class LostWorkerWatch {
     if (this.everConnected) this.reconnectedAt = Date.now();
     this.everConnected = true;
     this.freeSince.clear();
+  }
+
+  /** Deletes a worker's row and its attempts' rows. */
+  private async deleteWorker(session: PgClient, workerKey: string): Promise<void> {
+    await session.query(`DELETE FROM ${this.tables.workerActivities} WHERE worker_key = $1`, [workerKey]);
+    await session.query(`DELETE FROM ${this.tables.workers} WHERE worker_key = $1`, [workerKey]);
   }
 
   /** Ends a failed session; the next check opens a new one. */
@@ -301,8 +311,7 @@ export class LostWorkerWatch {
       const since = this.freeSince.get(row.worker_key) ?? now;
       this.freeSince.set(row.worker_key, since);
       if (now - since < this.confirmMs) continue;
-      const claimed = (await session.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [LOCK_CLASS, row.lock_key])).rows[0].ok;
-      if (!claimed) continue; // it came back, or another peer is taking it over
+      if (!(await tryLock(session, row.lock_key))) continue; // it came back, or another peer is taking it over
       try {
         await this.takeOver(session, row);
         this.freeSince.delete(row.worker_key);
@@ -350,8 +359,7 @@ export class LostWorkerWatch {
         .shutdownWorker({ namespace, stickyTaskQueue: lost.sticky_queue, identity, reason: `lost worker ${lost.identity} (taken over by ${identity})` })
         .catch((err: Error) => logger.debug({ err: err.message }, 'lost-worker takeover: could not release the sticky queue'));
     }
-    await session.query(`DELETE FROM ${this.tables.workerActivities} WHERE worker_key = $1`, [lost.worker_key]);
-    await session.query(`DELETE FROM ${this.tables.workers} WHERE worker_key = $1`, [lost.worker_key]);
+    await this.deleteWorker(session, lost.worker_key);
     logger.info(
       { lostWorker: lost.identity, attempts: rows.length, failedOver: failed, stickyQueueReleased: Boolean(lost.sticky_queue) },
       'a worker stopped without shutting down; its activity attempts are retried now',
@@ -369,7 +377,7 @@ export class LostWorkerWatch {
     const { client, identity } = this.target;
     const probe = async (): Promise<void> => {
       // The next workflow task is scheduled when this attempt's completion reaches Temporal.
-      await new Promise((resolve) => setTimeout(resolve, 300).unref());
+      await sleep(300, undefined, { ref: false });
       const history = await client.workflow.getHandle(execution.workflowId, execution.runId).fetchHistory();
       this.stickyQueue = stickyQueueIn(history.events ?? [], identity);
       if (this.stickyQueue && this.session) {
@@ -380,4 +388,9 @@ export class LostWorkerWatch {
       .catch((err: Error) => logger.debug({ err: err.message }, 'lost-worker takeover: could not learn the sticky queue'))
       .finally(() => (this.probing = false));
   }
+}
+
+/** Takes the liveness lock `key` on `session` if nobody holds it. */
+async function tryLock(session: PgClient, key: number): Promise<boolean> {
+  return (await session.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [LOCK_CLASS, key])).rows[0].ok;
 }

@@ -31,7 +31,6 @@ import type {
 import type OpenAI from 'openai';
 import type { Pool } from 'pg';
 import { activityRegistrations, CONVERSATION_ACTIVITY_NAMES, createActivities, type DecisionTrust } from '../activities';
-import { conversationActivityType } from '../activities/contracts';
 import { createOpenAIClient } from '../activities/openai-client';
 import { migrate } from '../db/migrations';
 import { createPool } from '../db/pool';
@@ -190,7 +189,7 @@ export class DurableAgentPlugin implements WorkerPlugin, ClientPlugin, BundlerPl
     const codecs = options.payloadCodecs ?? [];
     const bare = options.bareActivityTypes ?? true;
     if (options.lostWorkers?.enabled !== false) {
-      const types = new Set(CONVERSATION_ACTIVITY_NAMES.flatMap((name) => [conversationActivityType(name, true), ...(bare ? [name] : [])]));
+      const types = new Set(Object.keys(activityRegistrations(activities, { bare })));
       this.lostWorkers = new LostWorkerWatch(this.pool, agentTables(options.schema), (type) => types.has(type), options.lostWorkers);
     }
     this.merge = new SimplePlugin({

@@ -98,12 +98,11 @@ export async function explainRecoveries(client: Client, measurements: readonly R
  * of the workflow task after a workflow task timeout.
  */
 function causeIn(events: temporal.api.history.v1.IHistoryEvent[], from: number, to: number): { cause: RecoveryCause; resumedAt?: number } {
-  let latest: { at: number; cause: RecoveryCause; resumedAt?: number } | undefined;
-  let awaitingTaskStart: { at: number; cause: RecoveryCause } | undefined;
+  let latest: { at: number; cause: RecoveryCause; taskTimedOut: boolean; resumedAt?: number } | undefined;
   for (const event of events) {
-    if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED && awaitingTaskStart && latest?.at === awaitingTaskStart.at) {
+    // A workflow task timed out: the held-up work ran again when the next workflow task started.
+    if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED && latest?.taskTimedOut && latest.resumedAt === undefined) {
       latest.resumedAt = event.eventTime ? tsToMs(event.eventTime) : undefined;
-      awaitingTaskStart = undefined;
     }
     const at = event.eventTime ? tsToMs(event.eventTime) : 0;
     if (at < from || at > to) continue;
@@ -120,9 +119,9 @@ function causeIn(events: temporal.api.history.v1.IHistoryEvent[], from: number, 
       cause = 'timer (approval timeout)';
     }
     if (cause && (!latest || at >= latest.at)) {
-      const isTaskTimeout = event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT;
-      latest = { at, cause, resumedAt: event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED ? at : undefined };
-      awaitingTaskStart = isTaskTimeout ? { at, cause } : undefined;
+      const taskTimedOut = event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT;
+      // A retried attempt's start is the event itself; a fired timer held up no work.
+      latest = { at, cause, taskTimedOut, resumedAt: event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED ? at : undefined };
     }
   }
   return latest ? { cause: latest.cause, resumedAt: latest.resumedAt } : { cause: 'no timeout (work or retry wait)' };

@@ -77,6 +77,13 @@ export interface ChaosOptions {
   log?: (line: string) => void;
 }
 
+/** How many times were measured, and their p50 and p99 (unset when none). */
+export interface Percentiles {
+  count: number;
+  p50Ms?: number;
+  p99Ms?: number;
+}
+
 /** Recovery times of one kind of fault. */
 export interface RecoveryStats {
   /** Faults of this kind. */
@@ -93,15 +100,15 @@ export interface RecoveryStats {
   /** What the last conversation to move waited for, by cause: how many faults, and their median recovery. */
   causes: Record<string, { count: number; p50Ms?: number }>;
   /** Fault → the last conversation it held up (a timeout or a takeover in its wait) progressed, over the faults that held one up. */
-  heldUp: { count: number; p50Ms?: number; p99Ms?: number };
+  heldUp: Percentiles;
   /** Fault → each conversation it held up progressed, over every held-up conversation of every fault of this kind. */
-  heldUpConversations: { count: number; p50Ms?: number; p99Ms?: number };
+  heldUpConversations: Percentiles;
   /**
    * Fault → the held-up work of each such conversation ran again (its retried
    * attempt started, or its next workflow task after a timeout): recovery
    * without the redone work's own time.
    */
-  resumed: { count: number; p50Ms?: number; p99Ms?: number };
+  resumed: Percentiles;
 }
 
 /** What a run did and found. `text` is the summary as printed. */
@@ -503,10 +510,17 @@ async function startAgain(dbFilename: string, port: number, log: (line: string) 
   }
 }
 
+/** How many values, and their p50 and p99. */
+function percentiles(values: number[]): Percentiles {
+  return { count: values.length, p50Ms: quantile(values, 0.5), p99Ms: quantile(values, 0.99) };
+}
+
 function recoveryStats(measurements: readonly RecoveryMeasurement[], kind: RecoveryMeasurement['kind'], startedAt: number): RecoveryStats {
   const mine = measurements.filter((m) => m.kind === kind);
   const withTurns = mine.filter((m) => m.inFlight > 0);
   const times = withTurns.flatMap((m) => (m.recoveredMs === undefined ? [] : [m.recoveredMs]));
+  // Every conversation some fault of this kind held up (a timeout or a takeover in its wait).
+  const heldUp = withTurns.flatMap((m) => [...m.progressed.values()].filter((p) => p.cause !== undefined && HELD_UP_BY_FAULT.includes(p.cause)));
   return {
     count: mine.length,
     withTurnsInFlight: withTurns.length,
@@ -518,20 +532,9 @@ function recoveryStats(measurements: readonly RecoveryMeasurement[], kind: Recov
       .sort((a, b) => (b.recoveredMs ?? Infinity) - (a.recoveredMs ?? Infinity))
       .slice(0, 3)
       .map((m) => ({ atMs: m.at - startedAt, inFlight: m.inFlight, recoveredMs: m.recoveredMs, conversationId: m.slowest, cause: m.cause })),
-    heldUp: (() => {
-      const held = withTurns.flatMap((m) => (m.heldUpMs === undefined ? [] : [m.heldUpMs]));
-      return { count: held.length, p50Ms: quantile(held, 0.5), p99Ms: quantile(held, 0.99) };
-    })(),
-    resumed: (() => {
-      const held = withTurns.flatMap((m) =>
-        [...m.progressed.values()].filter((p) => p.cause && HELD_UP_BY_FAULT.includes(p.cause) && p.resumedMs !== undefined).map((p) => p.resumedMs!),
-      );
-      return { count: held.length, p50Ms: quantile(held, 0.5), p99Ms: quantile(held, 0.99) };
-    })(),
-    heldUpConversations: (() => {
-      const held = withTurns.flatMap((m) => [...m.progressed.values()].filter((p) => p.cause && HELD_UP_BY_FAULT.includes(p.cause)).map((p) => p.ms));
-      return { count: held.length, p50Ms: quantile(held, 0.5), p99Ms: quantile(held, 0.99) };
-    })(),
+    heldUp: percentiles(withTurns.flatMap((m) => (m.heldUpMs === undefined ? [] : [m.heldUpMs]))),
+    heldUpConversations: percentiles(heldUp.map((p) => p.ms)),
+    resumed: percentiles(heldUp.flatMap((p) => (p.resumedMs === undefined ? [] : [p.resumedMs]))),
     causes: Object.fromEntries(
       [...new Set(withTurns.flatMap((m) => (m.cause ? [m.cause] : [])))].map((cause) => {
         const times = withTurns.filter((m) => m.cause === cause && m.recoveredMs !== undefined).map((m) => m.recoveredMs!);
