@@ -28,6 +28,7 @@ const program = new Command()
   .option('--max-minutes <n>', 'hard stop: end (and fail) the run after this many minutes', count(1), 10)
   .option('--continue-as-new-after <events>', "conversations' continueAsNewAfterEvents (e.g. 40: continue as new between most turns)", count(1))
   .option('--no-takeover', 'turn lost-worker takeover off in the workers (a killed worker waits for the heartbeat timeouts)')
+  .option('--no-control', 'measure no control before each kill (the time turns in flight take to move with no fault)')
   .option('--keep-files', 'keep the scratch folder (worker logs, Temporal SQLite file)', false)
   .option('--quiet', 'print only the summary', false);
 
@@ -45,6 +46,7 @@ async function main(): Promise<void> {
     keepFiles: boolean;
     quiet: boolean;
     takeover: boolean;
+    control: boolean;
   }>();
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const { runChaos } = await import('../test/chaos/run-chaos');
@@ -59,6 +61,7 @@ async function main(): Promise<void> {
     continueAsNewAfterEvents: opts.continueAsNewAfter,
     keepFiles: opts.keepFiles,
     lostWorkerTakeover: opts.takeover,
+    controls: opts.control,
     log: opts.quiet ? undefined : (line) => process.stderr.write(`${line}\n`),
   });
   process.stdout.write(`\n${summary.text}\n`);

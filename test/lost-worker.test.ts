@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { temporal } from '@temporalio/proto';
 import { startHarness, type Harness } from './support/harness';
 import { startWorkerProcess, type WorkerProcess } from './support/worker-process';
+import { DEFAULT_GRACE_MS } from '../src/runtime/lost-workers';
 
 // Lost-worker takeover with real worker processes: a worker killed with
 // SIGKILL is noticed by its peer through PostgreSQL (its liveness lock is
@@ -38,11 +39,11 @@ const start = async (env: Record<string, string> = {}): Promise<WorkerProcess> =
 
 /**
  * Waits until PostgreSQL has run for longer than the takeover's grace after
- * a database start (10 s), during which workers judge no peer lost.
+ * a database start, during which workers judge no peer lost.
  */
 async function waitPastDatabaseStartGrace(): Promise<void> {
   const { rows } = await h.pool.query<{ ms: number }>('SELECT extract(epoch FROM now() - pg_postmaster_start_time()) * 1000 AS ms');
-  const left = 10_500 - Number(rows[0].ms);
+  const left = DEFAULT_GRACE_MS + 500 - Number(rows[0].ms);
   if (left > 0) await new Promise((resolve) => setTimeout(resolve, left));
 }
 

@@ -53,18 +53,22 @@ const LIVENESS_APPLICATION_NAME = 'durable-agent-worker liveness';
  */
 const RECORD_AFTER_MS = 50;
 
+/** How long workers judge nobody after PostgreSQL started or their own liveness session reconnected, ms. */
+export const DEFAULT_GRACE_MS = 5_000;
+
 /** Options of lost-worker takeover. */
 export interface LostWorkerOptions {
   /** Default true. Off: a killed worker's attempts wait for their heartbeat timeouts, as in plain Temporal. */
   enabled?: boolean;
-  /** How often a worker looks for lost peers, ms. Default 250. */
+  /** How often a worker looks for lost peers, ms. Default 100. */
   checkEveryMs?: number;
-  /** How long a peer's lock must stay free before it is declared lost, ms. Default 500. */
+  /** How long a peer's lock must stay free before it is declared lost, ms. Default 300. */
   confirmMs?: number;
   /**
    * How long it judges nobody after its own session reconnected, or after
    * PostgreSQL started, ms (every worker's session ends when the database
-   * restarts, and each takes a moment to lock its key again). Default 10000.
+   * restarts, and each locks its key again at its next check once the
+   * database is back). Default {@link DEFAULT_GRACE_MS}.
    */
   graceMs?: number;
 }
@@ -147,9 +151,9 @@ export class LostWorkerWatch {
     private readonly isConversationActivity: (activityType: string) => boolean,
     options: LostWorkerOptions = {},
   ) {
-    this.checkEveryMs = options.checkEveryMs ?? 250;
-    this.confirmMs = options.confirmMs ?? 500;
-    this.graceMs = options.graceMs ?? 10_000;
+    this.checkEveryMs = options.checkEveryMs ?? 100;
+    this.confirmMs = options.confirmMs ?? 300;
+    this.graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
   }
 
   /**
@@ -325,25 +329,29 @@ export class LostWorkerWatch {
   private async takeOver(session: PgClient, lost: WorkerRow): Promise<void> {
     const { client, identity, namespace } = this.target!;
     const { rows } = await session.query<ActivityRow>(`SELECT task_token, workflow_id, run_id FROM ${this.tables.workerActivities} WHERE worker_key = $1`, [lost.worker_key]);
-    let failed = 0;
-    for (const row of rows) {
-      const failure = ApplicationFailure.create({
-        type: WORKER_LOST_ERROR_TYPE,
-        message: `the worker running this attempt (${lost.identity}) stopped without shutting down: its database session ended; ${identity} failed the attempt so that it is retried now`,
-        nextRetryDelay: 1,
-      });
-      try {
-        await client.activity.fail(new Uint8Array(row.task_token), failure);
-        failed++;
-      } catch (err) {
-        // Already completed, timed out or retried: nothing to take over.
-        logger.debug({ err: (err as Error).message, workflowId: row.workflow_id }, 'lost-worker takeover: the attempt had already ended');
-      }
-      // Its next workflow task goes to any worker, not to the lost worker's sticky queue.
-      await client.workflowService
-        .resetStickyTaskQueue({ namespace, execution: { workflowId: row.workflow_id, runId: row.run_id ?? undefined } })
-        .catch(() => undefined);
-    }
+    // Every attempt at once: each retry starts as soon as its failure lands.
+    const outcomes = await Promise.all(
+      rows.map((row) =>
+        client.activity
+          .fail(
+            new Uint8Array(row.task_token),
+            ApplicationFailure.create({
+              type: WORKER_LOST_ERROR_TYPE,
+              message: `the worker running this attempt (${lost.identity}) stopped without shutting down: its database session ended; ${identity} failed the attempt so that it is retried now`,
+              nextRetryDelay: 1,
+            }),
+          )
+          .then(
+            () => true,
+            (err: Error) => {
+              // Already completed, timed out or retried: nothing to take over.
+              logger.debug({ err: err.message, workflowId: row.workflow_id }, 'lost-worker takeover: the attempt had already ended');
+              return false;
+            },
+          ),
+      ),
+    );
+    const failed = outcomes.filter(Boolean).length;
     // A worker killed before it learned its sticky queue: read it from the histories of the conversations it was working on.
     for (const row of rows.slice(0, 5)) {
       if (lost.sticky_queue) break;
@@ -353,12 +361,18 @@ export class LostWorkerWatch {
         .catch(() => undefined);
       lost.sticky_queue = (history && stickyQueueIn(history.events ?? [], lost.identity)) ?? null;
     }
-    if (lost.sticky_queue) {
+    await Promise.all([
       // Temporal stops holding tasks for the sticky queue: every conversation the lost worker cached moves on without the sticky timeout.
-      await client.workflowService
-        .shutdownWorker({ namespace, stickyTaskQueue: lost.sticky_queue, identity, reason: `lost worker ${lost.identity} (taken over by ${identity})` })
-        .catch((err: Error) => logger.debug({ err: err.message }, 'lost-worker takeover: could not release the sticky queue'));
-    }
+      lost.sticky_queue
+        ? client.workflowService
+            .shutdownWorker({ namespace, stickyTaskQueue: lost.sticky_queue, identity, reason: `lost worker ${lost.identity} (taken over by ${identity})` })
+            .catch((err: Error) => logger.debug({ err: err.message }, 'lost-worker takeover: could not release the sticky queue'))
+        : undefined,
+      // The failed-over conversations' next workflow tasks go to any worker (also when the sticky queue is unknown).
+      ...rows.map((row) =>
+        client.workflowService.resetStickyTaskQueue({ namespace, execution: { workflowId: row.workflow_id, runId: row.run_id ?? undefined } }).catch(() => undefined),
+      ),
+    ]);
     await this.deleteWorker(session, lost.worker_key);
     logger.info(
       { lostWorker: lost.identity, attempts: rows.length, failedOver: failed, stickyQueueReleased: Boolean(lost.sticky_queue) },

@@ -8,18 +8,26 @@
  * PostgreSQL or the driver saw its turn finish. Sampled every `sampleMs`.
  * A conversation that never progresses again (stuck) is reported apart and
  * left out of the time, so one stuck conversation does not hide the others.
+ *
+ * A control measures the same at a moment with no fault: how long the turns
+ * in flight take to move by their own work alone. It is the floor under
+ * every recovery time above, whatever the runtime does.
  */
 import type { Client } from '@temporalio/client';
 import { tsToMs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool } from 'pg';
 import type { RunLog } from './run-log';
 import { WORKER_LOST_ERROR_TYPE } from '../../src/runtime/lost-workers';
 
 /** One measured fault. */
 export interface RecoveryMeasurement {
-  kind: 'worker_kill' | 'server_restart' | 'database_restart';
+  /** A fault, or a control: a moment with no fault (every worker up, every earlier fault's conversations moved again). */
+  kind: 'worker_kill' | 'server_restart' | 'database_restart' | 'control';
   at: number;
+  /** A control that a fault ended before every conversation in it had moved (left out of the times). */
+  cutShort?: boolean;
   /** Conversations with a turn in flight at the fault. */
   inFlight: number;
   /** Fault → the last of them that progressed did; unset when none progressed. */
@@ -77,7 +85,7 @@ export const HELD_UP_BY_FAULT: readonly RecoveryCause[] = [
 export async function explainRecoveries(client: Client, measurements: readonly RecoveryMeasurement[]): Promise<void> {
   const histories = new Map<string, temporal.api.history.v1.IHistoryEvent[] | undefined>();
   const historyOf = async (id: string) => {
-    if (!histories.has(id)) histories.set(id, await client.workflow.getHandle(id).fetchHistory().then((h) => h.events ?? [], () => undefined));
+    if (!histories.has(id)) histories.set(id, await everyRun(client, id).catch(() => undefined));
     return histories.get(id);
   };
   for (const m of measurements) {
@@ -89,6 +97,22 @@ export async function explainRecoveries(client: Client, measurements: readonly R
       if (HELD_UP_BY_FAULT.includes(progress.cause)) m.heldUpMs = Math.max(m.heldUpMs ?? 0, progress.ms);
     }
     if (m.slowest) m.cause = m.progressed.get(m.slowest)?.cause;
+  }
+}
+
+/**
+ * The events of every run of a conversation, oldest run first: a
+ * conversation that continued as new since the fault held its turn in an
+ * earlier run (the latest run alone would show no wait at all).
+ */
+async function everyRun(client: Client, workflowId: string): Promise<temporal.api.history.v1.IHistoryEvent[]> {
+  const runs: temporal.api.history.v1.IHistoryEvent[][] = [];
+  let runId: string | undefined;
+  for (;;) {
+    const events = (await client.workflow.getHandle(workflowId, runId).fetchHistory()).events ?? [];
+    runs.unshift(events);
+    runId = events[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId || undefined;
+    if (!runId) return runs.flat();
   }
 }
 
@@ -160,17 +184,40 @@ export class RecoveryTracker {
     for (const entry of this.open.splice(0)) entry.measurement.neverProgressed = [...entry.pending.keys()];
   }
 
-  /** Starts measuring a fault that happened at `at`. */
-  async begin(kind: RecoveryMeasurement['kind'], at: number): Promise<void> {
+  /** Starts measuring a fault (or a control) that happened at `at`. */
+  async begin(kind: RecoveryMeasurement['kind'], at: number): Promise<RecoveryMeasurement> {
     const ids = this.runLog.inFlight();
     const measurement: RecoveryMeasurement = { kind, at, inFlight: ids.length, neverProgressed: [], progressed: new Map() };
     this.measurements.push(measurement);
-    if (ids.length === 0) return;
+    if (ids.length === 0) return measurement;
     // Turns finished are read now, before the query below yields: a turn that finishes meanwhile counts as progress.
     const turns = new Map(ids.map((id) => [id, this.runLog.conversations.get(id)!.turnsFinished]));
     const seqs = await this.maxSeqs().catch(() => new Map<string, number>());
     const pending = new Map<string, [number, number]>(ids.map((id) => [id, [seqs.get(id) ?? -1, turns.get(id)!]]));
     this.open.push({ measurement, pending });
+    return measurement;
+  }
+
+  /**
+   * Waits until no measurement is open (every conversation in flight at each
+   * fault or control has moved again); false when `timeoutMs` passed first or
+   * `signal` aborted.
+   */
+  async settled(timeoutMs: number, signal: AbortSignal): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.open.length > 0) {
+      if (signal.aborted || Date.now() >= deadline) return false;
+      await sleep(this.sampleMs / 2);
+    }
+    return true;
+  }
+
+  /** Ends a control still open (a fault is about to happen): it is left out of the times. */
+  cutShort(measurement: RecoveryMeasurement): void {
+    const entry = this.open.find((o) => o.measurement === measurement);
+    if (!entry) return;
+    this.open.splice(this.open.indexOf(entry), 1);
+    measurement.cutShort = true;
   }
 
   private async maxSeqs(): Promise<Map<string, number>> {

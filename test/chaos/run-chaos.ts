@@ -63,6 +63,12 @@ export interface ChaosOptions {
   heartbeatMs?: number;
   /** Lost-worker takeover in the worker processes (`AGENT_LOST_WORKER_TAKEOVER`). Default true. */
   lostWorkerTakeover?: boolean;
+  /**
+   * Before each worker kill, once every worker is up and every earlier
+   * fault's conversations have moved again, measure a control: how long the
+   * turns in flight take to move with no fault at all. Default true.
+   */
+  controls?: boolean;
   /** `continueAsNewAfterEvents` of the conversations (low values make them continue as new between most turns); the workflow's default when unset. */
   continueAsNewAfterEvents?: number;
   /** Random pause before each worker kill or server restart, [min, max] ms. Default [1000, 3000]. */
@@ -90,6 +96,8 @@ export interface RecoveryStats {
   count: number;
   /** Those with at least one turn in flight (the others have nothing to recover). */
   withTurnsInFlight: number;
+  /** Controls a fault ended before every conversation in them had moved (left out of the times); 0 for faults. */
+  cutShort: number;
   /** Conversations in flight at one of these faults that never progressed afterwards (left out of the times). */
   neverProgressed: string[];
   p50Ms?: number;
@@ -115,7 +123,7 @@ export interface RecoveryStats {
 export interface ChaosSummary {
   runId: string;
   seed: string;
-  options: Required<Pick<ChaosOptions, 'conversations' | 'kills' | 'serverRestarts' | 'databaseRestarts' | 'concurrency' | 'maxMinutes' | 'workers' | 'lostWorkerTakeover'>>;
+  options: Required<Pick<ChaosOptions, 'conversations' | 'kills' | 'serverRestarts' | 'databaseRestarts' | 'concurrency' | 'maxMinutes' | 'workers' | 'lostWorkerTakeover' | 'controls'>>;
   durationMs: number;
   /** True when the hard stop (`maxMinutes`) ended the run. */
   hardStopped: boolean;
@@ -134,7 +142,14 @@ export interface ChaosSummary {
   continuedAsNew: number;
   /** Conversations never started because the hard stop came first. */
   notStarted: number;
-  recovery: { definition: string; workerKills: RecoveryStats; serverRestarts: RecoveryStats; databaseRestarts: RecoveryStats };
+  recovery: {
+    definition: string;
+    workerKills: RecoveryStats;
+    serverRestarts: RecoveryStats;
+    databaseRestarts: RecoveryStats;
+    /** The same measure at moments with no fault: the floor the recovery times stand on. */
+    controls: RecoveryStats;
+  };
   workers: {
     started: number;
     startupP50Ms?: number;
@@ -151,6 +166,9 @@ export interface ChaosSummary {
   text: string;
 }
 
+/** How long a control waits for an earlier fault's conversations to move, and for its own. */
+const CONTROL_WAIT_MS = 30_000;
+
 export const RECOVERY_DEFINITION =
   'fault → every conversation that had a turn in flight at that moment stored a new message or finished its turn (sampled every 250 ms; conversations that never did are listed apart)';
 
@@ -165,6 +183,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
     maxMinutes: options.maxMinutes ?? 10,
     workers: options.workers ?? 2,
     lostWorkerTakeover: options.lostWorkerTakeover ?? true,
+    controls: options.controls ?? true,
   };
   const seed = options.seed ?? String(randomBytes(4).readUInt32BE());
   const runId = randomBytes(3).toString('hex');
@@ -289,12 +308,22 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
     const stopFaults = AbortSignal.any([driverDone.signal, hardStop.signal]);
     setMaxListeners(1_000, stopFaults);
     const faultRng = new Rng(seed, 'faults');
+    // A control: with every worker up and every earlier fault's conversations moved again, how long the turns in flight
+    // take to move by their own work. Skipped when an earlier fault still holds a conversation up after CONTROL_WAIT_MS.
+    const control = async (): Promise<void> => {
+      if (!(await tracker.settled(CONTROL_WAIT_MS, stopFaults))) return;
+      await turnToHit();
+      if (stopFaults.aborted || runLog.inFlight().length === 0) return;
+      const measurement = await tracker.begin('control', Date.now());
+      if (!(await tracker.settled(CONTROL_WAIT_MS, stopFaults))) tracker.cutShort(measurement);
+    };
     const faultLoop = (async () => {
       try {
         for (const event of events) {
           if (event === 'kill') {
             // Mostly with every worker up (a replacement gets some work before the next kill), at times with one still starting.
             await workers.waitFor(() => workers.ready().length >= o.workers, 8_000, stopFaults);
+            if (o.controls) await control();
             await sleep(faultRng.int(gapMin, gapMax), undefined, { signal: stopFaults });
             await workers.waitFor(() => workers.ready().length > 0, 90_000, stopFaults);
             await turnToHit();
@@ -456,6 +485,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
         workerKills: recoveryStats(tracker.measurements, 'worker_kill', startedAt),
         serverRestarts: recoveryStats(tracker.measurements, 'server_restart', startedAt),
         databaseRestarts: recoveryStats(tracker.measurements, 'database_restart', startedAt),
+        controls: recoveryStats(tracker.measurements, 'control', startedAt),
       },
       clientRetries: runLog.clientRetries,
       problems: checks.problems,
@@ -516,13 +546,14 @@ function percentiles(values: number[]): Percentiles {
 }
 
 function recoveryStats(measurements: readonly RecoveryMeasurement[], kind: RecoveryMeasurement['kind'], startedAt: number): RecoveryStats {
-  const mine = measurements.filter((m) => m.kind === kind);
+  const mine = measurements.filter((m) => m.kind === kind && !m.cutShort);
   const withTurns = mine.filter((m) => m.inFlight > 0);
   const times = withTurns.flatMap((m) => (m.recoveredMs === undefined ? [] : [m.recoveredMs]));
   // Every conversation some fault of this kind held up (a timeout or a takeover in its wait).
   const heldUp = withTurns.flatMap((m) => [...m.progressed.values()].filter((p) => p.cause !== undefined && HELD_UP_BY_FAULT.includes(p.cause)));
   return {
     count: mine.length,
+    cutShort: measurements.filter((m) => m.kind === kind && m.cutShort).length,
     withTurnsInFlight: withTurns.length,
     neverProgressed: [...new Set(mine.flatMap((m) => m.neverProgressed))],
     p50Ms: quantile(times, 0.5),

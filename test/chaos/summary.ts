@@ -32,7 +32,9 @@ function recovery(label: string, stats: RecoveryStats): string {
     .map(([cause, c]) => `${cause} ${c.count} (p50 ${seconds(c.p50Ms)})`);
   return (
     `${label}: p50 ${seconds(stats.p50Ms)}, p99 ${seconds(stats.p99Ms)}, max ${seconds(stats.maxMs)} ` +
-    `(${stats.count} fault(s), ${stats.withTurnsInFlight} with turns in flight)` +
+    `(${stats.count} ${label.startsWith('control') ? 'moment(s)' : 'fault(s)'}, ${stats.withTurnsInFlight} with turns in flight` +
+    (stats.cutShort > 0 ? `, ${stats.cutShort} cut short by a fault and left out` : '') +
+    ')' +
     (stats.neverProgressed.length > 0 ? `\n    never progressed after it (left out of the times): ${stats.neverProgressed.join(', ')}` : '') +
     (slowest.length > 0 ? `\n    slowest: ${slowest.join('; ')}` : '') +
     (causes.length > 0 ? `\n    what the last conversation waited for: ${causes.join(', ')}` : '') +
@@ -71,6 +73,9 @@ export function formatSummary(s: ChaosSummary): string {
     `  ${recovery('after a worker kill', s.recovery.workerKills)}`,
     `  ${recovery('after a server restart', s.recovery.serverRestarts)}`,
     `  ${recovery('after a database restart', s.recovery.databaseRestarts)}`,
+    ...(s.options.controls
+      ? [`  ${recovery('control, no fault (every worker up, earlier faults recovered): the floor under the times above', s.recovery.controls)}`]
+      : []),
     `  measured as: ${s.recovery.definition}`,
     `workers       ${s.workers.started} processes started (start-up p50 ${seconds(s.workers.startupP50Ms)}), ` +
       `${s.workers.unexpectedExits.length} exited without being killed; client calls retried ${s.clientRetries} times`,
