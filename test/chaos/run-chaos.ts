@@ -298,9 +298,6 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
     };
     spread('restart', o.serverRestarts, 1);
     spread('db_restart', o.databaseRestarts, 0.5);
-    let eventsDone = 0;
-    let faultsOver = false;
-    let played = 0;
     // A fault waits (a little) for a turn in flight to hit, unless only the last conversation is left, waiting for it.
     const turnToHit = (): Promise<void> =>
       until(() => runLog.inFlight().length > 0 || played >= o.conversations - 1, 10_000, stopFaults);
@@ -308,9 +305,15 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
     const stopFaults = AbortSignal.any([driverDone.signal, hardStop.signal]);
     setMaxListeners(1_000, stopFaults);
     const faultRng = new Rng(seed, 'faults');
+    let eventsDone = 0;
+    let faultsOver = false;
+    let played = 0;
     // A control: with every worker up and every earlier fault's conversations moved again, how long the turns in flight
-    // take to move by their own work. Skipped when an earlier fault still holds a conversation up after CONTROL_WAIT_MS.
+    // take to move by their own work. Skipped when the faults are behind the conversations (a control takes seconds, and
+    // every requested fault must still fit in the run), and when an earlier fault still holds a conversation up after
+    // CONTROL_WAIT_MS.
     const control = async (): Promise<void> => {
+      if (eventsDone / events.length < played / o.conversations) return;
       if (!(await tracker.settled(CONTROL_WAIT_MS, stopFaults))) return;
       await turnToHit();
       if (stopFaults.aborted || runLog.inFlight().length === 0) return;

@@ -58,7 +58,10 @@ export function formatSummary(s: ChaosSummary): string {
       (s.options.lostWorkerTakeover ? '' : ' · lost-worker takeover off') +
       (s.hardStopped ? ` · HARD STOP after ${s.options.maxMinutes} min (${s.notStarted} conversation(s) never started)` : ''),
     `requested     ${s.options.kills} worker kills, ${s.options.serverRestarts} server restart(s), ${s.options.databaseRestarts} database restart(s)` +
-      (s.continueAsNewAfterEvents ? `, continue as new after ${s.continueAsNewAfterEvents} events` : ''),
+      (s.continueAsNewAfterEvents ? `, continue as new after ${s.continueAsNewAfterEvents} events` : '') +
+      (s.faults.worker_kill < s.options.kills || s.faults.server_restart < s.options.serverRestarts || s.faults.database_restart < s.options.databaseRestarts
+        ? `; ONLY ${s.faults.worker_kill}, ${s.faults.server_restart} and ${s.faults.database_restart} happened before the conversations ended`
+        : ''),
     `turns         ${s.turns} (${counts(s.turnOutcomes)}) for ${s.messagesSent} user messages; ${s.modelRequests} model requests; ` +
       `${s.continuedAsNew} continue-as-new`,
     'faults injected',
