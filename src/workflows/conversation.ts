@@ -125,12 +125,20 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     return core.stored(entries);
   };
 
+  /** Writes of {@link flush} under way (no command depends on it: the state query reads it). */
+  let flushing = 0;
+
   /** Writes the unwritten messages: before anyone may read them (a turn's end, a wait for a person, the end). */
   const flush = async (): Promise<void> => {
     if (unwritten.length === 0) return;
     const messages = unwritten;
     unwritten = [];
-    await CancellationScope.nonCancellable(() => store.appendMessages({ conversationId: core.conversationId, messages }, storeSummaryOf(messages)));
+    flushing++;
+    try {
+      await CancellationScope.nonCancellable(() => store.appendMessages({ conversationId: core.conversationId, messages }, storeSummaryOf(messages)));
+    } finally {
+      flushing--;
+    }
   };
 
   /** Calls the model; the call writes the unwritten messages before it reads the transcript. */
@@ -216,7 +224,11 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     },
   );
   setHandler(endConversationSignal, () => core.end());
-  setHandler(stateQuery, () => core.state());
+  // A call is shown waiting for a person once the message that asked for it is written: whoever sees it may read the transcript.
+  setHandler(stateQuery, () => {
+    const state = core.state();
+    return flushing > 0 || (unwritten.length > 0 && state.pendingApprovals.length > 0) ? { ...state, pendingApprovals: [] } : state;
+  });
 
   /** The model/tool loop of one turn, until a final answer or a failure. Cancellable. */
   const turnLoop = async (): Promise<TurnRecord> => {
