@@ -77,6 +77,9 @@ describe('replaying recorded histories', () => {
       // The store activities' retry capped at 5 s apart: a conversation with an approval whose writes
       // were scheduled with the policy before (30 s), replayed by the code after.
       'store-retry-interval',
+      // The state query shows a waiting call once its message is written (no command changed):
+      // an approval recorded by the code before, replayed by the code after.
+      'approval-shown-after-write',
     ]) {
       expect(names).toContain(expected);
     }

@@ -227,7 +227,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   // A call is shown waiting for a person once the message that asked for it is written: whoever sees it may read the transcript.
   setHandler(stateQuery, () => {
     const state = core.state();
-    return flushing > 0 || (unwritten.length > 0 && state.pendingApprovals.length > 0) ? { ...state, pendingApprovals: [] } : state;
+    return flushing > 0 ? { ...state, pendingApprovals: [] } : state;
   });
 
   /** The model/tool loop of one turn, until a final answer or a failure. Cancellable. */

@@ -23,7 +23,7 @@ function counts(record: Record<string, number>): string {
   return entries.length === 0 ? 'none' : entries.map(([k, n]) => `${k} ${n}`).join(', ');
 }
 
-function recovery(label: string, stats: RecoveryStats): string {
+function recovery(label: string, stats: RecoveryStats, counted = 'fault(s)'): string {
   const slowest = stats.slowest
     .filter((m) => m.conversationId)
     .map((m) => `${seconds(m.recoveredMs)} at +${seconds(m.atMs)} (${m.inFlight} in flight, last: ${m.conversationId}${m.cause ? `, ${m.cause}` : ''})`);
@@ -32,7 +32,7 @@ function recovery(label: string, stats: RecoveryStats): string {
     .map(([cause, c]) => `${cause} ${c.count} (p50 ${seconds(c.p50Ms)})`);
   return (
     `${label}: p50 ${seconds(stats.p50Ms)}, p99 ${seconds(stats.p99Ms)}, max ${seconds(stats.maxMs)} ` +
-    `(${stats.count} ${label.startsWith('control') ? 'moment(s)' : 'fault(s)'}, ${stats.withTurnsInFlight} with turns in flight` +
+    `(${stats.count} ${counted}, ${stats.withTurnsInFlight} with turns in flight` +
     (stats.cutShort > 0 ? `, ${stats.cutShort} cut short by a fault and left out` : '') +
     ')' +
     (stats.neverProgressed.length > 0 ? `\n    never progressed after it (left out of the times): ${stats.neverProgressed.join(', ')}` : '') +
@@ -77,7 +77,7 @@ export function formatSummary(s: ChaosSummary): string {
     `  ${recovery('after a server restart', s.recovery.serverRestarts)}`,
     `  ${recovery('after a database restart', s.recovery.databaseRestarts)}`,
     ...(s.options.controls
-      ? [`  ${recovery('control, no fault (every worker up, earlier faults recovered): the floor under the times above', s.recovery.controls)}`]
+      ? [`  ${recovery('control, no fault (every worker up, earlier faults recovered): the floor under the times above', s.recovery.controls, 'moment(s)')}`]
       : []),
     `  measured as: ${s.recovery.definition}`,
     `workers       ${s.workers.started} processes started (start-up p50 ${seconds(s.workers.startupP50Ms)}), ` +
