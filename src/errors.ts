@@ -44,6 +44,13 @@ export class ToolError extends AgentError {}
  */
 export class ToolEffectUnknownError extends AgentError {}
 
+/**
+ * Text from a person holds a character PostgreSQL cannot store (U+0000, an
+ * unpaired surrogate); nothing was sent. The message names the field, the
+ * character and its offset.
+ */
+export class UnstorableTextError extends AgentError {}
+
 /** A message (or another input) larger than its limit; nothing was sent. The message names the size, the limit and what to do. */
 export class MessageTooLargeError extends AgentError {
   constructor(

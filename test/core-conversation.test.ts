@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CALL_INSTANCE_KEYS_PATCH, ConversationCore, MESSAGE_SIZE_LIMITS_PATCH, USAGE_SEARCH_ATTRIBUTES_PATCH } from '../src/core/conversation';
+import { CALL_INSTANCE_KEYS_PATCH, ConversationCore, MESSAGE_SIZE_LIMITS_PATCH, UNSTORABLE_TEXT_PATCH, USAGE_SEARCH_ATTRIBUTES_PATCH } from '../src/core/conversation';
 import { DEDUP_MEMORY } from '../src/core/contract';
 import { assistantWithCalls, CoreDriver } from './support/core-driver';
 
@@ -492,5 +492,56 @@ describe('ConversationCore: decision sizes', () => {
     expect(d.core.state().pendingApprovals).toHaveLength(1);
     const old = waiting([MESSAGE_SIZE_LIMITS_PATCH]);
     expect(old.decide({ decisionId: 'd-1', decision: 'reject', reason: 'r'.repeat(5000) })).toEqual({ applied: true, ids: ['call_1'] });
+  });
+});
+
+describe('ConversationCore: text PostgreSQL cannot store', () => {
+  it('refuses a message, a decision and a cancel holding U+0000 or an unpaired surrogate, changing nothing but lastError; a run from before the rule takes them', () => {
+    const d = new CoreDriver();
+    d.userMessage({ text: 'bad\u0000' });
+    expect(d.core.state().lastError).toBe(
+      'Ignored a userMessage signal: "text" contains U+0000 (NUL) at offset 3 (UTF-16 code units from 0), which cannot be stored; remove it (NUL characters and unpaired surrogates U+D800-U+DFFF are refused)',
+    );
+    expect(d.stored).toHaveLength(0);
+    d.userMessage({ text: 'refund', messageId: 'm-1' });
+    const { message, plans } = assistantWithCalls([{ id: 'call_1', needsApproval: true }]);
+    d.modelAnswers(message, plans);
+    expect(d.decide({ decisionId: 'd-1', decision: 'reject', reason: 'no\ud800' })).toEqual({ refusal: expect.stringContaining('"reason" contains U+D800 (an unpaired high surrogate) at offset 2') });
+    expect(d.core.cancelTurn({ reason: '\udc00' })).toBe(false);
+    expect(d.core.state()).toMatchObject({ status: 'awaiting_approval', lastError: expect.stringContaining('Ignored a cancelTurn signal: "reason" contains U+DC00') });
+    const old = new CoreDriver();
+    old.before.push(UNSTORABLE_TEXT_PATCH);
+    old.userMessage({ text: 'bad\u0000' });
+    expect(old.stored).toEqual([{ role: 'user', content: 'bad\u0000' }]);
+  });
+
+  it('stores a note in place of messages PostgreSQL refused, keeping roles and call ids, and keeps lastError when the turn answers', () => {
+    const d = new CoreDriver();
+    d.userMessage({ text: 'look up two orders' });
+    const { message, plans } = assistantWithCalls([{ id: 'call_a' }, { id: 'call_b' }]);
+    d.modelAnswers(message, plans);
+    const notes = d.core.messagesNotStored([1, 0], 'constraint says no');
+    expect(notes).toEqual([
+      {
+        seq: 1,
+        message: {
+          role: 'assistant',
+          content: '[This message could not be stored, so its text is lost: constraint says no]',
+          tool_calls: [
+            { id: 'call_a', type: 'function', function: { name: 'tool', arguments: '{}' } },
+            { id: 'call_b', type: 'function', function: { name: 'tool', arguments: '{}' } },
+          ],
+        },
+      },
+      { seq: 0, message: { role: 'user', content: '[This message could not be stored, so its text is lost: constraint says no]' } },
+    ]);
+    expect(d.core.state().lastError).toBe('PostgreSQL refused to store messages 1, 0, stored a note in their place: constraint says no');
+    for (const call of d.calls) d.toolReports(call, { content: '"ok"' });
+    d.modelAnswers(answer('done'), []);
+    expect(d.turns.at(-1)?.outcome).toBe('answered');
+    expect(d.core.state().lastError).toBe('PostgreSQL refused to store messages 1, 0, stored a note in their place: constraint says no');
+    d.userMessage({ text: 'again' });
+    d.modelAnswers(answer('fine'), []);
+    expect(d.core.state().lastError).toBeUndefined();
   });
 });

@@ -80,6 +80,13 @@ describe('replaying recorded histories', () => {
       // The state query shows a waiting call once its message is written (no command changed):
       // an approval recorded by the code before, replayed by the code after.
       'approval-shown-after-write',
+      // Text PostgreSQL cannot store (patch unstorable-text): a conversation the code before stalled on
+      // a NUL, finished by the current code (test/unstorable-text-upgrade.test.ts); raw signals holding
+      // U+0000 refused (test/unstorable-text.test.ts); a message PostgreSQL refused, stored as a note in
+      // its place (test/store-refusals.test.ts).
+      'upgrade-stalled-by-nul',
+      'unstorable-signals-refused',
+      'store-refused-note',
     ]) {
       expect(names).toContain(expected);
     }

@@ -13,7 +13,8 @@ import { assistantWithCalls, CoreDriver } from './support/core-driver';
 // needing approval, some that cannot run, some not idempotent; provider ids unique or restarted
 // in every response), model failures, decisions (one call, all, unknown ids, stale keys, late,
 // repeated ids, by signal or update), tool results (ok, failed, cut off), approval deadlines,
-// continue-as-new between turns, and the end of the conversation. Model answers report tokens
+// continue-as-new between turns, PostgreSQL refusing a stored message (a note takes its place),
+// and the end of the conversation. Model answers report tokens
 // (priced or not): the search attributes carry the conversation's figures, and each sequence is
 // played again on a run that predates them to show they add no upsert.
 
@@ -27,6 +28,7 @@ type Event =
   | { type: 'lateReport'; index: number }
   | { type: 'deadline' }
   | { type: 'continueAsNew' }
+  | { type: 'storeRefused'; seq: number }
   | { type: 'end' };
 
 const eventArbitrary: fc.Arbitrary<Event> = fc.oneof(
@@ -56,6 +58,7 @@ const eventArbitrary: fc.Arbitrary<Event> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ type: fc.constant('lateReport' as const), index: fc.nat(20) }) },
   { weight: 1, arbitrary: fc.constant({ type: 'deadline' as const }) },
   { weight: 1, arbitrary: fc.constant({ type: 'continueAsNew' as const }) },
+  { weight: 1, arbitrary: fc.record({ type: fc.constant('storeRefused' as const), seq: fc.nat(40) }) },
   { weight: 1, arbitrary: fc.constant({ type: 'end' as const }) },
 );
 
@@ -69,7 +72,12 @@ interface Run {
   decisionIds: string[];
   /** Every call instance seen: its provider id, and what its tool reported or must settle as. */
   calls: Map<string, { id: string; expected?: string; expectedKind?: string }>;
+  /** Seqs PostgreSQL refused, stored as notes in their place. */
+  refused: Set<number>;
 }
+
+const REFUSAL = 'a CHECK constraint refused it';
+const NOTE = `[This message could not be stored, so its text is lost: ${REFUSAL}]`;
 
 function apply(run: Run, event: Event): void {
   const d = run.driver;
@@ -177,6 +185,15 @@ function apply(run: Run, event: Event): void {
       expect(kept(after)).toEqual(kept(before));
       return;
     }
+    case 'storeRefused': {
+      // PostgreSQL refuses a message of this run: the note stored in its place keeps its role and call ids.
+      const seq = event.seq % Math.max(d.stored.length, 1);
+      for (const note of d.core.messagesNotStored([seq], REFUSAL)) {
+        d.stored[note.seq] = note.message;
+        run.refused.add(note.seq);
+      }
+      return;
+    }
     case 'end':
       d.core.end();
       return d.advance();
@@ -192,9 +209,14 @@ function pairingItems(stored: readonly ChatMessage[]): PairingItem[] {
   }));
 }
 
-/** Each stored tool message with the effect key of the call it answers (positional: results follow their assistant message in call order). */
-function resultsByKey(conversationId: string, stored: readonly ChatMessage[]): Map<string, string[]> {
+/**
+ * Each stored tool message with the effect key of the call it answers
+ * (positional: results follow their assistant message in call order), and
+ * the keys whose result PostgreSQL refused (a note in its place).
+ */
+function resultsByKey(conversationId: string, stored: readonly ChatMessage[], refused: ReadonlySet<number>): { results: Map<string, string[]>; notStored: Set<string> } {
   const results = new Map<string, string[]>();
+  const notStored = new Set<string>();
   stored.forEach((m, seq) => {
     if (m.role !== 'assistant') return;
     (m.tool_calls ?? []).forEach((call, index) => {
@@ -202,9 +224,10 @@ function resultsByKey(conversationId: string, stored: readonly ChatMessage[]): M
       expect(answer).toMatchObject({ role: 'tool', tool_call_id: call.id });
       const key = callInstanceKey(conversationId, seq, index);
       results.set(key, [...(results.get(key) ?? []), (answer as { content: string }).content]);
+      if (refused.has(seq + 1 + index)) notStored.add(key);
     });
   });
-  return results;
+  return { results, notStored };
 }
 
 function checkAfterEvent(run: Run): void {
@@ -237,20 +260,25 @@ function checkAtEnd(run: Run): void {
   const d = run.driver;
   if (d.stage !== 'idle') d.stop(true); // the workflow is cancelled with a turn open
   expect(findPairingProblems(pairingItems(d.stored))).toEqual([]);
-  const results = resultsByKey(d.conversationId, d.stored);
+  const { results, notStored } = resultsByKey(d.conversationId, d.stored, run.refused);
   expect([...results.keys()].sort()).toEqual([...run.calls.keys()].sort()); // every call instance answered...
   for (const [key, known] of run.calls) {
     const answers = results.get(key)!;
     expect(answers).toHaveLength(1); // ...exactly once
     const kind = (JSON.parse(answers[0]) as { kind: string }).kind;
+    if (notStored.has(key)) {
+      expect(kind).toBe('not_stored'); // a result PostgreSQL refused is a note, never a gap
+      continue;
+    }
     if (known.expected) expect(answers[0]).toBe(known.expected); // a reported result is never replaced
     else if (known.expectedKind) expect(kind).toBe(known.expectedKind);
     if (kind === 'ok') expect(answers[0]).toBe(known.expected); // and only the call's own report is its result
   }
   // Every accepted user message is stored once, in order, and answered by exactly one turn.
-  const users = d.stored.filter((m) => m.role === 'user').map((m) => m.content);
+  const userSeqs = d.stored.flatMap((m, seq) => (m.role === 'user' ? [seq] : []));
+  const users = userSeqs.map((seq) => d.stored[seq].content);
   const queued = d.core.state().queuedMessages;
-  expect(users).toEqual(run.messages.slice(0, run.messages.length - queued).map((m) => m.text));
+  expect(users).toEqual(run.messages.slice(0, run.messages.length - queued).map((m, i) => (run.refused.has(userSeqs[i]) ? NOTE : m.text)));
   const answered = d.turns.flatMap((t) => t.messageIds);
   expect(answered).toHaveLength(users.length);
   expect(new Set(answered).size).toBe(answered.length);
@@ -269,7 +297,7 @@ describe('the conversation core under random events (property)', () => {
         (sequence, reusedIds, onNewMessage, maxSteps) => {
           const play = (before: string[], check: boolean): Run => {
             const driver = new CoreDriver({ systemPrompt: 'You help.', onNewMessage, maxSteps, approvalTimeoutMs: 60_000 }, 'conv-1', before);
-            const run: Run = { driver, reusedIds, messages: [], sent: 0, responses: 0, decisionIds: [], calls: new Map() };
+            const run: Run = { driver, reusedIds, messages: [], sent: 0, responses: 0, decisionIds: [], calls: new Map(), refused: new Set() };
             driver.userMessage({ text: 'first', messageId: 'm-0' });
             run.messages.push({ id: 'm-0', text: 'first' });
             for (const event of sequence) {

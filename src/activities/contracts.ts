@@ -157,7 +157,18 @@ export const ActivityErrorType = {
   TooManyTools: 'TooManyTools',
   /** An MCP server could not be reached under its reconnect policy: nothing was sent to it. */
   McpServerUnreachable: 'McpServerUnreachable',
+  /**
+   * PostgreSQL refused a value (a constraint, data it cannot hold): no retry
+   * can fix it. The failure's details name the refused seqs
+   * ({@link StoreRefusedDetails}) when it was a transcript write.
+   */
+  StoreRefused: 'StoreRefused',
 } as const;
+
+/** The details of a `StoreRefused` failure of a transcript write: the seqs PostgreSQL refused (the others of the write are stored). */
+export interface StoreRefusedDetails {
+  refusedSeqs: number[];
+}
 
 /** A decision as applied by the workflow, for the `approval_decisions` records. */
 export interface DecisionRecord {

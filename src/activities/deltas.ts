@@ -6,6 +6,7 @@
  */
 import type { Pool } from 'pg';
 import { logger } from '../runtime/logger';
+import { toStorableText } from '../core/text';
 import { STREAM_CHANNEL, type StreamEvent } from '../db/stream-channel';
 
 /** NOTIFY payloads must stay under 8000 bytes; texts are cut into pieces below this. */
@@ -35,7 +36,7 @@ export class DeltaPublisher {
 
   /** Sends what is buffered, then an `end` event. */
   async end(ok: boolean): Promise<void> {
-    this.flush();
+    this.flush(true);
     this.send({ type: 'end', ...this.ids, ok });
     await this.chain;
     if (this.failures > 1) {
@@ -43,11 +44,21 @@ export class DeltaPublisher {
     }
   }
 
-  private flush(): void {
+  /**
+   * Sends the buffer in pieces, with what the stored answer will hold: text
+   * PostgreSQL cannot store as U+FFFD (one code unit for one, so offsets stay
+   * true). A piece never ends inside a surrogate pair: until the `last`
+   * flush, a trailing high surrogate waits for the text after it.
+   */
+  private flush(last = false): void {
     this.lastFlush = Date.now();
     while (this.buffer.length > 0) {
-      const text = this.buffer.slice(0, MAX_TEXT);
-      this.buffer = this.buffer.slice(MAX_TEXT);
+      let end = Math.min(MAX_TEXT, this.buffer.length);
+      const high = this.buffer.charCodeAt(end - 1);
+      if (high >= 0xd800 && high <= 0xdbff && (end < this.buffer.length || !last)) end--;
+      if (end === 0) return;
+      const text = toStorableText(this.buffer.slice(0, end));
+      this.buffer = this.buffer.slice(end);
       this.send({ type: 'delta', ...this.ids, offset: this.offset, text });
       this.offset += text.length;
     }

@@ -12,6 +12,7 @@ import { appendMessages, recordDecision } from '../db/transcript-store';
 import { agentTables } from '../db/schema';
 import { verifyDecision, type DecisionTrust } from './decision-signing';
 import { createToolDiscoveryActivity, type McpToolsets } from './mcp-tools';
+import { failOnRefusal } from './store-failures';
 import type { ModelPrices } from '../core/pricing';
 
 /** What the activities need. */
@@ -41,10 +42,10 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps): ConversationActivities {
   const tables = agentTables(deps.schema);
   return {
-    appendMessages: (input) => appendMessages(deps.pool, tables, input),
+    appendMessages: (input) => failOnRefusal(() => appendMessages(deps.pool, tables, input)),
     callModel: createModelActivity(deps),
     runTool: createToolActivity(deps),
-    recordDecision: (record) => recordDecision(deps.pool, tables, record),
+    recordDecision: (record) => failOnRefusal(() => recordDecision(deps.pool, tables, record)),
     verifyDecision: async ({ conversationId, decision }) => verifyDecision(deps.decisionTrust ?? { keys: [] }, conversationId, decision),
     discoverTools: createToolDiscoveryActivity(deps),
   };

@@ -21,6 +21,7 @@ import { TOOL_DEFAULTS } from '../tools/defaults';
 import { MAX_TOOLS, type ToolRegistry } from '../tools/registry';
 import type { Tool } from '../tools/tool';
 import { withDatabaseRetry } from '../db/retry';
+import { toStorableValue } from '../core/text';
 import { ActivityErrorType, type ToolDiscoveryInput, type ToolDiscoveryResult } from './contracts';
 import { McpServerUnreachableError, UnknownMcpServerError, type McpConnections } from './mcp-connections';
 
@@ -93,7 +94,9 @@ export class McpToolsets {
   ) {}
 
   /** Stores `tools` (once per content) and returns their reference. */
-  async save(tools: McpToolDescriptor[]): Promise<string> {
+  async save(listed: McpToolDescriptor[]): Promise<string> {
+    // A server's text PostgreSQL cannot store (in a description, a schema) is replaced with U+FFFD, as for tool results.
+    const tools = toStorableValue(listed).value;
     const ref = toolsetRef(tools);
     await this.pool.query(`INSERT INTO ${this.tables.mcpToolsets} (ref, tools) VALUES ($1, $2) ON CONFLICT (ref) DO NOTHING`, [ref, JSON.stringify(tools)]);
     this.remember(ref, tools);

@@ -24,6 +24,7 @@ import {
 } from './contracts';
 import { appendMessages, findModelResponse, promptCalibration, readTranscript, storeModelResponse } from '../db/transcript-store';
 import { withDatabaseRetry } from '../db/retry';
+import { failOnRefusal } from './store-failures';
 import { agentTables, type AgentTables } from '../db/schema';
 import { contextWindowOf, fitToContext } from './context-budget';
 import { releaseStickyWorker } from './activity-context';
@@ -67,7 +68,9 @@ export interface ModelActivityDeps {
 /** Builds the `callModel` activity. */
 export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallInput) => Promise<ModelCallResult> {
   const tables = agentTables(deps.schema);
-  return async function callModel(input: ModelCallInput): Promise<ModelCallResult> {
+  // A value PostgreSQL refuses (in the messages written first, or the answer) fails the call at once as StoreRefused.
+  return (input) => failOnRefusal(() => callModel(input));
+  async function callModel(input: ModelCallInput): Promise<ModelCallResult> {
     const activity = Context.current();
     releaseStickyWorker(activity);
     const { info } = activity;
@@ -189,7 +192,7 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
       }),
     );
     return answer(stored);
-  };
+  }
 }
 
 /** The call's cost, when its model has a price and the provider counted tokens. */

@@ -11,6 +11,8 @@ import { ActivityErrorType, type ToolCallInput, type ToolCallResult } from './co
 import { checkToolCall } from './tool-calls';
 import { storeToolResult } from '../db/transcript-store';
 import { withDatabaseRetry } from '../db/retry';
+import { describeRefusal, isRefusedValue } from '../db/errors';
+import { toStorableValue } from '../core/text';
 import { DEFAULT_INLINE_LIMIT, inlineOrPreview } from './history-preview';
 import { agentTables, type AgentTables } from '../db/schema';
 import { effectFromLedger, toolRunMeasured } from './metrics';
@@ -93,6 +95,9 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
         if (err instanceof ToolError) {
           throw ApplicationFailure.nonRetryable(err.message, ActivityErrorType.ToolFailedPermanently);
         }
+        if (isRefusedValue(err)) {
+          throw ApplicationFailure.nonRetryable(`PostgreSQL refused a value the tool wrote: ${describeRefusal(err)}`, ActivityErrorType.ToolFailedPermanently);
+        }
         if (err instanceof ToolEffectUnknownError) {
           throw ApplicationFailure.nonRetryable(err.message, ActivityErrorType.ToolEffectUnknown);
         }
@@ -110,7 +115,14 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
         toolName: input.name,
         content: typeof result === 'string' ? result : JSON.stringify(result ?? null),
       }),
-    );
+    ).catch((err: unknown) => {
+      if (!isRefusedValue(err)) throw err;
+      // It ran, and what it returned is lost: the model must check before asking again.
+      throw ApplicationFailure.nonRetryable(
+        `The tool ran, but PostgreSQL refused to store its result, so the result is lost: ${describeRefusal(err)}`,
+        ActivityErrorType.ToolEffectUnknown,
+      );
+    });
     return {
       content: inlineOrPreview(content, limit, `result is stored under ${input.idempotencyKey}`),
       storedResultKey: input.idempotencyKey,
@@ -152,7 +164,7 @@ export async function applyOnce<T>(
       return rows[0].result;
     }
     const result = await effect(client);
-    const recorded = JSON.stringify(result ?? null);
+    const recorded = JSON.stringify(toStorableValue(result ?? null).value);
     await client.query(`UPDATE ${tables.toolLedger} SET result = $2 WHERE idempotency_key = $1`, [key, recorded]);
     return JSON.parse(recorded) as T;
   });

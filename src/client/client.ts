@@ -7,7 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError, type ClientPlugin, type ConnectionOptions } from '@temporalio/client';
 import { WorkflowIdReusePolicy, type DataConverter } from '@temporalio/common';
 import type { Pool } from 'pg';
-import { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError } from '../errors';
+import { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError, UnstorableTextError } from '../errors';
+import { describeUnstorableText } from '../core/text';
 import { readMessagesAt, readTranscript, readTranscriptPage, type StoredMessage } from '../db/transcript-store';
 import { createPool } from '../db/pool';
 import { agentTables, type AgentTables } from '../db/schema';
@@ -25,6 +26,9 @@ import {
   decisionUpdate,
   describeBadDecision,
   describeOversizedDecision,
+  describeUnstorableCancel,
+  describeUnstorableDecision,
+  describeUnstorableUserMessage,
   describeOversizedUserMessage,
   describeInvalidInput,
   endConversationSignal,
@@ -221,9 +225,12 @@ export class AgentClient {
         USER_MESSAGE_MAX_BYTES,
       );
     }
+    const messageId = options.messageId ?? randomUUID();
+    const unstorable =
+      describeUnstorableText('The conversation id', conversationId) ?? describeUnstorableUserMessage({ text, messageId, sentBy: options.sentBy });
+    if (unstorable) throw new UnstorableTextError(`${unstorable}. Nothing was sent.`);
     const problems = describeInvalidInput(options.input);
     if (problems.length > 0) throw new InvalidConversationInputError(`Invalid conversation input: ${problems.join('; ')}.`);
-    const messageId = options.messageId ?? randomUUID();
     try {
       await this.temporal.workflow.signalWithStart(CONVERSATION_WORKFLOW_TYPE, {
         workflowId: conversationId,
@@ -341,11 +348,15 @@ export class AgentClient {
     };
     const problem = describeBadDecision(full) ?? describeOversizedDecision(full);
     if (problem) throw new TypeError(`Invalid decision: ${problem}.`);
+    const unstorable = describeUnstorableDecision(full);
+    if (unstorable) throw new UnstorableTextError(`Invalid decision: ${unstorable}. Nothing was sent.`);
     return full;
   }
 
   /** Cancels the current turn ("Esc"): finished results are kept, running calls interrupted, the rest cancelled. */
   async cancelTurn(conversationId: string, reason?: string): Promise<void> {
+    const unstorable = describeUnstorableCancel({ reason });
+    if (unstorable) throw new UnstorableTextError(`Invalid cancel: ${unstorable}. Nothing was sent.`);
     await this.temporal.workflow.getHandle(conversationId).signal(cancelTurnSignal, reason ? { reason } : {});
   }
 

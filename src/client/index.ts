@@ -1,5 +1,5 @@
 /** Client side of the durable agent worker. */
-export { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError } from '../errors';
+export { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError, UnstorableTextError } from '../errors';
 export {
   AgentClient,
   NoWorkerAnsweredError,

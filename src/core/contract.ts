@@ -6,6 +6,7 @@
  * signals, queries and search attributes.
  */
 import type { MessageMeta } from './messages';
+import { describeUnstorableFields } from './text';
 
 /** Model parameters sent with every model call of a conversation. */
 export interface ModelSettings {
@@ -238,7 +239,7 @@ export function describeInvalidInput(input: unknown, options: { limits?: boolean
     problems.push('mcpServers must be a list of at most 32 names of the worker\'s MCP servers (1-24 letters, digits or "-"), e.g. ["crm", "tickets"]');
   }
   positiveInt(i.maxSteps, 'maxSteps');
-  if (options.limits !== false) problems.push(...describeOverLimits(input));
+  if (options.limits !== false) problems.push(...describeOverLimits(input), ...describeUnstorableInput(input));
   positiveInt(i.approvalTimeoutMs, 'approvalTimeoutMs');
   positiveInt(i.continueAsNewAfterEvents, 'continueAsNewAfterEvents');
   if (i.onNewMessage !== undefined && i.onNewMessage !== 'interrupt' && i.onNewMessage !== 'queue') {
@@ -295,6 +296,33 @@ export function describeOverLimits(input: unknown): string[] {
     return [`maxSteps must be at most ${CONVERSATION_LIMITS.maxSteps}, got ${maxSteps} (a turn that needs more steps is better split into several turns)`];
   }
   return [];
+}
+
+/**
+ * Says which text of a {@link ConversationInput} PostgreSQL could not store
+ * (the system prompt is stored as message 0; names travel into records), as a
+ * list like {@link describeOverLimits}. See `src/core/text.ts`.
+ */
+export function describeUnstorableInput(input: unknown): string[] {
+  if (typeof input !== 'object' || input === null) return [];
+  const model = (input as { model?: unknown }).model;
+  const problem = describeUnstorableFields(input, ['systemPrompt', 'tools']) ?? describeUnstorableFields(model, ['model']);
+  return problem ? [problem] : [];
+}
+
+/** Says which field of a user message holds a character PostgreSQL cannot store; undefined when none does. */
+export function describeUnstorableUserMessage(message: UserMessage): string | undefined {
+  return describeUnstorableFields(message, ['text', 'messageId', 'sentBy']);
+}
+
+/** Says which field of a decision holds a character PostgreSQL cannot store; undefined when none does. */
+export function describeUnstorableDecision(decision: ApprovalDecision): string | undefined {
+  return describeUnstorableFields(decision, ['reason', 'decisionId', 'toolCallId', 'callKey', 'decidedBy', 'sentAt', 'signature']);
+}
+
+/** Says whether a cancel's reason holds a character PostgreSQL cannot store (it reaches the tool messages of the calls it stops). */
+export function describeUnstorableCancel(request: CancelTurnRequest | undefined): string | undefined {
+  return describeUnstorableFields(request, ['reason']);
 }
 
 /** A message from the user. */
@@ -576,11 +604,14 @@ export interface ConversationSummary {
  * Lists what is wrong with a conversation's input, as the workflow checks it
  * at start: {@link describeOverLimits} applies only when `limitsApply()`
  * says so (runs started before the limits existed keep what they were
- * given); it is asked only when a value is over a limit.
+ * given), {@link describeUnstorableInput} only when `unstorableRefused()`
+ * does; each is asked only when a value breaks its rule.
  */
-export function checkConversationInput(input: unknown, limitsApply: () => boolean): string[] {
+export function checkConversationInput(input: unknown, limitsApply: () => boolean, unstorableRefused: () => boolean): string[] {
   const problems = describeInvalidInput(input, { limits: false });
   const overLimits = describeOverLimits(input);
   if (overLimits.length > 0 && limitsApply()) problems.push(...overLimits);
+  const unstorable = describeUnstorableInput(input);
+  if (unstorable.length > 0 && unstorableRefused()) problems.push(...unstorable);
   return problems;
 }

@@ -32,6 +32,9 @@ import {
   describeOversizedDecision,
   describeOversizedUserMessage,
   describeBadUserMessage,
+  describeUnstorableCancel,
+  describeUnstorableDecision,
+  describeUnstorableUserMessage,
   RECENT_TURNS_KEPT,
   REFUSED_DECISIONS_KEPT,
   CARRIED_INBOX_MAX_BYTES,
@@ -56,8 +59,9 @@ import {
 import { legacyCallKey } from './effect-keys';
 import { roundUsd } from './pricing';
 import { Inbox } from './inbox';
-import { describeMessage, type MessageMeta } from './messages';
-import { effectUnknownContent, toolFailedContent, type OutcomeKind } from './outcomes';
+import { describeMessage, type ChatMessage, type MessageMeta } from './messages';
+import { effectUnknownContent, notStoredContent, toolFailedContent, type OutcomeKind } from './outcomes';
+import { toStorableText } from './text';
 import { NOT_RUN_TOOL_LABEL } from './metrics';
 import {
   approvalTimerSummary,
@@ -75,6 +79,7 @@ import {
   CALL_INSTANCE_KEYS_PATCH,
   MESSAGE_SIZE_LIMITS_PATCH,
   STOP_REASONS,
+  UNSTORABLE_TEXT_PATCH,
   USAGE_SEARCH_ATTRIBUTES_PATCH,
   type AfterAnswer,
   type CoreEnvironment,
@@ -107,6 +112,8 @@ export class ConversationCore {
   private phase: Phase;
   private steps: number;
   private lastError: string | undefined;
+  /** What the database refused to store during the current turn; kept as `lastError` even when the turn answers. */
+  private storeProblem: string | undefined;
   private transcriptRepairs: number;
   private ending: boolean;
   private readonly runs: number;
@@ -308,6 +315,8 @@ export class ConversationCore {
     const { text, messageId: given, sentBy } = message as UserMessage;
     const oversized = describeOversizedUserMessage(text);
     if (oversized && this.env.allows(MESSAGE_SIZE_LIMITS_PATCH)) return this.refuse('userMessage signal', oversized);
+    const unstorable = describeUnstorableUserMessage(message as UserMessage);
+    if (unstorable && this.env.allows(UNSTORABLE_TEXT_PATCH)) return this.refuse('userMessage signal', unstorable);
     const messageId = given ?? this.env.newId();
     if (!this.inbox.receive({ text, messageId, ...(sentBy === undefined ? {} : { sentBy }) })) {
       this.env.log.info('Ignored a user message already received', { conversationId: this.conversationId, messageId });
@@ -322,6 +331,8 @@ export class ConversationCore {
    * turn make their turn start cancelled; with neither, nothing happens.
    */
   cancelTurn(request?: CancelTurnRequest): boolean {
+    const unstorable = describeUnstorableCancel(request);
+    if (unstorable && this.env.allows(UNSTORABLE_TEXT_PATCH)) return this.refuse('cancelTurn signal', unstorable);
     const why = request?.reason ? `${STOP_REASONS.cancelledByUser} (${request.reason})` : STOP_REASONS.cancelledByUser;
     if (this.turnActive) return this.stopTurn(why);
     if (this.inbox.length > 0 && !this.stopReason) this.stopReason = why;
@@ -376,6 +387,52 @@ export class ConversationCore {
     entries.forEach((entry, i) => this.messages.push(describeMessage(first + i, entry.message)));
     this.seq = first + entries.length;
     return first;
+  }
+
+  /**
+   * PostgreSQL refused to store the messages at `seqs` (a value no retry can
+   * fix; text it cannot hold is replaced before any write, so this should not
+   * happen). Returns what to store in their place: the same roles and
+   * tool-call ids, so every call keeps its result, with a note instead of the
+   * body, at their seqs. `lastError` says so, also when the turn goes on to answer.
+   */
+  messagesNotStored(seqs: readonly number[], error: string): { seq: number; message: ChatMessage }[] {
+    const why = toStorableText(error);
+    this.storeProblem = `PostgreSQL refused to store message${seqs.length === 1 ? '' : 's'} ${seqs.join(', ')}, stored a note in their place: ${why}`;
+    this.lastError = this.storeProblem;
+    this.env.log.warn(this.storeProblem, { conversationId: this.conversationId });
+    return seqs.flatMap((seq) => {
+      const index = this.messages.findIndex((m) => m.seq === seq);
+      if (index < 0) return [];
+      const meta = this.messages[index];
+      const content = notStoredContent(meta.role, why);
+      const message: ChatMessage =
+        meta.role === 'tool'
+          ? { role: 'tool', tool_call_id: meta.toolCallId ?? '', content }
+          : meta.role === 'assistant'
+            ? {
+                role: 'assistant',
+                content,
+                ...(meta.toolCalls ? { tool_calls: meta.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: '{}' } })) } : {}),
+              }
+            : { role: meta.role, content };
+      this.messages[index] = describeMessage(seq, message);
+      return [{ seq, message }];
+    });
+  }
+
+  /** PostgreSQL refused to store the notes of {@link messagesNotStored} too: the messages are missing from the stored transcript. */
+  notesNotStored(seqs: readonly number[], error: string): void {
+    this.storeProblem = `PostgreSQL refused to store message${seqs.length === 1 ? '' : 's'} ${seqs.join(', ')} and the notes in their place (${toStorableText(error)}); the stored transcript lacks them, so later model calls fail until they are stored`;
+    this.lastError = this.storeProblem;
+    this.env.log.warn(this.storeProblem, { conversationId: this.conversationId });
+  }
+
+  /** PostgreSQL refused the record of an applied decision (the decision still applies; only the record for people is missing). */
+  decisionNotRecorded(record: DecisionRecord, error: string): void {
+    this.storeProblem = `PostgreSQL refused the record of decision ${record.decisionId} (${record.decision} ${record.toolCallIds.join(', ')}); it applied, only its record is missing: ${toStorableText(error)}`;
+    this.lastError = this.storeProblem;
+    this.env.log.warn(this.storeProblem, { conversationId: this.conversationId });
   }
 
   /** The turn's messages are stored and it starts. Returns true when it was stopped already (it starts cancelled). */
@@ -574,8 +631,9 @@ export class ConversationCore {
     this.stopReason = undefined;
     this.recentTurns.push(record);
     if (this.recentTurns.length > RECENT_TURNS_KEPT) this.recentTurns.shift();
-    if (record.outcome === 'failed') this.lastError = record.error;
-    else if (record.outcome === 'answered') this.lastError = undefined;
+    if (record.outcome === 'failed') this.lastError = [record.error, this.storeProblem].filter(Boolean).join(' Before that: ');
+    else if (record.outcome === 'answered') this.lastError = this.storeProblem;
+    this.storeProblem = undefined;
     this.phase = record.outcome === 'failed' ? 'failed' : 'idle';
   }
 
@@ -656,6 +714,8 @@ export class ConversationCore {
     if (shape) return { refusal: shape };
     const oversized = describeOversizedDecision(decision);
     if (oversized && this.env.allows(MESSAGE_SIZE_LIMITS_PATCH)) return { refusal: oversized };
+    const unstorable = describeUnstorableDecision(decision);
+    if (unstorable && this.env.allows(UNSTORABLE_TEXT_PATCH)) return { refusal: unstorable };
     const earlier = this.decisions.get(decision.decisionId);
     if (earlier) return { ids: earlier.toolCallIds };
     const batch = this.batch;

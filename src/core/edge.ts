@@ -60,6 +60,16 @@ export const APPROVAL_IDENTITY_PATCH = 'approval-identity';
  */
 export const USAGE_SEARCH_ATTRIBUTES_PATCH = 'usage-search-attributes';
 
+/**
+ * Patch: text from people that PostgreSQL cannot store (U+0000, unpaired
+ * surrogates; `src/core/text.ts`) is refused: a user message, a decision or
+ * a cancel that holds it changes nothing but `lastError`, and a conversation
+ * started with such a system prompt fails at once. Asked only when such text
+ * arrives, so no other history gets its marker; a run that received such
+ * text before it takes it as it did (its writes store it with U+FFFD).
+ */
+export const UNSTORABLE_TEXT_PATCH = 'unstorable-text';
+
 /** A message to store: its body, and a reference when an activity already stored the body. */
 export interface StoreEntry {
   message: ChatMessage;

@@ -77,3 +77,14 @@ export function repairedContent(): string {
     kind: 'repaired',
   });
 }
+
+/**
+ * What is stored in place of a message PostgreSQL refused to store (a value
+ * no retry can fix): the same role and tool-call ids, so the pairing holds,
+ * and this note instead of the body. A tool message's note is JSON like
+ * every other result.
+ */
+export function notStoredContent(role: string, error: string): string {
+  if (role === 'tool') return JSON.stringify({ error: `This tool result could not be stored, so it is lost: ${error}`, kind: 'not_stored' });
+  return `[This message could not be stored, so its text is lost: ${error}]`;
+}

@@ -63,6 +63,24 @@ export function describeUnstorableText(field: string, text: string): string | un
   );
 }
 
+/**
+ * Says which string field of `record` holds a character PostgreSQL cannot
+ * store (the first one found, in the order of `fields`; a list of strings
+ * counts by its items); undefined when none does.
+ */
+export function describeUnstorableFields(record: unknown, fields: readonly string[]): string | undefined {
+  if (typeof record !== 'object' || record === null) return undefined;
+  for (const field of fields) {
+    const value = (record as Record<string, unknown>)[field];
+    const texts = typeof value === 'string' ? [value] : Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+    for (const [i, text] of texts.entries()) {
+      const problem = describeUnstorableText(Array.isArray(value) ? `"${field}[${i}]"` : `"${field}"`, text);
+      if (problem) return problem;
+    }
+  }
+  return undefined;
+}
+
 /** `text` with every character PostgreSQL cannot store replaced by {@link REPLACEMENT_CHARACTER}, and how many were replaced. */
 export function replaceUnstorable(text: string): { text: string; replaced: number } {
   if (findUnstorableCharacter(text) === undefined) return { text, replaced: 0 };

@@ -3,25 +3,17 @@
  * activity: the wait heartbeats (so the activity is not taken for dead) and
  * ends when the activity is cancelled. A database outage then delays a model
  * call instead of using up its attempts. Errors that are not about the
- * connection (a constraint, bad SQL) are thrown at once.
+ * connection (a constraint, bad SQL) are thrown at once; of those, a value
+ * PostgreSQL refuses (`isRefusedValue` in `errors.ts`) is one no retry can fix, which
+ * the activities report as a `StoreRefused` failure.
  */
 import { Context } from '@temporalio/activity';
 import { beat } from '../activities/activity-context';
 import { logger } from '../runtime/logger';
+import { isConnectionError } from './errors';
 
 /** How long a database operation is retried before the error is thrown (the activity's own retry policy takes over). */
 export const DATABASE_RETRY_FOR_MS = 2 * 60_000;
-
-/** Node socket errors and PostgreSQL's connection and shutdown classes (08, 57P). */
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03']);
-
-/** True when `err` says the database could not be reached, rather than that the operation was wrong. */
-export function isConnectionError(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && (CONNECTION_CODES.has(code) || code.startsWith('08'))) return true;
-  const message = err instanceof Error ? err.message : '';
-  return /Connection terminated|connection timeout|Client has encountered a connection error|the database system is (starting up|shutting down)/i.test(message);
-}
 
 /**
  * Runs `operation`, retrying it (1 s, 2 s, … up to 5 s apart) while the

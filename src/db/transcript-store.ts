@@ -7,7 +7,9 @@ import type { Pool } from 'pg';
 import type { AgentTables } from './schema';
 import type { ChatMessage } from '../core/messages';
 import type { TokenUsage } from '../core/contract';
-import type { AppendMessagesInput, AssistantMessage, DecisionRecord, StoredMessageRef } from '../activities/contracts';
+import type { AppendEntry, AppendMessagesInput, AssistantMessage, DecisionRecord, StoredMessageRef } from '../activities/contracts';
+import { toStorableText, toStorableValue } from '../core/text';
+import { describeRefusal, isRefusedValue, ValuesRefusedError } from './errors';
 
 /** A stored message with its position. */
 export interface StoredMessage {
@@ -20,47 +22,73 @@ export interface StoredMessage {
  * Stores messages at their seqs in one statement (so all or none). Upsert:
  * an activity retried after it already wrote writes the same rows again. A
  * message given by reference takes its body from the model response or tool
- * result an activity stored under that key; a reference to nothing fails the
- * statement and names the message.
+ * result an activity stored under that key. Text PostgreSQL cannot store is
+ * replaced with U+FFFD first (`src/core/text.ts`).
+ *
+ * When PostgreSQL refuses a value (a reference to nothing, a constraint),
+ * each message is written alone and a {@link ValuesRefusedError} names the
+ * seqs it refused; the others are stored.
  */
 export async function appendMessages(pool: Pool, tables: AgentTables, input: AppendMessagesInput): Promise<void> {
   if (input.messages.length === 0) return;
-  const params: unknown[] = [input.conversationId];
+  try {
+    await insertMessages(pool, tables, input.conversationId, input.messages);
+  } catch (err) {
+    if (!isRefusedValue(err)) throw err;
+    const refused: { seq: number; error: string }[] = [];
+    for (const entry of input.messages) {
+      try {
+        await insertMessages(pool, tables, input.conversationId, [entry]);
+      } catch (one) {
+        if (!isRefusedValue(one)) throw one;
+        refused.push({ seq: entry.seq, error: describeRefused(entry, one) });
+      }
+    }
+    if (refused.length === 0) throw err; // refused together, stored one by one: nothing is missing
+    throw new ValuesRefusedError(
+      `PostgreSQL refused to store message${refused.length === 1 ? '' : 's'} ${refused.map((r) => r.seq).join(', ')} of conversation ${input.conversationId}: ${refused[0].error}`,
+      refused.map((r) => r.seq),
+    );
+  }
+}
+
+/** Why one message was refused, in words: a reference to nothing says so, anything else in PostgreSQL's words. */
+function describeRefused(entry: AppendEntry, err: unknown): string {
+  // A missing reference leaves the message NULL, which the NOT NULL column refuses.
+  if ('ref' in entry && (err as { code?: string }).code === '23502') return `nothing is stored under its reference (${entry.ref.kind} ${entry.ref.key})`;
+  return describeRefusal(err);
+}
+
+/** The upsert of {@link appendMessages}, for the given entries. */
+async function insertMessages(pool: Pool, tables: AgentTables, conversationId: string, messages: readonly AppendEntry[]): Promise<void> {
+  const params: unknown[] = [conversationId];
   const param = (value: unknown): string => {
     params.push(value);
     return `$${params.length}`;
   };
-  const rows = input.messages.map((entry) => {
+  const rows = messages.map((entry) => {
     const seq = param(entry.seq);
     if (!('ref' in entry)) {
-      const body = param(JSON.stringify(entry.message));
+      const body = param(JSON.stringify(toStorableValue(entry.message).value));
       return `SELECT ${seq}::int, ${body}::jsonb ->> 'role', ${body}::jsonb`;
     }
     const key = param(entry.ref.key);
     return entry.ref.kind === 'model_response'
       ? `SELECT ${seq}::int, 'assistant', (SELECT message FROM ${tables.modelResponses} WHERE response_key = ${key})`
-      : `SELECT ${seq}::int, 'tool', (SELECT jsonb_build_object('role', 'tool', 'tool_call_id', ${param(entry.ref.toolCallId)}::text, 'content', content)
+      : `SELECT ${seq}::int, 'tool', (SELECT jsonb_build_object('role', 'tool', 'tool_call_id', ${param(toStorableText(entry.ref.toolCallId))}::text, 'content', content)
            FROM ${tables.toolResults} WHERE idempotency_key = ${key})`;
   });
-  try {
-    // A missing reference leaves its message NULL, which the NOT NULL column refuses: nothing of the write is stored.
-    await pool.query(
-      `INSERT INTO ${tables.conversationMessages} (conversation_id, seq, role, message)
-       SELECT $1, seq, role, message FROM (${rows.join(' UNION ALL ')}) AS written (seq, role, message)
-       ON CONFLICT (conversation_id, seq) DO UPDATE SET role = EXCLUDED.role, message = EXCLUDED.message`,
-      params,
-    );
-  } catch (err) {
-    if ((err as { code?: string }).code !== '23502') throw err;
-    const missing = input.messages.filter((m) => 'ref' in m).map((m) => `${m.seq} (${m.ref.kind} ${m.ref.key})`);
-    throw new Error(
-      `Conversation ${input.conversationId}: nothing is stored under a reference of this write, so none of it was stored; messages by reference: ${missing.join(', ')}.`,
-    );
-  }
+  await pool.query(
+    `INSERT INTO ${tables.conversationMessages} (conversation_id, seq, role, message)
+     SELECT $1, seq, role, message FROM (${rows.join(' UNION ALL ')}) AS written (seq, role, message)
+     ON CONFLICT (conversation_id, seq) DO UPDATE SET role = EXCLUDED.role, message = EXCLUDED.message`,
+    params,
+  );
 }
 
-/** Records a decision for people; the same decision id twice is stored once. */
-export async function recordDecision(pool: Pool, tables: AgentTables, record: DecisionRecord): Promise<void> {
+/** Records a decision for people; the same decision id twice is stored once. Text PostgreSQL cannot store is replaced with U+FFFD. */
+export async function recordDecision(pool: Pool, tables: AgentTables, decision: DecisionRecord): Promise<void> {
+  const record = toStorableValue(decision).value;
   await pool.query(
     `INSERT INTO ${tables.approvalDecisions} (conversation_id, decision_id, decision, tool_call_ids, reason, decided_by, decided_at, via, call_keys, authenticated)
      VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), $8, $9, $10)
@@ -131,13 +159,15 @@ function fromTranscriptRow(r: TranscriptRow): StoredMessage {
 /**
  * Stores a tool result under its idempotency key. The first stored result
  * wins and is returned, so every attempt of a call reports the same result
- * (a late attempt cannot replace what the workflow already recorded).
+ * (a late attempt cannot replace what the workflow already recorded). Text
+ * PostgreSQL cannot store is replaced with U+FFFD (the result returned is the stored one).
  */
 export async function storeToolResult(
   pool: Pool,
   tables: AgentTables,
-  row: { idempotencyKey: string; conversationId: string; toolCallId: string; toolName: string; content: string },
+  result: { idempotencyKey: string; conversationId: string; toolCallId: string; toolName: string; content: string },
 ): Promise<string> {
+  const row = toStorableValue(result).value;
   const { rows } = await pool.query<{ content: string }>(
     `WITH inserted AS (
        INSERT INTO ${tables.toolResults} (idempotency_key, conversation_id, tool_call_id, tool_name, content) VALUES ($1, $2, $3, $4, $5)
@@ -175,13 +205,16 @@ function fromModelResponseRow(row: ModelResponseRow): StoredModelResponse {
 /**
  * Stores a model response under `key`, with its usage, the worker's estimate
  * of the prompt's tokens and what the context budget did; the first stored
- * response wins and is returned.
+ * response wins and is returned. Text PostgreSQL cannot store (in the
+ * answer, its reasoning, its tool calls) is replaced with U+FFFD: the
+ * response returned is the one stored, which the conversation goes on with.
  */
 export async function storeModelResponse(
   pool: Pool,
   tables: AgentTables,
-  row: StoredModelResponse & { key: string; conversationId: string; promptEstimate?: number; contextBudget?: unknown },
+  response: StoredModelResponse & { key: string; conversationId: string; promptEstimate?: number; contextBudget?: unknown },
 ): Promise<StoredModelResponse> {
+  const row = toStorableValue(response).value;
   const { rows } = await pool.query<ModelResponseRow>(
     `WITH inserted AS (
        INSERT INTO ${tables.modelResponses} (response_key, conversation_id, message, finish_reason, usage, prompt_estimate, context_budget)

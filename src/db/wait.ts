@@ -1,7 +1,7 @@
 /** Waiting for PostgreSQL when a worker starts (see `waitForServer`). */
 import type { Pool } from 'pg';
 import { waitForServer } from '../runtime/wait-for-server';
-import { isConnectionError } from './retry';
+import { isConnectionError } from './errors';
 
 /** How long a starting worker waits for PostgreSQL by default. */
 export const DEFAULT_DATABASE_WAIT_MS = 60_000;

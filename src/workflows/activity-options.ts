@@ -19,6 +19,7 @@ import {
   conversationActivityType,
   type ConversationActivities,
   type PrefixedConversationActivities,
+  type StoreRefusedDetails,
 } from '../activities/contracts';
 import type { BatchCall } from '../core/batch';
 import type { ToolFailure } from '../core/conversation';
@@ -174,6 +175,18 @@ export function discoveryActivities(prefixed: boolean): SummarizedActivities {
 export function failureMessage(err: unknown): string {
   if (err instanceof ActivityFailure && err.cause) return err.cause.message;
   return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * A store failure no retry can fix (`StoreRefused`): what PostgreSQL said, and
+ * the seqs it refused when it was a transcript write. Undefined for any other
+ * failure.
+ */
+export function storeRefusal(err: unknown): { message: string; refusedSeqs: number[] } | undefined {
+  const cause = err instanceof ActivityFailure ? err.cause : undefined;
+  if (!(cause instanceof ApplicationFailure) || cause.type !== ActivityErrorType.StoreRefused) return undefined;
+  const details = cause.details?.[0] as Partial<StoreRefusedDetails> | undefined;
+  return { message: cause.message, refusedSeqs: Array.isArray(details?.refusedSeqs) ? details.refusedSeqs : [] };
 }
 
 /** A tool activity's failure, as the core reads it: message, reason, and whether the run was cut off. */

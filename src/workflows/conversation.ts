@@ -35,7 +35,7 @@ import {
 } from '@temporalio/workflow';
 import type { AppendEntry, ConversationActivities, DecisionVerification, ModelCallResult } from '../activities/contracts';
 import type { BatchCall } from '../core/batch';
-import { APPROVAL_IDENTITY_PATCH, ConversationCore, type StoreEntry } from '../core/conversation';
+import { APPROVAL_IDENTITY_PATCH, ConversationCore, UNSTORABLE_TEXT_PATCH, type StoreEntry } from '../core/conversation';
 import { checkConversationInput } from '../core/contract';
 import {
   decisionActivities,
@@ -45,6 +45,7 @@ import {
   DEFERRED_TRANSCRIPT_WRITES_PATCH,
   PREFIXED_ACTIVITY_TYPES_PATCH,
   storeActivities,
+  storeRefusal,
   toolActivities,
   discoveryActivities,
   type SummarizedActivities,
@@ -73,7 +74,13 @@ import {
 import { WorkflowMetrics } from './metrics';
 
 /** Patches of the core's rules, asked through `CoreEnvironment.allows` (see `src/core/edge.ts`). */
-export { APPROVAL_IDENTITY_PATCH, CALL_INSTANCE_KEYS_PATCH, MESSAGE_SIZE_LIMITS_PATCH, USAGE_SEARCH_ATTRIBUTES_PATCH } from '../core/edge';
+export {
+  APPROVAL_IDENTITY_PATCH,
+  CALL_INSTANCE_KEYS_PATCH,
+  MESSAGE_SIZE_LIMITS_PATCH,
+  UNSTORABLE_TEXT_PATCH,
+  USAGE_SEARCH_ATTRIBUTES_PATCH,
+} from '../core/edge';
 export { DEFERRED_TRANSCRIPT_WRITES_PATCH, PREFIXED_ACTIVITY_TYPES_PATCH } from './activity-options';
 
 /** Patch: inputs above `CONVERSATION_LIMITS` are refused (runs started before it keep what they were given). */
@@ -83,7 +90,11 @@ export type { ConversationSummary };
 
 /** Runs one conversation until it is ended. */
 export async function conversationWorkflow(input: ConversationInput = {}): Promise<ConversationSummary> {
-  const problems = checkConversationInput(input, () => patched(CONVERSATION_LIMITS_PATCH));
+  const problems = checkConversationInput(
+    input,
+    () => patched(CONVERSATION_LIMITS_PATCH),
+    () => patched(UNSTORABLE_TEXT_PATCH),
+  );
   if (problems.length > 0) {
     throw ApplicationFailure.nonRetryable(`Invalid conversation input: ${problems.join('; ')}.`, ConversationErrorType.InvalidConversationInput);
   }
@@ -121,8 +132,33 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   const append = async (entries: StoreEntry[]): Promise<number> => {
     const input = core.appendInput(entries);
     if (deferWrites) unwritten.push(...input.messages);
-    else await CancellationScope.nonCancellable(() => store.appendMessages(input, storeSummaryOf(input.messages)));
+    else await write(input.messages);
     return core.stored(entries);
+  };
+
+  /**
+   * Stores messages, never cancelled half-way. What PostgreSQL refuses (a
+   * value no retry can fix) is stored as a note in its place, so the
+   * transcript keeps every seq and every call its result.
+   */
+  const write = async (messages: AppendEntry[]): Promise<void> => {
+    const appendMessages = (entries: AppendEntry[]) =>
+      CancellationScope.nonCancellable(() => store.appendMessages({ conversationId: core.conversationId, messages: entries }, storeSummaryOf(entries)));
+    try {
+      await appendMessages(messages);
+    } catch (err) {
+      const refused = storeRefusal(err);
+      if (!refused) throw err;
+      const seqs = refused.refusedSeqs.length > 0 ? refused.refusedSeqs : messages.map((m) => m.seq);
+      const notes = core.messagesNotStored(seqs, refused.message);
+      try {
+        await appendMessages(notes);
+      } catch (again) {
+        const stillRefused = storeRefusal(again);
+        if (!stillRefused) throw again;
+        core.notesNotStored(seqs, stillRefused.message);
+      }
+    }
   };
 
   /** Writes of {@link flush} under way (no command depends on it: the state query reads it). */
@@ -135,7 +171,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     unwritten = [];
     flushing++;
     try {
-      await CancellationScope.nonCancellable(() => store.appendMessages({ conversationId: core.conversationId, messages }, storeSummaryOf(messages)));
+      await write(messages);
     } finally {
       flushing--;
     }
@@ -147,7 +183,16 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     const summary = core.modelCallSummary();
     if (unwritten.length === 0) return model.callModel(request, summary);
     const messages = unwritten;
-    const result = await model.callModel({ ...request, append: messages }, summary);
+    let result: ModelCallResult;
+    try {
+      result = await model.callModel({ ...request, append: messages }, summary);
+    } catch (err) {
+      if (!storeRefusal(err)) throw err;
+      // PostgreSQL refused some of them: they are stored with notes in place of what it refused, then the model is asked.
+      unwritten = unwritten.slice(messages.length);
+      await write(messages);
+      return model.callModel(core.modelRequest(), summary);
+    }
     // Written by the call (a call that failed or was cancelled may not have: flush writes them again, same seqs, same content).
     unwritten = unwritten.slice(messages.length);
     return result;
@@ -185,7 +230,13 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
     if (record) {
       metrics.decided(record.decision, core.approvalWaits(record.toolCallIds));
       publish();
-      await CancellationScope.nonCancellable(() => store.recordDecision(record, core.decisionRecordSummary(record)));
+      try {
+        await CancellationScope.nonCancellable(() => store.recordDecision(record, core.decisionRecordSummary(record)));
+      } catch (err) {
+        const refused = storeRefusal(err);
+        if (!refused) throw err;
+        core.decisionNotRecorded(record, refused.message);
+      }
     }
     return result;
   };

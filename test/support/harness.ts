@@ -190,3 +190,11 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     },
   };
 }
+
+/** Asks the conversation one more question and expects its answer: whatever happened before, it still answers. */
+export async function expectAnswersNextMessage(h: Harness, conversationId: string): Promise<void> {
+  h.model.enqueue({ content: 'Still here.' });
+  const { turn, answer } = await h.client.ask(conversationId, 'are you still there?');
+  expect(turn.outcome).toBe('answered');
+  expect(answer).toBe('Still here.');
+}

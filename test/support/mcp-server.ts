@@ -59,6 +59,8 @@ export interface TestMcpServerOptions {
   effects?: Map<string, Promise<CallToolResult>>;
   /** Offer `export_orders` and `enable_refunds`. */
   lab?: boolean;
+  /** Offer `echo_text` (read-only), which answers with the text it is given, whatever characters it holds. */
+  echo?: boolean;
 }
 
 /** Builds the server: `name` tells the servers apart in the log. */
@@ -139,6 +141,18 @@ export function buildTestMcpServer(name: string, logFile: string, options: TestM
     },
   );
 
+  if (options.echo) {
+    server.registerTool(
+      'echo_text',
+      { description: 'Answers with the text it is given.', inputSchema: { text: z.string() }, annotations: { readOnlyHint: true } },
+      async (args, extra) => {
+        log({ event: 'start', tool: 'echo_text', effectKey: effectKeyOf(extra._meta), args });
+        log({ event: 'end', tool: 'echo_text', args });
+        return { content: [{ type: 'text', text: `echo: ${args.text}` }] };
+      },
+    );
+  }
+
   if (options.lab) {
     let refundsEnabled = false;
     server.registerTool(
@@ -197,7 +211,15 @@ export interface HttpMcpServer {
  * request) on 127.0.0.1, requiring `Authorization: Bearer <token>`. With
  * `effectKeys`, effects are remembered across requests, as one server would.
  */
-export async function startHttpMcpServer(options: { name?: string; logFile: string; token?: string; port?: number; effectKeys?: boolean }): Promise<HttpMcpServer> {
+export async function startHttpMcpServer(options: {
+  name?: string;
+  logFile: string;
+  token?: string;
+  port?: number;
+  effectKeys?: boolean;
+  /** Offer `echo_text` (see {@link TestMcpServerOptions.echo}). */
+  echo?: boolean;
+}): Promise<HttpMcpServer> {
   const token = options.token ?? 'mcp-test-token-0123456789abcdef';
   const effects = options.effectKeys ? new Map<string, Promise<CallToolResult>>() : undefined;
   const httpServer = http.createServer(async (req, res) => {
@@ -209,7 +231,7 @@ export async function startHttpMcpServer(options: { name?: string; logFile: stri
       res.writeHead(404).end();
       return;
     }
-    const server = buildTestMcpServer(options.name ?? 'http', options.logFile, { effects });
+    const server = buildTestMcpServer(options.name ?? 'http', options.logFile, { effects, echo: options.echo });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     res.on('close', () => {
       void transport.close();

@@ -16,25 +16,35 @@ import type { Harness } from './harness';
 
 const ROOT = path.join(__dirname, '..', '..');
 
-/** Bundles the workflow code of `commit`'s `src/` (extracted to a temporary folder, removed after). Needs the git history (a full clone). */
-export async function bundlePreviousWorkflowCode(commit: string): Promise<WorkflowBundle> {
+/**
+ * The sources of `commit` (`src/` and `package.json`, with this checkout's
+ * `node_modules`) in a temporary folder, to run or bundle as that commit's
+ * workers did; `remove()` deletes it. Needs the git history (a full clone).
+ */
+export function previousSources(commit: string): { dir: string; remove(): void } {
   try {
     execFileSync('git', ['-C', ROOT, 'cat-file', '-e', `${commit}^{commit}`], { stdio: 'ignore' });
   } catch {
-    throw new Error(`This test builds the workflow code of commit ${commit} from git history; this checkout lacks it (a shallow clone?). Run "git fetch --unshallow".`);
+    throw new Error(`This test runs the code of commit ${commit} from git history; this checkout lacks it (a shallow clone?). Run "git fetch --unshallow".`);
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `agent-code-${commit.slice(0, 12)}-`));
+  const archive = execFileSync('git', ['-C', ROOT, 'archive', '--format=tar', commit, 'src', 'package.json']);
+  execFileSync('tar', ['-x', '-C', dir], { input: archive });
+  fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
+  return { dir, remove: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Bundles the workflow code of `commit`'s `src/` (see {@link previousSources}). */
+export async function bundlePreviousWorkflowCode(commit: string): Promise<WorkflowBundle> {
+  const { dir, remove } = previousSources(commit);
   try {
-    const archive = execFileSync('git', ['-C', ROOT, 'archive', '--format=tar', commit, 'src']);
-    execFileSync('tar', ['-x', '-C', dir], { input: archive });
-    fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
     return await bundleWorkflowCode({
       workflowsPath: path.join(dir, 'src', 'workflows', 'index.ts'),
       workflowInterceptorModules: [path.join(dir, 'src', 'workflows', 'interceptors.ts')],
       logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: console.error },
     });
   } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
+    remove();
   }
 }
 

@@ -27,12 +27,16 @@ export interface WorkerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts `src/main.ts` with the given environment and waits until it reports it is running. */
-export async function startWorkerProcess(env: Record<string, string>, readyTimeoutMs = 60_000): Promise<WorkerProcess> {
+/**
+ * Starts `src/main.ts` with the given environment and waits until it reports
+ * it is running. `root`: the sources to run, this checkout's by default (an
+ * earlier commit's: `previousSources` in `upgrade.ts`).
+ */
+export async function startWorkerProcess(env: Record<string, string>, readyTimeoutMs = 60_000, root = ROOT): Promise<WorkerProcess> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-worker-'));
   // One process (no tsx wrapper), so a SIGKILL kills the worker itself.
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src', 'main.ts')], {
-    cwd: ROOT,
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'src', 'main.ts')], {
+    cwd: root,
     // The API on a free port: tests run many workers at once, and none may take another's. Decisions
     // in these tests come from the test's client, unsigned (signed ones: test/http-api.test.ts).
     env: { ...process.env, AGENT_DATA_DIR: dataDir, LOG_LEVEL: 'warn', AGENT_API_PORT: '0', AGENT_METRICS_ADDRESS: 'off', AGENT_REQUIRE_SIGNED_DECISIONS: 'false', ...env },
