@@ -12,7 +12,7 @@ import { createPool } from './db/pool';
 import { ConfigError, loadConfig, type WorkerConfig } from './runtime/config';
 import { DatabaseLayoutError } from './errors';
 import { logger } from './runtime/logger';
-import { recordApiUrl, startServices } from './runtime/services';
+import { recordApi, startServices } from './runtime/services';
 import { connectionOptions, EMBEDDED_DEV_SERVER, explainConnectionFailure } from './runtime/temporal-connection';
 import { createAgentWorker } from './runtime/worker';
 import { installRuntime, watchApprovalBacklog } from './runtime/telemetry';
@@ -118,7 +118,9 @@ async function main(): Promise<void> {
     }
     if (client && config.api.port !== 'off') {
       api = await serveConfiguredApi(config, security, client);
-      recordApiUrl(config.dataDir, api.url);
+      // The CLI on this machine decides through this API (as the development approver when the tokens are ours),
+      // whether Temporal is embedded or a team's cluster.
+      recordApi(config.dataDir, { apiUrl: api.url, developmentTokensFile: security.developmentTokensFile });
     }
     if (client && metricsUrl) stopBacklog = watchApprovalBacklog(client);
     if (stopRequested.signal.aborted) return;

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postgresDataDir } from '../src/db/embedded-postgres';
 import { freePort } from '../src/db/free-port';
+import { npmStart, stopWithSigterm, type NpmStart } from './support/npm-start';
 import { NOTHING_CONFIGURED } from './support/worker-process';
 
 // `npm start` as a newcomer runs it, with nothing configured: embedded
@@ -33,96 +34,26 @@ function dataFolder(mode: number): string {
   return dir;
 }
 
-/** Every process below `pid`, from /proc. */
-function descendants(pid: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const found: number[] = [];
-  const walk = (p: number) => {
-    for (const child of children.get(p) ?? []) {
-      found.push(child);
-      walk(child);
-    }
-  };
-  walk(pid);
-  return found;
-}
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    // A zombie has exited; only its entry remains until its parent reaps it.
-    return !/^\S+ \(.*\) Z/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-};
-
-/** Runs `npm start` until its banner; returns the process and what it printed. */
-async function npmStart(dataDir: string, logLevel: string): Promise<{ child: ChildProcess; output: () => string }> {
+/** Runs `npm start` with nothing configured until its banner: the API on a free port, the given log level. */
+async function npmStartWithNothingConfigured(dataDir: string, logLevel: string): Promise<NpmStart> {
   const uiPort = await freePort();
   // Metrics on a free port: test files run at once, and the default 127.0.0.1:9464 could be taken.
   const metricsPort = await freePort();
-  const child = spawn('npm', ['start'], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      ...NOTHING_CONFIGURED,
-      AGENT_DATA_DIR: dataDir,
-      AGENT_API_PORT: '0',
-      AGENT_METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
-      TEMPORAL_UI_PORT: String(uiPort),
-      LOG_LEVEL: logLevel,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  return npmStart({
+    ...NOTHING_CONFIGURED,
+    AGENT_DATA_DIR: dataDir,
+    AGENT_API_PORT: '0',
+    AGENT_METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
+    TEMPORAL_UI_PORT: String(uiPort),
+    LOG_LEVEL: logLevel,
   });
-  let output = '';
-  child.stdout!.on('data', (chunk) => (output += String(chunk)));
-  child.stderr!.on('data', (chunk) => (output += String(chunk)));
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`npm start printed no banner within 150 s:\n${output}`)), 150_000);
-    const check = setInterval(() => {
-      if (output.includes('Press Ctrl-C to stop.')) {
-        clearInterval(check);
-        clearTimeout(timer);
-        resolve();
-      }
-    }, 200);
-    child.once('exit', (code) => {
-      clearInterval(check);
-      clearTimeout(timer);
-      reject(new Error(`npm start exited (${code}) before its banner:\n${output}`));
-    });
-  });
-  return { child, output: () => output };
 }
 
-/** Sends SIGTERM to npm and waits for it to exit; returns the exit code and the processes it had started that are still alive 10 s later. */
-async function stopWithSigterm(child: ChildProcess): Promise<{ code: number | null; leftBehind: string[] }> {
-  const started = descendants(child.pid!);
-  expect(started.length).toBeGreaterThan(2); // npm's shell, node, Temporal, PostgreSQL, …
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  child.kill('SIGTERM');
-  const code = await exited;
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline && started.some(alive)) await new Promise((resolve) => setTimeout(resolve, 200));
-  const leftBehind = started.filter(alive).map((pid) => {
-    try {
-      return `${pid} ${fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').slice(0, 160)}`;
-    } catch {
-      return String(pid);
-    }
-  });
-  return { code, leftBehind };
+/** Stops `npm start` with SIGTERM; returns the processes it had started (npm's shell, node, Temporal, PostgreSQL, …) that are still alive 10 s later. */
+async function stop(child: ChildProcess): Promise<string[]> {
+  const stopped = await stopWithSigterm(child);
+  expect(stopped.started.length).toBeGreaterThan(2);
+  return stopped.leftBehind;
 }
 
 describe('npm start', () => {
@@ -132,7 +63,7 @@ describe('npm start', () => {
   ])('stops every process it started on SIGTERM, and a second start on the same data folder keeps the transcripts (data folder %s)', async (_mode, mode) => {
     const dataDir = dataFolder(mode);
     // At the default level the bundler's progress stays out of the way; at debug it is there.
-    const first = await npmStart(dataDir, 'info');
+    const first = await npmStartWithNothingConfigured(dataDir, 'info');
     const beforeBanner = first.output().split('Durable agent worker is running.')[0];
     expect(beforeBanner).not.toMatch(/Workflow bundle created|compiled successfully|webpack/);
     const runtimeFile = path.join(dataDir, 'runtime.json');
@@ -154,10 +85,9 @@ describe('npm start', () => {
     if (mode === 0o755 || process.getuid?.() !== 0) expect(cluster).toBe(path.join(dataDir, 'postgres'));
     else expect(cluster.startsWith('/var/lib/durable-agent-worker/')).toBe(true);
 
-    const stopped = await stopWithSigterm(first.child);
-    expect(stopped.leftBehind).toEqual([]);
+    expect(await stop(first.child)).toEqual([]);
 
-    const second = await npmStart(dataDir, 'debug');
+    const second = await npmStartWithNothingConfigured(dataDir, 'debug');
     try {
       expect(second.output().split('Durable agent worker is running.')[0]).toMatch(/Workflow bundle created \{"size":"[\d.]+MB"\}/);
       expect(second.output()).toMatch(/webpack [\d.]+ compiled successfully/);
@@ -166,8 +96,7 @@ describe('npm start', () => {
       expect(page.messages[0].message).toEqual({ role: 'user', content: 'find Ada' });
       expect(page.messages.at(-1)?.message.role).toBe('assistant');
     } finally {
-      const stoppedAgain = await stopWithSigterm(second.child);
-      expect(stoppedAgain.leftBehind).toEqual([]);
+      expect(await stop(second.child)).toEqual([]);
     }
   });
 

@@ -84,6 +84,14 @@ export function checkDecisionSignature(
   return given.length === expected.length && timingSafeEqual(given, expected) ? 'valid' : 'invalid';
 }
 
+/** Why a worker refuses a decision sent around the API. */
+const UNSIGNED = 'it is not signed';
+
+/** True when `message` is a worker's refusal of an unsigned decision (one sent around the HTTP API), as {@link verifyDecision} words it. */
+export function isUnsignedRefusal(message: string): boolean {
+  return message.includes(`Decision refused: ${UNSIGNED}.`);
+}
+
 /** Applies the worker's rule to a decision: authenticated, unauthenticated but accepted, or refused (with why). */
 export function verifyDecision(trust: DecisionTrust, conversationId: string, decision: ApprovalDecision): DecisionVerification {
   const found = checkDecisionSignature(trust.keys, conversationId, decision);
@@ -91,7 +99,7 @@ export function verifyDecision(trust: DecisionTrust, conversationId: string, dec
   const required = trust.requireSigned ?? trust.keys.length > 0;
   if (!required) return { authenticated: false };
   const why = {
-    unsigned: 'it is not signed',
+    unsigned: UNSIGNED,
     unknown_key: 'it is signed with a key this worker does not hold',
     invalid: 'its signature does not match its content',
   }[found];

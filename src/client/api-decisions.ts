@@ -3,13 +3,13 @@
  * recorded under an authenticated subject, and, with AGENT_API_URL and
  * AGENT_API_TOKEN, everything an approver or requester does (`pending`,
  * `say`), so they need neither Temporal nor PostgreSQL access. Beside a
- * running `npm start`, decisions use its API and the local approver's
+ * running `npm start` that serves the CLI's target (embedded Temporal or a
+ * team's cluster), decisions use its API and the local approver's
  * development token (readable by its owner only).
  */
-import fs from 'node:fs';
-import path from 'node:path';
-// tokens.ts, not setup.ts: the CLI must not load the API server (Fastify, jose, the inbox) to find a file name.
-import { DEVELOPMENT_TOKENS_FILE, type ApiTokenConfig } from '../api/tokens';
+// tokens.ts, not setup.ts: the CLI must not load the API server (Fastify, jose, the inbox) to read a token file.
+import { readTokenFile } from '../api/tokens';
+import type { RunningApi } from './running-api';
 
 /** Where and as whom the CLI decides through the API. */
 export interface ApiDecider {
@@ -19,20 +19,22 @@ export interface ApiDecider {
   subject?: string;
 }
 
-/** The API to decide through, or undefined when none is configured or running. */
-export function findApiDecider(env: NodeJS.ProcessEnv, dataDir: string, runtimeApiUrl: string | undefined): ApiDecider | undefined {
-  const url = env.AGENT_API_URL?.trim() || runtimeApiUrl;
-  if (!url) return undefined;
+/**
+ * The API to decide through: AGENT_API_URL with AGENT_API_TOKEN, else the
+ * running `npm start`'s (as `findRunningApi` finds it) with AGENT_API_TOKEN or,
+ * when that `npm start` made development tokens, their approver's token (its
+ * file is refused when others can read it). Undefined when there is none.
+ */
+export function findApiDecider(env: NodeJS.ProcessEnv, running: RunningApi): ApiDecider | undefined {
+  const remote = remoteApi(env);
+  if (remote) return remote;
+  if (running.found !== 'api') return undefined;
+  const url = running.url;
   const token = env.AGENT_API_TOKEN?.trim();
   if (token) return { url, token };
-  if (env.AGENT_API_URL) return undefined;
-  try {
-    const tokens = JSON.parse(fs.readFileSync(path.join(dataDir, DEVELOPMENT_TOKENS_FILE), 'utf8')) as ApiTokenConfig[];
-    const approver = tokens.find((t) => t.roles.includes('approver'));
-    return approver ? { url, token: approver.token, subject: approver.subject } : undefined;
-  } catch {
-    return undefined;
-  }
+  if (!running.developmentTokensFile) return undefined;
+  const approver = readTokenFile(running.developmentTokensFile).find((t) => t.roles.includes('approver'));
+  return approver ? { url, token: approver.token, subject: approver.subject } : undefined;
 }
 
 /** One call as the API decided it. */

@@ -1,7 +1,9 @@
 /**
  * The command line: `chat`, `say`, `show`, `state`, `end`.
  * Finds Temporal and PostgreSQL from the environment, or from the runtime
- * file a running `npm start` writes.
+ * file a running `npm start` writes; decides through the HTTP API of
+ * AGENT_API_URL, or of the `npm start` running here for the same target
+ * (docs/cli.md).
  */
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -9,11 +11,14 @@ import { Command } from 'commander';
 import { loadConfig } from '../runtime/config';
 import { readRuntimeInfo } from '../runtime/services';
 import { connectionOptions, EMBEDDED_DEV_SERVER, explainConnectionFailure } from '../runtime/temporal-connection';
-import { callApi, decideThroughApi, findApiDecider, remoteApi, waitingThroughApi, type ApiDecider, type ApiPendingApproval } from './api-decisions';
+import { isUnsignedRefusal } from '../activities/decision-signing';
+import { DecisionRefusedError } from '../errors';
+import { decideThroughApi, findApiDecider, remoteApi, waitingThroughApi, type ApiDecider, type ApiPendingApproval } from './api-decisions';
 import { sayThroughApi, stateThroughApi, transcriptThroughApi } from './api-conversation';
 import { AgentClient } from './client';
 import { formatTranscript } from './format';
 import { LineQueue, readAll } from './lines';
+import { findRunningApi, howToDecideThroughApi, type RunningApi } from './running-api';
 import { resolveCliTarget } from './target';
 import { StreamView } from './stream';
 import { encryptingDataConverter } from '../codec';
@@ -55,12 +60,15 @@ interface CliDecision {
   queued: boolean;
   /** Sent without the HTTP API: workers that require signed decisions refuse it. */
   unsigned: boolean;
+  /** When unsigned: what to set to decide through the API instead. */
+  howToSign?: string;
 }
 
 /**
  * Decides calls: through the HTTP API when one is configured or running
  * (signed, under the token's subject), else with the client directly
- * (accepted only by workers that do not require signed decisions). No call
+ * (accepted only by workers that do not require signed decisions; a worker's
+ * refusal of it says what to set to decide through the API). No call
  * named: every call waiting now, each named by its key, so a call that
  * appears later is not decided. When no worker answers within
  * {@link CLI_DECISION_WAIT_MS}, the decisions are queued: checked against
@@ -71,7 +79,7 @@ async function decideCalls(
   d: { decision: 'approve' | 'reject'; toolCallId?: string; callKey?: string; reason?: string; decidedBy?: string },
   client?: AgentClient,
 ): Promise<CliDecision> {
-  const api = apiDecider();
+  const { running, api } = localApi();
   const { decision, reason } = d;
   if (api) {
     const named = d.callKey
@@ -93,18 +101,25 @@ async function decideCalls(
   }
   for (const call of chosen) {
     const one = { decision, toolCallId: call.toolCallId, callKey: call.callKey, reason, decidedBy: d.decidedBy };
-    if (workerAnswered) await client.decide(conversationId, one);
-    else await client.signalDecision(conversationId, one);
+    if (workerAnswered) {
+      await client.decide(conversationId, one).catch((err: Error) => {
+        // The worker wants decisions signed by the API: say how this CLI reaches one.
+        throw isUnsignedRefusal(err.message) ? new DecisionRefusedError(`${err.message}\n${howToDecideThroughApi(running)}`) : err;
+      });
+    } else await client.signalDecision(conversationId, one);
   }
-  return { calls: chosen, decidedBy: d.decidedBy, queued: !workerAnswered, unsigned: true };
+  return { calls: chosen, decidedBy: d.decidedBy, queued: !workerAnswered, unsigned: true, howToSign: howToDecideThroughApi(running) };
 }
 
-/** The API decisions go through: AGENT_API_URL with AGENT_API_TOKEN, or the running `npm start`'s with its local approver token. */
-function apiDecider(): ApiDecider | undefined {
-  const remote = remoteApi(process.env);
-  if (remote) return remote;
+/**
+ * The API decisions go through (AGENT_API_URL with AGENT_API_TOKEN, or the
+ * API of the `npm start` running here for the CLI's target, with its local
+ * approver's token), and what the CLI found of that `npm start`.
+ */
+function localApi(): { running: RunningApi; api?: ApiDecider } {
   const config = loadConfig();
-  return findApiDecider(process.env, config.dataDir, config.temporal.address ? undefined : readRuntimeInfo(config.dataDir)?.apiUrl);
+  const running = findRunningApi(config, process.env, readRuntimeInfo(config.dataDir));
+  return { running, api: findApiDecider(process.env, running) };
 }
 
 async function withClient<T>(action: (client: AgentClient) => Promise<T>): Promise<T> {
@@ -431,9 +446,7 @@ for (const decision of ['approve', 'reject'] as const) {
           `so the decision waits in the conversation's history and applies when a worker runs (npm start), if the call still waits then. ${follow}\n`,
       );
       if (result.unsigned) {
-        process.stdout.write(
-          'It was sent without the HTTP API, unsigned: a worker that requires signed decisions will refuse it. Decide through the API (AGENT_API_URL and AGENT_API_TOKEN) for those.\n',
-        );
+        process.stdout.write(`It was sent without the HTTP API, unsigned: a worker that requires signed decisions will refuse it. ${result.howToSign}\n`);
       }
     });
 }

@@ -23,6 +23,13 @@ export interface RuntimeInfo {
   temporalUiUrl?: string;
   /** Base URL of the HTTP API, once it listens. */
   apiUrl?: string;
+  /**
+   * The development tokens' file (mode 0600) when the API's tokens are the
+   * ones `npm start` made (no `AGENT_API_TOKENS_FILE`): the CLI on this
+   * machine decides through the API with its approver's token. Absent when
+   * the tokens are configured, so a stale file of an earlier start is not used.
+   */
+  developmentTokensFile?: string;
   pid: number;
 }
 
@@ -41,11 +48,12 @@ export function runtimeFilePath(dataDir: string): string {
   return path.join(dataDir, 'runtime.json');
 }
 
-/** Adds the HTTP API's URL to the runtime file, once the API listens. */
-export function recordApiUrl(dataDir: string, apiUrl: string): void {
+/** Adds where the HTTP API listens (and its development tokens' file, when it made them) to the runtime file, once the API listens. */
+export function recordApi(dataDir: string, api: Pick<RuntimeInfo, 'apiUrl' | 'developmentTokensFile'>): void {
   const file = runtimeFilePath(dataDir);
   const info = JSON.parse(fs.readFileSync(file, 'utf8')) as RuntimeInfo;
-  fs.writeFileSync(file, `${JSON.stringify({ ...info, apiUrl }, null, 2)}\n`, { mode: 0o600 });
+  // Still owner only (the file keeps the mode it was made with): it holds the database's URL.
+  fs.writeFileSync(file, `${JSON.stringify({ ...info, ...api }, null, 2)}\n`, { mode: 0o600 });
 }
 
 /** Reads the runtime file of a running `npm start`; undefined when there is none or its process is gone. */

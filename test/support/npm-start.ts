@@ -1,0 +1,91 @@
+/** Runs `npm start` (the real `src/main.ts`, through npm) as a user does, and stops it with SIGTERM as Ctrl-C would. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const ROOT = path.join(__dirname, '..', '..');
+
+/** A running `npm start`: the npm process and everything it printed so far. */
+export interface NpmStart {
+  child: ChildProcess;
+  output(): string;
+}
+
+/** Runs `npm start` with `env` added to the test's environment, until its banner; rejects when it exits first or prints none within `readyTimeoutMs`. */
+export async function npmStart(env: Record<string, string>, readyTimeoutMs = 150_000): Promise<NpmStart> {
+  const child = spawn('npm', ['start'], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += String(chunk)));
+  child.stderr!.on('data', (chunk) => (output += String(chunk)));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`npm start printed no banner within ${readyTimeoutMs / 1000} s:\n${output}`)), readyTimeoutMs);
+    const check = setInterval(() => {
+      if (output.includes('Press Ctrl-C to stop.')) {
+        clearInterval(check);
+        clearTimeout(timer);
+        resolve();
+      }
+    }, 200);
+    child.once('exit', (code) => {
+      clearInterval(check);
+      clearTimeout(timer);
+      reject(new Error(`npm start exited (${code}) before its banner:\n${output}`));
+    });
+  });
+  return { child, output: () => output };
+}
+
+/** Every process below `pid`, from /proc. */
+export function descendants(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const found: number[] = [];
+  const walk = (p: number) => {
+    for (const child of children.get(p) ?? []) {
+      found.push(child);
+      walk(child);
+    }
+  };
+  walk(pid);
+  return found;
+}
+
+/** True while `pid` runs (a zombie has exited; only its entry remains until its parent reaps it). */
+export const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return !/^\S+ \(.*\) Z/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * Sends SIGTERM to npm and waits for it to exit; returns the exit code, the
+ * processes it had started, and those of them still alive 10 s later.
+ */
+export async function stopWithSigterm(child: ChildProcess): Promise<{ code: number | null; started: number[]; leftBehind: string[] }> {
+  const started = descendants(child.pid!);
+  const exited = child.exitCode !== null ? Promise.resolve(child.exitCode) : new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  child.kill('SIGTERM');
+  const code = await exited;
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline && started.some(alive)) await new Promise((resolve) => setTimeout(resolve, 200));
+  const leftBehind = started.filter(alive).map((pid) => {
+    try {
+      return `${pid} ${fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').slice(0, 160)}`;
+    } catch {
+      return String(pid);
+    }
+  });
+  return { code, started, leftBehind };
+}
