@@ -17,7 +17,12 @@ export interface RuntimeInfo {
   temporalAddress: string;
   namespace: string;
   taskQueue: string;
-  databaseUrl: string;
+  /**
+   * The embedded database's URL. Absent when `DATABASE_URL` is configured: a
+   * configured secret stays where it was configured (the CLI reads the same
+   * variable).
+   */
+  databaseUrl?: string;
   /** PostgreSQL schema of the project's tables. */
   databaseSchema: string;
   temporalUiUrl?: string;
@@ -35,6 +40,7 @@ export interface RuntimeInfo {
 
 /** The services in use, and how to stop the ones started here. */
 export interface RunningServices extends RuntimeInfo {
+  databaseUrl: string;
   model: { baseUrl?: string; apiKey: string; name: string; offlineDemo: boolean };
   /** True when Temporal is the embedded dev server started here (plain connection, no TLS). */
   temporalEmbedded: boolean;
@@ -130,7 +136,7 @@ export async function startServices(config: WorkerConfig): Promise<RunningServic
       modelOrigin = `${DEMO_LABEL.toUpperCase()}: scripted, no API key set (set OPENAI_API_KEY for a real model)`;
     }
 
-    const info: RuntimeInfo = {
+    const info: RuntimeInfo & { databaseUrl: string } = {
       temporalAddress,
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
@@ -139,8 +145,9 @@ export async function startServices(config: WorkerConfig): Promise<RunningServic
       temporalUiUrl,
       pid: process.pid,
     };
-    // Owner only: the database URL carries the embedded cluster's password.
-    fs.writeFileSync(runtimeFilePath(config.dataDir), `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
+    // Owner only: the embedded database's URL carries its password. A configured one is not written.
+    const recorded: RuntimeInfo = { ...info, databaseUrl: config.databaseUrl ? undefined : databaseUrl };
+    fs.writeFileSync(runtimeFilePath(config.dataDir), `${JSON.stringify(recorded, null, 2)}\n`, { mode: 0o600 });
     fs.chmodSync(runtimeFilePath(config.dataDir), 0o600);
     return {
       ...info,
