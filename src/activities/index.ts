@@ -8,7 +8,8 @@ import type { ToolRegistry } from '../tools/registry';
 import { CONVERSATION_ACTIVITY_NAMES, conversationActivityType, type ConversationActivities } from './contracts';
 import { createModelActivity } from './model';
 import { createToolActivity } from './tools';
-import { appendMessages, recordDecision } from '../db/transcript-store';
+import { recordDecision } from '../db/transcript-store';
+import { appendMessagesListingWaits } from '../db/approval-store';
 import { agentTables } from '../db/schema';
 import { verifyDecision, type DecisionTrust } from './decision-signing';
 import { createToolDiscoveryActivity, type McpToolsets } from './mcp-tools';
@@ -41,7 +42,7 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps): ConversationActivities {
   const tables = agentTables(deps.schema);
   return {
-    appendMessages: (input) => appendMessages(deps.pool, tables, input),
+    appendMessages: (input) => appendMessagesListingWaits(deps.pool, tables, input),
     callModel: createModelActivity(deps),
     runTool: createToolActivity(deps),
     recordDecision: (record) => recordDecision(deps.pool, tables, record),

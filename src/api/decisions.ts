@@ -79,7 +79,7 @@ export interface DecisionOutcome {
  * conversation's pending approvals once, refuses (changing nothing) when a
  * named call is not waiting or when four eyes forbid it, then sends one
  * decision per call, naming its effect key. When no worker answers within
- * `policy.workerWaitMs`, the calls waiting are read from visibility, the same
+ * `policy.workerWaitMs`, the calls waiting are read from PostgreSQL, the same
  * checks apply, and each decision is sent as a signal that waits for a worker
  * (`queued: true`).
  */

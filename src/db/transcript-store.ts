@@ -3,7 +3,7 @@
  * readers read. Each function takes the project's tables (`agentTables`), in
  * the schema the worker was configured with.
  */
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import type { AgentTables } from './schema';
 import type { ChatMessage } from '../core/messages';
 import type { TokenUsage } from '../core/contract';
@@ -23,7 +23,7 @@ export interface StoredMessage {
  * result an activity stored under that key; a reference to nothing fails the
  * statement and names the message.
  */
-export async function appendMessages(pool: Pool, tables: AgentTables, input: AppendMessagesInput): Promise<void> {
+export async function appendMessages(pool: Pool | PoolClient, tables: AgentTables, input: AppendMessagesInput): Promise<void> {
   if (input.messages.length === 0) return;
   const params: unknown[] = [input.conversationId];
   const param = (value: unknown): string => {
