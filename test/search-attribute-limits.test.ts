@@ -11,7 +11,7 @@ import { logger } from '../src/runtime/logger';
 import { SearchAttributeLimitError } from '../src/runtime/search-attributes';
 import { createAgentWorker } from '../src/runtime/worker';
 import { backofficeTools } from '../src/tools/backoffice';
-import { SEARCH_ATTRIBUTES } from '../src/workflows/api';
+import { describeInvalidInput, SEARCH_ATTRIBUTES } from '../src/workflows/api';
 import { apiCaller, TEST_DECISION_KEY, TEST_TOKENS, token } from './support/api';
 import { runCli } from './support/cli';
 import { startHarness, type Harness } from './support/harness';
@@ -222,5 +222,17 @@ describe('search attributes within the visibility store limits', () => {
     await expect.poll(namesSet, { timeout: 20_000 }).toEqual(expect.arrayContaining(['Support_AgentStatus', 'Support_PendingApprovals', 'Support_AgentTokens']));
     expect((await namesSet()).filter((name) => !name.startsWith('Support_') && !name.startsWith('Build') && !name.startsWith('Temporal'))).toEqual([]);
     h.expectOnlyValidModelRequests();
+  });
+
+  it("a conversation's input names only attributes it sets, each under a plain name of its own", () => {
+    expect(describeInvalidInput({ searchAttributes: { status: 'Support_AgentStatus', tokens: 'Support_AgentTokens' } })).toEqual([]);
+    expect(describeInvalidInput({ searchAttributes: { status: 'A', pendingApprovals: 'A', colour: 'B', tokens: 'my-tokens' } })).toEqual([
+      'searchAttributes.pendingApprovals and searchAttributes.status both name A; each attribute needs a name of its own',
+      'searchAttributes.colour is not an attribute the conversation sets (known: status, pendingApprovals, unknownEffects, pendingApprovalTags, awaitingApprovalSince, tokens, costUsd)',
+      'searchAttributes.tokens must be a search attribute name (a letter or _, then letters, digits or _, at most 64 characters), got "my-tokens"',
+    ]);
+    expect(describeInvalidInput({ searchAttributes: ['AgentStatus'] })).toEqual([
+      'searchAttributes must be an object such as {"status": "AgentStatus", "pendingApprovals": "PendingApprovals"}',
+    ]);
   });
 });
