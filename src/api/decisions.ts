@@ -44,7 +44,7 @@ export interface DecisionPolicy {
   /**
    * How long to wait for the conversation's worker to answer before the
    * decision is queued instead (sent as a signal, checked against what
-   * visibility says waits). Default {@link DECISION_WORKER_WAIT_MS}.
+   * the list of waiting calls says waits). Default {@link DECISION_WORKER_WAIT_MS}.
    */
   workerWaitMs?: number;
 }

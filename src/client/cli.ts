@@ -65,7 +65,7 @@ interface CliDecision {
  * named: every call waiting now, each named by its key, so a call that
  * appears later is not decided. When no worker answers within
  * {@link CLI_DECISION_WAIT_MS}, the decisions are queued: checked against
- * what visibility says waits and sent as signals a worker applies later.
+ * what the list of waiting calls says waits and sent as signals a worker applies later.
  */
 async function decideCalls(
   conversationId: string,
