@@ -149,6 +149,11 @@ describe('search attributes within the visibility store limits', () => {
     const [waiting] = await h.client.pendingApprovals({ requester: 'alice@example.com', tool: 'issue_refund' });
     expect(waiting).toMatchObject({ conversationId: id, toolCallId: 'call_full', arguments: { order_id: 'ord_2001', amount_cents: 16_000 } });
     expect(await h.client.listAwaitingApproval()).toEqual([{ conversationId: id, pendingApprovals: 1, runStartedAt: expect.any(Date) }]);
+    // The backlog metric counts from PostgreSQL when the namespace has no approvals group.
+    expect(await h.client.approvalBacklog([{ waited: '1h', ms: 3_600_000 }])).toEqual([
+      { waited: 'any', conversations: 1 },
+      { waited: '1h', conversations: 0 },
+    ]);
 
     const env = { TEMPORAL_ADDRESS: h.temporalAddress, TEMPORAL_NAMESPACE: namespace, DATABASE_URL: h.databaseUrl, TEMPORAL_TASK_QUEUE: h.taskQueue };
     expect((await runCli(['pending'], env)).stdout).toContain(`${id}  call_full  issue_refund({"order_id":"ord_2001","amount_cents":16000`);
