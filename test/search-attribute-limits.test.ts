@@ -92,6 +92,7 @@ describe('search attributes within the visibility store limits', () => {
     for (const name of ['UnknownEffects', 'AgentTokens', 'AgentCostUsd']) expect(registered).not.toContain(name);
     const offLines = warn.mock.calls.map((args) => String(args[1])).filter((line) => line.includes(' is off: '));
     expect(offLines).toHaveLength(2);
+    for (const line of offLines) expect(line).toContain('To have it, free an Int attribute no workflow uses, or raise the limit');
     for (const group of ['unknownEffects', 'usage']) {
       expect(offLines.find((line) => line.startsWith(`search attribute group "${group}" is off`))).toMatch(
         new RegExp(`allows 3 custom search attributes of type Int per namespace; namespace "${namespace}" has 3 already \\(.*Team_int_1.*Team_int_2.*\\)`),
@@ -196,7 +197,9 @@ describe('search attributes within the visibility store limits', () => {
     const message = (failure as Error).message;
     expect(message).toContain(`Namespace "${namespace}" cannot take the search attribute group "usage": it needs AgentTokens (Int), AgentCostUsd (Double)`);
     expect(message).toContain(`allows 3 custom search attributes of type Int per namespace; namespace "${namespace}" has 3 already (Team_int_1, Team_int_2, Team_int_3)`);
-    expect(message).toContain(`Turn the group off (the plugin's searchAttributes.groups (AGENT_SEARCH_ATTRIBUTES for npm start): leave "usage" out)`);
+    expect(message).toContain(
+      `Turn the group off (the plugin's searchAttributes.groups (AGENT_SEARCH_ATTRIBUTES for npm start): AGENT_SEARCH_ATTRIBUTES=status, groups: ['status'])`,
+    );
     expect(message).toContain('visibility.persistenceCustomSearchAttributes');
     expect(message).not.toContain('temporal operator search-attribute create');
     expect(await customAttributes(namespace)).not.toContain('AgentTokens');

@@ -133,7 +133,7 @@ export async function ensureSearchAttributes(
         const limit = storeLimit(err);
         if (!limit) throw cannotRegister(namespace, err, missingOfGroups(asked ?? SEARCH_ATTRIBUTE_GROUP_ORDER.slice(SEARCH_ATTRIBUTE_GROUP_ORDER.indexOf(group)), wanted, existing));
         const taken = [...existing].filter(([, type]) => type === limit.type).map(([name]) => name).sort();
-        leaveOff(group, describeLimit(namespace, group, keys, limit, taken));
+        leaveOff(group, describeLimit(namespace, group, keys, limit, taken, asked));
         continue;
       }
       for (const k of missing) existing.set(k.name, k.type);
@@ -150,16 +150,32 @@ function storeLimit(err: unknown): { max: number; type: string } | undefined {
   return found ? { max: Number(found[1]), type: found[2] } : undefined;
 }
 
-/** Why a group does not fit, and the ways out (none of them a command that cannot work). */
-function describeLimit(namespace: string, group: SearchAttributeGroup, keys: readonly Wanted[], limit: { max: number; type: string }, taken: readonly string[]): string {
+/**
+ * Why a group does not fit, and the ways out (none of them a command that
+ * cannot work): for a group asked for, the exact setting without it; for one
+ * the worker chose, how to have it, or to leave it off without a warning.
+ */
+function describeLimit(
+  namespace: string,
+  group: SearchAttributeGroup,
+  keys: readonly Wanted[],
+  limit: { max: number; type: string },
+  taken: readonly string[],
+  asked: readonly SearchAttributeGroup[] | undefined,
+): string {
   const needs = keys.map((k) => `${k.name} (${k.type})`).join(', ');
+  const without = asked?.filter((g) => g !== group) ?? [];
+  const free = `free ${/^[AEIOU]/.test(limit.type) ? 'an' : 'a'} ${limit.type} attribute no workflow uses`;
+  const raise =
+    'raise the limit on a self-hosted cluster: visibility.persistenceCustomSearchAttributes in the server\'s configuration (Temporal Server 1.30 and later), ' +
+    'with the matching columns added to the SQL visibility schema';
   return (
     `it needs ${needs}, and the namespace's visibility store allows ${limit.max} custom search attributes of type ${limit.type} per namespace; ` +
     `namespace "${namespace}" has ${taken.length} already (${taken.join(', ') || 'none listed'}). ` +
-    `Turn the group off (${SEARCH_ATTRIBUTE_GROUPS_SETTING}: leave "${group}" out), ` +
-    `or free ${/^[AEIOU]/.test(limit.type) ? 'an' : 'a'} ${limit.type} attribute no workflow uses, ` +
-    `or raise the limit on a self-hosted cluster: visibility.persistenceCustomSearchAttributes in the server's configuration (Temporal Server 1.30 and later), ` +
-    `with the matching columns added to the SQL visibility schema. What each group is for: docs/search-attributes.md.`
+    (asked
+      ? `Turn the group off (${SEARCH_ATTRIBUTE_GROUPS_SETTING}: AGENT_SEARCH_ATTRIBUTES=${without.join(',') || 'none'}, groups: [${without.map((g) => `'${g}'`).join(', ')}]), or ${free}, or ${raise}.`
+      : `To have it, ${free}, or ${raise}; to leave it off without this warning, name the groups you want (${SEARCH_ATTRIBUTE_GROUPS_SETTING}).`) +
+    ' What each group is for: docs/search-attributes.md.'
   );
 }
 
