@@ -29,7 +29,12 @@ export {
   type McpStdioServerConfig,
 } from './mcp/protocol';
 export { migrate } from './db/migrations';
-export { ensureSearchAttributes } from './runtime/search-attributes';
+export {
+  ensureSearchAttributes,
+  SearchAttributeLimitError,
+  type SearchAttributeOptions,
+  type SearchAttributeRegistration,
+} from './runtime/search-attributes';
 export { ACTIVITY_TYPE_PREFIX, conversationActivityType, type ConversationActivityName } from './activities/contracts';
 export {
   AgentError,

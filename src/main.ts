@@ -15,6 +15,7 @@ import { logger } from './runtime/logger';
 import { recordApi, startServices } from './runtime/services';
 import { connectionOptions, EMBEDDED_DEV_SERVER, explainConnectionFailure } from './runtime/temporal-connection';
 import { createAgentWorker } from './runtime/worker';
+import { SearchAttributeLimitError } from './runtime/search-attributes';
 import { installRuntime, watchApprovalBacklog } from './runtime/telemetry';
 import { encryptingDataConverter } from './codec';
 import { bundleWorkflowsApart } from './runtime/workflow-bundle';
@@ -99,6 +100,7 @@ async function main(): Promise<void> {
       decisionTrust: security.decisionTrust,
       mcpServers: config.mcpServers,
       lostWorkers: config.lostWorkers,
+      searchAttributes: config.searchAttributes,
       plugins: traceExport ? [traceExport.plugin] : [],
     });
     if (config.api.port !== 'off' || metricsUrl) {
@@ -108,6 +110,7 @@ async function main(): Promise<void> {
         taskQueue: services.taskQueue,
         databaseUrl: services.databaseUrl,
         schema: config.databaseSchema,
+        searchAttributes: config.searchAttributes,
         // A request about a conversation no worker answers for gets 503 no_worker, not a hang.
         queryTimeoutMs: 10_000,
         dataConverter,
@@ -200,7 +203,7 @@ function printBanner(
 
 main().catch((err) => {
   // A configuration or database layout problem is said plainly, as written for the person starting the worker.
-  if (err instanceof ConfigError || err instanceof DatabaseLayoutError) process.stderr.write(`The worker cannot start: ${err.message}\n`);
+  if (err instanceof ConfigError || err instanceof DatabaseLayoutError || err instanceof SearchAttributeLimitError) process.stderr.write(`The worker cannot start: ${err.message}\n`);
   else logger.error({ err }, 'worker failed');
   process.exitCode = 1;
 });

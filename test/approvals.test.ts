@@ -161,7 +161,7 @@ describe('the approval gate', () => {
     h.expectOnlyValidModelRequests();
   });
 
-  it('the CLI lists a conversation waiting for approval (found through the search attribute) and approves it', async () => {
+  it('the CLI lists a call waiting for approval (from the list in PostgreSQL) and approves it', async () => {
     const id = h.newConversationId('cli-pending');
     h.model.enqueue({ toolCalls: [refund('call_cli', 'ord_2001', 10_200)] }, { content: 'Approved refund issued.' });
     const messageId = await h.client.sendMessage(id, 'Refund through the CLI');

@@ -13,6 +13,7 @@ const RUNNING: RuntimeInfo = {
   taskQueue: 'billing',
   databaseUrl: 'postgres://postgres:postgres@127.0.0.1:5999/agent',
   databaseSchema: 'billing_agent',
+  searchAttributes: { prefix: 'Billing_' },
   pid: 1,
 };
 const resolve = (env: Record<string, string>, runtime: RuntimeInfo | undefined) => resolveCliTarget(loadConfig(env), env, runtime);
@@ -25,8 +26,14 @@ describe('the CLI target', () => {
       namespace: 'billing-ns',
       taskQueue: 'billing',
       schema: 'billing_agent',
+      searchAttributes: { prefix: 'Billing_' },
       embedded: true,
     });
+  });
+
+  it("takes the running npm start's search attribute prefix and groups unless the environment names them", () => {
+    expect(resolve({ AGENT_SEARCH_ATTRIBUTES: 'status' }, RUNNING).searchAttributes).toEqual({ groups: ['status'] });
+    expect(resolve({ TEMPORAL_ADDRESS: 'temporal.example:7233', DATABASE_URL: 'postgres://u:p@db:5432/agent' }, RUNNING).searchAttributes).toEqual({});
   });
 
   it('lets the environment override the task queue of the running npm start', () => {

@@ -78,6 +78,22 @@ describe('configuration from the environment', () => {
     expect(() => loadConfig({ AGENT_PAYLOAD_KEYS: 'k1:c2hvcnQ=' })).toThrow(/AGENT_PAYLOAD_KEYS: key "k1" is 5 bytes; AES-256 needs 32/);
   });
 
+  it('registers each search attribute group that fits unless told which (auto, none, a list) and a prefix, and refuses an unknown group or a bad prefix', () => {
+    expect(loadConfig({}).searchAttributes).toEqual({});
+    expect(loadConfig({ AGENT_SEARCH_ATTRIBUTES: 'auto' }).searchAttributes).toEqual({});
+    expect(loadConfig({ AGENT_SEARCH_ATTRIBUTES: 'none' }).searchAttributes).toEqual({ groups: [] });
+    expect(loadConfig({ AGENT_SEARCH_ATTRIBUTES: 'status, approvals', AGENT_SEARCH_ATTRIBUTE_PREFIX: 'Support_' }).searchAttributes).toEqual({
+      groups: ['status', 'approvals'],
+      prefix: 'Support_',
+    });
+    expect(() => loadConfig({ AGENT_SEARCH_ATTRIBUTES: 'status,costs' })).toThrow(
+      /AGENT_SEARCH_ATTRIBUTES: "costs" is not a group of search attributes: write auto, none, or groups separated by commas among status, approvals, unknownEffects, usage/,
+    );
+    expect(() => loadConfig({ AGENT_SEARCH_ATTRIBUTE_PREFIX: 'team-a.' })).toThrow(
+      /AGENT_SEARCH_ATTRIBUTE_PREFIX: "team-a\." cannot prefix search attribute names: use a letter, then letters, digits or _, at most 40 characters/,
+    );
+  });
+
   it('refuses an OPENAI_BASE_URL that is not a URL', () => {
     expect(() => loadConfig({ OPENAI_BASE_URL: 'localhost:8080' })).toThrow(/OPENAI_BASE_URL/);
   });

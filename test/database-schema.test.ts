@@ -88,7 +88,7 @@ describe("the project's tables in a schema of their own", () => {
     expect(await schemasIn(pool)).toEqual(['durable_agent', 'public']);
     const ledger = await pool.query<{ version: number; name: string }>('SELECT version, name FROM durable_agent.schema_migrations ORDER BY version');
     // The retired version 2 is recorded too: every ledger holds every version up to the latest.
-    expect(ledger.rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(ledger.rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
     expect(ledger.rows[1].name).toMatch(/^retired: the back-office demo tables moved to the demo's own setup$/);
   });
 
@@ -161,7 +161,7 @@ describe("the project's tables in a schema of their own", () => {
     const oldLedger = (await pool.query('SELECT version, name, applied_at FROM public.schema_migrations ORDER BY version')).rows;
 
     // Moved, then the migrations written after that layout (6, 7) run in the schema.
-    expect(await migrate(pool)).toEqual([6, 7, 8]);
+    expect(await migrate(pool)).toEqual([6, 7, 8, 9]);
 
     expect(await tablesIn(pool)).toEqual([...projectTablesIn('durable_agent'), ...DEMO_TABLES]);
     // The ledger moved as it was: versions 1 to 5 under their old names, version 2 still "applied".
@@ -201,10 +201,10 @@ describe("the project's tables in a schema of their own", () => {
       `INSERT INTO public.approval_decisions (conversation_id, decision_id, decision, tool_call_ids, decided_at, via) VALUES ('old-2', 'd1', 'approve', '{call_a}', now(), 'signal')`,
     );
 
-    expect(await migrate(pool)).toEqual([4, 5, 6, 7, 8]);
+    expect(await migrate(pool)).toEqual([4, 5, 6, 7, 8, 9]);
 
     expect(await tablesIn(pool)).toEqual([...projectTablesIn('durable_agent'), ...DEMO_TABLES]);
-    expect((await pool.query('SELECT version FROM durable_agent.schema_migrations ORDER BY version')).rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect((await pool.query('SELECT version FROM durable_agent.schema_migrations ORDER BY version')).rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
     // Migration 4 added its column to the moved table, whose row is still there.
     expect((await pool.query('SELECT decision_id, call_keys FROM durable_agent.approval_decisions')).rows).toEqual([{ decision_id: 'd1', call_keys: null }]);
   });
@@ -231,7 +231,7 @@ describe("the project's tables in a schema of their own", () => {
       await pool.query("INSERT INTO public.tool_results (outcome) VALUES ('the team''s own row')");
       const before = (await pool.query('SELECT * FROM public.schema_migrations ORDER BY 1')).rows;
 
-      expect(await migrate(pool)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+      expect(await migrate(pool)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
 
       expect(await tablesIn(pool)).toEqual([...projectTablesIn('durable_agent'), 'public.schema_migrations', 'public.tool_results']);
       expect((await pool.query('SELECT * FROM public.schema_migrations ORDER BY 1')).rows).toEqual(before);

@@ -190,6 +190,8 @@ describe('DurableAgentPlugin preparing a worker', () => {
       await db.end();
       expect(tables.rowCount).toBe(1);
     } finally {
+      // run() reaches RUNNING after the plugin's own start (lost-worker takeover): shutting down before that throws.
+      await expect.poll(() => own.getState(), { timeout: 10_000 }).toBe('RUNNING');
       own.shutdown();
       await run;
       await connection.close();

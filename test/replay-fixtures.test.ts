@@ -87,6 +87,9 @@ describe('replaying recorded histories', () => {
       'upgrade-stalled-by-nul',
       'unstorable-signals-refused',
       'store-refused-note',
+      // Conversations that name the search attributes they set (test/search-attribute-limits.test.ts,
+      // npm run fixtures:record): status and approvals only, across continue-as-new.
+      'named-search-attributes',
     ]) {
       expect(names).toContain(expected);
     }

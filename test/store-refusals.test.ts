@@ -114,6 +114,22 @@ describe('values PostgreSQL refuses', () => {
     h.expectOnlyValidModelRequests();
   });
 
+  it('an assistant message it refuses before a wait for a person gets its note, and the call is listed and decided as usual', async () => {
+    const id = h.newConversationId('refused-ask');
+    h.model.enqueue({ toolCalls: [{ id: 'call_big', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 15000, reason: 'REFUSED-MESSAGE' } }] });
+    const messageId = await h.client.sendMessage(id, 'refund 150 on ord_2001');
+    await expect.poll(async () => (await h.client.pendingApprovals({ conversationId: id })).map((a) => a.toolCallId), { timeout: 15_000 }).toEqual(['call_big']);
+    const asked = (await h.client.transcript(id))[1].message as { content: string; tool_calls: { id: string }[] };
+    expect(asked.content).toMatch(/^\[This message could not be stored/);
+    expect(asked.tool_calls.map((c) => c.id)).toEqual(['call_big']);
+    expect((await h.client.state(id)).lastError).toMatch(/^PostgreSQL refused to store message 1, stored a note in their place/);
+    h.model.enqueue({ content: 'Not refunded.' });
+    await h.client.decide(id, { decision: 'reject', toolCallId: 'call_big', reason: 'no' });
+    expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('answered');
+    expect(await h.client.pendingApprovals({ conversationId: id })).toEqual([]);
+    h.expectOnlyValidModelRequests();
+  });
+
   it('when it refuses even the notes, the turn ends failed saying what is missing instead of waiting forever', async () => {
     const id = h.newConversationId('doomed');
     const messageId = await h.client.sendMessage(id, `hello from ${id}`, { input: { timeouts: { modelCallAttempts: 2 } } });

@@ -5,14 +5,33 @@
 # later `up`s, and registers only what is missing, so a stack set up by an
 # older version of the project gains the attributes added since.
 #
-# Inputs: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_NAMESPACE_RETENTION.
+# Inputs: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_NAMESPACE_RETENTION, and the worker's
+# AGENT_SEARCH_ATTRIBUTES (auto, none, or groups such as status,approvals) and
+# AGENT_SEARCH_ATTRIBUTE_PREFIX (docs/search-attributes.md). When the namespace's
+# visibility store has no room, it says so and leaves the rest to the worker, which
+# starts without the groups that do not fit (or refuses to, for groups it was asked for).
 set -u
 
 addr="${TEMPORAL_ADDRESS:-temporal:7233}"
 ns="${TEMPORAL_NAMESPACE:-default}"
 retention="${TEMPORAL_NAMESPACE_RETENTION:-30d}"
-# name:type of every attribute the workflow upserts (src/workflows/api.ts, SEARCH_ATTRIBUTES).
-attributes="AgentStatus:Keyword PendingApprovals:Int UnknownEffects:Int PendingApprovalTags:KeywordList AwaitingApprovalSince:Datetime AgentTokens:Int AgentCostUsd:Double"
+prefix="${AGENT_SEARCH_ATTRIBUTE_PREFIX:-}"
+groups="$(printf '%s' "${AGENT_SEARCH_ATTRIBUTES:-auto}" | tr ',' ' ')"
+case "$groups" in
+  auto | '') groups="status approvals unknownEffects usage" ;;
+  none) groups="" ;;
+esac
+# name:type of every attribute the workflow upserts, by group (src/workflows/api.ts, SEARCH_ATTRIBUTE_GROUPS).
+attributes=""
+for group in $groups; do
+  case "$group" in
+    status) attributes="$attributes AgentStatus:Keyword" ;;
+    approvals) attributes="$attributes PendingApprovals:Int PendingApprovalTags:KeywordList AwaitingApprovalSince:Datetime" ;;
+    unknownEffects) attributes="$attributes UnknownEffects:Int" ;;
+    usage) attributes="$attributes AgentTokens:Int AgentCostUsd:Double" ;;
+    *) echo "AGENT_SEARCH_ATTRIBUTES names an unknown group: $group (known: status, approvals, unknownEffects, usage)" >&2; exit 1 ;;
+  esac
+done
 
 attempt=0
 until temporal operator cluster health --address "$addr" >/dev/null 2>&1; do
@@ -35,14 +54,20 @@ while :; do
   missing=""
   if listed="$(temporal operator search-attribute list --address "$addr" --namespace "$ns" 2>&1)"; then
     for spec in $attributes; do
-      printf '%s\n' "$listed" | grep -qw "${spec%%:*}" || missing="$missing --name ${spec%%:*} --type ${spec##*:}"
+      printf '%s\n' "$listed" | grep -qw "$prefix${spec%%:*}" || missing="$missing --name $prefix${spec%%:*} --type ${spec##*:}"
     done
     if [ -z "$missing" ]; then
       echo "the conversation's search attributes are registered on namespace $ns"
       exit 0
     fi
-    temporal operator search-attribute create --address "$addr" --namespace "$ns" $missing ||
-      echo "could not register$missing yet; retrying"
+    if created="$(temporal operator search-attribute create --address "$addr" --namespace "$ns" $missing 2>&1)"; then
+      continue
+    fi
+    if printf '%s\n' "$created" | grep -q 'cannot have more than'; then
+      echo "namespace $ns has no room for every search attribute asked for ($created); the worker registers the groups that fit and logs the others"
+      exit 0
+    fi
+    echo "could not register$missing yet ($created); retrying"
   fi
   attempt=$((attempt + 1))
   if [ "$attempt" -gt 60 ]; then

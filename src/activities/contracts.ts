@@ -79,6 +79,30 @@ export type AppendEntry = { seq: number; message: ChatMessage } | { seq: number;
 export interface AppendMessagesInput {
   conversationId: string;
   messages: AppendEntry[];
+  /**
+   * The calls that wait for a person from now on, asked for by an assistant
+   * message of this write: listed for approvers in the same transaction
+   * (`src/db/approval-store.ts`). Absent from other writes, and from workflow
+   * code before the list.
+   */
+  waiting?: ApprovalRequest[];
+}
+
+/** A tool call waiting for a person's decision, as approvers' lists hold it. */
+export interface ApprovalRequest {
+  /** The call instance's effect key. */
+  callKey: string;
+  /** The provider's id, which the tool message answering the call carries. */
+  toolCallId: string;
+  toolName: string;
+  /** Seq of the assistant message that asked for it. */
+  assistantSeq: number;
+  /** Its position among that message's tool calls. */
+  callIndex: number;
+  /** Workflow time the model asked for it, ms since the epoch. */
+  requestedAt: number;
+  /** Who sent the messages of the turn that asked (their `sentBy`). */
+  requestedBy: string[];
 }
 
 /** One tool call to execute. */

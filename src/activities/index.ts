@@ -8,7 +8,8 @@ import type { ToolRegistry } from '../tools/registry';
 import { CONVERSATION_ACTIVITY_NAMES, conversationActivityType, type ConversationActivities } from './contracts';
 import { createModelActivity } from './model';
 import { createToolActivity } from './tools';
-import { appendMessages, recordDecision } from '../db/transcript-store';
+import { recordDecision } from '../db/transcript-store';
+import { appendMessagesListingWaits } from '../db/approval-store';
 import { agentTables } from '../db/schema';
 import { verifyDecision, type DecisionTrust } from './decision-signing';
 import { createToolDiscoveryActivity, type McpToolsets } from './mcp-tools';
@@ -42,7 +43,7 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps): ConversationActivities {
   const tables = agentTables(deps.schema);
   return {
-    appendMessages: (input) => failOnRefusal(() => appendMessages(deps.pool, tables, input)),
+    appendMessages: (input) => failOnRefusal(() => appendMessagesListingWaits(deps.pool, tables, input)),
     callModel: createModelActivity(deps),
     runTool: createToolActivity(deps),
     recordDecision: (record) => failOnRefusal(() => recordDecision(deps.pool, tables, record)),

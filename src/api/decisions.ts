@@ -44,7 +44,7 @@ export interface DecisionPolicy {
   /**
    * How long to wait for the conversation's worker to answer before the
    * decision is queued instead (sent as a signal, checked against what
-   * visibility says waits). Default {@link DECISION_WORKER_WAIT_MS}.
+   * the list of waiting calls says waits). Default {@link DECISION_WORKER_WAIT_MS}.
    */
   workerWaitMs?: number;
 }
@@ -79,7 +79,7 @@ export interface DecisionOutcome {
  * conversation's pending approvals once, refuses (changing nothing) when a
  * named call is not waiting or when four eyes forbid it, then sends one
  * decision per call, naming its effect key. When no worker answers within
- * `policy.workerWaitMs`, the calls waiting are read from visibility, the same
+ * `policy.workerWaitMs`, the calls waiting are read from PostgreSQL, the same
  * checks apply, and each decision is sent as a signal that waits for a worker
  * (`queued: true`).
  */

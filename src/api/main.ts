@@ -30,6 +30,7 @@ async function main(): Promise<void> {
       taskQueue: config.temporal.taskQueue,
       databaseUrl: config.databaseUrl,
       schema: config.databaseSchema,
+      searchAttributes: config.searchAttributes,
       // A request about a conversation no worker answers for gets 503 no_worker, not a hang.
       queryTimeoutMs: 10_000,
       dataConverter: encryptingDataConverter(config.payloadKeys),

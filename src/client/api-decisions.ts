@@ -79,7 +79,7 @@ export interface ApiPendingApproval extends ApiCallDecision {
   requestedBy: string[];
 }
 
-/** The calls waiting for a decision, of one conversation or of all, as the API lists them (from visibility: no worker needed). */
+/** The calls waiting for a decision, of one conversation or of all, as the API lists them (from the list in PostgreSQL: no worker needed). */
 export async function waitingThroughApi(api: ApiDecider, conversationId?: string): Promise<ApiPendingApproval[]> {
   const query = conversationId === undefined ? '' : `?conversationId=${encodeURIComponent(conversationId)}`;
   const { approvals } = await callApi<{ approvals: ApiPendingApproval[] }>(api, 'GET', `/v1/approvals${query}`);

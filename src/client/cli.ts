@@ -38,6 +38,7 @@ async function connect(): Promise<AgentClient> {
       temporalAddress: target.temporalAddress,
       databaseUrl: target.databaseUrl,
       schema: target.schema,
+      searchAttributes: target.searchAttributes,
       namespace: target.namespace,
       taskQueue: target.taskQueue,
       // A command never hangs on a conversation no worker answers for: it says so within seconds.
@@ -72,7 +73,7 @@ interface CliDecision {
  * named: every call waiting now, each named by its key, so a call that
  * appears later is not decided. When no worker answers within
  * {@link CLI_DECISION_WAIT_MS}, the decisions are queued: checked against
- * what visibility says waits and sent as signals a worker applies later.
+ * what the list of waiting calls says waits and sent as signals a worker applies later.
  */
 async function decideCalls(
   conversationId: string,
@@ -369,7 +370,7 @@ program
 
 program
   .command('pending')
-  .description('list every tool call waiting for a decision, oldest first (from the PendingApprovalTags search attribute and the transcripts)')
+  .description('list every tool call waiting for a decision, oldest first (from PostgreSQL; no search attribute needed)')
   .action(async () => {
     const remote = remoteApi(process.env);
     const waiting: Array<Pick<ApiPendingApproval, 'conversationId' | 'toolCallId' | 'toolName' | 'arguments' | 'ageMs' | 'requestedBy' | 'callKey'>> = remote
@@ -389,7 +390,7 @@ program
 
 program
   .command('unknown-effects')
-  .description('list tool calls whose effect is unknown (found by the UnknownEffects search attribute): check each before acting again')
+  .description('list tool calls whose effect is unknown (found by the UnknownEffects search attribute, group unknownEffects): check each before acting again')
   .action(async () => {
     await withClient(async (client) => {
       const found = await client.withUnknownEffects();

@@ -4,23 +4,33 @@
  * bodies, to PostgreSQL.
  */
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError, type ClientPlugin, type ConnectionOptions } from '@temporalio/client';
+import {
+  Client,
+  Connection,
+  isGrpcServiceError,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowUpdateFailedError,
+  type ClientPlugin,
+  type ConnectionOptions,
+} from '@temporalio/client';
 import { WorkflowIdReusePolicy, type DataConverter } from '@temporalio/common';
+import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
 import type { Pool } from 'pg';
 import { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError, UnstorableTextError } from '../errors';
 import { describeUnstorableText } from '../core/text';
-import { readMessagesAt, readTranscript, readTranscriptPage, type StoredMessage } from '../db/transcript-store';
+import { readTranscript, readTranscriptPage, type StoredMessage } from '../db/transcript-store';
+import { readWaitingCalls } from '../db/approval-store';
+import type { SearchAttributeOptions } from '../runtime/search-attributes';
 import { createPool } from '../db/pool';
 import { agentTables, type AgentTables } from '../db/schema';
 import type { StreamEvent } from '../db/stream-channel';
 import { APPROVAL_AGE_THRESHOLDS } from '../core/metrics';
 import { subscribeToStream, type Unsubscribe } from './stream';
 import {
-  AgentStatusAttribute,
-  AwaitingApprovalSinceAttribute,
-  PendingApprovalsAttribute,
-  PendingApprovalTagsAttribute,
   cancelTurnSignal,
+  CONVERSATION_SEARCH_ATTRIBUTE_FIELDS,
+  CONVERSATION_SEARCH_ATTRIBUTES,
+  conversationSearchAttributeKeys,
   CONVERSATION_WORKFLOW_TYPE,
   decisionSignal,
   decisionUpdate,
@@ -32,18 +42,20 @@ import {
   describeOversizedUserMessage,
   describeInvalidInput,
   endConversationSignal,
+  searchAttributeNames,
   stateQuery,
-  UnknownEffectsAttribute,
   userMessageSignal,
   USER_MESSAGE_MAX_BYTES,
   utf8Bytes,
   type ApprovalDecision,
   type ConversationInput,
+  type ConversationSearchAttributes,
   type ConversationState,
   type DecisionResult,
   type PendingApproval,
   type TurnRecord,
   type UnknownEffect,
+  describeBadSearchAttributePrefix,
 } from '../workflows/api';
 import { STALE_QUERY_TASK_MESSAGE } from '../workflows/interceptors';
 
@@ -80,7 +92,22 @@ export interface AgentClientOptions {
   dataConverter?: DataConverter;
   /** Plugins of the Temporal `Client`, e.g. Temporal's `OpenTelemetryPlugin`, whose span of each start roots the conversation's trace. */
   plugins?: ClientPlugin[];
+  /**
+   * The search attribute groups and prefix the workers were given (their
+   * `searchAttributes`; `AGENT_SEARCH_ATTRIBUTES` and
+   * `AGENT_SEARCH_ATTRIBUTE_PREFIX` for `npm start`). Conversations this
+   * client starts set the attributes of these groups that the namespace has
+   * (listed at most once a minute); where the namespace's list may not be
+   * read, all of them. Default: every group, no prefix.
+   */
+  searchAttributes?: SearchAttributeOptions;
 }
+
+/** How long the client trusts the namespace's list of search attributes before it reads it again. */
+export const SEARCH_ATTRIBUTE_LIST_TTL_MS = 60_000;
+
+/** Conversation ids one visibility query checks at most (`WorkflowId IN (...)`). */
+const IDS_PER_VISIBILITY_QUERY = 100;
 
 /** No worker answered a query in time: none runs on the task queue, or none reaches the server. */
 export class NoWorkerAnsweredError extends Error {
@@ -102,7 +129,7 @@ export interface SendMessageOptions {
   sentBy?: string;
 }
 
-/** One tool call waiting for a person, as approvers' lists show it (from visibility and PostgreSQL, no query per conversation). */
+/** One tool call waiting for a person, as approvers' lists show it (from PostgreSQL, no query per conversation). */
 export interface PendingApprovalView {
   conversationId: string;
   toolCallId: string;
@@ -118,7 +145,7 @@ export interface PendingApprovalView {
   requestedBy: string[];
 }
 
-/** Narrows {@link AgentClient.pendingApprovals}. Values may not contain quotes or backslashes. */
+/** Narrows {@link AgentClient.pendingApprovals}. */
 export interface PendingApprovalFilter {
   /** Only calls of this conversation. */
   conversationId?: string;
@@ -146,10 +173,10 @@ export interface ConversationAwaitingApproval {
   pendingApprovals: PendingApproval[];
 }
 
-/** A conversation waiting for a person, as Temporal's visibility lists it. */
+/** A conversation waiting for a person, as the list of waiting calls and Temporal's visibility show it. */
 export interface ConversationAwaitingApprovalSummary {
   conversationId: string;
-  /** Calls waiting for a decision (the `PendingApprovals` search attribute). */
+  /** Calls waiting for a decision. */
   pendingApprovals: number;
   /** When the conversation's current run started (a conversation continues as new between turns). */
   runStartedAt: Date;
@@ -170,14 +197,21 @@ export class AgentClient {
   private readonly queryTimeoutMs: number | undefined;
   private readonly pool: Pool | undefined;
   private readonly databaseUrl: string | undefined;
+  /** The attributes the workers may register, by field, under their names in the namespace. */
+  private readonly configuredNames: ConversationSearchAttributes;
+  /** The attributes of {@link configuredNames} the namespace has, as last listed. */
+  private listedNames: { names: ConversationSearchAttributes; at: number } | undefined;
 
   private constructor(
     readonly temporal: Client,
     /** The connection this client opened, closed by {@link AgentClient.close}; unset for a `Client` of the caller's. */
     private readonly ownConnection: Connection | undefined,
-    options: Pick<AgentClientOptions, 'taskQueue' | 'databaseUrl' | 'queryTimeoutMs'>,
+    options: Pick<AgentClientOptions, 'taskQueue' | 'databaseUrl' | 'queryTimeoutMs' | 'searchAttributes'>,
     private readonly tables: AgentTables,
   ) {
+    const badPrefix = describeBadSearchAttributePrefix(options.searchAttributes?.prefix ?? '');
+    if (badPrefix) throw new TypeError(`AgentClient: searchAttributes.prefix: ${badPrefix}.`);
+    this.configuredNames = searchAttributeNames(options.searchAttributes?.prefix, options.searchAttributes?.groups);
     this.queryTimeoutMs = options.queryTimeoutMs;
     this.taskQueue = options.taskQueue ?? 'agent';
     this.databaseUrl = options.databaseUrl;
@@ -207,7 +241,10 @@ export class AgentClient {
    * payload codecs). {@link AgentClient.close} leaves that client open.
    * Throws a `ConfigError` when `schema` is not a usable name.
    */
-  static fromClient(temporal: Client, options: Pick<AgentClientOptions, 'taskQueue' | 'databaseUrl' | 'schema' | 'queryTimeoutMs'> = {}): AgentClient {
+  static fromClient(
+    temporal: Client,
+    options: Pick<AgentClientOptions, 'taskQueue' | 'databaseUrl' | 'schema' | 'queryTimeoutMs' | 'searchAttributes'> = {},
+  ): AgentClient {
     return new AgentClient(temporal, undefined, options, agentTables(options.schema));
   }
 
@@ -231,11 +268,12 @@ export class AgentClient {
     if (unstorable) throw new UnstorableTextError(`${unstorable}. Nothing was sent.`);
     const problems = describeInvalidInput(options.input);
     if (problems.length > 0) throw new InvalidConversationInputError(`Invalid conversation input: ${problems.join('; ')}.`);
+    const input = await this.withSearchAttributeNames(options.input ?? {});
     try {
       await this.temporal.workflow.signalWithStart(CONVERSATION_WORKFLOW_TYPE, {
         workflowId: conversationId,
         taskQueue: this.taskQueue,
-        args: [options.input ?? {}],
+        args: [input],
         signal: userMessageSignal,
         signalArgs: [{ text, messageId, ...(options.sentBy === undefined ? {} : { sentBy: options.sentBy }) }],
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
@@ -361,114 +399,118 @@ export class AgentClient {
   }
 
   /**
-   * The conversations waiting for a person, from Temporal's visibility alone
-   * (the `AgentStatus` and `PendingApprovals` search attributes): one list
-   * call, no query per conversation. Oldest first.
+   * The conversations waiting for a person: the list of waiting calls in
+   * PostgreSQL (no search attribute needed) and one visibility list of the
+   * running ones among them, no query per conversation. Oldest run first.
+   * Needs `databaseUrl`.
    */
   async listAwaitingApproval(): Promise<ConversationAwaitingApprovalSummary[]> {
-    const found: ConversationAwaitingApprovalSummary[] = [];
-    for await (const execution of this.temporal.workflow.list({
-      query: `${AgentStatusAttribute.name} = 'awaiting_approval' AND ExecutionStatus = 'Running'`,
-    })) {
-      found.push({
-        conversationId: execution.workflowId,
-        pendingApprovals: Number(execution.typedSearchAttributes.get(PendingApprovalsAttribute) ?? 0),
-        runStartedAt: execution.startTime,
-      });
-    }
-    return found.reverse();
+    const calls = await readWaitingCalls(this.database(), this.tables);
+    const running = await this.runningConversations(calls.map((c) => c.conversationId));
+    const counts = new Map<string, number>();
+    for (const call of calls) if (running.has(call.conversationId)) counts.set(call.conversationId, (counts.get(call.conversationId) ?? 0) + 1);
+    return [...counts]
+      .map(([conversationId, pendingApprovals]) => ({ conversationId, pendingApprovals, runStartedAt: running.get(conversationId)! }))
+      .sort((a, b) => a.runStartedAt.getTime() - b.runStartedAt.getTime());
   }
 
   /**
    * How many conversations of this client's task queue wait for a person:
    * `any`, and for each threshold those whose oldest waiting call is older.
-   * Counted by Temporal's visibility (one count per figure), so it costs the
-   * same for ten conversations as for ten thousand.
+   * Where the namespace has the `approvals` group, counted by Temporal's
+   * visibility (one count per figure, the same cost for ten conversations as
+   * for ten thousand); else from the waiting calls in PostgreSQL, with one
+   * visibility list per hundred waiting conversations.
    */
   async approvalBacklog(thresholds: readonly { waited: string; ms: number }[] = APPROVAL_AGE_THRESHOLDS): Promise<{ waited: string; conversations: number }[]> {
-    const waiting = `${PendingApprovalsAttribute.name} > 0 AND ExecutionStatus = 'Running' AND TaskQueue = '${this.taskQueue.replace(/'/g, "''")}'`;
+    const names = await this.searchAttributeNamesInUse();
     const now = Date.now();
-    const figures = [{ waited: 'any', query: waiting }].concat(
-      thresholds.map((t) => ({ waited: t.waited, query: `${waiting} AND ${AwaitingApprovalSinceAttribute.name} <= '${new Date(now - t.ms).toISOString()}'` })),
+    if (names.pendingApprovals && names.awaitingApprovalSince) {
+      const waiting = `${names.pendingApprovals} > 0 AND ExecutionStatus = 'Running' AND ${this.taskQueueClause()}`;
+      const figures = [{ waited: 'any', query: waiting }].concat(
+        thresholds.map((t) => ({ waited: t.waited, query: `${waiting} AND ${names.awaitingApprovalSince} <= '${new Date(now - t.ms).toISOString()}'` })),
+      );
+      return Promise.all(figures.map(async (f) => ({ waited: f.waited, conversations: (await this.temporal.workflow.count(f.query)).count })));
+    }
+    const calls = await readWaitingCalls(this.database(), this.tables);
+    const running = await this.runningConversations(calls.map((c) => c.conversationId), { ownQueue: true });
+    const oldest = new Map<string, number>();
+    for (const call of calls) if (running.has(call.conversationId) && !oldest.has(call.conversationId)) oldest.set(call.conversationId, call.requestedAt.getTime());
+    const since = [...oldest.values()];
+    return [{ waited: 'any', conversations: since.length }].concat(
+      thresholds.map((t) => ({ waited: t.waited, conversations: since.filter((at) => at <= now - t.ms).length })),
     );
-    return Promise.all(figures.map(async (f) => ({ waited: f.waited, conversations: (await this.temporal.workflow.count(f.query)).count })));
   }
 
   /**
    * Every tool call waiting for a person, oldest first, with its tool,
-   * arguments, requester and age: one visibility list (the
-   * `PendingApprovalTags` and `AwaitingApprovalSince` search attributes) and
-   * one PostgreSQL read for the arguments. Needs `databaseUrl`. Conversations
-   * whose run began before those attributes existed are read with a state
-   * query each, until they continue as new.
+   * arguments, requester and age: one PostgreSQL read (the calls are listed
+   * as their conversations ask for them, with their arguments from the
+   * transcript) and one visibility list per hundred conversations to leave
+   * out those no longer running (terminated, failed). Needs no search
+   * attribute, and `databaseUrl`. Conversations begun before this list
+   * existed are not in it.
    */
   async pendingApprovals(filter: PendingApprovalFilter = {}): Promise<PendingApprovalView[]> {
-    const clauses = [`${PendingApprovalsAttribute.name} > 0`, `ExecutionStatus = 'Running'`];
-    const quoted = (what: string, value: string) => {
-      if (/['"\\]/.test(value)) throw new TypeError(`The ${what} filter may not contain quotes or backslashes: ${JSON.stringify(value)}.`);
-      return `'${value}'`;
-    };
-    if (filter.conversationId !== undefined) clauses.push(`WorkflowId = ${quoted('conversationId', filter.conversationId)}`);
-    if (filter.tool !== undefined) clauses.push(`${PendingApprovalTagsAttribute.name} = ${quoted('tool', `tool:${filter.tool}`)}`);
-    if (filter.requester !== undefined) clauses.push(`${PendingApprovalTagsAttribute.name} = ${quoted('requester', `requester:${filter.requester}`)}`);
-    if (filter.minAgeMs !== undefined) {
-      clauses.push(`${AwaitingApprovalSinceAttribute.name} <= '${new Date(Date.now() - filter.minAgeMs).toISOString()}'`);
-    }
     const now = Date.now();
-    const indexed: { conversationId: string; seq: number; index: number; callKey: string; since: Date; requestedBy: string[] }[] = [];
-    const legacy: string[] = [];
-    for await (const execution of this.temporal.workflow.list({ query: clauses.join(' AND ') })) {
-      const tags = (execution.typedSearchAttributes.get(PendingApprovalTagsAttribute) ?? []) as string[];
-      const since = execution.typedSearchAttributes.get(AwaitingApprovalSinceAttribute);
-      if (tags.length === 0 || !since) {
-        legacy.push(execution.workflowId);
-        continue;
-      }
-      const requestedBy = tags.filter((t) => t.startsWith('requester:')).map((t) => t.slice('requester:'.length));
-      for (const tag of tags) {
-        const key = /^call:(.*)\/msg-(\d+)\/call-(\d+)$/.exec(tag);
-        if (key) indexed.push({ conversationId: execution.workflowId, seq: Number(key[2]), index: Number(key[3]), callKey: tag.slice(5), since, requestedBy });
-      }
-    }
-    const asked = await readMessagesAt(this.database(), this.tables, indexed);
-    const byRef = new Map(asked.map((m) => [`${m.conversationId}\u0000${m.seq}`, m.message]));
-    const views: PendingApprovalView[] = [];
-    for (const call of indexed) {
-      const message = byRef.get(`${call.conversationId}\u0000${call.seq}`);
-      const toolCall = message && message.role === 'assistant' ? message.tool_calls?.[call.index] : undefined;
-      if (!toolCall) continue; // settled since the list was read, or not written yet
-      views.push({
+    const calls = await readWaitingCalls(this.database(), this.tables, {
+      conversationId: filter.conversationId,
+      toolName: filter.tool,
+      requestedBy: filter.requester,
+      requestedBefore: filter.minAgeMs === undefined ? undefined : new Date(now - filter.minAgeMs),
+    });
+    const running = await this.runningConversations(calls.map((c) => c.conversationId));
+    return calls
+      .filter((call) => running.has(call.conversationId))
+      .map((call) => ({
         conversationId: call.conversationId,
-        toolCallId: toolCall.id,
+        toolCallId: call.toolCallId,
         callKey: call.callKey,
-        toolName: toolCall.function.name,
-        arguments: parseArguments(toolCall.function.arguments),
-        requestedAt: call.since,
-        ageMs: now - call.since.getTime(),
+        toolName: call.toolName,
+        arguments: parseArguments(call.arguments),
+        requestedAt: call.requestedAt,
+        ageMs: now - call.requestedAt.getTime(),
         requestedBy: call.requestedBy,
-      });
+      }));
+  }
+
+  /**
+   * Of these conversations, those Temporal's visibility says are running
+   * (on this client's task queue, with `ownQueue`), with the start of their
+   * current run: one list per hundred ids (`WorkflowId IN (...)`, system
+   * attributes only).
+   */
+  private async runningConversations(ids: readonly string[], options: { ownQueue?: boolean } = {}): Promise<Map<string, Date>> {
+    const running = new Map<string, Date>();
+    const unique = [...new Set(ids)];
+    // An id a query cannot quote plainly is asked about on its own.
+    const plain = unique.filter((id) => !/['"\\]/.test(id));
+    for (const id of unique.filter((i) => !plain.includes(i))) {
+      const execution = await this.temporal.workflow.getHandle(id).describe().catch(() => undefined);
+      if (execution?.status.name === 'RUNNING' && (!options.ownQueue || execution.taskQueue === this.taskQueue)) running.set(id, execution.startTime);
     }
-    // Runs begun before the index: their state says the same (filters applied here).
-    for (const conversationId of legacy) {
-      const state = await this.state(conversationId).catch(() => undefined);
-      for (const p of state?.pendingApprovals ?? []) {
-        const view = { conversationId, ...p, requestedAt: new Date(p.requestedAt), ageMs: now - Date.parse(p.requestedAt) };
-        if (filter.tool !== undefined && view.toolName !== filter.tool) continue;
-        if (filter.requester !== undefined && !view.requestedBy.includes(filter.requester)) continue;
-        if (filter.minAgeMs !== undefined && view.ageMs < filter.minAgeMs) continue;
-        views.push(view);
+    const queue = options.ownQueue ? ` AND ${this.taskQueueClause()}` : '';
+    for (let i = 0; i < plain.length; i += IDS_PER_VISIBILITY_QUERY) {
+      const list = plain.slice(i, i + IDS_PER_VISIBILITY_QUERY).map((id) => `'${id}'`).join(', ');
+      for await (const execution of this.temporal.workflow.list({ query: `ExecutionStatus = 'Running' AND WorkflowId IN (${list})${queue}` })) {
+        running.set(execution.workflowId, execution.startTime);
       }
     }
-    return views.sort((a, b) => a.requestedAt.getTime() - b.requestedAt.getTime());
+    return running;
+  }
+
+  /** The visibility clause of this client's task queue. */
+  private taskQueueClause(): string {
+    return `TaskQueue = '${this.taskQueue.replace(/'/g, "''")}'`;
   }
 
   /**
    * The calls of one conversation waiting for a decision, asked of its worker
    * (a state query) for at most `timeoutMs`. When no worker answers in that
-   * time, they are read from visibility instead (`workerAnswered: false`):
-   * what the conversation's last workflow task recorded, which is what a
-   * decision sent now as a signal will meet when a worker runs again. A run
-   * begun before that index existed cannot be read that way, and the
+   * time, they are read from the list of waiting calls instead
+   * (`workerAnswered: false`): what the conversation last wrote, which is
+   * what a decision sent now as a signal will meet when a worker runs again.
+   * A run begun before that list existed cannot be read that way, and the
    * {@link NoWorkerAnsweredError} stands.
    */
   async waitingCalls(conversationId: string, timeoutMs: number): Promise<{ calls: PendingApproval[]; workerAnswered: boolean }> {
@@ -478,11 +520,10 @@ export class AgentClient {
       if (!(err instanceof NoWorkerAnsweredError)) throw err;
       const execution = await this.temporal.workflow.getHandle(conversationId).describe();
       if (execution.status.name !== 'RUNNING') throw err;
-      const tags = execution.typedSearchAttributes.get(PendingApprovalTagsAttribute);
-      const waiting = Number(execution.typedSearchAttributes.get(PendingApprovalsAttribute) ?? 0);
-      // A run that records no index although calls wait (begun before the index existed): nothing to read.
-      if (waiting > 0 && (tags ?? []).length === 0) throw err;
-      const calls = waiting === 0 ? [] : await this.pendingApprovals({ conversationId });
+      const calls = await this.pendingApprovals({ conversationId });
+      // A run that counts waiting calls in its search attribute but listed none (begun before the list existed): nothing to read.
+      const counted = conversationSearchAttributeKeys(await this.searchAttributeNamesInUse()).pendingApprovals;
+      if (calls.length === 0 && counted && Number(execution.typedSearchAttributes.get(counted) ?? 0) > 0) throw err;
       return {
         calls: calls.map(({ conversationId: _id, requestedAt, ...call }) => ({ ...call, requestedAt: requestedAt.toISOString() })),
         workerAnswered: false,
@@ -503,18 +544,27 @@ export class AgentClient {
   /**
    * Every conversation with tool calls whose effect is unknown (a tool that
    * is not idempotent timed out or lost its worker), found through the
-   * `UnknownEffects` search attribute. Closed conversations are listed too:
-   * an unknown effect needs checking whatever became of its conversation.
+   * `UnknownEffects` search attribute (group `unknownEffects`; an error says
+   * so when the namespace does not have it). Closed conversations are listed
+   * too: an unknown effect needs checking whatever became of its conversation.
    */
   async withUnknownEffects(): Promise<ConversationWithUnknownEffects[]> {
+    const attribute = conversationSearchAttributeKeys(await this.searchAttributeNamesInUse()).unknownEffects;
+    if (!attribute) {
+      throw new Error(
+        `Listing conversations with unknown effects needs the search attribute ${this.configuredNames.unknownEffects ?? CONVERSATION_SEARCH_ATTRIBUTES.unknownEffects.name} (group unknownEffects), ` +
+          `which namespace "${this.temporal.options.namespace}" does not have or this client leaves out. The worker logs why at start; docs/search-attributes.md says how to have it. ` +
+          "Each conversation's own state still lists its unknown effects (npm run cli -- state <id>).",
+      );
+    }
     const found: ConversationWithUnknownEffects[] = [];
     const seen = new Set<string>();
-    for await (const execution of this.temporal.workflow.list({ query: `${UnknownEffectsAttribute.name} > 0` })) {
+    for await (const execution of this.temporal.workflow.list({ query: `${attribute.name} > 0` })) {
       // Every run of a conversation that continued as new carries the count: list the conversation once.
       if (seen.has(execution.workflowId)) continue;
       seen.add(execution.workflowId);
       const state = await this.state(execution.workflowId).catch(() => undefined);
-      const count = state?.unknownEffectsCount ?? Number(execution.typedSearchAttributes.get(UnknownEffectsAttribute) ?? 0);
+      const count = state?.unknownEffectsCount ?? Number(execution.typedSearchAttributes.get(attribute) ?? 0);
       found.push({ conversationId: execution.workflowId, count, unknownEffects: state?.unknownEffects ?? [] });
     }
     return found;
@@ -533,6 +583,45 @@ export class AgentClient {
   /** Ends the conversation after its current turn and queued messages. */
   async end(conversationId: string): Promise<void> {
     await this.temporal.workflow.getHandle(conversationId).signal(endConversationSignal);
+  }
+
+  /**
+   * The input a conversation starts with: the caller's, with the names of the
+   * search attributes it sets (those of the configured groups that the
+   * namespace has). Left out when they are the seven under their own names,
+   * which is what a conversation without them sets.
+   */
+  private async withSearchAttributeNames(input: ConversationInput): Promise<ConversationInput> {
+    if (input.searchAttributes !== undefined) return input;
+    const names = await this.searchAttributeNamesInUse();
+    const everyOneUnderItsName = CONVERSATION_SEARCH_ATTRIBUTE_FIELDS.every((field) => names[field] === CONVERSATION_SEARCH_ATTRIBUTES[field].name);
+    return everyOneUnderItsName ? input : { ...input, searchAttributes: names };
+  }
+
+  /**
+   * The configured attributes the namespace has, with the right type: read
+   * from the namespace at most once per {@link SEARCH_ATTRIBUTE_LIST_TTL_MS}.
+   * Where the namespace's list may not be read (no permission, or a server
+   * without the operator service), every configured attribute.
+   */
+  private async searchAttributeNamesInUse(): Promise<ConversationSearchAttributes> {
+    if (this.listedNames && Date.now() - this.listedNames.at < SEARCH_ATTRIBUTE_LIST_TTL_MS) return this.listedNames.names;
+    let names: ConversationSearchAttributes;
+    try {
+      const listed = await this.temporal.connection.operatorService.listSearchAttributes({ namespace: this.temporal.options.namespace });
+      const registered = listed.customAttributes ?? {};
+      names = {};
+      for (const field of CONVERSATION_SEARCH_ATTRIBUTE_FIELDS) {
+        const name = this.configuredNames[field];
+        if (name !== undefined && registered[name] === encodeSearchAttributeIndexedValueType(CONVERSATION_SEARCH_ATTRIBUTES[field].type)) names[field] = name;
+      }
+    } catch (err) {
+      // PERMISSION_DENIED, UNIMPLEMENTED: the workers' configuration is all there is to go by.
+      if (!(isGrpcServiceError(err) && (err.code === 7 || err.code === 12))) throw err;
+      names = { ...this.configuredNames };
+    }
+    this.listedNames = { names, at: Date.now() };
+    return names;
   }
 
   /** Closes the connections this client opened. */

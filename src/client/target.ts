@@ -4,6 +4,7 @@
  */
 import type { WorkerConfig } from '../runtime/config';
 import type { RuntimeInfo } from '../runtime/services';
+import type { SearchAttributeOptions } from '../runtime/search-attributes';
 
 /** The servers, namespace, task queue and schema the CLI uses. */
 export interface CliTarget {
@@ -12,6 +13,8 @@ export interface CliTarget {
   namespace: string;
   taskQueue: string;
   schema: string;
+  /** The search attribute groups and prefix the workers use (docs/search-attributes.md). */
+  searchAttributes: SearchAttributeOptions;
   /** True when the target is a running `npm start`'s embedded dev server (plain connection). */
   embedded: boolean;
 }
@@ -41,6 +44,11 @@ export function resolveCliTarget(config: WorkerConfig, env: NodeJS.ProcessEnv, r
     // The namespace goes with the server: the running `npm start`'s when the CLI found its server there.
     namespace: config.temporal.address ? config.temporal.namespace : (runtime?.namespace ?? config.temporal.namespace),
     taskQueue: given('TEMPORAL_TASK_QUEUE') || !fromRuntime ? config.temporal.taskQueue : runtime!.taskQueue,
+    // The running `npm start`'s prefix and groups go with its server, unless the environment names them.
+    searchAttributes:
+      given('AGENT_SEARCH_ATTRIBUTE_PREFIX') || given('AGENT_SEARCH_ATTRIBUTES') || !fromRuntime
+        ? config.searchAttributes
+        : (runtime!.searchAttributes ?? config.searchAttributes),
     embedded: !config.temporal.address,
   };
 }

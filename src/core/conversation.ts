@@ -17,6 +17,7 @@
  */
 import type {
   AppendMessagesInput,
+  ApprovalRequest,
   DecisionRecord,
   ModelCallInput,
   ModelCallResult,
@@ -230,6 +231,16 @@ export class ConversationCore {
     for (const call of waiting) tags.add(`tool:${call.name}`);
     for (const who of this.turnRequesters) tags.add(`requester:${who}`);
     return { tags: [...tags], since: Math.min(...waiting.map((call) => call.requestedAt)) };
+  }
+
+  /** The calls of the open batch waiting for a person, as approvers' lists hold them (see {@link ApprovalRequest}). */
+  approvalRequests(): ApprovalRequest[] {
+    const calls = this.batch?.all() ?? [];
+    return calls.flatMap((call, callIndex) =>
+      call.phase === 'awaiting_approval'
+        ? [{ callKey: call.key, toolCallId: call.id, toolName: call.name, assistantSeq: this.answerSeq, callIndex, requestedAt: call.requestedAt, requestedBy: [...this.turnRequesters] }]
+        : [],
+    );
   }
 
   /** The state shown to clients (the `state` query). */

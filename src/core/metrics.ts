@@ -113,7 +113,7 @@ export const AGENT_METRICS = {
     kind: 'gauge',
     unit: 'conversations',
     description:
-      'Conversations of the task queue waiting for a person, from Temporal\'s visibility, by how long the oldest call has waited (waited: any, over_1h, over_1d, over_7d). Every standalone worker reports the same figure.',
+      'Conversations of the task queue waiting for a person (counted by Temporal\'s visibility, or from PostgreSQL without the approvals search attributes), by how long the oldest call has waited (waited: any, over_1h, over_1d, over_7d). Every standalone worker reports the same figure.',
     labels: ['waited'],
   },
 } as const satisfies Record<string, MetricSpec>;

@@ -153,6 +153,46 @@ const MIGRATIONS: Migration[] = [
       CREATE INDEX worker_activities_by_worker ON ${t.workerActivities} (worker_key);
     `,
   },
+  {
+    version: 9,
+    name: 'tool calls waiting for a person',
+    sql: (t) => `
+      -- One row per tool call waiting for a decision, written with the assistant message that asked
+      -- for it (src/db/approval-store.ts): approvers' lists read it instead of Temporal's search
+      -- attributes. A row leaves when its decision is recorded or a tool message answering its call
+      -- is stored (every way a call settles ends with one), by the triggers below, in the
+      -- transaction that stores them, whichever activity writes it.
+      CREATE TABLE ${t.pendingApprovals} (
+        conversation_id text NOT NULL,
+        call_key text NOT NULL,
+        tool_call_id text NOT NULL,
+        tool_name text NOT NULL,
+        assistant_seq integer NOT NULL,
+        call_index integer NOT NULL,
+        requested_at timestamptz NOT NULL,
+        requested_by text[] NOT NULL,
+        PRIMARY KEY (conversation_id, call_key)
+      );
+      CREATE INDEX pending_approvals_by_age ON ${t.pendingApprovals} (requested_at);
+      CREATE FUNCTION ${t.quotedSchema}.pending_approval_answered() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        PERFORM pg_advisory_xact_lock(hashtext('durable-agent-worker.approvals:' || NEW.conversation_id));
+        DELETE FROM ${t.pendingApprovals}
+         WHERE conversation_id = NEW.conversation_id AND tool_call_id = NEW.message ->> 'tool_call_id' AND assistant_seq < NEW.seq;
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER pending_approval_answered AFTER INSERT OR UPDATE ON ${t.conversationMessages}
+        FOR EACH ROW WHEN (NEW.role = 'tool') EXECUTE FUNCTION ${t.quotedSchema}.pending_approval_answered();
+      CREATE FUNCTION ${t.quotedSchema}.pending_approval_decided() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        PERFORM pg_advisory_xact_lock(hashtext('durable-agent-worker.approvals:' || NEW.conversation_id));
+        DELETE FROM ${t.pendingApprovals} WHERE conversation_id = NEW.conversation_id AND call_key = ANY (NEW.call_keys);
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER pending_approval_decided AFTER INSERT ON ${t.approvalDecisions}
+        FOR EACH ROW WHEN (NEW.call_keys IS NOT NULL) EXECUTE FUNCTION ${t.quotedSchema}.pending_approval_decided();
+    `,
+  },
 ];
 
 /** Options of {@link migrate}. */

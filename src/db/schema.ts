@@ -27,6 +27,7 @@ export const AGENT_TABLE_NAMES = [
   'mcp_toolsets',
   'workers',
   'worker_activities',
+  'pending_approvals',
 ] as const;
 
 /** The name of one of the project's tables, unqualified. */
@@ -51,6 +52,8 @@ export interface AgentTables {
   readonly workers: string;
   /** The conversation activity attempts each running worker has started and not yet finished. */
   readonly workerActivities: string;
+  /** Tool calls waiting for a person's decision, for approvers' lists (`approval-store.ts`). */
+  readonly pendingApprovals: string;
 }
 
 /**
@@ -94,5 +97,6 @@ export function agentTables(schema: string = DEFAULT_DATABASE_SCHEMA): AgentTabl
     mcpToolsets: table('mcp_toolsets'),
     workers: table('workers'),
     workerActivities: table('worker_activities'),
+    pendingApprovals: table('pending_approvals'),
   };
 }

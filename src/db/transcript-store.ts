@@ -3,7 +3,7 @@
  * readers read. Each function takes the project's tables (`agentTables`), in
  * the schema the worker was configured with.
  */
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import type { AgentTables } from './schema';
 import type { ChatMessage } from '../core/messages';
 import type { TokenUsage } from '../core/contract';
@@ -59,8 +59,12 @@ function describeRefused(entry: AppendEntry, err: unknown): string {
   return describeRefusal(err);
 }
 
-/** The upsert of {@link appendMessages}, for the given entries. */
-async function insertMessages(pool: Pool, tables: AgentTables, conversationId: string, messages: readonly AppendEntry[]): Promise<void> {
+/**
+ * The upsert of {@link appendMessages}, for the given entries, in one
+ * statement (also inside a transaction of the caller's), text made storable
+ * first; a refused value fails it whole.
+ */
+export async function insertMessages(db: Pool | PoolClient, tables: AgentTables, conversationId: string, messages: readonly AppendEntry[]): Promise<void> {
   const params: unknown[] = [conversationId];
   const param = (value: unknown): string => {
     params.push(value);
@@ -78,7 +82,7 @@ async function insertMessages(pool: Pool, tables: AgentTables, conversationId: s
       : `SELECT ${seq}::int, 'tool', (SELECT jsonb_build_object('role', 'tool', 'tool_call_id', ${param(toStorableText(entry.ref.toolCallId))}::text, 'content', content)
            FROM ${tables.toolResults} WHERE idempotency_key = ${key})`;
   });
-  await pool.query(
+  await db.query(
     `INSERT INTO ${tables.conversationMessages} (conversation_id, seq, role, message)
      SELECT $1, seq, role, message FROM (${rows.join(' UNION ALL ')}) AS written (seq, role, message)
      ON CONFLICT (conversation_id, seq) DO UPDATE SET role = EXCLUDED.role, message = EXCLUDED.message`,

@@ -10,6 +10,8 @@ import { DEFAULT_DATABASE_SCHEMA, describeBadSchemaName } from '../db/schema';
 import { describeBadPrices, type ModelPrices } from '../core/pricing';
 import { parsePayloadKeys, type PayloadKey } from '../codec/aes-gcm';
 import { describeBadMcpServers, type McpServers } from '../mcp/protocol';
+import { describeBadSearchAttributePrefix, parseSearchAttributeGroups } from '../workflows/api';
+import type { SearchAttributeOptions } from './search-attributes';
 
 export { ConfigError };
 
@@ -47,6 +49,8 @@ export const ENV_VARS = [
   'AGENT_MCP_SERVERS',
   'AGENT_LOST_WORKER_TAKEOVER',
   'AGENT_LOST_WORKER_CONFIRM_MS',
+  'AGENT_SEARCH_ATTRIBUTES',
+  'AGENT_SEARCH_ATTRIBUTE_PREFIX',
 ] as const;
 
 const optional = z
@@ -193,6 +197,18 @@ const envSchema = z.object({
     'must be a whole number of milliseconds',
     z.number().min(100, 'must be at least 100 ms (a worker reconnecting after a short cut must have time to lock its key again)'),
   ),
+  AGENT_SEARCH_ATTRIBUTES: optional.transform((value, ctx) => {
+    try {
+      return value === undefined ? undefined : parseSearchAttributeGroups(value);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      return z.NEVER;
+    }
+  }),
+  AGENT_SEARCH_ATTRIBUTE_PREFIX: optional.superRefine((prefix, ctx) => {
+    const problem = prefix === undefined ? undefined : describeBadSearchAttributePrefix(prefix);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  }),
   AGENT_CODEC_CORS_ORIGINS: optional.pipe(
     z
       .string()
@@ -271,6 +287,11 @@ export interface WorkerConfig {
   metricsAddress: string | 'off';
   /** MCP servers whose tools conversations may use, with `${VAR}` replaced from the environment. */
   mcpServers?: McpServers;
+  /**
+   * The search attribute groups the worker registers (unset: each that fits)
+   * and their names' prefix; clients read the same settings (docs/search-attributes.md).
+   */
+  searchAttributes: SearchAttributeOptions;
   /** Lost-worker takeover (README, "When a worker dies"): on unless AGENT_LOST_WORKER_TAKEOVER=false. */
   lostWorkers: { enabled: boolean; confirmMs?: number };
   /** Where traces are exported over OTLP/HTTP (README, "Traces"); unset: no traces, and no tracing package is loaded. */
@@ -422,6 +443,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     traces: traceExport(e),
     ...(e.AGENT_PAYLOAD_KEYS ? { payloadKeys: e.AGENT_PAYLOAD_KEYS } : {}),
     ...(e.AGENT_MCP_SERVERS ? { mcpServers: expandVariables(e.AGENT_MCP_SERVERS, env) } : {}),
+    searchAttributes: {
+      ...(e.AGENT_SEARCH_ATTRIBUTE_PREFIX ? { prefix: e.AGENT_SEARCH_ATTRIBUTE_PREFIX } : {}),
+      ...(e.AGENT_SEARCH_ATTRIBUTES ? { groups: e.AGENT_SEARCH_ATTRIBUTES } : {}),
+    },
     lostWorkers: { enabled: e.AGENT_LOST_WORKER_TAKEOVER ?? true, ...(e.AGENT_LOST_WORKER_CONFIRM_MS ? { confirmMs: e.AGENT_LOST_WORKER_CONFIRM_MS } : {}) },
     api: {
       host: e.AGENT_API_HOST ?? '127.0.0.1',

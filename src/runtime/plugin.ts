@@ -40,7 +40,8 @@ import type { Tool } from '../tools/tool';
 import type { ModelPrices } from '../core/pricing';
 import { AgentError } from '../errors';
 import { logger } from './logger';
-import { ensureSearchAttributes } from './search-attributes';
+import { ensureSearchAttributes, SEARCH_ATTRIBUTE_GROUP_PURPOSE, type SearchAttributeOptions } from './search-attributes';
+import { describeBadSearchAttributePrefix } from '../workflows/api';
 import { McpConnections } from '../activities/mcp-connections';
 import { McpToolsets } from '../activities/mcp-tools';
 import { LostWorkerWatch, type LostWorkerOptions } from './lost-workers';
@@ -102,6 +103,15 @@ export interface DurableAgentPluginOptions {
   databaseWaitMs?: number;
   /** Register the conversation's search attributes where missing before the worker polls. Default true. */
   registerSearchAttributes?: boolean;
+  /**
+   * Which search attribute groups to register and under which names: by
+   * default each group that fits in the namespace (status, approvals,
+   * unknownEffects, usage, in that order), the others left off and logged;
+   * `groups` asks for exactly those (one that does not fit fails the start),
+   * `prefix` puts a prefix before every name (clients need the same prefix).
+   * See docs/search-attributes.md.
+   */
+  searchAttributes?: SearchAttributeOptions;
   /**
    * Also register the activities under their bare names (`callModel`), which
    * conversations begun before the prefixed types schedule until they continue
@@ -165,6 +175,8 @@ export class DurableAgentPlugin implements WorkerPlugin, ClientPlugin, BundlerPl
 
   constructor(options: DurableAgentPluginOptions) {
     this.settings = options;
+    const badPrefix = describeBadSearchAttributePrefix(options.searchAttributes?.prefix ?? '');
+    if (badPrefix) throw new TypeError(`DurableAgentPlugin: searchAttributes.prefix: ${badPrefix}.`);
     this.ownsPool = 'url' in options.database;
     this.pool = 'pool' in options.database ? options.database.pool : createPool(options.database.url);
     const mcpServers = options.mcp?.servers ?? {};
@@ -283,8 +295,13 @@ export class DurableAgentPlugin implements WorkerPlugin, ClientPlugin, BundlerPl
       if (applied.length > 0) logger.info({ versions: applied, schema: this.settings.schema }, 'applied database migrations');
     }
     if ((this.settings.registerSearchAttributes ?? true) && connection) {
-      const added = await ensureSearchAttributes(connection, namespace);
-      if (added.length > 0) logger.info({ added }, 'registered search attributes');
+      const { added, off } = await ensureSearchAttributes(connection, namespace, this.settings.searchAttributes);
+      if (added.length > 0) logger.info({ added, namespace }, 'registered search attributes');
+      for (const { group, why, chosen } of off) {
+        const line = `search attribute group "${group}" is off: ${why} Without it, ${SEARCH_ATTRIBUTE_GROUP_PURPOSE[group]}.`;
+        if (chosen) logger.info({ group, namespace }, line);
+        else logger.warn({ group, namespace }, line);
+      }
     }
   }
 }

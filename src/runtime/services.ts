@@ -11,6 +11,7 @@ import { startModelServer } from '../testing';
 import type { WorkerConfig } from './config';
 import { findTemporalCli, startDevServer } from './temporal-server';
 import { logger } from './logger';
+import type { SearchAttributeOptions } from './search-attributes';
 
 /** Where the services are, as written to `<dataDir>/runtime.json` for the CLI. */
 export interface RuntimeInfo {
@@ -25,6 +26,8 @@ export interface RuntimeInfo {
   databaseUrl?: string;
   /** PostgreSQL schema of the project's tables. */
   databaseSchema: string;
+  /** The search attribute groups and prefix the worker was configured with (absent in files of earlier releases). */
+  searchAttributes?: SearchAttributeOptions;
   temporalUiUrl?: string;
   /** Base URL of the HTTP API, once it listens. */
   apiUrl?: string;
@@ -105,6 +108,8 @@ export async function startServices(config: WorkerConfig): Promise<RunningServic
         uiCodecEndpoint: codecEndpoint(config),
         port: await preferredPort(7233),
         namespace: config.temporal.namespace,
+        // None at start: the worker registers those its configuration asks for (prefix, groups), within the limits.
+        searchAttributes: [],
       });
       stops.push(server.stop);
       temporalAddress = server.address;
@@ -142,6 +147,7 @@ export async function startServices(config: WorkerConfig): Promise<RunningServic
       taskQueue: config.temporal.taskQueue,
       databaseUrl,
       databaseSchema: config.databaseSchema,
+      searchAttributes: config.searchAttributes,
       temporalUiUrl,
       pid: process.pid,
     };

@@ -5,6 +5,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { SearchAttributeType } from '@temporalio/common';
+import type { SearchAttributeKey } from '@temporalio/common/lib/search-attributes';
 import { SEARCH_ATTRIBUTES } from '../workflows/api';
 
 /** Where `scripts/ensure-temporal-cli.sh` installs the pinned CLI. */
@@ -61,6 +63,12 @@ export interface DevServerOptions {
   port?: number;
   namespace?: string;
   /**
+   * Search attributes registered as the server starts: the conversation's
+   * seven under their own names unless given (`npm start` gives none and
+   * lets its worker register what its configuration asks for).
+   */
+  searchAttributes?: readonly SearchAttributeKey<SearchAttributeType>[];
+  /**
    * More `temporal server start-dev` flags, e.g. `--dynamic-config-value
    * KEY=VALUE`; any `--sqlite-pragma` here replaces {@link DEV_SERVER_SQLITE_PRAGMAS}.
    */
@@ -83,7 +91,7 @@ function sqlitePragmaArgs(options: DevServerOptions): string[] {
   return DEV_SERVER_SQLITE_PRAGMAS.flatMap((pragma) => ['--sqlite-pragma', pragma]);
 }
 
-/** Starts the dev server with the project's search attributes registered. */
+/** Starts the dev server, with the project's search attributes registered unless `searchAttributes` says otherwise. */
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
   const cliPath = options.cliPath ?? findTemporalCli();
   const namespace = options.namespace ?? 'default';
@@ -95,7 +103,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
       namespace,
       port: options.port,
       ...(options.uiPort ? { ui: true, uiPort: options.uiPort } : {}),
-      searchAttributes: SEARCH_ATTRIBUTES,
+      searchAttributes: [...(options.searchAttributes ?? SEARCH_ATTRIBUTES)],
       log: { format: 'pretty', level: 'error' },
       extraArgs: [
         ...sqlitePragmaArgs(options),

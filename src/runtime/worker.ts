@@ -12,6 +12,7 @@ import type { ModelPrices } from '../core/pricing';
 import type { DataConverter } from '@temporalio/common';
 import type { McpServers } from '../mcp/protocol';
 import type { LostWorkerOptions } from './lost-workers';
+import type { SearchAttributeOptions } from './search-attributes';
 
 export { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from './plugin';
 
@@ -61,6 +62,8 @@ export interface AgentWorkerOptions {
   mcpServers?: McpServers;
   /** Lost-worker takeover (on by default). */
   lostWorkers?: LostWorkerOptions;
+  /** The search attribute groups to register and their prefix; see `DurableAgentPluginOptions.searchAttributes`. */
+  searchAttributes?: SearchAttributeOptions;
 }
 
 /** Creates (does not run) a worker for the conversation workflow. */
@@ -75,6 +78,7 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Wo
     decisionTrust: options.decisionTrust,
     ...(options.mcpServers ? { mcp: { servers: options.mcpServers } } : {}),
     ...(options.lostWorkers ? { lostWorkers: options.lostWorkers } : {}),
+    ...(options.searchAttributes ? { searchAttributes: options.searchAttributes } : {}),
   });
   return Worker.create({
     connection: options.connection,

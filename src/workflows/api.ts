@@ -6,7 +6,15 @@
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { ApprovalDecision, CancelTurnRequest, ConversationState, DecisionResult, UserMessage } from '../core/contract';
+import {
+  CONVERSATION_SEARCH_ATTRIBUTE_FIELDS,
+  type ApprovalDecision,
+  type CancelTurnRequest,
+  type ConversationSearchAttributes,
+  type ConversationState,
+  type DecisionResult,
+  type UserMessage,
+} from '../core/contract';
 
 export * from '../core/contract';
 
@@ -72,9 +80,10 @@ export const AgentTokensAttribute = defineSearchAttributeKey('AgentTokens', Sear
 export const AgentCostUsdAttribute = defineSearchAttributeKey('AgentCostUsd', SearchAttributeType.DOUBLE);
 
 /**
- * Every custom search attribute the workflow sets: the dev server registers
- * these at start, a worker registers the missing ones before it polls
- * (`ensureSearchAttributes`).
+ * Every custom search attribute the workflow sets, under its own name (a
+ * namespace may hold them under a prefix: {@link searchAttributeNames}).
+ * The test run's dev server registers these at start; a worker registers
+ * the missing ones of its groups before it polls (`ensureSearchAttributes`).
  */
 export const SEARCH_ATTRIBUTES = [
   AgentStatusAttribute,
@@ -85,6 +94,100 @@ export const SEARCH_ATTRIBUTES = [
   AgentTokensAttribute,
   AgentCostUsdAttribute,
 ];
+
+/** Each field of {@link ConversationSearchAttributes} with its attribute's own name and type. */
+export const CONVERSATION_SEARCH_ATTRIBUTES = {
+  status: AgentStatusAttribute,
+  pendingApprovals: PendingApprovalsAttribute,
+  unknownEffects: UnknownEffectsAttribute,
+  pendingApprovalTags: PendingApprovalTagsAttribute,
+  awaitingApprovalSince: AwaitingApprovalSinceAttribute,
+  tokens: AgentTokensAttribute,
+  costUsd: AgentCostUsdAttribute,
+} as const satisfies Record<ConversationSearchAttributeField, unknown>;
+
+/** The keys a conversation sets, by field (see {@link conversationSearchAttributeKeys}). */
+export type ConversationSearchAttributeKeys = { [F in ConversationSearchAttributeField]?: (typeof CONVERSATION_SEARCH_ATTRIBUTES)[F] };
+
+/** A field of {@link ConversationSearchAttributes}. */
+export type ConversationSearchAttributeField = (typeof CONVERSATION_SEARCH_ATTRIBUTE_FIELDS)[number];
+
+/**
+ * The search attributes in groups a deployment turns on or off together, in
+ * the order a worker registers them when it chooses (the first ones are the
+ * most useful): `status` (AgentStatus), `approvals` (PendingApprovals,
+ * PendingApprovalTags, AwaitingApprovalSince), `unknownEffects`
+ * (UnknownEffects), `usage` (AgentTokens, AgentCostUsd). See
+ * docs/search-attributes.md.
+ */
+export const SEARCH_ATTRIBUTE_GROUPS = {
+  status: ['status'],
+  approvals: ['pendingApprovals', 'pendingApprovalTags', 'awaitingApprovalSince'],
+  unknownEffects: ['unknownEffects'],
+  usage: ['tokens', 'costUsd'],
+} as const satisfies Record<string, readonly ConversationSearchAttributeField[]>;
+
+/** A group of {@link SEARCH_ATTRIBUTE_GROUPS}. */
+export type SearchAttributeGroup = keyof typeof SEARCH_ATTRIBUTE_GROUPS;
+
+/** The groups, in the order a worker registers them. */
+export const SEARCH_ATTRIBUTE_GROUP_ORDER = Object.keys(SEARCH_ATTRIBUTE_GROUPS) as SearchAttributeGroup[];
+
+/**
+ * The names the attributes of `groups` (default: all) have in a namespace
+ * that registered them under `prefix` (default none): e.g. prefix `Support_`
+ * gives `{ status: 'Support_AgentStatus', ... }`.
+ */
+export function searchAttributeNames(prefix = '', groups: readonly SearchAttributeGroup[] = SEARCH_ATTRIBUTE_GROUP_ORDER): ConversationSearchAttributes {
+  const names: ConversationSearchAttributes = {};
+  for (const group of groups) for (const field of SEARCH_ATTRIBUTE_GROUPS[group]) names[field] = `${prefix}${CONVERSATION_SEARCH_ATTRIBUTES[field].name}`;
+  return names;
+}
+
+/** The longest prefix of the attributes' names: with it, the longest name (AwaitingApprovalSince) still has 61 characters. */
+export const SEARCH_ATTRIBUTE_PREFIX_MAX_CHARS = 40;
+
+/** Why `prefix` cannot prefix the attributes' names, or undefined when it can (the empty prefix can). */
+export function describeBadSearchAttributePrefix(prefix: string): string | undefined {
+  if (prefix === '' || new RegExp(`^[A-Za-z][A-Za-z0-9_]{0,${SEARCH_ATTRIBUTE_PREFIX_MAX_CHARS - 1}}$`).test(prefix)) return undefined;
+  return `"${prefix}" cannot prefix search attribute names: use a letter, then letters, digits or _, at most ${SEARCH_ATTRIBUTE_PREFIX_MAX_CHARS} characters in all, e.g. Support_`;
+}
+
+/**
+ * Reads a list of groups as written in configuration: `auto` (or nothing)
+ * is undefined (each group that fits), `none` is no group, else group names
+ * separated by commas, e.g. `status,approvals`. Throws naming what it does
+ * not know.
+ */
+export function parseSearchAttributeGroups(text: string): SearchAttributeGroup[] | undefined {
+  const value = text.trim();
+  if (value === '' || value === 'auto') return undefined;
+  if (value === 'none') return [];
+  const groups = value.split(',').map((g) => g.trim()).filter(Boolean);
+  const unknown = groups.filter((g) => !(SEARCH_ATTRIBUTE_GROUP_ORDER as string[]).includes(g));
+  if (unknown.length > 0) {
+    throw new TypeError(
+      `${unknown.map((g) => JSON.stringify(g)).join(', ')} ${unknown.length === 1 ? 'is not a group' : 'are not groups'} of search attributes: ` +
+        `write auto, none, or groups separated by commas among ${SEARCH_ATTRIBUTE_GROUP_ORDER.join(', ')}`,
+    );
+  }
+  return [...new Set(groups)] as SearchAttributeGroup[];
+}
+
+/**
+ * The keys a conversation sets, by field, as its input names them; absent
+ * input: every attribute under its own name (conversations begun before the
+ * field existed). Workflow-safe.
+ */
+export function conversationSearchAttributeKeys(names: ConversationSearchAttributes | undefined): ConversationSearchAttributeKeys {
+  if (names === undefined) return { ...CONVERSATION_SEARCH_ATTRIBUTES };
+  const keys: Record<string, unknown> = {};
+  for (const field of CONVERSATION_SEARCH_ATTRIBUTE_FIELDS) {
+    const name = names[field];
+    if (name !== undefined) keys[field] = defineSearchAttributeKey(name, CONVERSATION_SEARCH_ATTRIBUTES[field].type);
+  }
+  return keys as ConversationSearchAttributeKeys;
+}
 
 /** Failure types the conversation workflow ends with, for clients and readers of the history. */
 export const ConversationErrorType = {

@@ -33,7 +33,7 @@ import {
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { AppendEntry, ConversationActivities, DecisionVerification, ModelCallResult } from '../activities/contracts';
+import type { AppendEntry, ApprovalRequest, ConversationActivities, DecisionVerification, ModelCallResult } from '../activities/contracts';
 import type { BatchCall } from '../core/batch';
 import { APPROVAL_IDENTITY_PATCH, ConversationCore, UNSTORABLE_TEXT_PATCH, type StoreEntry } from '../core/conversation';
 import { checkConversationInput } from '../core/contract';
@@ -52,22 +52,17 @@ import {
 } from './activity-options';
 import { storeSummary, verifySummary } from '../core/summaries';
 import {
-  AgentCostUsdAttribute,
-  AgentStatusAttribute,
-  AgentTokensAttribute,
-  AwaitingApprovalSinceAttribute,
   cancelTurnSignal,
+  conversationSearchAttributeKeys,
   ConversationErrorType,
   decisionSignal,
   decisionUpdate,
   endConversationSignal,
-  PendingApprovalsAttribute,
-  PendingApprovalTagsAttribute,
   stateQuery,
-  UnknownEffectsAttribute,
   userMessageSignal,
   type ApprovalDecision,
   type ConversationInput,
+  type ConversationSearchAttributes,
   type ConversationSummary,
   type TurnRecord,
 } from './api';
@@ -115,6 +110,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   const metrics = new WorkflowMetrics();
   let turnScope: CancellationScope | undefined;
 
+  const publishSearchAttributes = searchAttributePublisher(input.searchAttributes);
   const publish = (): void => {
     publishSearchAttributes(core);
     // Not a command: what the UI shows as the workflow's current details.
@@ -137,13 +133,16 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   };
 
   /**
-   * Stores messages, never cancelled half-way. What PostgreSQL refuses (a
+   * Stores messages (with the calls that now wait for a person, for
+   * approvers' lists), never cancelled half-way. What PostgreSQL refuses (a
    * value no retry can fix) is stored as a note in its place, so the
    * transcript keeps every seq and every call its result.
    */
-  const write = async (messages: AppendEntry[]): Promise<void> => {
+  const write = async (messages: AppendEntry[], waiting?: ApprovalRequest[]): Promise<void> => {
     const appendMessages = (entries: AppendEntry[]) =>
-      CancellationScope.nonCancellable(() => store.appendMessages({ conversationId: core.conversationId, messages: entries }, storeSummaryOf(entries)));
+      CancellationScope.nonCancellable(() =>
+        store.appendMessages({ conversationId: core.conversationId, messages: entries, ...(waiting ? { waiting } : {}) }, storeSummaryOf(entries)),
+      );
     try {
       await appendMessages(messages);
     } catch (err) {
@@ -164,14 +163,18 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   /** Writes of {@link flush} under way (no command depends on it: the state query reads it). */
   let flushing = 0;
 
-  /** Writes the unwritten messages: before anyone may read them (a turn's end, a wait for a person, the end). */
-  const flush = async (): Promise<void> => {
+  /**
+   * Writes the unwritten messages: before anyone may read them (a turn's end,
+   * a wait for a person, the end). Before a wait, with the calls that wait, which
+   * the same write lists for approvers (no command of its own).
+   */
+  const flush = async (waiting?: ApprovalRequest[]): Promise<void> => {
     if (unwritten.length === 0) return;
     const messages = unwritten;
     unwritten = [];
     flushing++;
     try {
-      await write(messages);
+      await write(messages, waiting);
     } finally {
       flushing--;
     }
@@ -309,7 +312,7 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
       const next = core.answerStored(await append([answer]));
       if ('finished' in next) return next.finished;
       // Whoever decides may read the transcript: the calls they decide on are written first.
-      if (next.calls.some((call) => core.awaitsApproval(call))) await flush();
+      if (next.calls.some((call) => core.awaitsApproval(call))) await flush(core.approvalRequests());
       await Promise.all(next.calls.map((call) => runCall(core, call, tools(call), publish, () => verifying > 0)));
       const finished = await storeBatchResults();
       if (finished) return finished;
@@ -388,31 +391,42 @@ function storeSummaryOf(messages: readonly AppendEntry[]): string {
 }
 
 /**
- * Publishes the search attributes that changed. Called where the status may
- * have changed, always at the same points; the core decides what changed
- * (the tokens and cost only beside another change, so a model call adds no
- * upsert of its own).
+ * Publishes the search attributes that changed, under the names the
+ * conversation's input gives (absent: all seven under their own names).
+ * Called where the status may have changed, always at the same points; the
+ * core decides what changed (the tokens and cost only beside another change,
+ * so a model call adds no upsert of its own). A conversation that names its
+ * attributes upserts only the values of those attributes that changed, and
+ * nothing when none did; one begun before the names existed upserts as it
+ * always did, so its history replays.
  */
-function publishSearchAttributes(core: ConversationCore): void {
-  const changed = core.searchAttributeChanges();
-  if (!changed) return;
-  upsertSearchAttributes([
-    { key: AgentStatusAttribute, value: changed.status },
-    { key: PendingApprovalsAttribute, value: changed.pendingApprovals },
-    ...(changed.unknownEffects === undefined ? [] : [{ key: UnknownEffectsAttribute, value: changed.unknownEffects }]),
-    ...(changed.approvals === undefined
-      ? []
-      : [
-          { key: PendingApprovalTagsAttribute, value: changed.approvals.tags },
-          { key: AwaitingApprovalSinceAttribute, value: changed.approvals.since === null ? null : new Date(changed.approvals.since) },
-        ]),
-    ...(changed.usage === undefined
-      ? []
-      : [
-          { key: AgentTokensAttribute, value: changed.usage.tokens },
-          { key: AgentCostUsdAttribute, value: changed.usage.costUsd },
-        ]),
-  ]);
+function searchAttributePublisher(names: ConversationSearchAttributes | undefined): (core: ConversationCore) => void {
+  const keys = conversationSearchAttributeKeys(names);
+  const last = names === undefined ? undefined : new Map<string, string>();
+  const changedSinceLast = (pair: { key: { name: string }; value: unknown }): boolean => {
+    const value = JSON.stringify(pair.value);
+    if (last?.get(pair.key.name) === value) return false;
+    last?.set(pair.key.name, value);
+    return true;
+  };
+  return (core) => {
+    const changed = core.searchAttributeChanges();
+    if (!changed) return;
+    const { approvals, usage } = changed;
+    const pairs = [
+      ...(keys.status ? [{ key: keys.status, value: changed.status }] : []),
+      ...(keys.pendingApprovals ? [{ key: keys.pendingApprovals, value: changed.pendingApprovals }] : []),
+      ...(changed.unknownEffects !== undefined && keys.unknownEffects ? [{ key: keys.unknownEffects, value: changed.unknownEffects }] : []),
+      ...(approvals && keys.pendingApprovalTags ? [{ key: keys.pendingApprovalTags, value: approvals.tags }] : []),
+      ...(approvals && keys.awaitingApprovalSince
+        ? [{ key: keys.awaitingApprovalSince, value: approvals.since === null ? null : new Date(approvals.since) }]
+        : []),
+      ...(usage && keys.tokens ? [{ key: keys.tokens, value: usage.tokens }] : []),
+      ...(usage && keys.costUsd ? [{ key: keys.costUsd, value: usage.costUsd }] : []),
+    ];
+    const upserted = last ? pairs.filter(changedSinceLast) : pairs;
+    if (upserted.length > 0) upsertSearchAttributes(upserted);
+  };
 }
 
 /**

@@ -24,6 +24,7 @@ import type { DecisionTrust } from '../../src/activities/decision-signing';
 import { backofficeTools } from '../../src/tools/backoffice';
 import { setupBackofficeDemo } from '../../src/tools/backoffice-data';
 import type { Tool } from '../../src/tools/tool';
+import type { SearchAttributeOptions } from '../../src/runtime/search-attributes';
 
 try {
   Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -57,11 +58,17 @@ export interface HarnessOptions {
   modelPrices?: ModelPrices;
   /** The in-process worker's MCP servers. */
   mcpServers?: McpServers;
+  /** The Temporal namespace of the worker and the clients (it must exist); `default` when unset. */
+  namespace?: string;
+  /** The search attribute groups and prefix of the in-process worker and the client. */
+  searchAttributes?: SearchAttributeOptions;
 }
 
 /** What a test file works with. */
 export interface Harness {
   temporalAddress: string;
+  /** The namespace of the worker and the clients. */
+  namespace: string;
   databaseUrl: string;
   taskQueue: string;
   model: ModelServer;
@@ -117,9 +124,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     workerPool = createPool(url.toString());
   }
   const taskQueue = `test-${randomUUID()}`;
+  const namespace = options.namespace ?? 'default';
   const clientConnection = await Connection.connect({ address: temporalAddress });
-  const temporal = new Client({ connection: clientConnection });
-  const client = await AgentClient.connect({ temporalAddress, databaseUrl, taskQueue });
+  const temporal = new Client({ connection: clientConnection, namespace });
+  const client = await AgentClient.connect({ temporalAddress, databaseUrl, taskQueue, namespace, searchAttributes: options.searchAttributes });
 
   let worker: Worker | undefined;
   let running: Promise<void> | undefined;
@@ -128,7 +136,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     workerConnection = await NativeConnection.connect({ address: temporalAddress });
     worker = await createAgentWorker({
       connection: workerConnection,
-      namespace: 'default',
+      namespace,
       taskQueue,
       pool: workerPool,
       openai: createOpenAIClient({ apiKey: 'test-key', baseUrl: model.url }),
@@ -142,16 +150,19 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       modelPrices: options.modelPrices,
       decisionTrust: options.decisionTrust,
       mcpServers: options.mcpServers,
+      searchAttributes: options.searchAttributes,
     });
     running = worker.run();
   }
 
   return {
     temporalAddress,
+    namespace,
     databaseUrl,
     taskQueue,
     workerEnv: (extra = {}) => ({
       TEMPORAL_ADDRESS: temporalAddress,
+      TEMPORAL_NAMESPACE: namespace,
       TEMPORAL_TASK_QUEUE: taskQueue,
       DATABASE_URL: databaseUrl,
       OPENAI_API_KEY: 'test-key',
