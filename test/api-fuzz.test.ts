@@ -87,7 +87,7 @@ function unescapeXml(text: string): string {
 }
 
 describe('schemathesis finds no failure in the HTTP API', () => {
-  it.each(ROLES)("with a %s's token", async (role, bearer) => {
+  it.each(ROLES)('as the %s', async (role, bearer) => {
     const document = (await (await fetch(`${api.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
     const operations = Object.entries(document.paths).flatMap(([route, methods]) =>
       Object.keys(methods).map((method) => `${method.toUpperCase()} ${route}`),

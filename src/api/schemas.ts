@@ -15,8 +15,9 @@
 import { z } from 'zod';
 import { CONVERSATION_LIMITS, USER_MESSAGE_MAX_BYTES } from '../core/contract';
 import { describeUnstorableText } from '../core/text';
+import { NAME_THE_CALLS } from './decisions';
 
-/** The longest conversation id and message id, in characters (UTF-16 code units, as JavaScript counts). */
+/** The longest conversation id and message id, in characters (Unicode code points, as JSON Schema counts them). */
 export const ID_MAX_CHARS = 200;
 /** The largest `after` of a transcript page: seqs are PostgreSQL `integer`s. */
 export const SEQ_MAX = 2_147_483_647;
@@ -216,9 +217,6 @@ export const messageBody = z.strictObject({
 const callNames = (field: string, description: string) =>
   z.array(personText(field, { minChars: 1, maxChars: CALL_NAME_MAX_CHARS, description })).min(1).max(DECISION_MAX_CALLS);
 const reason = (field: string) => personText(field, { maxChars: REASON_MAX_CHARS, description: 'Why; sent to the model with a rejection.' });
-
-/** Why a decision names no calls, or names them twice over. */
-export const NAME_THE_CALLS = 'Name the calls you decide, either by "toolCallIds" or by "callKeys" (as listed by GET /v1/approvals), not both.';
 
 /**
  * `POST /v1/conversations/{id}/decisions`: the calls named either by

@@ -129,6 +129,13 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     getTranscript: { operationId: 'getTranscript', parameters: { id }, description: "The conversation's stored messages." },
     cancelTurn: { operationId: 'cancelTurn', parameters: { id }, description: 'Cancel its running turn.' },
   });
+  /** A link to a decision on one call of a conversation, named by its key. */
+  const decideLink = (id: string, callKey: string, decision: 'approve' | 'reject', description: string) => ({
+    operationId: 'decide',
+    parameters: { id },
+    requestBody: { decision, callKeys: [callKey] },
+    description,
+  });
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
@@ -178,12 +185,7 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
       },
       links: {
         200: {
-          decide: {
-            operationId: 'decide',
-            parameters: { id: '$request.path.id' },
-            requestBody: { decision: 'reject', callKeys: ['$response.body#/pendingApprovals/0/callKey'] },
-            description: 'Decide the first call waiting for a decision.',
-          },
+          decide: decideLink('$request.path.id', '$response.body#/pendingApprovals/0/callKey', 'reject', 'Reject the first call waiting for a decision.'),
         },
       },
     },
@@ -228,12 +230,7 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
       },
       links: {
         200: {
-          decide: {
-            operationId: 'decide',
-            parameters: { id: '$response.body#/approvals/0/conversationId' },
-            requestBody: { decision: 'approve', callKeys: ['$response.body#/approvals/0/callKey'] },
-            description: 'Decide the oldest waiting call, named by its key.',
-          },
+          decide: decideLink('$response.body#/approvals/0/conversationId', '$response.body#/approvals/0/callKey', 'approve', 'Approve the oldest waiting call, named by its key.'),
           getConversation: { operationId: 'getConversation', parameters: { id: '$response.body#/approvals/0/conversationId' }, description: "The call's conversation." },
         },
       },
