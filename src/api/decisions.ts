@@ -11,6 +11,9 @@ import { signDecision, type DecisionKey } from '../activities/decision-signing';
 import type { ApprovalDecision, DecisionResult } from '../core/contract';
 import type { ApiPrincipal } from './tokens';
 
+/** Why a decision that names no calls, or names them both ways, is refused. */
+export const NAME_THE_CALLS = 'Name the calls you decide, either by "toolCallIds" or by "callKeys" (as listed by GET /v1/approvals), not both.';
+
 /** Why a decision was not sent, with the API's stable code. */
 export class DecisionProblem extends Error {
   constructor(
@@ -93,7 +96,7 @@ export async function decideCalls(
   const byId = request.toolCallIds ?? [];
   const byKey = request.callKeys ?? [];
   if (byId.length + byKey.length === 0 || (byId.length > 0 && byKey.length > 0)) {
-    throw new DecisionProblem('invalid_request', 'Name the calls you decide, either by "toolCallIds" or by "callKeys" (as listed by GET /v1/approvals).');
+    throw new DecisionProblem('invalid_request', NAME_THE_CALLS);
   }
   const { calls: pending, workerAnswered } = await client.waitingCalls(conversationId, policy.workerWaitMs ?? DECISION_WORKER_WAIT_MS);
   const queued = !workerAnswered;

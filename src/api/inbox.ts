@@ -10,7 +10,9 @@
  *   constant time: a missing or wrong one is refused with 403, deciding nothing.
  * - Decisions go through {@link decideCalls}, as the API's do: four eyes,
  *   signed, recorded under the session's subject; only the approver role
- *   decides (operators read).
+ *   decides (operators read). A reason or call key with a character
+ *   PostgreSQL cannot store (NUL, an unpaired surrogate) is refused with 400
+ *   naming it.
  * - Responses carry a Content-Security-Policy whose nonce admits the page's
  *   one inline style and script; every value from a conversation is escaped
  *   (`inbox-page.ts`).
@@ -21,6 +23,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AgentClient } from '../client/client';
+import { describeUnstorableText } from '../core/text';
 import { ConversationClosedError, DecisionRefusedError } from '../errors';
 import { decideCalls, DecisionProblem, type DecisionPolicy } from './decisions';
 import {
@@ -259,6 +262,8 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
     if (!callKey || callKey.length > 1000 || (decision !== 'approve' && decision !== 'reject') || reason.length > 2000 || id.length > 200) {
       throw new PageRefusal(400, 'Bad request', 'The form needs a call, a decision (approve or reject) and a reason of at most 2000 characters. Nothing was decided.');
     }
+    const unstorable = describeUnstorableText('The reason', reason) ?? describeUnstorableText('The call key', callKey);
+    if (unstorable) throw new PageRefusal(400, 'Bad request', `${unstorable}. Nothing was decided.`);
     const principal: ApiPrincipal = { subject: session.subject, roles: new Set(session.roles) };
     try {
       const { results, queued } = await decideCalls(client, principal, id, { decision, callKeys: [callKey], ...(reason ? { reason } : {}) }, policy);

@@ -1,53 +1,43 @@
 /**
  * The HTTP API for requesters, approvers and operators, on Fastify with
- * zod-validated requests and an OpenAPI document at `GET /openapi.json`.
- * Every `/v1` route needs a bearer token (see `tokens.ts`); a decision is
- * recorded under the token's subject, never a name the caller sends.
- * Listens on 127.0.0.1 unless told otherwise.
+ * zod-validated requests and an OpenAPI document at `GET /openapi.json`
+ * (`openapi.ts`) that describes each request and answer exactly
+ * (`schemas.ts`, `replies.ts`). Every `/v1` route needs a bearer token (see
+ * `tokens.ts`); a decision is recorded under the token's subject, never a
+ * name the caller sends. Every refusal is `{"error": {"code", "message"}}`
+ * (`refusals.ts`). Listens on 127.0.0.1 unless told otherwise.
  */
-import fastifySwagger from '@fastify/swagger';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import { z } from 'zod';
-import { NoWorkerAnsweredError, type AgentClient } from '../client/client';
-import { ConfigError, ConversationClosedError, DecisionRefusedError, EncryptedPayloadError, InvalidConversationInputError, MessageTooLargeError } from '../errors';
-import { decideCalls, DecisionProblem, type DecisionPolicy } from './decisions';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { AgentClient } from '../client/client';
+import { SENT_BY_MAX_CHARS } from '../core/contract';
+import { describeUnstorableText } from '../core/text';
+import { ConfigError } from '../errors';
+import { decideCalls, type DecisionPolicy } from './decisions';
 import { codecRoutes, type CodecOptions } from './codec';
 import { inboxRoutes } from './inbox';
+import { registerOpenApi } from './openapi';
+import { ApiError, MAX_PARAM_LENGTH, refuse, refuseBeforeRouting, refuseOtherMethods, refuseUnknownRoute } from './refusals';
+import {
+  approvalsReply,
+  cancelAccepted,
+  conversationStateReply,
+  decisionOutcomeReply,
+  messageAccepted,
+  refusals,
+  serverSentEvent,
+  transcriptPageReply,
+} from './replies';
+import { approvalsQuery, cancelBody, conversationParams, decisionBody, EVENTS_WAIT_SECONDS, eventsQuery, messageBody, transcriptQuery } from './schemas';
 import { BrowserSessions } from './sessions';
 import { TokenVerifier, type ApiPrincipal, type ApiRole, type ApiTokenConfig } from './tokens';
 import { followTurn } from './turn-events';
 
-/** Stable codes of the API's refusals, in `{"error": {"code", "message"}}`. */
-export const API_ERROR_CODES = {
-  unauthorized: 401,
-  forbidden: 403,
-  four_eyes: 403,
-  invalid_request: 400,
-  message_too_large: 413,
-  not_found: 404,
-  conversation_closed: 409,
-  decision_refused: 409,
-  identity_provider_unavailable: 503,
-  no_worker: 503,
-  payload_undecodable: 422,
-  codec_off: 501,
-} as const;
-/** One of {@link API_ERROR_CODES}. */
-export type ApiErrorCode = keyof typeof API_ERROR_CODES;
+export { API_ERROR_CODES, type ApiErrorCode } from './replies';
+export { ApiError } from './refusals';
 
 /** The largest request body the API reads (the codec routes read more: `CODEC_BODY_LIMIT_BYTES`). */
 const API_BODY_LIMIT_BYTES = 2 * 1024 * 1024;
-
-/** A refusal with its stable code; the status comes from {@link API_ERROR_CODES}. */
-export class ApiError extends Error {
-  constructor(
-    readonly code: ApiErrorCode,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 /** Options of {@link buildApiServer}. */
 export interface ApiServerOptions {
@@ -80,8 +70,6 @@ declare module 'fastify' {
   }
 }
 
-const conversationParams = z.object({ id: z.string().min(1).max(200).describe('The conversation id (its workflow id).') });
-
 /** Builds the API (not listening yet). Throws a `ConfigError` for a bad token configuration. */
 export async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstance> {
   const verifier = new TokenVerifier(options.tokens);
@@ -98,37 +86,19 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
       throw err;
     }
   };
-  const app = Fastify({ logger: false, bodyLimit: API_BODY_LIMIT_BYTES }).withTypeProvider<ZodTypeProvider>();
+  const app = Fastify({
+    logger: false,
+    bodyLimit: API_BODY_LIMIT_BYTES,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: refuseBeforeRouting,
+  }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
-  await app.register(fastifySwagger, {
-    openapi: {
-      info: { title: 'Durable agent worker API', version: '1' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
-    },
-    transform: jsonSchemaTransform,
-  });
-
-  app.setErrorHandler((err: unknown, request, reply) => {
-    const e = err as { validation?: unknown; statusCode?: number; message?: string };
-    if (err instanceof ApiError) return send(reply, err.code, err.message);
-    if (err instanceof DecisionProblem) return send(reply, err.code, err.message);
-    if (e.validation) return send(reply, 'invalid_request', `The request is not valid: ${e.message}`);
-    if (e.statusCode === 413) return send(reply, 'message_too_large', `The request body is over ${request.routeOptions.bodyLimit ?? API_BODY_LIMIT_BYTES} bytes.`);
-    if (err instanceof MessageTooLargeError) return send(reply, 'message_too_large', err.message);
-    if (err instanceof InvalidConversationInputError) return send(reply, 'invalid_request', err.message);
-    if (err instanceof ConversationClosedError) return send(reply, 'conversation_closed', err.message);
-    if (err instanceof DecisionRefusedError) return send(reply, 'decision_refused', err.message);
-    if ((err as { name?: string }).name === 'WorkflowNotFoundError') return send(reply, 'not_found', 'No such conversation.');
-    if (err instanceof NoWorkerAnsweredError) return send(reply, 'no_worker', err.message);
-    if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) return send(reply, 'invalid_request', e.message ?? 'Bad request.');
-    if (err instanceof EncryptedPayloadError) {
-      request.log.error({ err }, err.message);
-      return reply.status(500).send({ error: { code: 'payloads_unreadable', message: err.message } });
-    }
-    reply.status(500).send({ error: { code: 'internal', message: 'The request failed inside the server; see its log.' } });
-  });
-  app.setNotFoundHandler((request, reply) => send(reply, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}.`));
+  // Bodies are JSON (the inbox's forms add their own parser): text/plain is refused with 415 as the document says.
+  app.removeContentTypeParser('text/plain');
+  await registerOpenApi(app);
+  app.setErrorHandler((err, request, reply) => refuse(err, request, reply, API_BODY_LIMIT_BYTES));
+  app.setNotFoundHandler(refuseUnknownRoute);
 
   /** The onRequest hook of a `/v1` route (before validation, so a caller without a token learns nothing about the request's shape): a valid bearer token with one of `roles`. */
   const allow =
@@ -139,12 +109,33 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
       if (!match) throw new ApiError('unauthorized', 'Send a token: "Authorization: Bearer <token>".');
       const principal = await authenticate(match[1]);
       if (!principal) throw new ApiError('unauthorized', 'The token is not valid (unknown, expired, or not for this API).');
+      const unrecordable = describeUnrecordableSubject(principal.subject);
+      if (unrecordable) throw new ApiError('unauthorized', `The token cannot be used here: ${unrecordable}.`);
       if (!roles.some((r) => principal.roles.has(r))) {
         throw new ApiError('forbidden', `This needs one of the roles ${roles.join(', ')}; the token of ${principal.subject} has ${[...principal.roles].join(', ')}.`);
       }
       request.principal = principal;
     };
   const security = [{ bearer: [] }];
+  /** The refusals every /v1 operation may answer: a bad request, no or a wrong token, a failure inside, no identity provider or worker in time. */
+  const always = [400, 401, 403, 500, 503] as const;
+  /** And those of an operation with a body. */
+  const withBody = [413, 415] as const;
+  /** And those of an operation on one conversation. */
+  const onConversation = [414] as const;
+  /** The operations a conversation's links lead to, with the conversation's id. */
+  const conversationLinks = (id: string) => ({
+    getConversation: { operationId: 'getConversation', parameters: { id }, description: "The conversation's state." },
+    getTranscript: { operationId: 'getTranscript', parameters: { id }, description: "The conversation's stored messages." },
+    cancelTurn: { operationId: 'cancelTurn', parameters: { id }, description: 'Cancel its running turn.' },
+  });
+  /** A link to a decision on one call of a conversation, named by its key. */
+  const decideLink = (id: string, callKey: string, decision: 'approve' | 'reject', description: string) => ({
+    operationId: 'decide',
+    parameters: { id },
+    requestBody: { decision, callKeys: [callKey] },
+    description,
+  });
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
@@ -154,14 +145,22 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
     {
       onRequest: allow('requester'),
       schema: {
+        operationId: 'sendMessage',
         summary: 'Send a message; starts the conversation when it does not run yet.',
         security,
         params: conversationParams,
-        body: z.object({
-          text: z.string().refine((text) => text.trim() !== '', 'A message needs some text.'),
-          messageId: z.string().min(1).max(200).optional().describe('For deduplication; a random one when absent.'),
-          input: z.record(z.string(), z.unknown()).optional().describe('ConversationInput, used when this message starts the conversation.'),
-        }),
+        body: messageBody,
+        response: { 202: messageAccepted, ...refusals(...always, ...withBody, ...onConversation, 409) },
+      },
+      links: {
+        202: {
+          ...conversationLinks('$request.path.id'),
+          followTurn: {
+            operationId: 'followTurn',
+            parameters: { id: '$request.path.id', messageId: '$response.body#/messageId' },
+            description: 'Follow the turn that takes this message.',
+          },
+        },
       },
     },
     async (request, reply) => {
@@ -171,48 +170,69 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
       return { conversationId: request.params.id, messageId: id };
     },
   );
+  refuseOtherMethods(app, '/v1/conversations/:id/messages', ['POST']);
 
   app.get(
     '/v1/conversations/:id',
-    { onRequest: allow('requester', 'approver', 'operator'), schema: { summary: "The conversation's state.", security, params: conversationParams } },
+    {
+      onRequest: allow('requester', 'approver', 'operator'),
+      schema: {
+        operationId: 'getConversation',
+        summary: "The conversation's state.",
+        security,
+        params: conversationParams,
+        response: { 200: conversationStateReply, ...refusals(...always, ...onConversation, 404) },
+      },
+      links: {
+        200: {
+          decide: decideLink('$request.path.id', '$response.body#/pendingApprovals/0/callKey', 'reject', 'Reject the first call waiting for a decision.'),
+        },
+      },
+    },
     async (request) => client.state(request.params.id),
   );
+  refuseOtherMethods(app, '/v1/conversations/:id', ['GET']);
 
   app.get(
     '/v1/conversations/:id/transcript',
     {
       onRequest: allow('requester', 'approver', 'operator'),
       schema: {
+        operationId: 'getTranscript',
         summary: "The conversation's stored messages, in pages.",
         security,
         params: conversationParams,
-        querystring: z.object({
-          after: z.coerce.number().int().min(-1).default(-1).describe('Seq after which the page starts.'),
-          limit: z.coerce.number().int().min(1).max(500).default(100),
-        }),
+        querystring: transcriptQuery,
+        response: { 200: transcriptPageReply, ...refusals(...always, ...onConversation) },
+      },
+      links: {
+        200: { nextPage: { operationId: 'getTranscript', parameters: { id: '$request.path.id', after: '$response.body#/next' }, description: 'The next page.' } },
       },
     },
     async (request) => {
-      const { after, limit } = request.query;
+      const { after = -1, limit = 100 } = request.query;
       const page = await client.transcriptPage(request.params.id, after, limit);
       return { messages: page, next: page.length === limit ? page[page.length - 1].seq : null };
     },
   );
+  refuseOtherMethods(app, '/v1/conversations/:id/transcript', ['GET']);
 
-  const filterValue = z.string().min(1).max(256).regex(/^[^'"\\]*$/, 'may not contain quotes or backslashes');
   app.get(
     '/v1/approvals',
     {
       onRequest: allow('approver', 'operator'),
       schema: {
+        operationId: 'listApprovals',
         summary: 'Tool calls waiting for a decision across conversations, oldest first (Temporal visibility and PostgreSQL; no query per conversation).',
         security,
-        querystring: z.object({
-          conversationId: filterValue.optional().describe('Only calls of this conversation.'),
-          tool: filterValue.optional().describe('Only calls of this tool.'),
-          requester: filterValue.optional().describe('Only calls of turns this subject started.'),
-          minAgeSeconds: z.coerce.number().int().min(0).optional().describe('Only calls waiting at least this long.'),
-        }),
+        querystring: approvalsQuery,
+        response: { 200: approvalsReply, ...refusals(...always) },
+      },
+      links: {
+        200: {
+          decide: decideLink('$response.body#/approvals/0/conversationId', '$response.body#/approvals/0/callKey', 'approve', 'Approve the oldest waiting call, named by its key.'),
+          getConversation: { operationId: 'getConversation', parameters: { id: '$response.body#/approvals/0/conversationId' }, description: "The call's conversation." },
+        },
       },
     },
     async (request) => {
@@ -221,25 +241,27 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
       return { approvals: approvals.map((a) => ({ ...a, requestedAt: a.requestedAt.toISOString() })) };
     },
   );
+  refuseOtherMethods(app, '/v1/approvals', ['GET']);
 
   app.post(
     '/v1/conversations/:id/decisions',
     {
       onRequest: allow('approver'),
       schema: {
+        operationId: 'decide',
         summary:
           'Approve or reject the named tool calls. Each call is named: a call that appeared after the approver looked is never decided by accident. ' +
           'Answers 200 when the conversation\'s worker applied the decisions, 202 with queued: true when no worker answered in time (3 s by default): the signed decisions then wait in the conversation\'s history and apply when a worker runs, if the calls still wait.',
         security,
         params: conversationParams,
-        // Strict: a field such as decidedBy is refused, never used (the decider is the token's subject).
-        body: z.strictObject({
-          decision: z.enum(['approve', 'reject']),
-          toolCallIds: z.array(z.string().min(1)).min(1).max(128).optional().describe('The calls, by tool-call id.'),
-          callKeys: z.array(z.string().min(1)).min(1).max(128).optional().describe('Or the calls as listed by GET /v1/approvals (their callKey): the version the approver saw.'),
-          reason: z.string().max(2000).optional(),
-        }),
+        body: decisionBody,
+        response: {
+          200: decisionOutcomeReply.describe('Applied by the conversation\'s worker.'),
+          202: decisionOutcomeReply.describe('Queued: no worker answered in time.'),
+          ...refusals(...always, ...withBody, ...onConversation, 404, 409),
+        },
       },
+      links: { 200: conversationLinks('$request.path.id'), 202: conversationLinks('$request.path.id') },
     },
     async (request, reply) => {
       const outcome = await decideCalls(client, request.principal!, request.params.id, request.body, policy);
@@ -248,50 +270,80 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
       return outcome;
     },
   );
+  refuseOtherMethods(app, '/v1/conversations/:id/decisions', ['POST']);
 
   app.get(
     '/v1/conversations/:id/events',
     {
       onRequest: allow('requester', 'approver', 'operator'),
       schema: {
+        operationId: 'followTurn',
         summary:
           'Follow a turn as server-sent events: delta (model text), tool_call, approval, status, and last turn (its outcome and answer). ' +
-          'Follows the turn that takes messageId, or the next turn to finish.',
+          `Follows the turn that takes messageId, or the next turn to finish, for at most waitSeconds (default ${EVENTS_WAIT_SECONDS.default}): ` +
+          'a turn not finished by then ends the stream with wait_ended.',
         security,
         params: conversationParams,
-        querystring: z.object({ messageId: z.string().min(1).max(200).optional() }),
+        querystring: eventsQuery,
+        response: {
+          200: { description: 'The events, as they happen.', content: { 'text/event-stream': { schema: serverSentEvent } } },
+          ...refusals(...always, ...onConversation, 404),
+        },
       },
     },
     async (request, reply) => {
       const conversationId = request.params.id;
+      const { messageId, waitSeconds = EVENTS_WAIT_SECONDS.default } = request.query;
       await client.state(conversationId); // a conversation that does not exist answers 404 before the stream starts
       const stop = new AbortController();
+      let waited = false;
+      const timer = setTimeout(() => {
+        waited = true;
+        stop.abort();
+      }, waitSeconds * 1000);
       request.raw.on('close', () => stop.abort());
       reply.hijack();
       reply.raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
+      const write = (event: string, data: unknown) => reply.raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+      let finished = false;
       try {
-        await followTurn(client, conversationId, { messageId: request.query.messageId, signal: stop.signal }, ({ event, data }) => {
-          reply.raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+        await followTurn(client, conversationId, { messageId, signal: stop.signal }, ({ event, data }) => {
+          if (event === 'turn') finished = true;
+          write(event, data);
         });
+        if (!finished && waited) write('wait_ended', { waitSeconds, ...(messageId === undefined ? {} : { messageId }) });
       } catch (err) {
-        reply.raw.write(`event: error\ndata: ${JSON.stringify({ code: 'internal', message: (err as Error).message })}\n\n`);
+        request.log.error({ err }, 'following a turn failed');
+        write('error', { code: 'internal', message: 'Following the turn failed inside the server; see its log.' });
+      } finally {
+        clearTimeout(timer);
       }
       reply.raw.end();
     },
   );
+  refuseOtherMethods(app, '/v1/conversations/:id/events', ['GET']);
 
   app.post(
     '/v1/conversations/:id/cancel',
     {
       onRequest: allow('requester', 'operator'),
-      schema: { summary: 'Cancel the running turn.', security, params: conversationParams, body: z.object({ reason: z.string().max(2000).optional() }).optional() },
+      schema: {
+        operationId: 'cancelTurn',
+        summary: 'Cancel the running turn.',
+        security,
+        params: conversationParams,
+        body: cancelBody,
+        response: { 202: cancelAccepted, ...refusals(...always, ...withBody, ...onConversation, 404) },
+      },
+      links: { 202: { getConversation: conversationLinks('$request.path.id').getConversation } },
     },
     async (request, reply) => {
       await client.cancelTurn(request.params.id, request.body?.reason);
       reply.status(202);
-      return { cancelled: true };
+      return { cancelled: true as const };
     },
   );
+  refuseOtherMethods(app, '/v1/conversations/:id/cancel', ['POST']);
 
   const sessions = options.inbox !== false ? new BrowserSessions() : undefined;
   if (sessions) await app.register(inboxRoutes, { client, authenticate, policy, sessions });
@@ -307,8 +359,10 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
   return app;
 }
 
-function send(reply: FastifyReply, code: ApiErrorCode, message: string): FastifyReply {
-  return reply.status(API_ERROR_CODES[code]).send({ error: { code, message } });
+/** Why a token's subject cannot be recorded as a message's sender or a decider; undefined when it can. */
+function describeUnrecordableSubject(subject: string): string | undefined {
+  if (subject.length > SENT_BY_MAX_CHARS) return `its subject is ${subject.length} characters long, and at most ${SENT_BY_MAX_CHARS} are recorded`;
+  return describeUnstorableText('its subject', subject);
 }
 
 /** Options of {@link startApiServer}. */

@@ -57,25 +57,24 @@ async function* readEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<Sse
 /**
  * Sends `text` to the conversation as the token's subject and prints its
  * turn to `out`. Returns when the turn finishes, or when it waits for an
- * approval (printing the commands that decide it).
+ * approval (printing the commands that decide it). A stream the API ends
+ * with `wait_ended` (its turn outlasted the stream's wait, `waitSeconds`,
+ * the API's default when unset) is opened again; calls already printed are
+ * not printed twice.
  */
-export async function sayThroughApi(api: ApiDecider, conversationId: string, text: string, out: (s: string) => void): Promise<void> {
+export async function sayThroughApi(
+  api: ApiDecider,
+  conversationId: string,
+  text: string,
+  out: (s: string) => void,
+  options: { waitSeconds?: number } = {},
+): Promise<void> {
   const path = conversationPath(conversationId);
   const { messageId } = await callApi<{ messageId: string }>(api, 'POST', `${path}/messages`, { text });
-  const stop = new AbortController();
-  const response = await fetch(`${api.url}${path}/events?messageId=${encodeURIComponent(messageId)}`, {
-    headers: { authorization: `Bearer ${api.token}`, accept: 'text/event-stream' },
-    signal: stop.signal,
-  });
-  if (!response.ok || !response.body) {
-    const json = (await response.json().catch(() => undefined)) as { error?: { code: string; message: string } } | undefined;
-    throw new Error(
-      `The message was sent (id ${messageId}), but its turn cannot be followed: ${json?.error ? `${json.error.message} (${json.error.code})` : `the API answered ${response.status}`}.`,
-    );
-  }
   let midLine = false;
   let streamed = '';
   let responseKey = '';
+  const printedCalls = new Set<string>();
   const write = (s: string): void => {
     out(s);
     midLine = !s.endsWith('\n');
@@ -83,51 +82,71 @@ export async function sayThroughApi(api: ApiDecider, conversationId: string, tex
   const newline = (): void => {
     if (midLine) write('\n');
   };
-  try {
-    for await (const { event, data } of readEvents(response.body)) {
-      if (event === 'delta') {
-        const d = data as { responseKey: string; text: string; reset: boolean };
-        if (d.responseKey !== responseKey) {
-          responseKey = d.responseKey;
-          streamed = '';
-        }
-        if (d.reset) {
-          newline();
-          write('  ↻ the model call was retried; its text starts over\n');
-          streamed = '';
-        }
-        if (d.text) {
-          if (!midLine) write('agent> ');
-          write(d.text);
-          streamed += d.text;
-        }
-      } else if (event === 'tool_call') {
-        const d = data as { toolName: string; toolCallId: string };
-        newline();
-        write(`  ⚙ ${d.toolName} [${d.toolCallId}]\n`);
-      } else if (event === 'approval') {
-        const d = data as { toolName: string; toolCallId: string; arguments: unknown };
-        newline();
-        write(
-          `  ⏸ ${d.toolName}(${JSON.stringify(d.arguments)}) needs approval:\n` +
-            `      npm run cli -- approve ${conversationId} ${d.toolCallId}\n` +
-            `      npm run cli -- reject ${conversationId} ${d.toolCallId} --reason "..."\n`,
-        );
-        return;
-      } else if (event === 'turn') {
-        const d = data as { outcome: string; error?: string; answer?: string };
-        if (d.outcome !== 'answered') {
-          newline();
-          write(`agent> (turn ${d.outcome}: ${d.error})\n`);
-        } else if (d.answer !== undefined && d.answer !== streamed) {
-          newline();
-          write(`agent> ${d.answer}\n`);
-        } else newline();
-        return;
-      }
+  for (;;) {
+    const stop = new AbortController();
+    const wait = options.waitSeconds === undefined ? '' : `&waitSeconds=${options.waitSeconds}`;
+    const response = await fetch(`${api.url}${path}/events?messageId=${encodeURIComponent(messageId)}${wait}`, {
+      headers: { authorization: `Bearer ${api.token}`, accept: 'text/event-stream' },
+      signal: stop.signal,
+    });
+    if (!response.ok || !response.body) {
+      const json = (await response.json().catch(() => undefined)) as { error?: { code: string; message: string } } | undefined;
+      throw new Error(
+        `The message was sent (id ${messageId}), but its turn cannot be followed: ${json?.error ? `${json.error.message} (${json.error.code})` : `the API answered ${response.status}`}.`,
+      );
     }
-    throw new Error(`The API closed the stream of conversation ${conversationId} before its turn finished; follow it with: npm run cli -- show ${conversationId}`);
-  } finally {
-    stop.abort();
+    let waitEnded = false;
+    try {
+      for await (const { event, data } of readEvents(response.body)) {
+        if (event === 'delta') {
+          const d = data as { responseKey: string; text: string; reset: boolean };
+          if (d.responseKey !== responseKey) {
+            responseKey = d.responseKey;
+            streamed = '';
+          }
+          if (d.reset) {
+            newline();
+            write('  ↻ the model call was retried; its text starts over\n');
+            streamed = '';
+          }
+          if (d.text) {
+            if (!midLine) write('agent> ');
+            write(d.text);
+            streamed += d.text;
+          }
+        } else if (event === 'tool_call') {
+          const d = data as { toolName: string; toolCallId: string; seq: number };
+          if (printedCalls.has(`${d.seq}/${d.toolCallId}`)) continue;
+          printedCalls.add(`${d.seq}/${d.toolCallId}`);
+          newline();
+          write(`  ⚙ ${d.toolName} [${d.toolCallId}]\n`);
+        } else if (event === 'approval') {
+          const d = data as { toolName: string; toolCallId: string; arguments: unknown };
+          newline();
+          write(
+            `  ⏸ ${d.toolName}(${JSON.stringify(d.arguments)}) needs approval:\n` +
+              `      npm run cli -- approve ${conversationId} ${d.toolCallId}\n` +
+              `      npm run cli -- reject ${conversationId} ${d.toolCallId} --reason "..."\n`,
+          );
+          return;
+        } else if (event === 'turn') {
+          const d = data as { outcome: string; error?: string; answer?: string };
+          if (d.outcome !== 'answered') {
+            newline();
+            write(`agent> (turn ${d.outcome}: ${d.error})\n`);
+          } else if (d.answer !== undefined && d.answer !== streamed) {
+            newline();
+            write(`agent> ${d.answer}\n`);
+          } else newline();
+          return;
+        } else if (event === 'wait_ended') {
+          waitEnded = true;
+          break;
+        }
+      }
+    } finally {
+      stop.abort();
+    }
+    if (!waitEnded) throw new Error(`The API closed the stream of conversation ${conversationId} before its turn finished; follow it with: npm run cli -- show ${conversationId}`);
   }
 }

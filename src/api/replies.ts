@@ -1,0 +1,198 @@
+/**
+ * What the HTTP API answers, as zod schemas: they check each answer as it is
+ * serialized and describe it in the OpenAPI document. Refusals share one
+ * shape, `{"error": {"code", "message"}}`, whose codes are stable; each
+ * operation lists every status it can answer.
+ */
+import { z } from 'zod';
+import type { PendingApprovalView } from '../client/client';
+import type { ConversationState } from '../core/contract';
+import type { StoredMessage } from '../db/transcript-store';
+import type { DecisionOutcome } from './decisions';
+
+/**
+ * `schema`, typed as describing `T`: the answers whose schemas list only some
+ * of their fields (the rest pass through as they are) are typed by the
+ * project's own types.
+ */
+const describing = <T>(schema: z.ZodType): z.ZodType<T> => schema as z.ZodType<T>;
+
+/** Stable codes of the API's refusals, in `{"error": {"code", "message"}}`, with their HTTP status. */
+export const API_ERROR_CODES = {
+  invalid_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  four_eyes: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conversation_closed: 409,
+  decision_refused: 409,
+  message_too_large: 413,
+  uri_too_long: 414,
+  unsupported_media_type: 415,
+  payload_undecodable: 422,
+  internal: 500,
+  payloads_unreadable: 500,
+  codec_off: 501,
+  identity_provider_unavailable: 503,
+  no_worker: 503,
+} as const;
+/** One of {@link API_ERROR_CODES}. */
+export type ApiErrorCode = keyof typeof API_ERROR_CODES;
+/** A status the API refuses with. */
+export type RefusalStatus = (typeof API_ERROR_CODES)[ApiErrorCode];
+
+/** The name of the refusal's schema in the document's components. */
+export const API_ERROR_COMPONENT = 'ApiError';
+
+/** Every refusal's body. */
+export const apiErrorBody = z.strictObject({
+  error: z.strictObject({
+    code: z.enum(Object.keys(API_ERROR_CODES) as [ApiErrorCode, ...ApiErrorCode[]]).describe('Stable: programs may rely on it.'),
+    message: z.string().describe('What was wrong and how to fix it, for people.'),
+  }),
+});
+
+/** What each refusal status means, for the document. */
+const REFUSAL_MEANING: Record<RefusalStatus, string> = {
+  400: 'The request is not valid (a field, a parameter, the JSON body, an encoding): the message names what and the limit.',
+  401: 'No bearer token, or one that is not valid.',
+  403: "The token's roles do not allow this (forbidden), or whoever sent a turn's messages tries to approve its calls (four_eyes).",
+  404: 'No such conversation.',
+  405: 'The path takes other methods (listed in the Allow header).',
+  409: 'The conversation has ended (conversation_closed), or a named call no longer waits for a decision (decision_refused).',
+  413: 'The body, or the message in it, is over its limit.',
+  414: 'A path parameter is far over its documented length.',
+  415: 'The body is not application/json.',
+  422: 'A payload could not be decoded.',
+  500: 'The request failed inside the server (see its log).',
+  501: 'Not available in this configuration.',
+  503: 'The identity provider or the conversation\'s worker did not answer in time; try again.',
+};
+
+/** Which codes a status carries, for the document. */
+function codesOf(status: RefusalStatus): string {
+  return (Object.entries(API_ERROR_CODES) as [ApiErrorCode, number][])
+    .filter(([, s]) => s === status)
+    .map(([code]) => code)
+    .join(', ');
+}
+
+/** The `response` entries of the refusals an operation can answer, each with the shared error body. */
+export function refusals(...statuses: RefusalStatus[]) {
+  return Object.fromEntries(
+    statuses.map((status) => [status, { description: `${codesOf(status)}: ${REFUSAL_MEANING[status]}`, content: { 'application/json': { schema: apiErrorBody } } }]),
+  ) as Record<RefusalStatus, { description: string; content: { 'application/json': { schema: typeof apiErrorBody } } }>;
+}
+
+const pendingApproval = z.looseObject({
+  toolCallId: z.string(),
+  callKey: z.string().describe('Name the call by this key in a decision.'),
+  toolName: z.string(),
+  arguments: z.unknown().describe('The arguments, parsed (or the raw text when they are not JSON).'),
+  requestedAt: z.string().describe('When the model asked for it (ISO 8601).'),
+  ageMs: z.number(),
+  requestedBy: z.array(z.string()).describe('Who sent the messages of the turn that asked for it.'),
+});
+
+const conversationStatus = z.enum(['idle', 'running', 'awaiting_approval', 'failed', 'closed']);
+
+const turnRecord = z.looseObject({
+  messageIds: z.array(z.string()),
+  outcome: z.enum(['answered', 'failed', 'cancelled', 'interrupted', 'budget_exceeded']),
+  answerSeq: z.number().int().optional(),
+  error: z.string().optional(),
+  steps: z.number().int(),
+  requestedBy: z.array(z.string()).optional(),
+});
+
+/** `202` of `POST /v1/conversations/{id}/messages`. */
+export const messageAccepted = z.strictObject({ conversationId: z.string(), messageId: z.string() }).describe('Taken: the conversation runs a turn for it.');
+
+/** `200` of `GET /v1/conversations/{id}`: the `state` query's answer (more fields than listed here). */
+export const conversationStateReply = describing<ConversationState>(
+  z.looseObject({
+    conversationId: z.string(),
+    status: conversationStatus,
+    steps: z.number().int(),
+    messageCount: z.number().int(),
+    queuedMessages: z.number().int(),
+    pendingApprovals: z.array(pendingApproval),
+    runningToolCalls: z.array(z.string()),
+    recentTurns: z.array(turnRecord).describe('The most recent turns, newest last.'),
+  }),
+).describe("The conversation's state.");
+
+/** `200` of `GET /v1/conversations/{id}/transcript`. */
+export const transcriptPageReply = describing<{ messages: StoredMessage[]; next: number | null }>(
+  z.strictObject({
+    messages: z.array(
+      z.looseObject({
+        seq: z.number().int(),
+        message: z.looseObject({ role: z.enum(['system', 'user', 'assistant', 'tool']) }).describe('The message as the model sees it.'),
+        createdAt: z.date(),
+      }),
+    ),
+    next: z.number().int().nullable().describe('The seq to ask for after=, when there may be more; null on the last page.'),
+  }),
+).describe('A page of stored messages, in order.');
+
+/** `200` of `GET /v1/approvals`. */
+export const approvalsReply = describing<{ approvals: (Omit<PendingApprovalView, 'requestedAt'> & { requestedAt: string })[] }>(
+  z.strictObject({ approvals: z.array(pendingApproval.extend({ conversationId: z.string() })) }),
+).describe('Tool calls waiting for a decision, oldest first.');
+
+/** `200` (applied) and `202` (queued) of `POST /v1/conversations/{id}/decisions`. */
+export const decisionOutcomeReply = describing<DecisionOutcome>(
+  z.strictObject({
+    decidedBy: z.string().describe("The token's subject."),
+    queued: z.boolean().describe("True when no worker answered in time: the signed decisions wait in the conversation's history."),
+    results: z.array(
+      z.looseObject({
+        decisionId: z.string(),
+        applied: z.boolean(),
+        toolCallId: z.string(),
+        callKey: z.string(),
+        toolName: z.string(),
+        arguments: z.unknown(),
+        queued: z.boolean(),
+      }),
+    ),
+  }),
+);
+
+/** `202` of `POST /v1/conversations/{id}/cancel`. */
+export const cancelAccepted = z.strictObject({ cancelled: z.literal(true) }).describe('The cancel was sent; the running turn, if any, ends as cancelled.');
+
+/** The data of each server-sent event of `GET /v1/conversations/{id}/events`, by event name. */
+export const TURN_EVENT_DATA = {
+  delta: z.strictObject({ responseKey: z.string(), attempt: z.number().int(), text: z.string(), reset: z.boolean() }).describe("The model's text as it streams."),
+  tool_call: z.strictObject({ toolCallId: z.string(), toolName: z.string(), seq: z.number().int() }).describe('A call the model asked for.'),
+  approval: pendingApproval.pick({ toolCallId: true, toolName: true, arguments: true, callKey: true, requestedBy: true }).describe('A call that waits for a decision.'),
+  status: z
+    .strictObject({ status: conversationStatus, pendingApprovals: z.number().int(), runningToolCalls: z.array(z.string()) })
+    .describe("The conversation's status, when it changes."),
+  turn: turnRecord.extend({ answer: z.string().optional() }).describe('Last: the turn finished, with its outcome and answer.'),
+  wait_ended: z
+    .strictObject({ waitSeconds: z.number().int(), messageId: z.string().optional() })
+    .describe('Last: waitSeconds passed before the turn finished; ask again to go on following.'),
+  error: apiErrorBody.shape.error.describe('Last: following failed inside the server.'),
+} as const;
+/** The name of a server-sent event. */
+export type TurnEventName = keyof typeof TURN_EVENT_DATA;
+
+/**
+ * One server-sent event as the document describes it: its name and its data
+ * (JSON, described by `contentSchema`). OpenAPI before 3.2 has a stream's
+ * `schema` describe each of its events.
+ */
+export const serverSentEvent = z
+  .union(
+    (Object.entries(TURN_EVENT_DATA) as [TurnEventName, z.ZodType][]).map(([name, data]) =>
+      z.strictObject({
+        event: z.literal(name),
+        data: z.string().meta({ contentMediaType: 'application/json', contentSchema: z.toJSONSchema(data, { io: 'output', unrepresentable: 'any' }) }),
+      }),
+    ) as unknown as [z.ZodType, z.ZodType, ...z.ZodType[]],
+  )
+  .describe('One event of the stream (its event: and data: lines), in this order: delta, tool_call, approval and status as they happen, then one of turn, wait_ended or error.');
