@@ -7,7 +7,7 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { NoWorkerAnsweredError } from '../client/client';
-import { ConversationClosedError, DecisionRefusedError, EncryptedPayloadError, InvalidConversationInputError, MessageTooLargeError } from '../errors';
+import { ConversationClosedError, DecisionRefusedError, EncryptedPayloadError, InvalidConversationInputError, MessageTooLargeError, UnstorableTextError } from '../errors';
 import { DecisionProblem } from './decisions';
 import { API_ERROR_CODES, type ApiErrorCode } from './replies';
 
@@ -48,7 +48,7 @@ export function refuse(err: unknown, request: FastifyRequest, reply: FastifyRepl
     return sendRefusal(reply, 'unsupported_media_type', `The body must be JSON: send it with "content-type: application/json", not ${JSON.stringify(request.headers['content-type'] ?? '')}.`);
   }
   if (err instanceof MessageTooLargeError) return sendRefusal(reply, 'message_too_large', err.message);
-  if (err instanceof InvalidConversationInputError) return sendRefusal(reply, 'invalid_request', err.message);
+  if (err instanceof InvalidConversationInputError || err instanceof UnstorableTextError) return sendRefusal(reply, 'invalid_request', err.message);
   if (err instanceof ConversationClosedError) return sendRefusal(reply, 'conversation_closed', err.message);
   if (err instanceof DecisionRefusedError) return sendRefusal(reply, 'decision_refused', err.message);
   if ((err as { name?: string }).name === 'WorkflowNotFoundError') return sendRefusal(reply, 'not_found', 'No such conversation.');

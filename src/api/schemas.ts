@@ -44,7 +44,7 @@ export const NO_NUL_PATTERN = '^[^\\x00]*$';
 const WHITE_SPACE = '\\t\\n\\x0b\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
 /** A string without U+0000 with at least one character that is not white space (as a JSON Schema `pattern`). */
 export const NON_BLANK_PATTERN = `^[^\\x00]*[^\\x00${WHITE_SPACE}][^\\x00]*$`;
-/** Quotes and backslashes cannot be put in a Temporal visibility query's string. */
+/** A filter value holds no quotes or backslashes (the API's documented filter values; tool names never hold them). */
 const FILTER_PATTERN = '^[^\\x00\'"\\\\]*$';
 
 /** What every text field says about the characters it refuses. */
@@ -105,7 +105,7 @@ export function queryInteger(min: number, max: number) {
   );
 }
 
-/** A Temporal visibility filter value: 1 to 256 characters, no quotes, backslashes or NUL. */
+/** A filter value of the approval list: 1 to 256 characters, no quotes, backslashes or NUL. */
 const filterValue = (field: string, description: string) =>
   personText(field, { minChars: 1, maxChars: 256, description })
     .regex(new RegExp(FILTER_PATTERN, 'u'), 'may not contain quotes or backslashes')

@@ -223,7 +223,7 @@ export async function buildApiServer(options: ApiServerOptions): Promise<Fastify
       onRequest: allow('approver', 'operator'),
       schema: {
         operationId: 'listApprovals',
-        summary: 'Tool calls waiting for a decision across conversations, oldest first (Temporal visibility and PostgreSQL; no query per conversation).',
+        summary: 'Tool calls waiting for a decision across conversations, oldest first (from PostgreSQL, one visibility query on system attributes; no query per conversation).',
         security,
         querystring: approvalsQuery,
         response: { 200: approvalsReply, ...refusals(...always) },
