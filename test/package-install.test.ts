@@ -115,7 +115,7 @@ describe('the packed package in a project of its own', () => {
           WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1`,
       );
       expect(tables.rows.map((r) => r.name)).toEqual(
-        ['approval_decisions', 'conversation_messages', 'mcp_toolsets', 'model_responses', 'schema_migrations', 'tool_ledger', 'tool_results', 'worker_activities', 'workers'].map(
+        ['approval_decisions', 'conversation_messages', 'mcp_toolsets', 'model_responses', 'pending_approvals', 'schema_migrations', 'tool_ledger', 'tool_results', 'worker_activities', 'workers'].map(
           (table) => `durable_agent.${table}`,
         ),
       );
