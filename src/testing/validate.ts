@@ -1,6 +1,7 @@
 /**
  * Pure validation of Chat Completions requests, answering like a real
- * provider would (see `/work/shared/PROTOCOL.md` for the rules and bodies).
+ * provider would (the rules and bodies are described in
+ * docs/provider-protocol.md).
  *
  * @packageDocumentation
  */
