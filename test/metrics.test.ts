@@ -92,10 +92,10 @@ describe('metrics', () => {
     for (const value of [id, 'call_m1', 'ops@example.com', messageId]) expect(after).not.toContain(value);
   });
 
-  it('the README documents every metric of the catalog with its type and labels', () => {
-    const readme = fs.readFileSync(path.join(__dirname, '..', 'README.md'), 'utf8');
+  it('the operating guide documents every metric of the catalog with its type and labels', () => {
+    const guide = fs.readFileSync(path.join(__dirname, '..', 'docs', 'operating.md'), 'utf8');
     for (const m of Object.values(AGENT_METRICS)) {
-      const row = readme.split('\n').find((line) => line.startsWith(`| \`${m.name}\` |`));
+      const row = guide.split('\n').find((line) => line.startsWith(`| \`${m.name}\` |`));
       expect(row, m.name).toBeDefined();
       expect(row).toContain(`| ${m.kind}`);
       for (const label of m.labels) expect(row, `${m.name} label ${label}`).toContain(`\`${label}\``);
