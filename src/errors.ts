@@ -14,9 +14,6 @@ export abstract class AgentError extends Error {
 /** An environment variable has a value the worker cannot use. */
 export class ConfigError extends AgentError {}
 
-/** The database holds tables in a state migrations cannot safely work from; nothing was changed. */
-export class DatabaseLayoutError extends AgentError {}
-
 /** A conversation's start options are invalid. */
 export class InvalidConversationInputError extends AgentError {}
 

@@ -10,7 +10,6 @@ import type { Pool } from 'pg';
 import { createOpenAIClient } from './activities/openai-client';
 import { createPool } from './db/pool';
 import { ConfigError, loadConfig, type WorkerConfig } from './runtime/config';
-import { DatabaseLayoutError } from './errors';
 import { logger } from './runtime/logger';
 import { recordApi, startServices } from './runtime/services';
 import { connectionOptions, EMBEDDED_DEV_SERVER, explainConnectionFailure } from './runtime/temporal-connection';
@@ -203,7 +202,7 @@ function printBanner(
 
 main().catch((err) => {
   // A configuration or database layout problem is said plainly, as written for the person starting the worker.
-  if (err instanceof ConfigError || err instanceof DatabaseLayoutError || err instanceof SearchAttributeLimitError) process.stderr.write(`The worker cannot start: ${err.message}\n`);
+  if (err instanceof ConfigError || err instanceof SearchAttributeLimitError) process.stderr.write(`The worker cannot start: ${err.message}\n`);
   else logger.error({ err }, 'worker failed');
   process.exitCode = 1;
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CALL_INSTANCE_KEYS_PATCH, ConversationCore, MESSAGE_SIZE_LIMITS_PATCH, UNSTORABLE_TEXT_PATCH, USAGE_SEARCH_ATTRIBUTES_PATCH } from '../src/core/conversation';
+import { ConversationCore } from '../src/core/conversation';
 import { DEDUP_MEMORY } from '../src/core/contract';
 import { assistantWithCalls, CoreDriver } from './support/core-driver';
 
@@ -8,13 +8,13 @@ import { assistantWithCalls, CoreDriver } from './support/core-driver';
 
 const answer = (content: string) => ({ role: 'assistant' as const, content });
 const kindOf = (content: string) => (JSON.parse(content) as { kind: string }).kind;
-const toolMessages = (d: CoreDriver) => d.stored.filter((m) => m.role === 'tool') as { tool_call_id: string; content: string }[];
+const toolMessages = (d: CoreDriver) => d.transcript().filter((m) => m.role === 'tool') as { tool_call_id: string; content: string }[];
 
 describe('ConversationCore: turns', () => {
   it('answers a message: stores it, asks the model by reference with tools on, and records the answered turn', () => {
     const d = new CoreDriver({ systemPrompt: 'Be brief.' });
     d.userMessage({ text: 'hello', messageId: 'm-1' });
-    expect(d.stored.map((m) => m.role)).toEqual(['system', 'user']);
+    expect(d.transcript().map((m) => m.role)).toEqual(['system', 'user']);
     expect(d.request).toMatchObject({ conversationId: 'conv-1', throughSeq: 1, omitSeqs: [], synthesized: [], toolChoice: 'auto' });
     expect(d.published.status).toBe('running');
     d.modelAnswers(answer('hi'), []);
@@ -79,20 +79,6 @@ describe('ConversationCore: turns', () => {
     expect(d.starts.size).toBe(0);
   });
 
-  it('keys calls by provider id when the run predates per-instance keys, and asks about that only when there are calls', () => {
-    const d = new CoreDriver();
-    d.before.push(CALL_INSTANCE_KEYS_PATCH);
-    d.userMessage({ text: 'go' });
-    const { message, plans } = assistantWithCalls([{ id: 'call_1', idempotent: false }]);
-    d.modelAnswers(message, plans);
-    expect(d.calls[0].key).toBe('conv-1/call_1');
-    expect(d.calls[0].idempotent).toBeUndefined();
-    d.toolReports(d.calls[0], { content: '"ok"' });
-    const askedBefore = d.asked.length;
-    const result = { message: answer('done'), responseKey: 'r', calls: [], finishReason: 'stop' };
-    d.core.modelAnswered(result);
-    expect(d.asked.length - askedBefore).toBe(0);
-  });
 });
 
 describe('ConversationCore: the inbox', () => {
@@ -110,7 +96,7 @@ describe('ConversationCore: the inbox', () => {
     ]);
     expect(d.turns[0]).toMatchObject({ messageIds: ['m-1'], outcome: 'interrupted', error: 'a new user message interrupted the turn' });
     expect(d.stage).toBe('model'); // the new message's turn started
-    expect(d.stored.at(-1)).toEqual({ role: 'user', content: 'stop, only the first' });
+    expect(d.transcript().at(-1)).toEqual({ role: 'user', content: 'stop, only the first' });
   });
 
   it('queue: a new message waits for the turn to finish, then gets its own turn', () => {
@@ -134,7 +120,7 @@ describe('ConversationCore: the inbox', () => {
     expect(d.core.state().lastError).toBe('Ignored a userMessage signal: "text" must be a non-empty string');
     d.userMessage('just a string');
     expect(d.core.state().lastError).toContain('expected an object like {"text": "..."}');
-    expect(d.stored.filter((m) => m.role === 'user')).toHaveLength(1);
+    expect(d.transcript().filter((m) => m.role === 'user')).toHaveLength(1);
   });
 
   it('cancel: stops the running turn; with no turn it does nothing; before a queued turn starts, that turn starts cancelled', () => {
@@ -205,88 +191,10 @@ describe('ConversationCore: decisions', () => {
     expect(d.published.approvals).toEqual({ tags: [], since: null });
   });
 
-  it('publishes no approval index for a run begun before it (the search attributes keep their old shape)', () => {
-    const d = new CoreDriver({});
-    // The first publish (at the driver's start) asked already; a run begun before the patch gets false every time.
-    d.before = ['approval-identity'];
-    d.published = { status: 'idle', pendingApprovals: 0, unknownEffects: 0 };
-    d.userMessage({ text: 'refund', sentBy: 'rita' });
-    const { message, plans } = assistantWithCalls([{ id: 'call_1', name: 'issue_refund', needsApproval: true }]);
-    d.modelAnswers(message, plans);
-    expect(d.published).toEqual({ status: 'awaiting_approval', pendingApprovals: 1, unknownEffects: 0 });
-  });
-
-  it('approves one call and rejects the other: the approved one runs once, the rejected one settles with the reason', () => {
-    const d = waiting();
-    expect(d.decide({ decisionId: 'd-1', decision: 'approve', toolCallId: 'call_1', decidedBy: 'ana' })).toEqual({ applied: true, ids: ['call_1'] });
-    expect(d.starts.get('conv-1/msg-1/call-0')).toBe(1);
-    expect(d.published.pendingApprovals).toBe(1);
-    expect(d.decide({ decisionId: 'd-1', decision: 'approve', toolCallId: 'call_1' })).toEqual({ applied: false, ids: ['call_1'] });
-    expect(d.starts.get('conv-1/msg-1/call-0')).toBe(1);
-    d.decide({ decisionId: 'd-2', decision: 'reject', toolCallId: 'call_2', reason: 'too much' }, 'update');
-    d.toolReports(d.calls[0], { content: '"refunded"' });
-    expect(toolMessages(d).map((m) => m.content)).toEqual(['"refunded"', JSON.stringify({ error: 'A person rejected this tool call; it was not run.', kind: 'rejected', reason: 'too much' })]);
-    expect(d.core.state().decisionsApplied).toBe(2);
-  });
-
-  it('returns the record to store with each call key, once per decision id', () => {
-    const d = waiting();
-    const decision = { decisionId: 'd-9', decision: 'reject' as const, decidedBy: 'ana' };
-    const applied = d.core.applyDecision(decision, ['call_1', 'call_2'], 'signal');
-    expect(applied.record).toEqual({
-      conversationId: 'conv-1',
-      decisionId: 'd-9',
-      decision: 'reject',
-      toolCallIds: ['call_1', 'call_2'],
-      callKeys: ['conv-1/msg-1/call-0', 'conv-1/msg-1/call-1'],
-      reason: undefined,
-      decidedBy: 'ana',
-      decidedAt: d.clock,
-      via: 'signal',
-    });
-    expect(d.core.applyDecision(decision, ['call_1'], 'update')).toEqual({ result: { decisionId: 'd-9', applied: false, toolCallIds: ['call_1', 'call_2'] } });
-  });
-
-  it('refuses unknown calls, malformed decisions, and decisions sent after the deadline, and keeps signal refusals in the state', () => {
-    const d = waiting({ approvalTimeoutMs: 60_000 });
-    expect(d.decide({ decisionId: 'd-1', decision: 'approve', toolCallId: 'call_9' })).toEqual({
-      refusal: 'No tool call "call_9" is pending in this conversation. (conversation conv-1)',
-    });
-    expect(d.decide({ decisionId: 'd-2', decision: 'maybe' })).toEqual({ refusal: '"decision" must be "approve" or "reject"' });
-    const late = d.decide({ decisionId: 'd-3', decision: 'approve', sentAt: '2026-11-23T10:01:00.000Z' }, 'update');
-    expect(late).toEqual({
-      refusal: 'The decision was sent (2026-11-23T10:01:00.000Z) after the approval deadline (2026-11-23T10:01:00.000Z); the call settles as approval_timeout.',
-    });
-    d.clock += 61_000;
-    expect(d.decide({ decisionId: 'd-4', decision: 'approve' })).toMatchObject({ refusal: expect.stringMatching(/^The decision came after the approval deadline/) });
-    // A decision sent in time counts even when it arrives after the deadline, while the calls still wait.
-    expect(d.decide({ decisionId: 'd-5', decision: 'approve', toolCallId: 'call_2', sentAt: '2026-11-23T10:00:59.000Z' })).toEqual({ applied: true, ids: ['call_2'] });
-    expect(d.core.state().refusedDecisions.map((r) => r.decisionId)).toEqual(['d-1', 'd-2', 'd-4']); // the update's refusal was answered directly
-    d.deadlinePasses();
-    d.toolReports(d.calls[1], { content: '"refunded"' });
-    expect(toolMessages(d).map((m) => m.content)).toEqual([expect.stringContaining('"kind":"approval_timeout"'), '"refunded"']);
-  });
-
-  it('refuses a decision for an earlier call whose provider id a later call reuses', () => {
-    const d = new CoreDriver();
-    d.userMessage({ text: 'refund' });
-    const first = assistantWithCalls([{ id: 'call_0', needsApproval: true }]);
-    d.modelAnswers(first.message, first.plans);
-    const earlierKey = d.calls[0].key;
-    d.decide({ decisionId: 'd-1', decision: 'reject', toolCallId: 'call_0' });
-    const second = assistantWithCalls([{ id: 'call_0', needsApproval: true }]);
-    d.modelAnswers(second.message, second.plans);
-    const refusal = d.decide({ decisionId: 'd-2', decision: 'approve', toolCallId: 'call_0', callKey: earlierKey });
-    expect(refusal).toEqual({
-      refusal: `Tool call "call_0" waiting now is a different call (key ${d.calls[0].key}) from the one decided (key ${earlierKey}); providers reuse ids, so the decision is refused. (conversation conv-1)`,
-    });
-    expect(d.decide({ decisionId: 'd-3', decision: 'approve', callKey: d.calls[0].key })).toEqual({ applied: true, ids: ['call_0'] });
-  });
 });
 
 describe('ConversationCore: tokens and cost in the search attributes', () => {
   const spent = (promptTokens: number, completionTokens: number, costUsd?: number) => ({ usage: { promptTokens, completionTokens }, costUsd });
-  const asks = (d: CoreDriver) => d.asked.filter((p) => p === USAGE_SEARCH_ATTRIBUTES_PATCH).length;
 
   it("publishes the conversation's tokens and priced cost with the turn's end, and adds no upsert of their own after a model call", () => {
     const d = new CoreDriver();
@@ -307,8 +215,6 @@ describe('ConversationCore: tokens and cost in the search attributes', () => {
     d.userMessage({ text: 'and her orders?' });
     d.modelAnswers(answer('Two orders.'), [], spent(100, 10, 0.00028));
     expect(d.published.usage).toEqual({ tokens: 2660, costUsd: 0.00292 });
-    // Asked only where an upsert carried new figures.
-    expect(asks(d)).toBe(d.upserts.filter((u) => u.usage).length);
   });
 
   it('rides on a status change inside the turn (a call waits for approval) and is left out of a change when it did not change', () => {
@@ -339,21 +245,6 @@ describe('ConversationCore: tokens and cost in the search attributes', () => {
     expect(d.published.usage).toEqual({ tokens: 3300, costUsd: 0.0084 });
   });
 
-  it('a run begun before the patch publishes none of them, and publishes the whole totals from the first upsert after a worker with the rule takes over', () => {
-    const d = new CoreDriver({}, 'conv-1', [USAGE_SEARCH_ATTRIBUTES_PATCH]);
-    d.userMessage({ text: 'one' });
-    d.modelAnswers(answer('first'), [], spent(1000, 100, 0.0028));
-    d.userMessage({ text: 'two' });
-    const { message, plans } = assistantWithCalls([{ id: 'call_1', needsApproval: true }]);
-    d.modelAnswers(message, plans, spent(300, 30, 0.00084));
-    expect(d.upserts.length).toBeGreaterThan(4);
-    expect(d.upserts.filter((u) => 'usage' in u)).toEqual([]);
-    expect(d.core.state().usage).toMatchObject({ promptTokens: 1300, completionTokens: 130, costUsd: 0.00364 });
-    // The upgraded worker: the rule applies from the next upsert on, with what the run spent before.
-    d.before = [];
-    d.decide({ decisionId: 'd-1', decision: 'reject' });
-    expect(d.upserts.at(-1)).toMatchObject({ status: 'running', usage: { tokens: 1430, costUsd: 0.00364 } });
-  });
 });
 
 describe('ConversationCore: outcomes of calls that did not report back', () => {
@@ -417,42 +308,31 @@ describe('ConversationCore: continue-as-new and repair', () => {
 
   it('decides continue-as-new from the history length or the server suggestion', () => {
     const core = new ConversationCore('c', { continueAsNewAfterEvents: 100 }, new CoreDriver().env);
-    expect(core.shouldContinueAsNew({ length: 99, suggested: false })).toBe(false);
-    expect(core.shouldContinueAsNew({ length: 100, suggested: false })).toBe(true);
-    expect(core.shouldContinueAsNew({ length: 5, suggested: true })).toBe(true);
+    expect(core.shouldContinueAsNew({ historyLength: 99, continueAsNewSuggested: false })).toBe(false);
+    expect(core.shouldContinueAsNew({ historyLength: 100, continueAsNewSuggested: false })).toBe(true);
+    expect(core.shouldContinueAsNew({ historyLength: 5, continueAsNewSuggested: true })).toBe(true);
   });
 
   it('repairs a transcript that broke the pairing rules before the model sees it, counting and logging it', () => {
     const d = new CoreDriver();
-    d.core.stored([{ message: { role: 'user', content: 'x' } }]);
+    d.core.store([{ message: { role: 'user', content: 'x' } }]);
     const { message } = assistantWithCalls([{ id: 'call_lost' }]);
-    d.core.stored([{ message }, { message: { role: 'user', content: 'y' } }]); // a bug: no result for call_lost
+    d.core.store([{ message }, { message: { role: 'user', content: 'y' } }]); // a bug: no result for call_lost
     expect(d.core.modelRequest()).toMatchObject({ omitSeqs: [], synthesized: [{ afterSeq: 1, toolCallId: 'call_lost' }] });
     expect(d.core.state().transcriptRepairs).toBe(1);
     expect(d.warnings).toContain('Transcript broke the pairing rules before a model call; repaired it (this is a bug)');
   });
 
-  it('refuses an assistant message stored at another seq than the one its calls were keyed for', () => {
-    const d = new CoreDriver();
-    d.userMessage({ text: 'go' });
-    const { message, plans } = assistantWithCalls([{ id: 'call_1' }]);
-    d.core.modelAnswered({ message, responseKey: 'r', calls: plans, finishReason: 'tool_calls' });
-    expect(() => d.core.answerStored(5)).toThrow('The assistant message was stored at seq 5, its calls were keyed for 1.');
-  });
 });
 
 describe('ConversationCore: sizes', () => {
   const text = (kib: number, tag: string) => `${tag}:`.padEnd(kib * 1024, 'é').slice(0, (kib * 1024) / 2); // 'é' is 2 bytes
 
-  it('refuses a user message over USER_MESSAGE_MAX_BYTES with its size and the limit; a run from before the limit keeps it', () => {
+  it('refuses a user message over USER_MESSAGE_MAX_BYTES with its size and the limit', () => {
     const d = new CoreDriver();
     d.userMessage({ text: text(300, 'big') });
     expect(d.core.state().lastError).toMatch(/^Ignored a userMessage signal: the message is \d+ bytes; a user message may be at most 262144 bytes$/);
-    expect(d.stored).toHaveLength(0);
-    const old = new CoreDriver();
-    old.before.push(MESSAGE_SIZE_LIMITS_PATCH);
-    old.userMessage({ text: text(300, 'big') });
-    expect(old.stored).toHaveLength(1);
+    expect(d.core.state().messageCount).toBe(0);
   });
 
   it('takes at most TURN_INPUT_MAX_BYTES of queued messages into one turn (at least one); the rest get the next turn', () => {
@@ -460,59 +340,80 @@ describe('ConversationCore: sizes', () => {
     for (let i = 0; i < 6; i++) core.receiveUserMessage({ text: text(200, `m${i}`), messageId: `m${i}` });
     expect(core.takeTurn()).toHaveLength(5);
     expect(core.state().queuedMessages).toBe(1);
-    const old = new CoreDriver();
-    old.before.push(MESSAGE_SIZE_LIMITS_PATCH);
-    const oldCore = new ConversationCore('c', {}, old.env);
-    for (let i = 0; i < 6; i++) oldCore.receiveUserMessage({ text: text(200, `m${i}`), messageId: `m${i}` });
-    expect(oldCore.takeTurn()).toHaveLength(6);
   });
 
   it('does not continue as new while the queued messages are over CARRIED_INBOX_MAX_BYTES; it answers them first', () => {
     const core = new ConversationCore('c', { continueAsNewAfterEvents: 10, onNewMessage: 'queue' }, new CoreDriver().env);
     for (let i = 0; i < 5; i++) core.receiveUserMessage({ text: text(250, `m${i}`), messageId: `m${i}` });
-    expect(core.shouldContinueAsNew({ length: 50, suggested: false })).toBe(false);
+    expect(core.shouldContinueAsNew({ historyLength: 50, continueAsNewSuggested: false })).toBe(false);
     core.takeTurn();
-    expect(core.shouldContinueAsNew({ length: 50, suggested: false })).toBe(true);
+    expect(core.shouldContinueAsNew({ historyLength: 50, continueAsNewSuggested: false })).toBe(true);
+  });
+});
+
+describe('ConversationCore: decisions in verification', () => {
+  it('a decision sent in time and verified after the deadline applies to its call; the calls it does not name time out then', () => {
+    const d = new CoreDriver({ approvalTimeoutMs: 60_000 });
+    d.userMessage({ text: 'two refunds' });
+    const { message, plans } = assistantWithCalls([
+      { id: 'call_a', needsApproval: true },
+      { id: 'call_b', needsApproval: true },
+    ]);
+    d.modelAnswers(message, plans);
+    const sentAt = new Date(d.clock).toISOString();
+    expect(d.decide({ decisionId: 'd-1', decision: 'reject', toolCallId: 'call_a', reason: 'no', sentAt }, 'signal', { verified: false })).toEqual({ verifying: true });
+    expect(d.core.decisionsVerifying()).toBe(true);
+    d.deadlinePasses();
+    // The deadline waits for the verdict: both calls still wait.
+    expect(d.core.state().pendingApprovals.map((p) => p.toolCallId)).toEqual(['call_a', 'call_b']);
+    expect(d.verdict()).toEqual({ applied: true, ids: ['call_a'] });
+    const results = (d.transcript().filter((m) => m.role === 'tool') as { tool_call_id: string; content: string }[]).map((m) => [m.tool_call_id, kindOf(m.content)]);
+    expect(results).toEqual([
+      ['call_a', 'rejected'],
+      ['call_b', 'approval_timeout'],
+    ]);
+  });
+
+  it('the state hides a waiting call while the message that asked for it is being written', () => {
+    const d = new CoreDriver();
+    d.holdFlushes = true;
+    d.userMessage({ text: 'refund' });
+    const { message, plans } = assistantWithCalls([{ id: 'call_1', needsApproval: true }]);
+    d.modelAnswers(message, plans);
+    expect(d.flushHeld).toBe(true);
+    expect(d.core.state()).toMatchObject({ status: 'awaiting_approval', pendingApprovals: [] });
+    d.completeFlush();
+    expect(d.core.state().pendingApprovals.map((p) => p.toolCallId)).toEqual(['call_1']);
+    expect(d.stored.map((m) => m.role)).toEqual(['user', 'assistant']);
   });
 });
 
 describe('ConversationCore: decision sizes', () => {
-  it('refuses a decision whose reason or ids are longer than allowed, naming the field and the limit; a run from before the limit applies it', () => {
-    const waiting = (before: string[] = []) => {
-      const d = new CoreDriver();
-      d.before.push(...before);
-      d.userMessage({ text: 'refund' });
-      const { message, plans } = assistantWithCalls([{ id: 'call_1', needsApproval: true }]);
-      d.modelAnswers(message, plans);
-      return d;
-    };
-    const d = waiting();
+  it('refuses a decision whose reason or ids are longer than allowed, naming the field and the limit', () => {
+    const d = new CoreDriver();
+    d.userMessage({ text: 'refund' });
+    const { message, plans } = assistantWithCalls([{ id: 'call_1', needsApproval: true }]);
+    d.modelAnswers(message, plans);
     expect(d.decide({ decisionId: 'd-1', decision: 'reject', reason: 'r'.repeat(5000) })).toEqual({ refusal: '"reason" is 5000 characters; it may have at most 4096' });
     expect(d.decide({ decisionId: 'd'.repeat(300), decision: 'approve' })).toEqual({ refusal: '"decisionId" is 300 characters; it may have at most 256' });
     expect(d.core.state().pendingApprovals).toHaveLength(1);
-    const old = waiting([MESSAGE_SIZE_LIMITS_PATCH]);
-    expect(old.decide({ decisionId: 'd-1', decision: 'reject', reason: 'r'.repeat(5000) })).toEqual({ applied: true, ids: ['call_1'] });
   });
 });
 
 describe('ConversationCore: text PostgreSQL cannot store', () => {
-  it('refuses a message, a decision and a cancel holding U+0000 or an unpaired surrogate, changing nothing but lastError; a run from before the rule takes them', () => {
+  it('refuses a message, a decision and a cancel holding U+0000 or an unpaired surrogate, changing nothing but lastError', () => {
     const d = new CoreDriver();
     d.userMessage({ text: 'bad\u0000' });
     expect(d.core.state().lastError).toBe(
       'Ignored a userMessage signal: "text" contains U+0000 (NUL) at offset 3 (UTF-16 code units from 0), which cannot be stored; remove it (NUL characters and unpaired surrogates U+D800-U+DFFF are refused)',
     );
-    expect(d.stored).toHaveLength(0);
+    expect(d.core.state().messageCount).toBe(0);
     d.userMessage({ text: 'refund', messageId: 'm-1' });
     const { message, plans } = assistantWithCalls([{ id: 'call_1', needsApproval: true }]);
     d.modelAnswers(message, plans);
     expect(d.decide({ decisionId: 'd-1', decision: 'reject', reason: 'no\ud800' })).toEqual({ refusal: expect.stringContaining('"reason" contains U+D800 (an unpaired high surrogate) at offset 2') });
     expect(d.core.cancelTurn({ reason: '\udc00' })).toBe(false);
     expect(d.core.state()).toMatchObject({ status: 'awaiting_approval', lastError: expect.stringContaining('Ignored a cancelTurn signal: "reason" contains U+DC00') });
-    const old = new CoreDriver();
-    old.before.push(UNSTORABLE_TEXT_PATCH);
-    old.userMessage({ text: 'bad\u0000' });
-    expect(old.stored).toEqual([{ role: 'user', content: 'bad\u0000' }]);
   });
 
   it('stores a note in place of messages PostgreSQL refused, keeping roles and call ids, and keeps lastError when the turn answers', () => {
@@ -520,7 +421,8 @@ describe('ConversationCore: text PostgreSQL cannot store', () => {
     d.userMessage({ text: 'look up two orders' });
     const { message, plans } = assistantWithCalls([{ id: 'call_a' }, { id: 'call_b' }]);
     d.modelAnswers(message, plans);
-    const notes = d.core.messagesNotStored([1, 0], 'constraint says no');
+    const refusal = { message: 'constraint says no', refusedSeqs: [1, 0] };
+    const notes = d.core.writeRefused([], refusal);
     expect(notes).toEqual([
       {
         seq: 1,
@@ -543,5 +445,17 @@ describe('ConversationCore: text PostgreSQL cannot store', () => {
     d.userMessage({ text: 'again' });
     d.modelAnswers(answer('fine'), []);
     expect(d.core.state().lastError).toBeUndefined();
+  });
+
+  it('gives up on notes PostgreSQL refuses too: nothing more to write, and lastError says the transcript lacks them', () => {
+    const d = new CoreDriver();
+    d.userMessage({ text: 'hello' });
+    const refusal = { message: 'constraint says no', refusedSeqs: [0] };
+    const notes = d.core.writeRefused([], refusal);
+    expect(notes).toHaveLength(1);
+    expect(d.core.writeRefused(notes, refusal)).toEqual([]);
+    expect(d.core.state().lastError).toBe(
+      'PostgreSQL refused to store message 0 and the notes in their place (constraint says no); the stored transcript lacks them, so later model calls fail until they are stored',
+    );
   });
 });

@@ -2,18 +2,16 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { Pool } from 'pg';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
-import { applyOnce } from '../src/activities/tools';
 import { AgentClient } from '../src/client/client';
 import { migrate } from '../src/db/migrations';
 import { createPool } from '../src/db/pool';
 import { agentTables, AGENT_TABLE_NAMES } from '../src/db/schema';
 import { readTranscript } from '../src/db/transcript-store';
-import { ConfigError, DatabaseLayoutError } from '../src/errors';
+import { ConfigError } from '../src/errors';
 import { loadConfig } from '../src/runtime/config';
 import { startModelServer, type ModelServer } from '../src/testing';
 import { DEMO_CUSTOMERS, DEMO_ORDERS, setupBackofficeDemo } from '../src/tools/backoffice-data';
 import { createTestDatabase } from './support/harness';
-import { buildPublicLayout, PUBLIC_LAYOUT_MIGRATIONS } from './support/public-layout-v5';
 import { startWorkerProcess } from './support/worker-process';
 
 // Where the project's tables live: only the project's tables, in a schema of their own
@@ -149,66 +147,6 @@ describe("the project's tables in a schema of their own", () => {
     expect(await schemasIn(pool)).toEqual(['public']);
   });
 
-  it('a database migrated before the schema existed is moved into it with its rows, its demo tables left in public, and no migration renumbered', async () => {
-    const { pool } = await freshDatabase();
-    await buildPublicLayout(pool);
-    await pool.query(
-      `INSERT INTO public.conversation_messages (conversation_id, seq, role, message) VALUES ('old-1', 0, 'user', '{"role":"user","content":"Refund ord_1002"}')`,
-    );
-    await pool.query(`INSERT INTO public.tool_ledger (idempotency_key, tool_name, result) VALUES ('old-1/msg-1/call-0', 'issue_refund', '{"refund_id":"1"}')`);
-    await pool.query(`INSERT INTO public.refunds (order_id, amount_cents, reason, idempotency_key) VALUES ('ord_1002', 700, 'damaged', 'old-1/msg-1/call-0')`);
-    await pool.query(`UPDATE public.orders SET refunded_cents = 700 WHERE id = 'ord_1002'`);
-    const oldLedger = (await pool.query('SELECT version, name, applied_at FROM public.schema_migrations ORDER BY version')).rows;
-
-    // Moved, then the migrations written after that layout (6, 7) run in the schema.
-    expect(await migrate(pool)).toEqual([6, 7, 8, 9]);
-
-    expect(await tablesIn(pool)).toEqual([...projectTablesIn('durable_agent'), ...DEMO_TABLES]);
-    // The ledger moved as it was: versions 1 to 5 under their old names, version 2 still "applied".
-    const movedLedger = (await pool.query('SELECT version, name, applied_at FROM durable_agent.schema_migrations WHERE version <= 5 ORDER BY version')).rows;
-    expect(movedLedger).toEqual(oldLedger);
-    expect(movedLedger.map((r) => [r.version, r.name])).toEqual(PUBLIC_LAYOUT_MIGRATIONS.map((m) => [m.version, m.name]));
-    // Rows, and an index of migration 5, moved with their tables; the project reads them where they are now.
-    const tables = agentTables();
-    expect(await readTranscript(pool, tables, 'old-1')).toEqual([
-      { seq: 0, message: { role: 'user', content: 'Refund ord_1002' }, createdAt: expect.any(Date) },
-    ]);
-    let appliedAgain = false;
-    const recorded = await applyOnce(pool, tables, 'old-1/msg-1/call-0', 'issue_refund', async () => {
-      appliedAgain = true;
-      return { refund_id: '2' };
-    });
-    expect(appliedAgain).toBe(false);
-    expect(recorded).toEqual({ refund_id: '1' });
-    const index = await pool.query("SELECT schemaname FROM pg_indexes WHERE indexname = 'model_responses_by_conversation'");
-    expect(index.rows).toEqual([{ schemaname: 'durable_agent' }]);
-    // The demo's tables stayed in public with their rows, and the demo's setup leaves them as they are.
-    await setupBackofficeDemo(pool);
-    expect((await pool.query("SELECT refunded_cents FROM public.orders WHERE id = 'ord_1002'")).rows).toEqual([{ refunded_cents: 700 }]);
-    expect((await pool.query('SELECT count(*)::int AS n FROM public.refunds')).rows).toEqual([{ n: 1 }]);
-    expect((await pool.query('SELECT count(*)::int AS n FROM public.customers')).rows).toEqual([{ n: DEMO_CUSTOMERS.length }]);
-
-    // Migrating again changes nothing.
-    expect(await migrate(pool)).toEqual([]);
-    expect(await tablesIn(pool)).toEqual([...projectTablesIn('durable_agent'), ...DEMO_TABLES]);
-    expect((await pool.query('SELECT version, name, applied_at FROM durable_agent.schema_migrations WHERE version <= 5 ORDER BY version')).rows).toEqual(oldLedger);
-  });
-
-  it('a database migrated to an older version before the schema existed is moved, then its later migrations run in the schema', async () => {
-    const { pool } = await freshDatabase();
-    await buildPublicLayout(pool, 3);
-    await pool.query(
-      `INSERT INTO public.approval_decisions (conversation_id, decision_id, decision, tool_call_ids, decided_at, via) VALUES ('old-2', 'd1', 'approve', '{call_a}', now(), 'signal')`,
-    );
-
-    expect(await migrate(pool)).toEqual([4, 5, 6, 7, 8, 9]);
-
-    expect(await tablesIn(pool)).toEqual([...projectTablesIn('durable_agent'), ...DEMO_TABLES]);
-    expect((await pool.query('SELECT version FROM durable_agent.schema_migrations ORDER BY version')).rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
-    // Migration 4 added its column to the moved table, whose row is still there.
-    expect((await pool.query('SELECT decision_id, call_keys FROM durable_agent.approval_decisions')).rows).toEqual([{ decision_id: 'd1', call_keys: null }]);
-  });
-
   it("a team's own public.schema_migrations from another tool is left alone", async () => {
     const ledgers = [
       // Rails and many others: text versions.
@@ -238,34 +176,6 @@ describe("the project's tables in a schema of their own", () => {
       expect((await pool.query('SELECT outcome FROM public.tool_results')).rows).toEqual([{ outcome: "the team's own row" }]);
       expect((await pool.query('SELECT count(*)::int AS n FROM durable_agent.tool_results')).rows).toEqual([{ n: 0 }]);
     }
-  });
-
-  it("this project's ledger in public with some of its tables gone stops migrate with what to do, and changes nothing", async () => {
-    const { pool } = await freshDatabase();
-    await buildPublicLayout(pool);
-    await pool.query('DROP TABLE public.tool_ledger');
-    const before = await tablesIn(pool);
-
-    const failure = migrate(pool);
-    await expect(failure).rejects.toThrow(DatabaseLayoutError);
-    await expect(failure).rejects.toThrow(
-      /public\.schema_migrations is this project's ledger .* but public\.tool_ledger is missing, so the tables cannot be moved into schema "durable_agent"\. Restore it from a backup, or, .* rename or drop public\.schema_migrations/,
-    );
-    expect(await tablesIn(pool)).toEqual(before);
-    expect(await schemasIn(pool)).toEqual(['public']);
-  });
-
-  it("a table of the project's name already in the schema, without the project's ledger, stops the move with what to do", async () => {
-    const { pool } = await freshDatabase();
-    await buildPublicLayout(pool);
-    await pool.query('CREATE SCHEMA durable_agent');
-    await pool.query('CREATE TABLE durable_agent.tool_ledger (note text)');
-    const before = await tablesIn(pool);
-
-    await expect(migrate(pool)).rejects.toThrow(
-      /cannot be moved into schema "durable_agent": durable_agent\.tool_ledger already exists there without the project's ledger\. Drop or rename it .* or configure another schema \(AGENT_DATABASE_SCHEMA, or the schema option\)/,
-    );
-    expect(await tablesIn(pool)).toEqual(before);
   });
 
   it('the demo setup is idempotent and seeds its rows once', async () => {

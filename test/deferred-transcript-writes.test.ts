@@ -1,27 +1,18 @@
-import { Worker, type WorkflowBundle } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { conversationActivityType, type ConversationActivityName } from '../src/activities/contracts';
-import { DEFERRED_TRANSCRIPT_WRITES_PATCH } from '../src/workflows/activity-options';
 import { exportHistoryFixture } from './support/fixture-export';
 import { startHarness, type Harness } from './support/harness';
-import { recordedPatches } from './support/history';
-import { bundlePreviousWorkflowCode, runWorkerOn } from './support/upgrade';
+import { runWorkerOn } from './support/upgrade';
 
 // A step is one model call and its tool calls: the workflow defers its
 // transcript writes to the next model call, which writes them before it reads
 // the transcript, and writes what is left before anyone may read it (a turn's
-// end, a wait for a person). A conversation begun before keeps writing each
-// message in an activity of its own.
-
-/** The last commit whose workflow wrote every message in an activity of its own. */
-const PRE_DEFERRAL_COMMIT = 'e3d98516ae688abee20baff3c782a470cf261c3b';
+// end, a wait for a person).
 
 let h: Harness;
-let previousBundle: WorkflowBundle;
 
 beforeAll(async () => {
   h = await startHarness({ worker: false });
-  previousBundle = await bundlePreviousWorkflowCode(PRE_DEFERRAL_COMMIT);
 });
 afterAll(() => h?.stop());
 
@@ -33,9 +24,7 @@ async function scheduled(id: string): Promise<{ activities: Partial<Record<Conve
   for (const event of history.events ?? []) {
     if (event.workflowTaskCompletedEventAttributes) workflowTasks++;
     const type = event.activityTaskScheduledEventAttributes?.activityType?.name;
-    const name = (['appendMessages', 'callModel', 'runTool', 'recordDecision'] as const).find(
-      (n) => type === conversationActivityType(n) || type === conversationActivityType(n, false),
-    );
+    const name = (['appendMessages', 'callModel', 'runTool', 'recordDecision'] as const).find((n) => type === conversationActivityType(n));
     if (name) activities[name] = (activities[name] ?? 0) + 1;
   }
   return { activities, workflowTasks };
@@ -59,7 +48,6 @@ describe('deferred transcript writes', () => {
       expect(await roles(id)).toEqual(['user', 'assistant', 'tool', 'assistant', 'tool', 'assistant']);
       const { activities } = await scheduled(id);
       expect(activities).toEqual({ callModel: 3, runTool: 2, appendMessages: 1 });
-      expect(await recordedPatches(h.temporal, id)).toContain(DEFERRED_TRANSCRIPT_WRITES_PATCH);
       // Each model call read a transcript holding everything before it.
       expect((h.requestsFor('What did Ada order?').at(-1)?.messages as { role: string }[]).map((m) => m.role)).toEqual([
         'user',
@@ -115,35 +103,5 @@ describe('deferred transcript writes', () => {
     } finally {
       await worker.stop();
     }
-  });
-
-  it('a conversation begun before deferred writes keeps writing each message in an activity of its own, and replays', async () => {
-    const id = h.newConversationId('before');
-    h.model.enqueue(
-      { toolCalls: [{ id: 'call_big', name: 'issue_refund', arguments: { order_id: 'ord_1001', amount_cents: 12_000, reason: 'late' } }] },
-      { toolCalls: [{ id: 'call_2', name: 'list_orders', arguments: { customer_id: 'cus_ada' } }] },
-      { content: 'Refunded, and here are the orders.' },
-    );
-    const previous = await runWorkerOn(h, { code: previousBundle.code });
-    const messageId = await h.client.sendMessage(id, 'Refund 120 on ord_1001 and list the orders');
-    await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
-    await previous.stop();
-
-    const current = await runWorkerOn(h, { codePath: inject('workflowBundlePath') });
-    try {
-      await h.client.decide(id, { decision: 'approve', decidedBy: 'ops' });
-      expect((await h.client.waitForTurn(id, messageId, 60_000)).outcome).toBe('answered');
-    } finally {
-      await current.stop();
-    }
-    expect(await roles(id)).toEqual(['user', 'assistant', 'tool', 'assistant', 'tool', 'assistant']);
-    const { activities } = await scheduled(id);
-    // user, first answer, its result, second answer, its result, final answer: one write each.
-    expect(activities).toEqual({ appendMessages: 6, callModel: 3, runTool: 2, recordDecision: 1 });
-    expect(await recordedPatches(h.temporal, id)).not.toContain(DEFERRED_TRANSCRIPT_WRITES_PATCH);
-    const history = await h.temporal.workflow.getHandle(id).fetchHistory();
-    await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, id);
-    await exportHistoryFixture(h.temporal, id, 'upgrade-to-deferred-transcript-writes');
-    h.expectOnlyValidModelRequests();
   });
 });

@@ -225,17 +225,17 @@ describe('npm start exports traces over OTLP/HTTP', () => {
     expect(tools[0].attributes).toMatchObject({ 'agent.tool': 'issue_refund', 'agent.tool_call_id': 'call_tr1', 'agent.outcome': 'ok', 'agent.from_ledger': false });
 
     // Parented as README "Traces" draws it, up to the start the API's client made, which roots the trace.
-    const root = ['RunWorkflow:conversationWorkflow', 'SignalWithStartWorkflow:conversationWorkflow'];
+    const root = ['RunWorkflow:agentConversation', 'SignalWithStartWorkflow:agentConversation'];
     for (const span of models) {
       expect(ancestry(span, spans)).toEqual(['model call', 'RunActivity:durableAgent.callModel', 'StartActivity:durableAgent.callModel', ...root]);
     }
     expect(ancestry(tools[0], spans)).toEqual(['tool run', 'RunActivity:durableAgent.runTool', 'StartActivity:durableAgent.runTool', ...root]);
-    const starts = spans.filter((s) => s.name === 'SignalWithStartWorkflow:conversationWorkflow' && s.attributes.temporalWorkflowId === id);
+    const starts = spans.filter((s) => s.name === 'SignalWithStartWorkflow:agentConversation' && s.attributes.temporalWorkflowId === id);
     expect(starts).toHaveLength(1);
     expect(starts[0].parentSpanId).toBeUndefined();
     const trace = spans.filter((s) => s.traceId === starts[0].traceId);
     for (const span of ours) expect(span.traceId).toBe(starts[0].traceId);
-    expect(trace.filter((s) => s.name === 'RunWorkflow:conversationWorkflow')).toHaveLength(1);
+    expect(trace.filter((s) => s.name === 'RunWorkflow:agentConversation')).toHaveLength(1);
     expect(trace.filter((s) => s.name === 'RunActivity:durableAgent.callModel')).toHaveLength(2);
     expect(trace.filter((s) => s.name === 'RunActivity:durableAgent.runTool')).toHaveLength(1);
     for (const span of trace.filter((s) => s.name.startsWith('RunActivity:'))) expect(span.attributes.temporalWorkflowId).toBe(id);
@@ -296,7 +296,7 @@ describe('npm run api exports traces over OTLP/HTTP', () => {
     }
     expect(await exited, output).toBe(0);
     const starts = receiver.spans().filter((s) => s.attributes.temporalWorkflowId === id);
-    expect(starts.map((s) => [s.name, s.parentSpanId, s.service])).toEqual([['SignalWithStartWorkflow:conversationWorkflow', undefined, 'agent-api-traces-test']]);
+    expect(starts.map((s) => [s.name, s.parentSpanId, s.service])).toEqual([['SignalWithStartWorkflow:agentConversation', undefined, 'agent-api-traces-test']]);
   }, 120_000);
 });
 

@@ -74,7 +74,7 @@ describe('the packed package in a project of its own', () => {
       const testing = require('durable-agent-worker/testing');
       console.log(JSON.stringify({
         plugin: typeof main.DurableAgentPlugin, tool: typeof main.tool,
-        workflow: typeof workflow.conversationWorkflow, signal: workflow.userMessageSignal.name,
+        workflow: typeof workflow.agentConversation, signal: workflow.userMessageSignal.name,
         client: typeof client.AgentClient, testing: typeof testing.startModelServer,
         from: require.resolve('durable-agent-worker'),
       }));`;

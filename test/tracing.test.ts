@@ -80,7 +80,7 @@ describe('traces', () => {
     await agent.temporal.workflow.getHandle(id).result();
     const ours = () => exporter.getFinishedSpans().filter((s) => s.attributes['agent.conversation_id'] === id);
     await expect.poll(() => ours().length, { timeout: 10_000 }).toBe(3);
-    await expect.poll(() => exporter.getFinishedSpans().filter((s) => s.name === 'RunWorkflow:conversationWorkflow').length, { timeout: 10_000 }).toBeGreaterThan(0);
+    await expect.poll(() => exporter.getFinishedSpans().filter((s) => s.name === 'RunWorkflow:agentConversation').length, { timeout: 10_000 }).toBeGreaterThan(0);
     const spans = exporter.getFinishedSpans();
     const models = ours().filter((s) => s.name === 'model call');
     const tools = ours().filter((s) => s.name === 'tool run');
@@ -100,7 +100,7 @@ describe('traces', () => {
     expect(traceIds.size).toBe(1);
     for (const span of ours()) {
       const chain = ancestry(span, spans);
-      expect(chain.slice(2), chain.join(' < ')).toEqual([expect.stringMatching(/^StartActivity:durableAgent\./), 'RunWorkflow:conversationWorkflow', 'SignalWithStartWorkflow:conversationWorkflow']);
+      expect(chain.slice(2), chain.join(' < ')).toEqual([expect.stringMatching(/^StartActivity:durableAgent\./), 'RunWorkflow:agentConversation', 'SignalWithStartWorkflow:agentConversation']);
     }
   });
 });

@@ -1,11 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { USAGE_SEARCH_ATTRIBUTES_PATCH, type SearchAttributeValues } from '../src/core/edge';
 import { callInstanceKey } from '../src/core/effect-keys';
 import { roundUsd } from '../src/core/pricing';
 import type { ChatMessage } from '../src/core/messages';
 import { findPairingProblems, type PairingItem } from '../src/core/pairing';
-import { assistantWithCalls, CoreDriver } from './support/core-driver';
+import { assistantWithCalls, CoreDriver, STORE_REFUSAL } from './support/core-driver';
 
 // The conversation core (src/core/conversation.ts), the same class the workflow runs, driven by
 // random event sequences through a synchronous stand-in for the workflow edge: user messages
@@ -13,8 +12,10 @@ import { assistantWithCalls, CoreDriver } from './support/core-driver';
 // needing approval, some that cannot run, some not idempotent; provider ids unique or restarted
 // in every response), model failures, decisions (one call, all, unknown ids, stale keys, late,
 // repeated ids, by signal or update), tool results (ok, failed, cut off), approval deadlines,
-// continue-as-new between turns, PostgreSQL refusing a stored message (a note takes its place),
-// and the end of the conversation. Model answers report tokens
+// continue-as-new between turns, PostgreSQL refusing a write (a note takes its place), writes that
+// take time (a flush held open while events arrive), decisions whose verification is still in flight
+// when their calls' deadline passes, and the end of the conversation. The state (what a query answers)
+// is checked after every event. Model answers report tokens
 // (priced or not): the search attributes carry the conversation's figures, and each sequence is
 // played again on a run that predates them to show they add no upsert.
 
@@ -23,12 +24,15 @@ type Event =
   | { type: 'cancel' }
   | { type: 'model'; calls: { approval: boolean; broken: boolean; idempotent: boolean }[]; spent?: { promptTokens: number; completionTokens: number; priced: boolean } }
   | { type: 'modelFails' }
-  | { type: 'decide'; target: number | 'all' | 'unknown' | 'stale'; approve: boolean; via: 'signal' | 'update'; repeatId: boolean; late: boolean }
+  | { type: 'decide'; target: number | 'all' | 'unknown' | 'stale'; approve: boolean; via: 'signal' | 'update'; repeatId: boolean; late: boolean; verified: boolean }
+  | { type: 'verdict' }
   | { type: 'tool'; index: number; result: 'ok' | 'fail' | 'cut_off' }
   | { type: 'lateReport'; index: number }
   | { type: 'deadline' }
   | { type: 'continueAsNew' }
-  | { type: 'storeRefused'; seq: number }
+  | { type: 'refuseNextWrite' }
+  | { type: 'holdFlush' }
+  | { type: 'completeFlush' }
   | { type: 'end' };
 
 const eventArbitrary: fc.Arbitrary<Event> = fc.oneof(
@@ -52,13 +56,17 @@ const eventArbitrary: fc.Arbitrary<Event> = fc.oneof(
       via: fc.constantFrom('signal' as const, 'update' as const),
       repeatId: fc.constantFrom(false, false, true),
       late: fc.constantFrom(false, false, false, true),
+      verified: fc.constantFrom(true, false),
     }),
   },
+  { weight: 2, arbitrary: fc.constant({ type: 'verdict' as const }) },
   { weight: 4, arbitrary: fc.record({ type: fc.constant('tool' as const), index: fc.nat(3), result: fc.constantFrom('ok' as const, 'ok' as const, 'fail' as const, 'cut_off' as const) }) },
   { weight: 1, arbitrary: fc.record({ type: fc.constant('lateReport' as const), index: fc.nat(20) }) },
-  { weight: 1, arbitrary: fc.constant({ type: 'deadline' as const }) },
+  { weight: 2, arbitrary: fc.constant({ type: 'deadline' as const }) },
   { weight: 1, arbitrary: fc.constant({ type: 'continueAsNew' as const }) },
-  { weight: 1, arbitrary: fc.record({ type: fc.constant('storeRefused' as const), seq: fc.nat(40) }) },
+  { weight: 1, arbitrary: fc.constant({ type: 'refuseNextWrite' as const }) },
+  { weight: 1, arbitrary: fc.constant({ type: 'holdFlush' as const }) },
+  { weight: 3, arbitrary: fc.constant({ type: 'completeFlush' as const }) },
   { weight: 1, arbitrary: fc.constant({ type: 'end' as const }) },
 );
 
@@ -72,12 +80,40 @@ interface Run {
   decisionIds: string[];
   /** Every call instance seen: its provider id, and what its tool reported or must settle as. */
   calls: Map<string, { id: string; expected?: string; expectedKind?: string }>;
-  /** Seqs PostgreSQL refused, stored as notes in their place. */
-  refused: Set<number>;
+  /** Decisions sent whose verification is in flight, oldest first, with what was true when they were sent. */
+  verifying: SentDecision[];
+  /** The approval deadline of the open batch passed while a decision was being verified. */
+  deadlineHeld: boolean;
+  /** Verdicts that came after their calls' deadline passed. */
+  verdictsAfterDeadline: number;
 }
 
-const REFUSAL = 'a CHECK constraint refused it';
-const NOTE = `[This message could not be stored, so its text is lost: ${REFUSAL}]`;
+/** A decision as sent, and the calls waiting then. */
+interface SentDecision {
+  decisionId: string;
+  approve: boolean;
+  late: boolean;
+  waiting: Set<string>;
+}
+
+const NOTE = `[This message could not be stored, so its text is lost: ${STORE_REFUSAL}]`;
+
+/** What a decision did, checked against what was true when it was sent. */
+function checkDecided(run: Run, sent: SentDecision, outcome: { refusal: string } | { applied: boolean; ids: string[] }): void {
+  if ('refusal' in outcome) return;
+  if (!run.decisionIds.includes(sent.decisionId)) {
+    run.decisionIds.push(sent.decisionId);
+    expect(outcome.applied).toBe(true);
+    expect(sent.late).toBe(false); // a decision sent after the deadline never applies
+    for (const id of outcome.ids) {
+      const decided = [...run.driver.calls, ...run.driver.closedCalls].find((c) => c.id === id && sent.waiting.has(c.key));
+      expect(decided).toBeDefined(); // only calls waiting for a person when it was sent are decided
+      if (!sent.approve) run.calls.get(decided!.key)!.expectedKind = 'rejected';
+    }
+  } else {
+    expect(outcome.applied).toBe(false); // a decision id is applied once
+  }
+}
 
 function apply(run: Run, event: Event): void {
   const d = run.driver;
@@ -97,7 +133,8 @@ function apply(run: Run, event: Event): void {
       return d.cancelTurn('changed my mind');
     case 'model': {
       if (d.stage !== 'model') return;
-      const seq = d.stored.length;
+      const seq = d.request!.throughSeq + 1;
+      run.deadlineHeld = false;
       const response = run.responses++;
       const spec = event.calls.map((c, i) => ({
         id: run.reusedIds ? `call_${i}` : `call_${response}_${i}`,
@@ -129,8 +166,17 @@ function apply(run: Run, event: Event): void {
         sentAt: new Date(event.late ? d.clock + 8 * 86_400_000 : d.clock).toISOString(),
       };
       const before = d.core.state();
-      const waiting = new Set(before.pendingApprovals.map((p) => p.callKey));
-      const outcome = d.decide(decision, event.via);
+      const sent: SentDecision = {
+        decisionId,
+        approve: event.approve,
+        late: event.late,
+        waiting: new Set(d.calls.filter((c) => d.core.awaitsApproval(c)).map((c) => c.key)),
+      };
+      const outcome = d.decide(decision, event.via, { verified: event.verified });
+      if ('verifying' in outcome) {
+        run.verifying.push(sent);
+        return;
+      }
       if ('refusal' in outcome) {
         // A refused decision changes nothing but the record of refusals.
         const after = d.core.state();
@@ -138,17 +184,22 @@ function apply(run: Run, event: Event): void {
         if (event.target === 'stale' && stale) expect(outcome.refusal).toMatch(/different call|No tool call/);
         return;
       }
-      if (!run.decisionIds.includes(decisionId)) {
-        run.decisionIds.push(decisionId);
-        expect(outcome.applied).toBe(true);
-        expect(event.late).toBe(false); // a decision sent after the deadline never applies
-        for (const id of outcome.ids) {
-          const decided = open.find((c) => c.id === id)!;
-          expect(waiting.has(decided.key)).toBe(true); // only calls waiting for a person are decided
-          if (!event.approve) run.calls.get(decided.key)!.expectedKind = 'rejected';
+      return checkDecided(run, sent, outcome);
+    }
+    case 'verdict': {
+      const sent = run.verifying.shift();
+      if (!sent) return;
+      // Calls still waiting when the last verification ends after their deadline passed time out then.
+      const waiting = d.calls.filter((c) => d.core.awaitsApproval(c)).map((c) => c.key);
+      const outcome = d.verdict();
+      checkDecided(run, sent, outcome);
+      if (run.deadlineHeld) run.verdictsAfterDeadline++;
+      if (run.deadlineHeld && run.verifying.length === 0) {
+        const decided = 'ids' in outcome ? outcome.ids : [];
+        for (const key of waiting) {
+          if (!decided.some((id) => run.calls.get(key)?.id === id)) run.calls.get(key)!.expectedKind = 'approval_timeout';
         }
-      } else {
-        expect(outcome.applied).toBe(false); // a decision id is applied once
+        run.deadlineHeld = false;
       }
       return;
     }
@@ -173,7 +224,10 @@ function apply(run: Run, event: Event): void {
       return;
     }
     case 'deadline':
-      for (const call of d.calls.filter((c) => d.core.awaitsApproval(c))) run.calls.get(call.key)!.expectedKind = 'approval_timeout';
+      if (d.stage !== 'calls' || !d.calls.some((c) => d.core.awaitsApproval(c))) return;
+      // A decision being verified (sent in time) holds the deadline until its verdict.
+      if (run.verifying.length > 0) run.deadlineHeld = true;
+      else for (const call of d.calls.filter((c) => d.core.awaitsApproval(c))) run.calls.get(call.key)!.expectedKind = 'approval_timeout';
       return d.deadlinePasses();
     case 'continueAsNew': {
       if (d.stage !== 'idle' || d.closed) return;
@@ -185,15 +239,14 @@ function apply(run: Run, event: Event): void {
       expect(kept(after)).toEqual(kept(before));
       return;
     }
-    case 'storeRefused': {
-      // PostgreSQL refuses a message of this run: the note stored in its place keeps its role and call ids.
-      const seq = event.seq % Math.max(d.stored.length, 1);
-      for (const note of d.core.messagesNotStored([seq], REFUSAL)) {
-        d.stored[note.seq] = note.message;
-        run.refused.add(note.seq);
-      }
+    case 'refuseNextWrite':
+      d.refuseNextWrite = true;
       return;
-    }
+    case 'holdFlush':
+      d.holdFlushes = true;
+      return;
+    case 'completeFlush':
+      return d.completeFlush();
     case 'end':
       d.core.end();
       return d.advance();
@@ -235,7 +288,14 @@ function checkAfterEvent(run: Run): void {
   const state = d.core.state();
   // What the search attributes say is what the state says.
   expect(d.published.status).toBe(state.status);
-  expect(d.published.pendingApprovals).toBe(state.pendingApprovals.length);
+  // (While the write before a wait is under way, the state does not show the waiting calls yet.)
+  if (!d.flushHeld) expect(d.published.pendingApprovals).toBe(state.pendingApprovals.length);
+  // A call is shown waiting for a person only once the message that asked for it is stored: whoever sees it may read it.
+  for (const pending of state.pendingApprovals) {
+    const assistantSeq = Number(/\/msg-(\d+)\//.exec(pending.callKey)?.[1]);
+    const asked = d.stored[assistantSeq];
+    expect(asked?.role === 'assistant' && asked.tool_calls?.some((c) => c.id === pending.toolCallId)).toBe(true);
+  }
   expect(d.published.unknownEffects).toBe(state.unknownEffectsCount);
   // The conversation's tokens and cost: exact between turns (a turn's end publishes them), never ahead of the state.
   const spent = { tokens: state.usage.promptTokens + state.usage.completionTokens, costUsd: state.usage.costUsd };
@@ -244,8 +304,9 @@ function checkAfterEvent(run: Run): void {
   expect(d.published.usage!.costUsd).toBeLessThanOrEqual(spent.costUsd);
   // Every model call sees a transcript that keeps the pairing rules, with nothing to repair.
   if (d.stage === 'model') {
-    expect(findPairingProblems(pairingItems(d.stored))).toEqual([]);
-    expect(d.request).toMatchObject({ throughSeq: d.stored.length - 1, omitSeqs: [], synthesized: [] });
+    const view = d.modelView();
+    expect(findPairingProblems(pairingItems(view))).toEqual([]);
+    expect(d.request).toMatchObject({ throughSeq: view.length - 1, omitSeqs: [], synthesized: [] });
   }
   // No side effect twice: a call instance is started at most once, and only when it may run.
   for (const [key, count] of d.starts) {
@@ -258,9 +319,11 @@ function checkAfterEvent(run: Run): void {
 
 function checkAtEnd(run: Run): void {
   const d = run.driver;
+  while (d.flushHeld) d.completeFlush(); // every write ends
   if (d.stage !== 'idle') d.stop(true); // the workflow is cancelled with a turn open
   expect(findPairingProblems(pairingItems(d.stored))).toEqual([]);
-  const { results, notStored } = resultsByKey(d.conversationId, d.stored, run.refused);
+  const refused = new Set(d.refusedSeqs);
+  const { results, notStored } = resultsByKey(d.conversationId, d.stored, refused);
   expect([...results.keys()].sort()).toEqual([...run.calls.keys()].sort()); // every call instance answered...
   for (const [key, known] of run.calls) {
     const answers = results.get(key)!;
@@ -278,7 +341,7 @@ function checkAtEnd(run: Run): void {
   const userSeqs = d.stored.flatMap((m, seq) => (m.role === 'user' ? [seq] : []));
   const users = userSeqs.map((seq) => d.stored[seq].content);
   const queued = d.core.state().queuedMessages;
-  expect(users).toEqual(run.messages.slice(0, run.messages.length - queued).map((m, i) => (run.refused.has(userSeqs[i]) ? NOTE : m.text)));
+  expect(users).toEqual(run.messages.slice(0, run.messages.length - queued).map((m, i) => (refused.has(userSeqs[i]) ? NOTE : m.text)));
   const answered = d.turns.flatMap((t) => t.messageIds);
   expect(answered).toHaveLength(users.length);
   expect(new Set(answered).size).toBe(answered.length);
@@ -287,7 +350,7 @@ function checkAtEnd(run: Run): void {
 
 describe('the conversation core under random events (property)', () => {
   it('keeps every model call valid, runs each call at most once, never loses a result or a message, and answers every call exactly once', () => {
-    const totals = { cases: 0, events: 0, upsertsWithSpending: 0, calls: 0, started: 0, turns: 0, reusedIdCases: 0, interrupted: 0, cancelled: 0, decisions: 0, outcomes: {} as Record<string, number> };
+    const totals = { cases: 0, events: 0, upsertsWithSpending: 0, calls: 0, started: 0, turns: 0, reusedIdCases: 0, interrupted: 0, cancelled: 0, decisions: 0, flushesHeld: 0, verdictsAfterDeadline: 0, outcomes: {} as Record<string, number> };
     fc.assert(
       fc.property(
         fc.array(eventArbitrary, { minLength: 1, maxLength: 60 }),
@@ -295,27 +358,15 @@ describe('the conversation core under random events (property)', () => {
         fc.constantFrom('interrupt' as const, 'queue' as const),
         fc.integer({ min: 1, max: 4 }),
         (sequence, reusedIds, onNewMessage, maxSteps) => {
-          const play = (before: string[], check: boolean): Run => {
-            const driver = new CoreDriver({ systemPrompt: 'You help.', onNewMessage, maxSteps, approvalTimeoutMs: 60_000 }, 'conv-1', before);
-            const run: Run = { driver, reusedIds, messages: [], sent: 0, responses: 0, decisionIds: [], calls: new Map(), refused: new Set() };
-            driver.userMessage({ text: 'first', messageId: 'm-0' });
-            run.messages.push({ id: 'm-0', text: 'first' });
-            for (const event of sequence) {
-              apply(run, event);
-              if (check) checkAfterEvent(run);
-            }
-            if (check) checkAtEnd(run);
-            return run;
-          };
-          const run = play([], true);
-          const driver = run.driver;
-          // The same events on a run begun before the tokens and cost were published: the same upserts,
-          // apart from the figures (they never add an upsert of their own), and none with figures.
-          const before = play([USAGE_SEARCH_ATTRIBUTES_PATCH], false).driver;
-          if (before.stage !== 'idle') before.stop(true); // as checkAtEnd did for the first run
-          const withoutFigures = (upserts: readonly SearchAttributeValues[]) => upserts.map(({ usage: _usage, ...rest }) => rest);
-          expect(withoutFigures(driver.upserts)).toEqual(withoutFigures(before.upserts));
-          expect(before.upserts.filter((u) => 'usage' in u)).toEqual([]);
+          const driver = new CoreDriver({ systemPrompt: 'You help.', onNewMessage, maxSteps, approvalTimeoutMs: 60_000 }, 'conv-1');
+          const run: Run = { driver, reusedIds, messages: [], sent: 0, responses: 0, decisionIds: [], calls: new Map(), verifying: [], deadlineHeld: false, verdictsAfterDeadline: 0 };
+          driver.userMessage({ text: 'first', messageId: 'm-0' });
+          run.messages.push({ id: 'm-0', text: 'first' });
+          for (const event of sequence) {
+            apply(run, event);
+            checkAfterEvent(run);
+          }
+          checkAtEnd(run);
           totals.upsertsWithSpending += driver.upserts.filter((u) => u.usage && u.usage.tokens > 0 && u.usage.costUsd > 0).length;
           totals.cases++;
           totals.events += sequence.length;
@@ -326,6 +377,8 @@ describe('the conversation core under random events (property)', () => {
           totals.cancelled += driver.turns.filter((t) => t.outcome === 'cancelled').length;
           totals.started += driver.starts.size;
           totals.decisions += run.decisionIds.length;
+          totals.flushesHeld += driver.flushesHeld;
+          totals.verdictsAfterDeadline += run.verdictsAfterDeadline;
           for (const m of driver.stored) {
             if (m.role !== 'tool') continue;
             const kind = (JSON.parse(m.content) as { kind?: string }).kind ?? 'ok';
@@ -339,7 +392,8 @@ describe('the conversation core under random events (property)', () => {
     expect(totals.interrupted).toBeGreaterThan(0);
     expect(totals.cancelled).toBeGreaterThan(0);
     expect(totals.upsertsWithSpending).toBeGreaterThan(0); // figures of priced calls were published, not only zeros
-    for (const kind of ['ok', 'tool_failed', 'rejected', 'approval_timeout', 'cancelled', 'interrupted', 'effect_unknown']) {
+    expect(totals.flushesHeld).toBeGreaterThan(0); // events arrived while a write was under way
+    for (const kind of ['ok', 'tool_failed', 'rejected', 'approval_timeout', 'cancelled', 'interrupted', 'effect_unknown', 'not_stored']) {
       expect(totals.outcomes[kind], kind).toBeGreaterThan(0); // every way a call ends was exercised
     }
   });

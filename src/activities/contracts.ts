@@ -25,8 +25,7 @@ export interface ModelCallInput {
    * Messages the activity stores first, exactly as `appendMessages` would
    * (upserts at their seqs), before it reads the transcript: the workflow
    * defers its transcript writes to the next model call instead of a round
-   * trip of their own (see `DEFERRED_TRANSCRIPT_WRITES_PATCH`). Absent from
-   * runs before that patch.
+   * trip of their own.
    */
   append?: AppendEntry[];
   /**
@@ -270,9 +269,7 @@ export const CONVERSATION_ACTIVITY_NAMES = ['appendMessages', 'callModel', 'runT
 /**
  * Prefix of the activity types the conversation workflow schedules
  * (`durableAgent.callModel`), so they cannot collide with a team's own
- * activities on the same worker. Conversations begun before the prefix keep
- * scheduling the bare names (`callModel`) until they continue as new, so a
- * worker registers both (see `PREFIXED_ACTIVITY_TYPES_PATCH` in `src/workflows/activity-options.ts`).
+ * activities on the same worker.
  */
 export const ACTIVITY_TYPE_PREFIX = 'durableAgent.';
 
@@ -281,7 +278,7 @@ export type PrefixedConversationActivities = {
   [Name in ConversationActivityName as `${typeof ACTIVITY_TYPE_PREFIX}${Name}`]: ConversationActivities[Name];
 };
 
-/** The activity type a conversation activity is scheduled as: prefixed, or bare for conversations begun before the prefix. */
-export function conversationActivityType(name: ConversationActivityName, prefixed = true): string {
-  return prefixed ? `${ACTIVITY_TYPE_PREFIX}${name}` : name;
+/** The activity type a conversation activity is scheduled and registered as: `durableAgent.<name>`. */
+export function conversationActivityType(name: ConversationActivityName): string {
+  return `${ACTIVITY_TYPE_PREFIX}${name}`;
 }

@@ -64,7 +64,7 @@ export function activityRegistrations(
   return Object.fromEntries(
     CONVERSATION_ACTIVITY_NAMES.flatMap((name) => [
       [conversationActivityType(name), activities[name]],
-      ...(options.bare ? [[conversationActivityType(name, false), activities[name]]] : []),
+      ...(options.bare ? [[name, activities[name]]] : []),
     ]),
   );
 }

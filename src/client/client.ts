@@ -448,8 +448,7 @@ export class AgentClient {
    * as their conversations ask for them, with their arguments from the
    * transcript) and one visibility list per hundred conversations to leave
    * out those no longer running (terminated, failed). Needs no search
-   * attribute, and `databaseUrl`. Conversations begun before this list
-   * existed are not in it.
+   * attribute, and `databaseUrl`.
    */
   async pendingApprovals(filter: PendingApprovalFilter = {}): Promise<PendingApprovalView[]> {
     const now = Date.now();
@@ -510,8 +509,6 @@ export class AgentClient {
    * time, they are read from the list of waiting calls instead
    * (`workerAnswered: false`): what the conversation last wrote, which is
    * what a decision sent now as a signal will meet when a worker runs again.
-   * A run begun before that list existed cannot be read that way, and the
-   * {@link NoWorkerAnsweredError} stands.
    */
   async waitingCalls(conversationId: string, timeoutMs: number): Promise<{ calls: PendingApproval[]; workerAnswered: boolean }> {
     try {
@@ -521,9 +518,6 @@ export class AgentClient {
       const execution = await this.temporal.workflow.getHandle(conversationId).describe();
       if (execution.status.name !== 'RUNNING') throw err;
       const calls = await this.pendingApprovals({ conversationId });
-      // A run that counts waiting calls in its search attribute but listed none (begun before the list existed): nothing to read.
-      const counted = conversationSearchAttributeKeys(await this.searchAttributeNamesInUse()).pendingApprovals;
-      if (calls.length === 0 && counted && Number(execution.typedSearchAttributes.get(counted) ?? 0) > 0) throw err;
       return {
         calls: calls.map(({ conversationId: _id, requestedAt, ...call }) => ({ ...call, requestedAt: requestedAt.toISOString() })),
         workerAnswered: false,

@@ -19,7 +19,7 @@ import {
 import { TOOL_DEFAULTS } from '../tools/defaults';
 import type { ToolCallPlan } from '../activities/contracts';
 import type { PendingApproval } from './contract';
-import { callInstanceKey, legacyCallKey } from './effect-keys';
+import { callInstanceKey } from './effect-keys';
 import type { ToolCall } from './messages';
 
 /** Where a call stands. */
@@ -265,17 +265,17 @@ export class ToolCallBatch {
 }
 
 /**
- * The calls of an assistant message as a batch receives them: each with its
- * effect key (per call instance, or the legacy key for runs that mint no
- * such keys) and its plan. A call without a plan, or with `notRun` set (the
- * turn reached maxSteps), is settled at once as `tool_failed`.
+ * The calls of an assistant message as a batch receives them: each with the
+ * effect key of its call instance and its plan. A call without a plan, or
+ * with `notRun` set (the turn reached maxSteps), is settled at once as
+ * `tool_failed`.
  */
 export function requestedCalls(
   conversationId: string,
   assistantSeq: number,
   calls: readonly ToolCall[],
   plans: readonly ToolCallPlan[],
-  options: { perInstanceKeys: boolean; notRun?: { reason: ToolFailureReason; message: string } },
+  notRun?: { reason: ToolFailureReason; message: string },
 ): RequestedCall[] {
   const planOf = new Map(plans.map((plan) => [plan.toolCallId, plan]));
   return calls.map((call, index) => {
@@ -283,14 +283,14 @@ export function requestedCalls(
     const noPlan = { reason: 'error' as const, message: `The worker returned no plan for tool call ${call.id}.` };
     return {
       id: call.id,
-      key: options.perInstanceKeys ? callInstanceKey(conversationId, assistantSeq, index) : legacyCallKey(conversationId, call.id),
-      ...(options.perInstanceKeys ? { idempotent: plan?.idempotent ?? true } : {}),
+      key: callInstanceKey(conversationId, assistantSeq, index),
+      idempotent: plan?.idempotent ?? true,
       name: call.function.name,
       arguments: call.function.arguments,
       needsApproval: plan?.needsApproval ?? true,
       timeoutMs: plan?.timeoutMs,
       maxAttempts: plan?.maxAttempts,
-      problem: options.notRun ?? (plan ? plan.problem : noPlan),
+      problem: notRun ?? (plan ? plan.problem : noPlan),
     };
   });
 }

@@ -16,6 +16,7 @@
  * turn, whatever ends it.
  */
 import type {
+  AppendEntry,
   AppendMessagesInput,
   ApprovalRequest,
   DecisionRecord,
@@ -29,6 +30,7 @@ import type {
 import { describePendingApproval, requestedCalls, ToolCallBatch, type BatchCall } from './batch';
 import {
   CONVERSATION_DEFAULTS,
+  CONVERSATION_SEARCH_ATTRIBUTE_FIELDS,
   describeBadDecision,
   describeOversizedDecision,
   describeOversizedUserMessage,
@@ -46,6 +48,7 @@ import {
   type CancelTurnRequest,
   type CarriedConversation,
   type ConversationInput,
+  type ConversationSearchAttributes,
   type ConversationState,
   type ConversationStatus,
   type ConversationUsage,
@@ -57,12 +60,12 @@ import {
   type UnknownEffect,
   type UserMessage,
 } from './contract';
-import { legacyCallKey } from './effect-keys';
 import { roundUsd } from './pricing';
 import { Inbox } from './inbox';
 import { describeMessage, type ChatMessage, type MessageMeta } from './messages';
 import { effectUnknownContent, notStoredContent, toolFailedContent, type OutcomeKind } from './outcomes';
 import { toStorableText } from './text';
+import { TranscriptWrites } from './writes';
 import { NOT_RUN_TOOL_LABEL } from './metrics';
 import {
   approvalTimerSummary,
@@ -76,12 +79,7 @@ import {
 } from './summaries';
 import { planStoredRepair } from './pairing';
 import {
-  APPROVAL_IDENTITY_PATCH,
-  CALL_INSTANCE_KEYS_PATCH,
-  MESSAGE_SIZE_LIMITS_PATCH,
   STOP_REASONS,
-  UNSTORABLE_TEXT_PATCH,
-  USAGE_SEARCH_ATTRIBUTES_PATCH,
   type AfterAnswer,
   type CoreEnvironment,
   type PublishedUsage,
@@ -103,7 +101,12 @@ export class ConversationCore {
   readonly continueAsNewAfterEvents: number;
   /** Structure of the messages of this run; earlier runs' messages are stored and settled. */
   private readonly messages: MessageMeta[] = [];
-  private seq: number;
+  /** The run's messages between their seqs and PostgreSQL. */
+  private readonly writes: TranscriptWrites;
+  /** Seqs of notes stored in place of messages PostgreSQL refused. */
+  private readonly notes = new Set<number>();
+  /** Decisions whose signature an activity is checking now (each was sent in time for its calls). */
+  private verifying = 0;
   private readonly inbox: Inbox;
   private readonly decisions: Map<string, DecisionResult>;
   private readonly recentTurns: TurnRecord[];
@@ -148,8 +151,10 @@ export class ConversationCore {
   private answerSeq = -1;
   private published: { status: ConversationStatus; pending: number; approvals: string | undefined } | undefined;
   private publishedUnknownEffects = 0;
-  /** The spending this run last published; unset until its first publish with {@link USAGE_SEARCH_ATTRIBUTES_PATCH}. */
+  /** The spending this run last published; unset until its first publish. */
   private publishedUsage: PublishedUsage | undefined;
+  /** The value each search attribute was last set to in this run (JSON), to upsert only what changed. */
+  private readonly upserted = new Map<keyof ConversationSearchAttributes, string>();
 
   constructor(
     readonly conversationId: string,
@@ -161,7 +166,7 @@ export class ConversationCore {
     this.approvalTimeoutMs = input.approvalTimeoutMs ?? CONVERSATION_DEFAULTS.approvalTimeoutMs;
     this.onNewMessage = input.onNewMessage ?? CONVERSATION_DEFAULTS.onNewMessage;
     this.continueAsNewAfterEvents = input.continueAsNewAfterEvents ?? CONVERSATION_DEFAULTS.continueAsNewAfterEvents;
-    this.seq = carried?.nextSeq ?? 0;
+    this.writes = new TranscriptWrites(carried?.nextSeq ?? 0);
     this.inbox = new Inbox(carried);
     this.decisions = new Map((carried?.decisions ?? []).map((d) => [d.decisionId, d]));
     this.recentTurns = [...(carried?.recentTurns ?? [])];
@@ -191,8 +196,8 @@ export class ConversationCore {
    * a model call alone never makes the edge upsert, a turn's end always does.
    */
   searchAttributeChanges(): SearchAttributeValues | undefined {
-    const approvals = this.env.allows(APPROVAL_IDENTITY_PATCH) ? this.approvalIndex() : undefined;
-    const now = { status: this.status(), pending: this.pendingCount(), approvals: approvals && JSON.stringify(approvals) };
+    const approvals = this.approvalIndex();
+    const now = { status: this.status(), pending: this.pendingCount(), approvals: JSON.stringify(approvals) };
     const unknownChanged = this.unknownEffectsCount !== this.publishedUnknownEffects;
     const same = this.published?.status === now.status && this.published.pending === now.pending && this.published.approvals === now.approvals;
     if (same && !unknownChanged) return undefined;
@@ -203,21 +208,48 @@ export class ConversationCore {
       status: now.status,
       pendingApprovals: now.pending,
       ...(unknownChanged ? { unknownEffects: this.unknownEffectsCount } : {}),
-      ...(approvals ? { approvals } : {}),
+      approvals,
       ...(usage ? { usage } : {}),
     };
   }
 
   /**
+   * The search attributes to set now, by field: those the conversation's
+   * input names (all of them when it names none) whose values changed since
+   * this run last set them; empty when nothing changed. `awaitingApprovalSince`
+   * is ms since the epoch (null: unset). See {@link searchAttributeChanges}.
+   */
+  searchAttributeUpdates(): { field: keyof ConversationSearchAttributes; value: unknown }[] {
+    const changed = this.searchAttributeChanges();
+    if (!changed) return [];
+    const names = this.input.searchAttributes;
+    const values: Record<keyof ConversationSearchAttributes, unknown> = {
+      status: changed.status,
+      pendingApprovals: changed.pendingApprovals,
+      unknownEffects: changed.unknownEffects,
+      pendingApprovalTags: changed.approvals?.tags,
+      awaitingApprovalSince: changed.approvals?.since,
+      tokens: changed.usage?.tokens,
+      costUsd: changed.usage?.costUsd,
+    };
+    return CONVERSATION_SEARCH_ATTRIBUTE_FIELDS.flatMap((field) => {
+      const value = values[field];
+      if (value === undefined || (names !== undefined && names[field] === undefined)) return [];
+      const json = JSON.stringify(value);
+      if (this.upserted.get(field) === json) return [];
+      this.upserted.set(field, json);
+      return [{ field, value }];
+    });
+  }
+
+  /**
    * The conversation's spending to publish with the other changes: when it
    * differs from what this run last published (nothing, at a run's first
-   * publish) and the run allows {@link USAGE_SEARCH_ATTRIBUTES_PATCH}. The
-   * patch is asked only then, so its marker lands beside an upsert.
+   * publish).
    */
   private usageChange(): PublishedUsage | undefined {
     const now: PublishedUsage = { tokens: this.usage.promptTokens + this.usage.completionTokens, costUsd: this.usage.costUsd };
     if (this.publishedUsage?.tokens === now.tokens && this.publishedUsage.costUsd === now.costUsd) return undefined;
-    if (!this.env.allows(USAGE_SEARCH_ATTRIBUTES_PATCH)) return undefined;
     this.publishedUsage = now;
     return now;
   }
@@ -251,10 +283,13 @@ export class ConversationCore {
       steps: this.steps,
       lastError: this.lastError,
       messages: this.messages.map((m) => ({ ...m })),
-      messageCount: this.seq,
+      messageCount: this.writes.nextSeq,
       runs: this.runs,
       queuedMessages: this.inbox.length,
-      pendingApprovals: (this.batch?.awaitingApproval() ?? []).map((call) => describePendingApproval(call, this.env.now(), this.turnRequesters)),
+      // A call is shown waiting for a person once the message that asked for it is written: whoever sees it may read the transcript.
+      pendingApprovals: this.writes.inProgress
+        ? []
+        : (this.batch?.awaitingApproval() ?? []).map((call) => describePendingApproval(call, this.env.now(), this.turnRequesters)),
       runningToolCalls: (this.batch?.all() ?? []).filter((c) => c.phase === 'running').map((c) => c.id),
       decisionsApplied: this.decisions.size,
       refusedDecisions: this.refusedDecisions.map((r) => ({ ...r })),
@@ -312,7 +347,7 @@ export class ConversationCore {
 
   /** What the workflow returns when the conversation ends. */
   summary(): ConversationSummary {
-    return { conversationId: this.conversationId, steps: this.steps, messages: this.seq, transcriptRepairs: this.transcriptRepairs };
+    return { conversationId: this.conversationId, steps: this.steps, messages: this.writes.nextSeq, transcriptRepairs: this.transcriptRepairs };
   }
 
   /**
@@ -325,9 +360,9 @@ export class ConversationCore {
     if (problem) return this.refuse('userMessage signal', problem);
     const { text, messageId: given, sentBy } = message as UserMessage;
     const oversized = describeOversizedUserMessage(text);
-    if (oversized && this.env.allows(MESSAGE_SIZE_LIMITS_PATCH)) return this.refuse('userMessage signal', oversized);
+    if (oversized) return this.refuse('userMessage signal', oversized);
     const unstorable = describeUnstorableUserMessage(message as UserMessage);
-    if (unstorable && this.env.allows(UNSTORABLE_TEXT_PATCH)) return this.refuse('userMessage signal', unstorable);
+    if (unstorable) return this.refuse('userMessage signal', unstorable);
     const messageId = given ?? this.env.newId();
     if (!this.inbox.receive({ text, messageId, ...(sentBy === undefined ? {} : { sentBy }) })) {
       this.env.log.info('Ignored a user message already received', { conversationId: this.conversationId, messageId });
@@ -343,7 +378,7 @@ export class ConversationCore {
    */
   cancelTurn(request?: CancelTurnRequest): boolean {
     const unstorable = describeUnstorableCancel(request);
-    if (unstorable && this.env.allows(UNSTORABLE_TEXT_PATCH)) return this.refuse('cancelTurn signal', unstorable);
+    if (unstorable) return this.refuse('cancelTurn signal', unstorable);
     const why = request?.reason ? `${STOP_REASONS.cancelledByUser} (${request.reason})` : STOP_REASONS.cancelledByUser;
     if (this.turnActive) return this.stopTurn(why);
     if (this.inbox.length > 0 && !this.stopReason) this.stopReason = why;
@@ -364,11 +399,10 @@ export class ConversationCore {
   /** Takes every queued message into a new turn and returns them to store; undefined when none is queued (the conversation ends). */
   takeTurn(): StoreEntry[] | undefined {
     if (this.inbox.length === 0) return undefined;
-    const bounded = this.inbox.bytes() > TURN_INPUT_MAX_BYTES && this.env.allows(MESSAGE_SIZE_LIMITS_PATCH);
-    const taken = this.inbox.take(bounded ? TURN_INPUT_MAX_BYTES : undefined);
+    const taken = this.inbox.take(TURN_INPUT_MAX_BYTES);
     this.turnActive = true;
     this.turnMessageIds = taken.map((m) => m.messageId);
-    this.turnFirstSeq = this.seq;
+    this.turnFirstSeq = this.writes.nextSeq;
     this.turnRequesters = [...new Set(taken.flatMap((m) => (m.sentBy === undefined ? [] : [m.sentBy])))];
     return taken.map((m) => ({ message: { role: 'user', content: m.text } }));
   }
@@ -378,26 +412,43 @@ export class ConversationCore {
     return this.input.systemPrompt && !this.input.carried ? { message: { role: 'system', content: this.input.systemPrompt } } : undefined;
   }
 
-  /** Seq the next stored message gets. */
-  get nextSeq(): number {
-    return this.seq;
-  }
-
-  /** The activity input that stores these entries at the next seqs (by reference when an activity stored the body). */
-  appendInput(entries: readonly StoreEntry[]): AppendMessagesInput {
-    const first = this.seq;
-    return {
-      conversationId: this.conversationId,
-      messages: entries.map(({ message, ref }, i) => (ref ? { seq: first + i, ref } : { seq: first + i, message })),
-    };
-  }
-
-  /** The entries of {@link appendInput} are stored: records their structure. Returns the first one's seq. */
-  stored(entries: readonly StoreEntry[]): number {
-    const first = this.seq;
+  /**
+   * Gives messages the next seqs and queues them for writing (by reference
+   * when an activity stored the body): the next model call writes them
+   * first, or the next flush ({@link takeWrites}). Returns the first seq.
+   */
+  store(entries: readonly StoreEntry[]): number {
+    const first = this.writes.nextSeq;
+    this.writes.add(entries.map(({ message, ref }) => (ref ? { ref } : { message })));
     entries.forEach((entry, i) => this.messages.push(describeMessage(first + i, entry.message)));
-    this.seq = first + entries.length;
     return first;
+  }
+
+  /** Takes every unwritten message for a flush: before anyone may read them. Call {@link writesDone} when the write ends. */
+  takeWrites(): AppendEntry[] {
+    return this.writes.takeForFlush();
+  }
+
+  /** A flush's write ended (written, or given up). */
+  writesDone(): void {
+    this.writes.flushed();
+  }
+
+  /**
+   * PostgreSQL refused to store some of `entries` (a value no retry can fix;
+   * text it cannot hold is replaced before any write, so this should not
+   * happen). Returns what to write next: notes in place of the refused
+   * messages, with the same roles and tool-call ids so every call keeps its
+   * result; nothing when `entries` were such notes already (the transcript
+   * then lacks them, and `lastError` says so).
+   */
+  writeRefused(entries: readonly AppendEntry[], refusal: { message: string; refusedSeqs: readonly number[] }): AppendEntry[] {
+    const seqs = refusal.refusedSeqs.length > 0 ? [...refusal.refusedSeqs] : entries.map((e) => e.seq);
+    if (seqs.every((seq) => this.notes.has(seq))) {
+      this.notesNotStored(seqs, refusal.message);
+      return [];
+    }
+    return this.messagesNotStored(seqs, refusal.message);
   }
 
   /**
@@ -407,7 +458,7 @@ export class ConversationCore {
    * tool-call ids, so every call keeps its result, with a note instead of the
    * body, at their seqs. `lastError` says so, also when the turn goes on to answer.
    */
-  messagesNotStored(seqs: readonly number[], error: string): { seq: number; message: ChatMessage }[] {
+  private messagesNotStored(seqs: readonly number[], error: string): { seq: number; message: ChatMessage }[] {
     const why = toStorableText(error);
     this.storeProblem = `PostgreSQL refused to store message${seqs.length === 1 ? '' : 's'} ${seqs.join(', ')}, stored a note in their place: ${why}`;
     this.lastError = this.storeProblem;
@@ -428,12 +479,13 @@ export class ConversationCore {
               }
             : { role: meta.role, content };
       this.messages[index] = describeMessage(seq, message);
+      this.notes.add(seq);
       return [{ seq, message }];
     });
   }
 
   /** PostgreSQL refused to store the notes of {@link messagesNotStored} too: the messages are missing from the stored transcript. */
-  notesNotStored(seqs: readonly number[], error: string): void {
+  private notesNotStored(seqs: readonly number[], error: string): void {
     this.storeProblem = `PostgreSQL refused to store message${seqs.length === 1 ? '' : 's'} ${seqs.join(', ')} and the notes in their place (${toStorableText(error)}); the stored transcript lacks them, so later model calls fail until they are stored`;
     this.lastError = this.storeProblem;
     this.env.log.warn(this.storeProblem, { conversationId: this.conversationId });
@@ -485,16 +537,21 @@ export class ConversationCore {
     return this.record('failed', { error: `Could not list the tools of the conversation's MCP servers: ${error}` });
   }
 
-  /** The next model call: the transcript so far by reference, tools off once the turn reached maxSteps. */
+  /**
+   * The next model call: the transcript so far by reference, with the
+   * unwritten messages it writes first, tools off once the turn reached maxSteps.
+   */
   modelRequest(): ModelCallInput {
+    const append = this.writes.forModelCall();
     return {
       conversationId: this.conversationId,
-      throughSeq: this.seq - 1,
+      throughSeq: this.writes.nextSeq - 1,
       ...this.modelView(),
       settings: this.input.model ?? {},
       tools: this.input.tools,
       toolChoice: this.turnSteps >= this.maxSteps ? 'none' : 'auto',
       ...(this.turnToolset ? { toolset: this.turnToolset } : {}),
+      ...(append ? { append } : {}),
     };
   }
 
@@ -504,13 +561,14 @@ export class ConversationCore {
   }
 
   /**
-   * The model answered. Its calls are pending from now on (whatever ends the
-   * turn settles them), each with its effect key (per call instance, unless
-   * the run predates {@link CALL_INSTANCE_KEYS_PATCH}: asked only when there
-   * are calls); calls asked for past maxSteps, or that cannot run, are
-   * settled at once as `tool_failed`. Returns the assistant message to store.
+   * The model answered (and wrote the messages it was given). Its answer is
+   * stored by reference; its calls are pending from now on (whatever ends the
+   * turn settles them), each with the effect key of its call instance; calls
+   * asked for past maxSteps, or that cannot run, are settled at once as
+   * `tool_failed`. Returns the turn's end, or the calls to run.
    */
-  modelAnswered(result: ModelCallResult): StoreEntry {
+  modelAnswered(result: ModelCallResult): AfterAnswer {
+    this.writes.modelCallAnswered();
     const calls = result.message.tool_calls ?? [];
     const overLimit = this.turnSteps >= this.maxSteps && calls.length > 0;
     this.turnSteps++;
@@ -528,43 +586,50 @@ export class ConversationCore {
         this.usage.costUsd = roundUsd(this.usage.costUsd + result.costUsd);
       }
     }
-    const assistantSeq = this.seq;
-    const perInstanceKeys = calls.length > 0 && this.env.allows(CALL_INSTANCE_KEYS_PATCH);
     const notRun = { reason: 'not_run_max_steps' as const, message: `The turn reached maxSteps (${this.maxSteps}); the call was not run.` };
-    const requested = requestedCalls(this.conversationId, assistantSeq, calls, result.calls, { perInstanceKeys, notRun: overLimit ? notRun : undefined });
+    const seq = this.store([{ message: result.message, ref: { kind: 'model_response', key: result.responseKey } }]);
+    this.answerSeq = seq;
+    const requested = requestedCalls(this.conversationId, seq, calls, result.calls, overLimit ? notRun : undefined);
     this.batch = calls.length === 0 ? undefined : new ToolCallBatch(requested, this.env.now());
     this.batchOverLimit = overLimit;
-    this.answerSeq = assistantSeq;
-    return { message: result.message, ref: { kind: 'model_response', key: result.responseKey } };
-  }
-
-  /** The assistant message is stored at `seq`: the turn answers, or its calls run. */
-  answerStored(seq: number): AfterAnswer {
-    if (seq !== this.answerSeq) throw new Error(`The assistant message was stored at seq ${seq}, its calls were keyed for ${this.answerSeq}.`);
     if (!this.batch) return { finished: this.record('answered', { answerSeq: seq }) };
     return { calls: this.batch.all() };
   }
 
-  /** True when the open batch is not yet stored (a stopped turn stores its settled results first). */
-  hasOpenBatch(): boolean {
-    return this.batch !== undefined;
-  }
-
-  /** The tool messages that answer the open batch, in call order. Every call must be settled. */
-  batchResults(): StoreEntry[] {
-    return (this.batch?.results() ?? []).map(({ toolCallId, outcome }) => ({
-      message: { role: 'tool', tool_call_id: toolCallId, content: outcome.content },
-      ref: outcome.storedResultKey ? { kind: 'tool_result', key: outcome.storedResultKey, toolCallId } : undefined,
-    }));
-  }
-
   /**
-   * How the open batch's calls ended, for the metrics: the tool's name (or
-   * {@link NOT_RUN_TOOL_LABEL} for a call that could never run, whose name is
-   * the model's) and the outcome.
+   * Every call of the open batch is settled: its tool messages are stored, in
+   * call order, and it closes (a stopped turn closes it after
+   * {@link turnStopped}; nothing happens without one). Returns how its calls
+   * ended, for the metrics (the tool's name, or {@link NOT_RUN_TOOL_LABEL} for
+   * a call that could never run), and the turn's record when the turn ends
+   * here (calls past maxSteps).
    */
-  batchOutcomes(): { tool: string; outcome: OutcomeKind }[] {
-    return (this.batch?.all() ?? []).flatMap((c) => (c.outcome ? [{ tool: c.problem ? NOT_RUN_TOOL_LABEL : c.name, outcome: c.outcome.kind }] : []));
+  closeBatch(): { settled: { tool: string; outcome: OutcomeKind }[]; finished?: TurnRecord } {
+    const batch = this.batch;
+    if (!batch) return { settled: [] };
+    this.store(
+      batch.results().map(({ toolCallId, outcome }) => ({
+        message: { role: 'tool', tool_call_id: toolCallId, content: outcome.content },
+        ref: outcome.storedResultKey ? { kind: 'tool_result', key: outcome.storedResultKey, toolCallId } : undefined,
+      })),
+    );
+    const settled = batch.all().flatMap((c) => (c.outcome ? [{ tool: c.problem ? NOT_RUN_TOOL_LABEL : c.name, outcome: c.outcome.kind }] : []));
+    this.lastCalls = batch.all().map((c) => ({
+      name: c.name,
+      id: c.id,
+      outcome: c.outcome?.kind,
+      decidedBy: c.decision ? whoDecided(c.decision.decidedBy, c.decision.authenticated) : undefined,
+      approved: c.decision?.approved,
+      fromLedger: c.outcome?.fromLedger,
+    }));
+    const overLimit = this.batchOverLimit;
+    this.batch = undefined;
+    this.batchOverLimit = false;
+    if (!overLimit) return { settled };
+    return {
+      settled,
+      finished: this.record('failed', { error: `The model asked for tools after the turn reached maxSteps (${this.maxSteps}); the calls were not run.` }),
+    };
   }
 
   /** The summary of the next model call's activity: `model call 2 of turn 5 (gpt-4.1)`. */
@@ -604,30 +669,11 @@ export class ConversationCore {
     });
   }
 
-  /** The batch's results are stored: it closes. Returns the turn's record when the turn ends here (calls past maxSteps). */
-  batchStored(): TurnRecord | undefined {
-    const overLimit = this.batchOverLimit;
-    this.lastCalls = (this.batch?.all() ?? []).map((c) => ({
-      name: c.name,
-      id: c.id,
-      outcome: c.outcome?.kind,
-      decidedBy: c.decision ? whoDecided(c.decision.decidedBy, c.decision.authenticated) : undefined,
-      approved: c.decision?.approved,
-      fromLedger: c.outcome?.fromLedger,
-    }));
-    this.batch = undefined;
-    this.batchOverLimit = false;
-    if (!overLimit) return undefined;
-    return this.record('failed', {
-      error: `The model asked for tools after the turn reached maxSteps (${this.maxSteps}); the calls were not run.`,
-    });
-  }
-
   /**
    * The turn was cancelled (by {@link receiveUserMessage} or {@link cancelTurn},
    * or the whole workflow): running calls settle as `interrupted`, calls not
-   * started as `cancelled`, finished results are kept. The edge then stores
-   * {@link batchResults} if a batch is open. Returns the turn's record.
+   * started as `cancelled`, finished results are kept. The edge then closes
+   * the batch ({@link closeBatch}). Returns the turn's record.
    */
   turnStopped(workflowCancelled: boolean): TurnRecord {
     const why = workflowCancelled ? STOP_REASONS.workflowCancelled : (this.stopReason ?? STOP_REASONS.cancelledByUser);
@@ -663,9 +709,34 @@ export class ConversationCore {
     return Math.max(this.approvalTimeoutMs - (this.env.now() - call.requestedAt), 1);
   }
 
-  /** The approval deadline passed: every call of the batch still waiting settles as `approval_timeout`. */
-  approvalsTimedOut(): void {
-    this.batch?.timeOutApprovals();
+  /**
+   * The call's approval deadline passed and no decision being verified can
+   * still apply to it: when it still waits, every call of the batch still
+   * waiting settles as `approval_timeout`. Returns true when some did.
+   */
+  approvalDeadlinePassed(call: BatchCall): boolean {
+    if (!this.awaitsApproval(call)) return false;
+    return (this.batch?.timeOutApprovals() ?? []).length > 0;
+  }
+
+  /**
+   * True while the decision of a signal or an update is being verified by an
+   * activity: it was sent in time for the calls it names, so their deadline
+   * waits for its verdict (a decision sent in time counts even when its
+   * worker handles it after the deadline).
+   */
+  decisionsVerifying(): boolean {
+    return this.verifying > 0;
+  }
+
+  /** A decision's verification began ({@link decisionsVerifying}). */
+  verificationStarted(): void {
+    this.verifying++;
+  }
+
+  /** A decision's verification ended, with a verdict or none. */
+  verificationEnded(): void {
+    this.verifying = Math.max(this.verifying - 1, 0);
   }
 
   /** True when the call may run now (approved, or it needs no approval). */
@@ -724,9 +795,9 @@ export class ConversationCore {
     const shape = describeBadDecision(decision);
     if (shape) return { refusal: shape };
     const oversized = describeOversizedDecision(decision);
-    if (oversized && this.env.allows(MESSAGE_SIZE_LIMITS_PATCH)) return { refusal: oversized };
+    if (oversized) return { refusal: oversized };
     const unstorable = describeUnstorableDecision(decision);
-    if (unstorable && this.env.allows(UNSTORABLE_TEXT_PATCH)) return { refusal: unstorable };
+    if (unstorable) return { refusal: unstorable };
     const earlier = this.decisions.get(decision.decisionId);
     if (earlier) return { ids: earlier.toolCallIds };
     const batch = this.batch;
@@ -743,6 +814,12 @@ export class ConversationCore {
     const sentAt = decision.sentAt === undefined ? this.env.now() : Date.parse(decision.sentAt);
     const timely = batch.inTime(checked.ids, sentAt, this.approvalTimeoutMs, decision.sentAt !== undefined);
     return 'ids' in timely ? timely : { refusal: timely.message };
+  }
+
+  /** Throws an error saying why when {@link checkDecision} refuses the decision: an update's validator, which refuses it before it is accepted. */
+  validateDecision(decision: ApprovalDecision): void {
+    const checked = this.checkDecision(decision);
+    if ('refusal' in checked) throw new Error(checked.refusal);
   }
 
   /**
@@ -775,7 +852,7 @@ export class ConversationCore {
       decisionId: decision.decisionId,
       decision: decision.decision,
       toolCallIds: ids,
-      callKeys: ids.map((id) => this.batch?.get(id)?.key ?? legacyCallKey(this.conversationId, id)),
+      callKeys: ids.map((id) => this.batch?.get(id)?.key ?? ''),
       reason: decision.reason,
       decidedBy: decision.decidedBy,
       decidedAt,
@@ -794,17 +871,22 @@ export class ConversationCore {
     this.refuse('decision signal', problem);
   }
 
-  /** Whether to continue as new now, between turns, given the run's history. */
-  shouldContinueAsNew(history: { length: number; suggested: boolean }): boolean {
-    if (!(history.suggested || history.length >= this.continueAsNewAfterEvents)) return false;
-    return !(this.inbox.bytes() > CARRIED_INBOX_MAX_BYTES && this.env.allows(MESSAGE_SIZE_LIMITS_PATCH));
+  /**
+   * Whether to continue as new now, between turns, given the run's history
+   * (the workflow's `workflowInfo()`): past {@link continueAsNewAfterEvents}
+   * events or when the server suggests it, unless more queued messages wait
+   * than a run carries (they are answered first).
+   */
+  shouldContinueAsNew(history: { historyLength: number; continueAsNewSuggested: boolean }): boolean {
+    if (!(history.continueAsNewSuggested || history.historyLength >= this.continueAsNewAfterEvents)) return false;
+    return this.inbox.bytes() <= CARRIED_INBOX_MAX_BYTES;
   }
 
   /** The state the next run starts from. Called only between turns: no call is pending. */
   carryOver(): CarriedConversation {
     const inbox = this.inbox.carry();
     return {
-      nextSeq: this.seq,
+      nextSeq: this.writes.nextSeq,
       steps: this.steps,
       transcriptRepairs: this.transcriptRepairs,
       lastError: this.lastError,

@@ -21,54 +21,12 @@ export interface CoreEnvironment {
   };
   /**
    * Whether a rule added after conversations were already running applies
-   * to this one (the workflow's `patched(id)`): asked only where the rule
+   * to this one (the workflow's `patched(id)`, for an id of
+   * `WORKFLOW_PATCHES` in src/contract/patches.ts): asked only where the rule
    * would change what happens, so runs recorded before it replay as they ran.
    */
   allows(patchId: string): boolean;
 }
-
-/**
- * Patch: effect keys per call instance (`effect-keys.ts`) and `effect_unknown`.
- * Batches made before it keep the key `${conversationId}/${toolCallId}` and
- * settle as before, so a call that may already have run keeps its key.
- */
-export const CALL_INSTANCE_KEYS_PATCH = 'call-instance-effect-keys';
-
-/**
- * Patch: user messages over USER_MESSAGE_MAX_BYTES are refused, a turn takes
- * at most TURN_INPUT_MAX_BYTES of them, continue-as-new carries at most
- * CARRIED_INBOX_MAX_BYTES, and decisions with fields over
- * DECISION_FIELD_MAX_CHARS are refused.
- */
-export const MESSAGE_SIZE_LIMITS_PATCH = 'message-size-limits';
-
-/**
- * Patch: who asked and what waits is published for approvers (the
- * `PendingApprovalTags` and `AwaitingApprovalSince` search attributes), and
- * each decision's signature is checked by the `verifyDecision` activity before
- * the decision applies. Asked at a run's first publish, so a run begun before
- * keeps its commands to its end.
- */
-export const APPROVAL_IDENTITY_PATCH = 'approval-identity';
-
-/**
- * Patch: the conversation's tokens and cost are published (the `AgentTokens`
- * and `AgentCostUsd` search attributes), riding on upserts the workflow makes
- * anyway. Asked at the first such upsert that would carry new figures, so a
- * run begun before it keeps its commands until a worker with the new code
- * handles it.
- */
-export const USAGE_SEARCH_ATTRIBUTES_PATCH = 'usage-search-attributes';
-
-/**
- * Patch: text from people that PostgreSQL cannot store (U+0000, unpaired
- * surrogates; `src/core/text.ts`) is refused: a user message, a decision or
- * a cancel that holds it changes nothing but `lastError`, and a conversation
- * started with such a system prompt fails at once. Asked only when such text
- * arrives, so no other history gets its marker; a run that received such
- * text before it takes it as it did (its writes store it with U+FFFD).
- */
-export const UNSTORABLE_TEXT_PATCH = 'unstorable-text';
 
 /** A message to store: its body, and a reference when an activity already stored the body. */
 export interface StoreEntry {
@@ -94,15 +52,13 @@ export interface SearchAttributeValues {
   /** Present when the count of unknown effects changed. */
   unknownEffects?: number;
   /**
-   * With {@link APPROVAL_IDENTITY_PATCH}: what visibility indexes about the
-   * calls awaiting approval (`call:<callKey>`, `tool:<name>`,
+   * What visibility indexes about the calls awaiting approval (`call:<callKey>`, `tool:<name>`,
    * `requester:<sentBy>`; empty when none waits) and since when the oldest
    * waits (ms since the epoch; null when none waits).
    */
-  approvals?: { tags: string[]; since: number | null };
+  approvals: { tags: string[]; since: number | null };
   /**
-   * With {@link USAGE_SEARCH_ATTRIBUTES_PATCH}, when they changed since this
-   * run last published them (a run's first publish always carries them):
+   * When they changed since this run last published them (a run's first publish always carries them):
    * what the whole conversation spent, all runs together. Never the only
    * change: published only beside a change of the values above.
    */

@@ -16,12 +16,3 @@
 export function callInstanceKey(conversationId: string, assistantSeq: number, index: number): string {
   return `${conversationId}/msg-${assistantSeq}/call-${index}`;
 }
-
-/**
- * The key calls scheduled before effect keys per call instance existed were
- * given (`${conversationId}/${toolCallId}`). Kept for those calls only, so an
- * upgrade never changes the key of a call that may already have run.
- */
-export function legacyCallKey(conversationId: string, toolCallId: string): string {
-  return `${conversationId}/${toolCallId}`;
-}

@@ -5,8 +5,6 @@
  * when several workers start at once (advisory lock).
  */
 import type { Pool } from 'pg';
-import { logger } from '../runtime/logger';
-import { moveOutOfPublic } from './public-layout';
 import { agentTables, type AgentTables } from './schema';
 import { inTransaction } from './transaction';
 
@@ -203,36 +201,24 @@ export interface MigrateOptions {
 
 /**
  * Applies every migration not yet applied, in the project's schema (created
- * when absent). A database migrated before the project had a schema (its
- * tables and ledger in `public`) has them moved into the schema first, in the
- * same transaction. Returns the versions applied now.
+ * when absent), in one transaction. Returns the versions applied now.
  *
  * Every version is recorded once it is done, a retired one too (version 2,
- * whose work moved to the demo's own setup): every ledger, new or moved,
- * then holds every version up to the latest, and "recorded" always means
- * "nothing left to do".
+ * whose work moved to the demo's own setup): every ledger then holds every
+ * version up to the latest, and "recorded" always means "nothing left to do".
  *
- * Throws a `ConfigError` for a schema name that cannot be used, and a
- * `DatabaseLayoutError`, having changed nothing, when the project's old
- * tables in `public` cannot be moved (some are missing, or the schema holds
- * tables of their names).
+ * Throws a `ConfigError` for a schema name that cannot be used.
  */
 export async function migrate(pool: Pool, options: MigrateOptions = {}): Promise<number[]> {
   const tables = agentTables(options.schema);
   return inTransaction(pool, async (client) => {
-    // One lock per database, not per schema: moving tables out of public is a claim on what any
-    // install in this database could claim, so installs with different schemas must take turns.
-    // Migrations are rare and short, so taking turns costs nothing. The key is unchanged from the
-    // releases before the schema, so an older worker starting at the same moment waits as well.
+    // One lock per database, not per schema: installs with different schemas take turns, which
+    // costs nothing (migrations are rare and short).
     await client.query("SELECT pg_advisory_xact_lock(hashtext('durable-agent-worker.migrations'))");
     // Checked before creating: CREATE SCHEMA IF NOT EXISTS needs CREATE on the database even when
     // the schema exists, and a DBA may have created it for a role that lacks that privilege.
     const schemaExists = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [tables.schema]);
     if (schemaExists.rowCount === 0) await client.query(`CREATE SCHEMA ${tables.quotedSchema}`);
-    const moved = await moveOutOfPublic(client, tables);
-    if (moved.length > 0) {
-      logger.info({ schema: tables.schema, tables: moved }, "moved the project's tables out of public into its schema");
-    }
     await client.query(`CREATE TABLE IF NOT EXISTS ${tables.schemaMigrations} (
       version integer PRIMARY KEY,
       name text NOT NULL,

@@ -4,7 +4,7 @@
  * ```ts
  * const worker = await Worker.create({
  *   connection, taskQueue: 'agent',
- *   workflowsPath: require.resolve('./workflows'), // re-exports conversationWorkflow
+ *   workflowsPath: require.resolve('./workflows'), // re-exports agentConversation
  *   plugins: [new DurableAgentPlugin({ tools, model: { name: 'gpt-4.1', apiKey }, database: { url } })],
  * });
  * ```
@@ -157,8 +157,8 @@ export interface DurableAgentPluginOptions {
  * The durable agent as a Temporal plugin: add it to `Worker.create({ plugins })`
  * (and, when it carries payload codecs, to the `Client` that starts
  * conversations). A worker given no workflows runs the conversation workflow
- * alone; a worker with workflows of its own must export `conversationWorkflow`
- * from its workflows module (`export { conversationWorkflow } from
+ * alone; a worker with workflows of its own must export `agentConversation`
+ * from its workflows module (`export { agentConversation } from
  * 'durable-agent-worker/workflow'`).
  */
 export class DurableAgentPlugin implements WorkerPlugin, ClientPlugin, BundlerPlugin {

@@ -29,23 +29,6 @@ import { CONVERSATION_DEFAULTS, type ConversationInput } from '../core/contract'
 export const RETRY_BACKOFF = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' } as const;
 
 /**
- * Patch: the conversation schedules its activities under prefixed types
- * (`durableAgent.callModel`). Asked once, at the start of a run: a run begun
- * before keeps the bare names (`callModel`) to its end, so its history
- * replays; the worker registers both names.
- */
-export const PREFIXED_ACTIVITY_TYPES_PATCH = 'prefixed-activity-types';
-
-/**
- * Patch: the workflow defers transcript writes to the next model call, which
- * writes them before it reads the transcript (`ModelCallInput.append`), and
- * writes what is left at a turn's end, before a wait for a person and at the
- * end: a step is a model call and its tool calls, without a store round trip
- * after each. Asked once, at the start of a run, like the activity types.
- */
-export const DEFERRED_TRANSCRIPT_WRITES_PATCH = 'deferred-transcript-writes';
-
-/**
  * The conversation activities, each taking an optional summary: the line the
  * Temporal UI and `temporal workflow show` print for the activity, fixed when
  * it is scheduled ("model call 2 of turn 5 (gpt-4.1)").
@@ -58,21 +41,20 @@ export type SummarizedActivities = {
 };
 
 /**
- * The conversation activities with `options`, scheduled under prefixed or
- * bare activity types; as local activities with `local`, which keep the
- * timeout and retries but have no heartbeat timeout (a local call lives in its
- * workflow task, whose timeout notices a dead worker). A summary adds no
- * command and changes none: histories recorded without summaries replay.
+ * The conversation activities with `options`, scheduled under their prefixed
+ * types; as local activities with `local`, which keep the timeout and retries
+ * but have no heartbeat timeout (a local call lives in its workflow task,
+ * whose timeout notices a dead worker). A summary adds no command and
+ * changes none.
  */
-function conversationActivities(options: ActivityOptions, prefixed: boolean, local = false): SummarizedActivities {
-  type Both = ConversationActivities & PrefixedConversationActivities;
+function conversationActivities(options: ActivityOptions, local = false): SummarizedActivities {
   const localOptions: LocalActivityOptions = { startToCloseTimeout: options.startToCloseTimeout, retry: options.retry };
-  const proxy = local ? proxyLocalActivities<Both>(localOptions) : proxyActivities<Both>(options);
+  const proxy = local ? proxyLocalActivities<PrefixedConversationActivities>(localOptions) : proxyActivities<PrefixedConversationActivities>(options);
   type Scheduled = ((input: unknown) => Promise<unknown>) & { executeWithOptions(options: ActivityOptions | LocalActivityOptions, args: [unknown]): Promise<unknown> };
   const byType = proxy as unknown as Record<string, Scheduled>;
   return Object.fromEntries(
     CONVERSATION_ACTIVITY_NAMES.map((name) => {
-      const activity = byType[conversationActivityType(name, prefixed)];
+      const activity = byType[conversationActivityType(name)];
       const run = (input: unknown, summary?: string) =>
         summary === undefined ? activity(input) : activity.executeWithOptions({ ...(local ? localOptions : options), summary }, [input]);
       return [name, run];
@@ -80,95 +62,81 @@ function conversationActivities(options: ActivityOptions, prefixed: boolean, loc
   ) as unknown as SummarizedActivities;
 }
 
-/** Transcript and decision writes. */
-export function storeActivities(prefixed: boolean): SummarizedActivities {
-  return conversationActivities(
-    {
-      // Short: a write takes milliseconds, and a worker that dies mid-write is noticed at this timeout.
-      startToCloseTimeout: '5 seconds',
-      // No attempt limit: a database that is down delays the conversation, it never loses a message;
-      // tries at most 5 s apart, so a database back from an outage is written to within 5 s.
-      retry: { ...RETRY_BACKOFF, maximumInterval: '5 seconds' },
-    },
-    prefixed,
-  );
+/** The conversation's activities, each kind with its timeouts and retries. */
+export interface ConversationSchedules {
+  /**
+   * Transcript and decision writes: short (a write takes milliseconds, and a
+   * worker that dies mid-write is noticed at this timeout), with no attempt
+   * limit (a database that is down delays the conversation, it never loses a
+   * message) and at most 5 s apart (a database back from an outage is written
+   * to within 5 s).
+   */
+  store: SummarizedActivities;
+  /**
+   * Checking a decision's signature: an ordinary activity (no I/O,
+   * milliseconds), retried without limit like the writes. Not a local
+   * activity: a local activity awaited in an update handler does not replay
+   * (the recorded marker and the update's events come back in another order).
+   */
+  decisions: SummarizedActivities;
+  /**
+   * Model calls, with the conversation's timeout and attempts; a request the
+   * provider refuses is not retried. Local activities when the conversation
+   * asks for them (`localActivities.modelCalls`).
+   */
+  model: SummarizedActivities;
+  /**
+   * One tool call, with its own timeout and attempts; cancelled without
+   * waiting (effect unknown). A local activity when the conversation asks for
+   * local idempotent tools and the tool declared itself idempotent (run again
+   * after a crash, which it allows); an ordinary one otherwise.
+   */
+  tool(call: BatchCall): SummarizedActivities;
+  /**
+   * Listing the tools of a conversation's MCP servers at a turn's start: a
+   * few attempts (a server briefly down), none for a server the worker lacks
+   * or a list over the providers' limit.
+   */
+  discovery: SummarizedActivities;
 }
 
-/**
- * Checking a decision's signature: an ordinary activity (no I/O,
- * milliseconds), retried without limit like the writes. Not a local
- * activity: a local activity awaited in an update handler does not replay
- * (the recorded marker and the update's events come back in another order).
- */
-export function decisionActivities(prefixed: boolean): SummarizedActivities {
-  return conversationActivities({ startToCloseTimeout: '5 seconds', retry: RETRY_BACKOFF }, prefixed);
-}
-
-/** How fast a crashed worker running a model call or a tool is noticed. */
-export function heartbeatTimeoutMs(input: ConversationInput): number {
-  return input.timeouts?.heartbeatMs ?? CONVERSATION_DEFAULTS.heartbeatMs;
-}
-
-/**
- * Model calls, with the conversation's timeout and attempts; a request the
- * provider refuses is not retried. Local activities when the conversation
- * asks for them (`localActivities.modelCalls`).
- */
-export function modelActivities(input: ConversationInput, prefixed: boolean): SummarizedActivities {
-  return conversationActivities(
-    {
-      startToCloseTimeout: input.timeouts?.modelCallMs ?? CONVERSATION_DEFAULTS.modelCallMs,
-      heartbeatTimeout: heartbeatTimeoutMs(input),
-      retry: {
-        ...RETRY_BACKOFF,
-        maximumAttempts: input.timeouts?.modelCallAttempts ?? CONVERSATION_DEFAULTS.modelCallAttempts,
-        nonRetryableErrorTypes: [ActivityErrorType.ModelRequestRejected, ActivityErrorType.InvalidTranscript],
+/** The activities of the conversation started with `input`. */
+export function conversationSchedules(input: ConversationInput): ConversationSchedules {
+  // How fast a crashed worker running a model call or a tool is noticed.
+  const heartbeatTimeout = input.timeouts?.heartbeatMs ?? CONVERSATION_DEFAULTS.heartbeatMs;
+  return {
+    store: conversationActivities({ startToCloseTimeout: '5 seconds', retry: { ...RETRY_BACKOFF, maximumInterval: '5 seconds' } }),
+    decisions: conversationActivities({ startToCloseTimeout: '5 seconds', retry: RETRY_BACKOFF }),
+    model: conversationActivities(
+      {
+        startToCloseTimeout: input.timeouts?.modelCallMs ?? CONVERSATION_DEFAULTS.modelCallMs,
+        heartbeatTimeout,
+        retry: {
+          ...RETRY_BACKOFF,
+          maximumAttempts: input.timeouts?.modelCallAttempts ?? CONVERSATION_DEFAULTS.modelCallAttempts,
+          nonRetryableErrorTypes: [ActivityErrorType.ModelRequestRejected, ActivityErrorType.InvalidTranscript],
+        },
       },
-    },
-    prefixed,
-    input.localActivities?.modelCalls === true,
-  );
-}
-
-/**
- * Activities for one tool call, with its own timeout and attempts; cancelled
- * without waiting (effect unknown). A local activity when the conversation
- * asks for local idempotent tools and the tool declared itself idempotent
- * (run again after a crash, which it allows); an ordinary one otherwise.
- */
-export function toolActivities(call: BatchCall, input: ConversationInput, prefixed: boolean): SummarizedActivities {
-  return conversationActivities(
-    {
-      startToCloseTimeout: call.timeoutMs,
-      heartbeatTimeout: heartbeatTimeoutMs(input),
-      retry: {
-        ...RETRY_BACKOFF,
-        maximumAttempts: call.maxAttempts,
-        nonRetryableErrorTypes: [
-          ActivityErrorType.UnknownTool,
-          ActivityErrorType.InvalidToolArguments,
-          ActivityErrorType.ToolFailedPermanently,
-        ],
-      },
-    },
-    prefixed,
-    input.localActivities?.idempotentTools === true && call.idempotent === true,
-  );
-}
-
-/**
- * Listing the tools of a conversation's MCP servers at a turn's start: a few
- * attempts (a server briefly down), none for a server the worker lacks or a
- * list over the providers' limit.
- */
-export function discoveryActivities(prefixed: boolean): SummarizedActivities {
-  return conversationActivities(
-    {
+      input.localActivities?.modelCalls === true,
+    ),
+    tool: (call) =>
+      conversationActivities(
+        {
+          startToCloseTimeout: call.timeoutMs,
+          heartbeatTimeout,
+          retry: {
+            ...RETRY_BACKOFF,
+            maximumAttempts: call.maxAttempts,
+            nonRetryableErrorTypes: [ActivityErrorType.UnknownTool, ActivityErrorType.InvalidToolArguments, ActivityErrorType.ToolFailedPermanently],
+          },
+        },
+        input.localActivities?.idempotentTools === true && call.idempotent === true,
+      ),
+    discovery: conversationActivities({
       startToCloseTimeout: '30 seconds',
       retry: { ...RETRY_BACKOFF, maximumAttempts: 3, nonRetryableErrorTypes: [ActivityErrorType.UnknownMcpServer, ActivityErrorType.TooManyTools] },
-    },
-    prefixed,
-  );
+    }),
+  };
 }
 
 /** The most telling message of an activity failure: its cause's, when it has one. */

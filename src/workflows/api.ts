@@ -4,7 +4,7 @@
  * (`src/core/contract.ts`, re-exported here). Defined once, imported by the
  * workflow and by clients. Workflow-safe: no I/O, no Node imports.
  */
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributeUpdatePair } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import {
   CONVERSATION_SEARCH_ATTRIBUTE_FIELDS,
@@ -189,6 +189,22 @@ export function conversationSearchAttributeKeys(names: ConversationSearchAttribu
   return keys as ConversationSearchAttributeKeys;
 }
 
+/**
+ * What `upsertSearchAttributes` takes for the core's updates, under the keys
+ * the conversation sets (fields it does not set are left out; the core gives
+ * `awaitingApprovalSince` in ms since the epoch, or null when unset).
+ */
+export function searchAttributeUpdates(
+  keys: ConversationSearchAttributeKeys,
+  updates: readonly { field: ConversationSearchAttributeField; value: unknown }[],
+): SearchAttributeUpdatePair[] {
+  return updates.flatMap(({ field, value }) => {
+    const key = keys[field];
+    if (!key) return [];
+    return [{ key, value: key.type === SearchAttributeType.DATETIME && typeof value === 'number' ? new Date(value) : value } as SearchAttributeUpdatePair];
+  });
+}
+
 /** Failure types the conversation workflow ends with, for clients and readers of the history. */
 export const ConversationErrorType = {
   /** The conversation's input broke a rule of {@link describeInvalidInput}; it ended before doing anything. */
@@ -196,4 +212,4 @@ export const ConversationErrorType = {
 } as const;
 
 /** The workflow type name, for clients that start it by name. */
-export const CONVERSATION_WORKFLOW_TYPE = 'conversationWorkflow';
+export const CONVERSATION_WORKFLOW_TYPE = 'agentConversation';

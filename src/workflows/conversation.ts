@@ -1,350 +1,134 @@
 /**
- * The conversation workflow: one per conversation, workflow ID = conversation ID.
- *
- * The edge between Temporal and the conversation's rules. The rules (inbox,
- * turn, decisions, outcomes, what continue-as-new carries) live in
- * `ConversationCore` (`src/core/conversation.ts`), which is pure; this
- * function turns what the core decides into activities, timers, cancellation
- * scopes, handlers and search attributes, and nothing else. It runs in
- * Temporal's deterministic sandbox: no I/O here, everything with I/O is an
- * activity (`activity-options.ts` says how each is scheduled).
- *
- * Every exit from a turn (final answer, failure, cancel, interruption,
- * workflow cancellation) settles the open batch, so an assistant message with
- * tool calls is always answered by one tool message per call.
- *
- * Changing this function: commands must come in the same order on replay as
- * in every recorded history (`test/fixtures/histories`); see "Changing
- * workflow code" in the README.
+ * The conversation workflow: one per conversation, workflow ID = conversation
+ * ID. It translates what `ConversationCore` (src/core/conversation.ts, pure,
+ * all of the conversation's state) decides into activities, timers,
+ * cancellation scopes, handlers and search attributes, and nothing else.
+ * Deterministic sandbox: no I/O here (activity-options.ts says how each
+ * activity is scheduled). Every exit from a turn settles its open batch, so an
+ * assistant message with tool calls is always answered by one tool message
+ * per call. Changing it: docs/changing-workflow-code.md.
  */
-import {
-  allHandlersFinished,
-  ApplicationFailure,
-  CancellationScope,
-  CancelledFailure,
-  condition,
-  continueAsNew,
-  isCancellation,
-  log,
-  patched,
-  setCurrentDetails,
-  setHandler,
-  upsertSearchAttributes,
-  uuid4,
-  workflowInfo,
-} from '@temporalio/workflow';
-import type { AppendEntry, ApprovalRequest, ConversationActivities, DecisionVerification, ModelCallResult } from '../activities/contracts';
+import * as wf from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, CancelledFailure, condition, isCancellation, workflowInfo } from '@temporalio/workflow';
+import type { AppendEntry, ApprovalRequest, ModelCallResult } from '../activities/contracts';
 import type { BatchCall } from '../core/batch';
-import { APPROVAL_IDENTITY_PATCH, ConversationCore, UNSTORABLE_TEXT_PATCH, type StoreEntry } from '../core/conversation';
-import { checkConversationInput } from '../core/contract';
-import {
-  decisionActivities,
-  describeToolFailure,
-  failureMessage,
-  modelActivities,
-  DEFERRED_TRANSCRIPT_WRITES_PATCH,
-  PREFIXED_ACTIVITY_TYPES_PATCH,
-  storeActivities,
-  storeRefusal,
-  toolActivities,
-  discoveryActivities,
-  type SummarizedActivities,
-} from './activity-options';
+import { ConversationCore } from '../core/conversation';
 import { storeSummary, verifySummary } from '../core/summaries';
-import {
-  cancelTurnSignal,
-  conversationSearchAttributeKeys,
-  ConversationErrorType,
-  decisionSignal,
-  decisionUpdate,
-  endConversationSignal,
-  stateQuery,
-  userMessageSignal,
-  type ApprovalDecision,
-  type ConversationInput,
-  type ConversationSearchAttributes,
-  type ConversationSummary,
-  type TurnRecord,
-} from './api';
+import { conversationSchedules, describeToolFailure, failureMessage, storeRefusal, type ConversationSchedules } from './activity-options';
+import * as api from './api';
+import type { ApprovalDecision, ConversationInput, ConversationSummary, DecisionResult, TurnRecord } from './api';
 import { WorkflowMetrics } from './metrics';
-
-/** Patches of the core's rules, asked through `CoreEnvironment.allows` (see `src/core/edge.ts`). */
-export {
-  APPROVAL_IDENTITY_PATCH,
-  CALL_INSTANCE_KEYS_PATCH,
-  MESSAGE_SIZE_LIMITS_PATCH,
-  UNSTORABLE_TEXT_PATCH,
-  USAGE_SEARCH_ATTRIBUTES_PATCH,
-} from '../core/edge';
-export { DEFERRED_TRANSCRIPT_WRITES_PATCH, PREFIXED_ACTIVITY_TYPES_PATCH } from './activity-options';
-
-/** Patch: inputs above `CONVERSATION_LIMITS` are refused (runs started before it keep what they were given). */
-export const CONVERSATION_LIMITS_PATCH = 'conversation-limits';
+import { TurnScope } from './turn-scope';
 
 export type { ConversationSummary };
 
 /** Runs one conversation until it is ended. */
-export async function conversationWorkflow(input: ConversationInput = {}): Promise<ConversationSummary> {
-  const problems = checkConversationInput(
-    input,
-    () => patched(CONVERSATION_LIMITS_PATCH),
-    () => patched(UNSTORABLE_TEXT_PATCH),
-  );
-  if (problems.length > 0) {
-    throw ApplicationFailure.nonRetryable(`Invalid conversation input: ${problems.join('; ')}.`, ConversationErrorType.InvalidConversationInput);
-  }
+export async function agentConversation(input: ConversationInput = {}): Promise<ConversationSummary> {
+  const problems = api.describeInvalidInput(input);
+  if (problems.length > 0) throw ApplicationFailure.nonRetryable(`Invalid conversation input: ${problems.join('; ')}.`, api.ConversationErrorType.InvalidConversationInput);
   // Date.now() is the workflow's deterministic clock (the time of the current workflow task).
-  const core = new ConversationCore(workflowInfo().workflowId, input, { now: () => Date.now(), newId: uuid4, log, allows: patched });
-  // Asked once per run, before any command: a run begun with bare activity types keeps them to its end.
-  const prefixed = patched(PREFIXED_ACTIVITY_TYPES_PATCH);
-  // Also once per run: a run begun before deferred writes stores every message at once, in an activity of its own.
-  const deferWrites = patched(DEFERRED_TRANSCRIPT_WRITES_PATCH);
-  const store = storeActivities(prefixed);
-  const decisions = decisionActivities(prefixed);
-  /** Decisions being verified: each was sent in time for the calls it names (checked before verifying). */
-  let verifying = 0;
-  const model = modelActivities(input, prefixed);
-  const tools = (call: BatchCall) => toolActivities(call, input, prefixed);
-  const discovery = discoveryActivities(prefixed);
-  const rootScope = CancellationScope.current();
+  const core = new ConversationCore(workflowInfo().workflowId, input, { now: () => Date.now(), newId: wf.uuid4, log: wf.log, allows: wf.patched });
+  const act = conversationSchedules(input);
   const metrics = new WorkflowMetrics();
-  let turnScope: CancellationScope | undefined;
-
-  const publishSearchAttributes = searchAttributePublisher(input.searchAttributes);
+  const root = CancellationScope.current();
+  const turn = new TurnScope();
+  const keys = api.conversationSearchAttributeKeys(input.searchAttributes);
   const publish = (): void => {
-    publishSearchAttributes(core);
-    // Not a command: what the UI shows as the workflow's current details.
-    setCurrentDetails(core.currentDetails());
+    const updates = api.searchAttributeUpdates(keys, core.searchAttributeUpdates());
+    if (updates.length > 0) wf.upsertSearchAttributes(updates);
+    wf.setCurrentDetails(core.currentDetails()); // not a command: what the UI shows as the workflow's details
   };
+  const edge: Edge = { core, act, publish };
 
-  /** Messages that have their seqs but are not written yet: the next model call writes them first, or {@link flush}. */
-  let unwritten: AppendEntry[] = [];
-
-  /**
-   * Gives messages the next seqs and has them written: with the next model
-   * call (one round trip fewer per write), or at once for a run begun before
-   * deferred writes. Never cancelled half-way. Returns the first seq.
-   */
-  const append = async (entries: StoreEntry[]): Promise<number> => {
-    const input = core.appendInput(entries);
-    if (deferWrites) unwritten.push(...input.messages);
-    else await write(input.messages);
-    return core.stored(entries);
-  };
-
-  /**
-   * Stores messages (with the calls that now wait for a person, for
-   * approvers' lists), never cancelled half-way. What PostgreSQL refuses (a
-   * value no retry can fix) is stored as a note in its place, so the
-   * transcript keeps every seq and every call its result.
-   */
-  const write = async (messages: AppendEntry[], waiting?: ApprovalRequest[]): Promise<void> => {
-    const appendMessages = (entries: AppendEntry[]) =>
-      CancellationScope.nonCancellable(() =>
-        store.appendMessages({ conversationId: core.conversationId, messages: entries, ...(waiting ? { waiting } : {}) }, storeSummaryOf(entries)),
-      );
-    try {
-      await appendMessages(messages);
-    } catch (err) {
-      const refused = storeRefusal(err);
-      if (!refused) throw err;
-      const seqs = refused.refusedSeqs.length > 0 ? refused.refusedSeqs : messages.map((m) => m.seq);
-      const notes = core.messagesNotStored(seqs, refused.message);
-      try {
-        await appendMessages(notes);
-      } catch (again) {
-        const stillRefused = storeRefusal(again);
-        if (!stillRefused) throw again;
-        core.notesNotStored(seqs, stillRefused.message);
-      }
-    }
-  };
-
-  /** Writes of {@link flush} under way (no command depends on it: the state query reads it). */
-  let flushing = 0;
-
-  /**
-   * Writes the unwritten messages: before anyone may read them (a turn's end,
-   * a wait for a person, the end). Before a wait, with the calls that wait, which
-   * the same write lists for approvers (no command of its own).
-   */
+  /** Writes what is unwritten, before anyone may read it: a turn's end, a wait for a person, the end. */
   const flush = async (waiting?: ApprovalRequest[]): Promise<void> => {
-    if (unwritten.length === 0) return;
-    const messages = unwritten;
-    unwritten = [];
-    flushing++;
-    try {
-      await write(messages, waiting);
-    } finally {
-      flushing--;
-    }
+    const messages = core.takeWrites();
+    if (messages.length > 0) await write(edge, messages, waiting).finally(() => core.writesDone());
   };
-
-  /** Calls the model; the call writes the unwritten messages before it reads the transcript. */
-  const callModel = async (): Promise<ModelCallResult> => {
-    const request = core.modelRequest();
-    const summary = core.modelCallSummary();
-    if (unwritten.length === 0) return model.callModel(request, summary);
-    const messages = unwritten;
-    let result: ModelCallResult;
-    try {
-      result = await model.callModel({ ...request, append: messages }, summary);
-    } catch (err) {
-      if (!storeRefusal(err)) throw err;
-      // PostgreSQL refused some of them: they are stored with notes in place of what it refused, then the model is asked.
-      unwritten = unwritten.slice(messages.length);
-      await write(messages);
-      return model.callModel(core.modelRequest(), summary);
-    }
-    // Written by the call (a call that failed or was cancelled may not have: flush writes them again, same seqs, same content).
-    unwritten = unwritten.slice(messages.length);
-    return result;
-  };
-
-  /** Stores the open batch's tool messages and closes it; returns the turn's record when the turn ends there. */
-  const storeBatchResults = async (): Promise<TurnRecord | undefined> => {
-    metrics.callsSettled(core.batchOutcomes());
-    await append(core.batchResults());
-    const finished = core.batchStored();
+  /** Calls the model, which writes the unwritten messages before it reads the transcript. */
+  const callModel = (): Promise<ModelCallResult> =>
+    act.model.callModel(core.modelRequest(), core.modelCallSummary()).catch(async (err: unknown) => {
+      if (!storeRefusal(err)?.refusedSeqs.length) throw err;
+      await flush(); // PostgreSQL refused some of those messages: notes take their place, then the model is asked
+      return act.model.callModel(core.modelRequest(), core.modelCallSummary());
+    });
+  const closeBatch = (): TurnRecord | undefined => {
+    const { settled, finished } = core.closeBatch();
+    metrics.callsSettled(settled);
     publish();
     return finished;
   };
 
-  /**
-   * With signed decisions (a run begun after APPROVAL_IDENTITY_PATCH): the
-   * worker's verdict on the decision's signature, checked by an activity since
-   * the keys never enter history. Undefined for runs begun before.
-   */
-  const verifyDecision = async (decision: ApprovalDecision): Promise<DecisionVerification | undefined> => {
-    if (!patched(APPROVAL_IDENTITY_PATCH)) return undefined;
-    // A decision sent in time holds the approval deadline until its verdict is in (see runCall).
-    verifying++;
-    try {
-      return await CancellationScope.nonCancellable(() =>
-        decisions.verifyDecision({ conversationId: core.conversationId, decision }, verifySummary()),
-      );
-    } finally {
-      verifying--;
-    }
-  };
-
-  const decide = async (decision: ApprovalDecision, ids: string[], via: 'signal' | 'update', authenticated?: boolean) => {
-    const { result, record } = core.applyDecision(decision, ids, via, authenticated);
-    if (record) {
-      metrics.decided(record.decision, core.approvalWaits(record.toolCallIds));
-      publish();
-      try {
-        await CancellationScope.nonCancellable(() => store.recordDecision(record, core.decisionRecordSummary(record)));
-      } catch (err) {
-        const refused = storeRefusal(err);
-        if (!refused) throw err;
-        core.decisionNotRecorded(record, refused.message);
-      }
-    }
+  /** One way in for a decision, signal or update: checked, verified by an activity, checked again (time passed), applied. */
+  const decide = async (decision: ApprovalDecision, via: 'signal' | 'update'): Promise<DecisionResult | undefined> => {
+    const refuse = (problem: string): undefined => {
+      if (via === 'update') throw ApplicationFailure.nonRetryable(problem, 'DecisionRefused');
+      core.refuseDecision(decision, problem);
+      return undefined;
+    };
+    const checked = core.checkDecision(decision);
+    if ('refusal' in checked) return refuse(checked.refusal);
+    core.verificationStarted();
+    const verdict = await nonCancellable(() => act.decisions.verifyDecision({ conversationId: core.conversationId, decision }, verifySummary())).finally(() =>
+      core.verificationEnded(),
+    );
+    if (verdict.refusal) return refuse(verdict.refusal);
+    const now = core.checkDecision(decision);
+    if ('refusal' in now) return refuse(now.refusal);
+    const { result, record } = core.applyDecision(decision, now.ids, via, verdict.authenticated);
+    if (!record) return result;
+    metrics.decided(record.decision, core.approvalWaits(record.toolCallIds));
+    publish();
+    await nonCancellable(() => act.store.recordDecision(record, core.decisionRecordSummary(record))).catch((err: unknown) =>
+      core.decisionNotRecorded(record, (storeRefusal(err) ?? throwAgain(err)).message),
+    );
     return result;
   };
 
-  // Registered in this order since the first version: signals buffered before registration are delivered in it.
-  setHandler(userMessageSignal, (message) => {
-    if (core.receiveUserMessage(message)) turnScope?.cancel();
+  // Registered in this order: signals buffered before registration are delivered in it.
+  wf.setHandler(api.userMessageSignal, (message) => void (core.receiveUserMessage(message) && turn.cancel()));
+  wf.setHandler(api.cancelTurnSignal, (request) => void (core.cancelTurn(request) && turn.cancel()));
+  wf.setHandler(api.decisionSignal, async (decision) => void (await decide(decision, 'signal')));
+  wf.setHandler(api.decisionUpdate, async (decision) => (await decide(decision, 'update'))!, {
+    validator: (decision) => core.validateDecision(decision),
   });
-  setHandler(cancelTurnSignal, (request) => {
-    if (core.cancelTurn(request)) turnScope?.cancel();
-  });
-  setHandler(decisionSignal, async (decision) => {
-    const checked = core.checkDecision(decision);
-    if ('refusal' in checked) return core.refuseDecision(decision, checked.refusal);
-    const verdict = await verifyDecision(decision);
-    if (verdict?.refusal) return core.refuseDecision(decision, verdict.refusal);
-    // Checked again when verification took time: a deadline or another decision may have come meanwhile.
-    const now = verdict ? core.checkDecision(decision) : checked;
-    if ('refusal' in now) return core.refuseDecision(decision, now.refusal);
-    await decide(decision, now.ids, 'signal', verdict?.authenticated);
-  });
-  setHandler(
-    decisionUpdate,
-    async (decision) => {
-      const verdict = await verifyDecision(decision);
-      if (verdict?.refusal) throw ApplicationFailure.nonRetryable(verdict.refusal, 'DecisionRefused');
-      const checked = core.checkDecision(decision);
-      if (verdict && 'refusal' in checked) throw ApplicationFailure.nonRetryable(checked.refusal, 'DecisionRefused');
-      return decide(decision, 'ids' in checked ? checked.ids : [], 'update', verdict?.authenticated);
-    },
-    {
-      validator: (decision) => {
-        const checked = core.checkDecision(decision);
-        if ('refusal' in checked) throw new Error(checked.refusal);
-      },
-    },
-  );
-  setHandler(endConversationSignal, () => core.end());
-  // A call is shown waiting for a person once the message that asked for it is written: whoever sees it may read the transcript.
-  setHandler(stateQuery, () => {
-    const state = core.state();
-    return flushing > 0 ? { ...state, pendingApprovals: [] } : state;
-  });
+  wf.setHandler(api.endConversationSignal, () => core.end());
+  wf.setHandler(api.stateQuery, () => core.state());
 
   /** The model/tool loop of one turn, until a final answer or a failure. Cancellable. */
   const turnLoop = async (): Promise<TurnRecord> => {
-    // Conversations with MCP servers list their tools once per turn; no other run schedules this.
-    const tooling = core.toolDiscovery();
+    const tooling = core.toolDiscovery(); // conversations with MCP servers list their tools once per turn
     if (tooling) {
-      try {
-        core.toolsDiscovered(await discovery.discoverTools(tooling, core.toolDiscoverySummary()));
-      } catch (err) {
-        if (isCancellation(err)) throw err;
-        return core.toolDiscoveryFailed(failureMessage(err));
-      }
+      const listed = await act.discovery.discoverTools(tooling, core.toolDiscoverySummary()).catch((err: unknown) => (isCancellation(err) ? throwAgain(err) : failureMessage(err)));
+      if (typeof listed === 'string') return core.toolDiscoveryFailed(listed);
+      core.toolsDiscovered(listed);
     }
     for (;;) {
-      // Only conversations started with a budget can stop here: no other run takes this branch.
       const overBudget = core.budgetStop();
       if (overBudget) return overBudget;
-      let result: ModelCallResult;
-      try {
-        result = await callModel();
-      } catch (err) {
-        if (isCancellation(err)) throw err;
-        return core.modelFailed(failureMessage(err));
-      }
-      const answer = core.modelAnswered(result);
+      const result = await callModel().catch((err: unknown) => (isCancellation(err) ? throwAgain(err) : failureMessage(err)));
+      if (typeof result === 'string') return core.modelFailed(result);
+      const next = core.modelAnswered(result);
       publish();
-      const next = core.answerStored(await append([answer]));
       if ('finished' in next) return next.finished;
-      // Whoever decides may read the transcript: the calls they decide on are written first.
-      if (next.calls.some((call) => core.awaitsApproval(call))) await flush(core.approvalRequests());
-      await Promise.all(next.calls.map((call) => runCall(core, call, tools(call), publish, () => verifying > 0)));
-      const finished = await storeBatchResults();
+      const waiting = core.approvalRequests();
+      if (waiting.length > 0) await flush(waiting); // whoever decides may read the transcript: its calls are written first
+      await Promise.all(next.calls.map((call) => runCall(edge, call)));
+      const finished = closeBatch();
       if (finished) return finished;
     }
   };
 
-  /** Runs the turn in its own cancellation scope; a stop settles whatever it left pending. */
+  /** A turn in its own cancellation scope; a stop settles whatever it left pending. Its answer is written before its record shows. */
   const runTurn = async (): Promise<void> => {
     const stoppedAlready = core.beginTurn();
     publish();
-    const scope = new CancellationScope();
-    turnScope = scope;
-    if (stoppedAlready) scope.cancel(); // stopped while its user messages were being stored
-    let record: TurnRecord;
-    try {
-      record = await scope.run(turnLoop);
-    } catch (err) {
+    const record = await turn.run(turnLoop, stoppedAlready).catch((err: unknown) => {
       if (!isCancellation(err)) throw err;
-      const workflowCancelled = rootScope.consideredCancelled;
-      record = core.turnStopped(workflowCancelled);
-      if (core.hasOpenBatch()) await storeBatchResults();
-      if (workflowCancelled) {
-        await flush();
-        core.finishTurn(record);
-        metrics.turnEnded(record.outcome);
-        publish();
-        throw err;
-      }
-    } finally {
-      turnScope = undefined;
-    }
-    // The turn's answer is read from the transcript once its record says so.
+      const stopped = core.turnStopped(root.consideredCancelled);
+      closeBatch();
+      return stopped;
+    });
     await flush();
     core.finishTurn(record);
     metrics.turnEnded(record.outcome);
@@ -354,112 +138,78 @@ export async function conversationWorkflow(input: ConversationInput = {}): Promi
   publish();
   try {
     const system = core.systemMessage();
-    if (system) await append([system]);
+    if (system) core.store([system]);
     for (;;) {
       await condition(() => core.hasWork());
       const taken = core.takeTurn();
       if (!taken) break;
-      await append(taken);
+      core.store(taken);
       await runTurn();
-      const { historyLength, continueAsNewSuggested } = workflowInfo();
-      if (core.shouldContinueAsNew({ length: historyLength, suggested: continueAsNewSuggested })) {
-        // Between turns nothing is pending; let decision records and other handlers finish first.
-        await condition(allHandlersFinished);
-        log.info('Continuing as new', { conversationId: core.conversationId, historyLength: workflowInfo().historyLength });
-        await continueAsNew<typeof conversationWorkflow>({ ...input, carried: core.carryOver() });
+      if (root.consideredCancelled) throw new CancelledFailure('the conversation was cancelled');
+      if (core.shouldContinueAsNew(workflowInfo())) {
+        await condition(wf.allHandlersFinished); // between turns nothing is pending; decision records finish first
+        await wf.continueAsNew<typeof agentConversation>({ ...input, carried: core.carryOver() });
       }
     }
   } catch (err) {
     if (!isCancellation(err)) throw err;
     // Workflow cancellation (UI, `temporal workflow cancel`): everything is settled and stored; end as cancelled.
-    await flush();
-    await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
+    await nonCancellable(async () => {
+      await flush();
+      await condition(wf.allHandlersFinished);
+    });
     core.close();
     publish();
     throw err;
   }
   await flush();
-  await condition(allHandlersFinished);
+  await condition(wf.allHandlersFinished);
   core.close();
   publish();
   return core.summary();
 }
 
-/** The summary of a store activity: which seqs it writes. */
-function storeSummaryOf(messages: readonly AppendEntry[]): string {
-  return storeSummary(messages[0]?.seq ?? 0, messages.length);
+/** What the workflow's helpers below work with. */
+interface Edge {
+  core: ConversationCore;
+  act: ConversationSchedules;
+  publish(): void;
 }
 
-/**
- * Publishes the search attributes that changed, under the names the
- * conversation's input gives (absent: all seven under their own names).
- * Called where the status may have changed, always at the same points; the
- * core decides what changed (the tokens and cost only beside another change,
- * so a model call adds no upsert of its own). A conversation that names its
- * attributes upserts only the values of those attributes that changed, and
- * nothing when none did; one begun before the names existed upserts as it
- * always did, so its history replays.
- */
-function searchAttributePublisher(names: ConversationSearchAttributes | undefined): (core: ConversationCore) => void {
-  const keys = conversationSearchAttributeKeys(names);
-  const last = names === undefined ? undefined : new Map<string, string>();
-  const changedSinceLast = (pair: { key: { name: string }; value: unknown }): boolean => {
-    const value = JSON.stringify(pair.value);
-    if (last?.get(pair.key.name) === value) return false;
-    last?.set(pair.key.name, value);
-    return true;
-  };
-  return (core) => {
-    const changed = core.searchAttributeChanges();
-    if (!changed) return;
-    const { approvals, usage } = changed;
-    const pairs = [
-      ...(keys.status ? [{ key: keys.status, value: changed.status }] : []),
-      ...(keys.pendingApprovals ? [{ key: keys.pendingApprovals, value: changed.pendingApprovals }] : []),
-      ...(changed.unknownEffects !== undefined && keys.unknownEffects ? [{ key: keys.unknownEffects, value: changed.unknownEffects }] : []),
-      ...(approvals && keys.pendingApprovalTags ? [{ key: keys.pendingApprovalTags, value: approvals.tags }] : []),
-      ...(approvals && keys.awaitingApprovalSince
-        ? [{ key: keys.awaitingApprovalSince, value: approvals.since === null ? null : new Date(approvals.since) }]
-        : []),
-      ...(usage && keys.tokens ? [{ key: keys.tokens, value: usage.tokens }] : []),
-      ...(usage && keys.costUsd ? [{ key: keys.costUsd, value: usage.costUsd }] : []),
-    ];
-    const upserted = last ? pairs.filter(changedSinceLast) : pairs;
-    if (upserted.length > 0) upsertSearchAttributes(upserted);
-  };
-}
-
-/**
- * One call of the batch: waits for its decision (until its deadline) if it
- * needs one, then runs it. At the deadline, decisions still being verified
- * (each sent before it) are waited for first: a decision sent in time counts
- * even when its worker handles it after the deadline.
- */
-async function runCall(
-  core: ConversationCore,
-  call: BatchCall,
-  activities: SummarizedActivities,
-  publish: () => void,
-  decisionsVerifying: () => boolean,
-): Promise<void> {
-  if (
-    core.awaitsApproval(call) &&
-    !(await condition(() => !core.awaitsApproval(call), core.approvalWaitMs(call), { summary: core.approvalTimerSummary(call) }))
-  ) {
-    if (decisionsVerifying()) await condition(() => !decisionsVerifying() || !core.awaitsApproval(call));
-    if (core.awaitsApproval(call)) {
-      core.approvalsTimedOut();
-      publish();
+/** Writes messages, with the calls that now wait for a person, never cancelled half-way; what PostgreSQL refuses gets a note in its place. */
+async function write({ core, act }: Edge, messages: AppendEntry[], waiting?: ApprovalRequest[]): Promise<void> {
+  for (let entries = messages; entries.length > 0; ) {
+    const request = { conversationId: core.conversationId, messages: entries, ...(waiting ? { waiting } : {}) };
+    try {
+      return await nonCancellable(() => act.store.appendMessages(request, storeSummary(entries[0].seq, entries.length)));
+    } catch (err) {
+      entries = core.writeRefused(entries, storeRefusal(err) ?? throwAgain(err));
     }
+  }
+}
+
+/** One call: waits for its decision (until its deadline, and any decision sent in time being verified), then runs. */
+async function runCall({ core, act, publish }: Edge, call: BatchCall): Promise<void> {
+  if (core.awaitsApproval(call) && !(await condition(() => !core.awaitsApproval(call), core.approvalWaitMs(call), { summary: core.approvalTimerSummary(call) }))) {
+    await condition(() => !core.decisionsVerifying() || !core.awaitsApproval(call));
+    if (core.approvalDeadlinePassed(call)) publish();
   }
   if (!core.isReady(call)) return;
   // A call counts as possibly started only once its activity is really scheduled.
   if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('the turn was stopped');
   const request = core.startCall(call);
   try {
-    core.callSucceeded(call, await activities.runTool(request, core.toolCallSummary(call)));
+    core.callSucceeded(call, await act.tool(call).runTool(request, core.toolCallSummary(call)));
   } catch (err) {
     if (isCancellation(err)) throw err;
     if (core.callFailed(call, describeToolFailure(err, call.timeoutMs)) === 'effect_unknown') publish();
   }
+}
+
+function nonCancellable<T>(fn: () => Promise<T>): Promise<T> {
+  return CancellationScope.nonCancellable(fn);
+}
+
+function throwAgain(err: unknown): never {
+  throw err;
 }

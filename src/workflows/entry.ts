@@ -5,10 +5,10 @@
  *
  * ```ts
  * // src/workflows.ts of a team's worker
- * export { conversationWorkflow } from 'durable-agent-worker/workflow';
+ * export { agentConversation } from 'durable-agent-worker/workflow';
  * ```
  *
  * @packageDocumentation
  */
-export { conversationWorkflow } from './conversation';
+export { agentConversation } from './conversation';
 export * from './api';

@@ -1,2 +1,2 @@
 /** Workflow entry point, bundled into Temporal's sandbox. Only workflow functions are exported here. */
-export { conversationWorkflow } from './conversation';
+export { agentConversation } from './conversation';

@@ -1,24 +1,29 @@
-import type { ModelCallInput, ModelCallResult, ToolCallPlan } from '../../src/activities/contracts';
+import type { AppendEntry, ApprovalRequest, ModelCallInput, ModelCallResult, ToolCallPlan } from '../../src/activities/contracts';
 import type { BatchCall } from '../../src/core/batch';
-import type { ConversationInput, TokenUsage, TurnRecord } from '../../src/core/contract';
-import { ConversationCore, type CoreEnvironment, type SearchAttributeValues, type StoreEntry, type ToolFailure } from '../../src/core/conversation';
+import type { ApprovalDecision, ConversationInput, TokenUsage, TurnRecord } from '../../src/core/contract';
+import { ConversationCore, type CoreEnvironment, type SearchAttributeValues, type ToolFailure } from '../../src/core/conversation';
 import type { ChatMessage } from '../../src/core/messages';
 
 /**
  * A synchronous stand-in for the workflow edge, for tests of the pure core.
  *
  * It sequences the core's methods the way `src/workflows/conversation.ts`
- * does (take a turn, store, ask the model, run ready calls, store results,
- * settle on a stop), with every activity finishing when the test says so and
- * an in-memory list for the stored messages. It holds no rule of its own:
- * outcomes, decisions, the inbox, limits and carry-over are the core's.
+ * does (take a turn, store, ask the model, which writes what is unwritten
+ * first, flush before a wait for a person and at a turn's end, run ready
+ * calls, close the batch, settle on a stop; decisions checked, verified and
+ * checked again), with every activity finishing when the test says so and an
+ * in-memory list for what PostgreSQL holds. A flush can be held open
+ * (`holdFlushes`) and a decision's verification left in flight
+ * (`decide(..., { verified: false })`), so tests see the state between. It
+ * holds no rule of its own: outcomes, decisions, the inbox, limits, writes
+ * and carry-over are the core's.
  */
 export class CoreDriver {
   core: ConversationCore;
-  /** Stored messages, by seq. */
+  /** What PostgreSQL holds, by seq (written by model calls and flushes). */
   readonly stored: ChatMessage[] = [];
-  /** Where the edge is: between turns, waiting for the model, or running the calls of a batch. */
-  stage: 'idle' | 'model' | 'calls' = 'idle';
+  /** Where the edge is: between turns, waiting for the model, writing before a wait for a person, or running a batch's calls. */
+  stage: 'idle' | 'model' | 'flushing' | 'calls' = 'idle';
   /** The calls of the open batch. */
   calls: readonly BatchCall[] = [];
   /** The calls of batches already closed. */
@@ -34,13 +39,32 @@ export class CoreDriver {
     status: 'idle',
     pendingApprovals: 0,
     unknownEffects: 0,
+    approvals: { tags: [], since: null },
   };
   /** Every change the core published (each one `upsertSearchAttributes` command of the workflow), in order. */
   readonly upserts: SearchAttributeValues[] = [];
+  /** The calls listed for approvers (the waiting calls written with the flush before a wait). */
+  readonly listed: ApprovalRequest[] = [];
+  /** Hold the next flush open until {@link completeFlush} (a write that takes time). */
+  holdFlushes = false;
+  /** Flushes held open so far. */
+  flushesHeld = 0;
+  /** PostgreSQL refuses the first message of the next write (a value no retry can fix): the core's notes take its place. */
+  refuseNextWrite = false;
+  /** The seqs PostgreSQL refused, in order. */
+  readonly refusedSeqs: number[] = [];
+  /** A flush taken and not yet written: its messages, and what follows it. */
+  private heldFlush: { entries: AppendEntry[]; waiting?: ApprovalRequest[]; then: () => void } | undefined;
+  /** The flush of a turn's end is under way (outside the turn's scope: a stop finds nothing to stop). */
+  private endingTurn = false;
+  /** Decisions whose verification is in flight: they apply (or not) at {@link verdict}. */
+  readonly verifying: { decision: ApprovalDecision; via: 'signal' | 'update' }[] = [];
   closed = false;
   clock = Date.parse('2026-11-23T10:00:00.000Z');
   readonly warnings: string[] = [];
   private ids = 0;
+  /** Model answers by response key: what a message stored by reference is. */
+  private readonly responses = new Map<string, ChatMessage>();
   readonly env: CoreEnvironment = {
     now: () => this.clock,
     newId: () => `generated-${++this.ids}`,
@@ -65,7 +89,7 @@ export class CoreDriver {
     this.core = new ConversationCore(conversationId, input, this.env);
     this.publish();
     const system = this.core.systemMessage();
-    if (system) this.store([system]);
+    if (system) this.core.store([system]);
   }
 
   /** Publishes the search attribute changes, as the edge does. */
@@ -76,16 +100,6 @@ export class CoreDriver {
     this.published = { ...this.published, ...changed };
   }
 
-  /** Stores entries as the append activity does, then tells the core. Returns the first seq. */
-  store(entries: StoreEntry[]): number {
-    const input = this.core.appendInput(entries);
-    input.messages.forEach((m, i) => {
-      if (m.seq !== this.stored.length) throw new Error(`append at seq ${m.seq}, expected ${this.stored.length}`);
-      this.stored.push(entries[i].message);
-    });
-    return this.core.stored(entries);
-  }
-
   /** Moves the edge on as far as it goes without an outside event: new turns, ready calls, settled batches. */
   advance(): void {
     for (;;) {
@@ -93,12 +107,16 @@ export class CoreDriver {
         if (this.closed || !this.core.hasWork()) return;
         const taken = this.core.takeTurn();
         if (!taken) {
-          this.core.close();
-          this.publish();
-          this.closed = true;
+          this.stage = 'flushing';
+          this.flush(() => {
+            this.core.close();
+            this.publish();
+            this.closed = true;
+            this.stage = 'idle';
+          });
           return;
         }
-        this.store(taken);
+        this.core.store(taken);
         const stoppedAlready = this.core.beginTurn();
         this.publish();
         if (stoppedAlready) this.stop(false);
@@ -112,29 +130,42 @@ export class CoreDriver {
         this.starts.set(call.key, (this.starts.get(call.key) ?? 0) + 1);
       }
       if (this.calls.some((c) => c.phase !== 'settled')) return;
-      const finished = this.storeBatch();
+      const finished = this.closeBatch();
       if (finished) this.finish(finished);
       else this.askModel();
     }
   }
 
-  /** The model answers the pending request; `spent` is what the provider counted and, for a priced model, the call's cost. */
+  /** The model answers the pending request (after writing what it was given); `spent` is what the provider counted and, for a priced model, the call's cost. */
   modelAnswers(message: Extract<ChatMessage, { role: 'assistant' }>, plans: ToolCallPlan[], spent?: { usage: TokenUsage; costUsd?: number }): void {
-    if (this.stage !== 'model') throw new Error('no model call is pending');
+    if (this.stage !== 'model' || !this.request) throw new Error('no model call is pending');
+    this.write(this.request.append ?? []);
+    // The model activity reads the transcript through throughSeq: every message must be stored by now.
+    if (this.stored.length !== this.request.throughSeq + 1 || this.stored.some((m) => m === undefined)) {
+      throw new Error(`the model would read ${this.stored.length} stored messages through seq ${this.request.throughSeq}`);
+    }
+    const responseKey = `resp-${this.stored.length}`;
+    this.responses.set(responseKey, message);
     const result: ModelCallResult = {
       message,
-      responseKey: `resp-${this.stored.length}`,
+      responseKey,
       calls: plans,
       finishReason: 'stop',
       ...(spent ? { usage: spent.usage, ...(spent.costUsd === undefined ? {} : { costUsd: spent.costUsd }) } : {}),
     };
-    const entry = this.core.modelAnswered(result);
+    const next = this.core.modelAnswered(result);
     this.publish();
-    const next = this.core.answerStored(this.store([entry]));
     if ('finished' in next) return this.finish(next.finished);
-    this.stage = 'calls';
     this.calls = next.calls;
-    this.advance();
+    const waiting = this.core.approvalRequests();
+    this.stage = 'flushing';
+    const run = () => {
+      this.stage = 'calls';
+      this.advance();
+    };
+    // Whoever decides may read the transcript: the calls they decide on are written first.
+    if (waiting.length > 0) this.flush(run, waiting);
+    else run();
   }
 
   /** The model call failed for good. */
@@ -150,12 +181,13 @@ export class CoreDriver {
     this.advance();
   }
 
-  /** The approval deadline's timer fires. */
+  /** The approval deadline's timer fires (a decision in verification holds it until its verdict). */
   deadlinePasses(): void {
     if (this.stage !== 'calls' || !this.calls.some((c) => this.core.awaitsApproval(c))) return;
     this.clock = Math.max(this.clock, ...this.calls.map((c) => c.requestedAt + (this.input.approvalTimeoutMs ?? 7 * 86_400_000)));
-    this.core.approvalsTimedOut();
-    this.publish();
+    if (this.core.decisionsVerifying()) return;
+    const waiting = this.calls.find((c) => this.core.awaitsApproval(c));
+    if (waiting && this.core.approvalDeadlinePassed(waiting)) this.publish();
     this.advance();
   }
 
@@ -171,15 +203,47 @@ export class CoreDriver {
     this.advance();
   }
 
-  /** A decision signal (or update): refused, or applied. Returns the refusal or the result. */
-  decide(decision: unknown, via: 'signal' | 'update' = 'signal'): { refusal: string } | { applied: boolean; ids: string[] } {
-    const checked = this.core.checkDecision(decision as never);
-    if ('refusal' in checked) {
-      if (via === 'signal') this.core.refuseDecision(decision, checked.refusal);
-      return checked;
+  /**
+   * A decision signal (or update), as the workflow's one way in: checked,
+   * verified, checked again, applied. With `verified: false` its
+   * verification stays in flight until {@link verdict}. Returns the refusal
+   * or the result (`verifying` while in flight).
+   */
+  decide(
+    decision: unknown,
+    via: 'signal' | 'update' = 'signal',
+    options: { verified?: boolean } = {},
+  ): { refusal: string } | { applied: boolean; ids: string[] } | { verifying: true } {
+    const checked = this.core.checkDecision(decision as ApprovalDecision);
+    if ('refusal' in checked) return this.refuse(decision, checked.refusal, via);
+    this.core.verificationStarted();
+    const pending = { decision: decision as ApprovalDecision, via };
+    if (options.verified === false) {
+      this.verifying.push(pending);
+      return { verifying: true };
     }
-    const { result, record } = this.core.applyDecision(decision as never, checked.ids, via);
+    return this.conclude(pending);
+  }
+
+  /** The oldest decision in verification gets its verdict (valid): it is checked again and applied. */
+  verdict(): { refusal: string } | { applied: boolean; ids: string[] } {
+    const pending = this.verifying.shift();
+    if (!pending) throw new Error('no decision is being verified');
+    return this.conclude(pending);
+  }
+
+  /** A decision's verification ended (valid): checked again, applied. */
+  private conclude(pending: { decision: ApprovalDecision; via: 'signal' | 'update' }): { refusal: string } | { applied: boolean; ids: string[] } {
+    this.core.verificationEnded();
+    const checked = this.core.checkDecision(pending.decision);
+    if ('refusal' in checked) {
+      const refused = this.refuse(pending.decision, checked.refusal, pending.via);
+      this.resumeDeadline();
+      return refused;
+    }
+    const { result, record } = this.core.applyDecision(pending.decision, checked.ids, pending.via, false);
     if (record) this.publish();
+    this.resumeDeadline();
     this.advance();
     return { applied: result.applied, ids: result.toolCallIds };
   }
@@ -187,9 +251,11 @@ export class CoreDriver {
   /** The turn's cancellation scope is cancelled (a stop, or the whole workflow): settle and store, as the edge does. */
   stop(workflowCancelled: boolean): void {
     if (this.stage === 'idle') throw new Error('the core stopped a turn while none ran');
+    if (this.endingTurn) return; // the turn's end is being written, outside its scope: nothing to stop
+    if (this.heldFlush) this.completeFlush(false); // a write is never cancelled half-way; the calls after it never start
     const record = this.core.turnStopped(workflowCancelled);
     if (workflowCancelled) this.closed = true; // the workflow ends once the turn is settled
-    if (this.core.hasOpenBatch()) this.storeBatch();
+    this.closeBatch();
     this.finish(record);
   }
 
@@ -197,15 +263,105 @@ export class CoreDriver {
   continueAsNew(): void {
     if (this.stage !== 'idle') throw new Error('continue-as-new only between turns');
     this.core = new ConversationCore(this.conversationId, { ...this.input, carried: this.core.carryOver() }, this.env);
-    this.published = { status: 'idle', pendingApprovals: 0, unknownEffects: 0 };
+    this.published = { status: 'idle', pendingApprovals: 0, unknownEffects: 0, approvals: { tags: [], since: null } };
     this.publish();
     this.advance();
   }
 
-  /** Stores the open batch's results and closes it. */
-  private storeBatch(): TurnRecord | undefined {
-    this.store(this.core.batchResults());
-    const finished = this.core.batchStored();
+  /** Ends the held flush: its messages are written, and the edge goes on (unless a stop ends it: `goOn` false). */
+  completeFlush(goOn = true): void {
+    const held = this.heldFlush;
+    if (!held) return;
+    this.heldFlush = undefined;
+    this.write(held.entries, held.waiting);
+    this.core.writesDone();
+    if (goOn) held.then();
+  }
+
+  /** True while a flush is held open. */
+  get flushHeld(): boolean {
+    return this.heldFlush !== undefined;
+  }
+
+  private refuse(decision: unknown, refusal: string, via: 'signal' | 'update'): { refusal: string } {
+    if (via === 'signal') this.core.refuseDecision(decision, refusal);
+    return { refusal };
+  }
+
+  /** A deadline that passed while a decision was verified settles once no verification is left, as the workflow's wait does. */
+  private resumeDeadline(): void {
+    if (this.stage !== 'calls' || this.core.decisionsVerifying()) return;
+    const deadline = this.input.approvalTimeoutMs ?? 7 * 86_400_000;
+    const due = this.calls.find((c) => this.core.awaitsApproval(c) && this.clock >= c.requestedAt + deadline);
+    if (due && this.core.approvalDeadlinePassed(due)) this.publish();
+  }
+
+  /** Writes what is unwritten (held open with {@link holdFlushes}), then `then`. */
+  private flush(then: () => void, waiting?: ApprovalRequest[]): void {
+    const entries = this.core.takeWrites();
+    if (entries.length === 0) return then();
+    if (this.holdFlushes && !this.closed) {
+      this.holdFlushes = false;
+      this.flushesHeld++;
+      this.heldFlush = { entries, waiting, then };
+      return;
+    }
+    this.write(entries, waiting);
+    this.core.writesDone();
+    then();
+  }
+
+  /**
+   * Stores entries as the append activity does (upserts at their seqs; a body
+   * by reference from the response stored). With {@link refuseNextWrite}, the
+   * first is refused and the others stored, and the core's notes are written
+   * in its place, as the workflow does.
+   */
+  private write(entries: readonly AppendEntry[], waiting?: readonly ApprovalRequest[]): void {
+    if (this.refuseNextWrite && entries.length > 0) {
+      this.refuseNextWrite = false;
+      const [refused, ...rest] = entries;
+      this.refusedSeqs.push(refused.seq);
+      this.store(rest);
+      this.write(this.core.writeRefused(entries, { message: STORE_REFUSAL, refusedSeqs: [refused.seq] }), waiting);
+      return;
+    }
+    this.store(entries);
+    if (waiting) this.listed.push(...waiting);
+  }
+
+  private store(entries: readonly AppendEntry[]): void {
+    for (const entry of entries) this.stored[entry.seq] = this.body(entry);
+  }
+
+  /** The transcript the pending model call reads: what is stored, with what the call writes first. */
+  modelView(): ChatMessage[] {
+    const view = [...this.stored];
+    if (this.stage === 'model') for (const entry of this.request?.append ?? []) view[entry.seq] = this.body(entry);
+    return view;
+  }
+
+  /** The conversation's messages as they are once written: what is stored, with what the next model call or a held flush writes. */
+  transcript(): ChatMessage[] {
+    const view = this.modelView();
+    for (const entry of this.heldFlush?.entries ?? []) view[entry.seq] = this.body(entry);
+    return view;
+  }
+
+  private body(entry: AppendEntry): ChatMessage {
+    const message =
+      'message' in entry
+        ? entry.message
+        : entry.ref.kind === 'model_response'
+          ? this.responses.get(entry.ref.key)
+          : ({ role: 'tool', tool_call_id: entry.ref.toolCallId, content: `stored under ${entry.ref.key}` } as ChatMessage);
+    if (!message) throw new Error(`nothing is stored under ${JSON.stringify('ref' in entry ? entry.ref : entry)}`);
+    return message;
+  }
+
+  /** Closes the open batch: its tool messages are stored, in call order. */
+  private closeBatch(): TurnRecord | undefined {
+    const { finished } = this.core.closeBatch();
     this.publish();
     this.closedCalls.push(...this.calls);
     this.calls = [];
@@ -217,16 +373,25 @@ export class CoreDriver {
     this.stage = 'model';
   }
 
+  /** The turn's answer is written before its record shows. */
   private finish(record: TurnRecord): void {
-    this.core.finishTurn(record);
-    if (this.closed) this.core.close();
-    this.publish();
-    this.turns.push(record);
-    this.stage = 'idle';
-    this.calls = [];
-    this.advance();
+    this.stage = 'flushing';
+    this.endingTurn = true;
+    this.flush(() => {
+      this.endingTurn = false;
+      this.core.finishTurn(record);
+      if (this.closed) this.core.close();
+      this.publish();
+      this.turns.push(record);
+      this.stage = 'idle';
+      this.calls = [];
+      this.advance();
+    });
   }
 }
+
+/** What PostgreSQL says when the driver refuses a write ({@link CoreDriver.refuseNextWrite}). */
+export const STORE_REFUSAL = 'a CHECK constraint refused it';
 
 /** An assistant message asking for these calls, and a plan for each. */
 export function assistantWithCalls(

@@ -4,7 +4,7 @@
  */
 import { proxyActivities } from '@temporalio/workflow';
 
-export { conversationWorkflow } from '../../src/workflows';
+export { agentConversation } from '../../src/workflows';
 
 /** The team's own activity, under a name the agent's activities used before they had a prefix. */
 const { callModel } = proxyActivities<{ callModel(question: string): Promise<string> }>({ startToCloseTimeout: '10 seconds' });

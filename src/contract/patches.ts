@@ -1,0 +1,31 @@
+/**
+ * Every patch of the conversation workflow, in one list. Pure data,
+ * workflow-safe.
+ *
+ * From 1.0 on, conversations run for weeks across deploys, so a change to the
+ * workflow or the core that alters the commands a recorded history issues is
+ * made behind `patched(id)` (the core asks through `CoreEnvironment.allows`):
+ * a run that began before the change replays as it ran, a run that begins
+ * after takes the new path. Each patch is listed here with what it guards,
+ * the recorded history that proves the old path still replays, and when it
+ * may be deprecated (`deprecatePatch(id)`, once no run that began before it
+ * can still be open), then removed. See docs/changing-workflow-code.md.
+ *
+ * 1.0 starts with none: the pre-1.0 compatibility paths were removed and
+ * every recorded history was recorded again at 1.0.
+ */
+
+/** One patch of the conversation workflow. */
+export interface WorkflowPatch {
+  /** The id given to `patched()`; never reused. */
+  id: string;
+  /** What it guards: the rule or command order that changed, and what a run begun before keeps. */
+  guards: string;
+  /** The recorded history (test/fixtures/histories, without `.json`) begun before the change and replayed after it. */
+  fixture: string;
+  /** When it may be deprecated: e.g. "once every conversation begun before 1.1 has ended or continued as new". */
+  deprecateWhen: string;
+}
+
+/** The patches in force, oldest first. */
+export const WORKFLOW_PATCHES: readonly WorkflowPatch[] = [];

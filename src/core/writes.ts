@@ -1,0 +1,69 @@
+/**
+ * A run's messages between the seq they are given and PostgreSQL. A message
+ * gets its seq when the conversation decides it (a user message taken into a
+ * turn, the model's answer, the tool messages of a batch) and is written
+ * later, in one round trip with others: the next model call writes what is
+ * unwritten before it reads the transcript, and a flush writes it before
+ * anyone may read it (a turn's end, a wait for a person, the end). Pure.
+ */
+import type { AppendEntry, StoredMessageRef } from '../activities/contracts';
+import type { ChatMessage } from './messages';
+
+/** Where a run's unwritten messages stand. */
+export class TranscriptWrites {
+  private unwritten: AppendEntry[] = [];
+  /** How many of the first unwritten messages the last model call was asked to write. */
+  private sentWithModelCall = 0;
+  /** Flushes under way (their messages are being written). */
+  private flushing = 0;
+
+  constructor(private seq: number) {}
+
+  /** The seq the next message gets. */
+  get nextSeq(): number {
+    return this.seq;
+  }
+
+  /** True while a flush writes messages: whoever reads the transcript now may not find them yet. */
+  get inProgress(): boolean {
+    return this.flushing > 0;
+  }
+
+  /** Gives the messages the next seqs and queues them for writing. Returns them with their seqs. */
+  add(messages: readonly ({ message: ChatMessage } | { ref: StoredMessageRef })[]): AppendEntry[] {
+    const added = messages.map((m, i): AppendEntry => ({ ...m, seq: this.seq + i }));
+    this.seq += messages.length;
+    this.unwritten.push(...added);
+    return added;
+  }
+
+  /** What the next model call writes before it reads the transcript (undefined: nothing). */
+  forModelCall(): AppendEntry[] | undefined {
+    this.sentWithModelCall = this.unwritten.length;
+    return this.unwritten.length > 0 ? [...this.unwritten] : undefined;
+  }
+
+  /** The model call answered, so it wrote what it was given. */
+  modelCallAnswered(): void {
+    this.unwritten = this.unwritten.slice(this.sentWithModelCall);
+    this.sentWithModelCall = 0;
+  }
+
+  /**
+   * Takes every unwritten message for a flush (a model call that failed or
+   * was cancelled may not have written what it was given: the same seqs and
+   * content are written again). Call {@link flushed} when the write ends.
+   */
+  takeForFlush(): AppendEntry[] {
+    const taken = this.unwritten;
+    this.unwritten = [];
+    this.sentWithModelCall = 0;
+    if (taken.length > 0) this.flushing++;
+    return taken;
+  }
+
+  /** A flush that took messages ended (written, or given up). */
+  flushed(): void {
+    this.flushing = Math.max(this.flushing - 1, 0);
+  }
+}
