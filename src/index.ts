@@ -7,13 +7,8 @@
  *
  * @packageDocumentation
  */
-export {
-  DurableAgentPlugin,
-  WORKFLOW_INTERCEPTOR_MODULES,
-  WORKFLOWS_PATH,
-  type DurableAgentModelOptions,
-  type DurableAgentPluginOptions,
-} from './runtime/plugin';
+export { DurableAgentPlugin, WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from './runtime/plugin';
+export type { DurableAgentModelOptions, DurableAgentPluginOptions } from './runtime/plugin-options';
 export { WORKER_LOST_ERROR_TYPE, type LostWorkerOptions } from './runtime/lost-workers';
 export { tool, ToolEffectUnknownError, ToolError, TOOL_DEFAULTS, type Tool, type ToolContext, type ToolDefinition } from './tools/tool';
 export {

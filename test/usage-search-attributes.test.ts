@@ -176,11 +176,9 @@ describe('a conversation begun before the tokens and cost were published', () =>
       namespace: 'default',
       taskQueue: u.taskQueue,
       workflowBundle,
-      pool: u.pool,
-      openai: createOpenAIClient({ apiKey: 'test-key', baseUrl: u.model.url }),
-      defaultModel: 'scripted-model',
+      database: { pool: u.pool },
+      model: { name: 'scripted-model', client: createOpenAIClient({ apiKey: 'test-key', baseUrl: u.model.url }), prices: PRICES },
       tools: backofficeTools(),
-      modelPrices: PRICES,
     });
     const running = worker.run();
     return {
