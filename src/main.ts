@@ -15,6 +15,7 @@ import { recordApi, startServices } from './runtime/services';
 import { connectionOptions, EMBEDDED_DEV_SERVER, explainConnectionFailure } from './runtime/temporal-connection';
 import { createAgentWorker } from './runtime/worker';
 import { SearchAttributeLimitError } from './runtime/search-attributes';
+import { PreReleaseConversationsError } from './runtime/pre-release-conversations';
 import { installRuntime, watchApprovalBacklog } from './runtime/telemetry';
 import { encryptingDataConverter } from './codec';
 import { bundleWorkflowsApart } from './runtime/workflow-bundle';
@@ -85,11 +86,13 @@ async function main(): Promise<void> {
       connection,
       namespace: services.namespace,
       taskQueue: services.taskQueue,
-      pool,
-      openai: createOpenAIClient({ apiKey: services.model.apiKey, baseUrl: services.model.baseUrl }),
-      defaultModel: services.model.name,
-      contextWindow: config.openai.contextWindow,
-      modelPrices: config.openai.prices,
+      database: { pool },
+      model: {
+        name: services.model.name,
+        client: createOpenAIClient({ apiKey: services.model.apiKey, baseUrl: services.model.baseUrl }),
+        contextWindow: config.openai.contextWindow,
+        prices: config.openai.prices,
+      },
       dataConverter,
       tools,
       maxParallelToolCalls: config.maxParallelToolCalls,
@@ -97,7 +100,7 @@ async function main(): Promise<void> {
       schema: config.databaseSchema,
       workflowBundle,
       decisionTrust: security.decisionTrust,
-      mcpServers: config.mcpServers,
+      mcp: config.mcpServers ? { servers: config.mcpServers } : undefined,
       lostWorkers: config.lostWorkers,
       searchAttributes: config.searchAttributes,
       plugins: traceExport ? [traceExport.plugin] : [],
@@ -202,7 +205,7 @@ function printBanner(
 
 main().catch((err) => {
   // A configuration or database layout problem is said plainly, as written for the person starting the worker.
-  if (err instanceof ConfigError || err instanceof SearchAttributeLimitError) process.stderr.write(`The worker cannot start: ${err.message}\n`);
+  if (err instanceof ConfigError || err instanceof SearchAttributeLimitError || err instanceof PreReleaseConversationsError) process.stderr.write(`The worker cannot start: ${err.message}\n`);
   else logger.error({ err }, 'worker failed');
   process.exitCode = 1;
 });

@@ -30,9 +30,8 @@ afterAll(async () => {
 const activities = () =>
   createActivities({
     pool: h.pool,
-    openai: createOpenAIClient({ apiKey: 'test-key', baseUrl: h.model.url }),
+    model: { name: 'scripted-model', client: createOpenAIClient({ apiKey: 'test-key', baseUrl: h.model.url }) },
     tools: new ToolRegistry([quote]),
-    defaultModel: 'scripted-model',
   });
 
 describe('retried attempts', () => {

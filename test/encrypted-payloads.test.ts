@@ -105,9 +105,8 @@ describe('a conversation with encrypted payloads', () => {
         connection,
         namespace: 'default',
         taskQueue: h.taskQueue,
-        pool: h.pool,
-        openai: createOpenAIClient({ apiKey: 'test-key', baseUrl: h.model.url }),
-        defaultModel: 'scripted-model',
+        database: { pool: h.pool },
+        model: { name: 'scripted-model', client: createOpenAIClient({ apiKey: 'test-key', baseUrl: h.model.url }) },
         tools: [...backofficeTools(), failing],
         // Without a key: the run's shared bundle. With one: bundled at start, with the failure converter.
         ...(dataConverter ? { dataConverter } : { workflowBundle: { codePath: inject('workflowBundlePath') } }),

@@ -38,9 +38,8 @@ describe('the model activity', () => {
   const activities = () =>
     createActivities({
       pool: h.pool,
-      openai: createOpenAIClient({ apiKey: 'test-key', baseUrl: h.model.url }),
+      model: { name: 'scripted-model', client: createOpenAIClient({ apiKey: 'test-key', baseUrl: h.model.url }) },
       tools: new ToolRegistry(backofficeTools()),
-      defaultModel: 'scripted-model',
     });
 
   it('refuses to send a transcript that breaks the pairing rules, and the provider never sees it', async () => {

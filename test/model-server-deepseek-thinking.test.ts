@@ -1,13 +1,12 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { startModelServer, type ModelServer } from '../src/testing';
 import {
   DEEPSEEK_TOOL_CALLS_NOT_ANSWERED_MESSAGE,
   REASONING_CONTENT_REQUIRED_MESSAGE,
   THINKING_TOOL_CHOICE_MESSAGE,
-  startModelServer,
-  type ModelServer,
-} from '../src/testing';
+} from '../src/testing/validate';
 
 let server: ModelServer;
 let client: OpenAI;

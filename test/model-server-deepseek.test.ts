@@ -1,12 +1,8 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import {
-  DEEPSEEK_TOOL_CALLS_NOT_ANSWERED_MESSAGE,
-  ORPHAN_TOOL_MESSAGE,
-  startModelServer,
-  type ModelServer,
-} from '../src/testing';
+import { startModelServer, type ModelServer } from '../src/testing';
+import { DEEPSEEK_TOOL_CALLS_NOT_ANSWERED_MESSAGE, ORPHAN_TOOL_MESSAGE } from '../src/testing/validate';
 
 let server: ModelServer;
 let client: OpenAI;

@@ -1,15 +1,9 @@
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
-import {
-  DEFAULT_SERVER_ERROR_MESSAGE,
-  NO_SCRIPTED_REPLY_MESSAGE,
-  RESPONDER_FAILED_PREFIX,
-  startModelServer,
-  type ModelServer,
-  type RecordedRequest,
-  type ScriptedMessageReply,
-} from '../src/testing';
+import { startModelServer, type ModelServer, type RecordedRequest } from '../src/testing';
+import { DEFAULT_SERVER_ERROR_MESSAGE, NO_SCRIPTED_REPLY_MESSAGE, RESPONDER_FAILED_PREFIX } from '../src/testing/server';
+import type { ScriptedMessageReply } from '../src/testing/types';
 
 let server: ModelServer;
 let client: OpenAI;

@@ -1,13 +1,9 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import {
-  KEEP_ALIVE_LINE,
-  REASONING_CONTENT_REQUIRED_MESSAGE,
-  startModelServer,
-  type ModelServer,
-  type RecordedRequest,
-} from '../src/testing';
+import { startModelServer, type ModelServer, type RecordedRequest } from '../src/testing';
+import { KEEP_ALIVE_LINE } from '../src/testing/server';
+import { REASONING_CONTENT_REQUIRED_MESSAGE } from '../src/testing/validate';
 
 let server: ModelServer;
 let client: OpenAI;

@@ -1,15 +1,9 @@
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 
-import {
-  duplicateToolCallIdMessage,
-  emptyStringMessage,
-  startModelServer,
-  type ModelServer,
-  type ModelServerOptions,
-  type ScriptedMessageReply,
-  type ToolCallIdScheme,
-} from '../src/testing';
+import { startModelServer, type ModelServer, type ModelServerOptions } from '../src/testing';
+import type { ScriptedMessageReply, ToolCallIdScheme } from '../src/testing/types';
+import { duplicateToolCallIdMessage, emptyStringMessage } from '../src/testing/validate';
 
 /** Servers started by the current test; each test closes its own. */
 const started: ModelServer[] = [];

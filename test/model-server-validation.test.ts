@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { startModelServer, validateChatRequest, type ModelServer } from '../src/testing';
 import {
   ASSISTANT_CONTENT_NULL_MESSAGE,
   BODY_NOT_OBJECT_MESSAGE,
@@ -11,11 +12,8 @@ import {
   STREAM_OPTIONS_WITHOUT_STREAM_MESSAGE,
   TOOL_CHOICE_WITHOUT_TOOLS_MESSAGE,
   duplicateToolCallIdMessage,
-  startModelServer,
   toolCallsNotAnsweredMessage,
-  validateChatRequest,
-  type ModelServer,
-} from '../src/testing';
+} from '../src/testing/validate';
 
 let server: ModelServer;
 let client: OpenAI;

@@ -53,7 +53,7 @@ describe('the packed package in a project of its own', () => {
   it('ships only the built entry points, with declarations', async () => {
     const listing = await run('tar', ['-tzf', tarball]);
     const files = listing.stdout.split('\n').filter(Boolean);
-    for (const entry of ['index', 'workflows/entry', 'client/index', 'testing/index']) {
+    for (const entry of ['index', 'workflows/entry', 'client/index', 'api/index', 'testing/index']) {
       expect(files).toContain(`package/dist/${entry}.js`);
       expect(files).toContain(`package/dist/${entry}.d.ts`);
     }
@@ -61,21 +61,22 @@ describe('the packed package in a project of its own', () => {
     expect(files.some((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toBe(false);
   });
 
-  it("the project's code typechecks against the package's four entry points", async () => {
+  it("the project's code typechecks against the package's entry points", async () => {
     const result = await run(path.join(project, 'node_modules', '.bin', 'tsc'), ['-p', project]).catch((err: { stdout: string }) => err);
     expect(result.stdout).toBe('');
   });
 
-  it('the four entry points resolve from the installed tarball, the workflow entry without Node modules', async () => {
+  it('the five entry points resolve from the installed tarball, the workflow entry without Node modules', async () => {
     const script = `
       const main = require('durable-agent-worker');
       const workflow = require('durable-agent-worker/workflow');
       const client = require('durable-agent-worker/client');
+      const api = require('durable-agent-worker/api');
       const testing = require('durable-agent-worker/testing');
       console.log(JSON.stringify({
         plugin: typeof main.DurableAgentPlugin, tool: typeof main.tool,
         workflow: typeof workflow.agentConversation, signal: workflow.userMessageSignal.name,
-        client: typeof client.AgentClient, testing: typeof testing.startModelServer,
+        client: typeof client.AgentClient, api: typeof api.startApiServer, testing: typeof testing.startModelServer,
         from: require.resolve('durable-agent-worker'),
       }));`;
     const { stdout } = await run(process.execPath, ['-e', script], { cwd: project });
@@ -85,6 +86,7 @@ describe('the packed package in a project of its own', () => {
       workflow: 'function',
       signal: 'userMessage',
       client: 'function',
+      api: 'function',
       testing: 'function',
       from: fs.realpathSync(path.join(project, 'node_modules', 'durable-agent-worker', 'dist', 'index.js')),
     });

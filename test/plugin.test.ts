@@ -4,20 +4,22 @@ import { Client, Connection } from '@temporalio/client';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { msToTs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
+import { SimplePlugin } from '@temporalio/plugin';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { Client as PgClient } from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createOpenAIClient } from '../src/activities/openai-client';
 import { AgentClient } from '../src/client/client';
 import { DurableAgentPlugin, WORKFLOW_INTERCEPTOR_MODULES } from '../src/runtime/plugin';
+import { CONVERSATION_ACTIVITY_NAMES } from '../src/activities/contracts';
 import { backofficeTools } from '../src/tools/backoffice';
 import { SEARCH_ATTRIBUTES } from '../src/workflows/api';
 import { startHarness, type Harness } from './support/harness';
 
 // DurableAgentPlugin in a team's own worker: the team's workflows module
 // re-exports the conversation workflow beside its own workflow, the team has
-// an activity of its own named like one of ours used to be, and both sides
-// carry payload codecs.
+// an activity of its own named like one of ours (`callModel`; ours are
+// `durableAgent.callModel`, …), and both sides carry payload codecs.
 
 const TEAM_WORKFLOWS = path.join(__dirname, 'support', 'team-workflows.ts');
 
@@ -120,6 +122,12 @@ describe('DurableAgentPlugin in a team worker', () => {
     h.expectOnlyValidModelRequests();
   });
 
+  it("registers its activities under durableAgent.<name> only, beside the team's own", () => {
+    expect([...worker.options.activities.keys()].sort()).toEqual(
+      ['callModel', ...CONVERSATION_ACTIVITY_NAMES.map((name) => `durableAgent.${name}`)].sort(),
+    );
+  });
+
   it("payload codecs given to the plugin run after the team's own, in the worker and the client, so history holds no plaintext", async () => {
     const id = h.newConversationId('codec');
     const secret = `customer secret ${randomUUID()}`;
@@ -143,6 +151,13 @@ describe('DurableAgentPlugin in a team worker', () => {
     expect(encodingOf(inner)).toBe('binary/team-codec');
     // And the configured client reads it back: codecs decode in reverse order.
     expect((await agent.state(id)).recentTurns.at(-1)?.outcome).toBe('answered');
+  });
+
+  it("is a Temporal SimplePlugin: a replay worker gets the interceptor module and the codecs, after the team's", () => {
+    expect(plugin).toBeInstanceOf(SimplePlugin);
+    const replay = plugin.configureReplayWorker({ workflowsPath: TEAM_WORKFLOWS, dataConverter: { payloadCodecs: [teamCodec] } });
+    expect(replay.interceptors?.workflowModules).toEqual(WORKFLOW_INTERCEPTOR_MODULES);
+    expect(replay.dataConverter?.payloadCodecs).toEqual([teamCodec, agentCodec]);
   });
 
   it('adds its workflow interceptor module once, whichever way the bundle is built', () => {

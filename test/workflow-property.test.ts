@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ScriptedReply, ScriptedToolCall } from '../src/testing';
+import type { ScriptedReply } from '../src/testing';
+import type { ScriptedToolCall } from '../src/testing/types';
 import { toolMessageKeys } from './support/effect-keys';
 import { findPairingProblems, type PairingItem } from '../src/core/pairing';
 import { startHarness, type Harness } from './support/harness';

@@ -16,8 +16,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { ApprovalDecision } from '../core/contract';
 import type { DecisionVerification } from './contracts';
-
-export type { DecisionVerification };
 import { ConfigError } from '../errors';
 import { readPrivateFile } from '../runtime/private-file';
 

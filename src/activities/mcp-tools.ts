@@ -23,6 +23,7 @@ import type { Tool } from '../tools/tool';
 import { withDatabaseRetry } from '../db/retry';
 import { toStorableValue } from '../core/text';
 import { ActivityErrorType, type ToolDiscoveryInput, type ToolDiscoveryResult } from './contracts';
+import type { ToolDiscoveryDeps } from './deps';
 import { McpServerUnreachableError, UnknownMcpServerError, type McpConnections } from './mcp-connections';
 
 /** How much longer than a call's own timeout the SDK waits: the activity's timeout decides, and reads as a cut-off. */
@@ -213,14 +214,6 @@ export async function turnRegistry(tools: ToolRegistry, mcp: McpToolsets | undef
     );
   }
   return withDatabaseRetry('read the MCP tool list', () => mcp.registry(tools, toolset));
-}
-
-/** What {@link createToolDiscoveryActivity} needs. */
-export interface ToolDiscoveryDeps {
-  /** The worker's own tools. */
-  tools: ToolRegistry;
-  /** The worker's MCP servers; unset when it has none. */
-  mcp?: McpToolsets;
 }
 
 /**

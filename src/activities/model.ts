@@ -5,13 +5,12 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import type OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import type { ChatMessage, ToolCall } from '../core/messages';
 import { applyPairingRepair, findPairingProblems, type PairingItem } from '../core/pairing';
 import type { FunctionToolSpec, ToolRegistry } from '../tools/registry';
 import { parseMcpToolName } from '../mcp/protocol';
-import { turnRegistry, type McpToolsets } from './mcp-tools';
+import { turnRegistry } from './mcp-tools';
 import type { Pool } from 'pg';
 import {
   ActivityErrorType,
@@ -38,32 +37,7 @@ import { modelCallMeasured, modelFailureOutcome, modelResponseReused } from './m
 import { inSpan } from './tracing';
 import { costOf, type ModelPrices } from '../core/pricing';
 import type { TokenUsage } from '../core/contract';
-
-/** Dependencies of the model activity. */
-export interface ModelActivityDeps {
-  pool: Pool;
-  openai: OpenAI;
-  tools: ToolRegistry;
-  /** Model used when the conversation names none. */
-  defaultModel: string;
-  /** Context window in tokens when the conversation does not set one; known per model name when unset. */
-  contextWindow?: number;
-  /** Answers longer than this (characters) travel through workflow history as a preview only. Default 4096. */
-  inlineResultLimit?: number;
-  /**
-   * Tool calls one response may have run; the calls after them are answered
-   * with a `tool_failed` message (reason `too_many_calls`) the model can read.
-   * Default {@link DEFAULT_MAX_PARALLEL_TOOL_CALLS}.
-   */
-  maxParallelToolCalls?: number;
-  /** PostgreSQL schema of the project's tables. Default `durable_agent`. */
-  schema?: string;
-  /** Prices by model name: a call's cost is returned with its answer when its model has one. */
-  prices?: ModelPrices;
-  /** The worker's MCP servers' tools, offered to turns that have a toolset. */
-  mcp?: McpToolsets;
-}
-
+import type { ModelActivityDeps } from './deps';
 
 /** Builds the `callModel` activity. */
 export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallInput) => Promise<ModelCallResult> {
@@ -74,13 +48,13 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
     const activity = Context.current();
     releaseStickyWorker(activity);
     const { info } = activity;
-    const model = input.settings.model ?? deps.defaultModel;
+    const model = input.settings.model ?? deps.model.name;
     const responseKey = `${info.workflowExecution?.runId ?? 'standalone'}/${info.activityId}`;
     const registry = await turnRegistry(deps.tools, deps.mcp, input.toolset);
     /** The result the workflow gets: the answer as history carries it, its cost, and a plan per tool call. */
     const answer = (response: Pick<ModelCallResult, 'message' | 'finishReason' | 'usage'>): ModelCallResult => ({
       ...response,
-      ...priced(deps.prices, model, response.usage),
+      ...priced(deps.model.prices, model, response.usage),
       message: inHistory(response.message, deps, responseKey),
       responseKey,
       calls: planToolCalls(registry, deps, input, response.message),
@@ -103,7 +77,7 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
       withDatabaseRetry('read the prompt calibration', () => promptCalibration(deps.pool, tables, input.conversationId)),
     ]);
     const tools = offeredSpecs(registry, input);
-    const windowTokens = contextWindowOf(model, input.settings.contextWindow ?? deps.contextWindow);
+    const windowTokens = contextWindowOf(model, input.settings.contextWindow ?? deps.model.contextWindow);
     const attempt = info.attempt;
     const stream = input.settings.stream !== false && attempt <= (input.settings.streamFallbackAfterAttempts ?? 2);
     const publisher = new DeltaPublisher(deps.pool, { conversationId: input.conversationId, responseKey, attempt });
@@ -132,8 +106,8 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
       inSpan('model call', { ...spanAttributes, 'agent.streamed': stream, 'agent.messages': body.messages.length }, async (span) => {
         const started = Date.now();
         try {
-          const done = await requestCompletion(deps.openai, body, options);
-          const costUsd = costOf(deps.prices, model, done.usage);
+          const done = await requestCompletion(deps.model.client, body, options);
+          const costUsd = costOf(deps.model.prices, model, done.usage);
           modelCallMeasured({ model, outcome: 'ok', streamed: stream, ms: Date.now() - started, usage: done.usage, costUsd });
           span.setAttributes({
             'agent.outcome': 'ok',

@@ -3,7 +3,6 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Pool, PoolClient } from 'pg';
 import { ToolEffectUnknownError, ToolError, type ToolContext } from '../tools/tool';
-import type { ToolRegistry } from '../tools/registry';
 import { inTransaction } from '../db/transaction';
 import { logger } from '../runtime/logger';
 import { asCancellation, heartbeatWhileRunning, releaseStickyWorker } from './activity-context';
@@ -17,19 +16,8 @@ import { DEFAULT_INLINE_LIMIT, inlineOrPreview } from './history-preview';
 import { agentTables, type AgentTables } from '../db/schema';
 import { effectFromLedger, toolRunMeasured } from './metrics';
 import { inSpan } from './tracing';
-import { turnRegistry, type McpToolsets } from './mcp-tools';
-
-/** Dependencies of the tool activity. */
-export interface ToolActivityDeps {
-  pool: Pool;
-  tools: ToolRegistry;
-  /** The worker's MCP servers' tools, for calls of a turn that has a toolset. */
-  mcp?: McpToolsets;
-  /** Results longer than this (characters) travel through workflow history as a preview only. Default 4096. */
-  inlineResultLimit?: number;
-  /** PostgreSQL schema of the project's tables. Default `durable_agent`. */
-  schema?: string;
-}
+import { turnRegistry } from './mcp-tools';
+import type { ToolActivityDeps } from './deps';
 
 /** Builds the `runTool` activity. */
 export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInput) => Promise<ToolCallResult> {

@@ -55,7 +55,6 @@ export interface InboxOptions {
   sessions: BrowserSessions;
 }
 
-export { SESSION_COOKIE } from './sessions';
 /** Messages shown with each conversation. */
 const RECENT_MESSAGES = 6;
 /** Roles that may sign in: approvers decide, operators read. */

@@ -33,9 +33,6 @@ import { BrowserSessions } from './sessions';
 import { TokenVerifier, type ApiPrincipal, type ApiRole, type ApiTokenConfig } from './tokens';
 import { followTurn } from './turn-events';
 
-export { API_ERROR_CODES, type ApiErrorCode } from './replies';
-export { ApiError } from './refusals';
-
 /** The largest request body the API reads (the codec routes read more: `CODEC_BODY_LIMIT_BYTES`). */
 const API_BODY_LIMIT_BYTES = 2 * 1024 * 1024;
 
@@ -71,7 +68,7 @@ declare module 'fastify' {
 }
 
 /** Builds the API (not listening yet). Throws a `ConfigError` for a bad token configuration. */
-export async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstance> {
+async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstance> {
   const verifier = new TokenVerifier(options.tokens);
   const { client } = options;
   const policy = options.decisions ?? {};

@@ -1,15 +1,19 @@
-/** Client side of the durable agent worker. */
-export { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError, UnstorableTextError } from '../errors';
-export {
-  AgentClient,
-  NoWorkerAnsweredError,
-  type AgentClientOptions,
-  type PendingApprovalFilter,
-  type PendingApprovalView,
-  type SendMessageOptions,
-  type TurnAnswer,
-} from './client';
-export { formatTranscript } from './format';
-export { StreamView, subscribeToStream, type StreamedText, type Unsubscribe } from './stream';
+/**
+ * The client side, safe anywhere: {@link AgentClient} to send messages,
+ * decide, follow and read conversations, the errors it throws, and payload
+ * encryption for the clients and workers of an encrypted deployment.
+ *
+ * @packageDocumentation
+ */
+export { AgentClient, NoWorkerAnsweredError, type AgentClientOptions, type PendingApprovalView } from './client';
+export { StreamView } from './stream';
 export type { StreamEvent } from '../db/stream-channel';
-export { AesGcmPayloadCodec, encryptingDataConverter, parsePayloadKeys, type PayloadKey } from '../codec';
+export {
+  ConversationClosedError,
+  DecisionRefusedError,
+  EncryptedPayloadError,
+  InvalidConversationInputError,
+  MessageTooLargeError,
+  UnstorableTextError,
+} from '../errors';
+export { encryptingDataConverter, parsePayloadKeys, type PayloadKey } from '../codec';

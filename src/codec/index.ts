@@ -6,12 +6,12 @@ import path from 'node:path';
 import type { DataConverter } from '@temporalio/common';
 import { AesGcmPayloadCodec, KeylessPayloadCodec, type PayloadKey } from './aes-gcm';
 
-export { AesGcmPayloadCodec, ENCRYPTED_ENCODING, KeylessPayloadCodec, parsePayloadKeys, type PayloadKey } from './aes-gcm';
+export { AesGcmPayloadCodec, ENCRYPTED_ENCODING, parsePayloadKeys, type PayloadKey } from './aes-gcm';
 
 const MODULE_EXTENSION = path.extname(__filename);
 
 /** Path of the module whose `failureConverter` puts a failure's message and stack into its (encrypted) encoded attributes. */
-export const ENCRYPTING_FAILURE_CONVERTER_PATH = path.join(__dirname, `failure-converter${MODULE_EXTENSION}`);
+const ENCRYPTING_FAILURE_CONVERTER_PATH = path.join(__dirname, `failure-converter${MODULE_EXTENSION}`);
 
 /**
  * The data converter of a process that encrypts with `keys` (the first

@@ -6,7 +6,6 @@ import type { Pool, PoolClient } from 'pg';
 import { z } from 'zod';
 
 export { ToolEffectUnknownError, ToolError } from '../errors';
-export { TOOL_DEFAULTS } from './defaults';
 
 /** What a tool's `execute` receives besides its arguments. */
 export interface ToolContext {
@@ -51,7 +50,7 @@ export interface ToolDefinition<Schema extends z.ZodType = z.ZodType, Result = u
   execute(args: z.infer<Schema>, context: ToolContext): Promise<Result> | Result;
   /** Whether a person must approve a call first: always, never, or depending on the arguments. Default false. */
   needsApproval?: boolean | ((args: z.infer<Schema>) => boolean);
-  /** Start-to-close timeout of one attempt. Default 60 s ({@link TOOL_DEFAULTS}). */
+  /** Start-to-close timeout of one attempt. Default 60 s. */
   timeoutMs?: number;
   /**
    * True when a retry cannot apply an effect twice: the tool only reads, or it
@@ -61,7 +60,7 @@ export interface ToolDefinition<Schema extends z.ZodType = z.ZodType, Result = u
    * without checking). Default true.
    */
   idempotent?: boolean;
-  /** Attempts for idempotent tools. Default 3 ({@link TOOL_DEFAULTS}). */
+  /** Attempts for idempotent tools. Default 3. */
   maxAttempts?: number;
 }
 

@@ -1,7 +1,8 @@
 /**
  * The package's `./workflow` entry, safe in Temporal's workflow sandbox: the
  * conversation workflow (re-export it from your workflows module), its
- * signals, update, query and search attributes, and the contract's types.
+ * signals, update, query and search attribute keys, and the types of its
+ * input, state and decisions.
  *
  * ```ts
  * // src/workflows.ts of a team's worker
@@ -11,4 +12,16 @@
  * @packageDocumentation
  */
 export { agentConversation } from './conversation';
-export * from './api';
+export {
+  cancelTurnSignal,
+  CONVERSATION_SEARCH_ATTRIBUTES,
+  decisionSignal,
+  decisionUpdate,
+  endConversationSignal,
+  stateQuery,
+  userMessageSignal,
+  type ApprovalDecision,
+  type ConversationInput,
+  type ConversationState,
+  type ConversationStatus,
+} from './api';

@@ -10,7 +10,8 @@
  * plainly.
  */
 import { TOOL_ARGUMENTS_MAX_BYTES } from '../../src/activities/contracts';
-import type { RecordedRequest, ScriptedReply, ScriptedToolCall } from '../../src/testing';
+import type { RecordedRequest, ScriptedReply } from '../../src/testing';
+import type { ScriptedToolCall } from '../../src/testing/types';
 import { contextLengthExceededBody, countPromptTokens } from '../../src/testing/context-window';
 import { FAIL_FIRST_SKU } from './chaos-tools';
 import type { CallKind, ConversationPlan } from './plan';

@@ -10,7 +10,7 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedPostgres } from '../../src/db/embedded-postgres';
 import { startDevServer } from '../../src/runtime/temporal-server';
-import { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from '../../src/runtime/worker';
+import { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from '../../src/runtime/plugin';
 
 declare module 'vitest' {
   export interface ProvidedContext {

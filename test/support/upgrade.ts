@@ -7,9 +7,8 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
+import { bundleWorkflowCode, NativeConnection, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
 import { createOpenAIClient } from '../../src/activities/openai-client';
-import { DurableAgentPlugin } from '../../src/runtime/plugin';
 import { createAgentWorker } from '../../src/runtime/worker';
 import { backofficeTools } from '../../src/tools/backoffice';
 import type { Harness } from './harness';
@@ -48,33 +47,18 @@ export async function bundlePreviousWorkflowCode(commit: string): Promise<Workfl
   }
 }
 
-/**
- * Runs a worker for the harness's task queue on `workflowBundle` until
- * `stop()`: the standalone worker (activities under prefixed and bare types),
- * or a team-style worker whose plugin registers the prefixed types only.
- */
-export async function runWorkerOn(
-  h: Harness,
-  workflowBundle: WorkflowBundleOption,
-  registers: 'both names' | 'prefixed only' = 'both names',
-): Promise<{ stop(): Promise<void> }> {
+/** Runs a worker (the standalone one) for the harness's task queue on `workflowBundle` until `stop()`. */
+export async function runWorkerOn(h: Harness, workflowBundle: WorkflowBundleOption): Promise<{ stop(): Promise<void> }> {
   const connection = await NativeConnection.connect({ address: h.temporalAddress });
-  const openai = createOpenAIClient({ apiKey: 'test-key', baseUrl: h.model.url });
-  const common = { connection, taskQueue: h.taskQueue, workflowBundle };
-  const worker =
-    registers === 'both names'
-      ? await createAgentWorker({ ...common, namespace: 'default', pool: h.pool, openai, defaultModel: 'scripted-model', tools: backofficeTools() })
-      : await Worker.create({
-          ...common,
-          plugins: [
-            new DurableAgentPlugin({
-              tools: backofficeTools(),
-              model: { name: 'scripted-model', client: openai },
-              database: { pool: h.pool },
-              bareActivityTypes: false,
-            }),
-          ],
-        });
+  const worker = await createAgentWorker({
+    connection,
+    namespace: 'default',
+    taskQueue: h.taskQueue,
+    workflowBundle,
+    database: { pool: h.pool },
+    model: { name: 'scripted-model', client: createOpenAIClient({ apiKey: 'test-key', baseUrl: h.model.url }) },
+    tools: backofficeTools(),
+  });
   const running = worker.run();
   return {
     stop: async () => {

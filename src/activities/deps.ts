@@ -1,0 +1,30 @@
+/**
+ * What the activities are built from: the plugin's options they read, picked
+ * from `DurableAgentPluginOptions` (declared once there, with their
+ * defaults), and the handles the plugin builds from the others.
+ */
+import type { Pool } from 'pg';
+import type { DurableAgentModelOptions, DurableAgentPluginOptions } from '../runtime/plugin-options';
+import type { ToolRegistry } from '../tools/registry';
+import type { McpToolsets } from './mcp-tools';
+
+/** What the activities need. */
+export interface ActivityDeps extends Pick<DurableAgentPluginOptions, 'schema' | 'inlineResultLimit' | 'maxParallelToolCalls' | 'decisionTrust'> {
+  /** The model options the activities read, with the client: `model.client`, or one built on `model.apiKey` and `model.baseUrl`. */
+  model: Pick<DurableAgentModelOptions, 'name' | 'contextWindow' | 'prices'> & Required<Pick<DurableAgentModelOptions, 'client'>>;
+  /** The pool of `database`: its `pool`, or one opened on its `url`. */
+  pool: Pool;
+  /** The registry of `tools`. */
+  tools: ToolRegistry;
+  /** The tools of the `mcp` servers; unset when the worker has none. */
+  mcp?: McpToolsets;
+}
+
+/** What the model activity needs. */
+export type ModelActivityDeps = Pick<ActivityDeps, 'model' | 'pool' | 'tools' | 'mcp' | 'schema' | 'inlineResultLimit' | 'maxParallelToolCalls'>;
+
+/** What the tool activity needs. */
+export type ToolActivityDeps = Pick<ActivityDeps, 'pool' | 'tools' | 'mcp' | 'schema' | 'inlineResultLimit'>;
+
+/** What the tool discovery activity needs. */
+export type ToolDiscoveryDeps = Pick<ActivityDeps, 'tools' | 'mcp'>;
