@@ -9,10 +9,10 @@
  *
  * @packageDocumentation
  */
-export { DurableAgentPlugin, WORKFLOW_INTERCEPTOR_MODULES } from './runtime/plugin';
-export type { DurableAgentModelOptions, DurableAgentPluginOptions } from './runtime/plugin-options';
+export { DurableAgentPlugin, WORKFLOW_INTERCEPTOR_MODULES } from './worker/plugin';
+export type { DurableAgentModelOptions, DurableAgentPluginOptions } from './worker/plugin-options';
 export { tool, type Tool, type ToolContext } from './tools/tool';
-export { AgentError, ToolEffectUnknownError, ToolError } from './errors';
-export { SearchAttributeLimitError } from './runtime/search-attributes';
+export { AgentError, ToolEffectUnknownError, ToolError } from './shared/errors';
+export { SearchAttributeLimitError } from './worker/search-attributes';
 export { migrate } from './db/migrations';
-export { agentHistogramBuckets } from './core/metrics';
+export { agentHistogramBuckets } from './contract/metrics';

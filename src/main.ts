@@ -4,25 +4,25 @@
  * Ctrl-C shuts everything down cleanly.
  */
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import { resolveApiSecurity, serveConfiguredApi, type ApiSecurity } from './api/setup';
+import { resolveApiSecurity, serveConfiguredApi, type ApiSecurity } from './app/api-setup';
 import { AgentClient } from './client/client';
 import type { Pool } from 'pg';
 import { createOpenAIClient } from './activities/openai-client';
 import { createPool } from './db/pool';
-import { ConfigError, loadConfig, type WorkerConfig } from './runtime/config';
-import { logger } from './runtime/logger';
-import { recordApi, startServices } from './runtime/services';
-import { connectionOptions, EMBEDDED_DEV_SERVER, explainConnectionFailure } from './runtime/temporal-connection';
-import { createAgentWorker } from './runtime/worker';
-import { SearchAttributeLimitError } from './runtime/search-attributes';
-import { PreReleaseConversationsError } from './runtime/pre-release-conversations';
-import { installRuntime, watchApprovalBacklog } from './runtime/telemetry';
+import { ConfigError, loadConfig, type WorkerConfig } from './app/config';
+import { logger } from './shared/logger';
+import { recordApi, startServices } from './app/services';
+import { connectionOptions, EMBEDDED_DEV_SERVER, explainConnectionFailure } from './app/temporal-connection';
+import { createAgentWorker } from './worker/worker';
+import { SearchAttributeLimitError } from './worker/search-attributes';
+import { PreReleaseConversationsError } from './worker/pre-release-conversations';
+import { installRuntime, watchApprovalBacklog } from './app/telemetry';
 import { encryptingDataConverter } from './codec';
-import { bundleWorkflowsApart } from './runtime/workflow-bundle';
-import { describeTraceExport, startTraceExport, type TraceExport } from './runtime/tracing-setup';
-import { backofficeTools } from './tools/backoffice';
-import { setupBackofficeDemo } from './tools/backoffice-data';
-import { loadToolsModule } from './tools/load';
+import { bundleWorkflowsApart } from './worker/workflow-bundle';
+import { describeTraceExport, startTraceExport, type TraceExport } from './app/tracing-setup';
+import { backofficeTools } from './demo/tools';
+import { setupBackofficeDemo } from './demo/data';
+import { loadToolsModule } from './app/tools-module';
 import type { Tool } from './tools/tool';
 
 /**

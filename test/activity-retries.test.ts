@@ -2,7 +2,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../src/activities';
-import type { ModelCallResult, ToolCallResult } from '../src/activities/contracts';
+import type { ModelCallResult, ToolCallResult } from '../src/contract/activities';
 import { createOpenAIClient } from '../src/activities/openai-client';
 import { ToolRegistry } from '../src/tools/registry';
 import { tool } from '../src/tools/tool';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer } from '../src/api/server';
-import { sayThroughApi } from '../src/client/api-conversation';
+import { sayThroughApi } from '../src/cli/api-conversation';
 import { apiCaller, TEST_DECISION_KEY, TEST_TOKENS, token } from './support/api';
 import { startHarness, type Harness } from './support/harness';
 

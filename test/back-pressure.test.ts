@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tool } from '../src/tools/tool';
-import { backofficeTools } from '../src/tools/backoffice';
+import { backofficeTools } from '../src/demo/tools';
 import { startHarness, type Harness } from './support/harness';
-import { conversationActivityType } from '../src/activities/contracts';
+import { conversationActivityType } from '../src/contract/activities';
 
 // Provider back-pressure and database outages: a 429 with Retry-After is retried after the wait the
 // provider asked for; a database the worker cannot reach for 15 s during a model call delays the

@@ -2,10 +2,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { findApiDecider } from '../src/client/api-decisions';
-import { findRunningApi, howToDecideThroughApi } from '../src/client/running-api';
-import { loadConfig } from '../src/runtime/config';
-import type { RuntimeInfo } from '../src/runtime/services';
+import { findApiDecider } from '../src/cli/api-decisions';
+import { findRunningApi, howToDecideThroughApi } from '../src/cli/running-api';
+import { loadConfig } from '../src/app/config';
+import type { RuntimeInfo } from '../src/app/services';
 
 // Which API the CLI decides through: the running npm start's (found through
 // its runtime file) only when it serves the CLI's own Temporal address,

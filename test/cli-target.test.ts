@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { resolveCliTarget } from '../src/client/target';
-import { loadConfig } from '../src/runtime/config';
-import type { RuntimeInfo } from '../src/runtime/services';
+import { resolveCliTarget } from '../src/cli/target';
+import { loadConfig } from '../src/app/config';
+import type { RuntimeInfo } from '../src/app/services';
 
 // Where the CLI connects: the environment's settings win; what it leaves
 // unset comes from the running `npm start` (its runtime file), task queue and

@@ -9,10 +9,10 @@ import { createOpenAIClient } from '../src/activities/openai-client';
 import { startApiServer } from '../src/api/server';
 import { AgentClient } from '../src/client/client';
 import { AesGcmPayloadCodec, encryptingDataConverter } from '../src/codec';
-import { freePort } from '../src/db/free-port';
-import { findTemporalCli, startDevServer, type DevServer } from '../src/runtime/temporal-server';
-import { createAgentWorker } from '../src/runtime/worker';
-import { backofficeTools } from '../src/tools/backoffice';
+import { freePort } from '../src/shared/free-port';
+import { findTemporalCli, startDevServer, type DevServer } from '../src/app/temporal-server';
+import { createAgentWorker } from '../src/worker/worker';
+import { backofficeTools } from '../src/demo/tools';
 import { apiCaller, TEST_TOKENS, token } from './support/api';
 import { startHarness, type Harness } from './support/harness';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../src/runtime/config';
+import { ConfigError, loadConfig } from '../src/app/config';
 
 describe('configuration from the environment', () => {
   it('defaults to embedded services and the offline demo model when nothing is set', () => {

@@ -1,7 +1,7 @@
 import { countTokens } from 'gpt-tokenizer';
 import { describe, expect, it } from 'vitest';
 import { contextWindowOf, DEFAULT_CONTEXT_WINDOW, fitToContext, MESSAGE_SHARE } from '../src/activities/context-budget';
-import type { ChatMessage } from '../src/core/messages';
+import type { ChatMessage } from '../src/contract/messages';
 import { findPairingProblems } from '../src/core/pairing';
 import { countPromptTokens } from '../src/testing/context-window';
 

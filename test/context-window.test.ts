@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MessageTooLargeError } from '../src/client';
-import { TOOL_ARGUMENTS_MAX_BYTES } from '../src/activities/contracts';
-import { USER_MESSAGE_MAX_BYTES } from '../src/core/contract';
-import type { ChatMessage } from '../src/core/messages';
+import { TOOL_ARGUMENTS_MAX_BYTES } from '../src/contract/activities';
+import { USER_MESSAGE_MAX_BYTES } from '../src/contract';
+import type { ChatMessage } from '../src/contract/messages';
 import { countPromptTokens } from '../src/testing/context-window';
 import { fitToContext } from '../src/activities/context-budget';
 import { promptCalibration } from '../src/db/transcript-store';

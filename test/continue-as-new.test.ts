@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { backofficeTools } from '../src/tools/backoffice';
+import { backofficeTools } from '../src/demo/tools';
 import { tool } from '../src/tools/tool';
 import { findPairingProblems } from '../src/core/pairing';
 import { historyEventSizes } from './support/history';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConversationCore } from '../src/core/conversation';
-import { DEDUP_MEMORY } from '../src/core/contract';
+import { DEDUP_MEMORY } from '../src/contract';
 import { assistantWithCalls, CoreDriver } from './support/core-driver';
 
 // Unit tests of the conversation core (src/core/conversation.ts): no Temporal, no database.

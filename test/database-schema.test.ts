@@ -7,10 +7,10 @@ import { migrate } from '../src/db/migrations';
 import { createPool } from '../src/db/pool';
 import { agentTables, AGENT_TABLE_NAMES } from '../src/db/schema';
 import { readTranscript } from '../src/db/transcript-store';
-import { ConfigError } from '../src/errors';
-import { loadConfig } from '../src/runtime/config';
+import { ConfigError } from '../src/shared/errors';
+import { loadConfig } from '../src/app/config';
 import { startModelServer, type ModelServer } from '../src/testing';
-import { DEMO_CUSTOMERS, DEMO_ORDERS, setupBackofficeDemo } from '../src/tools/backoffice-data';
+import { DEMO_CUSTOMERS, DEMO_ORDERS, setupBackofficeDemo } from '../src/demo/data';
 import { createTestDatabase } from './support/harness';
 import { startWorkerProcess } from './support/worker-process';
 

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { STALE_QUERY_TASK_MESSAGE } from '../src/workflows/interceptors';
+import { STALE_QUERY_TASK_MESSAGE } from '../src/contract';
 import { exportHistoryFixture } from './support/fixture-export';
 import { startHarness, type Harness } from './support/harness';
 import { startWorkerProcess, type WorkerProcess } from './support/worker-process';

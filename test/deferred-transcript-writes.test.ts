@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { conversationActivityType, type ConversationActivityName } from '../src/activities/contracts';
+import { conversationActivityType, type ConversationActivityName } from '../src/contract/activities';
 import { exportHistoryFixture } from './support/fixture-export';
 import { startHarness, type Harness } from './support/harness';
 import { runWorkerOn } from './support/upgrade';

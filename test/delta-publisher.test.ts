@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Pool } from 'pg';
 import { DeltaPublisher } from '../src/activities/deltas';
-import { freePort } from '../src/db/free-port';
-import { logger } from '../src/runtime/logger';
-import { findUnstorableCharacter, toStorableText } from '../src/core/text';
+import { freePort } from '../src/shared/free-port';
+import { logger } from '../src/shared/logger';
+import { findUnstorableCharacter, toStorableText } from '../src/contract/text';
 import { STREAM_CHANNEL, type StreamEvent } from '../src/db/stream-channel';
 import { createTestDatabase } from './support/harness';
 

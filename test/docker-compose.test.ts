@@ -9,8 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, it, expect } from 'vitest';
 import { parse } from 'yaml';
-import { ENV_VARS, loadConfig } from '../src/runtime/config';
-import { SEARCH_ATTRIBUTES } from '../src/workflows/api';
+import { ENV_VARS, loadConfig } from '../src/app/config';
+import { SEARCH_ATTRIBUTES } from '../src/contract';
 
 const root = path.resolve(__dirname, '..');
 const read = (file: string): string => readFileSync(path.join(root, file), 'utf8');

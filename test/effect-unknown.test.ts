@@ -4,7 +4,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { backofficeTools } from '../src/tools/backoffice';
+import { backofficeTools } from '../src/demo/tools';
 import { tool } from '../src/tools/tool';
 import { startHarness, type Harness } from './support/harness';
 import { runCli } from './support/cli';

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { conversationActivityType } from '../src/activities/contracts';
-import { describeInvalidInput } from '../src/core/contract';
-import { backofficeTools } from '../src/tools/backoffice';
+import { conversationActivityType } from '../src/contract/activities';
+import { describeInvalidInput } from '../src/contract';
+import { backofficeTools } from '../src/demo/tools';
 import { tool } from '../src/tools/tool';
 import { exportHistoryFixture } from './support/fixture-export';
 import { startHarness, type Harness } from './support/harness';

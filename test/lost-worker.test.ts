@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { temporal } from '@temporalio/proto';
 import { startHarness, type Harness } from './support/harness';
 import { startWorkerProcess, type WorkerProcess } from './support/worker-process';
-import { DEFAULT_GRACE_MS } from '../src/runtime/lost-workers';
+import { DEFAULT_GRACE_MS } from '../src/worker/lost-workers';
 
 // Lost-worker takeover with real worker processes: a worker killed with
 // SIGKILL is noticed by its peer through PostgreSQL (its liveness lock is

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CONVERSATION_WORKFLOW_TYPE, TURN_INPUT_MAX_BYTES, USER_MESSAGE_MAX_BYTES, userMessageSignal } from '../src/workflows/api';
+import { CONVERSATION_WORKFLOW_TYPE, TURN_INPUT_MAX_BYTES, USER_MESSAGE_MAX_BYTES, userMessageSignal } from '../src/contract';
 import { exportHistoryFixture } from './support/fixture-export';
 import { startHarness, type Harness } from './support/harness';
 

@@ -2,11 +2,11 @@ import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../src/activities';
-import type { ModelCallResult } from '../src/activities/contracts';
+import type { ModelCallResult } from '../src/contract/activities';
 import { createOpenAIClient } from '../src/activities/openai-client';
 import { ToolRegistry } from '../src/tools/registry';
-import { backofficeTools } from '../src/tools/backoffice';
-import type { ChatMessage } from '../src/core/messages';
+import { backofficeTools } from '../src/demo/tools';
+import type { ChatMessage } from '../src/contract/messages';
 import { repairedContent } from '../src/core/outcomes';
 import { startHarness, type Harness } from './support/harness';
 

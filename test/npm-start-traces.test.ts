@@ -5,9 +5,9 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/runtime/config';
-import { startTraceExport, TRACING_PACKAGES } from '../src/runtime/tracing-setup';
-import { ConfigError } from '../src/errors';
+import { loadConfig } from '../src/app/config';
+import { startTraceExport, TRACING_PACKAGES } from '../src/app/tracing-setup';
+import { ConfigError } from '../src/shared/errors';
 import { apiCaller, TEST_TOKENS, token } from './support/api';
 import { startHarness, type Harness } from './support/harness';
 import { startWorkerProcess, type WorkerProcess } from './support/worker-process';
@@ -19,7 +19,7 @@ import { startWorkerProcess, type WorkerProcess } from './support/worker-process
 // its activities down to the agent's "model call" and "tool run" spans, and
 // the spans still buffered when the worker stops reach the receiver. Without
 // the endpoint (or with OTEL_TRACES_EXPORTER=none) nothing is sent and no
-// tracing package is loaded. `npm run api` (src/api/main.ts) on its own makes
+// tracing package is loaded. `npm run api` (src/app/api-main.ts) on its own makes
 // the start span of each conversation it starts, and flushes it when stopped.
 
 /** A span as an OTLP/HTTP receiver gets it, with its resource's service name. */
@@ -280,7 +280,7 @@ describe('npm run api exports traces over OTLP/HTTP', () => {
       OTEL_SERVICE_NAME: 'agent-api-traces-test',
       OTEL_BSP_SCHEDULE_DELAY: '600000',
     };
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'src', 'api', 'main.ts')], { cwd: path.join(__dirname, '..'), env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'src', 'app', 'api-main.ts')], { cwd: path.join(__dirname, '..'), env, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (chunk) => (output += String(chunk)));
     child.stderr.on('data', (chunk) => (output += String(chunk)));

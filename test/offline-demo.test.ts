@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgresDataDir } from '../src/db/embedded-postgres';
-import { freePort } from '../src/db/free-port';
+import { freePort } from '../src/shared/free-port';
 import { NOTHING_CONFIGURED, startWorkerProcess, type WorkerProcess } from './support/worker-process';
 
 const ROOT = path.join(__dirname, '..');
@@ -30,7 +30,7 @@ afterAll(async () => {
 /** Runs the CLI's interactive `chat`, typing `lines` one after the other as each answer arrives. */
 function chat(lines: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(TSX, [path.join(ROOT, 'src', 'client', 'cli.ts'), 'chat', 'demo-conversation'], {
+    const child = spawn(TSX, [path.join(ROOT, 'src', 'cli', 'cli.ts'), 'chat', 'demo-conversation'], {
       cwd: ROOT,
       env: { ...process.env, ...NOTHING_CONFIGURED, AGENT_DATA_DIR: dataDir, LOG_LEVEL: 'warn' },
       stdio: ['pipe', 'pipe', 'pipe'],

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from './support/harness';
-import { conversationActivityType } from '../src/activities/contracts';
+import { conversationActivityType } from '../src/contract/activities';
 
 let h: Harness;
 beforeAll(async () => {

@@ -10,10 +10,10 @@ import { Client as PgClient } from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createOpenAIClient } from '../src/activities/openai-client';
 import { AgentClient } from '../src/client/client';
-import { DurableAgentPlugin, WORKFLOW_INTERCEPTOR_MODULES } from '../src/runtime/plugin';
-import { CONVERSATION_ACTIVITY_NAMES } from '../src/activities/contracts';
-import { backofficeTools } from '../src/tools/backoffice';
-import { SEARCH_ATTRIBUTES } from '../src/workflows/api';
+import { DurableAgentPlugin, WORKFLOW_INTERCEPTOR_MODULES } from '../src/worker/plugin';
+import { CONVERSATION_ACTIVITY_NAMES } from '../src/contract/activities';
+import { backofficeTools } from '../src/demo/tools';
+import { SEARCH_ATTRIBUTES } from '../src/contract';
 import { startHarness, type Harness } from './support/harness';
 
 // DurableAgentPlugin in a team's own worker: the team's workflows module

@@ -1,8 +1,8 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { DurableAgentPlugin } from '../src/runtime/plugin';
-import { PRE_RELEASE_WORKFLOW_TYPE, PreReleaseConversationsError } from '../src/runtime/pre-release-conversations';
-import { backofficeTools } from '../src/tools/backoffice';
+import { DurableAgentPlugin } from '../src/worker/plugin';
+import { PRE_RELEASE_WORKFLOW_TYPE, PreReleaseConversationsError } from '../src/worker/pre-release-conversations';
+import { backofficeTools } from '../src/demo/tools';
 import { startHarness, type Harness } from './support/harness';
 
 // A task queue where a build before 1.0 still has open conversations (workflow

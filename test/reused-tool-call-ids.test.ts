@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DecisionRefusedError } from '../src/errors';
-import type { ChatMessage } from '../src/core/messages';
+import { DecisionRefusedError } from '../src/shared/errors';
+import type { ChatMessage } from '../src/contract/messages';
 import { exportHistoryFixture } from './support/fixture-export';
 import { startHarness, type Harness } from './support/harness';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { temporal } from '@temporalio/proto';
-import { stickyQueueIn } from '../src/runtime/lost-workers';
+import { stickyQueueIn } from '../src/worker/lost-workers';
 
 // How a worker's sticky queue is read from a conversation's history (the SDK
 // does not tell a worker its own): the queue a task was scheduled on right

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { tool } from '../src/tools/tool';
-import { backofficeTools } from '../src/tools/backoffice';
-import { ActivityErrorType } from '../src/activities/contracts';
+import { backofficeTools } from '../src/demo/tools';
+import { ActivityErrorType } from '../src/contract/activities';
 import { exportHistoryFixture } from './support/fixture-export';
 import { expectAnswersNextMessage, startHarness, type Harness } from './support/harness';
 

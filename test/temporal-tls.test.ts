@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentClient } from '../src/client';
-import { loadTemporalConnection } from '../src/runtime/temporal-connection';
+import { loadTemporalConnection } from '../src/app/temporal-connection';
 import { startHarness, type Harness } from './support/harness';
 import { makeCertificates, startTlsProxy, type TestCertificates, type TlsProxy } from './support/tls';
 import { startWorkerProcess } from './support/worker-process';

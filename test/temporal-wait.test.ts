@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NativeConnection } from '@temporalio/worker';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort } from '../src/db/free-port';
-import { EMBEDDED_DEV_SERVER, explainConnectionFailure } from '../src/runtime/temporal-connection';
-import { startDevServer, type DevServer } from '../src/runtime/temporal-server';
+import { freePort } from '../src/shared/free-port';
+import { EMBEDDED_DEV_SERVER, explainConnectionFailure } from '../src/app/temporal-connection';
+import { startDevServer, type DevServer } from '../src/app/temporal-server';
 
 // A worker starting while its Temporal server restarts waits for it (npm
 // start waits up to 60 s) instead of exiting: a dev server of the test's own

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InvalidConversationInputError } from '../src/errors';
-import { loadConfig } from '../src/runtime/config';
-import { CONVERSATION_WORKFLOW_TYPE, userMessageSignal } from '../src/workflows/api';
+import { InvalidConversationInputError } from '../src/shared/errors';
+import { loadConfig } from '../src/app/config';
+import { CONVERSATION_WORKFLOW_TYPE, userMessageSignal } from '../src/contract';
 import { startHarness, type Harness } from './support/harness';
 
 // Bounds on what a model or a caller may ask for: tool calls per response

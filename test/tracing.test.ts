@@ -6,8 +6,8 @@ import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@o
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentClient } from '../src/client/client';
-import { DurableAgentPlugin } from '../src/runtime/plugin';
-import { backofficeTools } from '../src/tools/backoffice';
+import { DurableAgentPlugin } from '../src/worker/plugin';
+import { backofficeTools } from '../src/demo/tools';
 import { startHarness, type Harness } from './support/harness';
 
 // Traces in a team's own worker: Temporal's OpenTelemetryPlugin beside

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { callInstanceKey } from '../src/core/effect-keys';
 import { roundUsd } from '../src/core/pricing';
-import type { ChatMessage } from '../src/core/messages';
+import type { ChatMessage } from '../src/contract/messages';
 import { findPairingProblems, type PairingItem } from '../src/core/pairing';
 import { assistantWithCalls, CoreDriver, STORE_REFUSAL } from './support/core-driver';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InvalidConversationInputError } from '../src/errors';
-import { userMessageSignal } from '../src/workflows/api';
+import { InvalidConversationInputError } from '../src/shared/errors';
+import { userMessageSignal } from '../src/contract';
 import { startHarness, type Harness } from './support/harness';
 
 let h: Harness;

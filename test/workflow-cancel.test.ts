@@ -1,6 +1,6 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentStatusAttribute } from '../src/workflows/api';
+import { AgentStatusAttribute } from '../src/contract';
 import { startHarness, type Harness } from './support/harness';
 
 let h: Harness;

@@ -21,7 +21,7 @@ case "$groups" in
   auto | '') groups="status approvals unknownEffects usage" ;;
   none) groups="" ;;
 esac
-# name:type of every attribute the workflow upserts, by group (src/workflows/api.ts, SEARCH_ATTRIBUTE_GROUPS).
+# name:type of every attribute the workflow upserts, by group (src/contract/workflow.ts, SEARCH_ATTRIBUTE_GROUPS).
 attributes=""
 for group in $groups; do
   case "$group" in

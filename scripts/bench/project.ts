@@ -5,7 +5,7 @@
  * the answer is seen in PostgreSQL ({@link AnswerWatcher}); afterwards
  * `waitForTurn` checks every turn's record (answered, steps + 1 model calls).
  */
-import { conversationActivityType } from '../../src/activities/contracts';
+import { conversationActivityType } from '../../src/contract/activities';
 import { NOOP_TOOL } from './bench-tools';
 import { checkModelRequests, type BenchContext } from './context';
 import { historyFigures, type HistoryFigures } from './history';

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { migrate } from '../../src/db/migrations';
 import { createPool } from '../../src/db/pool';
-import { findTemporalCli, type DevServer } from '../../src/runtime/temporal-server';
+import { findTemporalCli, type DevServer } from '../../src/app/temporal-server';
 import { startLocalServers, stopPostgres } from '../../test/support/local-servers';
 import { startModelServer, type ModelServer } from '../../src/testing';
 import type { Cleanup } from './cleanup';

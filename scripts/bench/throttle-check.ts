@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { findTemporalCli } from '../../src/runtime/temporal-server';
+import { findTemporalCli } from '../../src/app/temporal-server';
 import { activities } from './floor-worker-activities';
 import { historyFigures } from './history';
 import { quantile } from './measure';

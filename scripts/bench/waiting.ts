@@ -6,7 +6,7 @@
  */
 import v8 from 'node:v8';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AgentStatusAttribute } from '../../src/workflows/api';
+import { AgentStatusAttribute } from '../../src/contract';
 import { APPROVAL_TOOL } from './bench-tools';
 import { checkModelRequests, projectWorkerEnv, type BenchContext } from './context';
 import { startProjectRig } from './project-rig';
@@ -134,7 +134,7 @@ export async function benchWaiting(ctx: BenchContext): Promise<WaitingFigures> {
  * default for this heap size (`maxCachedWorkflows`, reused V8 context).
  */
 async function workerCacheSize(env: Record<string, string>): Promise<{ size: number; source: string }> {
-  const { loadConfig } = await import('../../src/runtime/config');
+  const { loadConfig } = await import('../../src/app/config');
   const configured = (loadConfig({ ...process.env, ...env }) as unknown as { maxCachedConversations?: number }).maxCachedConversations;
   if (typeof configured === 'number') return { size: configured, source: "the worker's configuration (maxCachedConversations)" };
   const heapMiB = v8.getHeapStatistics().heap_size_limit / (1024 * 1024);

@@ -5,8 +5,8 @@
  */
 import type { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
-import { logger } from '../runtime/logger';
-import { HEARTBEAT_EVERY_MS } from './contracts';
+import { logger } from '../shared/logger';
+import { HEARTBEAT_EVERY_MS } from '../contract/activities';
 
 /**
  * Heartbeats an ordinary activity, which is how its cancellation reaches it

@@ -8,10 +8,10 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
-import type { TokenUsage } from '../core/contract';
-import type { ToolCall } from '../core/messages';
+import type { TokenUsage } from '../contract';
+import type { ToolCall } from '../contract/messages';
 import { asCancellation, beat, heartbeatWhileRunning } from './activity-context';
-import { ActivityErrorType, type AssistantMessage } from './contracts';
+import { ActivityErrorType, type AssistantMessage } from '../contract/activities';
 import type { DeltaPublisher } from './deltas';
 import { StreamAssembler } from './stream-assembler';
 

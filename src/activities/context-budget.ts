@@ -22,8 +22,8 @@
  * than UTF-8 bytes) shows the request fits as it is: then nothing would be
  * cut or left out, and the request goes unchanged with its bound.
  */
-import { countTokens, takeTokens, tokenBound } from './tokens';
-import type { ChatMessage } from '../core/messages';
+import { countTokens, takeTokens, tokenBound } from '../shared/tokens';
+import type { ChatMessage } from '../contract/messages';
 
 /** Context windows of well-known models, in tokens; `ModelSettings.contextWindow` or `OPENAI_CONTEXT_WINDOW` set others. */
 export const KNOWN_CONTEXT_WINDOWS: { prefix: string; tokens: number }[] = [

@@ -5,8 +5,8 @@
  * attempt, so a client shows a retried attempt in place of the failed one.
  */
 import type { Pool } from 'pg';
-import { logger } from '../runtime/logger';
-import { toStorableText } from '../core/text';
+import { logger } from '../shared/logger';
+import { toStorableText } from '../contract/text';
 import { STREAM_CHANNEL, type StreamEvent } from '../db/stream-channel';
 
 /** NOTIFY payloads must stay under 8000 bytes; texts are cut into pieces below this. */

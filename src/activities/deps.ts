@@ -1,15 +1,15 @@
 /**
- * What the activities are built from: the plugin's options they read, picked
- * from `DurableAgentPluginOptions` (declared once there, with their
- * defaults), and the handles the plugin builds from the others.
+ * What the activities are built from: the options they read, picked from
+ * `ActivityOptions` (declared once in `options.ts`, with their defaults),
+ * and the handles the plugin builds from the others.
  */
 import type { Pool } from 'pg';
-import type { DurableAgentModelOptions, DurableAgentPluginOptions } from '../runtime/plugin-options';
+import type { ActivityOptions, DurableAgentModelOptions } from './options';
 import type { ToolRegistry } from '../tools/registry';
 import type { McpToolsets } from './mcp-tools';
 
 /** What the activities need. */
-export interface ActivityDeps extends Pick<DurableAgentPluginOptions, 'schema' | 'inlineResultLimit' | 'maxParallelToolCalls' | 'decisionTrust'> {
+export interface ActivityDeps extends Pick<ActivityOptions, 'schema' | 'inlineResultLimit' | 'maxParallelToolCalls' | 'decisionTrust'> {
   /** The model options the activities read, with the client: `model.client`, or one built on `model.apiKey` and `model.baseUrl`. */
   model: Pick<DurableAgentModelOptions, 'name' | 'contextWindow' | 'prices'> & Required<Pick<DurableAgentModelOptions, 'client'>>;
   /** The pool of `database`: its `pool`, or one opened on its `url`. */

@@ -2,13 +2,13 @@
  * Activities: everything the conversation does with I/O. Built by a factory
  * from real dependencies, so tests pass theirs instead of mocking modules.
  */
-import { CONVERSATION_ACTIVITY_NAMES, conversationActivityType, type ConversationActivities } from './contracts';
+import { CONVERSATION_ACTIVITY_NAMES, conversationActivityType, type ConversationActivities } from '../contract/activities';
 import { createModelActivity } from './model';
 import { createToolActivity } from './tools';
 import { recordDecision } from '../db/transcript-store';
 import { appendMessagesListingWaits } from '../db/approval-store';
 import { agentTables } from '../db/schema';
-import { verifyDecision } from './decision-signing';
+import { verifyDecision } from '../shared/decision-signing';
 import { createToolDiscoveryActivity } from './mcp-tools';
 import { failOnRefusal } from './store-failures';
 import type { ActivityDeps } from './deps';

@@ -5,9 +5,9 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, type MetricMeter } from '@temporalio/common';
-import type { TokenUsage } from '../core/contract';
-import { AGENT_METRICS, type MetricSpec } from '../core/metrics';
-import { ActivityErrorType } from './contracts';
+import type { TokenUsage } from '../contract';
+import { AGENT_METRICS, type MetricSpec } from '../contract/metrics';
+import { ActivityErrorType } from '../contract/activities';
 
 /** The current activity's meter, or none outside an activity. */
 function meter(): MetricMeter | undefined {

@@ -6,7 +6,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
-import type { ChatMessage, ToolCall } from '../core/messages';
+import type { ChatMessage, ToolCall } from '../contract/messages';
 import { applyPairingRepair, findPairingProblems, type PairingItem } from '../core/pairing';
 import type { FunctionToolSpec, ToolRegistry } from '../tools/registry';
 import { parseMcpToolName } from '../mcp/protocol';
@@ -20,9 +20,9 @@ import {
   type ModelCallInput,
   type ModelCallResult,
   type ToolCallPlan,
-} from './contracts';
+} from '../contract/activities';
 import { appendMessages, findModelResponse, promptCalibration, readTranscript, storeModelResponse } from '../db/transcript-store';
-import { withDatabaseRetry } from '../db/retry';
+import { withDatabaseRetry } from './database-retry';
 import { failOnRefusal } from './store-failures';
 import { agentTables, type AgentTables } from '../db/schema';
 import { contextWindowOf, fitToContext } from './context-budget';
@@ -31,12 +31,12 @@ import { DEFAULT_INLINE_LIMIT, inlineOrPreview } from './history-preview';
 import { requestCompletion, type ModelCompletion } from './completion';
 import { DeltaPublisher } from './deltas';
 import { checkToolCall } from './tool-calls';
-import { logger } from '../runtime/logger';
-import { TOOL_DEFAULTS } from '../tools/defaults';
+import { logger } from '../shared/logger';
+import { TOOL_DEFAULTS } from '../contract/tool-defaults';
 import { modelCallMeasured, modelFailureOutcome, modelResponseReused } from './metrics';
 import { inSpan } from './tracing';
 import { costOf, type ModelPrices } from '../core/pricing';
-import type { TokenUsage } from '../core/contract';
+import type { TokenUsage } from '../contract';
 import type { ModelActivityDeps } from './deps';
 
 /** Builds the `callModel` activity. */

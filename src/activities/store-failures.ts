@@ -6,7 +6,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { describeRefusal, isRefusedValue, ValuesRefusedError } from '../db/errors';
-import { ActivityErrorType, type StoreRefusedDetails } from './contracts';
+import { ActivityErrorType, type StoreRefusedDetails } from '../contract/activities';
 
 /** `err` as a non-retryable `StoreRefused` failure when it is a value PostgreSQL refused; any other error as it is. */
 export function asStoreFailure(err: unknown): unknown {

@@ -7,7 +7,7 @@
  * arguments. Some providers repeat `"id": ""` and `"name": ""` in later
  * fragments, so only a non-empty value overwrites a stored one.
  */
-import type { TokenUsage } from '../core/contract';
+import type { TokenUsage } from '../contract';
 
 /** The part of a streamed chunk the assembler reads. */
 export interface StreamChunk {

@@ -3,12 +3,12 @@
  * HTTP API and the inbox page share. The decider is the principal's subject;
  * four eyes keep a turn's requester from approving its calls; each call is
  * named by its effect key as the decider saw it; each decision is signed for
- * the workers (`src/activities/decision-signing.ts`).
+ * the workers (`src/shared/decision-signing.ts`).
  */
 import { randomUUID } from 'node:crypto';
 import type { AgentClient } from '../client/client';
-import { signDecision, type DecisionKey } from '../activities/decision-signing';
-import type { ApprovalDecision, DecisionResult } from '../core/contract';
+import { signDecision, type DecisionKey } from '../shared/decision-signing';
+import type { ApprovalDecision, DecisionResult } from '../contract';
 import type { ApiPrincipal } from './tokens';
 
 /** Why a decision that names no calls, or names them both ways, is refused. */

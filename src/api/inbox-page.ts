@@ -6,8 +6,8 @@
  * tool's arguments could hide an amount behind.
  */
 import type { PendingApprovalView } from '../client/client';
-import type { ConversationState, TurnRecord } from '../core/contract';
-import type { ChatMessage } from '../core/messages';
+import type { ConversationState, TurnRecord } from '../contract';
+import type { ChatMessage } from '../contract/messages';
 
 /** Markup that is safe to insert as it is: only {@link html} makes it. */
 export class Html {

@@ -23,8 +23,8 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AgentClient } from '../client/client';
-import { describeUnstorableText } from '../core/text';
-import { ConversationClosedError, DecisionRefusedError } from '../errors';
+import { describeUnstorableText } from '../contract/text';
+import { ConversationClosedError, DecisionRefusedError } from '../shared/errors';
 import { decideCalls, DecisionProblem, type DecisionPolicy } from './decisions';
 import {
   conversationMain,

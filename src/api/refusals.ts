@@ -7,7 +7,7 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { NoWorkerAnsweredError } from '../client/client';
-import { ConversationClosedError, DecisionRefusedError, EncryptedPayloadError, InvalidConversationInputError, MessageTooLargeError, UnstorableTextError } from '../errors';
+import { ConversationClosedError, DecisionRefusedError, EncryptedPayloadError, InvalidConversationInputError, MessageTooLargeError, UnstorableTextError } from '../shared/errors';
 import { DecisionProblem } from './decisions';
 import { API_ERROR_CODES, type ApiErrorCode } from './replies';
 

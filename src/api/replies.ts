@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import type { PendingApprovalView } from '../client/client';
-import type { ConversationState } from '../core/contract';
+import type { ConversationState } from '../contract';
 import type { StoredMessage } from '../db/transcript-store';
 import type { DecisionOutcome } from './decisions';
 

@@ -13,8 +13,8 @@
  *   engine reads, so they are stated in the field's description.
  */
 import { z } from 'zod';
-import { CONVERSATION_LIMITS, USER_MESSAGE_MAX_BYTES } from '../core/contract';
-import { describeUnstorableText } from '../core/text';
+import { CONVERSATION_LIMITS, USER_MESSAGE_MAX_BYTES } from '../contract';
+import { describeUnstorableText } from '../contract/text';
 import { NAME_THE_CALLS } from './decisions';
 
 /** The longest conversation id and message id, in characters (Unicode code points, as JSON Schema counts them). */

@@ -10,9 +10,9 @@
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AgentClient } from '../client/client';
-import { SENT_BY_MAX_CHARS } from '../core/contract';
-import { describeUnstorableText } from '../core/text';
-import { ConfigError } from '../errors';
+import { SENT_BY_MAX_CHARS } from '../contract';
+import { describeUnstorableText } from '../contract/text';
+import { ConfigError } from '../shared/errors';
 import { decideCalls, type DecisionPolicy } from './decisions';
 import { codecRoutes, type CodecOptions } from './codec';
 import { inboxRoutes } from './inbox';

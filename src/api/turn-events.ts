@@ -6,7 +6,7 @@
  */
 import type { AgentClient } from '../client/client';
 import { StreamView } from '../client/stream';
-import type { ConversationState, TurnRecord } from '../core/contract';
+import type { ConversationState, TurnRecord } from '../contract';
 
 /** One event of a turn, named like its SSE `event:` field. */
 export type TurnEvent =

@@ -16,15 +16,15 @@ import {
 import { WorkflowIdReusePolicy, type DataConverter } from '@temporalio/common';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
 import type { Pool } from 'pg';
-import { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError, UnstorableTextError } from '../errors';
-import { describeUnstorableText } from '../core/text';
+import { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError, UnstorableTextError } from '../shared/errors';
+import { describeUnstorableText } from '../contract/text';
 import { readTranscript, readTranscriptPage, type StoredMessage } from '../db/transcript-store';
 import { readWaitingCalls } from '../db/approval-store';
-import type { SearchAttributeOptions } from '../runtime/search-attributes';
+import type { SearchAttributeOptions } from '../contract';
 import { createPool } from '../db/pool';
 import { agentTables, type AgentTables } from '../db/schema';
 import type { StreamEvent } from '../db/stream-channel';
-import { APPROVAL_AGE_THRESHOLDS } from '../core/metrics';
+import { APPROVAL_AGE_THRESHOLDS } from '../contract/metrics';
 import { subscribeToStream, type Unsubscribe } from './stream';
 import {
   cancelTurnSignal,
@@ -56,8 +56,8 @@ import {
   type TurnRecord,
   type UnknownEffect,
   describeBadSearchAttributePrefix,
-} from '../workflows/api';
-import { STALE_QUERY_TASK_MESSAGE } from '../workflows/interceptors';
+} from '../contract';
+import { STALE_QUERY_TASK_MESSAGE } from '../contract';
 
 /** The conversation's workflow task timeout: how long a task held by a dead worker blocks it. */
 export const WORKFLOW_TASK_TIMEOUT = '5 seconds';

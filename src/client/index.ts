@@ -15,5 +15,5 @@ export {
   InvalidConversationInputError,
   MessageTooLargeError,
   UnstorableTextError,
-} from '../errors';
+} from '../shared/errors';
 export { encryptingDataConverter, parsePayloadKeys, type PayloadKey } from '../codec';

@@ -16,11 +16,11 @@ import {
   type OutcomeKind,
   type ToolFailureReason,
 } from './outcomes';
-import { TOOL_DEFAULTS } from '../tools/defaults';
-import type { ToolCallPlan } from '../activities/contracts';
-import type { PendingApproval } from './contract';
+import { TOOL_DEFAULTS } from '../contract/tool-defaults';
+import type { ToolCallPlan } from '../contract/activities';
+import type { PendingApproval } from '../contract/conversation';
 import { callInstanceKey } from './effect-keys';
-import type { ToolCall } from './messages';
+import type { ToolCall } from '../contract/messages';
 
 /** Where a call stands. */
 export type CallPhase = 'awaiting_approval' | 'ready' | 'running' | 'settled';

@@ -26,47 +26,16 @@ import type {
   ToolCallResult,
   ToolDiscoveryInput,
   ToolDiscoveryResult,
-} from '../activities/contracts';
+} from '../contract/activities';
 import { describePendingApproval, requestedCalls, ToolCallBatch, type BatchCall } from './batch';
-import {
-  CONVERSATION_DEFAULTS,
-  CONVERSATION_SEARCH_ATTRIBUTE_FIELDS,
-  describeBadDecision,
-  describeOversizedDecision,
-  describeOversizedUserMessage,
-  describeBadUserMessage,
-  describeUnstorableCancel,
-  describeUnstorableDecision,
-  describeUnstorableUserMessage,
-  RECENT_TURNS_KEPT,
-  REFUSED_DECISIONS_KEPT,
-  CARRIED_INBOX_MAX_BYTES,
-  DEDUP_MEMORY,
-  TURN_INPUT_MAX_BYTES,
-  UNKNOWN_EFFECTS_KEPT,
-  type ApprovalDecision,
-  type CancelTurnRequest,
-  type CarriedConversation,
-  type ConversationInput,
-  type ConversationSearchAttributes,
-  type ConversationState,
-  type ConversationStatus,
-  type ConversationUsage,
-  type ConversationSummary,
-  type DecisionResult,
-  type RefusedDecision,
-  type TokenUsage,
-  type TurnRecord,
-  type UnknownEffect,
-  type UserMessage,
-} from './contract';
+import { CONVERSATION_DEFAULTS, CONVERSATION_SEARCH_ATTRIBUTE_FIELDS, describeBadDecision, describeOversizedDecision, describeOversizedUserMessage, describeBadUserMessage, describeUnstorableCancel, describeUnstorableDecision, describeUnstorableUserMessage, RECENT_TURNS_KEPT, REFUSED_DECISIONS_KEPT, CARRIED_INBOX_MAX_BYTES, DEDUP_MEMORY, TURN_INPUT_MAX_BYTES, UNKNOWN_EFFECTS_KEPT, type ApprovalDecision, type CancelTurnRequest, type CarriedConversation, type ConversationInput, type ConversationSearchAttributes, type ConversationState, type ConversationStatus, type ConversationUsage, type ConversationSummary, type DecisionResult, type RefusedDecision, type TokenUsage, type TurnRecord, type UnknownEffect, type UserMessage } from '../contract/conversation';
 import { roundUsd } from './pricing';
 import { Inbox } from './inbox';
-import { describeMessage, type ChatMessage, type MessageMeta } from './messages';
+import { describeMessage, type ChatMessage, type MessageMeta } from '../contract/messages';
 import { effectUnknownContent, notStoredContent, toolFailedContent, type OutcomeKind } from './outcomes';
-import { toStorableText } from './text';
+import { toStorableText } from '../contract/text';
 import { TranscriptWrites } from './writes';
-import { NOT_RUN_TOOL_LABEL } from './metrics';
+import { NOT_RUN_TOOL_LABEL } from '../contract/metrics';
 import {
   approvalTimerSummary,
   currentDetails,

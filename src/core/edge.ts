@@ -3,10 +3,10 @@
  * exchange: what the core needs from the world, and the shapes of what it
  * asks the edge to do. Pure.
  */
-import type { StoredMessageRef } from '../activities/contracts';
+import type { StoredMessageRef } from '../contract/activities';
 import type { BatchCall } from './batch';
-import type { ConversationStatus, TurnRecord } from './contract';
-import type { ChatMessage } from './messages';
+import type { ConversationStatus, TurnRecord } from '../contract/conversation';
+import type { ChatMessage } from '../contract/messages';
 import type { ToolFailureReason } from './outcomes';
 
 /** What the core needs from the world: a clock, fresh ids and a log. The workflow passes its deterministic ones. */

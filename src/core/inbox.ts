@@ -2,7 +2,7 @@
  * The user messages a conversation has received and not yet taken into a
  * turn, with the ids it remembers so a resent message is taken once. Pure.
  */
-import { DEDUP_MEMORY, utf8Bytes, type CarriedConversation } from './contract';
+import { DEDUP_MEMORY, utf8Bytes, type CarriedConversation } from '../contract/conversation';
 
 /** One queued message. */
 export interface QueuedMessage {

@@ -7,7 +7,7 @@
  * Pure and deterministic: used by the workflow before every model call and by
  * the model activity on the messages it is about to send.
  */
-import type { MessageMeta } from './messages';
+import type { MessageMeta } from '../contract/messages';
 import { repairedContent } from './outcomes';
 
 /** The least a message must tell for the pairing rules. */

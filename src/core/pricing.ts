@@ -3,7 +3,7 @@
  * table the team configures (no built-in prices: they change, and a stale
  * table would mislead). Pure, safe in the workflow sandbox.
  */
-import type { TokenUsage } from './contract';
+import type { TokenUsage } from '../contract/conversation';
 
 /** A model's prices in US dollars per million tokens, as providers publish them. */
 export interface ModelPrice {

@@ -6,8 +6,8 @@
  * unwritten before it reads the transcript, and a flush writes it before
  * anyone may read it (a turn's end, a wait for a person, the end). Pure.
  */
-import type { AppendEntry, StoredMessageRef } from '../activities/contracts';
-import type { ChatMessage } from './messages';
+import type { AppendEntry, StoredMessageRef } from '../contract/activities';
+import type { ChatMessage } from '../contract/messages';
 
 /** Where a run's unwritten messages stand. */
 export class TranscriptWrites {

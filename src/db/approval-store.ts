@@ -13,11 +13,11 @@
  * readers keep only conversations Temporal says are running.
  */
 import type { Pool, PoolClient } from 'pg';
-import type { AppendMessagesInput, ApprovalRequest } from '../activities/contracts';
+import type { AppendMessagesInput, ApprovalRequest } from '../contract/activities';
 import type { AgentTables } from './schema';
 import { appendMessages, insertMessages } from './transcript-store';
 import { describeRefusal, isRefusedValue } from './errors';
-import { logger } from '../runtime/logger';
+import { logger } from '../shared/logger';
 import { inTransaction } from './transaction';
 
 /**

@@ -53,7 +53,7 @@ const MIGRATIONS: Migration[] = [
   },
   {
     // Created and seeded the back-office demo's tables (customers, orders, refunds) in every
-    // database. The demo now sets them up itself (setupBackofficeDemo, src/tools/backoffice-data.ts);
+    // database. The demo now sets them up itself (setupBackofficeDemo, src/demo/data.ts);
     // the number stays taken so that later migrations keep theirs in databases that applied it.
     version: 2,
     name: "retired: the back-office demo tables moved to the demo's own setup",

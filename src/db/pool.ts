@@ -1,6 +1,6 @@
 /** The one place that builds PostgreSQL connection pools. */
 import { Pool } from 'pg';
-import { logger } from '../runtime/logger';
+import { logger } from '../shared/logger';
 
 /** Opens a pool on `databaseUrl`. Idle-client errors are logged, not fatal. */
 export function createPool(databaseUrl: string, max = 10): Pool {

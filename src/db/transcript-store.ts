@@ -5,10 +5,10 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import type { AgentTables } from './schema';
-import type { ChatMessage } from '../core/messages';
-import type { TokenUsage } from '../core/contract';
-import type { AppendEntry, AppendMessagesInput, AssistantMessage, DecisionRecord, StoredMessageRef } from '../activities/contracts';
-import { toStorableText, toStorableValue } from '../core/text';
+import type { ChatMessage } from '../contract/messages';
+import type { TokenUsage } from '../contract';
+import type { AppendEntry, AppendMessagesInput, AssistantMessage, DecisionRecord, StoredMessageRef } from '../contract/activities';
+import { toStorableText, toStorableValue } from '../contract/text';
 import { describeRefusal, isRefusedValue, ValuesRefusedError } from './errors';
 
 /** A stored message with its position. */
@@ -23,7 +23,7 @@ export interface StoredMessage {
  * an activity retried after it already wrote writes the same rows again. A
  * message given by reference takes its body from the model response or tool
  * result an activity stored under that key. Text PostgreSQL cannot store is
- * replaced with U+FFFD first (`src/core/text.ts`).
+ * replaced with U+FFFD first (`src/contract/text.ts`).
  *
  * When PostgreSQL refuses a value (a reference to nothing, a constraint),
  * each message is written alone and a {@link ValuesRefusedError} names the

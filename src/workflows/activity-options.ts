@@ -20,10 +20,10 @@ import {
   type ConversationActivities,
   type PrefixedConversationActivities,
   type StoreRefusedDetails,
-} from '../activities/contracts';
+} from '../contract/activities';
 import type { BatchCall } from '../core/batch';
 import type { ToolFailure } from '../core/conversation';
-import { CONVERSATION_DEFAULTS, type ConversationInput } from '../core/contract';
+import { CONVERSATION_DEFAULTS, type ConversationInput } from '../contract';
 
 /** The backoff every activity of the conversation retries with; each adds its own attempt limit and non-retryable types. */
 export const RETRY_BACKOFF = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' } as const;

@@ -10,13 +10,13 @@
  */
 import * as wf from '@temporalio/workflow';
 import { ApplicationFailure, CancellationScope, CancelledFailure, condition, isCancellation, workflowInfo } from '@temporalio/workflow';
-import type { AppendEntry, ApprovalRequest, ModelCallResult } from '../activities/contracts';
+import type { AppendEntry, ApprovalRequest, ModelCallResult } from '../contract/activities';
 import type { BatchCall } from '../core/batch';
 import { ConversationCore } from '../core/conversation';
 import { storeSummary, verifySummary } from '../core/summaries';
 import { conversationSchedules, describeToolFailure, failureMessage, storeRefusal, type ConversationSchedules } from './activity-options';
-import * as api from './api';
-import type { ApprovalDecision, ConversationInput, ConversationSummary, DecisionResult, TurnRecord } from './api';
+import * as api from '../contract';
+import type { ApprovalDecision, ConversationInput, ConversationSummary, DecisionResult, TurnRecord } from '../contract';
 import { WorkflowMetrics } from './metrics';
 import { TurnScope } from './turn-scope';
 

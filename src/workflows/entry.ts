@@ -24,4 +24,4 @@ export {
   type ConversationInput,
   type ConversationState,
   type ConversationStatus,
-} from './api';
+} from '../contract';

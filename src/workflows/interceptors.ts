@@ -26,12 +26,7 @@
  * rebuilds it from history, grouped exactly as replay will.
  */
 import { workflowInfo, type WorkflowInterceptorsFactory } from '@temporalio/workflow';
-import { CONVERSATION_WORKFLOW_TYPE } from './api';
-
-/** The error message a query gets when the guard refused its task. */
-export const STALE_QUERY_TASK_MESSAGE =
-  'This query reached a worker while the conversation had history no workflow task has handled yet; ' +
-  'the worker declined to apply it outside a workflow task. Retry the query in a moment.';
+import { CONVERSATION_WORKFLOW_TYPE, STALE_QUERY_TASK_MESSAGE } from '../contract';
 
 /** A protobuf timestamp as an exact, comparable key. */
 function timestampKey(ts: { seconds?: unknown; nanos?: number | null } | null | undefined): string | undefined {

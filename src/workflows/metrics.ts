@@ -7,7 +7,7 @@
  * history: no patch is needed.
  */
 import { metricMeter } from '@temporalio/workflow';
-import { AGENT_METRICS, type MetricSpec } from '../core/metrics';
+import { AGENT_METRICS, type MetricSpec } from '../contract/metrics';
 import type { OutcomeKind } from '../core/outcomes';
 
 const counter = (spec: MetricSpec) => metricMeter.createCounter(spec.name, spec.unit, spec.description);

@@ -17,7 +17,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import { backofficeTools } from '../../src/tools/backoffice';
+import { backofficeTools } from '../../src/demo/tools';
 import { tool, ToolError, type Tool, type ToolContext } from '../../src/tools/tool';
 import { unitFromText } from './random';
 

@@ -9,7 +9,7 @@
  * message with {@link PROBE_MARK} (the checks' last question) is answered
  * plainly.
  */
-import { TOOL_ARGUMENTS_MAX_BYTES } from '../../src/activities/contracts';
+import { TOOL_ARGUMENTS_MAX_BYTES } from '../../src/contract/activities';
 import type { RecordedRequest, ScriptedReply } from '../../src/testing';
 import type { ScriptedToolCall } from '../../src/testing/types';
 import { contextLengthExceededBody, countPromptTokens } from '../../src/testing/context-window';

@@ -19,7 +19,7 @@ import { temporal } from '@temporalio/proto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool } from 'pg';
 import type { RunLog } from './run-log';
-import { WORKER_LOST_ERROR_TYPE } from '../../src/runtime/lost-workers';
+import { WORKER_LOST_ERROR_TYPE } from '../../src/worker/lost-workers';
 
 /** One measured fault. */
 export interface RecoveryMeasurement {

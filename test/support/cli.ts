@@ -1,4 +1,4 @@
-/** Runs the project's CLI (`src/client/cli.ts`) as a user would, and returns what it printed. */
+/** Runs the project's CLI (`src/cli/cli.ts`) as a user would, and returns what it printed. */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 
@@ -9,7 +9,7 @@ export function runCli(args: string[], env: Record<string, string>, input?: stri
   return new Promise((resolve, reject) => {
     const child = execFile(
       path.join(ROOT, 'node_modules', '.bin', 'tsx'),
-      [path.join(ROOT, 'src', 'client', 'cli.ts'), ...args],
+      [path.join(ROOT, 'src', 'cli', 'cli.ts'), ...args],
       { cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'warn', ...env }, timeout: 60_000 },
       (error, stdout, stderr) => (error ? reject(Object.assign(error, { stdout, stderr })) : resolve({ stdout, stderr })),
     );

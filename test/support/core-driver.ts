@@ -1,8 +1,8 @@
-import type { AppendEntry, ApprovalRequest, ModelCallInput, ModelCallResult, ToolCallPlan } from '../../src/activities/contracts';
+import type { AppendEntry, ApprovalRequest, ModelCallInput, ModelCallResult, ToolCallPlan } from '../../src/contract/activities';
 import type { BatchCall } from '../../src/core/batch';
-import type { ApprovalDecision, ConversationInput, TokenUsage, TurnRecord } from '../../src/core/contract';
+import type { ApprovalDecision, ConversationInput, TokenUsage, TurnRecord } from '../../src/contract';
 import { ConversationCore, type CoreEnvironment, type SearchAttributeValues, type ToolFailure } from '../../src/core/conversation';
-import type { ChatMessage } from '../../src/core/messages';
+import type { ChatMessage } from '../../src/contract/messages';
 
 /**
  * A synchronous stand-in for the workflow edge, for tests of the pure core.

@@ -6,7 +6,7 @@
  * (CRASH_MARKER_FILE), so the worker started after it runs normally.
  */
 import fs from 'node:fs';
-import { backofficeTools } from '../../src/tools/backoffice';
+import { backofficeTools } from '../../src/demo/tools';
 import { tool, type Tool } from '../../src/tools/tool';
 
 const marker = process.env.CRASH_MARKER_FILE;

@@ -1,6 +1,6 @@
 /** Finding the effect keys the workflow minted for calls, from the stored transcript. */
 import type { Pool } from 'pg';
-import type { ChatMessage } from '../../src/core/messages';
+import type { ChatMessage } from '../../src/contract/messages';
 import { callInstanceKey } from '../../src/core/effect-keys';
 
 /**

@@ -9,8 +9,8 @@ import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedPostgres } from '../../src/db/embedded-postgres';
-import { startDevServer } from '../../src/runtime/temporal-server';
-import { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from '../../src/runtime/plugin';
+import { startDevServer } from '../../src/app/temporal-server';
+import { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from '../../src/worker/plugin';
 
 declare module 'vitest' {
   export interface ProvidedContext {

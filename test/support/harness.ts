@@ -18,13 +18,13 @@ import { createPool } from '../../src/db/pool';
 import { agentTables, type AgentTables } from '../../src/db/schema';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy';
 import { startModelServer, type ModelServer, type ModelServerOptions } from '../../src/testing';
-import { createAgentWorker } from '../../src/runtime/worker';
+import { createAgentWorker } from '../../src/worker/worker';
 import type { ModelPrices } from '../../src/core/pricing';
-import type { DecisionTrust } from '../../src/activities/decision-signing';
-import { backofficeTools } from '../../src/tools/backoffice';
-import { setupBackofficeDemo } from '../../src/tools/backoffice-data';
+import type { DecisionTrust } from '../../src/shared/decision-signing';
+import { backofficeTools } from '../../src/demo/tools';
+import { setupBackofficeDemo } from '../../src/demo/data';
 import type { Tool } from '../../src/tools/tool';
-import type { SearchAttributeOptions } from '../../src/runtime/search-attributes';
+import type { SearchAttributeOptions } from '../../src/contract';
 
 try {
   Runtime.install({ logger: new DefaultLogger('WARN') });

@@ -1,7 +1,7 @@
 /** Measuring workflow history, event by event, in the bytes Temporal stores. */
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { conversationActivityType } from '../../src/activities/contracts';
+import { conversationActivityType } from '../../src/contract/activities';
 
 /** Encoded size of every event of a workflow's history. */
 export async function historyEventSizes(

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { EmbeddedPostgresServer } from '../../src/db/embedded-postgres';
-import { startDevServer, type DevServer, type DevServerOptions } from '../../src/runtime/temporal-server';
+import { startDevServer, type DevServer, type DevServerOptions } from '../../src/app/temporal-server';
 
 /**
  * Starts both; PostgreSQL keeps its cluster in `<tmp>/<label>-pg-<runId>`

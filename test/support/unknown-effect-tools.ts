@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import { backofficeTools } from '../../src/tools/backoffice';
+import { backofficeTools } from '../../src/demo/tools';
 import { tool, type Tool } from '../../src/tools/tool';
 
 export const tools: Tool[] = [

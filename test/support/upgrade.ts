@@ -9,8 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode, NativeConnection, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
 import { createOpenAIClient } from '../../src/activities/openai-client';
-import { createAgentWorker } from '../../src/runtime/worker';
-import { backofficeTools } from '../../src/tools/backoffice';
+import { createAgentWorker } from '../../src/worker/worker';
+import { backofficeTools } from '../../src/demo/tools';
 import type { Harness } from './harness';
 
 const ROOT = path.join(__dirname, '..', '..');

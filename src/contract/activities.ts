@@ -1,0 +1,284 @@
+/**
+ * Inputs and results of the activities, shared with the workflow as types.
+ * Type-only module: safe to import from workflow code.
+ */
+import type { ApprovalDecision, ModelSettings, TokenUsage } from './conversation';
+import type { ChatMessage } from './messages';
+
+/** An assistant message as returned by the model. */
+export type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>;
+
+/** A model call, by reference: the activity reads the transcript from PostgreSQL. */
+export interface ModelCallInput {
+  conversationId: string;
+  /** Read messages with seq 0..throughSeq. */
+  throughSeq: number;
+  /** Stored messages to leave out (transcript repair; normally empty). */
+  omitSeqs: number[];
+  /** Tool results to add after the results of an assistant message (transcript repair; normally empty). */
+  synthesized: { afterSeq: number; toolCallId: string; content: string }[];
+  settings: ModelSettings;
+  /** Tool names offered to the model; every registered tool when unset. */
+  tools?: string[];
+  toolChoice: 'auto' | 'none';
+  /**
+   * Messages the activity stores first, exactly as `appendMessages` would
+   * (upserts at their seqs), before it reads the transcript: the workflow
+   * defers its transcript writes to the next model call instead of a round
+   * trip of their own.
+   */
+  append?: AppendEntry[];
+  /**
+   * The turn's MCP tools, by reference (`discoverTools`): offered beside the
+   * worker's own. Absent for conversations without MCP servers.
+   */
+  toolset?: string;
+}
+
+/** How the worker will run one tool call, decided from its registry. */
+export interface ToolCallPlan {
+  toolCallId: string;
+  name: string;
+  /** Set when the call cannot run: it is settled as `tool_failed` without running. */
+  problem?: { reason: 'unknown_tool' | 'invalid_arguments' | 'too_many_calls'; message: string };
+  needsApproval: boolean;
+  /**
+   * Whether running the tool again is safe (it only reads, or writes through
+   * `context.once`). A call of a tool that is not, whose run timed out or lost
+   * its worker, settles as `effect_unknown`. Absent in plans of older workers.
+   */
+  idempotent?: boolean;
+  /** Start-to-close timeout of one attempt. */
+  timeoutMs: number;
+  /** Attempts before the call is settled as failed (1 for tools that are not idempotent and have no ledger). */
+  maxAttempts: number;
+}
+
+/** The model's answer: the message to append and a plan for each of its tool calls. */
+export interface ModelCallResult {
+  message: AssistantMessage;
+  /** Key of the stored response in PostgreSQL, for appending it by reference. */
+  responseKey: string;
+  calls: ToolCallPlan[];
+  finishReason: string | null;
+  usage?: TokenUsage;
+  /** What the call cost in US dollars, when the worker has a price for its model. */
+  costUsd?: number;
+}
+
+/** A message body already stored by an activity, appended by reference so its bytes cross history once. */
+export type StoredMessageRef =
+  | { kind: 'model_response'; key: string }
+  | { kind: 'tool_result'; key: string; toolCallId: string };
+
+/** One message to append: its body, or a reference to a body an activity stored. */
+export type AppendEntry = { seq: number; message: ChatMessage } | { seq: number; ref: StoredMessageRef };
+
+/** Messages to store, each at the seq the workflow assigned. Idempotent. */
+export interface AppendMessagesInput {
+  conversationId: string;
+  messages: AppendEntry[];
+  /**
+   * The calls that wait for a person from now on, asked for by an assistant
+   * message of this write: listed for approvers in the same transaction
+   * (`src/db/approval-store.ts`). Absent from other writes, and from workflow
+   * code before the list.
+   */
+  waiting?: ApprovalRequest[];
+}
+
+/** A tool call waiting for a person's decision, as approvers' lists hold it. */
+export interface ApprovalRequest {
+  /** The call instance's effect key. */
+  callKey: string;
+  /** The provider's id, which the tool message answering the call carries. */
+  toolCallId: string;
+  toolName: string;
+  /** Seq of the assistant message that asked for it. */
+  assistantSeq: number;
+  /** Its position among that message's tool calls. */
+  callIndex: number;
+  /** Workflow time the model asked for it, ms since the epoch. */
+  requestedAt: number;
+  /** Who sent the messages of the turn that asked (their `sentBy`). */
+  requestedBy: string[];
+}
+
+/** One tool call to execute. */
+export interface ToolCallInput {
+  conversationId: string;
+  /** The provider's id, for pairing only: providers reuse ids, so nothing is keyed by it. */
+  toolCallId: string;
+  name: string;
+  /** The raw JSON arguments the model produced. */
+  arguments: string;
+  /**
+   * The effect key of this call instance, minted by the workflow
+   * (`${conversationId}/msg-${assistantSeq}/call-${index}`; calls scheduled
+   * before that scheme keep `${conversationId}/${toolCallId}`). The same for
+   * every attempt of this call, different for every other call.
+   */
+  idempotencyKey: string;
+  /** The turn's MCP tools, by reference, when the call may be one of them. */
+  toolset?: string;
+}
+
+/** A tool's result. The full body is stored in PostgreSQL under `storedResultKey`; `content` is it, or a preview when large. */
+export interface ToolCallResult {
+  content: string;
+  storedResultKey?: string;
+  /** True when the tool's effect was found in the ledger (applied by an earlier attempt) and not applied again. */
+  fromLedger?: boolean;
+}
+
+/** Tool calls of one model response that run, unless the worker is configured otherwise. */
+export const DEFAULT_MAX_PARALLEL_TOOL_CALLS = 16;
+
+/** The highest limit a worker may set for tool calls per response (providers offer at most 128 tools). */
+export const MAX_PARALLEL_TOOL_CALLS_LIMIT = 128;
+
+/** The largest tool call arguments, in UTF-8 bytes: a call over it is not run, and its arguments cross history as a stub. */
+export const TOOL_ARGUMENTS_MAX_BYTES = 256 * 1024;
+
+/** How often long activities (model calls, tools) heartbeat: a cancelled turn reaches them within about this long. */
+export const HEARTBEAT_EVERY_MS = 1_000;
+
+/** Failure types the activities raise, for retry policies and for readers of the history. */
+export const ActivityErrorType = {
+  /** The provider refused the request (4xx other than 408/409/429): retrying cannot help. */
+  ModelRequestRejected: 'ModelRequestRejected',
+  /** The transcript about to be sent breaks the pairing rules: a bug, never sent. */
+  InvalidTranscript: 'InvalidTranscript',
+  UnknownTool: 'UnknownTool',
+  InvalidToolArguments: 'InvalidToolArguments',
+  /** A tool reported a failure that a retry cannot fix. */
+  ToolFailedPermanently: 'ToolFailedPermanently',
+  /** A streamed response was cut, truncated or malformed: nothing of it is used; retried. */
+  IncompleteModelResponse: 'IncompleteModelResponse',
+  /** A stream went silent longer than its idle timeout: abandoned and retried. */
+  ModelStreamStalled: 'ModelStreamStalled',
+  /** The model's answer has no choice or a tool call without a name: retried. */
+  ModelBehavior: 'ModelBehavior',
+  /** The provider failed in a way a retry may fix (5xx, 408, 409, 429, network). */
+  ModelCallFailed: 'ModelCallFailed',
+  /**
+   * The request was larger than the model's context window. The model
+   * activity fits it tighter and tries once more; a second refusal fails the
+   * call as `ModelRequestRejected`.
+   */
+  ContextLengthExceeded: 'ContextLengthExceeded',
+  /** PostgreSQL does not yet hold every message the model call needs: retried. */
+  TranscriptIncomplete: 'TranscriptIncomplete',
+  /**
+   * A tool that is not idempotent cannot tell whether its effect applied (e.g.
+   * its MCP server's connection closed mid-call): settled as `effect_unknown`.
+   */
+  ToolEffectUnknown: 'ToolEffectUnknown',
+  /** A conversation names an MCP server this worker does not have. */
+  UnknownMcpServer: 'UnknownMcpServer',
+  /** A conversation would offer more tools than providers accept. */
+  TooManyTools: 'TooManyTools',
+  /** An MCP server could not be reached under its reconnect policy: nothing was sent to it. */
+  McpServerUnreachable: 'McpServerUnreachable',
+  /**
+   * PostgreSQL refused a value (a constraint, data it cannot hold): no retry
+   * can fix it. The failure's details name the refused seqs
+   * ({@link StoreRefusedDetails}) when it was a transcript write.
+   */
+  StoreRefused: 'StoreRefused',
+} as const;
+
+/** The details of a `StoreRefused` failure of a transcript write: the seqs PostgreSQL refused (the others of the write are stored). */
+export interface StoreRefusedDetails {
+  refusedSeqs: number[];
+}
+
+/** A decision as applied by the workflow, for the `approval_decisions` records. */
+export interface DecisionRecord {
+  conversationId: string;
+  decisionId: string;
+  decision: 'approve' | 'reject';
+  toolCallIds: string[];
+  /** Effect keys of the decided calls, in the order of `toolCallIds` (absent from older workflow code). */
+  callKeys?: string[];
+  reason?: string;
+  decidedBy?: string;
+  /** Workflow time of the decision, ms since the epoch. */
+  decidedAt: number;
+  via: 'signal' | 'update';
+  /** Whether `decidedBy` was authenticated by a valid signature (absent from workflow code before signed decisions). */
+  authenticated?: boolean;
+}
+
+/** What `verifyDecision` found: whether the decider is authenticated, or why the decision is refused. */
+export interface DecisionVerification {
+  authenticated: boolean;
+  /** Set when the decision must not apply: what was wrong and how to decide instead. */
+  refusal?: string;
+}
+
+/** Input of `verifyDecision`. */
+export interface VerifyDecisionInput {
+  conversationId: string;
+  decision: ApprovalDecision;
+}
+
+/** Input of `discoverTools`: a conversation's MCP servers, for one turn. */
+export interface ToolDiscoveryInput {
+  conversationId: string;
+  /** Names of the worker's MCP servers the conversation uses (`ConversationInput.mcpServers`). */
+  servers: string[];
+  /** The worker's own tools the conversation offers (`ConversationInput.tools`), to count against the providers' limit. */
+  tools?: string[];
+}
+
+/** What `discoverTools` found. */
+export interface ToolDiscoveryResult {
+  /** The reference of the stored list, passed to the turn's model and tool calls. */
+  toolset: string;
+  /** Tools the conversation is offered, its own and the servers' together. */
+  offered: number;
+  /** Tools by server. */
+  fromServers: Record<string, number>;
+  /** Tools not offered, and why (a name providers refuse, a clash). */
+  skipped: string[];
+}
+
+/** The activities the conversation workflow schedules. Built by `createActivities`. */
+export interface ConversationActivities {
+  /** Stores messages at their seqs (upsert): safe to retry. */
+  appendMessages(input: AppendMessagesInput): Promise<void>;
+  /** Reads the transcript through `throughSeq`, calls the model, returns its message. */
+  callModel(input: ModelCallInput): Promise<ModelCallResult>;
+  /** Runs one tool call with its idempotency key. */
+  runTool(input: ToolCallInput): Promise<ToolCallResult>;
+  /** Records an applied decision (idempotent on its id). */
+  recordDecision(record: DecisionRecord): Promise<void>;
+  /** Checks a decision's signature against the worker's decision keys (`decision-signing.ts`); no I/O. */
+  verifyDecision(input: VerifyDecisionInput): Promise<DecisionVerification>;
+  /** Lists the tools of a conversation's MCP servers and stores the list by reference. */
+  discoverTools(input: ToolDiscoveryInput): Promise<ToolDiscoveryResult>;
+}
+
+/** What a conversation activity is called in code. */
+export type ConversationActivityName = keyof ConversationActivities;
+
+/** The names of the conversation activities, in code. */
+export const CONVERSATION_ACTIVITY_NAMES = ['appendMessages', 'callModel', 'runTool', 'recordDecision', 'verifyDecision', 'discoverTools'] as const satisfies readonly ConversationActivityName[];
+
+/**
+ * Prefix of the activity types the conversation workflow schedules
+ * (`durableAgent.callModel`), so they cannot collide with a team's own
+ * activities on the same worker.
+ */
+export const ACTIVITY_TYPE_PREFIX = 'durableAgent.';
+
+/** The conversation activities under their registered activity types. */
+export type PrefixedConversationActivities = {
+  [Name in ConversationActivityName as `${typeof ACTIVITY_TYPE_PREFIX}${Name}`]: ConversationActivities[Name];
+};
+
+/** The activity type a conversation activity is scheduled and registered as: `durableAgent.<name>`. */
+export function conversationActivityType(name: ConversationActivityName): string {
+  return `${ACTIVITY_TYPE_PREFIX}${name}`;
+}

@@ -1,0 +1,80 @@
+/**
+ * The offline demo model: a scripted "brain" behind the model server that
+ * knows the back-office demo tools, so a newcomer without an API key can see
+ * the whole loop (tool calls, results, a final answer). Every answer says
+ * plainly that it comes from the offline demo model.
+ */
+import type { RecordedRequest, Responder, ScriptedReply } from '../testing/types';
+
+/** Prefix of every text answer of the demo model. */
+export const DEMO_LABEL = '[offline demo model]';
+
+interface WireMessage {
+  role: string;
+  content?: unknown;
+  tool_calls?: { id: string; function: { name: string; arguments: string } }[];
+  tool_call_id?: string;
+}
+
+/** Answers like a small agent that can look up customers, list orders and issue refunds. */
+export const demoResponder: Responder = (request: RecordedRequest): ScriptedReply => {
+  const messages = ((request.body as { messages?: WireMessage[] }).messages ?? []) as WireMessage[];
+  const lastUser = messages.map((m) => m.role).lastIndexOf('user');
+  const userText = String(messages[lastUser]?.content ?? '');
+  const since = messages.slice(lastUser + 1);
+  const results = since.filter((m) => m.role === 'tool');
+  const calledTools = since.flatMap((m) => m.tool_calls?.map((c) => c.function.name) ?? []);
+  const toolsOffered = Boolean((request.body as { tools?: unknown[] }).tools?.length);
+  const toolChoice = (request.body as { tool_choice?: unknown }).tool_choice;
+
+  if (results.length === 0 && toolsOffered && toolChoice !== 'none') {
+    const first = planFromUserText(userText);
+    if (first) return first;
+  }
+  if (results.length > 0 && toolsOffered && toolChoice !== 'none' && !calledTools.includes('list_orders')) {
+    const found = lastJson(results);
+    const customers = (found as { customers?: { id: string }[] } | undefined)?.customers;
+    if (customers && customers.length === 1) {
+      return { toolCalls: [{ name: 'list_orders', arguments: { customer_id: customers[0].id } }] };
+    }
+  }
+  if (results.length > 0) {
+    const lines = results.map((r) => `- ${String(r.content).slice(0, 300)}`);
+    return { content: `${DEMO_LABEL} Here is what the tools returned:\n${lines.join('\n')}` };
+  }
+  return {
+    content:
+      `${DEMO_LABEL} Hello! I am a scripted stand-in for a real model (set OPENAI_API_KEY to use one). ` +
+      'Try: "find Ada", "orders of cus_alan", or "refund $12 on ord_1001 because it arrived late".',
+  };
+};
+
+function planFromUserText(text: string): ScriptedReply | undefined {
+  const order = /\bord_\d+\b/.exec(text)?.[0];
+  if (order && /refund/i.test(text)) {
+    const amount = /\$\s?(\d+(?:\.\d{1,2})?)/.exec(text)?.[1];
+    const amountCents = amount ? Math.round(Number(amount) * 100) : 500;
+    const reason = /because (.+)$/i.exec(text)?.[1]?.trim() ?? 'requested by the customer';
+    return { toolCalls: [{ name: 'issue_refund', arguments: { order_id: order, amount_cents: amountCents, reason } }] };
+  }
+  const customerId = /\bcus_[a-z0-9]+\b/i.exec(text)?.[0];
+  if (customerId) {
+    return {
+      toolCalls: [
+        { name: 'find_customer', arguments: { query: customerId } },
+        { name: 'list_orders', arguments: { customer_id: customerId } },
+      ],
+    };
+  }
+  const name = /\b(?:find|look up|lookup|who is|customer)\s+([A-Za-z][\w.@-]*)/i.exec(text)?.[1];
+  if (name) return { toolCalls: [{ name: 'find_customer', arguments: { query: name } }] };
+  return undefined;
+}
+
+function lastJson(results: WireMessage[]): unknown {
+  try {
+    return JSON.parse(String(results[results.length - 1].content));
+  } catch {
+    return undefined;
+  }
+}
