@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes sure schemathesis (the fuzzer test/api-fuzz.test.ts runs against the
+# Makes sure schemathesis (the fuzzer test/integration/api-fuzz.test.ts runs against the
 # HTTP API) is available, without a human.
 #
 # Order: $SCHEMATHESIS_PATH, then the project's own copy in

@@ -8,7 +8,7 @@
  * {@link CoreEnvironment}. The workflow (`src/workflows/conversation.ts`) is
  * its edge: it calls these methods from its handlers and its turn loop, and
  * turns what they return into activities, timers and search attributes. The
- * property test (`test/turn-property.test.ts`) drives the same class with
+ * property test (`test/unit/turn-property.test.ts`) drives the same class with
  * random events, with a synchronous stand-in for that edge.
  *
  * The guarantee lives here: every call of an assistant message is settled

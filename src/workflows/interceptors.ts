@@ -14,7 +14,7 @@
  * the same events by workflow task and runs a group's signals first. So live,
  * an approval deadline's timer can be handled before a decision signal, and on
  * replay after it: a nondeterminism error that leaves the conversation stuck
- * (seen in the chaos run; reproduced in `test/decision-deadline-crash.test.ts`).
+ * (seen in the chaos run; reproduced in `test/integration/decision-deadline-crash.test.ts`).
  *
  * Such an activation is recognisable: it is not a replay, it carries work
  * besides queries, and it saw a longer history than the previous activation

@@ -1,7 +1,7 @@
 /**
  * Saving a test's conversation history as a replay fixture. Only when
  * `RECORD_FIXTURES_DIR` is set (e.g. `RECORD_FIXTURES_DIR=test/fixtures/histories
- * npx vitest run test/effect-key-upgrade.test.ts`): histories a test alone can
+ * npx vitest run test/integration/decision-deadline-crash.test.ts`): histories a test alone can
  * produce, such as one begun by an earlier version of the workflow code.
  */
 import fs from 'node:fs';

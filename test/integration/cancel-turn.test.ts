@@ -1,0 +1,146 @@
+import { z } from 'zod';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { backofficeTools } from '../../src/demo/tools';
+import { tool } from '../../src/tools/tool';
+import { startHarness, type Harness } from '../support/harness';
+
+let h: Harness;
+let slowExportAborted = false;
+let slowExportStarted = false;
+
+const slowExport = tool({
+  name: 'slow_export',
+  description: 'Exports everything; takes a long time.',
+  parameters: z.object({}),
+  async execute(_args, { signal }) {
+    slowExportStarted = true;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 60_000);
+      signal.addEventListener('abort', () => {
+        slowExportAborted = true;
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    return 'exported';
+  },
+});
+
+beforeAll(async () => {
+  h = await startHarness({ tools: [...backofficeTools(), slowExport] });
+});
+afterAll(async () => {
+  await h?.stop();
+});
+
+type Message = Awaited<ReturnType<Harness['client']['transcript']>>[number]['message'];
+const transcript = async (id: string): Promise<Message[]> => (await h.client.transcript(id)).map((m) => m.message);
+const kindOf = (m: Message) => (m.role === 'tool' ? (JSON.parse(m.content).kind ?? 'ok') : m.role);
+
+describe('cancelling the current turn', () => {
+  it('while a tool is running: the finished result is kept, the running call is interrupted and sees its abort signal', async () => {
+    slowExportAborted = false;
+    slowExportStarted = false;
+    const id = h.newConversationId('cancel-tool');
+    h.model.enqueue({
+      toolCalls: [
+        { id: 'call_find', name: 'find_customer', arguments: { query: 'Ada' } },
+        { id: 'call_slow', name: 'slow_export', arguments: {} },
+      ],
+    });
+    const messageId = await h.client.sendMessage(id, 'Find Ada and export everything');
+    await expect.poll(async () => (await h.client.state(id)).runningToolCalls, { timeout: 20_000 }).toEqual(['call_slow']);
+    await expect.poll(() => slowExportStarted).toBe(true);
+
+    await h.client.cancelTurn(id, 'taking too long');
+    const turn = await h.client.waitForTurn(id, messageId);
+    expect(turn.outcome).toBe('cancelled');
+    const messages = await transcript(id);
+    expect(messages.map(kindOf)).toEqual(['user', 'assistant', 'ok', 'interrupted']);
+    expect(messages[3]).toMatchObject({ tool_call_id: 'call_slow' });
+    expect(JSON.parse((messages[3] as { content: string }).content)).toMatchObject({ kind: 'interrupted', started: true });
+    await expect.poll(() => slowExportAborted, { timeout: 10_000 }).toBe(true);
+    expect((await h.client.state(id)).status).toBe('idle');
+
+    h.model.enqueue({ content: 'Cancelled; what next?' });
+    const next = await h.client.ask(id, 'Never mind the export');
+    expect(next.answer).toBe('Cancelled; what next?');
+    expect((h.requestsFor('Never mind the export')[0].messages as { role: string }[]).map((m) => m.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'tool',
+      'user',
+    ]);
+    h.expectOnlyValidModelRequests();
+  });
+
+  it('while the model call is in flight: the HTTP request is aborted and nothing half-done enters the transcript', async () => {
+    const id = h.newConversationId('cancel-model');
+    h.model.enqueue({ kind: 'hang' });
+    const messageId = await h.client.sendMessage(id, 'Think for a very long time');
+    await expect.poll(() => h.requestsFor('Think for a very long time').length, { timeout: 20_000 }).toBe(1);
+    const request = h.model.requests[h.model.requests.length - 1];
+
+    await h.client.cancelTurn(id);
+    const turn = await h.client.waitForTurn(id, messageId);
+    expect(turn.outcome).toBe('cancelled');
+    expect((await transcript(id)).map((m) => m.role)).toEqual(['user']);
+    await expect.poll(() => request.aborted, { timeout: 10_000 }).toBe(true);
+
+    h.model.enqueue({ content: 'Short answer.' });
+    expect((await h.client.ask(id, 'Answer briefly instead')).answer).toBe('Short answer.');
+    expect((await transcript(id)).map((m) => m.role)).toEqual(['user', 'user', 'assistant']);
+    h.expectOnlyValidModelRequests();
+  });
+
+  it('while waiting for approval: the waiting call is cancelled as never started, and the conversation waits for the next message', async () => {
+    const id = h.newConversationId('cancel-approval');
+    h.model.enqueue({
+      toolCalls: [{ id: 'call_big', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 30_000, reason: 'x' } }],
+    });
+    const messageId = await h.client.sendMessage(id, 'Refund a lot');
+    await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
+    await h.client.cancelTurn(id);
+    expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('cancelled');
+    const messages = await transcript(id);
+    expect(messages.map(kindOf)).toEqual(['user', 'assistant', 'cancelled']);
+    expect(JSON.parse((messages[2] as { content: string }).content)).toMatchObject({ kind: 'cancelled', started: false });
+    const state = await h.client.state(id);
+    expect(state).toMatchObject({ status: 'idle', pendingApprovals: [] });
+    h.expectOnlyValidModelRequests();
+  });
+
+  it('while no turn runs, a cancel changes nothing', async () => {
+    const id = h.newConversationId('cancel-idle');
+    h.model.enqueue({ content: 'Hi.' }, { content: 'Still fine.' });
+    await h.client.ask(id, 'Hello idle');
+    await h.client.cancelTurn(id);
+    expect((await h.client.ask(id, 'Are you fine?')).answer).toBe('Still fine.');
+    expect((await transcript(id)).map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
+  });
+});
+
+describe('cancelling right after sending', () => {
+  it('a cancel sent right after a message cancels that turn; the message stays in the transcript, unanswered', async () => {
+    const id = h.newConversationId('cancel-early');
+    h.model.setResponder((request) =>
+      JSON.stringify(request.body).includes('Now for real')
+        ? { content: 'Later answer.' }
+        : { kind: 'delay', ms: 10_000, then: { content: 'Too late.' } },
+    );
+    try {
+      // If the cancel reaches the workflow before the turn starts, the turn starts cancelled;
+      // if after, it cancels the model call. Either way the turn is cancelled without an answer.
+      const messageId = await h.client.sendMessage(id, 'Oops, sent too soon');
+      await h.client.cancelTurn(id);
+      const turn = await h.client.waitForTurn(id, messageId);
+      expect(turn).toMatchObject({ outcome: 'cancelled', steps: 0 });
+      expect((await h.client.ask(id, 'Now for real')).answer).toBe('Later answer.');
+    } finally {
+      h.model.setResponder(undefined);
+    }
+    expect((await transcript(id)).map((m) => m.role)).toEqual(['user', 'user', 'assistant']);
+    h.expectOnlyValidModelRequests();
+  });
+});

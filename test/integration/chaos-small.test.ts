@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { runChaos } from '../chaos/run-chaos';
+import { DECISION_PATHS, FAULT_KINDS } from '../chaos/run-log';
+
+// A small chaos run (`npm run chaos` with a CI-sized configuration): its own
+// Temporal dev server and PostgreSQL, two worker processes, 8 conversations,
+// 2 worker kills and a server restart. Every "must be 0" must be 0, and every
+// kind of fault must actually have been injected.
+
+describe('chaos run (small)', () => {
+  it('injects every kind of fault, and nothing is lost, duplicated, stuck or broken', async () => {
+    const summary = await runChaos({
+      conversations: 8,
+      kills: 2,
+      serverRestarts: 1,
+      databaseRestarts: 1,
+      concurrency: 4,
+      seed: process.env.CHAOS_SEED ?? '20261122',
+      maxMinutes: 3,
+      faultGapMs: [500, 1_500],
+    });
+    console.log(summary.text);
+
+    expect(summary.hardStopped).toBe(false);
+    expect(summary.mustBeZero).toEqual({
+      invalidModelRequests: 0,
+      sideEffectsAppliedTwice: 0,
+      effectsOfCallsNotRun: 0,
+      decisionsLost: 0,
+      conversationsStuck: 0,
+      brokenTranscripts: 0,
+      transcriptRepairs: 0,
+      effectKeysFromProviderIds: 0,
+      lostToSizeLimits: 0,
+      conversationsNotAnswering: 0,
+      decisionsWithoutIdentity: 0,
+    });
+    expect(summary.problems).toEqual([]);
+    const notInjected = FAULT_KINDS.filter((kind) => !(summary.faults[kind] > 0));
+    expect(notInjected, 'fault kinds never injected').toEqual([]);
+    const pathsNotUsed = DECISION_PATHS.filter((p) => !(summary.decisions.byPath[p] > 0));
+    expect(pathsNotUsed, 'decision paths never used').toEqual([]);
+    expect(summary.conversations).toBe(8);
+    expect(summary.turns).toBeGreaterThanOrEqual(8);
+    expect(summary.recovery.workerKills.count).toBe(2);
+    expect(summary.passed).toBe(true);
+  }, 240_000);
+});

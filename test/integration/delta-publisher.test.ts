@@ -1,0 +1,73 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { Pool } from 'pg';
+import { DeltaPublisher } from '../../src/activities/deltas';
+import { freePort } from '../../src/shared/free-port';
+import { logger } from '../../src/shared/logger';
+import { findUnstorableCharacter, toStorableText } from '../../src/contract/text';
+import { STREAM_CHANNEL, type StreamEvent } from '../../src/db/stream-channel';
+import { createTestDatabase } from '../support/harness';
+
+// Text deltas reach clients through PostgreSQL NOTIFY as they will be stored.
+// While PostgreSQL is down every stream event of a response fails to publish.
+// The publisher logs the first failure of a response and one count at its end,
+// not a line per delta (a database outage in the chaos run at scale printed
+// 2,103 of them). The pool is a real one, pointed at a port nobody listens on.
+
+afterEach(() => vi.restoreAllMocks());
+
+describe('DeltaPublisher while the database is down', () => {
+  it('logs the first failure of a response and one count at its end, not one line per event', async () => {
+    const pool = new Pool({ host: '127.0.0.1', port: await freePort(), user: 'nobody', database: 'none', connectionTimeoutMillis: 2_000 });
+    const warn = vi.spyOn(logger, 'warn');
+    try {
+      const ids = { conversationId: 'conv-outage', responseKey: 'resp-1', attempt: 1 };
+      const publisher = new DeltaPublisher(pool, ids);
+      for (let i = 0; i < 5; i++) {
+        publisher.push(`piece ${i} `);
+        await new Promise((resolve) => setTimeout(resolve, 60)); // past the 50 ms batching: one event each
+      }
+      await publisher.end(true);
+      const lines = warn.mock.calls.map(([meta, message]) => ({ meta: meta as unknown as Record<string, unknown>, message }));
+      expect(lines.map((l) => l.message)).toEqual([
+        'could not publish a stream event',
+        'stream events of this response were not published; clients read the stored answer instead',
+      ]);
+      expect(lines[0].meta).toMatchObject({ ...ids, error: expect.stringContaining('ECONNREFUSED') });
+      // 5 deltas and the end event.
+      expect(lines[1].meta).toMatchObject({ ...ids, failed: 6 });
+    } finally {
+      await pool.end();
+    }
+  });
+});
+
+describe('DeltaPublisher text', () => {
+  it('never splits a surrogate pair across events and sends U+FFFD where the stored answer has it', async () => {
+    const pool = new Pool({ connectionString: await createTestDatabase() });
+    const listener = await pool.connect();
+    try {
+      const events: StreamEvent[] = [];
+      listener.on('notification', (n) => events.push(JSON.parse(n.payload ?? '{}') as StreamEvent));
+      await listener.query(`LISTEN ${STREAM_CHANNEL}`);
+      const ids = { conversationId: 'conv-text', responseKey: 'resp-text', attempt: 1 };
+      const publisher = new DeltaPublisher(pool, ids);
+      // A pair across the 2,000-character piece limit, a pair split across two pushes, a NUL, a lone surrogate.
+      const pushes = [`${'a'.repeat(1999)}\ud83d\ude00b`, 'c\ud83d', '\ude00d\u0000e', 'f\udc00g'];
+      for (const text of pushes) {
+        publisher.push(text);
+        await new Promise((resolve) => setTimeout(resolve, 60)); // past the 50 ms batching: each push is flushed
+      }
+      await publisher.end(true);
+      await expect.poll(() => events.some((e) => e.type === 'end'), { timeout: 5_000 }).toBe(true);
+      const deltas = events.flatMap((e) => (e.type === 'delta' ? [e] : []));
+      expect(deltas.length).toBeGreaterThan(2);
+      for (const delta of deltas) expect(findUnstorableCharacter(delta.text)).toBeUndefined();
+      expect(deltas.map((d) => d.text).join('')).toBe(toStorableText(pushes.join('')));
+      // Offsets count what was sent before each event.
+      expect(deltas.map((d) => d.offset)).toEqual(deltas.map((_, i) => deltas.slice(0, i).reduce((n, d) => n + d.text.length, 0)));
+    } finally {
+      listener.release();
+      await pool.end();
+    }
+  });
+});

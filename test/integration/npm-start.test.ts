@@ -1,0 +1,118 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { postgresDataDir } from '../../src/db/embedded-postgres';
+import { freePort } from '../../src/shared/free-port';
+import { npmStart, stopWithSigterm, type NpmStart } from '../support/npm-start';
+import { NOTHING_CONFIGURED } from '../support/worker-process';
+
+// `npm start` as a newcomer runs it, with nothing configured: embedded
+// Temporal, PostgreSQL and the demo model, the HTTP API on a free port. A
+// SIGTERM to npm stops every process it started; a second start on the same
+// data folder still has the first one's transcripts; runtime.json (which holds
+// the database's password) is readable by its owner only; the bundler's
+// progress shows at LOG_LEVEL=debug only.
+
+const ROOT = path.join(__dirname, '..', '..');
+
+const made: string[] = [];
+afterAll(() => {
+  for (const dir of made) {
+    const cluster = postgresDataDir(path.join(dir, 'postgres'), true);
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(cluster, { recursive: true, force: true });
+  }
+});
+
+/** A data folder of the given mode (as root, embedded PostgreSQL keeps its cluster inside it only when its user can enter it). */
+function dataFolder(mode: number): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-npm-start-'));
+  fs.chmodSync(dir, mode);
+  made.push(dir);
+  return dir;
+}
+
+/** Runs `npm start` with nothing configured until its banner: the API on a free port, the given log level. */
+async function npmStartWithNothingConfigured(dataDir: string, logLevel: string): Promise<NpmStart> {
+  const uiPort = await freePort();
+  // Metrics on a free port: test files run at once, and the default 127.0.0.1:9464 could be taken.
+  const metricsPort = await freePort();
+  return npmStart({
+    ...NOTHING_CONFIGURED,
+    AGENT_DATA_DIR: dataDir,
+    AGENT_API_PORT: '0',
+    AGENT_METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
+    TEMPORAL_UI_PORT: String(uiPort),
+    LOG_LEVEL: logLevel,
+  });
+}
+
+/** Stops `npm start` with SIGTERM; returns the processes it had started (npm's shell, node, Temporal, PostgreSQL, …) that are still alive 10 s later. */
+async function stop(child: ChildProcess): Promise<string[]> {
+  const stopped = await stopWithSigterm(child);
+  expect(stopped.started.length).toBeGreaterThan(2);
+  return stopped.leftBehind;
+}
+
+describe('npm start', () => {
+  it.each([
+    ['0700', 0o700],
+    ['0755', 0o755],
+  ])('stops every process it started on SIGTERM, and a second start on the same data folder keeps the transcripts (data folder %s)', async (_mode, mode) => {
+    const dataDir = dataFolder(mode);
+    // At the default level the bundler's progress stays out of the way; at debug it is there.
+    const first = await npmStartWithNothingConfigured(dataDir, 'info');
+    const beforeBanner = first.output().split('Durable agent worker is running.')[0];
+    expect(beforeBanner).not.toMatch(/Workflow bundle created|compiled successfully|webpack/);
+    const runtimeFile = path.join(dataDir, 'runtime.json');
+    expect(fs.statSync(runtimeFile).mode & 0o777).toBe(0o600);
+    const runtime = JSON.parse(fs.readFileSync(runtimeFile, 'utf8')) as { apiUrl: string };
+    const [requester] = JSON.parse(fs.readFileSync(path.join(dataDir, 'api-tokens.json'), 'utf8')) as { token: string }[];
+    const headers = { authorization: `Bearer ${requester.token}`, 'content-type': 'application/json' };
+    const sent = await fetch(`${runtime.apiUrl}/v1/conversations/restart-1/messages`, { method: 'POST', headers, body: JSON.stringify({ text: 'find Ada' }) });
+    expect(sent.status).toBe(202);
+    await expect
+      .poll(async () => ((await (await fetch(`${runtime.apiUrl}/v1/conversations/restart-1`, { headers })).json()) as { recentTurns: unknown[] }).recentTurns.length, {
+        timeout: 30_000,
+      })
+      .toBe(1);
+
+    // As root, the cluster sits in the data folder when PostgreSQL's user can enter it, else under /var/lib; never under /tmp.
+    const cluster = postgresDataDir(path.join(dataDir, 'postgres'), true);
+    expect(fs.existsSync(path.join(cluster, 'PG_VERSION'))).toBe(true);
+    if (mode === 0o755 || process.getuid?.() !== 0) expect(cluster).toBe(path.join(dataDir, 'postgres'));
+    else expect(cluster.startsWith('/var/lib/durable-agent-worker/')).toBe(true);
+
+    expect(await stop(first.child)).toEqual([]);
+
+    const second = await npmStartWithNothingConfigured(dataDir, 'debug');
+    try {
+      expect(second.output().split('Durable agent worker is running.')[0]).toMatch(/Workflow bundle created \{"size":"[\d.]+MB"\}/);
+      expect(second.output()).toMatch(/webpack [\d.]+ compiled successfully/);
+      const again = JSON.parse(fs.readFileSync(runtimeFile, 'utf8')) as { apiUrl: string };
+      const page = (await (await fetch(`${again.apiUrl}/v1/conversations/restart-1/transcript`, { headers })).json()) as { messages: { message: { role: string; content: string | null } }[] };
+      expect(page.messages[0].message).toEqual({ role: 'user', content: 'find Ada' });
+      expect(page.messages.at(-1)?.message.role).toBe('assistant');
+    } finally {
+      expect(await stop(second.child)).toEqual([]);
+    }
+  });
+
+  it('refuses a bad LOG_LEVEL with the variable named, before starting anything', async () => {
+    const dataDir = dataFolder(0o755);
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src', 'main.ts')], {
+      cwd: ROOT,
+      env: { ...process.env, ...NOTHING_CONFIGURED, AGENT_DATA_DIR: dataDir, LOG_LEVEL: 'bogus' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr!.on('data', (chunk) => (stderr += String(chunk)));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(code).toBe(1);
+    expect(stderr).toContain('LOG_LEVEL');
+    expect(stderr).not.toMatch(/at .*pino|TypeError/);
+    expect(fs.readdirSync(dataDir)).toEqual([]);
+  });
+});

@@ -1,0 +1,97 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Worker } from '@temporalio/worker';
+import { describe, expect, inject, it } from 'vitest';
+import { readHistoryFile } from '../../src/testing/histories';
+import { WORKFLOW_PATCHES } from '../../src/contract/patches';
+
+// Recorded histories of representative conversations (test/fixtures/histories,
+// recorded at 1.0 by `npm run fixtures:record` and by the tests that save theirs)
+// replayed against the current workflow code: a change that would break running
+// conversations fails here. Every patch of src/contract/patches.ts names its
+// fixture here too (a history begun before the patch).
+
+const DIR = path.join(__dirname, '..', 'fixtures', 'histories');
+const fixtures = fs.readdirSync(DIR).filter((f) => f.endsWith('.json')).sort();
+
+describe('replaying recorded histories', () => {
+  it('covers the representative conversations', () => {
+    const names = new Set(fixtures.map((f) => f.replace(/(\.run\d+)?\.json$/, '')));
+    for (const expected of [
+      // test/fixtures/record-histories.ts (npm run fixtures:record): the turn's main paths.
+      'plain',
+      'parallel-tools',
+      'tool-and-model-failures',
+      'approve',
+      'reject-batch',
+      'approval-timeout',
+      'cancel-during-tool',
+      'interrupt-while-awaiting-approval',
+      'queue-policy',
+      'workflow-cancel',
+      'continue-as-new',
+      'crash-recovery',
+      'usage-search-attributes',
+      'mcp-tools',
+      'approval-shown-after-write',
+      'named-search-attributes',
+      // Histories the tests save (RECORD_FIXTURES_DIR): a decision verified after its deadline
+      // (decision-deadline-crash), deferred writes, an effect_unknown, signed decisions (http-api),
+      // local activities, an oversized message refused, reused and empty provider ids, a note
+      // stored in place of a refused message, raw signals holding U+0000 refused.
+      'decision-verified-after-deadline',
+      'deferred-transcript-writes',
+      'effect-unknown-timeout',
+      'signed-decisions',
+      'local-activities',
+      'local-activities-cancel',
+      'oversized-user-message',
+      'reused-tool-call-ids',
+      'duplicated-and-empty-ids',
+      'store-refused-note',
+      'unstorable-signals-refused',
+    ]) {
+      expect(names).toContain(expected);
+    }
+  });
+
+  it('every patch of the one patch list has its recorded history, and the code asks about listed patches only', () => {
+    const names = new Set(fixtures.map((f) => f.replace(/(\.run\d+)?\.json$/, '')));
+    for (const patch of WORKFLOW_PATCHES) expect(names, patch.id).toContain(patch.fixture);
+    const listed = new Set(WORKFLOW_PATCHES.map((p) => p.id));
+    const asked: string[] = [];
+    const visit = (dir: string): void => {
+      for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+        const file = path.join(dir, entry.name);
+        if (entry.isDirectory()) visit(file);
+        else if (file.endsWith('.ts')) {
+          for (const m of fs.readFileSync(file, 'utf8').matchAll(/\b(?:patched|deprecatePatch|allows)\(\s*['"`]([^'"`]+)['"`]/g)) asked.push(m[1]);
+        }
+      }
+    };
+    visit(path.join(__dirname, '..', '..', 'src'));
+    expect(asked.filter((id) => !listed.has(id))).toEqual([]);
+  });
+
+  it('every recorded history replays against the current workflow code without nondeterminism', async () => {
+    // Replayed under the conversation's own id: the workflow keys calls by it (effect keys), and a
+    // decision naming a call by its key is checked against them.
+    const fileOf = new Map<string, string>();
+    const histories = fixtures.map((file) => {
+      const recorded = readHistoryFile(path.join(DIR, file));
+      fileOf.set(recorded.workflowId, file);
+      return recorded;
+    });
+    const failures: string[] = [];
+    let replayed = 0;
+    for await (const result of Worker.runReplayHistories(
+      { workflowBundle: { codePath: inject('workflowBundlePath') } },
+      histories,
+    )) {
+      replayed++;
+      if (result.error) failures.push(`${fileOf.get(result.workflowId) ?? result.workflowId}: ${result.error.message}`);
+    }
+    expect(failures).toEqual([]);
+    expect(replayed).toBe(fixtures.length);
+  });
+});

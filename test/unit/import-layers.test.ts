@@ -1,0 +1,89 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+// The folders of src/ say where code runs, in layers: a module imports only
+// from its own folder and from lower layers, never uphill (the store never
+// imports an activity, the worker never imports the demo). And src/core is
+// the conversation's rules: pure, with no Temporal, Node or package import,
+// directly or through the modules it uses. See docs/architecture.md.
+
+const SRC = path.join(__dirname, '..', '..', 'src');
+
+/** Each folder of src/ and its layer: a module may import from its own folder and from lower layers only. */
+const LAYERS: Record<string, number> = {
+  contract: 0,
+  shared: 1,
+  core: 2,
+  db: 2,
+  codec: 2,
+  mcp: 2,
+  tools: 2,
+  testing: 2,
+  workflows: 3,
+  activities: 3,
+  client: 3,
+  demo: 3,
+  worker: 4,
+  api: 4,
+  app: 5,
+  cli: 6,
+  // src/main.ts (npm start) and src/index.ts (the package's worker entry)
+  '.': 7,
+};
+
+/** The module specifiers a file imports or re-exports (type-only ones included). */
+function importsOf(file: string): string[] {
+  const text = fs.readFileSync(file, 'utf8');
+  return [...text.matchAll(/^\s*(?:import|export)\s[^'"]*?from\s+'([^']+)'|\bimport\(\s*'([^']+)'\s*\)/gm)].map((m) => m[1] ?? m[2]);
+}
+
+function resolve(from: string, specifier: string): string {
+  const base = path.resolve(path.dirname(from), specifier);
+  for (const candidate of [`${base}.ts`, path.join(base, 'index.ts')]) if (fs.existsSync(candidate)) return candidate;
+  throw new Error(`cannot resolve ${specifier} from ${from}`);
+}
+
+function sourceFiles(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sourceFiles(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []));
+}
+
+const folderOf = (file: string) => {
+  const rel = path.relative(SRC, file).split(path.sep);
+  return rel.length === 1 ? '.' : rel[0];
+};
+
+describe('the layers of src', () => {
+  it('every folder has a layer, and no module imports from a higher layer or a sibling folder of its own layer', () => {
+    const uphill: string[] = [];
+    for (const file of sourceFiles(SRC)) {
+      const from = folderOf(file);
+      expect(LAYERS[from], `src/${from} has no layer`).toBeDefined();
+      for (const specifier of importsOf(file)) {
+        if (!specifier.startsWith('.')) continue;
+        const to = folderOf(resolve(file, specifier));
+        if (to !== from && LAYERS[to] >= LAYERS[from]) uphill.push(`${path.relative(SRC, file)} (${from}, layer ${LAYERS[from]}) imports ${specifier} (${to}, layer ${LAYERS[to]})`);
+      }
+    }
+    expect(uphill).toEqual([]);
+  });
+
+  it('src/core imports nothing from Temporal, Node or any package, directly or through the contract modules it uses', () => {
+    const seen = new Set<string>();
+    const outside: string[] = [];
+    const queue = sourceFiles(path.join(SRC, 'core'));
+    while (queue.length > 0) {
+      const file = queue.pop()!;
+      if (seen.has(file)) continue;
+      seen.add(file);
+      for (const specifier of importsOf(file)) {
+        if (!specifier.startsWith('.')) outside.push(`${path.relative(SRC, file)} imports ${specifier}`);
+        else queue.push(resolve(file, specifier));
+      }
+    }
+    expect(outside).toEqual([]);
+    const reached = [...seen].map((f) => path.relative(SRC, f)).sort();
+    expect(reached).toContain('core/conversation.ts');
+    expect(reached.filter((f) => !f.startsWith('core/') && !f.startsWith('contract/'))).toEqual([]);
+  });
+});
