@@ -42,6 +42,8 @@ function interpolate(value: unknown): string {
  */
 export function visible(text: string): string {
   return text.replace(
+    // Control characters are what this shows: matching them is the point.
+    // eslint-disable-next-line no-control-regex
     /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u00AD\u061C\u115F\u1160\u180E\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\u3164\uFEFF\uFFA0]/g,
     (c) => `⟨U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}⟩`,
   );

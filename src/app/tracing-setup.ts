@@ -57,11 +57,13 @@ export function startTraceExport(settings: TraceExportConfig, resolve: ResolvePa
   if (missing.length > 0) throw new ConfigError(describeMissingPackages(missing, settings));
 
   // Loaded here, not imported: without an endpoint none of these is loaded at all.
+  /* eslint-disable @typescript-eslint/no-require-imports */
   const { Resource, envDetectorSync } = require('@opentelemetry/resources') as typeof import('@opentelemetry/resources');
   const { BatchSpanProcessor } = require('@opentelemetry/sdk-trace-base') as typeof import('@opentelemetry/sdk-trace-base');
   const { NodeTracerProvider } = require('@opentelemetry/sdk-trace-node') as typeof import('@opentelemetry/sdk-trace-node');
   const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http');
   const { OpenTelemetryPlugin } = require('@temporalio/interceptors-opentelemetry') as typeof import('@temporalio/interceptors-opentelemetry');
+  /* eslint-enable @typescript-eslint/no-require-imports */
 
   // An export that fails (a collector down) is said in the worker's log, not lost in silence.
   diag.setLogger(diagLogger(), DiagLogLevel.WARN);

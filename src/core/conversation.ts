@@ -17,7 +17,6 @@
  */
 import type {
   AppendEntry,
-  AppendMessagesInput,
   ApprovalRequest,
   DecisionRecord,
   ModelCallInput,

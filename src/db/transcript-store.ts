@@ -7,7 +7,7 @@ import type { Pool, PoolClient } from 'pg';
 import type { AgentTables } from './schema';
 import type { ChatMessage } from '../contract/messages';
 import type { TokenUsage } from '../contract';
-import type { AppendEntry, AppendMessagesInput, AssistantMessage, DecisionRecord, StoredMessageRef } from '../contract/activities';
+import type { AppendEntry, AppendMessagesInput, AssistantMessage, DecisionRecord } from '../contract/activities';
 import { toStorableText, toStorableValue } from '../contract/text';
 import { describeRefusal, isRefusedValue, ValuesRefusedError } from './errors';
 

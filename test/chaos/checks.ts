@@ -139,7 +139,7 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
   let stuck = 0;
   await Promise.all(
     conversations.map(async (record) => {
-      let reasons: string[] = [];
+      let reasons: string[];
       for (;;) {
         const state = await retrying(ctx, () => ctx.client.state(record.plan.id), 10_000).catch(() => undefined);
         reasons = state ? unsettled(record, state) : ['its state could not be read'];

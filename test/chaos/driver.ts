@@ -238,7 +238,7 @@ class ConversationPlayer {
       this.record.messageIds.push(messageId);
     } catch (err) {
       this.record.unacknowledgedMessageIds.push(messageId);
-      throw new Error(`could not send message ${messageId}: ${(err as Error).message}`);
+      throw new Error(`could not send message ${messageId}: ${(err as Error).message}`, { cause: err });
     }
     return messageId;
   }
@@ -383,7 +383,7 @@ class ConversationPlayer {
     const deadline = sentAt + 60_000;
     let delay = 200;
     for (;;) {
-      let status = 0;
+      let status: number;
       let answer: { results?: { decisionId: string; toolCallId: string; callKey: string }[]; error?: { code: string; message: string } } | undefined;
       try {
         const response = await fetch(`${apiUrl}/v1/conversations/${encodeURIComponent(this.plan.id)}/decisions`, {

@@ -39,7 +39,7 @@ export function scanWorkerLogs(files: readonly string[]): LoggedMessage[] {
     counts.set(key, entry);
   };
   for (const file of files) {
-    let text = '';
+    let text: string;
     try {
       text = fs.readFileSync(file, 'utf8').replace(ANSI, '');
     } catch {

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { Connection } from '@temporalio/client';
-import { SearchAttributeType } from '@temporalio/common';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
 import { msToTs } from '@temporalio/common/lib/time';
 import { NativeConnection } from '@temporalio/worker';

@@ -1,14 +1,9 @@
 import type { WorkflowExecutionInfo } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
-import { NativeConnection, Worker, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createOpenAIClient } from '../../src/activities/openai-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conversationActivityType } from '../../src/contract/activities';
 import { roundUsd } from '../../src/core/pricing';
-import { createAgentWorker } from '../../src/worker/worker';
-import { backofficeTools } from '../../src/demo/tools';
 import { AgentCostUsdAttribute, AgentTokensAttribute, type ConversationState, type TurnRecord } from '../../src/contract';
-import { exportHistoryFixture } from '../support/fixture-export';
 import { startHarness, type Harness } from '../support/harness';
 
 // The conversation's tokens and cost as search attributes (AgentTokens, AgentCostUsd), read
