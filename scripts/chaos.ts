@@ -10,11 +10,13 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 // which carries the summary; the worker processes log at "warn" to their own files.
 process.env.LOG_LEVEL ??= 'error';
 
-const count = (min: number) => (value: string): number => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`expected an integer ≥ ${min}, got "${value}".`);
-  return n;
-};
+const count =
+  (min: number) =>
+  (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`expected an integer ≥ ${min}, got "${value}".`);
+    return n;
+  };
 
 const program = new Command()
   .name('npm run chaos --')

@@ -48,7 +48,10 @@ async function main(): Promise<number> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const { commit, dir } = program.parse().opts<{ commit?: string; dir: string }>();
   if (!fs.existsSync(dir)) throw new Error(`No folder ${dir}; record histories first (RECORD_FIXTURES_DIR=${dir} npm run fixtures:record).`);
-  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
+  const files = fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort();
   if (files.length === 0) throw new Error(`${dir} holds no history JSON files.`);
   const workflowBundle = await bundleAt(commit);
   const fileOf = new Map<string, string>();

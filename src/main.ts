@@ -175,9 +175,7 @@ function printBanner(
             ]
           : [`  Tokens       ${security.tokens.length} from AGENT_API_TOKENS_FILE${security.authenticate ? ', and OIDC tokens' : ''}`]),
         `  Decisions    signed with a key from ${security.decisionKeysOrigin}; unsigned ones ${security.decisionTrust.requireSigned === false ? 'recorded as unauthenticated' : 'refused'}`,
-        ...(payloadsEncrypted
-          ? [`  Codec        ${apiUrl}/codec  (decodes encrypted payloads for operators: README, "Encrypted payloads")`]
-          : []),
+        ...(payloadsEncrypted ? [`  Codec        ${apiUrl}/codec  (decodes encrypted payloads for operators: README, "Encrypted payloads")`] : []),
       ]
     : ['  HTTP API     off (AGENT_API_PORT=off)'];
   const lines = [
@@ -205,7 +203,8 @@ function printBanner(
 
 main().catch((err) => {
   // A configuration or database layout problem is said plainly, as written for the person starting the worker.
-  if (err instanceof ConfigError || err instanceof SearchAttributeLimitError || err instanceof PreReleaseConversationsError) process.stderr.write(`The worker cannot start: ${err.message}\n`);
+  if (err instanceof ConfigError || err instanceof SearchAttributeLimitError || err instanceof PreReleaseConversationsError)
+    process.stderr.write(`The worker cannot start: ${err.message}\n`);
   else logger.error({ err }, 'worker failed');
   process.exitCode = 1;
 });

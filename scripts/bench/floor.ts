@@ -21,7 +21,12 @@ export interface FloorFigures {
 export async function benchFloor(ctx: BenchContext): Promise<FloorFigures[]> {
   const { stack, options, log } = ctx;
   const taskQueue = `bench-floor-${ctx.runTag}`;
-  const worker = spawnWorker({ worker: FLOOR_WORKER, env: { TEMPORAL_ADDRESS: stack.temporal.address, TEMPORAL_TASK_QUEUE: taskQueue }, dir: stack.scratch, name: 'floor-worker' });
+  const worker = spawnWorker({
+    worker: FLOOR_WORKER,
+    env: { TEMPORAL_ADDRESS: stack.temporal.address, TEMPORAL_TASK_QUEUE: taskQueue },
+    dir: stack.scratch,
+    name: 'floor-worker',
+  });
   const stopWorker = ctx.cleanup.add('floor worker', () => worker.stop());
   const connection = await Connection.connect({ address: stack.temporal.address });
   const closeConnection = ctx.cleanup.add('floor client', () => connection.close());

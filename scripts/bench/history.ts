@@ -154,9 +154,7 @@ export async function historyFigures(
     anatomy: {
       workflowTaskScheduleToStart: spread(wftWaits),
       workflowTaskStartToClose: spread(wftRuns),
-      activities: Object.fromEntries(
-        Object.entries(activities).map(([type, v]) => [type, { scheduleToStart: spread(v.wait), startToClose: spread(v.run) }]),
-      ),
+      activities: Object.fromEntries(Object.entries(activities).map(([type, v]) => [type, { scheduleToStart: spread(v.wait), startToClose: spread(v.run) }])),
       activityCompletedToNextTaskStart: spread(completedToNext),
       workflowTaskWaits: wftWaits.map((v) => Math.round(v * 10) / 10),
     },

@@ -147,9 +147,7 @@ export async function runConcurrent(run: ConcurrentRun): Promise<ConcurrencyResu
   const stopMeter = run.meter ? startCpuMeter(run.meter) : undefined;
   const started = Date.now();
   for (let r = 0; r < rounds; r++) {
-    const walls = await Promise.all(
-      Array.from({ length: run.concurrency }, (_, i) => run.runTurn(`${run.idPrefix}-${r}-${i}`, run.steps, run.latencyMs)),
-    );
+    const walls = await Promise.all(Array.from({ length: run.concurrency }, (_, i) => run.runTurn(`${run.idPrefix}-${r}-${i}`, run.steps, run.latencyMs)));
     turnMs.push(...walls);
   }
   const phaseMs = Date.now() - started;

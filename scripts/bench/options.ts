@@ -41,11 +41,13 @@ export interface BenchOptions {
   sqlitePragmas: string[];
 }
 
-const integer = (min: number, max: number) => (value: string): number => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`expected an integer from ${min} to ${max}, got "${value}".`);
-  return n;
-};
+const integer =
+  (min: number, max: number) =>
+  (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`expected an integer from ${min} to ${max}, got "${value}".`);
+    return n;
+  };
 
 const latencyList = (value: string): number[] => {
   const list = value.split(',').map((v) => Number(v.trim()));
@@ -56,7 +58,10 @@ const latencyList = (value: string): number[] => {
 };
 
 const partList = (value: string): Part[] => {
-  const list = value.split(',').map((v) => v.trim()).filter(Boolean);
+  const list = value
+    .split(',')
+    .map((v) => v.trim())
+    .filter(Boolean);
   const unknown = list.filter((p) => !(PARTS as readonly string[]).includes(p));
   if (list.length === 0 || unknown.length > 0) throw new InvalidArgumentError(`expected some of ${PARTS.join(',')}, got "${value}".`);
   return list as Part[];
@@ -78,7 +83,7 @@ export function parseOptions(argv: string[] = process.argv): BenchOptions {
     .option('--out <dir>', 'where bench-results.json goes', path.join('.data', 'bench'))
     .option(
       '--dynamic-config <key=value>',
-      "a dynamic config value for the dev server (repeatable), e.g. history.transferProcessorMaxPollRPS=1000; default: none, the dev server as npm start runs it",
+      'a dynamic config value for the dev server (repeatable), e.g. history.transferProcessorMaxPollRPS=1000; default: none, the dev server as npm start runs it',
       (value: string, list: string[]) => {
         if (!/^[\w.]+=.+$/.test(value)) throw new InvalidArgumentError(`expected KEY=VALUE, got "${value}".`);
         return [...list, value];
@@ -87,7 +92,7 @@ export function parseOptions(argv: string[] = process.argv): BenchOptions {
     )
     .option(
       '--sqlite-pragma <pragma=value>',
-      'a SQLite pragma for the dev server\'s database (repeatable), e.g. journal_mode=wal; default: none',
+      "a SQLite pragma for the dev server's database (repeatable), e.g. journal_mode=wal; default: none",
       (value: string, list: string[]) => {
         if (!/^\w+=\w+$/.test(value)) throw new InvalidArgumentError(`expected PRAGMA=VALUE, got "${value}".`);
         return [...list, value];

@@ -27,7 +27,9 @@ const TABLE = 'bench_plain_messages';
 /** Measures the plain loop, without and with PostgreSQL, at every latency of the options. */
 export async function benchPlain(ctx: BenchContext): Promise<PlainFigures[]> {
   const { stack, options, log } = ctx;
-  await stack.pool.query(`CREATE TABLE IF NOT EXISTS ${TABLE} (conversation_id text NOT NULL, seq integer NOT NULL, message jsonb NOT NULL, PRIMARY KEY (conversation_id, seq))`);
+  await stack.pool.query(
+    `CREATE TABLE IF NOT EXISTS ${TABLE} (conversation_id text NOT NULL, seq integer NOT NULL, message jsonb NOT NULL, PRIMARY KEY (conversation_id, seq))`,
+  );
   const openai = createOpenAIClient({ apiKey: 'bench-key', baseUrl: stack.model.url });
   const registry = new ToolRegistry([noopTool]);
   const tools = registry.specsFor();

@@ -20,7 +20,10 @@ function statFields(pid: number): string[] | undefined {
   try {
     const text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name (field 2) is in parentheses and may itself contain spaces or parentheses.
-    return text.slice(text.lastIndexOf(')') + 2).trim().split(/\s+/);
+    return text
+      .slice(text.lastIndexOf(')') + 2)
+      .trim()
+      .split(/\s+/);
   } catch {
     return undefined;
   }
@@ -96,7 +99,11 @@ export interface MachineTimes {
 export function machineTimes(): MachineTimes {
   const line = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0];
   // user nice system idle iowait irq softirq steal guest guest_nice; guest time is already in user.
-  const v = line.trim().split(/\s+/).slice(1).map((n) => (Number(n) * 1000) / CLOCK_TICKS);
+  const v = line
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map((n) => (Number(n) * 1000) / CLOCK_TICKS);
   return { processes: v[0] + v[1] + v[2], interrupts: v[5] + v[6], steal: v[7] ?? 0, iowait: v[4] };
 }
 
@@ -140,7 +147,10 @@ export function processTable(): Map<number, ProcessEntry> {
     try {
       const text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
       const name = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
-      const f = text.slice(text.lastIndexOf(')') + 2).trim().split(/\s+/);
+      const f = text
+        .slice(text.lastIndexOf(')') + 2)
+        .trim()
+        .split(/\s+/);
       const own = ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS;
       const children = ((Number(f[13]) + Number(f[14])) * 1000) / CLOCK_TICKS;
       table.set(pid, { ppid: Number(f[1]), cpuMs: own, cpuWithChildrenMs: own + children, name });

@@ -72,9 +72,13 @@ export async function benchProject(ctx: BenchContext, modelCalls: 'activity' | '
       const single = await runConcurrent({ ...base, idPrefix: `${prefix}-c1`, concurrency: 1, rounds: options.singleTurns });
       await check('project, 1 conversation');
       log(`, model ${latencyMs} ms: 1 conversation ${single.msPerStep.toFixed(1)} ms/step`);
-      const history = await historyFigures(client.temporal, `${prefix}-c1-0-0`, options.steps, (type) =>
-        // With local activities a step has none but its markers: read the whole turn as one step.
-        type === conversationActivityType(modelCalls === 'local' ? 'appendMessages' : 'callModel'),
+      const history = await historyFigures(
+        client.temporal,
+        `${prefix}-c1-0-0`,
+        options.steps,
+        (type) =>
+          // With local activities a step has none but its markers: read the whole turn as one step.
+          type === conversationActivityType(modelCalls === 'local' ? 'appendMessages' : 'callModel'),
       );
       const medium = await runConcurrent({ ...base, idPrefix: `${prefix}-c10`, concurrency: options.mediumConcurrency, rounds: options.mediumRounds });
       await check(`project, ${options.mediumConcurrency} conversations`);

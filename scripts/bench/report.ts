@@ -45,13 +45,17 @@ export interface BenchResults {
 /** What each figure means, written into the JSON and printed under the table. */
 export const DEFINITIONS: Record<string, string> = {
   step: 'one model call that asks for one tool call, and that tool call; a turn is S steps plus the final answer (S + 1 model calls)',
-  msPerStep: 'median wall time of a turn ÷ S; a turn runs from the client call that sends the message (or starts the workflow) to the answer being seen: stored in PostgreSQL for the project (polled every 10 ms; every 50 ms while more than 10 turns run), the workflow result for the floor, the return of the loop for the plain loop',
+  msPerStep:
+    'median wall time of a turn ÷ S; a turn runs from the client call that sends the message (or starts the workflow) to the answer being seen: stored in PostgreSQL for the project (polled every 10 ms; every 50 ms while more than 10 turns run), the workflow result for the floor, the return of the loop for the plain loop',
   overheadMsPerStep: '(median turn wall time − (S + 1) × model latency) ÷ S: what the system adds to the model',
   stepsPerSecond: 'steps of all turns ÷ wall time from the first turn started to the last one answered, all turns started at once',
-  cpuPerStep: 'CPU time (user + system, /proc/<pid>/stat) of each process during the phase ÷ steps; "bench" is the driver process: scripted model server, client, answer polling, and for the plain loop the loop itself',
-  floor: 'a minimal workflow that runs the same steps with no-op activities (the model one sleeps the model latency), on a plain worker with the project worker\'s settings: 4 per step is the shape issue 14 describes (callModel, appendMessages, runTool, appendMessages, plus the user message and answer writes), 2 per step is model + tool',
-  plain: 'the same turn in the bench process: openai SDK over HTTP to the same scripted model server (streamed, as the project), the tool function; "+ PostgreSQL" adds one INSERT, committed on its own, per message',
-  history: 'events and encoded bytes of one turn\'s workflow history ÷ S (whole history: the user message, steps, final answer)',
+  cpuPerStep:
+    'CPU time (user + system, /proc/<pid>/stat) of each process during the phase ÷ steps; "bench" is the driver process: scripted model server, client, answer polling, and for the plain loop the loop itself',
+  floor:
+    "a minimal workflow that runs the same steps with no-op activities (the model one sleeps the model latency), on a plain worker with the project worker's settings: 4 per step is the shape issue 14 describes (callModel, appendMessages, runTool, appendMessages, plus the user message and answer writes), 2 per step is model + tool",
+  plain:
+    'the same turn in the bench process: openai SDK over HTTP to the same scripted model server (streamed, as the project), the tool function; "+ PostgreSQL" adds one INSERT, committed on its own, per message',
+  history: "events and encoded bytes of one turn's workflow history ÷ S (whole history: the user message, steps, final answer)",
 };
 
 type Figure = {
@@ -193,7 +197,11 @@ export function contentionWarnings(r: BenchResults): string[] {
   const check = (name: string, figures: SystemFigures[] | undefined): void => {
     const hit: string[] = [];
     for (const f of figures ?? []) {
-      for (const [phase, res] of [['1', f.single], [String(r.options.mediumConcurrency), f.medium], [String(r.options.highConcurrency), f.high]] as const) {
+      for (const [phase, res] of [
+        ['1', f.single],
+        [String(r.options.mediumConcurrency), f.medium],
+        [String(r.options.highConcurrency), f.high],
+      ] as const) {
         const cpu = res.cpuPerStep;
         if (!cpu) continue;
         const ours = (cpu.worker ?? 0) + cpu.temporal + cpu.postgres + cpu.driver;

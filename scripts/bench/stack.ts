@@ -41,12 +41,7 @@ export interface Stack {
  * `npm start` starts it; `sqlitePragmas` (`PRAGMA=VALUE`) likewise with
  * `--sqlite-pragma`.
  */
-export async function startStack(
-  cleanup: Cleanup,
-  log: (line: string) => void,
-  dynamicConfig: string[] = [],
-  sqlitePragmas: string[] = [],
-): Promise<Stack> {
+export async function startStack(cleanup: Cleanup, log: (line: string) => void, dynamicConfig: string[] = [], sqlitePragmas: string[] = []): Promise<Stack> {
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-bench-'));
   cleanup.add('scratch folder', () => fs.rmSync(scratch, { recursive: true, force: true }));
   const cliPath = findTemporalCli(process.env.TEMPORAL_CLI_PATH || undefined);
@@ -58,10 +53,7 @@ export async function startStack(
     temporal: {
       cliPath,
       dbFilename: path.join(scratch, 'temporal.sqlite'),
-      extraArgs: [
-        ...dynamicConfig.flatMap((kv) => ['--dynamic-config-value', kv]),
-        ...sqlitePragmas.flatMap((kv) => ['--sqlite-pragma', kv]),
-      ],
+      extraArgs: [...dynamicConfig.flatMap((kv) => ['--dynamic-config-value', kv]), ...sqlitePragmas.flatMap((kv) => ['--sqlite-pragma', kv])],
     },
     label: 'agent-bench',
     runId,

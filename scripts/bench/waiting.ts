@@ -77,7 +77,8 @@ export async function benchWaiting(ctx: BenchContext): Promise<WaitingFigures> {
     const giveUpMs = Math.max(10 * 60_000, n * 1_000);
     let waitingCount = 0;
     while (waitingCount < n) {
-      if (Date.now() - started > giveUpMs) throw new Error(`waiting: only ${waitingCount} of ${n} conversations awaiting approval after ${giveUpMs / 60_000} minutes.`);
+      if (Date.now() - started > giveUpMs)
+        throw new Error(`waiting: only ${waitingCount} of ${n} conversations awaiting approval after ${giveUpMs / 60_000} minutes.`);
       await sleep(250);
       waitingCount = (await client.temporal.workflow.count(query)).count;
       if (Date.now() - lastLog > 10_000) {

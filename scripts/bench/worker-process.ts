@@ -54,7 +54,15 @@ export function spawnWorker(options: SpawnOptions): WorkerProcess {
   const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', options.worker.entry], {
     cwd: ROOT,
     // No HTTP API: the bench measures the worker, and decides through its client (unsigned).
-    env: { ...process.env, LOG_LEVEL: 'warn', AGENT_DATA_DIR: dataDir, AGENT_API_PORT: 'off', AGENT_METRICS_ADDRESS: 'off', AGENT_REQUIRE_SIGNED_DECISIONS: 'false', ...options.env },
+    env: {
+      ...process.env,
+      LOG_LEVEL: 'warn',
+      AGENT_DATA_DIR: dataDir,
+      AGENT_API_PORT: 'off',
+      AGENT_METRICS_ADDRESS: 'off',
+      AGENT_REQUIRE_SIGNED_DECISIONS: 'false',
+      ...options.env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   if (child.pid === undefined) throw new Error(`Could not spawn ${options.worker.entry}.`);

@@ -56,5 +56,7 @@ export function releaseStickyWorker(context: Context): void {
   }
   void client.workflowService
     .resetStickyTaskQueue({ namespace: info.workflowNamespace ?? client.options.namespace, execution: info.workflowExecution })
-    .catch((err: Error) => logger.debug({ err: err.message, workflowId: info.workflowExecution?.workflowId }, 'could not reset the sticky queue of a retried activity'));
+    .catch((err: Error) =>
+      logger.debug({ err: err.message, workflowId: info.workflowExecution?.workflowId }, 'could not reset the sticky queue of a retried activity'),
+    );
 }

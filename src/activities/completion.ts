@@ -43,11 +43,7 @@ export interface CompletionOptions {
 }
 
 /** Sends the request and assembles the answer. Heartbeats while waiting; stops at once when the activity is cancelled. */
-export async function requestCompletion(
-  openai: OpenAI,
-  request: ChatCompletionCreateParamsNonStreaming,
-  options: CompletionOptions,
-): Promise<ModelCompletion> {
+export async function requestCompletion(openai: OpenAI, request: ChatCompletionCreateParamsNonStreaming, options: CompletionOptions): Promise<ModelCompletion> {
   const context = Context.current();
   const stopHeartbeats = heartbeatWhileRunning(context);
   try {
@@ -59,11 +55,7 @@ export async function requestCompletion(
   }
 }
 
-async function unstreamed(
-  openai: OpenAI,
-  request: ChatCompletionCreateParamsNonStreaming,
-  options: CompletionOptions,
-): Promise<ModelCompletion> {
+async function unstreamed(openai: OpenAI, request: ChatCompletionCreateParamsNonStreaming, options: CompletionOptions): Promise<ModelCompletion> {
   let response;
   try {
     response = await openai.chat.completions.create(request, { signal: Context.current().cancellationSignal });
@@ -76,23 +68,15 @@ async function unstreamed(
   const completion = toCompletion({
     content: raw.content ?? null,
     reasoningContent: raw.reasoning_content,
-    toolCalls: (raw.tool_calls ?? []).flatMap((c) =>
-      c.type === 'function' ? [{ id: c.id, name: c.function.name, arguments: c.function.arguments }] : [],
-    ),
+    toolCalls: (raw.tool_calls ?? []).flatMap((c) => (c.type === 'function' ? [{ id: c.id, name: c.function.name, arguments: c.function.arguments }] : [])),
     finishReason: choice.finish_reason ?? null,
-    usage: response.usage
-      ? { promptTokens: response.usage.prompt_tokens, completionTokens: response.usage.completion_tokens }
-      : undefined,
+    usage: response.usage ? { promptTokens: response.usage.prompt_tokens, completionTokens: response.usage.completion_tokens } : undefined,
   });
   options.publisher?.push(completion.message.content ?? '');
   return completion;
 }
 
-async function streamed(
-  openai: OpenAI,
-  request: ChatCompletionCreateParamsNonStreaming,
-  options: CompletionOptions,
-): Promise<ModelCompletion> {
+async function streamed(openai: OpenAI, request: ChatCompletionCreateParamsNonStreaming, options: CompletionOptions): Promise<ModelCompletion> {
   const context = Context.current();
   const idle = new AbortController();
   let stalled = false;

@@ -20,14 +20,7 @@ import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotoc
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema, type CallToolResult, type Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
 import { logger } from '../shared/logger';
-import {
-  DEFAULT_MCP_RECONNECT,
-  isStdioServer,
-  MCP_EFFECT_KEY_CAPABILITY,
-  MCP_EFFECT_KEY_META,
-  type McpServerConfig,
-  type McpServers,
-} from '../mcp/protocol';
+import { DEFAULT_MCP_RECONNECT, isStdioServer, MCP_EFFECT_KEY_CAPABILITY, MCP_EFFECT_KEY_META, type McpServerConfig, type McpServers } from '../mcp/protocol';
 
 /** How long a server's tool list is trusted without a change notification, by default. */
 export const DEFAULT_MCP_LIST_TTL_MS = 60_000;
@@ -108,7 +101,7 @@ export class McpConnections {
       const have = this.names();
       throw new UnknownMcpServerError(
         `This worker has no MCP server named "${server}" (it has ${have.length > 0 ? have.map((n) => `"${n}"`).join(', ') : 'none'}). ` +
-          'Every worker of a task queue must configure the same MCP servers (AGENT_MCP_SERVERS, or the plugin\'s mcp.servers).',
+          "Every worker of a task queue must configure the same MCP servers (AGENT_MCP_SERVERS, or the plugin's mcp.servers).",
       );
     }
     return config;
@@ -150,7 +143,12 @@ export class McpConnections {
    * trying again under the server's reconnect policy while the request
    * cannot reach it; any other failure is the request's own.
    */
-  private async reaching<T>(server: string, signal: AbortSignal | undefined, onConnected: (() => void) | undefined, request: (c: Connection) => Promise<T>): Promise<T> {
+  private async reaching<T>(
+    server: string,
+    signal: AbortSignal | undefined,
+    onConnected: (() => void) | undefined,
+    request: (c: Connection) => Promise<T>,
+  ): Promise<T> {
     const config = this.config(server);
     const { attempts, delayMs } = { ...DEFAULT_MCP_RECONNECT, ...config.reconnect };
     const began = Date.now();
@@ -179,7 +177,10 @@ export class McpConnections {
     }
     if (signal?.aborted) throw last ?? signal.reason;
     const where = isStdioServer(config) ? `the program ${config.command}` : config.url;
-    const why = last instanceof McpConnectError ? last.message : `${(last as Error)?.message ?? 'no answer'}${notDeliveredCode(last) ? ` (${notDeliveredCode(last)})` : ''}`;
+    const why =
+      last instanceof McpConnectError
+        ? last.message
+        : `${(last as Error)?.message ?? 'no answer'}${notDeliveredCode(last) ? ` (${notDeliveredCode(last)})` : ''}`;
     throw new McpServerUnreachableError(
       `MCP server "${server}" (${where}) could not be reached: ${attempts} attempt${attempts === 1 ? '' : 's'} in ${((Date.now() - began) / 1000).toFixed(1)} s, the last: ${why}. ` +
         'Nothing was sent to it. Check that the server runs and answers at that address (its reconnect setting sets the attempts).',

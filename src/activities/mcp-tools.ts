@@ -150,7 +150,8 @@ export class McpToolsets {
           const compiled = ajv.compile(schema);
           validate = (value) => (compiled(value) ? undefined : ajv.errorsText(compiled.errors, { dataVar: 'arguments' }));
         } catch (err) {
-          validate = () => `MCP server "${descriptor.server}" gave ${descriptor.tool} an input schema that cannot be used (${(err as Error).message}); the call was not sent.`;
+          validate = () =>
+            `MCP server "${descriptor.server}" gave ${descriptor.tool} an input schema that cannot be used (${(err as Error).message}); the call was not sent.`;
         }
       }
       return validate(args);
@@ -253,7 +254,8 @@ export function createToolDiscoveryActivity(deps: ToolDiscoveryDeps): (input: To
       for (const tool of listed.tools) {
         const described = describeMcpTool(server, tool, listed.effectKeys);
         if ('problem' in described) skipped.push(described.problem);
-        else if (deps.tools.get(described.descriptor.name)) skipped.push(`MCP tool "${described.descriptor.name}" has the name of one of the worker's own tools, so it is not offered.`);
+        else if (deps.tools.get(described.descriptor.name))
+          skipped.push(`MCP tool "${described.descriptor.name}" has the name of one of the worker's own tools, so it is not offered.`);
         else {
           descriptors.push(described.descriptor);
           fromServers[server]++;

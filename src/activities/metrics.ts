@@ -41,14 +41,7 @@ export function modelFailureOutcome(err: unknown, cancelled: boolean): string {
 }
 
 /** A model call attempt that reached the provider ended. */
-export function modelCallMeasured(call: {
-  model: string;
-  outcome: string;
-  streamed: boolean;
-  ms: number;
-  usage?: TokenUsage;
-  costUsd?: number;
-}): void {
+export function modelCallMeasured(call: { model: string; outcome: string; streamed: boolean; ms: number; usage?: TokenUsage; costUsd?: number }): void {
   const m = meter();
   if (!m) return;
   count(m, AGENT_METRICS.modelCalls, 1, { model: call.model, outcome: call.outcome });

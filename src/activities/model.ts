@@ -218,7 +218,7 @@ function contextStillExceeded(err: unknown, windowTokens: number): unknown {
   return ApplicationFailure.create({
     message:
       `${err.message} The request had already been fitted to ${windowTokens} tokens once. ` +
-      'Set the model\'s real window (ModelSettings.contextWindow or OPENAI_CONTEXT_WINDOW).',
+      "Set the model's real window (ModelSettings.contextWindow or OPENAI_CONTEXT_WINDOW).",
     type: ActivityErrorType.ModelRequestRejected,
     nonRetryable: true,
     details: err.details ?? undefined,

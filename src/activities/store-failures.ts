@@ -13,7 +13,12 @@ export function asStoreFailure(err: unknown): unknown {
   if (!isRefusedValue(err)) return err;
   const details: StoreRefusedDetails = { refusedSeqs: err instanceof ValuesRefusedError ? err.refusedSeqs : [] };
   const message = err instanceof ValuesRefusedError ? err.message : `PostgreSQL refused a value: ${describeRefusal(err)}`;
-  return ApplicationFailure.create({ message: `${message} (retrying cannot help)`, type: ActivityErrorType.StoreRefused, nonRetryable: true, details: [details] });
+  return ApplicationFailure.create({
+    message: `${message} (retrying cannot help)`,
+    type: ActivityErrorType.StoreRefused,
+    nonRetryable: true,
+    details: [details],
+  });
 }
 
 /** Runs a store operation of an activity; a value PostgreSQL refuses fails it as `StoreRefused` ({@link asStoreFailure}). */

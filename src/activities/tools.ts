@@ -140,10 +140,10 @@ export async function applyOnce<T>(
   onFound?: () => void,
 ): Promise<T> {
   return inTransaction(pool, async (client) => {
-    const claim = await client.query(
-      `INSERT INTO ${tables.toolLedger} (idempotency_key, tool_name) VALUES ($1, $2) ON CONFLICT (idempotency_key) DO NOTHING`,
-      [key, toolName],
-    );
+    const claim = await client.query(`INSERT INTO ${tables.toolLedger} (idempotency_key, tool_name) VALUES ($1, $2) ON CONFLICT (idempotency_key) DO NOTHING`, [
+      key,
+      toolName,
+    ]);
     if (claim.rowCount === 0) {
       const { rows } = await client.query<{ result: T }>(`SELECT result FROM ${tables.toolLedger} WHERE idempotency_key = $1`, [key]);
       logger.info({ idempotencyKey: key, tool: toolName }, 'side effect already applied; returning the recorded result');

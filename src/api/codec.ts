@@ -75,70 +75,84 @@ export async function codecRoutes(app: FastifyInstance, options: CodecContext): 
   // A scope under /codec: the CORS plugin's hooks and its preflight route (OPTIONS /codec/*) reach no other route.
   await app.register(
     async (scope) => {
-    // Only these routes answer browsers of other origins, and only the configured ones.
-    await scope.register(cors, {
-      origin: (origin, done) => done(null, origin !== undefined && allowed.has(origin)),
-      credentials: true,
-      methods: ['POST'],
-      allowedHeaders: ['content-type', 'x-namespace', 'authorization', 'authorization-extras'],
-      maxAge: 600,
-    });
-
-    /** The caller: an operator by bearer token, else by the inbox's session from an allowed page. */
-    const operator = async (request: FastifyRequest): Promise<{ subject: string; via: 'token' | 'session' }> => {
-      const header = request.headers.authorization;
-      if (header) {
-        const match = /^Bearer (\S+)$/i.exec(header);
-        const principal = match ? await options.authenticate(match[1]) : undefined;
-        if (!principal) throw refusal('unauthorized', 'The token is not valid (unknown, expired, or not for this API). Send "Authorization: Bearer <token>" with an operator\'s token.');
-        if (!principal.roles.has('operator')) {
-          throw refusal('forbidden', `Decoding payloads needs the operator role; the token of ${principal.subject} has ${[...principal.roles].join(', ')}.`);
-        }
-        return { subject: principal.subject, via: 'token' };
-      }
-      const session = options.sessions?.of(request);
-      if (!session) {
-        throw refusal(
-          'unauthorized',
-          'Send an operator\'s token ("Authorization: Bearer <token>"; the temporal CLI: --codec-auth), or sign in at /inbox and let the Temporal UI include cross-origin credentials.',
-        );
-      }
-      const origin = request.headers.origin;
-      if (origin !== undefined && !allowed.has(origin) && !sameHost(origin, request.host)) {
-        throw refusal('forbidden', `A signed-in session is honoured only from the API's own pages and the origins in AGENT_CODEC_CORS_ORIGINS; ${origin} is not one of them.`);
-      }
-      if (!session.roles.includes('operator')) throw refusal('forbidden', `Decoding payloads needs the operator role; ${session.subject} has ${session.roles.join(', ')}.`);
-      return { subject: session.subject, via: 'session' };
-    };
-
-    const route = (direction: 'decode' | 'encode') =>
-      scope.post(`/${direction}`, { bodyLimit: CODEC_BODY_LIMIT_BYTES, schema: { hide: true } }, async (request) => {
-        const caller = await operator(request);
-        const codec = options.codec;
-        if (!codec) {
-          throw refusal('codec_off', 'This API holds no payload keys, so it has nothing to decode or encode with. Set AGENT_PAYLOAD_KEYS to the workers\' keys.');
-        }
-        const namespace = request.headers['x-namespace'];
-        if (typeof namespace === 'string' && namespace !== '' && namespace !== options.namespace) {
-          throw refusal('invalid_request', `This codec server serves namespace "${options.namespace}", not "${namespace}".`);
-        }
-        const parsed = payloadsBody.safeParse(request.body);
-        if (!parsed.success) {
-          throw refusal('invalid_request', `The body must be {"payloads": [{"metadata": {name: base64}, "data": base64}]} with at most ${CODEC_MAX_PAYLOADS} payloads: ${parsed.error.issues[0]?.message}.`);
-        }
-        const payloads = parsed.data.payloads.map(fromJson);
-        let result: Payload[];
-        try {
-          result = direction === 'decode' ? await codec.decode(payloads) : await codec.encode(payloads);
-        } catch (err) {
-          if (err instanceof EncryptedPayloadError) throw refusal('payload_undecodable', (err as Error).message);
-          throw err;
-        }
-        logger.info({ subject: caller.subject, via: caller.via, namespace: options.namespace, payloads: payloads.length }, `codec: ${direction}d payloads`);
-        return { payloads: result.map(toJson) };
+      // Only these routes answer browsers of other origins, and only the configured ones.
+      await scope.register(cors, {
+        origin: (origin, done) => done(null, origin !== undefined && allowed.has(origin)),
+        credentials: true,
+        methods: ['POST'],
+        allowedHeaders: ['content-type', 'x-namespace', 'authorization', 'authorization-extras'],
+        maxAge: 600,
       });
-    route('decode');
-    route('encode');
+
+      /** The caller: an operator by bearer token, else by the inbox's session from an allowed page. */
+      const operator = async (request: FastifyRequest): Promise<{ subject: string; via: 'token' | 'session' }> => {
+        const header = request.headers.authorization;
+        if (header) {
+          const match = /^Bearer (\S+)$/i.exec(header);
+          const principal = match ? await options.authenticate(match[1]) : undefined;
+          if (!principal)
+            throw refusal(
+              'unauthorized',
+              'The token is not valid (unknown, expired, or not for this API). Send "Authorization: Bearer <token>" with an operator\'s token.',
+            );
+          if (!principal.roles.has('operator')) {
+            throw refusal('forbidden', `Decoding payloads needs the operator role; the token of ${principal.subject} has ${[...principal.roles].join(', ')}.`);
+          }
+          return { subject: principal.subject, via: 'token' };
+        }
+        const session = options.sessions?.of(request);
+        if (!session) {
+          throw refusal(
+            'unauthorized',
+            'Send an operator\'s token ("Authorization: Bearer <token>"; the temporal CLI: --codec-auth), or sign in at /inbox and let the Temporal UI include cross-origin credentials.',
+          );
+        }
+        const origin = request.headers.origin;
+        if (origin !== undefined && !allowed.has(origin) && !sameHost(origin, request.host)) {
+          throw refusal(
+            'forbidden',
+            `A signed-in session is honoured only from the API's own pages and the origins in AGENT_CODEC_CORS_ORIGINS; ${origin} is not one of them.`,
+          );
+        }
+        if (!session.roles.includes('operator'))
+          throw refusal('forbidden', `Decoding payloads needs the operator role; ${session.subject} has ${session.roles.join(', ')}.`);
+        return { subject: session.subject, via: 'session' };
+      };
+
+      const route = (direction: 'decode' | 'encode') =>
+        scope.post(`/${direction}`, { bodyLimit: CODEC_BODY_LIMIT_BYTES, schema: { hide: true } }, async (request) => {
+          const caller = await operator(request);
+          const codec = options.codec;
+          if (!codec) {
+            throw refusal(
+              'codec_off',
+              "This API holds no payload keys, so it has nothing to decode or encode with. Set AGENT_PAYLOAD_KEYS to the workers' keys.",
+            );
+          }
+          const namespace = request.headers['x-namespace'];
+          if (typeof namespace === 'string' && namespace !== '' && namespace !== options.namespace) {
+            throw refusal('invalid_request', `This codec server serves namespace "${options.namespace}", not "${namespace}".`);
+          }
+          const parsed = payloadsBody.safeParse(request.body);
+          if (!parsed.success) {
+            throw refusal(
+              'invalid_request',
+              `The body must be {"payloads": [{"metadata": {name: base64}, "data": base64}]} with at most ${CODEC_MAX_PAYLOADS} payloads: ${parsed.error.issues[0]?.message}.`,
+            );
+          }
+          const payloads = parsed.data.payloads.map(fromJson);
+          let result: Payload[];
+          try {
+            result = direction === 'decode' ? await codec.decode(payloads) : await codec.encode(payloads);
+          } catch (err) {
+            if (err instanceof EncryptedPayloadError) throw refusal('payload_undecodable', (err as Error).message);
+            throw err;
+          }
+          logger.info({ subject: caller.subject, via: caller.via, namespace: options.namespace, payloads: payloads.length }, `codec: ${direction}d payloads`);
+          return { payloads: result.map(toJson) };
+        });
+      route('decode');
+      route('encode');
     },
     { prefix: CODEC_PATH },
   );

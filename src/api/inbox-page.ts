@@ -198,49 +198,52 @@ setTimeout(tick,wait);})();`;
 export function page(frame: PageFrame): string {
   const { viewer } = frame;
   return html`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="same-origin">
-<title>${frame.title}</title>
-<style nonce="${frame.nonce}">${new Html(STYLE)}</style>
-</head>
-<body>
-<header class="top">
-  <a class="brand" href="/inbox">Approval inbox</a>
-  ${
-    viewer &&
-    html`<div class="who">
-    <span>Signed in as <strong data-testid="subject">${viewer.subject}</strong> <span class="roles">(${viewer.roles.join(', ')})</span></span>
-    <form method="post" action="/inbox/sign-out"><input type="hidden" name="_csrf" value="${viewer.csrf}"><button type="submit">Sign out</button></form>
-  </div>`
-  }
-</header>
-<main data-live="${frame.live ? 'true' : 'false'}" data-rendered="${Date.now()}">
-${frame.main}
-</main>
-<script nonce="${frame.nonce}">${new Html(SCRIPT)}</script>
-</body>
-</html>
-`.value;
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="referrer" content="same-origin" />
+        <title>${frame.title}</title>
+        <style nonce="${frame.nonce}">
+          ${new Html(STYLE)}
+        </style>
+      </head>
+      <body>
+        <header class="top">
+          <a class="brand" href="/inbox">Approval inbox</a>
+          ${
+            viewer &&
+            html`<div class="who">
+              <span>Signed in as <strong data-testid="subject">${viewer.subject}</strong> <span class="roles">(${viewer.roles.join(', ')})</span></span>
+              <form method="post" action="/inbox/sign-out">
+                <input type="hidden" name="_csrf" value="${viewer.csrf}" /><button type="submit">Sign out</button>
+              </form>
+            </div>`
+          }
+        </header>
+        <main data-live="${frame.live ? 'true' : 'false'}" data-rendered="${Date.now()}">${frame.main}</main>
+        <script nonce="${frame.nonce}">
+          ${new Html(SCRIPT)};
+        </script>
+      </body>
+    </html> `.value;
 }
 
 /** The sign-in form, with what went wrong last time. */
 export function signInMain(options: { problem?: string; next?: string }): Html {
   return html`<div class="signin">
-  <div class="card">
-    <h1>Sign in</h1>
-    <p>Paste your API token. It is checked once and not kept: the page remembers only who you are and your roles, for 8 hours or until you sign out.</p>
-    ${options.problem && html`<div class="flash error" role="alert">${options.problem}</div>`}
-    <form method="post" action="/inbox/sign-in">
-      ${options.next && html`<input type="hidden" name="next" value="${options.next}">`}
-      <label for="token">API token</label>
-      <input id="token" name="token" type="password" autocomplete="off" spellcheck="false" required>
-      <div class="actions"><button class="primary" type="submit">Sign in</button></div>
-    </form>
-  </div>
-</div>`;
+    <div class="card">
+      <h1>Sign in</h1>
+      <p>Paste your API token. It is checked once and not kept: the page remembers only who you are and your roles, for 8 hours or until you sign out.</p>
+      ${options.problem && html`<div class="flash error" role="alert">${options.problem}</div>`}
+      <form method="post" action="/inbox/sign-in">
+        ${options.next && html`<input type="hidden" name="next" value="${options.next}" />`}
+        <label for="token">API token</label>
+        <input id="token" name="token" type="password" autocomplete="off" spellcheck="false" required />
+        <div class="actions"><button class="primary" type="submit">Sign in</button></div>
+      </form>
+    </div>
+  </div>`;
 }
 
 /** A page's one-time message. */
@@ -251,7 +254,9 @@ export function flashBox(flash: Flash | undefined): Html {
 
 /** A message the page refuses with (bad CSRF token, not found...), with a way back. */
 export function problemMain(title: string, message: string): Html {
-  return html`<h1>${title}</h1><div class="flash error" role="alert">${message}</div><p><a href="/inbox">Back to the inbox</a></p>`;
+  return html`<h1>${title}</h1>
+    <div class="flash error" role="alert">${message}</div>
+    <p><a href="/inbox">Back to the inbox</a></p>`;
 }
 
 /** A stored message, as the inbox lists it. */
@@ -265,25 +270,31 @@ export function messagesList(messages: readonly ShownMessage[] | undefined, tool
   if (messages === undefined) return html`<p class="muted">The messages could not be read just now.</p>`;
   const shown = messages.filter((m) => m.message.role !== 'system');
   if (shown.length === 0) return html`<p class="muted">No messages stored yet.</p>`;
-  return html`<ol class="msgs">${shown.map(({ seq, message }) => {
-    switch (message.role) {
-      case 'user':
-        return html`<li class="msg user" data-seq="${seq}"><span class="role">user</span><div class="text">${visible(clip(message.content, 2_000))}</div></li>`;
-      case 'assistant':
-        return html`<li class="msg assistant" data-seq="${seq}"><span class="role">assistant</span>${
-          message.content && html`<div class="text">${visible(clip(message.content, 2_000))}</div>`
-        }${
-          !!message.tool_calls?.length &&
-          html`<div class="calls">calls ${message.tool_calls.map((c, i) => html`${i > 0 ? ', ' : ''}<strong>${visible(c.function.name)}</strong>`)}</div>`
-        }</li>`;
-      case 'tool':
-        return html`<li class="msg tool" data-seq="${seq}"><span class="role">result of ${visible(toolNames.get(message.tool_call_id) ?? 'a tool')}</span><div class="text">${visible(
-          clip(message.content, 400),
-        )}</div></li>`;
-      default:
-        return html``;
-    }
-  })}</ol>`;
+  return html`<ol class="msgs">
+    ${shown.map(({ seq, message }) => {
+      switch (message.role) {
+        case 'user':
+          return html`<li class="msg user" data-seq="${seq}">
+            <span class="role">user</span>
+            <div class="text">${visible(clip(message.content, 2_000))}</div>
+          </li>`;
+        case 'assistant':
+          return html`<li class="msg assistant" data-seq="${seq}">
+            <span class="role">assistant</span>${message.content && html`<div class="text">${visible(clip(message.content, 2_000))}</div>`}${
+              !!message.tool_calls?.length &&
+              html`<div class="calls">calls ${message.tool_calls.map((c, i) => html`${i > 0 ? ', ' : ''}<strong>${visible(c.function.name)}</strong>`)}</div>`
+            }
+          </li>`;
+        case 'tool':
+          return html`<li class="msg tool" data-seq="${seq}">
+            <span class="role">result of ${visible(toolNames.get(message.tool_call_id) ?? 'a tool')}</span>
+            <div class="text">${visible(clip(message.content, 400))}</div>
+          </li>`;
+        default:
+          return html``;
+      }
+    })}
+  </ol>`;
 }
 
 /** Tool names by call id, for showing tool results. */
@@ -304,29 +315,36 @@ export function callBlock(call: ShownCall, ctx: { viewer: Viewer; flash?: Flash;
   const own = ctx.fourEyes && call.requestedBy.includes(ctx.viewer.subject);
   const reason = ctx.flash?.callKey === call.callKey ? (ctx.flash.reason ?? '') : '';
   return html`<article class="call" data-call-key="${call.callKey}">
-  <div><span class="name">${visible(call.toolName)}</span> <span class="badge waiting">waiting ${humanDuration(ctx.now - call.requestedAt.getTime())}</span></div>
-  <dl class="facts">
-    <dt>Asked by</dt><dd data-testid="requested-by">${call.requestedBy.length > 0 ? visible(call.requestedBy.join(', ')) : html`<span class="muted">nobody named</span>`}</dd>
-    <dt>Since</dt><dd>${call.requestedAt.toISOString().replace('T', ' ').slice(0, 19)} UTC</dd>
-    <dt>Call</dt><dd><code>${visible(call.toolCallId)}</code></dd>
-  </dl>
-  <pre class="args" data-testid="arguments">${prettyArguments(call.arguments)}</pre>
-  ${own && html`<div class="note">You sent the request that asked for this call: another approver has to approve it (four eyes). You may reject it.</div>`}
-  ${
-    ctx.viewer.canDecide
-      ? html`<form method="post" action="${conversationPath(call.conversationId)}/decisions">
-    <input type="hidden" name="_csrf" value="${ctx.viewer.csrf}">
-    <input type="hidden" name="callKey" value="${call.callKey}">
-    <input type="hidden" name="back" value="${ctx.back}">
-    <label>Reason (recorded with the decision)<textarea name="reason" maxlength="2000" placeholder="Why you approve or reject">${reason}</textarea></label>
-    <div class="actions">
-      <button class="approve" type="submit" name="decision" value="approve">Approve</button>
-      <button class="reject" type="submit" name="decision" value="reject">Reject</button>
+    <div>
+      <span class="name">${visible(call.toolName)}</span> <span class="badge waiting">waiting ${humanDuration(ctx.now - call.requestedAt.getTime())}</span>
     </div>
-  </form>`
-      : html`<p class="readonly">Read only: deciding needs the approver role.</p>`
-  }
-</article>`;
+    <dl class="facts">
+      <dt>Asked by</dt>
+      <dd data-testid="requested-by">${call.requestedBy.length > 0 ? visible(call.requestedBy.join(', ')) : html`<span class="muted">nobody named</span>`}</dd>
+      <dt>Since</dt>
+      <dd>${call.requestedAt.toISOString().replace('T', ' ').slice(0, 19)} UTC</dd>
+      <dt>Call</dt>
+      <dd><code>${visible(call.toolCallId)}</code></dd>
+    </dl>
+    <pre class="args" data-testid="arguments">${prettyArguments(call.arguments)}</pre>
+    ${own && html`<div class="note">You sent the request that asked for this call: another approver has to approve it (four eyes). You may reject it.</div>`}
+    ${
+      ctx.viewer.canDecide
+        ? html`<form method="post" action="${conversationPath(call.conversationId)}/decisions">
+            <input type="hidden" name="_csrf" value="${ctx.viewer.csrf}" />
+            <input type="hidden" name="callKey" value="${call.callKey}" />
+            <input type="hidden" name="back" value="${ctx.back}" />
+            <label
+              >Reason (recorded with the decision)<textarea name="reason" maxlength="2000" placeholder="Why you approve or reject">${reason}</textarea>
+            </label>
+            <div class="actions">
+              <button class="approve" type="submit" name="decision" value="approve">Approve</button>
+              <button class="reject" type="submit" name="decision" value="reject">Reject</button>
+            </div>
+          </form>`
+        : html`<p class="readonly">Read only: deciding needs the approver role.</p>`
+    }
+  </article>`;
 }
 
 /** A conversation with waiting calls, as the inbox lists it. */
@@ -341,22 +359,33 @@ export interface InboxGroup {
 export function inboxMain(groups: readonly InboxGroup[], ctx: { viewer: Viewer; flash?: Flash; fourEyes: boolean; now: number }): Html {
   const count = groups.reduce((n, g) => n + g.calls.length, 0);
   return html`${flashBox(ctx.flash)}
-<h1>Pending approvals <span class="badge">${count}</span></h1>
-<p class="sub">Tool calls waiting for a person, oldest first, across all conversations. <span class="live">Updates every ${REFRESH_MS / 1000} s.</span></p>
-${
-  groups.length === 0
-    ? html`<div class="card empty">Nothing is waiting for a decision.</div>`
-    : groups.map(
-        (g) => html`<section class="card" data-conversation="${g.conversationId}">
-  <header><h2>Conversation <a href="${conversationPath(g.conversationId)}"><code>${visible(g.conversationId)}</code></a></h2>
-  <span class="meta">${g.calls.length} ${g.calls.length === 1 ? 'call' : 'calls'} waiting</span></header>
-  <div class="cols">
-    <div><h3>Recent messages</h3>${messagesList(g.messages, toolNamesOf(g.messages))}</div>
-    <div><h3>Waiting for a decision</h3>${g.calls.map((c) => callBlock(c, { ...ctx, back: 'inbox' }))}</div>
-  </div>
-</section>`,
-      )
-}`;
+    <h1>Pending approvals <span class="badge">${count}</span></h1>
+    <p class="sub">Tool calls waiting for a person, oldest first, across all conversations. <span class="live">Updates every ${REFRESH_MS / 1000} s.</span></p>
+    ${
+      groups.length === 0
+        ? html`<div class="card empty">Nothing is waiting for a decision.</div>`
+        : groups.map(
+            (g) =>
+              html`<section class="card" data-conversation="${g.conversationId}">
+                <header>
+                  <h2>
+                    Conversation <a href="${conversationPath(g.conversationId)}"><code>${visible(g.conversationId)}</code></a>
+                  </h2>
+                  <span class="meta">${g.calls.length} ${g.calls.length === 1 ? 'call' : 'calls'} waiting</span>
+                </header>
+                <div class="cols">
+                  <div>
+                    <h3>Recent messages</h3>
+                    ${messagesList(g.messages, toolNamesOf(g.messages))}
+                  </div>
+                  <div>
+                    <h3>Waiting for a decision</h3>
+                    ${g.calls.map((c) => callBlock(c, { ...ctx, back: 'inbox' }))}
+                  </div>
+                </div>
+              </section>`,
+          )
+    }`;
 }
 
 /** Whether a conversation is busy with a turn (so its page keeps refreshing). */
@@ -379,30 +408,41 @@ export function conversationMain(
   const { state, lastTurn } = view;
   const busy = turnInProgress(state);
   return html`${flashBox(ctx.flash)}
-<p class="sub"><a href="/inbox">← Pending approvals</a></p>
-<h1>Conversation <code>${visible(state.conversationId)}</code></h1>
-<p class="sub">Status <span class="badge ${state.status}" data-testid="status">${state.status.replace('_', ' ')}</span>
-${state.queuedMessages > 0 && html` · ${state.queuedMessages} message(s) queued`}
-· ${state.messageCount} messages · ${busy ? html`<span class="live">Updates every ${REFRESH_MS / 1000} s until the turn finishes.</span>` : html`<span class="live">No turn running.</span>`}</p>
-<section class="card">
-  <div class="cols">
-    <div>
-      <h3>${busy ? 'Previous turn' : 'Last turn'}</h3>
-      ${
-        lastTurn
-          ? html`<div data-testid="last-turn"><span class="badge ${lastTurn.outcome}">${lastTurn.outcome}</span>
-        ${!!lastTurn.requestedBy?.length && html`<span class="muted"> asked by ${visible(lastTurn.requestedBy.join(', '))}</span>`}
-        <span class="muted"> · ${lastTurn.steps} model ${lastTurn.steps === 1 ? 'call' : 'calls'}</span>
-        ${view.answer !== undefined && html`<div class="answer" data-testid="answer">${visible(clip(view.answer, 8_000))}</div>`}
-        ${lastTurn.error && html`<div class="error-text">${visible(clip(lastTurn.error, 2_000))}</div>`}</div>`
-          : html`<p class="muted">No turn has finished yet.</p>`
-      }
-      ${
-        view.calls.length > 0 &&
-        html`<div class="waiting-block"><h3>Waiting for a decision</h3>${view.calls.map((c) => callBlock(c, { ...ctx, back: 'conversation' }))}</div>`
-      }
-    </div>
-    <div><h3>Recent messages</h3>${messagesList(view.messages, toolNamesOf(view.messages))}</div>
-  </div>
-</section>`;
+    <p class="sub"><a href="/inbox">← Pending approvals</a></p>
+    <h1>Conversation <code>${visible(state.conversationId)}</code></h1>
+    <p class="sub">
+      Status
+      <span class="badge ${state.status}" data-testid="status">${state.status.replace('_', ' ')}</span>
+      ${state.queuedMessages > 0 && html` · ${state.queuedMessages} message(s) queued`} · ${state.messageCount} messages ·
+      ${busy ? html`<span class="live">Updates every ${REFRESH_MS / 1000} s until the turn finishes.</span>` : html`<span class="live">No turn running.</span>`}
+    </p>
+    <section class="card">
+      <div class="cols">
+        <div>
+          <h3>${busy ? 'Previous turn' : 'Last turn'}</h3>
+          ${
+            lastTurn
+              ? html`<div data-testid="last-turn">
+                  <span class="badge ${lastTurn.outcome}">${lastTurn.outcome}</span>
+                  ${!!lastTurn.requestedBy?.length && html`<span class="muted"> asked by ${visible(lastTurn.requestedBy.join(', '))}</span>`}
+                  <span class="muted"> · ${lastTurn.steps} model ${lastTurn.steps === 1 ? 'call' : 'calls'}</span>
+                  ${view.answer !== undefined && html`<div class="answer" data-testid="answer">${visible(clip(view.answer, 8_000))}</div>`}
+                  ${lastTurn.error && html`<div class="error-text">${visible(clip(lastTurn.error, 2_000))}</div>`}
+                </div>`
+              : html`<p class="muted">No turn has finished yet.</p>`
+          }
+          ${
+            view.calls.length > 0 &&
+            html`<div class="waiting-block">
+              <h3>Waiting for a decision</h3>
+              ${view.calls.map((c) => callBlock(c, { ...ctx, back: 'conversation' }))}
+            </div>`
+          }
+        </div>
+        <div>
+          <h3>Recent messages</h3>
+          ${messagesList(view.messages, toolNamesOf(view.messages))}
+        </div>
+      </div>
+    </section>`;
 }

@@ -91,7 +91,12 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
 
   const cookieOf = (request: FastifyRequest) => sessions.cookieOf(request);
   const sessionOf = (request: FastifyRequest) => sessions.of(request);
-  const viewerOf = (session: Session): Viewer => ({ subject: session.subject, roles: session.roles, csrf: session.csrf, canDecide: session.roles.includes('approver') });
+  const viewerOf = (session: Session): Viewer => ({
+    subject: session.subject,
+    roles: session.roles,
+    csrf: session.csrf,
+    canDecide: session.roles.includes('approver'),
+  });
   const takeFlash = (session: Session): Flash | undefined => {
     const { flash } = session;
     session.flash = undefined;
@@ -135,24 +140,37 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
   const checkCsrf = (request: FastifyRequest, session: Session) => {
     const sent = field(request.body, '_csrf');
     if (!sent || !sameSecret(sent, session.csrf)) {
-      throw new PageRefusal(403, 'Refused', 'The form was missing its security token (CSRF) or it did not match your session; nothing was done. Reload the inbox and try again.');
+      throw new PageRefusal(
+        403,
+        'Refused',
+        'The form was missing its security token (CSRF) or it did not match your session; nothing was done. Reload the inbox and try again.',
+      );
     }
   };
 
   app.setErrorHandler((err: unknown, request, reply) => {
     const session = sessionOf(request);
     const viewer = session ? viewerOf(session) : undefined;
-    if (err instanceof PageRefusal) return sendPage(reply, err.status, { title: `${err.title} · Approval inbox`, viewer, live: false, main: problemMain(err.title, err.message) });
+    if (err instanceof PageRefusal)
+      return sendPage(reply, err.status, { title: `${err.title} · Approval inbox`, viewer, live: false, main: problemMain(err.title, err.message) });
     const status = (err as { statusCode?: number }).statusCode;
     if (status && status >= 400 && status < 500) {
-      return sendPage(reply, status, { title: 'Bad request · Approval inbox', viewer, live: false, main: problemMain('Bad request', 'The request was not understood; nothing was done.') });
+      return sendPage(reply, status, {
+        title: 'Bad request · Approval inbox',
+        viewer,
+        live: false,
+        main: problemMain('Bad request', 'The request was not understood; nothing was done.'),
+      });
     }
     request.log.error(err);
     return sendPage(reply, 500, {
       title: 'Error · Approval inbox',
       viewer,
       live: false,
-      main: problemMain('Something went wrong', 'The page could not be built just now (the server could not reach Temporal or PostgreSQL?). It is logged; try again shortly.'),
+      main: problemMain(
+        'Something went wrong',
+        'The page could not be built just now (the server could not reach Temporal or PostgreSQL?). It is logged; try again shortly.',
+      ),
     });
   });
 
@@ -227,13 +245,19 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
     try {
       principal = await authenticate(token);
     } catch (err) {
-      if ((err as { code?: string }).code === 'identity_provider_unavailable') return signInPage(reply, 503, 'The identity provider cannot be reached just now; try again shortly.', next);
+      if ((err as { code?: string }).code === 'identity_provider_unavailable')
+        return signInPage(reply, 503, 'The identity provider cannot be reached just now; try again shortly.', next);
       throw err;
     }
     if (!principal) return signInPage(reply, 401, 'That token is not valid (unknown, expired, or not for this API). Nothing was kept; paste it again.', next);
     const roles = [...principal.roles];
     if (!roles.some((r) => INBOX_ROLES.includes(r))) {
-      return signInPage(reply, 403, `The inbox is for approvers and operators; the token of ${principal.subject} has the role${roles.length === 1 ? '' : 's'} ${roles.join(', ')}.`, next);
+      return signInPage(
+        reply,
+        403,
+        `The inbox is for approvers and operators; the token of ${principal.subject} has the role${roles.length === 1 ? '' : 's'} ${roles.join(', ')}.`,
+        next,
+      );
     }
     sessions.start(request, reply, principal);
     return reply.redirect(next, 303);
@@ -253,13 +277,18 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
     const session = sessionOf(request);
     if (!session) throw new PageRefusal(401, 'Signed out', 'Your session has ended, so nothing was decided. Sign in again.');
     checkCsrf(request, session);
-    if (!session.roles.includes('approver')) throw new PageRefusal(403, 'Refused', `Deciding needs the approver role; ${session.subject} has ${session.roles.join(', ')}. Nothing was decided.`);
+    if (!session.roles.includes('approver'))
+      throw new PageRefusal(403, 'Refused', `Deciding needs the approver role; ${session.subject} has ${session.roles.join(', ')}. Nothing was decided.`);
     const callKey = field(request.body, 'callKey');
     const decision = field(request.body, 'decision');
     const reason = field(request.body, 'reason')?.trim() ?? '';
     const back = field(request.body, 'back') === 'inbox' ? '/inbox' : conversationPath(id);
     if (!callKey || callKey.length > 1000 || (decision !== 'approve' && decision !== 'reject') || reason.length > 2000 || id.length > 200) {
-      throw new PageRefusal(400, 'Bad request', 'The form needs a call, a decision (approve or reject) and a reason of at most 2000 characters. Nothing was decided.');
+      throw new PageRefusal(
+        400,
+        'Bad request',
+        'The form needs a call, a decision (approve or reject) and a reason of at most 2000 characters. Nothing was decided.',
+      );
     }
     const unstorable = describeUnstorableText('The reason', reason) ?? describeUnstorableText('The call key', callKey);
     if (unstorable) throw new PageRefusal(400, 'Bad request', `${unstorable}. Nothing was decided.`);

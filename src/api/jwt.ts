@@ -104,16 +104,22 @@ function validate(options: JwtVerifierOptions): Settings {
   const subjectClaim = nonEmpty('subjectClaim', options.subjectClaim ?? 'sub', '"sub" or "email"');
   const clockToleranceSeconds = options.clockToleranceSeconds ?? 30;
   if (typeof clockToleranceSeconds !== 'number' || !Number.isFinite(clockToleranceSeconds) || clockToleranceSeconds < 0) {
-    throw new ConfigError(`JWT option clockToleranceSeconds must be a number of seconds, 0 or more; got ${JSON.stringify(clockToleranceSeconds)}. Leave it out for 30.`);
+    throw new ConfigError(
+      `JWT option clockToleranceSeconds must be a number of seconds, 0 or more; got ${JSON.stringify(clockToleranceSeconds)}. Leave it out for 30.`,
+    );
   }
   const algorithms = options.algorithms ?? DEFAULT_ALGORITHMS;
   if (!Array.isArray(algorithms) || algorithms.length === 0 || algorithms.some((a) => !ALLOWED_ALGORITHMS.includes(a))) {
-    throw new ConfigError(`JWT option algorithms must list some of ${ALLOWED_ALGORITHMS.join(', ')} ('none' and HS* are never accepted); got ${JSON.stringify(algorithms)}. Leave it out for ${DEFAULT_ALGORITHMS.join(', ')}.`);
+    throw new ConfigError(
+      `JWT option algorithms must list some of ${ALLOWED_ALGORITHMS.join(', ')} ('none' and HS* are never accepted); got ${JSON.stringify(algorithms)}. Leave it out for ${DEFAULT_ALGORITHMS.join(', ')}.`,
+    );
   }
   const roleMap = options.roleMap;
   const isRoleList = (roles: unknown) => Array.isArray(roles) && roles.every((r) => (API_ROLES as readonly string[]).includes(r));
   if (roleMap !== undefined && (typeof roleMap !== 'object' || roleMap === null || !Object.values(roleMap).every(isRoleList))) {
-    throw new ConfigError(`JWT option roleMap must map IdP role names to lists of ${API_ROLES.join(', ')}; got ${JSON.stringify(roleMap)}. E.g. {"support-leads": ["approver"]}.`);
+    throw new ConfigError(
+      `JWT option roleMap must map IdP role names to lists of ${API_ROLES.join(', ')}; got ${JSON.stringify(roleMap)}. E.g. {"support-leads": ["approver"]}.`,
+    );
   }
   return { issuer: options.issuer, audience, jwksUrl, rolesClaim, subjectClaim, clockToleranceSeconds, algorithms, roleMap };
 }

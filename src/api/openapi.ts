@@ -49,7 +49,8 @@ function shareErrorBody(document: OpenApiDocument): OpenApiDocument {
       for (const [status, response] of Object.entries(operation.responses ?? {})) {
         const json = response.content?.['application/json'];
         if (Number(status) < 400 || !json) continue;
-        if (JSON.stringify(json.schema) !== expected) throw new Error(`${method.toUpperCase()} ${path} answers ${status} with a body other than ${API_ERROR_COMPONENT}.`);
+        if (JSON.stringify(json.schema) !== expected)
+          throw new Error(`${method.toUpperCase()} ${path} answers ${status} with a body other than ${API_ERROR_COMPONENT}.`);
         json.schema = ref;
       }
     }

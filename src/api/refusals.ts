@@ -7,7 +7,14 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { NoWorkerAnsweredError } from '../client/client';
-import { ConversationClosedError, DecisionRefusedError, EncryptedPayloadError, InvalidConversationInputError, MessageTooLargeError, UnstorableTextError } from '../shared/errors';
+import {
+  ConversationClosedError,
+  DecisionRefusedError,
+  EncryptedPayloadError,
+  InvalidConversationInputError,
+  MessageTooLargeError,
+  UnstorableTextError,
+} from '../shared/errors';
 import { DecisionProblem } from './decisions';
 import { API_ERROR_CODES, type ApiErrorCode } from './replies';
 
@@ -43,9 +50,14 @@ export function refuse(err: unknown, request: FastifyRequest, reply: FastifyRepl
   const e = err as Partial<FastifyError> & { validation?: unknown };
   if (err instanceof ApiError || err instanceof DecisionProblem) return sendRefusal(reply, err.code, err.message);
   if (e.validation) return sendRefusal(reply, 'invalid_request', `The request is not valid: ${e.message}`);
-  if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return sendRefusal(reply, 'message_too_large', `The request body is over ${request.routeOptions.bodyLimit ?? bodyLimit} bytes.`);
+  if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+    return sendRefusal(reply, 'message_too_large', `The request body is over ${request.routeOptions.bodyLimit ?? bodyLimit} bytes.`);
   if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-    return sendRefusal(reply, 'unsupported_media_type', `The body must be JSON: send it with "content-type: application/json", not ${JSON.stringify(request.headers['content-type'] ?? '')}.`);
+    return sendRefusal(
+      reply,
+      'unsupported_media_type',
+      `The body must be JSON: send it with "content-type: application/json", not ${JSON.stringify(request.headers['content-type'] ?? '')}.`,
+    );
   }
   if (err instanceof MessageTooLargeError) return sendRefusal(reply, 'message_too_large', err.message);
   if (err instanceof InvalidConversationInputError || err instanceof UnstorableTextError) return sendRefusal(reply, 'invalid_request', err.message);
@@ -68,9 +80,14 @@ export function refuse(err: unknown, request: FastifyRequest, reply: FastifyRepl
 export function refuseBeforeRouting(err: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const path = request.url.split('?')[0];
   if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
-    return sendRefusal(reply, 'uri_too_long', `A parameter of the path ${shorten(path)} is longer than ${MAX_PARAM_LENGTH} characters; ids are at most the length the API documents.`);
+    return sendRefusal(
+      reply,
+      'uri_too_long',
+      `A parameter of the path ${shorten(path)} is longer than ${MAX_PARAM_LENGTH} characters; ids are at most the length the API documents.`,
+    );
   }
-  if (err.code === 'FST_ERR_BAD_URL') return sendRefusal(reply, 'invalid_request', `The path ${shorten(path)} is not a valid URL (its percent-encoding does not decode).`);
+  if (err.code === 'FST_ERR_BAD_URL')
+    return sendRefusal(reply, 'invalid_request', `The path ${shorten(path)} is not a valid URL (its percent-encoding does not decode).`);
   return sendRefusal(reply, 'internal', 'The request failed inside the server; see its log.');
 }
 

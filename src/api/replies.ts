@@ -67,7 +67,7 @@ const REFUSAL_MEANING: Record<RefusalStatus, string> = {
   422: 'A payload could not be decoded.',
   500: 'The request failed inside the server (see its log).',
   501: 'Not available in this configuration.',
-  503: 'The identity provider or the conversation\'s worker did not answer in time; try again.',
+  503: "The identity provider or the conversation's worker did not answer in time; try again.",
 };
 
 /** Which codes a status carries, for the document. */
@@ -81,7 +81,10 @@ function codesOf(status: RefusalStatus): string {
 /** The `response` entries of the refusals an operation can answer, each with the shared error body. */
 export function refusals(...statuses: RefusalStatus[]) {
   return Object.fromEntries(
-    statuses.map((status) => [status, { description: `${codesOf(status)}: ${REFUSAL_MEANING[status]}`, content: { 'application/json': { schema: apiErrorBody } } }]),
+    statuses.map((status) => [
+      status,
+      { description: `${codesOf(status)}: ${REFUSAL_MEANING[status]}`, content: { 'application/json': { schema: apiErrorBody } } },
+    ]),
   ) as Record<RefusalStatus, { description: string; content: { 'application/json': { schema: typeof apiErrorBody } } }>;
 }
 
@@ -166,9 +169,13 @@ export const cancelAccepted = z.strictObject({ cancelled: z.literal(true) }).des
 
 /** The data of each server-sent event of `GET /v1/conversations/{id}/events`, by event name. */
 export const TURN_EVENT_DATA = {
-  delta: z.strictObject({ responseKey: z.string(), attempt: z.number().int(), text: z.string(), reset: z.boolean() }).describe("The model's text as it streams."),
+  delta: z
+    .strictObject({ responseKey: z.string(), attempt: z.number().int(), text: z.string(), reset: z.boolean() })
+    .describe("The model's text as it streams."),
   tool_call: z.strictObject({ toolCallId: z.string(), toolName: z.string(), seq: z.number().int() }).describe('A call the model asked for.'),
-  approval: pendingApproval.pick({ toolCallId: true, toolName: true, arguments: true, callKey: true, requestedBy: true }).describe('A call that waits for a decision.'),
+  approval: pendingApproval
+    .pick({ toolCallId: true, toolName: true, arguments: true, callKey: true, requestedBy: true })
+    .describe('A call that waits for a decision.'),
   status: z
     .strictObject({ status: conversationStatus, pendingApprovals: z.number().int(), runningToolCalls: z.array(z.string()) })
     .describe("The conversation's status, when it changes."),
@@ -195,4 +202,6 @@ export const serverSentEvent = z
       }),
     ) as unknown as [z.ZodType, z.ZodType, ...z.ZodType[]],
   )
-  .describe('One event of the stream (its event: and data: lines), in this order: delta, tool_call, approval and status as they happen, then one of turn, wait_ended or error.');
+  .describe(
+    'One event of the stream (its event: and data: lines), in this order: delta, tool_call, approval and status as they happen, then one of turn, wait_ended or error.',
+  );

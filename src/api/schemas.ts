@@ -48,7 +48,8 @@ export const NON_BLANK_PATTERN = `^[^\\x00]*[^\\x00${WHITE_SPACE}][^\\x00]*$`;
 const FILTER_PATTERN = '^[^\\x00\'"\\\\]*$';
 
 /** What every text field says about the characters it refuses. */
-const REFUSED_CHARACTERS = 'U+0000 (NUL) and unpaired UTF-16 surrogates (U+D800-U+DFFF not in a pair) cannot be stored and are refused with 400 invalid_request.';
+const REFUSED_CHARACTERS =
+  'U+0000 (NUL) and unpaired UTF-16 surrogates (U+D800-U+DFFF not in a pair) cannot be stored and are refused with 400 invalid_request.';
 
 /**
  * A string a person sends: `minChars` to `maxChars` characters (Unicode code
@@ -215,7 +216,10 @@ export const messageBody = z.strictObject({
 });
 
 const callNames = (field: string, description: string) =>
-  z.array(personText(field, { minChars: 1, maxChars: CALL_NAME_MAX_CHARS, description })).min(1).max(DECISION_MAX_CALLS);
+  z
+    .array(personText(field, { minChars: 1, maxChars: CALL_NAME_MAX_CHARS, description }))
+    .min(1)
+    .max(DECISION_MAX_CALLS);
 const reason = (field: string) => personText(field, { maxChars: REASON_MAX_CHARS, description: 'Why; sent to the model with a rejection.' });
 
 /**

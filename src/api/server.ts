@@ -109,7 +109,10 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
       const unrecordable = describeUnrecordableSubject(principal.subject);
       if (unrecordable) throw new ApiError('unauthorized', `The token cannot be used here: ${unrecordable}.`);
       if (!roles.some((r) => principal.roles.has(r))) {
-        throw new ApiError('forbidden', `This needs one of the roles ${roles.join(', ')}; the token of ${principal.subject} has ${[...principal.roles].join(', ')}.`);
+        throw new ApiError(
+          'forbidden',
+          `This needs one of the roles ${roles.join(', ')}; the token of ${principal.subject} has ${[...principal.roles].join(', ')}.`,
+        );
       }
       request.principal = principal;
     };
@@ -203,7 +206,9 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
         response: { 200: transcriptPageReply, ...refusals(...always, ...onConversation) },
       },
       links: {
-        200: { nextPage: { operationId: 'getTranscript', parameters: { id: '$request.path.id', after: '$response.body#/next' }, description: 'The next page.' } },
+        200: {
+          nextPage: { operationId: 'getTranscript', parameters: { id: '$request.path.id', after: '$response.body#/next' }, description: 'The next page.' },
+        },
       },
     },
     async (request) => {
@@ -220,21 +225,36 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
       onRequest: allow('approver', 'operator'),
       schema: {
         operationId: 'listApprovals',
-        summary: 'Tool calls waiting for a decision across conversations, oldest first (from PostgreSQL, one visibility query on system attributes; no query per conversation).',
+        summary:
+          'Tool calls waiting for a decision across conversations, oldest first (from PostgreSQL, one visibility query on system attributes; no query per conversation).',
         security,
         querystring: approvalsQuery,
         response: { 200: approvalsReply, ...refusals(...always) },
       },
       links: {
         200: {
-          decide: decideLink('$response.body#/approvals/0/conversationId', '$response.body#/approvals/0/callKey', 'approve', 'Approve the oldest waiting call, named by its key.'),
-          getConversation: { operationId: 'getConversation', parameters: { id: '$response.body#/approvals/0/conversationId' }, description: "The call's conversation." },
+          decide: decideLink(
+            '$response.body#/approvals/0/conversationId',
+            '$response.body#/approvals/0/callKey',
+            'approve',
+            'Approve the oldest waiting call, named by its key.',
+          ),
+          getConversation: {
+            operationId: 'getConversation',
+            parameters: { id: '$response.body#/approvals/0/conversationId' },
+            description: "The call's conversation.",
+          },
         },
       },
     },
     async (request) => {
       const { conversationId, tool, requester, minAgeSeconds } = request.query;
-      const approvals = await client.pendingApprovals({ conversationId, tool, requester, minAgeMs: minAgeSeconds === undefined ? undefined : minAgeSeconds * 1000 });
+      const approvals = await client.pendingApprovals({
+        conversationId,
+        tool,
+        requester,
+        minAgeMs: minAgeSeconds === undefined ? undefined : minAgeSeconds * 1000,
+      });
       return { approvals: approvals.map((a) => ({ ...a, requestedAt: a.requestedAt.toISOString() })) };
     },
   );
@@ -248,12 +268,12 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
         operationId: 'decide',
         summary:
           'Approve or reject the named tool calls. Each call is named: a call that appeared after the approver looked is never decided by accident. ' +
-          'Answers 200 when the conversation\'s worker applied the decisions, 202 with queued: true when no worker answered in time (3 s by default): the signed decisions then wait in the conversation\'s history and apply when a worker runs, if the calls still wait.',
+          "Answers 200 when the conversation's worker applied the decisions, 202 with queued: true when no worker answered in time (3 s by default): the signed decisions then wait in the conversation's history and apply when a worker runs, if the calls still wait.",
         security,
         params: conversationParams,
         body: decisionBody,
         response: {
-          200: decisionOutcomeReply.describe('Applied by the conversation\'s worker.'),
+          200: decisionOutcomeReply.describe("Applied by the conversation's worker."),
           202: decisionOutcomeReply.describe('Queued: no worker answered in time.'),
           ...refusals(...always, ...withBody, ...onConversation, 404, 409),
         },
@@ -379,7 +399,9 @@ export async function startApiServer(options: StartApiOptions): Promise<{ url: s
   } catch (err) {
     await app.close().catch(() => undefined);
     if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-      throw new ConfigError(`The HTTP API cannot listen on ${host}:${options.port}: the port is in use. Set AGENT_API_PORT to another port (0 for any free one), or to "off".`);
+      throw new ConfigError(
+        `The HTTP API cannot listen on ${host}:${options.port}: the port is in use. Set AGENT_API_PORT to another port (0 for any free one), or to "off".`,
+      );
     }
     throw err;
   }

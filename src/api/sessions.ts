@@ -71,7 +71,12 @@ export class BrowserSessions {
     const old = this.cookieOf(request);
     if (old) this.sessions.delete(sha256hex(old));
     const id = randomBytes(32).toString('base64url');
-    const session: BrowserSession = { subject: principal.subject, roles: [...principal.roles], csrf: randomBytes(32).toString('base64url'), expiresAt: now + this.ttlMs };
+    const session: BrowserSession = {
+      subject: principal.subject,
+      roles: [...principal.roles],
+      csrf: randomBytes(32).toString('base64url'),
+      expiresAt: now + this.ttlMs,
+    };
     this.sessions.set(sha256hex(id), session);
     this.setCookie(request, reply, id, Math.floor(this.ttlMs / 1000));
     return session;

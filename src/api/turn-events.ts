@@ -45,7 +45,10 @@ export async function followTurn(
       }
       const changed = view.apply(event);
       if (changed && (changed.appended || changed.reset)) {
-        emit({ event: 'delta', data: { responseKey: changed.response.responseKey, attempt: changed.response.attempt, text: changed.appended, reset: changed.reset } });
+        emit({
+          event: 'delta',
+          data: { responseKey: changed.response.responseKey, attempt: changed.response.attempt, text: changed.appended, reset: changed.reset },
+        });
       }
     });
   });
@@ -70,7 +73,10 @@ export async function followTurn(
       for (const p of state.pendingApprovals) {
         if (seenApprovals.has(p.callKey)) continue;
         seenApprovals.add(p.callKey);
-        emit({ event: 'approval', data: { toolCallId: p.toolCallId, toolName: p.toolName, arguments: p.arguments, callKey: p.callKey, requestedBy: p.requestedBy } });
+        emit({
+          event: 'approval',
+          data: { toolCallId: p.toolCallId, toolName: p.toolName, arguments: p.arguments, callKey: p.callKey, requestedBy: p.requestedBy },
+        });
       }
       const status = { status: state.status, pendingApprovals: state.pendingApprovals.length, runningToolCalls: state.runningToolCalls };
       if (JSON.stringify(status) !== lastStatus) {
@@ -78,7 +84,7 @@ export async function followTurn(
         emit({ event: 'status', data: status });
       }
     };
-    for (let state = first; !options.signal.aborted; ) {
+    for (let state = first; !options.signal.aborted;) {
       await inOrder(() => emitFrom!(state));
       const turn = options.messageId
         ? state.recentTurns.find((t) => t.messageIds.includes(options.messageId!))

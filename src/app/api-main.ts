@@ -17,7 +17,9 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const address = config.temporal.address;
   if (!address || !config.databaseUrl) {
-    throw new ConfigError('The API on its own needs TEMPORAL_ADDRESS and DATABASE_URL, where the workers run; `npm start` serves it beside an embedded stack instead.');
+    throw new ConfigError(
+      'The API on its own needs TEMPORAL_ADDRESS and DATABASE_URL, where the workers run; `npm start` serves it beside an embedded stack instead.',
+    );
   }
   const security = resolveApiSecurity(config);
   // Traces, when the OpenTelemetry variables set an OTLP endpoint: each message sent starts its conversation's trace.

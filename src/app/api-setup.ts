@@ -71,7 +71,8 @@ export function resolveApiSecurity(config: WorkerConfig): ApiSecurity {
   }
   if (keys.length === 0) throw new ConfigError(`No decision key in ${decisionKeysOrigin}: write one as "id:secret" (a secret from \`openssl rand -hex 32\`).`);
   const oidc = api.oidc;
-  if (oidc && !oidc.audience) throw new ConfigError('AGENT_OIDC_ISSUER is set without AGENT_OIDC_AUDIENCE: set the audience your identity provider puts in tokens for this API.');
+  if (oidc && !oidc.audience)
+    throw new ConfigError('AGENT_OIDC_ISSUER is set without AGENT_OIDC_AUDIENCE: set the audience your identity provider puts in tokens for this API.');
   const jwt = oidc
     ? createJwtVerifier({ issuer: oidc.issuer, audience: oidc.audience!, jwksUrl: oidc.jwksUrl, rolesClaim: oidc.rolesClaim, subjectClaim: oidc.subjectClaim })
     : undefined;

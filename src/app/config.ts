@@ -59,8 +59,7 @@ const optional = z
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
 
 /** An optional variable holding a whole number: `notWhole` when it is not one, then `range`'s checks. */
-const wholeNumber = (notWhole: string, range: z.ZodNumber) =>
-  optional.pipe(z.string().regex(/^\d+$/, notWhole).transform(Number).pipe(range).optional());
+const wholeNumber = (notWhole: string, range: z.ZodNumber) => optional.pipe(z.string().regex(/^\d+$/, notWhole).transform(Number).pipe(range).optional());
 
 /** An optional yes/no variable. */
 const yesNo = optional.pipe(
@@ -104,7 +103,13 @@ const otlpEndpoint = optional.pipe(
  * what the standalone processes do: OTLP over HTTP (sent as JSON).
  */
 function checkTraceExport(
-  e: { OTEL_EXPORTER_OTLP_ENDPOINT?: string; OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?: string; OTEL_TRACES_EXPORTER?: string; OTEL_EXPORTER_OTLP_PROTOCOL?: string; OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?: string },
+  e: {
+    OTEL_EXPORTER_OTLP_ENDPOINT?: string;
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?: string;
+    OTEL_TRACES_EXPORTER?: string;
+    OTEL_EXPORTER_OTLP_PROTOCOL?: string;
+    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?: string;
+  },
   ctx: z.RefinementCtx,
 ): void {
   if (!(e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? e.OTEL_EXPORTER_OTLP_ENDPOINT)) return;
@@ -130,119 +135,127 @@ function checkTraceExport(
   }
 }
 
-const envSchema = z.object({
-  TEMPORAL_ADDRESS: optional,
-  TEMPORAL_NAMESPACE: optional,
-  TEMPORAL_TASK_QUEUE: optional,
-  TEMPORAL_CLI_PATH: optional,
-  TEMPORAL_UI_PORT: optional.pipe(z.string().regex(/^\d+$/, "must be a port number").transform(Number).optional()),
-  DATABASE_URL: optional.pipe(
-    z
-      .string()
-      .regex(/^postgres(ql)?:\/\//, 'must look like postgres://user:password@host:5432/database')
-      .optional(),
-  ),
-  AGENT_DATABASE_SCHEMA: optional.superRefine((name, ctx) => {
-    const problem = name === undefined ? undefined : describeBadSchemaName(name);
-    if (problem) ctx.addIssue({ code: 'custom', message: problem });
-  }),
-  OPENAI_API_KEY: optional,
-  OPENAI_BASE_URL: optional.pipe(
-    z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as https://api.openai.com/v1' }).optional(),
-  ),
-  OPENAI_MODEL: optional,
-  OPENAI_CONTEXT_WINDOW: wholeNumber(
-    'must be the model\'s context window in tokens, a whole number such as 128000',
-    z.number().min(1024, 'must be at least 1024 tokens'),
-  ),
-  AGENT_DATA_DIR: optional,
-  AGENT_TOOLS_MODULE: optional,
-  AGENT_MAX_PARALLEL_TOOL_CALLS: wholeNumber(
-    `must be a whole number from 1 to ${MAX_PARALLEL_TOOL_CALLS_LIMIT}`,
-    z
-      .number()
-      .min(1, `must be at least 1 (calls over the limit are answered with an error, never run)`)
-      .max(MAX_PARALLEL_TOOL_CALLS_LIMIT, `must be at most ${MAX_PARALLEL_TOOL_CALLS_LIMIT}, the most tools a provider accepts`),
-  ),
-  AGENT_MAX_CACHED_CONVERSATIONS: wholeNumber(
-    'must be a whole number of conversations, at least 2',
-    z.number().min(2, 'must be at least 2 (a worker needs room for the conversations it is working on)'),
-  ),
-  LOG_LEVEL: optional.pipe(z.enum(['trace', 'debug', 'info', 'warn', 'error']).optional()),
-  AGENT_API_HOST: optional,
-  AGENT_API_PORT: optional.pipe(
-    z
-      .string()
-      .regex(/^(off|\d+)$/, 'must be a port number (0 for any free port), or "off" for no HTTP API')
-      .transform((v) => (v === 'off' ? ('off' as const) : Number(v)))
-      .refine((v) => v === 'off' || v <= 65535, 'must be at most 65535')
-      .optional(),
-  ),
-  AGENT_API_TOKENS_FILE: optional,
-  AGENT_OIDC_ISSUER: optional,
-  AGENT_OIDC_AUDIENCE: optional,
-  AGENT_OIDC_JWKS_URL: optional,
-  AGENT_OIDC_ROLES_CLAIM: optional,
-  AGENT_OIDC_SUBJECT_CLAIM: optional,
-  AGENT_DECISION_KEYS: optional,
-  AGENT_DECISION_KEYS_FILE: optional,
-  AGENT_REQUIRE_SIGNED_DECISIONS: yesNo,
-  AGENT_ALLOW_SELF_APPROVAL: yesNo,
-  AGENT_MCP_SERVERS: jsonVariable<McpServers>(
-    'must be JSON such as {"crm": {"command": "node", "args": ["crm-mcp.js"]}, "tickets": {"url": "https://tickets.example.com/mcp"}}',
-    (value) => describeBadMcpServers(value, 'the value').join('; ') || undefined,
-  ),
-  AGENT_LOST_WORKER_TAKEOVER: yesNo,
-  AGENT_LOST_WORKER_CONFIRM_MS: wholeNumber(
-    'must be a whole number of milliseconds',
-    z.number().min(100, 'must be at least 100 ms (a worker reconnecting after a short cut must have time to lock its key again)'),
-  ),
-  AGENT_SEARCH_ATTRIBUTES: optional.transform((value, ctx) => {
-    try {
-      return value === undefined ? undefined : parseSearchAttributeGroups(value);
-    } catch (err) {
-      ctx.addIssue({ code: 'custom', message: (err as Error).message });
-      return z.NEVER;
-    }
-  }),
-  AGENT_SEARCH_ATTRIBUTE_PREFIX: optional.superRefine((prefix, ctx) => {
-    const problem = prefix === undefined ? undefined : describeBadSearchAttributePrefix(prefix);
-    if (problem) ctx.addIssue({ code: 'custom', message: problem });
-  }),
-  AGENT_CODEC_CORS_ORIGINS: optional.pipe(
-    z
-      .string()
-      .transform((list) => list.split(',').map((o) => o.trim()).filter(Boolean))
-      .refine((origins) => origins.every(isOrigin), 'must be origins separated by commas, each scheme://host[:port] with no path, such as http://127.0.0.1:8233')
-      .optional(),
-  ),
-  AGENT_MODEL_PRICES: jsonVariable<ModelPrices>(
-    'must be JSON such as {"gpt-4.1": {"input": 2, "output": 8}} (US dollars per million tokens)',
-    describeBadPrices,
-  ),
-  AGENT_PAYLOAD_KEYS: optional.transform((value, ctx) => {
-    if (value === undefined) return undefined;
-    try {
-      return parsePayloadKeys(value);
-    } catch (err) {
-      ctx.addIssue({ code: 'custom', message: (err as Error).message.replace(/^AGENT_PAYLOAD_KEYS: /, '') });
-      return z.NEVER;
-    }
-  }),
-  AGENT_METRICS_ADDRESS: optional.pipe(
-    z
-      .string()
-      .regex(/^(off|[^\s:/]+:\d{1,5}|\[[0-9a-fA-F:]+\]:\d{1,5})$/, 'must be host:port such as 127.0.0.1:9464, or "off" for no metrics endpoint')
-      .optional(),
-  ),
-  // OpenTelemetry's standard variables, for the traces `npm start` and `npm run api` export (README, "Traces").
-  OTEL_EXPORTER_OTLP_ENDPOINT: otlpEndpoint,
-  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: otlpEndpoint,
-  OTEL_EXPORTER_OTLP_PROTOCOL: optional,
-  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: optional,
-  OTEL_TRACES_EXPORTER: optional,
-  OTEL_SERVICE_NAME: optional,
-}).superRefine(checkTraceExport);
+const envSchema = z
+  .object({
+    TEMPORAL_ADDRESS: optional,
+    TEMPORAL_NAMESPACE: optional,
+    TEMPORAL_TASK_QUEUE: optional,
+    TEMPORAL_CLI_PATH: optional,
+    TEMPORAL_UI_PORT: optional.pipe(z.string().regex(/^\d+$/, 'must be a port number').transform(Number).optional()),
+    DATABASE_URL: optional.pipe(
+      z
+        .string()
+        .regex(/^postgres(ql)?:\/\//, 'must look like postgres://user:password@host:5432/database')
+        .optional(),
+    ),
+    AGENT_DATABASE_SCHEMA: optional.superRefine((name, ctx) => {
+      const problem = name === undefined ? undefined : describeBadSchemaName(name);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    }),
+    OPENAI_API_KEY: optional,
+    OPENAI_BASE_URL: optional.pipe(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as https://api.openai.com/v1' }).optional()),
+    OPENAI_MODEL: optional,
+    OPENAI_CONTEXT_WINDOW: wholeNumber(
+      "must be the model's context window in tokens, a whole number such as 128000",
+      z.number().min(1024, 'must be at least 1024 tokens'),
+    ),
+    AGENT_DATA_DIR: optional,
+    AGENT_TOOLS_MODULE: optional,
+    AGENT_MAX_PARALLEL_TOOL_CALLS: wholeNumber(
+      `must be a whole number from 1 to ${MAX_PARALLEL_TOOL_CALLS_LIMIT}`,
+      z
+        .number()
+        .min(1, `must be at least 1 (calls over the limit are answered with an error, never run)`)
+        .max(MAX_PARALLEL_TOOL_CALLS_LIMIT, `must be at most ${MAX_PARALLEL_TOOL_CALLS_LIMIT}, the most tools a provider accepts`),
+    ),
+    AGENT_MAX_CACHED_CONVERSATIONS: wholeNumber(
+      'must be a whole number of conversations, at least 2',
+      z.number().min(2, 'must be at least 2 (a worker needs room for the conversations it is working on)'),
+    ),
+    LOG_LEVEL: optional.pipe(z.enum(['trace', 'debug', 'info', 'warn', 'error']).optional()),
+    AGENT_API_HOST: optional,
+    AGENT_API_PORT: optional.pipe(
+      z
+        .string()
+        .regex(/^(off|\d+)$/, 'must be a port number (0 for any free port), or "off" for no HTTP API')
+        .transform((v) => (v === 'off' ? ('off' as const) : Number(v)))
+        .refine((v) => v === 'off' || v <= 65535, 'must be at most 65535')
+        .optional(),
+    ),
+    AGENT_API_TOKENS_FILE: optional,
+    AGENT_OIDC_ISSUER: optional,
+    AGENT_OIDC_AUDIENCE: optional,
+    AGENT_OIDC_JWKS_URL: optional,
+    AGENT_OIDC_ROLES_CLAIM: optional,
+    AGENT_OIDC_SUBJECT_CLAIM: optional,
+    AGENT_DECISION_KEYS: optional,
+    AGENT_DECISION_KEYS_FILE: optional,
+    AGENT_REQUIRE_SIGNED_DECISIONS: yesNo,
+    AGENT_ALLOW_SELF_APPROVAL: yesNo,
+    AGENT_MCP_SERVERS: jsonVariable<McpServers>(
+      'must be JSON such as {"crm": {"command": "node", "args": ["crm-mcp.js"]}, "tickets": {"url": "https://tickets.example.com/mcp"}}',
+      (value) => describeBadMcpServers(value, 'the value').join('; ') || undefined,
+    ),
+    AGENT_LOST_WORKER_TAKEOVER: yesNo,
+    AGENT_LOST_WORKER_CONFIRM_MS: wholeNumber(
+      'must be a whole number of milliseconds',
+      z.number().min(100, 'must be at least 100 ms (a worker reconnecting after a short cut must have time to lock its key again)'),
+    ),
+    AGENT_SEARCH_ATTRIBUTES: optional.transform((value, ctx) => {
+      try {
+        return value === undefined ? undefined : parseSearchAttributeGroups(value);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        return z.NEVER;
+      }
+    }),
+    AGENT_SEARCH_ATTRIBUTE_PREFIX: optional.superRefine((prefix, ctx) => {
+      const problem = prefix === undefined ? undefined : describeBadSearchAttributePrefix(prefix);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    }),
+    AGENT_CODEC_CORS_ORIGINS: optional.pipe(
+      z
+        .string()
+        .transform((list) =>
+          list
+            .split(',')
+            .map((o) => o.trim())
+            .filter(Boolean),
+        )
+        .refine(
+          (origins) => origins.every(isOrigin),
+          'must be origins separated by commas, each scheme://host[:port] with no path, such as http://127.0.0.1:8233',
+        )
+        .optional(),
+    ),
+    AGENT_MODEL_PRICES: jsonVariable<ModelPrices>(
+      'must be JSON such as {"gpt-4.1": {"input": 2, "output": 8}} (US dollars per million tokens)',
+      describeBadPrices,
+    ),
+    AGENT_PAYLOAD_KEYS: optional.transform((value, ctx) => {
+      if (value === undefined) return undefined;
+      try {
+        return parsePayloadKeys(value);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message.replace(/^AGENT_PAYLOAD_KEYS: /, '') });
+        return z.NEVER;
+      }
+    }),
+    AGENT_METRICS_ADDRESS: optional.pipe(
+      z
+        .string()
+        .regex(/^(off|[^\s:/]+:\d{1,5}|\[[0-9a-fA-F:]+\]:\d{1,5})$/, 'must be host:port such as 127.0.0.1:9464, or "off" for no metrics endpoint')
+        .optional(),
+    ),
+    // OpenTelemetry's standard variables, for the traces `npm start` and `npm run api` export (README, "Traces").
+    OTEL_EXPORTER_OTLP_ENDPOINT: otlpEndpoint,
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: otlpEndpoint,
+    OTEL_EXPORTER_OTLP_PROTOCOL: optional,
+    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: optional,
+    OTEL_TRACES_EXPORTER: optional,
+    OTEL_SERVICE_NAME: optional,
+  })
+  .superRefine(checkTraceExport);
 
 /** The worker's settings. Unset connection settings mean "start an embedded one". */
 export interface WorkerConfig {
@@ -321,7 +334,6 @@ export interface WorkerConfig {
     codecCorsOrigins: string[];
   };
 }
-
 
 /**
  * Conversations a worker keeps in memory by default. A conversation waiting
@@ -465,8 +477,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
       decisionKeysFile: e.AGENT_DECISION_KEYS_FILE,
       requireSignedDecisions: e.AGENT_REQUIRE_SIGNED_DECISIONS ?? true,
       allowSelfApproval: e.AGENT_ALLOW_SELF_APPROVAL ?? false,
-      codecCorsOrigins:
-        e.AGENT_CODEC_CORS_ORIGINS ?? (connection.address ? [] : localOrigins(e.TEMPORAL_UI_PORT ?? DEFAULT_TEMPORAL_UI_PORT)),
+      codecCorsOrigins: e.AGENT_CODEC_CORS_ORIGINS ?? (connection.address ? [] : localOrigins(e.TEMPORAL_UI_PORT ?? DEFAULT_TEMPORAL_UI_PORT)),
     },
   };
 }

@@ -18,9 +18,7 @@ export function installRuntime(metricsAddress: string | 'off'): { metricsUrl?: s
       logger: pinoLogger(),
       telemetryOptions: {
         logging: { forward: {} },
-        ...(metricsAddress === 'off'
-          ? {}
-          : { metrics: { prometheus: { bindAddress: metricsAddress, histogramBucketOverrides: agentHistogramBuckets() } } }),
+        ...(metricsAddress === 'off' ? {} : { metrics: { prometheus: { bindAddress: metricsAddress, histogramBucketOverrides: agentHistogramBuckets() } } }),
       },
     });
   } catch (err) {

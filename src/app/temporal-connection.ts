@@ -90,11 +90,11 @@ export async function explainConnectionFailure<T>(
     const hints = [
       tls
         ? withCert
-          ? 'if the server refused the certificate, check that TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH (or the profile\'s tls.client_cert_path and tls.client_key_path) name a certificate signed by a CA the server trusts, and its key'
+          ? "if the server refused the certificate, check that TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH (or the profile's tls.client_cert_path and tls.client_key_path) name a certificate signed by a CA the server trusts, and its key"
           : 'if the server requires a client certificate (mTLS), set TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH'
         : 'if the server expects TLS, set TEMPORAL_TLS=true (or TLS certificates, or TEMPORAL_API_KEY)',
       tls ? 'to trust a private CA, set TEMPORAL_TLS_SERVER_CA_CERT_PATH; TEMPORAL_TLS_SERVER_NAME when the certificate names another host' : undefined,
-      'check TEMPORAL_ADDRESS (or the profile\'s address) and that the server is up',
+      "check TEMPORAL_ADDRESS (or the profile's address) and that the server is up",
     ].filter(Boolean);
     throw new ConfigError(`Could not connect to Temporal at ${address} ${how} (profile "${settings.profile}"): ${cause}\n  - ${hints.join('\n  - ')}`);
   }

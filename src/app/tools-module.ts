@@ -18,9 +18,7 @@ export async function loadToolsModule(modulePath: string): Promise<Tool[]> {
   const nested = loaded.default as Record<string, unknown> | undefined;
   const tools = loaded.tools ?? nested?.tools ?? loaded.default;
   if (!Array.isArray(tools) || tools.some((t) => (t as Partial<Tool>)?.kind !== 'tool')) {
-    throw new ConfigError(
-      `AGENT_TOOLS_MODULE=${modulePath}: export an array of tools made with tool({...}), as "export const tools = [...]".`,
-    );
+    throw new ConfigError(`AGENT_TOOLS_MODULE=${modulePath}: export an array of tools made with tool({...}), as "export const tools = [...]".`);
   }
   return tools as Tool[];
 }

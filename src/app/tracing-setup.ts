@@ -68,7 +68,9 @@ export function startTraceExport(settings: TraceExportConfig, resolve: ResolvePa
   // An export that fails (a collector down) is said in the worker's log, not lost in silence.
   diag.setLogger(diagLogger(), DiagLogLevel.WARN);
   // OTEL_RESOURCE_ATTRIBUTES adds to the service name; the workflow spans (exported through the plugin) carry the same resource.
-  const resource = Resource.default().merge(new Resource({ 'service.name': settings.serviceName })).merge(envDetectorSync.detect());
+  const resource = Resource.default()
+    .merge(new Resource({ 'service.name': settings.serviceName }))
+    .merge(envDetectorSync.detect());
   // Headers, timeout and compression come from the OTEL_EXPORTER_OTLP_* variables as the exporter reads them.
   const spanProcessor = new BatchSpanProcessor(new OTLPTraceExporter({ url: settings.url }));
   const provider = new NodeTracerProvider({ resource, spanProcessors: [spanProcessor] });
@@ -119,7 +121,10 @@ export function describeMissingPackages(missing: readonly string[], settings: Tr
 /** The versions of the tracing packages this repository's package.json names. */
 function declaredVersions(): Record<string, string> {
   try {
-    const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as Record<string, Record<string, string> | undefined>;
+    const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as Record<
+      string,
+      Record<string, string> | undefined
+    >;
     return { ...manifest.devDependencies, ...manifest.peerDependencies, ...manifest.dependencies };
   } catch {
     return {};

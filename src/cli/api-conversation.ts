@@ -20,8 +20,12 @@ export function stateThroughApi(api: ApiDecider, conversationId: string): Promis
 /** The whole stored transcript, page by page (`GET /v1/conversations/{id}/transcript`). */
 export async function transcriptThroughApi(api: ApiDecider, conversationId: string): Promise<StoredMessage[]> {
   const messages: StoredMessage[] = [];
-  for (let after = -1; ; ) {
-    const page = await callApi<{ messages: StoredMessage[]; next: number | null }>(api, 'GET', `${conversationPath(conversationId)}/transcript?after=${after}&limit=500`);
+  for (let after = -1; ;) {
+    const page = await callApi<{ messages: StoredMessage[]; next: number | null }>(
+      api,
+      'GET',
+      `${conversationPath(conversationId)}/transcript?after=${after}&limit=500`,
+    );
     messages.push(...page.messages);
     if (page.next === null) return messages;
     after = page.next;
@@ -147,6 +151,9 @@ export async function sayThroughApi(
     } finally {
       stop.abort();
     }
-    if (!waitEnded) throw new Error(`The API closed the stream of conversation ${conversationId} before its turn finished; follow it with: npm run cli -- show ${conversationId}`);
+    if (!waitEnded)
+      throw new Error(
+        `The API closed the stream of conversation ${conversationId} before its turn finished; follow it with: npm run cli -- show ${conversationId}`,
+      );
   }
 }

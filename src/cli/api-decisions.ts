@@ -91,7 +91,10 @@ export function remoteApi(env: NodeJS.ProcessEnv): ApiDecider | undefined {
   const url = env.AGENT_API_URL?.trim();
   if (!url) return undefined;
   const token = env.AGENT_API_TOKEN?.trim();
-  if (!token) throw new Error('AGENT_API_URL is set but AGENT_API_TOKEN is not: set the token the API gave you (a requester\'s to send messages, an approver\'s to decide).');
+  if (!token)
+    throw new Error(
+      "AGENT_API_URL is set but AGENT_API_TOKEN is not: set the token the API gave you (a requester's to send messages, an approver's to decide).",
+    );
   return { url: url.replace(/\/+$/, ''), token };
 }
 

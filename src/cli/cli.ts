@@ -145,12 +145,7 @@ function formatAge(ms: number): string {
  * asked about at the prompt (`ask`), or listed with the commands that decide
  * them when there is no prompt.
  */
-async function printTurn(
-  client: AgentClient,
-  conversationId: string,
-  text: string,
-  ask?: (question: string) => Promise<string>,
-): Promise<void> {
+async function printTurn(client: AgentClient, conversationId: string, text: string, ask?: (question: string) => Promise<string>): Promise<void> {
   let printedSeq = (await client.transcript(conversationId).catch(() => [])).length;
   const view = new StreamView();
   let midLine = false;
@@ -264,9 +259,7 @@ async function printTurn(
   }
 }
 
-const program = new Command()
-  .name('agent')
-  .description('Talk to the durable agent worker. Start the worker first with "npm start".');
+const program = new Command().name('agent').description('Talk to the durable agent worker. Start the worker first with "npm start".');
 
 program
   .command('chat')
@@ -418,38 +411,44 @@ for (const decision of ['approve', 'reject'] as const) {
     .option('--reason <text>', 'why (sent to the model with a rejection)')
     .option('--by <name>', 'who decides, for the records (only without the HTTP API; through it, the token names who decides)', process.env.USER)
     .option('--json', 'print what was decided as JSON (the calls with their decision ids, as whom, queued or not) for scripts')
-    .action(async (conversationId: string, toolCallId: string | undefined, options: { all?: boolean; key?: string; reason?: string; by?: string; json?: boolean }) => {
-      if (!toolCallId && !options.key && !options.all) throw new Error(`Name the tool call to ${decision} (see "pending"), or pass --all.`);
-      if ((toolCallId || options.key) && options.all) throw new Error('Give a tool call id or key, or --all, not both.');
-      const result = await decideCalls(conversationId, {
-        decision,
-        toolCallId,
-        callKey: options.key,
-        reason: options.reason,
-        decidedBy: options.by,
-      });
-      if (options.json) {
-        const calls = result.calls.map(({ decisionId, toolCallId: id, callKey, toolName }) => ({ decisionId, toolCallId: id, callKey, toolName }));
-        process.stdout.write(`${JSON.stringify({ decision, decidedBy: result.decidedBy, queued: result.queued, unsigned: result.unsigned, calls })}\n`);
-        return;
-      }
-      const as = result.decidedBy ? ` as ${result.decidedBy}` : '';
-      const decided = result.calls.map((call) => `${call.toolName}(${JSON.stringify(call.arguments)}) [${call.toolCallId}]`).join(', ');
-      const verb = decision === 'approve' ? 'Approved' : 'Rejected';
-      const follow = `Follow the turn: npm run cli -- show ${conversationId}`;
-      if (!result.queued) {
-        const next = decision === 'approve' ? 'it runs now' : 'the model is told';
-        process.stdout.write(`${verb}${as}: ${decided}; ${next}. ${follow}\n`);
-        return;
-      }
-      process.stdout.write(
-        `Queued${as}: ${decision} ${decided}. No worker answered for conversation ${conversationId} within ${CLI_DECISION_WAIT_MS / 1000} s, ` +
-          `so the decision waits in the conversation's history and applies when a worker runs (npm start), if the call still waits then. ${follow}\n`,
-      );
-      if (result.unsigned) {
-        process.stdout.write(`It was sent without the HTTP API, unsigned: a worker that requires signed decisions will refuse it. ${result.howToSign}\n`);
-      }
-    });
+    .action(
+      async (
+        conversationId: string,
+        toolCallId: string | undefined,
+        options: { all?: boolean; key?: string; reason?: string; by?: string; json?: boolean },
+      ) => {
+        if (!toolCallId && !options.key && !options.all) throw new Error(`Name the tool call to ${decision} (see "pending"), or pass --all.`);
+        if ((toolCallId || options.key) && options.all) throw new Error('Give a tool call id or key, or --all, not both.');
+        const result = await decideCalls(conversationId, {
+          decision,
+          toolCallId,
+          callKey: options.key,
+          reason: options.reason,
+          decidedBy: options.by,
+        });
+        if (options.json) {
+          const calls = result.calls.map(({ decisionId, toolCallId: id, callKey, toolName }) => ({ decisionId, toolCallId: id, callKey, toolName }));
+          process.stdout.write(`${JSON.stringify({ decision, decidedBy: result.decidedBy, queued: result.queued, unsigned: result.unsigned, calls })}\n`);
+          return;
+        }
+        const as = result.decidedBy ? ` as ${result.decidedBy}` : '';
+        const decided = result.calls.map((call) => `${call.toolName}(${JSON.stringify(call.arguments)}) [${call.toolCallId}]`).join(', ');
+        const verb = decision === 'approve' ? 'Approved' : 'Rejected';
+        const follow = `Follow the turn: npm run cli -- show ${conversationId}`;
+        if (!result.queued) {
+          const next = decision === 'approve' ? 'it runs now' : 'the model is told';
+          process.stdout.write(`${verb}${as}: ${decided}; ${next}. ${follow}\n`);
+          return;
+        }
+        process.stdout.write(
+          `Queued${as}: ${decision} ${decided}. No worker answered for conversation ${conversationId} within ${CLI_DECISION_WAIT_MS / 1000} s, ` +
+            `so the decision waits in the conversation's history and applies when a worker runs (npm start), if the call still waits then. ${follow}\n`,
+        );
+        if (result.unsigned) {
+          process.stdout.write(`It was sent without the HTTP API, unsigned: a worker that requires signed decisions will refuse it. ${result.howToSign}\n`);
+        }
+      },
+    );
 }
 
 program

@@ -8,9 +8,7 @@ export function formatTranscript(messages: readonly StoredMessage[]): string {
       const head = `#${String(seq).padEnd(3)} ${message.role.padEnd(9)}`;
       switch (message.role) {
         case 'assistant': {
-          const calls = (message.tool_calls ?? []).map(
-            (c) => `\n${' '.repeat(14)}→ ${c.function.name}(${c.function.arguments})  [${c.id}]`,
-          );
+          const calls = (message.tool_calls ?? []).map((c) => `\n${' '.repeat(14)}→ ${c.function.name}(${c.function.arguments})  [${c.id}]`);
           return `${head} ${message.content ?? ''}${calls.join('')}`;
         }
         case 'tool':

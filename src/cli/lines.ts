@@ -35,7 +35,7 @@ export class LineQueue {
     const line = this.queued.shift();
     if (line !== undefined) {
       // A piped line answers the prompt: show it, as a terminal would have.
-      if (!(this.rl.terminal)) output.write(`${line}\n`);
+      if (!this.rl.terminal) output.write(`${line}\n`);
       return Promise.resolve(line);
     }
     if (this.closed) return Promise.resolve(undefined);

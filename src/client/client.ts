@@ -163,7 +163,6 @@ export interface TurnAnswer {
   answer?: string;
 }
 
-
 /** A decision as a caller gives it; the id is generated when unset. */
 export type DecisionInput = Omit<ApprovalDecision, 'decisionId'> & { decisionId?: string };
 
@@ -433,9 +432,13 @@ export class AgentClient {
       return Promise.all(figures.map(async (f) => ({ waited: f.waited, conversations: (await this.temporal.workflow.count(f.query)).count })));
     }
     const calls = await readWaitingCalls(this.database(), this.tables);
-    const running = await this.runningConversations(calls.map((c) => c.conversationId), { ownQueue: true });
+    const running = await this.runningConversations(
+      calls.map((c) => c.conversationId),
+      { ownQueue: true },
+    );
     const oldest = new Map<string, number>();
-    for (const call of calls) if (running.has(call.conversationId) && !oldest.has(call.conversationId)) oldest.set(call.conversationId, call.requestedAt.getTime());
+    for (const call of calls)
+      if (running.has(call.conversationId) && !oldest.has(call.conversationId)) oldest.set(call.conversationId, call.requestedAt.getTime());
     const since = [...oldest.values()];
     return [{ waited: 'any', conversations: since.length }].concat(
       thresholds.map((t) => ({ waited: t.waited, conversations: since.filter((at) => at <= now - t.ms).length })),
@@ -485,12 +488,18 @@ export class AgentClient {
     // An id a query cannot quote plainly is asked about on its own.
     const plain = unique.filter((id) => !/['"\\]/.test(id));
     for (const id of unique.filter((i) => !plain.includes(i))) {
-      const execution = await this.temporal.workflow.getHandle(id).describe().catch(() => undefined);
+      const execution = await this.temporal.workflow
+        .getHandle(id)
+        .describe()
+        .catch(() => undefined);
       if (execution?.status.name === 'RUNNING' && (!options.ownQueue || execution.taskQueue === this.taskQueue)) running.set(id, execution.startTime);
     }
     const queue = options.ownQueue ? ` AND ${this.taskQueueClause()}` : '';
     for (let i = 0; i < plain.length; i += IDS_PER_VISIBILITY_QUERY) {
-      const list = plain.slice(i, i + IDS_PER_VISIBILITY_QUERY).map((id) => `'${id}'`).join(', ');
+      const list = plain
+        .slice(i, i + IDS_PER_VISIBILITY_QUERY)
+        .map((id) => `'${id}'`)
+        .join(', ');
       for await (const execution of this.temporal.workflow.list({ query: `ExecutionStatus = 'Running' AND WorkflowId IN (${list})${queue}` })) {
         running.set(execution.workflowId, execution.startTime);
       }

@@ -12,11 +12,7 @@ export type Unsubscribe = () => Promise<void>;
  * Calls `onEvent` for every stream event of `conversationId`, until the
  * returned function is called. Uses its own connection (LISTEN holds one).
  */
-export async function subscribeToStream(
-  databaseUrl: string,
-  conversationId: string,
-  onEvent: (event: StreamEvent) => void,
-): Promise<Unsubscribe> {
+export async function subscribeToStream(databaseUrl: string, conversationId: string, onEvent: (event: StreamEvent) => void): Promise<Unsubscribe> {
   const client = new PgClient({ connectionString: databaseUrl });
   await client.connect();
   client.on('notification', (message) => {
@@ -60,8 +56,7 @@ export class StreamView {
     const current = this.responses.get(event.responseKey);
     if (current && event.attempt < current.attempt) return undefined;
     const reset = current !== undefined && event.attempt > current.attempt;
-    const response: StreamedText =
-      !current || reset ? { responseKey: event.responseKey, attempt: event.attempt, text: '', done: false } : current;
+    const response: StreamedText = !current || reset ? { responseKey: event.responseKey, attempt: event.attempt, text: '', done: false } : current;
     this.responses.set(event.responseKey, response);
     if (event.type === 'end') {
       response.done = true;

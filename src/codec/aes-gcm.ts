@@ -40,7 +40,8 @@ export class AesGcmPayloadCodec implements PayloadCodec {
   constructor(keys: readonly PayloadKey[]) {
     if (keys.length === 0) throw new ConfigError('The payload codec needs at least one key.');
     for (const k of keys) {
-      if (k.key.length !== 32) throw new ConfigError(`Payload key "${k.id}" has ${k.key.length} bytes; AES-256 needs 32 (base64 of 32 random bytes: openssl rand -base64 32).`);
+      if (k.key.length !== 32)
+        throw new ConfigError(`Payload key "${k.id}" has ${k.key.length} bytes; AES-256 needs 32 (base64 of 32 random bytes: openssl rand -base64 32).`);
     }
     this.keys = new Map(keys.map((k) => [k.id, k.key]));
     this.current = keys[0];
@@ -68,14 +69,17 @@ export class AesGcmPayloadCodec implements PayloadCodec {
         );
       }
       const data = payload.data ?? new Uint8Array();
-      if (data.length < IV_BYTES + TAG_BYTES) throw new EncryptedPayloadError(`An encrypted payload (key "${id}") is ${data.length} bytes, too short to be one.`);
+      if (data.length < IV_BYTES + TAG_BYTES)
+        throw new EncryptedPayloadError(`An encrypted payload (key "${id}") is ${data.length} bytes, too short to be one.`);
       const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, IV_BYTES));
       decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
       let plain: Buffer;
       try {
         plain = Buffer.concat([decipher.update(data.subarray(IV_BYTES, data.length - TAG_BYTES)), decipher.final()]);
       } catch {
-        throw new EncryptedPayloadError(`An encrypted payload (key "${id}") failed authentication: it was altered, or key "${id}" is not the key it was written with.`);
+        throw new EncryptedPayloadError(
+          `An encrypted payload (key "${id}") failed authentication: it was altered, or key "${id}" is not the key it was written with.`,
+        );
       }
       return fromEnvelope(JSON.parse(plain.toString('utf8')) as Envelope);
     });
@@ -126,7 +130,10 @@ function fromEnvelope(envelope: Envelope): Payload {
  * `ConfigError` naming `variable` for anything else.
  */
 export function parsePayloadKeys(value: string, variable = 'AGENT_PAYLOAD_KEYS'): PayloadKey[] {
-  const entries = value.split(',').map((e) => e.trim()).filter(Boolean);
+  const entries = value
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean);
   if (entries.length === 0) throw new ConfigError(`${variable} holds no key. Write id:base64key[,id:base64key] (openssl rand -base64 32 makes a key).`);
   const seen = new Set<string>();
   return entries.map((entry) => {

@@ -67,9 +67,7 @@ export interface ModelCallResult {
 }
 
 /** A message body already stored by an activity, appended by reference so its bytes cross history once. */
-export type StoredMessageRef =
-  | { kind: 'model_response'; key: string }
-  | { kind: 'tool_result'; key: string; toolCallId: string };
+export type StoredMessageRef = { kind: 'model_response'; key: string } | { kind: 'tool_result'; key: string; toolCallId: string };
 
 /** One message to append: its body, or a reference to a body an activity stored. */
 export type AppendEntry = { seq: number; message: ChatMessage } | { seq: number; ref: StoredMessageRef };
@@ -264,7 +262,14 @@ export interface ConversationActivities {
 export type ConversationActivityName = keyof ConversationActivities;
 
 /** The names of the conversation activities, in code. */
-export const CONVERSATION_ACTIVITY_NAMES = ['appendMessages', 'callModel', 'runTool', 'recordDecision', 'verifyDecision', 'discoverTools'] as const satisfies readonly ConversationActivityName[];
+export const CONVERSATION_ACTIVITY_NAMES = [
+  'appendMessages',
+  'callModel',
+  'runTool',
+  'recordDecision',
+  'verifyDecision',
+  'discoverTools',
+] as const satisfies readonly ConversationActivityName[];
 
 /**
  * Prefix of the activity types the conversation workflow schedules

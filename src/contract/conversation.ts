@@ -163,7 +163,9 @@ export function describeBadSearchAttributeNames(value: unknown): string[] {
     if (!known.includes(field)) {
       problems.push(`searchAttributes.${field} is not an attribute the conversation sets (known: ${known.join(', ')})`);
     } else if (typeof name !== 'string' || !SEARCH_ATTRIBUTE_NAME_PATTERN.test(name)) {
-      problems.push(`searchAttributes.${field} must be a search attribute name (a letter or _, then letters, digits or _, at most 64 characters), got ${JSON.stringify(name)}`);
+      problems.push(
+        `searchAttributes.${field} must be a search attribute name (a letter or _, then letters, digits or _, at most 64 characters), got ${JSON.stringify(name)}`,
+      );
     } else if (seen.has(name)) {
       problems.push(`searchAttributes.${field} and searchAttributes.${seen.get(name)} both name ${name}; each attribute needs a name of its own`);
     } else seen.set(name, field);

@@ -59,7 +59,7 @@ export const AGENT_METRICS = {
     kind: 'counter',
     unit: 'calls',
     description:
-      'Attempts to call the model, by model and outcome: ok, reused (an earlier attempt\'s stored answer, not paid twice), or the failure (rate_limited_or_unavailable, rejected, context_exceeded, incomplete, stalled, malformed, cancelled, error).',
+      "Attempts to call the model, by model and outcome: ok, reused (an earlier attempt's stored answer, not paid twice), or the failure (rate_limited_or_unavailable, rejected, context_exceeded, incomplete, stalled, malformed, cancelled, error).",
     labels: ['model', 'outcome'],
   },
   modelLatency: {
@@ -83,7 +83,7 @@ export const AGENT_METRICS = {
     kind: 'counter',
     unit: 'microdollars',
     description:
-      'What answered model calls cost, in millionths of a US dollar, by model; only models with a price (AGENT_MODEL_PRICES, the plugin\'s model.prices).',
+      "What answered model calls cost, in millionths of a US dollar, by model; only models with a price (AGENT_MODEL_PRICES, the plugin's model.prices).",
     labels: ['model'],
   },
   toolRuns: {
@@ -113,7 +113,7 @@ export const AGENT_METRICS = {
     kind: 'gauge',
     unit: 'conversations',
     description:
-      'Conversations of the task queue waiting for a person (counted by Temporal\'s visibility, or from PostgreSQL without the approvals search attributes), by how long the oldest call has waited (waited: any, over_1h, over_1d, over_7d). Every standalone worker reports the same figure.',
+      "Conversations of the task queue waiting for a person (counted by Temporal's visibility, or from PostgreSQL without the approvals search attributes), by how long the oldest call has waited (waited: any, over_1h, over_1d, over_7d). Every standalone worker reports the same figure.",
     labels: ['waited'],
   },
 } as const satisfies Record<string, MetricSpec>;

@@ -16,7 +16,6 @@ import {
   type UserMessage,
 } from './conversation';
 
-
 /** A user message. The client uses signal-with-start, so the first message also starts the conversation. */
 export const userMessageSignal = defineSignal<[UserMessage]>('userMessage');
 
@@ -162,7 +161,10 @@ export function parseSearchAttributeGroups(text: string): SearchAttributeGroup[]
   const value = text.trim();
   if (value === '' || value === 'auto') return undefined;
   if (value === 'none') return [];
-  const groups = value.split(',').map((g) => g.trim()).filter(Boolean);
+  const groups = value
+    .split(',')
+    .map((g) => g.trim())
+    .filter(Boolean);
   const unknown = groups.filter((g) => !(SEARCH_ATTRIBUTE_GROUP_ORDER as string[]).includes(g));
   if (unknown.length > 0) {
     throw new TypeError(

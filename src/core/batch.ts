@@ -189,7 +189,9 @@ export class ToolCallBatch {
       const earlier = call.decision;
       if (earlier) {
         const by = earlier.decidedBy ? ` by ${earlier.decidedBy}` : '';
-        return { message: `Tool call "${toolCallId}" (${call.name}) was already ${earlier.approved ? 'approved' : 'rejected'}${by} (decision ${earlier.decisionId}); it is ${call.phase} now.` };
+        return {
+          message: `Tool call "${toolCallId}" (${call.name}) was already ${earlier.approved ? 'approved' : 'rejected'}${by} (decision ${earlier.decisionId}); it is ${call.phase} now.`,
+        };
       }
       return { message: `Tool call "${toolCallId}" (${call.name}) does not need approval; it is ${call.phase}.` };
     }

@@ -27,7 +27,38 @@ import type {
   ToolDiscoveryResult,
 } from '../contract/activities';
 import { describePendingApproval, requestedCalls, ToolCallBatch, type BatchCall } from './batch';
-import { CONVERSATION_DEFAULTS, CONVERSATION_SEARCH_ATTRIBUTE_FIELDS, describeBadDecision, describeOversizedDecision, describeOversizedUserMessage, describeBadUserMessage, describeUnstorableCancel, describeUnstorableDecision, describeUnstorableUserMessage, RECENT_TURNS_KEPT, REFUSED_DECISIONS_KEPT, CARRIED_INBOX_MAX_BYTES, DEDUP_MEMORY, TURN_INPUT_MAX_BYTES, UNKNOWN_EFFECTS_KEPT, type ApprovalDecision, type CancelTurnRequest, type CarriedConversation, type ConversationInput, type ConversationSearchAttributes, type ConversationState, type ConversationStatus, type ConversationUsage, type ConversationSummary, type DecisionResult, type RefusedDecision, type TokenUsage, type TurnRecord, type UnknownEffect, type UserMessage } from '../contract/conversation';
+import {
+  CONVERSATION_DEFAULTS,
+  CONVERSATION_SEARCH_ATTRIBUTE_FIELDS,
+  describeBadDecision,
+  describeOversizedDecision,
+  describeOversizedUserMessage,
+  describeBadUserMessage,
+  describeUnstorableCancel,
+  describeUnstorableDecision,
+  describeUnstorableUserMessage,
+  RECENT_TURNS_KEPT,
+  REFUSED_DECISIONS_KEPT,
+  CARRIED_INBOX_MAX_BYTES,
+  DEDUP_MEMORY,
+  TURN_INPUT_MAX_BYTES,
+  UNKNOWN_EFFECTS_KEPT,
+  type ApprovalDecision,
+  type CancelTurnRequest,
+  type CarriedConversation,
+  type ConversationInput,
+  type ConversationSearchAttributes,
+  type ConversationState,
+  type ConversationStatus,
+  type ConversationUsage,
+  type ConversationSummary,
+  type DecisionResult,
+  type RefusedDecision,
+  type TokenUsage,
+  type TurnRecord,
+  type UnknownEffect,
+  type UserMessage,
+} from '../contract/conversation';
 import { roundUsd } from './pricing';
 import { Inbox } from './inbox';
 import { describeMessage, type ChatMessage, type MessageMeta } from '../contract/messages';
@@ -238,7 +269,17 @@ export class ConversationCore {
     const calls = this.batch?.all() ?? [];
     return calls.flatMap((call, callIndex) =>
       call.phase === 'awaiting_approval'
-        ? [{ callKey: call.key, toolCallId: call.id, toolName: call.name, assistantSeq: this.answerSeq, callIndex, requestedAt: call.requestedAt, requestedBy: [...this.turnRequesters] }]
+        ? [
+            {
+              callKey: call.key,
+              toolCallId: call.id,
+              toolName: call.name,
+              assistantSeq: this.answerSeq,
+              callIndex,
+              requestedAt: call.requestedAt,
+              requestedBy: [...this.turnRequesters],
+            },
+          ]
         : [],
     );
   }
@@ -443,7 +484,9 @@ export class ConversationCore {
             ? {
                 role: 'assistant',
                 content,
-                ...(meta.toolCalls ? { tool_calls: meta.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: '{}' } })) } : {}),
+                ...(meta.toolCalls
+                  ? { tool_calls: meta.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: '{}' } })) }
+                  : {}),
               }
             : { role: meta.role, content };
       this.messages[index] = describeMessage(seq, message);
@@ -625,7 +668,9 @@ export class ConversationCore {
   /** The workflow's current details: what it does or waits for, and how the last calls ended. */
   currentDetails(): string {
     const waiting = (this.batch?.awaitingApproval() ?? []).map((c) => ({ name: c.name, id: c.id, since: c.requestedAt }));
-    const status = { idle: 'Idle', running: 'Running a turn', awaiting_approval: 'Waiting for approval', failed: 'Last turn failed', closed: 'Ended' }[this.status()];
+    const status = { idle: 'Idle', running: 'Running a turn', awaiting_approval: 'Waiting for approval', failed: 'Last turn failed', closed: 'Ended' }[
+      this.status()
+    ];
     return currentDetails({ status, turn: this.turns, waiting }, this.lastCalls);
   }
 

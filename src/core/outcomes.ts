@@ -4,23 +4,10 @@
  */
 
 /** How a tool call ended. */
-export type OutcomeKind =
-  | 'ok'
-  | 'tool_failed'
-  | 'rejected'
-  | 'approval_timeout'
-  | 'cancelled'
-  | 'interrupted'
-  | 'effect_unknown'
-  | 'repaired';
+export type OutcomeKind = 'ok' | 'tool_failed' | 'rejected' | 'approval_timeout' | 'cancelled' | 'interrupted' | 'effect_unknown' | 'repaired';
 
 /** Why a tool failed, for the model and for people reading the transcript. */
-export type ToolFailureReason =
-  | 'error'
-  | 'unknown_tool'
-  | 'invalid_arguments'
-  | 'not_run_max_steps'
-  | 'too_many_calls';
+export type ToolFailureReason = 'error' | 'unknown_tool' | 'invalid_arguments' | 'not_run_max_steps' | 'too_many_calls';
 
 /** Content for a call whose tool failed: retries spent, non-retryable, bad arguments or unknown tool. */
 export function toolFailedContent(error: string, reason: ToolFailureReason = 'error'): string {
@@ -62,9 +49,7 @@ export function interruptedContent(why: string): string {
  */
 export function effectUnknownContent(why: string): string {
   return JSON.stringify({
-    error:
-      `The call started but did not report back (${why}); it may or may not have taken effect. ` +
-      'Do not call it again before checking whether it did.',
+    error: `The call started but did not report back (${why}); it may or may not have taken effect. ` + 'Do not call it again before checking whether it did.',
     kind: 'effect_unknown',
     started: true,
   });

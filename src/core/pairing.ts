@@ -74,9 +74,7 @@ export function planPairingRepair(items: readonly PairingItem[]): PairingRepair 
   return {
     problems,
     omit: problems.filter((p) => p.kind !== 'missing_result').map((p) => p.index),
-    synthesize: problems
-      .filter((p) => p.kind === 'missing_result')
-      .map((p) => ({ afterIndex: p.index, toolCallId: p.toolCallId })),
+    synthesize: problems.filter((p) => p.kind === 'missing_result').map((p) => ({ afterIndex: p.index, toolCallId: p.toolCallId })),
   };
 }
 

@@ -72,7 +72,10 @@ export function describeCall(call: CallLine): string {
  * The workflow's current details: one line for what it does or waits for,
  * one for the last calls. Markdown, as the Temporal UI renders it.
  */
-export function currentDetails(now: { status: string; turn: number; waiting: readonly (CallLine & { since: number })[] }, lastCalls: readonly CallLine[]): string {
+export function currentDetails(
+  now: { status: string; turn: number; waiting: readonly (CallLine & { since: number })[] },
+  lastCalls: readonly CallLine[],
+): string {
   const lines: string[] = [];
   if (now.waiting.length > 0) {
     const calls = now.waiting.map((c) => `${c.name} (${c.id}) since ${new Date(c.since).toISOString()}`).join('; ');

@@ -133,7 +133,10 @@ export const ROOT_CLUSTERS_DIR = '/var/lib/durable-agent-worker';
  */
 export function postgresDataDir(requested: string, persistent = false): string {
   if (typeof process.getuid !== 'function' || process.getuid() !== 0) return requested;
-  const slug = path.resolve(requested).replace(/[^a-zA-Z0-9]+/g, '_').slice(-80);
+  const slug = path
+    .resolve(requested)
+    .replace(/[^a-zA-Z0-9]+/g, '_')
+    .slice(-80);
   const temporary = path.join(os.tmpdir(), `agent-pg${slug}`);
   if (!persistent) return temporary;
   if (fs.existsSync(path.join(temporary, 'PG_VERSION'))) return temporary;

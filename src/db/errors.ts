@@ -53,4 +53,3 @@ export function describeRefusal(err: unknown): string {
   const e = err as { message?: string; code?: string };
   return `${e.message ?? String(err)}${e.code ? ` [SQLSTATE ${e.code}]` : ''}`;
 }
-

@@ -61,10 +61,12 @@ export async function setupBackofficeDemo(pool: Pool): Promise<void> {
       await client.query('INSERT INTO public.customers (id, name, email) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING', [c.id, c.name, c.email]);
     }
     for (const o of DEMO_ORDERS) {
-      await client.query(
-        'INSERT INTO public.orders (id, customer_id, description, total_cents) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING',
-        [o.id, o.customerId, o.description, o.totalCents],
-      );
+      await client.query('INSERT INTO public.orders (id, customer_id, description, total_cents) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING', [
+        o.id,
+        o.customerId,
+        o.description,
+        o.totalCents,
+      ]);
     }
   });
 }

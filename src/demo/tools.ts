@@ -33,10 +33,9 @@ export function backofficeTools(): Tool[] {
       description: "List a customer's orders with amounts already refunded.",
       parameters: z.object({ customer_id: z.string().min(1).describe('Customer id, e.g. cus_ada') }),
       async execute({ customer_id }, { db }) {
-        const { rows } = await db.query(
-          `SELECT id, description, total_cents, refunded_cents FROM public.orders WHERE customer_id = $1 ORDER BY id`,
-          [customer_id],
-        );
+        const { rows } = await db.query(`SELECT id, description, total_cents, refunded_cents FROM public.orders WHERE customer_id = $1 ORDER BY id`, [
+          customer_id,
+        ]);
         return { customer_id, orders: rows };
       },
     }),
@@ -59,9 +58,7 @@ export function backofficeTools(): Tool[] {
           if (order.rowCount === 0) throw new ToolError(`Order ${order_id} does not exist.`);
           const { total_cents, refunded_cents } = order.rows[0];
           if (refunded_cents + amount_cents > total_cents) {
-            throw new ToolError(
-              `Refund of ${amount_cents} cents on ${order_id} exceeds what is left to refund (${total_cents - refunded_cents} cents).`,
-            );
+            throw new ToolError(`Refund of ${amount_cents} cents on ${order_id} exceeds what is left to refund (${total_cents - refunded_cents} cents).`);
           }
           const refund = await tx.query<{ id: string }>(
             'INSERT INTO public.refunds (order_id, amount_cents, reason, idempotency_key) VALUES ($1, $2, $3, $4) RETURNING id',

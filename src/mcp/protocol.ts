@@ -132,7 +132,9 @@ export function isStdioServer(config: McpServerConfig): config is McpStdioServer
 export function mcpToolName(server: string, tool: string): { name: string } | { problem: string } {
   const name = `${server}${MCP_NAME_SEPARATOR}${tool}`;
   if (!/^[a-zA-Z0-9_-]+$/.test(tool)) {
-    return { problem: `MCP server "${server}" has a tool named "${tool}": providers accept only letters, digits, "_" and "-" in tool names, so it is not offered.` };
+    return {
+      problem: `MCP server "${server}" has a tool named "${tool}": providers accept only letters, digits, "_" and "-" in tool names, so it is not offered.`,
+    };
   }
   if (name.length > 64) {
     return { problem: `MCP tool "${name}" is ${name.length} characters; providers accept at most 64, so it is not offered. Give the server a shorter name.` };
@@ -151,7 +153,12 @@ export function parseMcpToolName(name: string): { server: string; tool: string }
 
 /** `*` matches any run of characters; everything else itself. */
 function matches(pattern: string, name: string): boolean {
-  const regex = new RegExp(`^${pattern.split('*').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+  const regex = new RegExp(
+    `^${pattern
+      .split('*')
+      .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+  );
   return regex.test(name);
 }
 
@@ -188,7 +195,9 @@ export function mcpIdempotent(tool: Pick<McpToolDescriptor, 'hints' | 'effectKey
  */
 export function describeBadMcpServers(value: unknown, where: string): string[] {
   if (!value || typeof value !== 'object' || Array.isArray(value)) {
-    return [`${where} must be a JSON object of servers by name, e.g. {"crm": {"command": "node", "args": ["crm-mcp.js"]}, "tickets": {"url": "https://tickets.example.com/mcp"}}`];
+    return [
+      `${where} must be a JSON object of servers by name, e.g. {"crm": {"command": "node", "args": ["crm-mcp.js"]}, "tickets": {"url": "https://tickets.example.com/mcp"}}`,
+    ];
   }
   const problems: string[] = [];
   for (const [name, raw] of Object.entries(value as Record<string, unknown>)) {
@@ -217,14 +226,18 @@ export function describeBadMcpServers(value: unknown, where: string): string[] {
         problems.push(`${at}: ${field} must be an object of strings`);
       }
     }
-    if (s.timeoutMs !== undefined && !(Number.isInteger(s.timeoutMs) && (s.timeoutMs as number) >= 100)) problems.push(`${at}: timeoutMs must be a whole number of milliseconds, at least 100`);
+    if (s.timeoutMs !== undefined && !(Number.isInteger(s.timeoutMs) && (s.timeoutMs as number) >= 100))
+      problems.push(`${at}: timeoutMs must be a whole number of milliseconds, at least 100`);
     const reconnect = s.reconnect as Record<string, unknown> | undefined;
     if (reconnect !== undefined) {
-      if (!reconnect || typeof reconnect !== 'object' || Array.isArray(reconnect)) problems.push(`${at}: reconnect must be an object ({"attempts": 4, "delayMs": 500})`);
+      if (!reconnect || typeof reconnect !== 'object' || Array.isArray(reconnect))
+        problems.push(`${at}: reconnect must be an object ({"attempts": 4, "delayMs": 500})`);
       else {
         const { attempts, delayMs } = reconnect;
-        if (attempts !== undefined && !(Number.isInteger(attempts) && (attempts as number) >= 1 && (attempts as number) <= 20)) problems.push(`${at}: reconnect.attempts must be a whole number from 1 to 20`);
-        if (delayMs !== undefined && !(Number.isInteger(delayMs) && (delayMs as number) >= 0 && (delayMs as number) <= 60_000)) problems.push(`${at}: reconnect.delayMs must be a whole number of milliseconds from 0 to 60000`);
+        if (attempts !== undefined && !(Number.isInteger(attempts) && (attempts as number) >= 1 && (attempts as number) <= 20))
+          problems.push(`${at}: reconnect.attempts must be a whole number from 1 to 20`);
+        if (delayMs !== undefined && !(Number.isInteger(delayMs) && (delayMs as number) >= 0 && (delayMs as number) <= 60_000))
+          problems.push(`${at}: reconnect.delayMs must be a whole number of milliseconds from 0 to 60000`);
       }
     }
     const approval = s.approval as Record<string, unknown> | undefined;
@@ -236,7 +249,8 @@ export function describeBadMcpServers(value: unknown, where: string): string[] {
         }
         for (const list of ['require', 'skip'] as const) {
           const v = approval[list];
-          if (v !== undefined && !(Array.isArray(v) && v.every((p) => typeof p === 'string'))) problems.push(`${at}: approval.${list} must be a list of tool names (with * for any characters)`);
+          if (v !== undefined && !(Array.isArray(v) && v.every((p) => typeof p === 'string')))
+            problems.push(`${at}: approval.${list} must be a list of tool names (with * for any characters)`);
         }
       }
     }

@@ -39,7 +39,6 @@ export interface DecisionTrust {
   requireSigned?: boolean;
 }
 
-
 /** The shortest secret accepted. */
 export const MIN_DECISION_SECRET_CHARS = 32;
 
@@ -120,9 +119,12 @@ export function parseDecisionKeys(text: string, where: string): DecisionKey[] {
       const colon = part.indexOf(':');
       const id = colon < 0 ? '' : part.slice(0, colon);
       const secret = colon < 0 ? '' : part.slice(colon + 1);
-      if (!KEY_ID.test(id)) throw new ConfigError(`${where}: each key is "id:secret" with an id of letters, digits, "_" or "-" (at most 32); got "${id || part.slice(0, 8)}…".`);
+      if (!KEY_ID.test(id))
+        throw new ConfigError(`${where}: each key is "id:secret" with an id of letters, digits, "_" or "-" (at most 32); got "${id || part.slice(0, 8)}…".`);
       if (secret.length < MIN_DECISION_SECRET_CHARS) {
-        throw new ConfigError(`${where}: the secret of key "${id}" is shorter than ${MIN_DECISION_SECRET_CHARS} characters; make one with \`openssl rand -hex 32\`.`);
+        throw new ConfigError(
+          `${where}: the secret of key "${id}" is shorter than ${MIN_DECISION_SECRET_CHARS} characters; make one with \`openssl rand -hex 32\`.`,
+        );
       }
       return { id, secret };
     });

@@ -25,15 +25,13 @@ import { errorBody, INVALID_JSON_MESSAGE, validateChatRequest } from './validate
 import { contextLengthExceededBody, countPromptTokens } from './context-window';
 
 /** Message of the 500 answered when neither the queue nor a responder supplies a reply. */
-export const NO_SCRIPTED_REPLY_MESSAGE =
-  'Scripted model server: no scripted reply left for this request (the queue is empty and no responder is set).';
+export const NO_SCRIPTED_REPLY_MESSAGE = 'Scripted model server: no scripted reply left for this request (the queue is empty and no responder is set).';
 
 /** Start of the message of the 500 answered when the responder throws; the error's message follows. */
 export const RESPONDER_FAILED_PREFIX = 'Scripted model server: the responder threw: ';
 
 /** OpenAI's message for a 500. */
-export const DEFAULT_SERVER_ERROR_MESSAGE =
-  'The server had an error while processing your request. Sorry about that!';
+export const DEFAULT_SERVER_ERROR_MESSAGE = 'The server had an error while processing your request. Sorry about that!';
 
 /** Content streamed before a `drop` when the reply gives none. */
 export const DEFAULT_DROP_CONTENT = 'This answer is cut off before it is finished.';
@@ -94,7 +92,14 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     const exchange = new Exchange(res, record, () => closing);
     open.add(exchange);
     void exchange.closed.then(() => open.delete(exchange));
-    handle(req, exchange, dialect, nextReply, () => toolCallIds, () => contextWindow).catch((err: unknown) => {
+    handle(
+      req,
+      exchange,
+      dialect,
+      nextReply,
+      () => toolCallIds,
+      () => contextWindow,
+    ).catch((err: unknown) => {
       exchange.send(500, errorBody(`Scripted model server failed: ${String(err)}`, 'server_error'));
     });
   });
@@ -215,12 +220,7 @@ interface ChatRequestBody {
   promptTokens?: number;
 }
 
-async function deliver(
-  reply: ScriptedReply,
-  exchange: Exchange,
-  request: ChatRequestBody,
-  toolCallIds: ToolCallIdScheme,
-): Promise<void> {
+async function deliver(reply: ScriptedReply, exchange: Exchange, request: ChatRequestBody, toolCallIds: ToolCallIdScheme): Promise<void> {
   if (exchange.isClosed) return;
   switch (reply.kind) {
     case 'delay':
@@ -261,11 +261,7 @@ interface CompletionPlan {
   includeUsage: boolean;
 }
 
-function planCompletion(
-  reply: ScriptedMessageReply,
-  request: ChatRequestBody,
-  toolCallIds: ToolCallIdScheme,
-): CompletionPlan {
+function planCompletion(reply: ScriptedMessageReply, request: ChatRequestBody, toolCallIds: ToolCallIdScheme): CompletionPlan {
   const makeId = toolCallIdMaker(toolCallIds);
   const toolCalls = (reply.toolCalls ?? []).map((call, index) => ({
     id: call.id ?? makeId(call.name, index),
@@ -275,9 +271,7 @@ function planCompletion(
   const hasToolCalls = toolCalls.length > 0;
   const content = reply.content !== undefined ? reply.content : hasToolCalls ? null : '';
   const promptTokens = request.promptTokens ?? estimateTokens(JSON.stringify(request.messages));
-  const completionTokens = estimateTokens(
-    (content ?? '') + (reply.reasoningContent ?? '') + toolCalls.map((c) => c.name + c.arguments).join(''),
-  );
+  const completionTokens = estimateTokens((content ?? '') + (reply.reasoningContent ?? '') + toolCalls.map((c) => c.name + c.arguments).join(''));
   return {
     id: `chatcmpl-${randomAlphanumeric(29)}`,
     created: nowSeconds(),
@@ -377,9 +371,7 @@ function streamEvents(plan: CompletionPlan, script: StreamScript): StreamEvent[]
     };
     events.push(first);
     let pieces =
-      script.argumentChunks !== undefined
-        ? splitEvenly(call.arguments, script.argumentChunks)
-        : splitText(call.arguments, call.arguments.length > 8 ? 3 : 2);
+      script.argumentChunks !== undefined ? splitEvenly(call.arguments, script.argumentChunks) : splitText(call.arguments, call.arguments.length > 8 ? 3 : 2);
     // Only the first call can be cut; the cut point is clamped to its arguments.
     const cutAt =
       index === 0 && script.cutAfterArgumentChars !== undefined

@@ -159,12 +159,7 @@ export interface ScriptedDrop {
 }
 
 /** What the scripted model does for one valid request. */
-export type ScriptedReply =
-  | ScriptedMessageReply
-  | ScriptedHttpError
-  | ScriptedDelay
-  | ScriptedHang
-  | ScriptedDrop;
+export type ScriptedReply = ScriptedMessageReply | ScriptedHttpError | ScriptedDelay | ScriptedHang | ScriptedDrop;
 
 /** An error body in the shape providers use and the `openai` SDK understands. */
 export interface ProviderErrorBody {

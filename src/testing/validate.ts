@@ -17,37 +17,32 @@ export const DEEPSEEK_TOOL_CALLS_NOT_ANSWERED_MESSAGE =
   "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. (insufficient tool messages following tool_calls message)";
 
 /** Message for a `tool` message with no open tool call before it (OpenAI's spelling, "preceeding"). */
-export const ORPHAN_TOOL_MESSAGE =
-  "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.";
+export const ORPHAN_TOOL_MESSAGE = "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.";
 
 /** Message for an assistant message with neither content nor tool calls. */
 export const ASSISTANT_CONTENT_NULL_MESSAGE = "Invalid value for 'content': expected a string, got null.";
 
 /** Message for `tool_choice` sent without tools. */
-export const TOOL_CHOICE_WITHOUT_TOOLS_MESSAGE =
-  "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.";
+export const TOOL_CHOICE_WITHOUT_TOOLS_MESSAGE = "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.";
 
 /** Message for `parallel_tool_calls` sent without tools. */
 export const PARALLEL_TOOL_CALLS_WITHOUT_TOOLS_MESSAGE =
   "Invalid value for 'parallel_tool_calls': 'parallel_tool_calls' is only allowed when 'tools' are specified.";
 
 /** Message for `stream_options` sent on a non-streaming request. */
-export const STREAM_OPTIONS_WITHOUT_STREAM_MESSAGE =
-  "The 'stream_options' parameter is only allowed when 'stream' is enabled.";
+export const STREAM_OPTIONS_WITHOUT_STREAM_MESSAGE = "The 'stream_options' parameter is only allowed when 'stream' is enabled.";
 
 /** OpenAI's message for a request without a model. */
 export const MODEL_REQUIRED_MESSAGE = 'you must provide a model parameter';
 
 /** DeepSeek thinking mode: a tool-calling assistant message of the current turn lost its `reasoning_content`. */
-export const REASONING_CONTENT_REQUIRED_MESSAGE =
-  'The reasoning_content in the thinking mode must be passed back to the API.';
+export const REASONING_CONTENT_REQUIRED_MESSAGE = 'The reasoning_content in the thinking mode must be passed back to the API.';
 
 /**
  * DeepSeek thinking mode: a named or `required` `tool_choice` is refused.
  * The refusal is documented; this exact wording is this server's own.
  */
-export const THINKING_TOOL_CHOICE_MESSAGE =
-  "The tool_choice 'required' or a named function is not supported in the thinking mode.";
+export const THINKING_TOOL_CHOICE_MESSAGE = "The tool_choice 'required' or a named function is not supported in the thinking mode.";
 
 /** OpenAI's message for a body that is not valid JSON. */
 export const INVALID_JSON_MESSAGE =
@@ -132,12 +127,7 @@ export function invalidValueMessage(value: unknown, supported: readonly string[]
 }
 
 /** Builds a provider error body. */
-export function errorBody(
-  message: string,
-  type: string,
-  param: string | null = null,
-  code: string | null = null,
-): ProviderErrorBody {
+export function errorBody(message: string, type: string, param: string | null = null, code: string | null = null): ProviderErrorBody {
   return { error: { message, type, param, code } };
 }
 
@@ -152,10 +142,7 @@ export function errorBody(
  * @param dialect - provider to imitate; `openai` when omitted
  * @returns the 400 answer for the first fault found, or `null` when the request is valid
  */
-export function validateChatRequest(
-  body: unknown,
-  dialect: ModelServerDialect = 'openai',
-): ValidationFailure | null {
+export function validateChatRequest(body: unknown, dialect: ModelServerDialect = 'openai'): ValidationFailure | null {
   if (!isObject(body)) return fail(BODY_NOT_OBJECT_MESSAGE);
 
   const model = body.model;
@@ -240,11 +227,7 @@ function checkAssistantMessage(message: Record<string, unknown>, i: number): Val
   if (content === undefined || content === null) {
     if (!hasToolCalls) return fail(ASSISTANT_CONTENT_NULL_MESSAGE, `messages.[${i}].content`);
   } else if (typeof content !== 'string' && !Array.isArray(content)) {
-    return fail(
-      invalidTypeMessage(`${at}.content`, 'one of a string or array of objects', content),
-      `${at}.content`,
-      'invalid_type',
-    );
+    return fail(invalidTypeMessage(`${at}.content`, 'one of a string or array of objects', content), `${at}.content`, 'invalid_type');
   }
   return null;
 }
@@ -295,11 +278,7 @@ function checkToolMessage(message: Record<string, unknown>, i: number): Validati
   }
   if (typeof content === 'string') return null;
   if (!Array.isArray(content)) {
-    return fail(
-      invalidTypeMessage(contentParam, 'one of a string or array of objects', content),
-      contentParam,
-      'invalid_type',
-    );
+    return fail(invalidTypeMessage(contentParam, 'one of a string or array of objects', content), contentParam, 'invalid_type');
   }
   if (content.length === 0) return fail(emptyArrayMessage(contentParam), contentParam, 'empty_array');
   for (let k = 0; k < content.length; k++) {
@@ -382,11 +361,7 @@ function checkTools(body: Record<string, unknown>): ValidationFailure | null {
       const nameFailure = checkFunctionName(fn.name, 'tool_choice.function.name');
       if (nameFailure) return nameFailure;
     } else {
-      return fail(
-        invalidTypeMessage('tool_choice', 'one of a string or object', toolChoice),
-        'tool_choice',
-        'invalid_type',
-      );
+      return fail(invalidTypeMessage('tool_choice', 'one of a string or object', toolChoice), 'tool_choice', 'invalid_type');
     }
   }
 

@@ -112,7 +112,11 @@ export function stickyQueueIn(events: readonly temporal.api.history.v1.IHistoryE
       const queue = event.workflowTaskScheduledEventAttributes?.taskQueue;
       scheduledOn = queue?.kind === TaskQueueKind.TASK_QUEUE_KIND_STICKY ? (queue.name ?? undefined) : undefined;
       if (scheduledOn && completedByIt) found = scheduledOn;
-    } else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED && scheduledOn && event.workflowTaskStartedEventAttributes?.identity === identity) {
+    } else if (
+      event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED &&
+      scheduledOn &&
+      event.workflowTaskStartedEventAttributes?.identity === identity
+    ) {
       found = scheduledOn;
     }
   }
@@ -232,7 +236,9 @@ export class LostWorkerWatch {
     return () => {
       clearTimeout(timer);
       // Deleted after its insert (the two may take different connections of the pool).
-      void inserted?.then((landed) => landed && this.pool.query(`DELETE FROM ${this.tables.workerActivities} WHERE task_token = $1`, [token]).then(() => true, failed('delete')));
+      void inserted?.then(
+        (landed) => landed && this.pool.query(`DELETE FROM ${this.tables.workerActivities} WHERE task_token = $1`, [token]).then(() => true, failed('delete')),
+      );
       this.probeStickyQueue(execution);
     };
   }
@@ -328,7 +334,9 @@ export class LostWorkerWatch {
   /** Fails a lost worker's attempts so Temporal retries them now, releases its sticky queue, deletes its rows. */
   private async takeOver(session: PgClient, lost: WorkerRow): Promise<void> {
     const { client, identity, namespace } = this.target!;
-    const { rows } = await session.query<ActivityRow>(`SELECT task_token, workflow_id, run_id FROM ${this.tables.workerActivities} WHERE worker_key = $1`, [lost.worker_key]);
+    const { rows } = await session.query<ActivityRow>(`SELECT task_token, workflow_id, run_id FROM ${this.tables.workerActivities} WHERE worker_key = $1`, [
+      lost.worker_key,
+    ]);
     // Every attempt at once: each retry starts as soon as its failure lands.
     const outcomes = await Promise.all(
       rows.map((row) =>
@@ -370,7 +378,9 @@ export class LostWorkerWatch {
         : undefined,
       // The failed-over conversations' next workflow tasks go to any worker (also when the sticky queue is unknown).
       ...rows.map((row) =>
-        client.workflowService.resetStickyTaskQueue({ namespace, execution: { workflowId: row.workflow_id, runId: row.run_id ?? undefined } }).catch(() => undefined),
+        client.workflowService
+          .resetStickyTaskQueue({ namespace, execution: { workflowId: row.workflow_id, runId: row.run_id ?? undefined } })
+          .catch(() => undefined),
       ),
     ]);
     await this.deleteWorker(session, lost.worker_key);

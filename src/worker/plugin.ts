@@ -109,7 +109,12 @@ export class DurableAgentPlugin extends SimplePluginAwaited {
       activities,
       workerInterceptors: { workflowModules: WORKFLOW_INTERCEPTOR_MODULES, ...(lostWorkers ? { activity: [lostWorkers.interceptor()] } : {}) },
       ...(codecs.length > 0
-        ? { dataConverter: (existing: DataConverter | undefined): DataConverter => ({ ...existing, payloadCodecs: [...(existing?.payloadCodecs ?? []), ...codecs] }) }
+        ? {
+            dataConverter: (existing: DataConverter | undefined): DataConverter => ({
+              ...existing,
+              payloadCodecs: [...(existing?.payloadCodecs ?? []), ...codecs],
+            }),
+          }
         : {}),
     });
     this.settings = options;
@@ -195,7 +200,5 @@ export class DurableAgentPlugin extends SimplePluginAwaited {
 
 function requireApiKey(model: DurableAgentModelOptions): string {
   if (model.apiKey) return model.apiKey;
-  throw new TypeError(
-    'DurableAgentPlugin needs a model to call: pass model.apiKey (and model.baseUrl for an OpenAI-compatible endpoint) or model.client.',
-  );
+  throw new TypeError('DurableAgentPlugin needs a model to call: pass model.apiKey (and model.baseUrl for an OpenAI-compatible endpoint) or model.client.');
 }

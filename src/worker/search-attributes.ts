@@ -39,7 +39,7 @@ export const SEARCH_ATTRIBUTE_GROUP_PURPOSE: Record<SearchAttributeGroup, string
   status: 'visibility queries and the Temporal UI cannot filter conversations by AgentStatus',
   approvals:
     'visibility queries cannot filter by PendingApprovals, PendingApprovalTags or AwaitingApprovalSince, and the approval backlog metric counts from PostgreSQL; the approval lists work without them',
-  unknownEffects: 'AgentClient.withUnknownEffects and the CLI\'s unknown-effects cannot list conversations with tool calls whose effect is unknown',
+  unknownEffects: "AgentClient.withUnknownEffects and the CLI's unknown-effects cannot list conversations with tool calls whose effect is unknown",
   usage: 'visibility queries cannot filter conversations by AgentTokens or AgentCostUsd',
 };
 
@@ -93,7 +93,11 @@ export async function ensureSearchAttributes(
   };
   for (const group of SEARCH_ATTRIBUTE_GROUP_ORDER) {
     if (asked && !asked.includes(group)) {
-      result.off.push({ group, why: `it is not among the groups asked for (${asked.join(', ') || 'none'}: ${SEARCH_ATTRIBUTE_GROUPS_SETTING}).`, chosen: true });
+      result.off.push({
+        group,
+        why: `it is not among the groups asked for (${asked.join(', ') || 'none'}: ${SEARCH_ATTRIBUTE_GROUPS_SETTING}).`,
+        chosen: true,
+      });
       continue;
     }
     const keys = wanted(group);
@@ -115,8 +119,16 @@ export async function ensureSearchAttributes(
         });
       } catch (err) {
         const limit = storeLimit(err);
-        if (!limit) throw cannotRegister(namespace, err, missingOfGroups(asked ?? SEARCH_ATTRIBUTE_GROUP_ORDER.slice(SEARCH_ATTRIBUTE_GROUP_ORDER.indexOf(group)), wanted, existing));
-        const taken = [...existing].filter(([, type]) => type === limit.type).map(([name]) => name).sort();
+        if (!limit)
+          throw cannotRegister(
+            namespace,
+            err,
+            missingOfGroups(asked ?? SEARCH_ATTRIBUTE_GROUP_ORDER.slice(SEARCH_ATTRIBUTE_GROUP_ORDER.indexOf(group)), wanted, existing),
+          );
+        const taken = [...existing]
+          .filter(([, type]) => type === limit.type)
+          .map(([name]) => name)
+          .sort();
         leaveOff(group, describeLimit(namespace, group, keys, limit, taken, asked));
         continue;
       }
@@ -151,7 +163,7 @@ function describeLimit(
   const without = asked?.filter((g) => g !== group) ?? [];
   const free = `free ${/^[AEIOU]/.test(limit.type) ? 'an' : 'a'} ${limit.type} attribute no workflow uses`;
   const raise =
-    'raise the limit on a self-hosted cluster: visibility.persistenceCustomSearchAttributes in the server\'s configuration (Temporal Server 1.30 and later), ' +
+    "raise the limit on a self-hosted cluster: visibility.persistenceCustomSearchAttributes in the server's configuration (Temporal Server 1.30 and later), " +
     'with the matching columns added to the SQL visibility schema';
   return (
     `it needs ${needs}, and the namespace's visibility store allows ${limit.max} custom search attributes of type ${limit.type} per namespace; ` +
@@ -164,7 +176,11 @@ function describeLimit(
 }
 
 /** The attributes of `groups` the namespace lacks (those with a clashing type left out). */
-function missingOfGroups(groups: readonly SearchAttributeGroup[], wanted: (g: SearchAttributeGroup) => Wanted[], existing: ReadonlyMap<string, string>): Wanted[] {
+function missingOfGroups(
+  groups: readonly SearchAttributeGroup[],
+  wanted: (g: SearchAttributeGroup) => Wanted[],
+  existing: ReadonlyMap<string, string>,
+): Wanted[] {
   return groups.flatMap(wanted).filter((k) => !existing.has(k.name));
 }
 

@@ -15,8 +15,7 @@ import type { DurableAgentPluginOptions } from './plugin-options';
  * to a bundle made already.
  */
 export interface AgentWorkerOptions
-  extends DurableAgentPluginOptions,
-    Pick<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'workflowBundle' | 'dataConverter' | 'plugins'> {
+  extends DurableAgentPluginOptions, Pick<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'workflowBundle' | 'dataConverter' | 'plugins'> {
   /**
    * Conversations kept in memory (Temporal's sticky cache, `maxCachedWorkflows`);
    * the others are rebuilt from history when they need the worker. The SDK's

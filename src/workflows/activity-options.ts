@@ -34,10 +34,7 @@ export const RETRY_BACKOFF = { initialInterval: '1 second', backoffCoefficient: 
  * it is scheduled ("model call 2 of turn 5 (gpt-4.1)").
  */
 export type SummarizedActivities = {
-  [K in keyof ConversationActivities]: (
-    input: Parameters<ConversationActivities[K]>[0],
-    summary?: string,
-  ) => ReturnType<ConversationActivities[K]>;
+  [K in keyof ConversationActivities]: (input: Parameters<ConversationActivities[K]>[0], summary?: string) => ReturnType<ConversationActivities[K]>;
 };
 
 /**
@@ -50,7 +47,9 @@ export type SummarizedActivities = {
 function conversationActivities(options: ActivityOptions, local = false): SummarizedActivities {
   const localOptions: LocalActivityOptions = { startToCloseTimeout: options.startToCloseTimeout, retry: options.retry };
   const proxy = local ? proxyLocalActivities<PrefixedConversationActivities>(localOptions) : proxyActivities<PrefixedConversationActivities>(options);
-  type Scheduled = ((input: unknown) => Promise<unknown>) & { executeWithOptions(options: ActivityOptions | LocalActivityOptions, args: [unknown]): Promise<unknown> };
+  type Scheduled = ((input: unknown) => Promise<unknown>) & {
+    executeWithOptions(options: ActivityOptions | LocalActivityOptions, args: [unknown]): Promise<unknown>;
+  };
   const byType = proxy as unknown as Record<string, Scheduled>;
   return Object.fromEntries(
     CONVERSATION_ACTIVITY_NAMES.map((name) => {

@@ -25,7 +25,8 @@ export type { ConversationSummary };
 /** Runs one conversation until it is ended. */
 export async function agentConversation(input: ConversationInput = {}): Promise<ConversationSummary> {
   const problems = api.describeInvalidInput(input);
-  if (problems.length > 0) throw ApplicationFailure.nonRetryable(`Invalid conversation input: ${problems.join('; ')}.`, api.ConversationErrorType.InvalidConversationInput);
+  if (problems.length > 0)
+    throw ApplicationFailure.nonRetryable(`Invalid conversation input: ${problems.join('; ')}.`, api.ConversationErrorType.InvalidConversationInput);
   // Date.now() is the workflow's deterministic clock (the time of the current workflow task).
   const core = new ConversationCore(workflowInfo().workflowId, input, { now: () => Date.now(), newId: wf.uuid4, log: wf.log, allows: wf.patched });
   const act = conversationSchedules(input);
@@ -99,7 +100,9 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
   const turnLoop = async (): Promise<TurnRecord> => {
     const tooling = core.toolDiscovery(); // conversations with MCP servers list their tools once per turn
     if (tooling) {
-      const listed = await act.discovery.discoverTools(tooling, core.toolDiscoverySummary()).catch((err: unknown) => (isCancellation(err) ? throwAgain(err) : failureMessage(err)));
+      const listed = await act.discovery
+        .discoverTools(tooling, core.toolDiscoverySummary())
+        .catch((err: unknown) => (isCancellation(err) ? throwAgain(err) : failureMessage(err)));
       if (typeof listed === 'string') return core.toolDiscoveryFailed(listed);
       core.toolsDiscovered(listed);
     }
@@ -178,7 +181,7 @@ interface Edge {
 
 /** Writes messages, with the calls that now wait for a person, never cancelled half-way; what PostgreSQL refuses gets a note in its place. */
 async function write({ core, act }: Edge, messages: AppendEntry[], waiting?: ApprovalRequest[]): Promise<void> {
-  for (let entries = messages; entries.length > 0; ) {
+  for (let entries = messages; entries.length > 0;) {
     const request = { conversationId: core.conversationId, messages: entries, ...(waiting ? { waiting } : {}) };
     try {
       return await nonCancellable(() => act.store.appendMessages(request, storeSummary(entries[0].seq, entries.length)));
@@ -190,7 +193,10 @@ async function write({ core, act }: Edge, messages: AppendEntry[], waiting?: App
 
 /** One call: waits for its decision (until its deadline, and any decision sent in time being verified), then runs. */
 async function runCall({ core, act, publish }: Edge, call: BatchCall): Promise<void> {
-  if (core.awaitsApproval(call) && !(await condition(() => !core.awaitsApproval(call), core.approvalWaitMs(call), { summary: core.approvalTimerSummary(call) }))) {
+  if (
+    core.awaitsApproval(call) &&
+    !(await condition(() => !core.awaitsApproval(call), core.approvalWaitMs(call), { summary: core.approvalTimerSummary(call) }))
+  ) {
     await condition(() => !core.decisionsVerifying() || !core.awaitsApproval(call));
     if (core.approvalDeadlinePassed(call)) publish();
   }

@@ -128,9 +128,7 @@ interface CallInfo {
 export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
   const problems: string[] = [];
   // Conversations the driver never started (the hard stop came first) are not checked.
-  const conversations = [...ctx.runLog.conversations.values()].filter(
-    (c) => c.messageIds.length > 0 || c.unacknowledgedMessageIds.length > 0 || c.gaveUp,
-  );
+  const conversations = [...ctx.runLog.conversations.values()].filter((c) => c.messageIds.length > 0 || c.unacknowledgedMessageIds.length > 0 || c.gaveUp);
   const notStarted = ctx.runLog.conversations.size - conversations.length;
 
   // 1. Every conversation settles: idle or failed, nothing pending, running or queued, every message answered by one turn.
@@ -181,7 +179,11 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
       if (m.seq !== i) found.push(`seq ${m.seq} at position ${i}`);
     });
     const items: PairingItem[] = stored.map(({ message: m }) =>
-      m.role === 'assistant' ? { role: m.role, callIds: m.tool_calls?.map((c) => c.id) } : m.role === 'tool' ? { role: m.role, answers: m.tool_call_id } : { role: m.role },
+      m.role === 'assistant'
+        ? { role: m.role, callIds: m.tool_calls?.map((c) => c.id) }
+        : m.role === 'tool'
+          ? { role: m.role, answers: m.tool_call_id }
+          : { role: m.role },
     );
     for (const p of findPairingProblems(items)) {
       // A conversation stuck in a turn may still have its last calls open; it is counted as stuck already.
@@ -251,7 +253,11 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
   const lostToSizeLimits = checkSizes(ctx, transcripts, calls, problems);
 
   // 7. Every settled conversation still answers.
-  const notAnswering = await probeConversations(ctx, conversations.filter((c) => !unsettledIds.has(c.plan.id)), problems);
+  const notAnswering = await probeConversations(
+    ctx,
+    conversations.filter((c) => !unsettledIds.has(c.plan.id)),
+    problems,
+  );
 
   return {
     mustBeZero: {
@@ -485,7 +491,11 @@ async function probeConversations(ctx: CheckContext, conversations: Conversation
         const id = record.plan.id;
         const messageId = `${id}-probe`;
         try {
-          const sent = await retrying(ctx, () => ctx.client.sendMessage(id, `${record.plan.tag} ${PROBE_MARK} are you still there? (${messageId})`, { messageId }), 30_000);
+          const sent = await retrying(
+            ctx,
+            () => ctx.client.sendMessage(id, `${record.plan.tag} ${PROBE_MARK} are you still there? (${messageId})`, { messageId }),
+            30_000,
+          );
           const turn = await ctx.client.waitForTurn(id, sent, 60_000);
           if (turn.outcome !== 'answered') throw new Error(`the turn ended ${turn.outcome}${turn.error ? `: ${turn.error}` : ''}`);
         } catch (err) {
@@ -533,7 +543,9 @@ async function checkDecisions(
     const key = `${r.conversation_id}/${r.decision_id}`;
     if (r.authenticated !== true || !r.decided_by || unsignedIds.has(key)) {
       withoutIdentity++;
-      problems.push(`decision without an identity: ${key} (decided_by ${JSON.stringify(r.decided_by)}, authenticated ${r.authenticated}${unsignedIds.has(key) ? ', sent unsigned' : ''})`);
+      problems.push(
+        `decision without an identity: ${key} (decided_by ${JSON.stringify(r.decided_by)}, authenticated ${r.authenticated}${unsignedIds.has(key) ? ', sent unsigned' : ''})`,
+      );
     }
   }
   for (const error of ctx.runLog.apiErrors) problems.push(`decision not taken: ${error}`);
@@ -569,8 +581,7 @@ async function checkDecisions(
       stats.applied++;
       for (const [i, callId] of row.tool_call_ids.entries()) {
         const outcome = calls.get(row.call_keys?.[i] ?? '')?.outcome;
-        const honoured =
-          row.decision === 'reject' ? outcome === 'rejected' : outcome !== undefined && outcome !== 'rejected' && outcome !== 'approval_timeout';
+        const honoured = row.decision === 'reject' ? outcome === 'rejected' : outcome !== undefined && outcome !== 'rejected' && outcome !== 'approval_timeout';
         if (!honoured) {
           stats.lost++;
           problems.push(`decision not honoured: ${key} (${row.decision}) but call ${callId} ended ${outcome ?? 'without a tool message'}`);
@@ -580,9 +591,7 @@ async function checkDecisions(
     }
     // A cancel or interrupt acknowledged after the call was requested and before the decision was sent.
     const interventionBefore = (requestedAt: number): boolean =>
-      ctx.runLog.interventions.some(
-        (i) => i.conversationId === d.conversationId && i.ackAt !== undefined && i.ackAt >= requestedAt && i.ackAt <= d.sentAt,
-      );
+      ctx.runLog.interventions.some((i) => i.conversationId === d.conversationId && i.ackAt !== undefined && i.ackAt >= requestedAt && i.ackAt <= d.sentAt);
     const why: string[] = [];
     for (const target of d.targets) {
       const callKey = target.callKey;

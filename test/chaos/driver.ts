@@ -74,7 +74,9 @@ const ACTION_WEIGHTS: Record<ApprovalAction, number> = {
 
 /** Errors a retry cannot fix. */
 function isPermanent(err: unknown): boolean {
-  return err instanceof TypeError || err instanceof InvalidConversationInputError || err instanceof ConversationClosedError || err instanceof MessageTooLargeError;
+  return (
+    err instanceof TypeError || err instanceof InvalidConversationInputError || err instanceof ConversationClosedError || err instanceof MessageTooLargeError
+  );
 }
 
 /**
@@ -327,7 +329,8 @@ class ConversationPlayer {
         return this.throughCli(decision, targets);
       case 'signed_signal': {
         let acknowledged = false;
-        for (const t of targets) acknowledged = (await this.signal(this.signed({ ...decision, toolCallId: t.toolCallId, callKey: t.callKey }), [t], path)) || acknowledged;
+        for (const t of targets)
+          acknowledged = (await this.signal(this.signed({ ...decision, toolCallId: t.toolCallId, callKey: t.callKey }), [t], path)) || acknowledged;
         return acknowledged;
       }
       default:
@@ -343,7 +346,13 @@ class ConversationPlayer {
   }
 
   /** The record of a decision about to be sent. */
-  private sending(decisionId: string, decision: DecisionInput['decision'], targets: PendingApproval[], path: DecisionPath, extra: Partial<DecisionSent> = {}): DecisionSent {
+  private sending(
+    decisionId: string,
+    decision: DecisionInput['decision'],
+    targets: PendingApproval[],
+    path: DecisionPath,
+    extra: Partial<DecisionSent> = {},
+  ): DecisionSent {
     const sent: DecisionSent = {
       conversationId: this.plan.id,
       decisionId,
@@ -378,7 +387,11 @@ class ConversationPlayer {
     const { apiUrl, approverTokens } = this.ctx.decisions;
     this.ctx.runLog.decisionPaths.api += targets.length;
     const token = this.paths.pick(approverTokens);
-    const body = JSON.stringify({ decision: decision.decision, callKeys: targets.map((t) => t.callKey), ...(decision.reason ? { reason: decision.reason } : {}) });
+    const body = JSON.stringify({
+      decision: decision.decision,
+      callKeys: targets.map((t) => t.callKey),
+      ...(decision.reason ? { reason: decision.reason } : {}),
+    });
     const sentAt = Date.now();
     const deadline = sentAt + 60_000;
     let delay = 200;
@@ -411,7 +424,8 @@ class ConversationPlayer {
         delay = Math.min(Math.round(delay * 1.6), 3_000);
         continue;
       }
-      if (!this.ctx.signal.aborted) this.ctx.runLog.apiErrors.push(`${this.plan.id}: POST decisions answered ${status}: ${JSON.stringify(answer)?.slice(0, 300)}`);
+      if (!this.ctx.signal.aborted)
+        this.ctx.runLog.apiErrors.push(`${this.plan.id}: POST decisions answered ${status}: ${JSON.stringify(answer)?.slice(0, 300)}`);
       return false;
     }
   }
@@ -435,7 +449,10 @@ class ConversationPlayer {
           const stderr = String((err as { stderr?: unknown }).stderr ?? (err as Error).message);
           if (stderr.includes('(decision_refused)')) this.ctx.runLog.apiRefusals++;
           else if (attempt < 3 && !this.ctx.signal.aborted) continue;
-          else this.ctx.runLog.apiErrors.push(`${this.plan.id}: the CLI failed to ${decision.decision} ${target.callKey}: ${stderr.trim().split('\n').at(-1)?.slice(0, 300)}`);
+          else
+            this.ctx.runLog.apiErrors.push(
+              `${this.plan.id}: the CLI failed to ${decision.decision} ${target.callKey}: ${stderr.trim().split('\n').at(-1)?.slice(0, 300)}`,
+            );
         }
         break;
       }
@@ -484,7 +501,18 @@ class ConversationPlayer {
       } else if (path === 'temporal_cli_unsigned') {
         faults.unsigned_decision++;
         const { temporalCli, temporalAddress } = this.ctx.decisions;
-        const args = ['workflow', 'signal', '--workflow-id', this.plan.id, '--name', 'decision', '--input', JSON.stringify(unsigned), '--address', temporalAddress];
+        const args = [
+          'workflow',
+          'signal',
+          '--workflow-id',
+          this.plan.id,
+          '--name',
+          'decision',
+          '--input',
+          JSON.stringify(unsigned),
+          '--address',
+          temporalAddress,
+        ];
         await retrying(this.ctx, () => execFileAsync(temporalCli, args, { timeout: 20_000 }));
       } else {
         faults.malformed_signal++;

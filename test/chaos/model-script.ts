@@ -223,7 +223,12 @@ export class ChaosModel {
     const coverageDue = plan.coverage?.firstAction ? !plan.coverageActionDone && last?.role === 'user' : isFirstRequest && !script.coverageCallsSent;
     if (plan.coverage && coverageDue) {
       script.coverageCallsSent = true;
-      return { toolCalls: this.withIds(script, plan.coverage.firstCalls.map((kind) => this.toolCall(script, kind))) };
+      return {
+        toolCalls: this.withIds(
+          script,
+          plan.coverage.firstCalls.map((kind) => this.toolCall(script, kind)),
+        ),
+      };
     }
     let lastUser = -1;
     messages.forEach((m, i) => {
@@ -233,7 +238,12 @@ export class ChaosModel {
     const pTools = stepsThisTurn >= MAX_TOOL_STEPS ? 0 : last?.role === 'tool' ? 0.3 : 0.7;
     if (rng.chance(pTools)) {
       const count = rng.int(1, 3);
-      return { toolCalls: this.withIds(script, Array.from({ length: count }, () => this.toolCall(script, rng.weighted(CALL_WEIGHTS)))) };
+      return {
+        toolCalls: this.withIds(
+          script,
+          Array.from({ length: count }, () => this.toolCall(script, rng.weighted(CALL_WEIGHTS))),
+        ),
+      };
     }
     if ((plan.coverage?.hugeAnswer && !script.hugeAnswerDone) || rng.chance(P_HUGE_ANSWER)) return this.hugeAnswer(script);
     return { content: `Done (${plan.tag}, step ${stepsThisTurn + 1} of this turn).` };

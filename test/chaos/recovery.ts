@@ -132,7 +132,10 @@ function causeIn(events: temporal.api.history.v1.IHistoryEvent[], from: number, 
     if (at < from || at > to) continue;
     let cause: RecoveryCause | undefined;
     if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT) {
-      cause = event.workflowTaskTimedOutEventAttributes?.timeoutType === TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START ? 'sticky queue timeout' : 'workflow task timeout';
+      cause =
+        event.workflowTaskTimedOutEventAttributes?.timeoutType === TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START
+          ? 'sticky queue timeout'
+          : 'workflow task timeout';
     } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED) {
       const lastFailure = event.activityTaskStartedEventAttributes?.lastFailure;
       const timeout = lastFailure?.timeoutFailureInfo?.timeoutType;

@@ -123,7 +123,12 @@ export interface RecoveryStats {
 export interface ChaosSummary {
   runId: string;
   seed: string;
-  options: Required<Pick<ChaosOptions, 'conversations' | 'kills' | 'serverRestarts' | 'databaseRestarts' | 'concurrency' | 'maxMinutes' | 'workers' | 'lostWorkerTakeover' | 'controls'>>;
+  options: Required<
+    Pick<
+      ChaosOptions,
+      'conversations' | 'kills' | 'serverRestarts' | 'databaseRestarts' | 'concurrency' | 'maxMinutes' | 'workers' | 'lostWorkerTakeover' | 'controls'
+    >
+  >;
   durationMs: number;
   /** True when the hard stop (`maxMinutes`) ended the run. */
   hardStopped: boolean;
@@ -299,8 +304,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
     spread('restart', o.serverRestarts, 1);
     spread('db_restart', o.databaseRestarts, 0.5);
     // A fault waits (a little) for a turn in flight to hit, unless only the last conversation is left, waiting for it.
-    const turnToHit = (): Promise<void> =>
-      until(() => runLog.inFlight().length > 0 || played >= o.conversations - 1, 10_000, stopFaults);
+    const turnToHit = (): Promise<void> => until(() => runLog.inFlight().length > 0 || played >= o.conversations - 1, 10_000, stopFaults);
     const driverDone = new AbortController();
     const stopFaults = AbortSignal.any([driverDone.signal, hardStop.signal]);
     setMaxListeners(1_000, stopFaults);

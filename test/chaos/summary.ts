@@ -84,7 +84,9 @@ export function formatSummary(s: ChaosSummary): string {
       `${s.workers.unexpectedExits.length} exited without being killed; client calls retried ${s.clientRetries} times`,
   ];
   for (const exit of s.workers.unexpectedExits.slice(0, 5)) {
-    lines.push(`  worker ${exit.workerId} exited on its own (code ${exit.code}, signal ${exit.signal}, ${exit.wasReady ? 'after' : 'before'} ready): ${exit.tail.split('\n').filter(Boolean).slice(-1)[0] ?? ''}`);
+    lines.push(
+      `  worker ${exit.workerId} exited on its own (code ${exit.code}, signal ${exit.signal}, ${exit.wasReady ? 'after' : 'before'} ready): ${exit.tail.split('\n').filter(Boolean).slice(-1)[0] ?? ''}`,
+    );
   }
   const warnings = s.workers.loggedWarnings;
   lines.push(`worker logs   ${warnings.reduce((n, w) => n + w.count, 0)} warning/error lines${warnings.length > 0 ? ', most frequent:' : ''}`);

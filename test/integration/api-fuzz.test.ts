@@ -68,7 +68,9 @@ async function runSchemathesis(role: string, bearer: string) {
   const xml = fs.existsSync(junit) ? fs.readFileSync(junit, 'utf8') : '';
   const testcases = [...xml.matchAll(/<testcase name="([^"]*)"[^>]*?(?:\/>|>([\s\S]*?)<\/testcase>)/g)].map(([, name, body]) => ({
     name: unescapeXml(name),
-    problems: [...(body ?? '').matchAll(/<(failure|error)[^>]*?(?:message="([^"]*)")?[^>]*>([\s\S]*?)<\/\1>/g)].map(([, kind, message, text]) => `${kind}: ${unescapeXml(message ?? '')}\n${unescapeXml(text)}`),
+    problems: [...(body ?? '').matchAll(/<(failure|error)[^>]*?(?:message="([^"]*)")?[^>]*>([\s\S]*?)<\/\1>/g)].map(
+      ([, kind, message, text]) => `${kind}: ${unescapeXml(message ?? '')}\n${unescapeXml(text)}`,
+    ),
   }));
   const summary = /Test cases:\s*\n\s*(.*)\n/.exec(output)?.[1] ?? '(no summary)';
   const took = /in ([\d.]+s) =+\s*$/m.exec(output)?.[1] ?? '?';
@@ -87,16 +89,20 @@ function unescapeXml(text: string): string {
 }
 
 describe('schemathesis finds no failure in the HTTP API', () => {
-  it.each(ROLES)('as the %s', async (role, bearer) => {
-    const document = (await (await fetch(`${api.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
-    const operations = Object.entries(document.paths).flatMap(([route, methods]) =>
-      Object.keys(methods).map((method) => `${method.toUpperCase()} ${route}`),
-    );
-    const run = await runSchemathesis(role, bearer);
-    console.log(`schemathesis as the ${role}: ${run.summary}; ${run.testcases.length - 1} operations and the stateful phase in ${run.took}, seed ${run.seed}`);
-    const problems = run.testcases.flatMap((t) => t.problems.map((p) => `${t.name}: ${p}`));
-    // Every operation was tested, and the stateful phase ran, so "no failure" means something.
-    expect(run.testcases.map((t) => t.name).sort(), run.output.slice(-4000)).toEqual([...operations, 'Stateful tests'].sort());
-    expect({ exitCode: run.exitCode, problems }, run.output.slice(-8000)).toEqual({ exitCode: 0, problems: [] });
-  }, 600_000);
+  it.each(ROLES)(
+    'as the %s',
+    async (role, bearer) => {
+      const document = (await (await fetch(`${api.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
+      const operations = Object.entries(document.paths).flatMap(([route, methods]) => Object.keys(methods).map((method) => `${method.toUpperCase()} ${route}`));
+      const run = await runSchemathesis(role, bearer);
+      console.log(
+        `schemathesis as the ${role}: ${run.summary}; ${run.testcases.length - 1} operations and the stateful phase in ${run.took}, seed ${run.seed}`,
+      );
+      const problems = run.testcases.flatMap((t) => t.problems.map((p) => `${t.name}: ${p}`));
+      // Every operation was tested, and the stateful phase ran, so "no failure" means something.
+      expect(run.testcases.map((t) => t.name).sort(), run.output.slice(-4000)).toEqual([...operations, 'Stateful tests'].sort());
+      expect({ exitCode: run.exitCode, problems }, run.output.slice(-8000)).toEqual({ exitCode: 0, problems: [] });
+    },
+    600_000,
+  );
 });

@@ -46,21 +46,42 @@ describe('the HTTP API refuses what it cannot take', () => {
   it('a message, reason or id with U+0000 or an unpaired surrogate: 400 naming the character and its offset; the conversation goes on', async () => {
     const id = h.newConversationId('nul');
     const sent = (body: unknown) => call('POST', `/v1/conversations/${id}/messages`, token('a'), body);
-    await expectRefusal(await sent({ text: 'hi\u0000there' }), { status: 400, code: 'invalid_request', message: 'text contains U+0000 (NUL) at offset 2', operation: MESSAGES });
-    await expectRefusal(await sent({ text: 'broken \ud800 pair' }), { status: 400, code: 'invalid_request', message: 'text contains U+D800 (an unpaired high surrogate) at offset 7' });
-    await expectRefusal(await sent({ text: 'hi', messageId: 'm\u0000' }), { status: 400, code: 'invalid_request', message: 'messageId contains U+0000 (NUL) at offset 1' });
+    await expectRefusal(await sent({ text: 'hi\u0000there' }), {
+      status: 400,
+      code: 'invalid_request',
+      message: 'text contains U+0000 (NUL) at offset 2',
+      operation: MESSAGES,
+    });
+    await expectRefusal(await sent({ text: 'broken \ud800 pair' }), {
+      status: 400,
+      code: 'invalid_request',
+      message: 'text contains U+D800 (an unpaired high surrogate) at offset 7',
+    });
+    await expectRefusal(await sent({ text: 'hi', messageId: 'm\u0000' }), {
+      status: 400,
+      code: 'invalid_request',
+      message: 'messageId contains U+0000 (NUL) at offset 1',
+    });
     await expectRefusal(await sent({ text: 'hi', input: { systemPrompt: 'be \udc00 kind' } }), {
       status: 400,
       code: 'invalid_request',
       message: 'input.systemPrompt contains U+DC00 (an unpaired low surrogate) at offset 3',
     });
-    await expectRefusal(await call('POST', '/v1/conversations/a%00b/messages', token('a'), { text: 'hi' }), { status: 400, code: 'invalid_request', message: 'id contains U+0000 (NUL) at offset 1' });
+    await expectRefusal(await call('POST', '/v1/conversations/a%00b/messages', token('a'), { text: 'hi' }), {
+      status: 400,
+      code: 'invalid_request',
+      message: 'id contains U+0000 (NUL) at offset 1',
+    });
     await expectRefusal(await call('POST', `/v1/conversations/${id}/decisions`, token('b'), { decision: 'reject', callKeys: ['k'], reason: 'no\u0000' }), {
       status: 400,
       code: 'invalid_request',
       message: 'reason contains U+0000 (NUL) at offset 2',
     });
-    await expectRefusal(await call('POST', `/v1/conversations/${id}/cancel`, token('a'), { reason: '\u0000' }), { status: 400, code: 'invalid_request', message: 'reason contains U+0000' });
+    await expectRefusal(await call('POST', `/v1/conversations/${id}/cancel`, token('a'), { reason: '\u0000' }), {
+      status: 400,
+      code: 'invalid_request',
+      message: 'reason contains U+0000',
+    });
     // Nothing refused reached the conversation: it answers the next message.
     h.model.enqueue({ content: 'Hello.' });
     const ok = await sent({ text: 'hi, a four-byte 😀 is fine' });
@@ -69,7 +90,7 @@ describe('the HTTP API refuses what it cannot take', () => {
     expect((await h.client.transcript(id)).map((m) => m.message.role)).toEqual(['user', 'assistant']);
   });
 
-  it("a token whose subject cannot be recorded: 401 saying why", async () => {
+  it('a token whose subject cannot be recorded: 401 saying why', async () => {
     await expectRefusal(await call('POST', '/v1/conversations/x/messages', UNRECORDABLE.token, { text: 'hi' }), {
       status: 401,
       code: 'unauthorized',
@@ -95,31 +116,58 @@ describe('the HTTP API refuses what it cannot take', () => {
     });
     expect((await call('GET', '/v1/conversations/0/transcript?after=2147483647', token('a'))).json).toEqual({ messages: [], next: null });
     for (const limit of ['0', '501', '1e2', ' 5', '0x10', '']) {
-      await expectRefusal(await call('GET', `/v1/conversations/0/transcript?limit=${encodeURIComponent(limit)}`, token('a')), { status: 400, code: 'invalid_request', message: 'limit must be an integer from 1 to 500' });
+      await expectRefusal(await call('GET', `/v1/conversations/0/transcript?limit=${encodeURIComponent(limit)}`, token('a')), {
+        status: 400,
+        code: 'invalid_request',
+        message: 'limit must be an integer from 1 to 500',
+      });
     }
-    await expectRefusal(await call('GET', `/v1/conversations/${'x'.repeat(201)}/transcript`, token('a')), { status: 400, code: 'invalid_request', message: 'id must be 1 to 200 characters long, got 201' });
+    await expectRefusal(await call('GET', `/v1/conversations/${'x'.repeat(201)}/transcript`, token('a')), {
+      status: 400,
+      code: 'invalid_request',
+      message: 'id must be 1 to 200 characters long, got 201',
+    });
     // Characters, not UTF-16 code units: 200 four-byte characters are an id.
     expect((await call('GET', `/v1/conversations/${encodeURIComponent('😀'.repeat(200))}/transcript`, token('a'))).status).toBe(200);
-    await expectRefusal(await call('GET', `/v1/conversations/${'x'.repeat(2001)}/transcript`, token('a')), { status: 414, code: 'uri_too_long', message: 'longer than 2000 characters', operation: transcript });
+    await expectRefusal(await call('GET', `/v1/conversations/${'x'.repeat(2001)}/transcript`, token('a')), {
+      status: 414,
+      code: 'uri_too_long',
+      message: 'longer than 2000 characters',
+      operation: transcript,
+    });
   });
 
   it("Fastify's refusals: no route 404, another method 405 with Allow, not JSON 415, bad JSON 400, too large 413", async () => {
     await expectRefusal(await call('GET', '/v1/nothing-here', token('a')), { status: 404, code: 'not_found', message: 'No route GET /v1/nothing-here' });
     const other = await fetch(`${api.url}/v1/conversations/x`, { method: 'DELETE', headers: { authorization: `Bearer ${token('a')}` } });
     expect(other.headers.get('allow')).toBe('GET, HEAD');
-    await expectRefusal({ status: other.status, json: await other.json() }, { status: 405, code: 'method_not_allowed', message: 'takes GET, HEAD, not DELETE' });
+    await expectRefusal(
+      { status: other.status, json: await other.json() },
+      { status: 405, code: 'method_not_allowed', message: 'takes GET, HEAD, not DELETE' },
+    );
     const post = (body: string, type: string) =>
-      fetch(`${api.url}/v1/conversations/x/messages`, { method: 'POST', headers: { authorization: `Bearer ${token('a')}`, 'content-type': type }, body }).then(async (r) => ({
-        status: r.status,
-        json: await r.json(),
-      }));
+      fetch(`${api.url}/v1/conversations/x/messages`, { method: 'POST', headers: { authorization: `Bearer ${token('a')}`, 'content-type': type }, body }).then(
+        async (r) => ({
+          status: r.status,
+          json: await r.json(),
+        }),
+      );
     await expectRefusal(await post('hello', 'text/plain'), { status: 415, code: 'unsupported_media_type', message: 'application/json', operation: MESSAGES });
     await expectRefusal(await post('{"text":', 'application/json'), { status: 400, code: 'invalid_request', message: 'not valid JSON', operation: MESSAGES });
-    await expectRefusal(await post(JSON.stringify({ text: 'x'.repeat(3 * 1024 * 1024) }), 'application/json'), { status: 413, code: 'message_too_large', message: 'over 2097152 bytes', operation: MESSAGES });
-    await expectRefusal(await post(JSON.stringify({ text: 'x'.repeat(300_000) }), 'application/json'), { status: 413, code: 'message_too_large', message: 'at most 262144 bytes' });
+    await expectRefusal(await post(JSON.stringify({ text: 'x'.repeat(3 * 1024 * 1024) }), 'application/json'), {
+      status: 413,
+      code: 'message_too_large',
+      message: 'over 2097152 bytes',
+      operation: MESSAGES,
+    });
+    await expectRefusal(await post(JSON.stringify({ text: 'x'.repeat(300_000) }), 'application/json'), {
+      status: 413,
+      code: 'message_too_large',
+      message: 'at most 262144 bytes',
+    });
   });
 
-  it("the inbox refuses a reason it cannot store, deciding nothing", async () => {
+  it('the inbox refuses a reason it cannot store, deciding nothing', async () => {
     const signIn = await fetch(`${api.url}/inbox/sign-in`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },

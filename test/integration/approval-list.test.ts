@@ -19,7 +19,9 @@ const refund = (id: string, cents: number) => ({ id, name: 'issue_refund', argum
 
 /** The rows of the list a conversation has in PostgreSQL, whatever became of the conversation. */
 const rowsOf = async (conversationId: string): Promise<string[]> =>
-  (await h.pool.query<{ call_key: string }>('SELECT call_key FROM durable_agent.pending_approvals WHERE conversation_id = $1', [conversationId])).rows.map((r) => r.call_key);
+  (await h.pool.query<{ call_key: string }>('SELECT call_key FROM durable_agent.pending_approvals WHERE conversation_id = $1', [conversationId])).rows.map(
+    (r) => r.call_key,
+  );
 
 /**
  * Starts a conversation whose model asks for one refund that waits; resolves
@@ -60,7 +62,9 @@ describe('the list of calls waiting for a person', () => {
 
     const conversationCancelled = await waitingConversation('wf-cancelled');
     await h.temporal.workflow.getHandle(conversationCancelled.id).cancel();
-    await expect.poll(async () => (await h.temporal.workflow.getHandle(conversationCancelled.id).describe()).status.name, { timeout: 30_000 }).toBe('CANCELLED');
+    await expect
+      .poll(async () => (await h.temporal.workflow.getHandle(conversationCancelled.id).describe()).status.name, { timeout: 30_000 })
+      .toBe('CANCELLED');
 
     for (const { id } of [rejected, timedOut, cancelled, interrupted, conversationCancelled]) {
       expect(await rowsOf(id), id).toEqual([]);

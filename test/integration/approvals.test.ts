@@ -50,7 +50,10 @@ describe('the approval gate', () => {
     h.expectOnlyValidModelRequests();
     expect(await refundedCents('ord_2001')).toBe(0);
 
-    const records = await h.pool.query('SELECT decision, tool_call_ids, reason, decided_by, via FROM durable_agent.approval_decisions WHERE conversation_id = $1', [id]);
+    const records = await h.pool.query(
+      'SELECT decision, tool_call_ids, reason, decided_by, via FROM durable_agent.approval_decisions WHERE conversation_id = $1',
+      [id],
+    );
     expect(records.rows).toEqual([
       { decision: 'reject', tool_call_ids: ['call_r1', 'call_r2', 'call_r3'], reason: 'over budget', decided_by: 'ops@example.com', via: 'update' },
     ]);
@@ -97,17 +100,13 @@ describe('the approval gate', () => {
     h.model.enqueue({ toolCalls: [refund('call_u1', 'ord_2001', 12_000)] }, { content: 'Rejected then.' });
     const messageId = await h.client.sendMessage(id, 'Refund with a typo in the decision');
     await waitForPending(id, 1);
-    await expect(h.client.decide(id, { decision: 'approve', toolCallId: 'call_typo' })).rejects.toThrow(
-      /No tool call "call_typo" is pending/,
-    );
+    await expect(h.client.decide(id, { decision: 'approve', toolCallId: 'call_typo' })).rejects.toThrow(/No tool call "call_typo" is pending/);
     const state = await h.client.state(id);
     expect(state.pendingApprovals.map((p) => p.toolCallId)).toEqual(['call_u1']);
     expect(state.decisionsApplied).toBe(0);
     await h.client.decide(id, { decision: 'reject', toolCallId: 'call_u1' });
     await h.client.waitForTurn(id, messageId);
-    await expect(h.client.decide(id, { decision: 'approve', toolCallId: 'call_u1' })).rejects.toThrow(
-      /No tool call "call_u1" is pending|already settled/,
-    );
+    await expect(h.client.decide(id, { decision: 'approve', toolCallId: 'call_u1' })).rejects.toThrow(/No tool call "call_u1" is pending|already settled/);
     h.expectOnlyValidModelRequests();
   });
 
@@ -139,7 +138,10 @@ describe('the approval gate', () => {
     await waitForPending(id, 1);
     // The lookup finishes while the refund still waits for a person.
     await expect
-      .poll(async () => (await h.pool.query('SELECT 1 FROM durable_agent.tool_results WHERE idempotency_key = $1', [await effectKeyOf(h.pool, id, 'call_find')])).rowCount)
+      .poll(
+        async () =>
+          (await h.pool.query('SELECT 1 FROM durable_agent.tool_results WHERE idempotency_key = $1', [await effectKeyOf(h.pool, id, 'call_find')])).rowCount,
+      )
       .toBe(1);
     expect((await h.client.state(id)).pendingApprovals.map((p) => p.toolCallId)).toEqual(['call_big']);
     await h.client.decide(id, { decision: 'reject', toolCallId: 'call_big' });
@@ -167,9 +169,7 @@ describe('the approval gate', () => {
     const messageId = await h.client.sendMessage(id, 'Refund through the CLI');
     await waitForPending(id, 1);
     const env = { TEMPORAL_ADDRESS: h.temporalAddress, DATABASE_URL: h.databaseUrl, TEMPORAL_TASK_QUEUE: h.taskQueue };
-    await expect
-      .poll(async () => (await runCli(['pending'], env)).stdout, { timeout: 30_000, interval: 1_000 })
-      .toContain(id);
+    await expect.poll(async () => (await runCli(['pending'], env)).stdout, { timeout: 30_000, interval: 1_000 }).toContain(id);
     const { stdout } = await runCli(['pending'], env);
     expect(stdout).toMatch(new RegExp(`call_cli\\s+issue_refund\\(\\{"order_id":"ord_2001","amount_cents":10200`));
     expect(stdout).toContain(`key ${id}/msg-1/call-0`);

@@ -21,7 +21,7 @@ const findAda = (id: string) => ({ toolCalls: [{ id, name: 'find_customer', argu
 type Wire = { role: string };
 
 describe('token and cost accounting', () => {
-  it('the state shows each turn\'s tokens and cost and the conversation\'s totals', async () => {
+  it("the state shows each turn's tokens and cost and the conversation's totals", async () => {
     const id = h.newConversationId('costs');
     h.model.enqueue(findAda('call_c1'), { content: 'Ada is cus_ada.' }, { content: 'Still cus_ada.' });
     await h.client.ask(id, 'Who is Ada?');
@@ -46,7 +46,9 @@ describe('token and cost accounting', () => {
     h.model.enqueue(findAda('call_b1'));
     const first = await h.client.ask(id, 'Who is Ada, on a budget?', { input: { budget: { turnTokens: 1 } } });
     expect(first.turn.outcome).toBe('budget_exceeded');
-    expect(first.turn.error).toMatch(/^The turn used \d+ tokens, its budget is 1 \(budget\.turnTokens\)\. No further model call was made in this turn; the next message starts a turn with a budget of its own\.$/);
+    expect(first.turn.error).toMatch(
+      /^The turn used \d+ tokens, its budget is 1 \(budget\.turnTokens\)\. No further model call was made in this turn; the next message starts a turn with a budget of its own\.$/,
+    );
     expect(first.turn.steps).toBe(1);
     expect(h.requestsFor('Who is Ada, on a budget?')).toHaveLength(1);
     // Every call answered: the tool ran and its result is stored.
@@ -80,7 +82,9 @@ describe('token and cost accounting', () => {
     h.model.enqueue(findAda('call_b3'));
     const turn = await h.client.ask(id, 'Who is Ada, unpriced?', { input: { model: { model: 'unpriced-model' }, budget: { turnCostUsd: 1 } } });
     expect(turn.turn.outcome).toBe('budget_exceeded');
-    expect(turn.turn.error).toContain("The turn's cost is unknown: a limit in dollars needs a price for the model (AGENT_MODEL_PRICES, or the plugin's model.prices).");
+    expect(turn.turn.error).toContain(
+      "The turn's cost is unknown: a limit in dollars needs a price for the model (AGENT_MODEL_PRICES, or the plugin's model.prices).",
+    );
     expect(turn.turn.usage?.costUsd).toBeUndefined();
     expect((await h.client.state(id)).usage.unpricedCalls).toBe(1);
   });
@@ -90,6 +94,8 @@ describe('token and cost accounting', () => {
     await expect(h.client.sendMessage(id, 'hello', { input: { budget: { turnTokens: -5, weeklyUsd: 3 } as never } })).rejects.toThrow(
       InvalidConversationInputError,
     );
-    await expect(h.client.sendMessage(id, 'hello', { input: { budget: { turnTokens: -5 } } })).rejects.toThrow(/budget\.turnTokens must be a positive integer, got -5/);
+    await expect(h.client.sendMessage(id, 'hello', { input: { budget: { turnTokens: -5 } } })).rejects.toThrow(
+      /budget\.turnTokens must be a positive integer, got -5/,
+    );
   });
 });

@@ -125,9 +125,7 @@ describe('cancelling right after sending', () => {
   it('a cancel sent right after a message cancels that turn; the message stays in the transcript, unanswered', async () => {
     const id = h.newConversationId('cancel-early');
     h.model.setResponder((request) =>
-      JSON.stringify(request.body).includes('Now for real')
-        ? { content: 'Later answer.' }
-        : { kind: 'delay', ms: 10_000, then: { content: 'Too late.' } },
+      JSON.stringify(request.body).includes('Now for real') ? { content: 'Later answer.' } : { kind: 'delay', ms: 10_000, then: { content: 'Too late.' } },
     );
     try {
       // If the cancel reaches the workflow before the turn starts, the turn starts cancelled;

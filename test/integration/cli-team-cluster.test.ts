@@ -45,7 +45,11 @@ afterAll(async () => {
   for (const dir of scratch) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const refund = (id: string, amountCents: number) => ({ id, name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: amountCents, reason: 'arrived broken' } });
+const refund = (id: string, amountCents: number) => ({
+  id,
+  name: 'issue_refund',
+  arguments: { order_id: 'ord_2001', amount_cents: amountCents, reason: 'arrived broken' },
+});
 const decisionsOf = async (conversationId: string) =>
   (
     await h.pool.query(
@@ -69,7 +73,12 @@ describe('the CLI beside npm start on a team cluster', () => {
     const runtimeFile = path.join(dataDir, 'runtime.json');
     expect(fs.statSync(runtimeFile).mode & 0o777).toBe(0o600);
     const runtime = JSON.parse(fs.readFileSync(runtimeFile, 'utf8')) as Record<string, unknown>;
-    expect(runtime).toMatchObject({ temporalAddress: h.temporalAddress, namespace: 'default', taskQueue: h.taskQueue, developmentTokensFile: path.join(dataDir, 'api-tokens.json') });
+    expect(runtime).toMatchObject({
+      temporalAddress: h.temporalAddress,
+      namespace: 'default',
+      taskQueue: h.taskQueue,
+      developmentTokensFile: path.join(dataDir, 'api-tokens.json'),
+    });
     expect(runtime.apiUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
   });
 
@@ -79,7 +88,9 @@ describe('the CLI beside npm start on a team cluster', () => {
     await askForRefund(id, 'call_team');
 
     const approved = await runCli(['approve', id, 'call_team'], env);
-    expect(approved.stdout).toMatch(/^Approved as local-approver: issue_refund\(\{"order_id":"ord_2001","amount_cents":15000,[^)]*\}\) \[call_team\]; it runs now\./);
+    expect(approved.stdout).toMatch(
+      /^Approved as local-approver: issue_refund\(\{"order_id":"ord_2001","amount_cents":15000,[^)]*\}\) \[call_team\]; it runs now\./,
+    );
     await expect.poll(async () => (await runCli(['show', id], env)).stdout, { timeout: 30_000, interval: 500 }).toContain('Refunded 150.00 on ord_2001.');
     expect((await h.client.state(id)).recentTurns.map((t) => t.outcome)).toEqual(['answered']);
     // Signed by the API and verified by the worker: recorded as authenticated, under the token's subject.
@@ -107,7 +118,9 @@ describe('the CLI beside npm start on a team cluster', () => {
     const otherQueue = failure(await runCli(['approve', id, 'call_unsigned'], { ...env, TEMPORAL_TASK_QUEUE: 'another-queue' }).catch((err: unknown) => err));
     expect(otherQueue.stderr).toContain('Decision refused: it is not signed.');
     expect(otherQueue.stderr).toContain('set AGENT_API_URL to the URL of the HTTP API beside these workers');
-    expect(otherQueue.stderr).toContain(`serves task queue "${h.taskQueue}" of namespace "default" at ${h.temporalAddress}, not this CLI's task queue "another-queue"`);
+    expect(otherQueue.stderr).toContain(
+      `serves task queue "${h.taskQueue}" of namespace "default" at ${h.temporalAddress}, not this CLI's task queue "another-queue"`,
+    );
     expect(otherQueue.stderr).toContain(`its API at ${runtime.apiUrl} is not used`);
 
     // Nothing was decided: the call still waits, and the CLI with npm start's environment rejects it through the API.

@@ -17,7 +17,12 @@ let h: Harness;
 let env: Record<string, string>;
 beforeAll(async () => {
   h = await startHarness();
-  env = { TEMPORAL_ADDRESS: h.temporalAddress, DATABASE_URL: h.databaseUrl, TEMPORAL_TASK_QUEUE: h.taskQueue, AGENT_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'cli-')) };
+  env = {
+    TEMPORAL_ADDRESS: h.temporalAddress,
+    DATABASE_URL: h.databaseUrl,
+    TEMPORAL_TASK_QUEUE: h.taskQueue,
+    AGENT_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'cli-')),
+  };
 });
 afterAll(async () => {
   await h?.stop();
@@ -68,13 +73,19 @@ describe('the CLI', () => {
 
   it('pending shows how long each call has waited', async () => {
     const id = h.newConversationId('ages');
-    h.model.enqueue({ toolCalls: [{ id: 'call_age', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 10_300, reason: 'age' } }] }, { content: 'Done.' });
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_age', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 10_300, reason: 'age' } }] },
+      { content: 'Done.' },
+    );
     await h.client.sendMessage(id, 'Refund, then wait');
     await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     let line = '';
     await expect
-      .poll(async () => (line = (await runCli(['pending'], env)).stdout.split('\n').find((l) => l.includes('call_age')) ?? ''), { timeout: 30_000, interval: 1_000 })
+      .poll(async () => (line = (await runCli(['pending'], env)).stdout.split('\n').find((l) => l.includes('call_age')) ?? ''), {
+        timeout: 30_000,
+        interval: 1_000,
+      })
       .toContain('call_age');
     expect(Number(/waiting (\d+)s/.exec(line)?.[1])).toBeGreaterThanOrEqual(3);
     await h.client.decide(id, { decision: 'reject', reason: 'test over' });
@@ -85,14 +96,21 @@ describe('the CLI', () => {
     const id = h.newConversationId('no-worker');
     await idle.sendMessage(id, 'Is anyone there?');
     const noWorker = { ...env, TEMPORAL_TASK_QUEUE: `nobody-polls` };
-    for (const args of [['show', id], ['state', id]]) {
+    for (const args of [
+      ['show', id],
+      ['state', id],
+    ]) {
       const failed = await runCli(args, noWorker).catch((err: { stderr: string; code: number }) => err);
       expect((failed as { stderr: string }).stderr, args.join(' ')).toMatch(/No worker answered conversation .* within 5 s/);
     }
     // A decision is checked against what the conversation last recorded (test/integration/queued-decisions.test.ts queues one that waits).
     const refused = await runCli(['approve', id, 'call_x'], noWorker).catch((err: { stderr: string; code: number }) => err);
-    expect((refused as { stderr: string }).stderr).toMatch(/Tool call "call_x" is not waiting for approval in conversation .* \(no worker answered within 3 s\)\. Nothing was decided/);
-    expect(await h.pool.query('SELECT count(*)::int AS n FROM durable_agent.approval_decisions WHERE conversation_id = $1', [id]).then((r) => r.rows[0].n)).toBe(0);
+    expect((refused as { stderr: string }).stderr).toMatch(
+      /Tool call "call_x" is not waiting for approval in conversation .* \(no worker answered within 3 s\)\. Nothing was decided/,
+    );
+    expect(
+      await h.pool.query('SELECT count(*)::int AS n FROM durable_agent.approval_decisions WHERE conversation_id = $1', [id]).then((r) => r.rows[0].n),
+    ).toBe(0);
     await h.temporal.workflow.getHandle(id).terminate('test over');
   });
 

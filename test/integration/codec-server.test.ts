@@ -59,7 +59,12 @@ beforeAll(async () => {
     workflowBundle: { codePath: inject('workflowBundlePath') },
   });
   running = worker.run();
-  encrypted = await AgentClient.connect({ temporalAddress: dev.address, taskQueue: h.taskQueue, databaseUrl: h.databaseUrl, dataConverter: encryptingDataConverter([key]) });
+  encrypted = await AgentClient.connect({
+    temporalAddress: dev.address,
+    taskQueue: h.taskQueue,
+    databaseUrl: h.databaseUrl,
+    dataConverter: encryptingDataConverter([key]),
+  });
   const codec = { namespace: 'default', corsOrigins: [uiUrl] };
   api = await startApiServer({ client: encrypted, tokens: TEST_TOKENS, port: apiPort, codec: { ...codec, codec: new AesGcmPayloadCodec([key]) } });
   keyless = await startApiServer({ client: encrypted, tokens: TEST_TOKENS, codec });
@@ -95,7 +100,11 @@ async function workflowShow(codecEnv: Record<string, string>): Promise<{ stdout:
   if (!cli) throw new Error('No temporal CLI: run scripts/ensure-temporal-cli.sh');
   const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...codecEnv };
   try {
-    const { stdout, stderr } = await run(cli, ['workflow', 'show', '--address', dev.address, '--namespace', 'default', '--workflow-id', conversationId, '--output', 'json'], { env });
+    const { stdout, stderr } = await run(
+      cli,
+      ['workflow', 'show', '--address', dev.address, '--namespace', 'default', '--workflow-id', conversationId, '--output', 'json'],
+      { env },
+    );
     return { stdout, stderr, code: 0 };
   } catch (err) {
     const e = err as { stdout?: string; stderr?: string; code?: number };
@@ -167,10 +176,18 @@ describe('the codec routes', () => {
       { metadata: { encoding: new TextEncoder().encode('json/plain') }, data: new TextEncoder().encode('"x"') },
     ]);
     const other = await call('POST', '/codec/decode', token('c'), {
-      payloads: [{ metadata: { encoding: Buffer.from(otherKey.metadata!.encoding!).toString('base64'), 'encryption-key-id': utf8('k-other') }, data: Buffer.from(otherKey.data!).toString('base64') }],
+      payloads: [
+        {
+          metadata: { encoding: Buffer.from(otherKey.metadata!.encoding!).toString('base64'), 'encryption-key-id': utf8('k-other') },
+          data: Buffer.from(otherKey.data!).toString('base64'),
+        },
+      ],
     });
     expect(other.status).toBe(422);
-    expect(other.json.error).toEqual({ code: 'payload_undecodable', message: expect.stringContaining('encrypted with key "k-other", which this process does not hold') });
+    expect(other.json.error).toEqual({
+      code: 'payload_undecodable',
+      message: expect.stringContaining('encrypted with key "k-other", which this process does not hold'),
+    });
 
     const sealed = (await call('POST', '/codec/encode', token('c'), { payloads: [jsonPayload('tamper')] })).json.payloads[0];
     const bytes = Buffer.from(sealed.data, 'base64');
@@ -239,7 +256,10 @@ describe('the Temporal UI', () => {
     const page = await context.newPage();
     const decodes: number[] = [];
     // This machine's servers only.
-    await context.route((url) => url.hostname !== '127.0.0.1', (route) => route.abort());
+    await context.route(
+      (url) => url.hostname !== '127.0.0.1',
+      (route) => route.abort(),
+    );
     context.on('response', (r) => {
       if (new URL(r.url()).pathname === '/codec/decode') decodes.push(r.status());
     });

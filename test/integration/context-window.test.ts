@@ -74,7 +74,9 @@ describe('the context budget', () => {
         { toolCalls: [{ id: `call_${turn}`, name: 'export_report', arguments: { tag: `t${turn}` } }] },
         { content: `Summary of report ${turn}.` },
       );
-      const { turn: record } = await h.client.ask(id, `Export report ${turn}`, { input: { systemPrompt: 'You summarise reports.', model: { contextWindow: 100_000 } } });
+      const { turn: record } = await h.client.ask(id, `Export report ${turn}`, {
+        input: { systemPrompt: 'You summarise reports.', model: { contextWindow: 100_000 } },
+      });
       expect(record.outcome).toBe('answered');
     }
     const elapsedMs = Date.now() - started;
@@ -96,10 +98,12 @@ describe('the context budget', () => {
     });
     const over = unbudgeted.filter((t) => t > 100_000).length;
     expect(over).toBeGreaterThan(30);
-    const budget = (await h.pool.query<{ context_budget: { elided: number; truncated: number[] } }>(
-      'SELECT context_budget FROM durable_agent.model_responses WHERE conversation_id = $1 ORDER BY created_at',
-      [id],
-    )).rows.map((r) => r.context_budget);
+    const budget = (
+      await h.pool.query<{ context_budget: { elided: number; truncated: number[] } }>(
+        'SELECT context_budget FROM durable_agent.model_responses WHERE conversation_id = $1 ORDER BY created_at',
+        [id],
+      )
+    ).rows.map((r) => r.context_budget);
     const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
     const fitStarted = performance.now();
     fitToContext(transcript, { windowTokens: 100_000, replyTokens: 4096 });
@@ -118,18 +122,11 @@ describe('the context budget', () => {
     requestedChars = 200_000;
     const id = h.newConversationId('exceeded');
     const firstRequest = h.model.requests.length;
-    h.model.enqueue(
-      { toolCalls: [{ id: 'call_x', name: 'export_report', arguments: { tag: 'x' } }] },
-      { content: 'Done.' },
-    );
+    h.model.enqueue({ toolCalls: [{ id: 'call_x', name: 'export_report', arguments: { tag: 'x' } }] }, { content: 'Done.' });
     const { turn } = await h.client.ask(id, 'Export a report');
     expect(turn.outcome).toBe('answered');
     const requests = h.model.requests.slice(firstRequest);
-    expect(requests.map((r) => (r.valid ? 'ok' : (r.error?.body as { error: { code: string } }).error.code))).toEqual([
-      'ok',
-      'context_length_exceeded',
-      'ok',
-    ]);
+    expect(requests.map((r) => (r.valid ? 'ok' : (r.error?.body as { error: { code: string } }).error.code))).toEqual(['ok', 'context_length_exceeded', 'ok']);
     expect((requests[1].error?.body as { error: { message: string } }).error.message).toMatch(
       /^This model's maximum context length is 20000 tokens\. However, your messages resulted in \d+ tokens\. Please reduce the length of the messages\.$/,
     );
@@ -210,7 +207,10 @@ describe('oversized tool call arguments', () => {
   it('are not run: the call settles as invalid_arguments naming the size and the limit, and the turn goes on', async () => {
     const id = h.newConversationId('big-args');
     const firstRequest = h.model.requests.length;
-    h.model.enqueue({ toolCalls: [{ id: 'call_big', name: 'export_report', arguments: { tag: 'y'.repeat(300 * 1024) } }] }, { content: 'I will ask for less.' });
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_big', name: 'export_report', arguments: { tag: 'y'.repeat(300 * 1024) } }] },
+      { content: 'I will ask for less.' },
+    );
     const { turn, answer } = await h.client.ask(id, 'Export with a huge tag');
     expect(turn.outcome).toBe('answered');
     expect(answer).toBe('I will ask for less.');

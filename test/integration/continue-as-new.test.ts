@@ -38,7 +38,11 @@ const transcriptIsValid = async (id: string) => {
   const stored = await h.client.transcript(id);
   expect(stored.map((m) => m.seq)).toEqual(stored.map((_, i) => i));
   const items = stored.map(({ message: m }) =>
-    m.role === 'assistant' ? { role: m.role, callIds: m.tool_calls?.map((c) => c.id) } : m.role === 'tool' ? { role: m.role, answers: m.tool_call_id } : { role: m.role },
+    m.role === 'assistant'
+      ? { role: m.role, callIds: m.tool_calls?.map((c) => c.id) }
+      : m.role === 'tool'
+        ? { role: m.role, answers: m.tool_call_id }
+        : { role: m.role },
   );
   expect(findPairingProblems(items)).toEqual([]);
   return stored.length;
@@ -52,9 +56,7 @@ describe('continue-as-new between turns', () => {
       if (!JSON.stringify(messages[1] ?? {}).includes('long-run')) return { content: 'unexpected' };
       const sinceUser = messages.length - 1 - messages.map((m) => m.role).lastIndexOf('user');
       const done = Math.floor(sinceUser / 2);
-      return done < TOOL_STEPS_PER_TURN
-        ? { toolCalls: [{ name: 'count_step', arguments: { n: done + 1 } }] }
-        : { content: `turn done after ${done} tools` };
+      return done < TOOL_STEPS_PER_TURN ? { toolCalls: [{ name: 'count_step', arguments: { n: done + 1 } }] } : { content: `turn done after ${done} tools` };
     });
     try {
       for (let turn = 0; turn < TURNS; turn++) {
@@ -120,11 +122,7 @@ describe('continue-as-new between turns', () => {
     expect((await h.client.waitForTurn(id, second)).outcome).toBe('answered');
     expect((await h.client.waitForTurn(id, third)).outcome).toBe('answered');
     const stored = (await h.client.transcript(id)).map((m) => m.message);
-    expect(stored.filter((m) => m.role === 'user').map((m) => m.content)).toEqual([
-      'can-dedup first',
-      'can-dedup second',
-      'can-dedup third',
-    ]);
+    expect(stored.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['can-dedup first', 'can-dedup second', 'can-dedup third']);
     await transcriptIsValid(id);
     h.expectOnlyValidModelRequests();
   });

@@ -41,8 +41,7 @@ const kill = async (): Promise<number> => {
   return Date.now();
 };
 const roles = async (id: string) => (await h.client.transcript(id)).map((m) => m.message.role);
-const refundsFor = async (key: string) =>
-  (await h.pool.query('SELECT amount_cents FROM refunds WHERE idempotency_key = $1', [key])).rows;
+const refundsFor = async (key: string) => (await h.pool.query('SELECT amount_cents FROM refunds WHERE idempotency_key = $1', [key])).rows;
 
 /** Kills the worker while the model call hangs; a new worker calls again and the turn is answered. */
 async function killDuringModelCall(name: string, text: string, conversationInput: Record<string, unknown>): Promise<string> {

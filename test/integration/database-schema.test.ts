@@ -104,10 +104,7 @@ describe("the project's tables in a schema of their own", () => {
     const worker = await startWorkerProcess(env);
     const client = await AgentClient.connect({ temporalAddress: env.TEMPORAL_ADDRESS, taskQueue: env.TEMPORAL_TASK_QUEUE, databaseUrl, schema: 'agent_x' });
     try {
-      model.enqueue(
-        { toolCalls: [{ id: 'call_note', name: 'remember', arguments: { note: 'schemas are configurable' } }] },
-        { content: 'Noted, in agent_x.' },
-      );
+      model.enqueue({ toolCalls: [{ id: 'call_note', name: 'remember', arguments: { note: 'schemas are configurable' } }] }, { content: 'Noted, in agent_x.' });
       const { turn, answer } = await client.ask('schema-x', 'Remember that schemas are configurable');
       expect(turn.outcome).toBe('answered');
       // The client read the answer from agent_x, where the worker's activities wrote it.
@@ -119,8 +116,7 @@ describe("the project's tables in a schema of their own", () => {
 
     expect(await tablesIn(pool)).toEqual(projectTablesIn('agent_x'));
     expect(await schemasIn(pool)).toEqual(['agent_x', 'public']);
-    const count = async (table: string): Promise<number> =>
-      (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM agent_x.${table}`)).rows[0].n;
+    const count = async (table: string): Promise<number> => (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM agent_x.${table}`)).rows[0].n;
     expect(await count('conversation_messages')).toBe(4);
     expect(await count('model_responses')).toBe(2);
     expect(await count('tool_results')).toBe(1);
@@ -129,7 +125,8 @@ describe("the project's tables in a schema of their own", () => {
   });
 
   it('a bad schema name is refused with the value, the rule and the way out, and nothing is created', async () => {
-    const rule = /"Agent-X" is not a plain lowercase SQL identifier \(\^\[a-z_\]\[a-z0-9_\]\{0,62\}\$: .*\)\. Use a plain lowercase SQL identifier such as durable_agent/;
+    const rule =
+      /"Agent-X" is not a plain lowercase SQL identifier \(\^\[a-z_\]\[a-z0-9_\]\{0,62\}\$: .*\)\. Use a plain lowercase SQL identifier such as durable_agent/;
     expect(() => loadConfig({ AGENT_DATABASE_SCHEMA: 'Agent-X' })).toThrow(ConfigError);
     expect(() => loadConfig({ AGENT_DATABASE_SCHEMA: 'Agent-X' })).toThrow(new RegExp(`AGENT_DATABASE_SCHEMA: ${rule.source}`));
     expect(() => loadConfig({ AGENT_DATABASE_SCHEMA: 'public' })).toThrow(/AGENT_DATABASE_SCHEMA: "public" is shared with every other user of the database/);

@@ -33,7 +33,15 @@ describe('a starting worker waits for PostgreSQL', () => {
       const stoppedFor = 2_000;
       await sleep(stoppedFor);
       // Still waiting, not failed.
-      expect(await Promise.race([waiting.then(() => 'done', () => 'failed'), sleep(10).then(() => 'waiting')])).toBe('waiting');
+      expect(
+        await Promise.race([
+          waiting.then(
+            () => 'done',
+            () => 'failed',
+          ),
+          sleep(10).then(() => 'waiting'),
+        ]),
+      ).toBe('waiting');
       const restartedAt = Date.now();
       pg = await startEmbeddedPostgres({ dataDir: pg.dataDir, port: pg.port, database: 'waiting', ephemeral: false });
       expect(await waiting).toBeGreaterThanOrEqual(restartedAt);

@@ -201,7 +201,9 @@ describe('approval deadline passing while the worker is dead', () => {
     }
     // The queries the guard declined came before the workflow task (a client retries them).
     const outcomes = await queryOutcomes;
-    console.log(`deadline query split: ${outcomes.filter((o) => o.includes(STALE_QUERY_TASK_MESSAGE)).length} of ${outcomes.length} queries declined by the guard`);
+    console.log(
+      `deadline query split: ${outcomes.filter((o) => o.includes(STALE_QUERY_TASK_MESSAGE)).length} of ${outcomes.length} queries declined by the guard`,
+    );
   });
 
   it('a cancel sent while another worker takes over after the deadline fired ends the turn with the call settled once', async () => {

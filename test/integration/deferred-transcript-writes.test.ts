@@ -89,10 +89,7 @@ describe('deferred transcript writes', () => {
     const worker = await runWorkerOn(h, { codePath: inject('workflowBundlePath') });
     try {
       const id = h.newConversationId('refused');
-      h.model.enqueue(
-        { toolCalls: [{ id: 'call_1', name: 'find_customer', arguments: { query: 'Grace' } }] },
-        { kind: 'http_error', status: 400 },
-      );
+      h.model.enqueue({ toolCalls: [{ id: 'call_1', name: 'find_customer', arguments: { query: 'Grace' } }] }, { kind: 'http_error', status: 400 });
       const { turn } = await h.client.ask(id, 'Who is Grace?');
       expect(turn.outcome).toBe('failed');
       // The second call carried the first step's messages; it was refused before it wrote them, or

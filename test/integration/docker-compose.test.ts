@@ -166,9 +166,7 @@ describe('docker-compose.yml', () => {
     const major = /^postgres:(\d+)/.exec(String(pg.image))?.[1];
     expect(Number(major)).toBeGreaterThanOrEqual(16);
     expect(asText(pg.healthcheck?.test)).toContain('pg_isready');
-    const dataVolume = (pg.volumes ?? []).find(
-      (v) => typeof v === 'string' && v.endsWith(':/var/lib/postgresql/data'),
-    ) as string | undefined;
+    const dataVolume = (pg.volumes ?? []).find((v) => typeof v === 'string' && v.endsWith(':/var/lib/postgresql/data')) as string | undefined;
     expect(dataVolume).toBeDefined();
     expect(Object.keys(compose.volumes ?? {})).toContain(dataVolume!.split(':')[0]);
   });
@@ -179,7 +177,9 @@ describe('docker-compose.yml', () => {
     const dir = path.join(root, initMount!.source);
     expect(path.relative(root, dir).split(path.sep)[0]).toBe('deploy');
     expect(statSync(dir).isDirectory()).toBe(true);
-    const init = readdirSync(dir).filter((f) => /\.(sh|sql)$/.test(f)).map((f) => readFileSync(path.join(dir, f), 'utf8'));
+    const init = readdirSync(dir)
+      .filter((f) => /\.(sh|sql)$/.test(f))
+      .map((f) => readFileSync(path.join(dir, f), 'utf8'));
     expect(init.join('\n')).toMatch(/CREATE DATABASE/i);
     expect(envOf(service('postgresql')).AGENT_DB_NAME ?? init.join('\n')).toMatch(/agent/);
   });
@@ -211,7 +211,8 @@ describe('docker-compose.yml', () => {
     const published = Object.entries(compose.services).flatMap(([name, svc]) => (svc.ports ?? []).map((p) => [name, p] as const));
     expect(published.length).toBeGreaterThan(0);
     for (const [name, port] of published) {
-      const host = typeof port === 'object' ? (port as { host_ip?: string }).host_ip : String(port).split(':').length === 3 ? String(port).split(':')[0] : undefined;
+      const host =
+        typeof port === 'object' ? (port as { host_ip?: string }).host_ip : String(port).split(':').length === 3 ? String(port).split(':')[0] : undefined;
       expect(host, `${name} publishes ${JSON.stringify(port)}`).toBe('127.0.0.1');
     }
   });
@@ -241,7 +242,9 @@ describe('docker-compose.yml', () => {
     expect(script).toContain('temporal operator namespace create');
     expect(script).toContain('temporal operator search-attribute create');
     for (const key of SEARCH_ATTRIBUTES) {
-      const type = ({ KEYWORD: 'Keyword', INT: 'Int', DOUBLE: 'Double', KEYWORD_LIST: 'KeywordList', DATETIME: 'Datetime' } as Record<string, string>)[key.type];
+      const type = ({ KEYWORD: 'Keyword', INT: 'Int', DOUBLE: 'Double', KEYWORD_LIST: 'KeywordList', DATETIME: 'Datetime' } as Record<string, string>)[
+        key.type
+      ];
       expect(script, `${key.name} is checked and created as ${type}`).toContain(`${key.name}:${type}`);
     }
     const aenv = envOf(admin);
@@ -284,17 +287,29 @@ describe('docker-compose.yml', () => {
     // The database URL carries the password from .env, never a literal one.
     expect(envOf(service('worker')).DATABASE_URL).toMatch(/^postgres:\/\/agent:\$\{AGENT_DB_PASSWORD:\?[^}]+\}@/);
     // With nothing set, `up` stops and names what is missing.
-    expect(() => interpolate(envOf(service('postgresql')).POSTGRES_PASSWORD ?? '', {})).toThrow(/TEMPORAL_DB_PASSWORD is not set\. Run scripts\/compose-env\.sh/);
+    expect(() => interpolate(envOf(service('postgresql')).POSTGRES_PASSWORD ?? '', {})).toThrow(
+      /TEMPORAL_DB_PASSWORD is not set\. Run scripts\/compose-env\.sh/,
+    );
     for (const required of ['TEMPORAL_DB_PASSWORD', 'AGENT_DB_PASSWORD', 'AGENT_DECISION_KEYS']) {
       expect(composeText).toContain(`\${${required}:?`);
       expect(env.vars[required], required).toMatch(/^(k1:)?[0-9a-f]{64}$/);
     }
-    expect(new Set(Object.values(env.vars)).size, 'each secret is its own').toBe(Object.values(env.vars).length - (env.vars.OPENAI_API_KEY === env.vars.OPENAI_BASE_URL ? 1 : 0));
+    expect(new Set(Object.values(env.vars)).size, 'each secret is its own').toBe(
+      Object.values(env.vars).length - (env.vars.OPENAI_API_KEY === env.vars.OPENAI_BASE_URL ? 1 : 0),
+    );
     // .env.example names every variable the file refers to; git and the image build leave .env out.
     const example = read('.env.example');
     for (const name of referencedVariables(composeText)) expect(example, `.env.example lists ${name}`).toMatch(new RegExp(`^${name}=`, 'm'));
-    expect(read('.gitignore').split('\n').map((l) => l.trim())).toContain('.env');
-    expect(read('.dockerignore').split('\n').map((l) => l.trim())).toContain('.env');
+    expect(
+      read('.gitignore')
+        .split('\n')
+        .map((l) => l.trim()),
+    ).toContain('.env');
+    expect(
+      read('.dockerignore')
+        .split('\n')
+        .map((l) => l.trim()),
+    ).toContain('.env');
   });
 
   it('serves the Temporal UI against the server on port 8080, read-only', () => {
@@ -391,7 +406,13 @@ describe('Dockerfile', () => {
     expect(instructions.some((l) => /^RUN\s.*\bnpm (ci|install)\b/.test(l))).toBe(true);
     expect(instructions.some((l) => /^COPY\s+\.\s+\.$/.test(l) || /^COPY\s+src\b/.test(l))).toBe(true);
     const cmd = instructions.filter((l) => /^CMD\s/.test(l)).pop() ?? '';
-    expect(cmd.replace(/[[\]",]/g, ' ').split(/\s+/).filter(Boolean).slice(1)).toEqual(['npm', 'start']);
+    expect(
+      cmd
+        .replace(/[[\]",]/g, ' ')
+        .split(/\s+/)
+        .filter(Boolean)
+        .slice(1),
+    ).toEqual(['npm', 'start']);
   });
 });
 

@@ -72,7 +72,10 @@ const listedWithUnknownEffects = async (id: string): Promise<string[]> => {
 describe('calls whose effect is unknown', () => {
   it('a tool that is not idempotent and runs past its timeout settles as effect_unknown, is not retried, and the turn answers', async () => {
     const id = h.newConversationId('unknown-timeout');
-    h.model.enqueue({ toolCalls: [{ id: 'call_wire', name: 'wire_money', arguments: { amount_cents: 500 } }] }, { content: 'I could not confirm the transfer.' });
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_wire', name: 'wire_money', arguments: { amount_cents: 500 } }] },
+      { content: 'I could not confirm the transfer.' },
+    );
     const { turn, answer } = await h.client.ask(id, 'Wire 5.00');
     expect(turn.outcome).toBe('answered');
     expect(answer).toBe('I could not confirm the transfer.');
@@ -83,7 +86,12 @@ describe('calls whose effect is unknown', () => {
     const state = await h.client.state(id);
     expect(state.unknownEffectsCount).toBe(1);
     expect(state.unknownEffects).toEqual([
-      expect.objectContaining({ toolCallId: 'call_wire', toolName: 'wire_money', callKey: `${id}/msg-1/call-0`, why: expect.stringMatching(/timeout of 1000 ms/) }),
+      expect.objectContaining({
+        toolCallId: 'call_wire',
+        toolName: 'wire_money',
+        callKey: `${id}/msg-1/call-0`,
+        why: expect.stringMatching(/timeout of 1000 ms/),
+      }),
     ]);
     await expect.poll(() => listedWithUnknownEffects(id), { timeout: 15_000, interval: 500 }).toEqual([id]);
     await exportHistoryFixture(h.temporal, id, 'effect-unknown-timeout');

@@ -89,7 +89,7 @@ describe('the HTTP API', () => {
     expect(checked).toBe(Object.keys(needs).length);
   });
 
-  it('a requester sends a message; the call is listed with its tool, arguments, requester and age; an approver approves it; the decision carries the token\'s subject, authenticated', async () => {
+  it("a requester sends a message; the call is listed with its tool, arguments, requester and age; an approver approves it; the decision carries the token's subject, authenticated", async () => {
     const id = h.newConversationId('api');
     h.model.enqueue(
       { toolCalls: [{ id: 'call_api', name: 'issue_refund', arguments: { order_id: 'ord_1001', amount_cents: 12_000, reason: 'broken' } }] },
@@ -158,7 +158,10 @@ describe('the HTTP API', () => {
 
   it("four eyes: whoever sent the turn's message cannot approve its calls; another approver can", async () => {
     const id = h.newConversationId('api-four-eyes');
-    h.model.enqueue({ toolCalls: [{ id: 'call_own', name: 'issue_refund', arguments: { order_id: 'ord_1001', amount_cents: 15_000, reason: 'mine' } }] }, { content: 'Refunded.' });
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_own', name: 'issue_refund', arguments: { order_id: 'ord_1001', amount_cents: 15_000, reason: 'mine' } }] },
+      { content: 'Refunded.' },
+    );
     const sent = await call('POST', `/v1/conversations/${id}/messages`, token('d'), { text: 'Refund my own order' });
     await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
     expect((await h.client.state(id)).pendingApprovals[0].requestedBy).toEqual(['dave@example.com']);
@@ -210,7 +213,9 @@ describe('the HTTP API', () => {
       { content: 'Refund of 125.00 issued.' },
     );
     const sent = await call('POST', `/v1/conversations/${id}/messages`, token('a'), { text: 'Refund 125' });
-    const response = await fetch(`${api.url}/v1/conversations/${id}/events?messageId=${sent.json.messageId}`, { headers: { authorization: `Bearer ${token('a')}` } });
+    const response = await fetch(`${api.url}/v1/conversations/${id}/events?messageId=${sent.json.messageId}`, {
+      headers: { authorization: `Bearer ${token('a')}` },
+    });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toContain('text/event-stream');
     const events: { event: string; data: any }[] = [];
@@ -235,7 +240,11 @@ describe('the HTTP API', () => {
     }
     const names = events.map((e) => e.event);
     expect(names).toContain('tool_call');
-    expect(events.find((e) => e.event === 'approval')!.data).toMatchObject({ toolCallId: 'call_sse', toolName: 'issue_refund', requestedBy: ['alice@example.com'] });
+    expect(events.find((e) => e.event === 'approval')!.data).toMatchObject({
+      toolCallId: 'call_sse',
+      toolName: 'issue_refund',
+      requestedBy: ['alice@example.com'],
+    });
     expect(events.filter((e) => e.event === 'status').map((e) => e.data.status)).toContain('awaiting_approval');
     expect(names[names.length - 1]).toBe('turn');
     expect(events[events.length - 1].data).toMatchObject({ outcome: 'answered', answer: 'Refund of 125.00 issued.', requestedBy: ['alice@example.com'] });
@@ -243,7 +252,10 @@ describe('the HTTP API', () => {
 
   it('the trust boundary: a decision the API did not sign is refused by the worker (signal and update); a tampered one too', async () => {
     const id = h.newConversationId('api-raw');
-    h.model.enqueue({ toolCalls: [{ id: 'call_raw', name: 'issue_refund', arguments: { order_id: 'ord_1001', amount_cents: 17_000, reason: 'raw' } }] }, { content: 'Refunded.' });
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_raw', name: 'issue_refund', arguments: { order_id: 'ord_1001', amount_cents: 17_000, reason: 'raw' } }] },
+      { content: 'Refunded.' },
+    );
     const sent = await call('POST', `/v1/conversations/${id}/messages`, token('a'), { text: 'Refund 170' });
     await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
     const [pending] = (await h.client.state(id)).pendingApprovals;
@@ -255,11 +267,20 @@ describe('the HTTP API', () => {
     // The same through the update: refused with the reason.
     await expect(h.client.decide(id, { decisionId: 'raw-2', decision: 'approve', toolCallId: 'call_raw' })).rejects.toThrow(DecisionRefusedError);
     // Signed by the API's key, then its decider changed: the signature no longer matches.
-    const signed = { decisionId: 'raw-3', decision: 'approve' as const, toolCallId: 'call_raw', callKey: pending.callKey, decidedBy: 'bob@example.com', sentAt: new Date().toISOString() };
+    const signed = {
+      decisionId: 'raw-3',
+      decision: 'approve' as const,
+      toolCallId: 'call_raw',
+      callKey: pending.callKey,
+      decidedBy: 'bob@example.com',
+      sentAt: new Date().toISOString(),
+    };
     const tampered = { ...signed, signature: signDecision(KEY, id, signed), decidedBy: 'mallory' };
     await expect(h.client.decide(id, tampered)).rejects.toThrow(/signature does not match/);
     // Signed for another conversation: refused as well.
-    await expect(h.client.decide(id, { ...signed, decisionId: 'raw-4', signature: signDecision(KEY, 'other-conversation', { ...signed, decisionId: 'raw-4' }) })).rejects.toThrow(/signature does not match/);
+    await expect(
+      h.client.decide(id, { ...signed, decisionId: 'raw-4', signature: signDecision(KEY, 'other-conversation', { ...signed, decisionId: 'raw-4' }) }),
+    ).rejects.toThrow(/signature does not match/);
     expect((await h.client.state(id)).pendingApprovals.map((p) => p.toolCallId)).toEqual(['call_raw']);
     const none = await h.pool.query('SELECT count(*)::int AS n FROM durable_agent.approval_decisions WHERE conversation_id = $1', [id]);
     expect(none.rows[0].n).toBe(0);
@@ -292,7 +313,10 @@ describe('a worker without decision keys', () => {
     const open = await startHarness();
     try {
       const id = open.newConversationId('unsigned');
-      open.model.enqueue({ toolCalls: [{ id: 'call_u', name: 'issue_refund', arguments: { order_id: 'ord_1001', amount_cents: 13_000, reason: 'u' } }] }, { content: 'Refunded.' });
+      open.model.enqueue(
+        { toolCalls: [{ id: 'call_u', name: 'issue_refund', arguments: { order_id: 'ord_1001', amount_cents: 13_000, reason: 'u' } }] },
+        { content: 'Refunded.' },
+      );
       const messageId = await open.client.sendMessage(id, 'Refund 130');
       await expect.poll(async () => (await open.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
       await open.client.signalDecision(id, { decisionId: 'unsigned-1', decision: 'approve', decidedBy: 'whoever typed this' });

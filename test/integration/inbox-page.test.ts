@@ -85,7 +85,11 @@ describe('the approval inbox', () => {
       await card.waitFor();
       const item = card.locator(`[data-call-key="${waiting.callKey}"]`);
       expect(await item.locator('.name').textContent()).toBe('issue_refund');
-      expect(JSON.parse((await item.locator('[data-testid=arguments]').textContent())!)).toEqual({ order_id: 'ord_1001', amount_cents: 12_000, reason: 'broken kettle' });
+      expect(JSON.parse((await item.locator('[data-testid=arguments]').textContent())!)).toEqual({
+        order_id: 'ord_1001',
+        amount_cents: 12_000,
+        reason: 'broken kettle',
+      });
       expect(await item.locator('[data-testid=requested-by]').textContent()).toBe('alice@example.com');
       expect(await item.textContent()).toMatch(/waiting \d+ s/);
       expect(await card.textContent()).toContain(waiting.id);
@@ -114,7 +118,16 @@ describe('the approval inbox', () => {
       const landed = navigations;
       expect(await page.locator('[data-testid=answer]').count()).toBe(0);
       expect(await page.locator('main').getAttribute('data-live')).toBe('true');
-      await expect.poll(async () => page.locator('[data-testid=answer]').textContent().catch(() => null), { timeout: 30_000 }).toBe(answer);
+      await expect
+        .poll(
+          async () =>
+            page
+              .locator('[data-testid=answer]')
+              .textContent()
+              .catch(() => null),
+          { timeout: 30_000 },
+        )
+        .toBe(answer);
       expect(navigations).toBe(landed);
       expect(landed).toBe(1);
       expect(await page.textContent('[data-testid=status]')).toBe('idle');
@@ -164,7 +177,11 @@ describe('the approval inbox', () => {
       await context.close();
     }
     // Nor does a requester's bearer token decide through the form route (no session, no decision).
-    const waiting = await refundWaiting('inbox-requester', { text: 'Refund 111', args: { order_id: 'ord_2001', amount_cents: 11_100, reason: 'r' }, answer: 'Done.' });
+    const waiting = await refundWaiting('inbox-requester', {
+      text: 'Refund 111',
+      args: { order_id: 'ord_2001', amount_cents: 11_100, reason: 'r' },
+      answer: 'Done.',
+    });
     const refused = await fetch(`${api.url}/inbox/conversations/${waiting.id}/decisions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token('a')}`, 'content-type': 'application/x-www-form-urlencoded' },
@@ -178,7 +195,11 @@ describe('the approval inbox', () => {
   });
 
   it('refuses a decision POST without the CSRF token, with a wrong one, or from another origin (403), deciding nothing; the same form with its token decides', async () => {
-    const waiting = await refundWaiting('inbox-csrf', { text: 'Refund 130', args: { order_id: 'ord_2001', amount_cents: 13_000, reason: 'csrf' }, answer: 'Rejected, as asked.' });
+    const waiting = await refundWaiting('inbox-csrf', {
+      text: 'Refund 130',
+      args: { order_id: 'ord_2001', amount_cents: 13_000, reason: 'csrf' },
+      answer: 'Rejected, as asked.',
+    });
     const { context, page } = await signedIn(token('b'));
     try {
       const cookie = (await context.cookies(api.url)).find((c) => c.name === 'agent_session')!;
@@ -252,7 +273,11 @@ describe('the approval inbox', () => {
   });
 
   it('operators see waiting calls read-only: no decision form', async () => {
-    const waiting = await refundWaiting('inbox-operator', { text: 'Refund 140', args: { order_id: 'ord_2001', amount_cents: 14_000, reason: 'op' }, answer: 'Done.' });
+    const waiting = await refundWaiting('inbox-operator', {
+      text: 'Refund 140',
+      args: { order_id: 'ord_2001', amount_cents: 14_000, reason: 'op' },
+      answer: 'Done.',
+    });
     const { context, page } = await signedIn(token('c'));
     try {
       const item = page.locator(`[data-call-key="${waiting.callKey}"]`);

@@ -36,7 +36,9 @@ describe('large tool results', () => {
     const second = h.requestsFor('Export the ledger')[1].messages as { role: string; content: string }[];
     expect(second[2]).toMatchObject({ role: 'tool', tool_call_id: 'call_export', content: BIG });
 
-    const stored = await h.pool.query('SELECT content FROM durable_agent.tool_results WHERE idempotency_key = $1', [await effectKeyOf(h.pool, id, 'call_export')]);
+    const stored = await h.pool.query('SELECT content FROM durable_agent.tool_results WHERE idempotency_key = $1', [
+      await effectKeyOf(h.pool, id, 'call_export'),
+    ]);
     expect(stored.rows[0].content).toBe(BIG);
 
     const events = await historyEventSizes(h.temporal, id);

@@ -85,7 +85,9 @@ describe('local activities', () => {
     // Longer than the workflow task heartbeat (80% of the 5 s workflow task timeout), so the call still runs when the cancel gets in.
     h.model.setResponder((request) => {
       const users = (request.body as { messages: { role: string; content: unknown }[] }).messages.filter((m) => m.role === 'user');
-      return users[users.length - 1]?.content === 'Take your time' ? { kind: 'delay', ms: 30_000, then: { content: 'Too late.' } } : { content: 'Next answer.' };
+      return users[users.length - 1]?.content === 'Take your time'
+        ? { kind: 'delay', ms: 30_000, then: { content: 'Too late.' } }
+        : { content: 'Next answer.' };
     });
     try {
       const messageId = await h.client.sendMessage(id, 'Take your time', { input: LOCAL });
@@ -111,9 +113,7 @@ describe('local activities', () => {
 
   it('refuses a malformed choice before anything starts', () => {
     expect(describeInvalidInput({ localActivities: { modelCalls: 'yes' } })).toEqual(['localActivities.modelCalls must be true or false, got "yes"']);
-    expect(describeInvalidInput({ localActivities: { tools: true } })).toEqual([
-      'localActivities.tools is not an option (known: modelCalls, idempotentTools)',
-    ]);
+    expect(describeInvalidInput({ localActivities: { tools: true } })).toEqual(['localActivities.tools is not an option (known: modelCalls, idempotentTools)']);
     expect(describeInvalidInput({ localActivities: true })).toEqual([
       'localActivities must be an object such as {"modelCalls": true, "idempotentTools": true}',
     ]);

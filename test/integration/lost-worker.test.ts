@@ -76,7 +76,11 @@ async function retriedAttempts(conversationId: string): Promise<{ attempt: numbe
     .filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED && (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1)
     .map((e) => {
       const failure = e.activityTaskStartedEventAttributes?.lastFailure;
-      return { attempt: e.activityTaskStartedEventAttributes!.attempt!, type: failure?.applicationFailureInfo?.type ?? undefined, message: failure?.message ?? undefined };
+      return {
+        attempt: e.activityTaskStartedEventAttributes!.attempt!,
+        type: failure?.applicationFailureInfo?.type ?? undefined,
+        message: failure?.message ?? undefined,
+      };
     });
 }
 
@@ -106,7 +110,11 @@ describe('lost-worker takeover', () => {
       const retryStarted = events.find((e) => (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1);
       const lastTask = events.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED).at(-1);
       recoveries.push(`kill → retry started ${atMs(retryStarted!) - killedAt} ms, → turn's last workflow task ${atMs(lastTask!) - killedAt} ms (history)`);
-      const takeover = workers.map((w) => w.output()).join('\n').split('\n').find((l) => l.includes('its activity attempts are retried now'));
+      const takeover = workers
+        .map((w) => w.output())
+        .join('\n')
+        .split('\n')
+        .find((l) => l.includes('its activity attempts are retried now'));
       if (takeover) recoveries.push(`takeover logged ${JSON.parse(takeover).time - killedAt} ms after the kill`);
       expect(turn.outcome).toBe('answered');
       expect(calls).toBe(2);
@@ -171,9 +179,15 @@ describe('lost-worker takeover', () => {
     const stickyQueues = new Set(await stickyQueuesOf(id));
     expect(stickyQueues.size).toBeGreaterThan(0);
     await expect
-      .poll(async () => (await h.pool.query<{ sticky_queue: string | null }>('SELECT sticky_queue FROM durable_agent.workers')).rows.filter((r) => r.sticky_queue && stickyQueues.has(r.sticky_queue)).length, {
-        timeout: 10_000,
-      })
+      .poll(
+        async () =>
+          (await h.pool.query<{ sticky_queue: string | null }>('SELECT sticky_queue FROM durable_agent.workers')).rows.filter(
+            (r) => r.sticky_queue && stickyQueues.has(r.sticky_queue),
+          ).length,
+        {
+          timeout: 10_000,
+        },
+      )
       .toBeGreaterThan(0);
   });
 
@@ -191,14 +205,19 @@ describe('lost-worker takeover', () => {
     const sticky = await stickyQueuesOf(id);
     expect(sticky.length).toBeGreaterThan(0);
     await expect
-      .poll(async () => (await h.pool.query('SELECT sticky_queue FROM durable_agent.workers WHERE identity = $1', [identityOf(holder)])).rows[0]?.sticky_queue, { timeout: 10_000 })
+      .poll(
+        async () => (await h.pool.query('SELECT sticky_queue FROM durable_agent.workers WHERE identity = $1', [identityOf(holder)])).rows[0]?.sticky_queue,
+        { timeout: 10_000 },
+      )
       .toBe(sticky.at(-1));
     await start();
     await waitPastDatabaseStartGrace();
     const killedAt = Date.now();
     await holder.stop('SIGKILL');
     // The peer took it over (its row is gone) before the decision arrives.
-    await expect.poll(async () => (await h.pool.query('SELECT 1 FROM durable_agent.workers WHERE identity = $1', [identityOf(holder)])).rowCount, { timeout: 10_000 }).toBe(0);
+    await expect
+      .poll(async () => (await h.pool.query('SELECT 1 FROM durable_agent.workers WHERE identity = $1', [identityOf(holder)])).rowCount, { timeout: 10_000 })
+      .toBe(0);
     await h.client.signalDecision(id, { decisionId: 'approve-after-takeover', decision: 'approve', decidedBy: 'ops' });
     const turn = await h.client.waitForTurn(id, messageId, 30_000);
     expect(turn.outcome).toBe('answered');

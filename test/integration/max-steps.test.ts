@@ -27,14 +27,7 @@ describe('maxSteps', () => {
     }
     const choices = h.requestsFor('Keep looking for Ada').map((r) => r.tool_choice);
     expect(choices).toEqual(['auto', 'auto', 'none']);
-    expect((await h.client.transcript(id)).map((m) => m.message.role)).toEqual([
-      'user',
-      'assistant',
-      'tool',
-      'assistant',
-      'tool',
-      'assistant',
-    ]);
+    expect((await h.client.transcript(id)).map((m) => m.message.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'tool', 'assistant']);
     h.expectOnlyValidModelRequests();
   });
 });

@@ -79,8 +79,12 @@ describe('tools from MCP servers', () => {
     expect(readMcpCalls(logFile).filter((c) => c.tool === 'cancel_order')).toEqual([]);
 
     // The model was offered both servers' tools, named server__tool, with the servers' schemas.
-    const offered = (h.requestsFor('MCP-APPROVE')[0].tools as { function: { name: string; parameters: { properties: Record<string, unknown> } } }[]).map((t) => t.function);
-    expect(offered.map((t) => t.name)).toEqual(expect.arrayContaining(['shop__lookup_order', 'shop__cancel_order', 'shop__slow_report', 'crm__lookup_order', 'crm__cancel_order']));
+    const offered = (h.requestsFor('MCP-APPROVE')[0].tools as { function: { name: string; parameters: { properties: Record<string, unknown> } } }[]).map(
+      (t) => t.function,
+    );
+    expect(offered.map((t) => t.name)).toEqual(
+      expect.arrayContaining(['shop__lookup_order', 'shop__cancel_order', 'shop__slow_report', 'crm__lookup_order', 'crm__cancel_order']),
+    );
     expect(Object.keys(offered.find((t) => t.name === 'crm__cancel_order')!.parameters.properties)).toEqual(['order_id', 'reason', 'seconds']);
 
     const [pending] = (await h.client.state(id)).pendingApprovals;
@@ -125,7 +129,9 @@ describe('tools from MCP servers', () => {
     expect(bad.error).toContain('Arguments for shop__lookup_order do not match its schema');
     expect(bad.error).toContain('must match pattern');
     expect(missing).toMatchObject({ kind: 'tool_failed', error: expect.stringContaining('No order ord_missing.') });
-    const calls = readMcpCalls(logFile).slice(before).filter((c) => c.event === 'start');
+    const calls = readMcpCalls(logFile)
+      .slice(before)
+      .filter((c) => c.event === 'start');
     expect(calls.map((c) => c.args.order_id)).toEqual(['ord_missing']);
     h.expectOnlyValidModelRequests();
   });
@@ -163,7 +169,7 @@ describe('tools from MCP servers', () => {
     h.expectOnlyValidModelRequests();
   });
 
-  it("cancelling a turn stops a running MCP call: the server is told, and the call is answered as cancelled", async () => {
+  it('cancelling a turn stops a running MCP call: the server is told, and the call is answered as cancelled', async () => {
     const id = h.newConversationId('mcp-cancel');
     h.model.enqueue({ toolCalls: [{ id: 'call_slow', name: 'shop__slow_report', arguments: { seconds: 30 } }] });
     const messageId = await h.client.sendMessage(id, 'MCP-CANCEL: the report', { input: SERVERS });
@@ -208,9 +214,14 @@ describe('tools from MCP servers', () => {
     );
     expect(rows).toHaveLength(1);
     expect(rows[0].ref).toMatch(/^mcp-[0-9a-f]{64}$/);
-    expect(rows[0].tools.map((t) => t.name).sort()).toEqual(
-      ['crm__cancel_order', 'crm__lookup_order', 'crm__slow_report', 'shop__cancel_order', 'shop__lookup_order', 'shop__slow_report'],
-    );
+    expect(rows[0].tools.map((t) => t.name).sort()).toEqual([
+      'crm__cancel_order',
+      'crm__lookup_order',
+      'crm__slow_report',
+      'shop__cancel_order',
+      'shop__lookup_order',
+      'shop__slow_report',
+    ]);
   });
 
   it('an HTTP server that is down: a call tries again under its reconnect policy, then fails with a clear tool error; a turn begun while it is down fails saying so; once it is back, calls work', async () => {
@@ -223,7 +234,9 @@ describe('tools from MCP servers', () => {
     );
     const messageId = await h.client.sendMessage(id, 'MCP-DOWN: look up ord_2001', { input: SERVERS });
     // The turn listed crm's tools; while the report runs, crm stops.
-    await expect.poll(() => readMcpCalls(logFile).filter((c) => c.tool === 'slow_report' && c.args.seconds === 2 && c.event === 'start').length, { timeout: 20_000 }).toBe(1);
+    await expect
+      .poll(() => readMcpCalls(logFile).filter((c) => c.tool === 'slow_report' && c.args.seconds === 2 && c.event === 'start').length, { timeout: 20_000 })
+      .toBe(1);
     await crm.close();
     try {
       const turn = await h.client.waitForTurn(id, messageId, 60_000);
@@ -238,7 +251,7 @@ describe('tools from MCP servers', () => {
       // A turn begun while it is down cannot list its tools: it fails at once, before any model call.
       const down = await h.client.ask(id, 'MCP-DOWN-AGAIN: and now?');
       expect(down.turn.outcome).toBe('failed');
-      expect(down.turn.error).toContain("Could not list the tools of the conversation's MCP servers: MCP server \"crm\"");
+      expect(down.turn.error).toContain('Could not list the tools of the conversation\'s MCP servers: MCP server "crm"');
       expect(down.turn.error).toContain('could not be reached');
       expect(h.requestsFor('MCP-DOWN-AGAIN')).toHaveLength(0);
     } finally {

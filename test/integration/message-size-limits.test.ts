@@ -27,9 +27,9 @@ describe('message size limits in the workflow', () => {
       signal: userMessageSignal,
       signalArgs: [{ text: big, messageId: 'big-1' }],
     });
-    await expect.poll(async () => (await h.client.state(id)).lastError, { timeout: 10_000 }).toBe(
-      `Ignored a userMessage signal: the message is ${USER_MESSAGE_MAX_BYTES + 1} bytes; a user message may be at most ${USER_MESSAGE_MAX_BYTES} bytes`,
-    );
+    await expect
+      .poll(async () => (await h.client.state(id)).lastError, { timeout: 10_000 })
+      .toBe(`Ignored a userMessage signal: the message is ${USER_MESSAGE_MAX_BYTES + 1} bytes; a user message may be at most ${USER_MESSAGE_MAX_BYTES} bytes`);
     expect((await h.client.state(id)).messageCount).toBe(0);
     const { answer } = await h.client.ask(id, 'a normal message');
     expect(answer).toBe('Answered.');

@@ -47,7 +47,7 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
 }
 
 describe('metrics', () => {
-  it('serves the SDK\'s and the agent\'s metrics, and one turn with an approval moves the agent\'s counts', async () => {
+  it("serves the SDK's and the agent's metrics, and one turn with an approval moves the agent's counts", async () => {
     const before = await scrape();
     const id = h.newConversationId('metrics');
     h.model.enqueue(

@@ -17,8 +17,7 @@ const bigRefund = (id: string) => ({
   name: 'issue_refund',
   arguments: { order_id: 'ord_2001', amount_cents: 25_000, reason: 'late' },
 });
-const waitForPending = (id: string) =>
-  expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
+const waitForPending = (id: string) => expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
 
 describe('a new user message during a turn', () => {
   it('with the interrupt policy (default), while waiting for approval: the call is cancelled and the new message answered', async () => {
@@ -39,11 +38,7 @@ describe('a new user message during a turn', () => {
 
   it('with the queue policy: the turn finishes first, then the new message is answered, in order', async () => {
     const id = h.newConversationId('queue');
-    h.model.enqueue(
-      { toolCalls: [bigRefund('call_q1')] },
-      { content: 'Refund issued.' },
-      { content: 'Your order is on its way.' },
-    );
+    h.model.enqueue({ toolCalls: [bigRefund('call_q1')] }, { content: 'Refund issued.' }, { content: 'Your order is on its way.' });
     const first = await h.client.sendMessage(id, 'Refund with queue policy', { input: { onNewMessage: 'queue' } });
     await waitForPending(id);
     const second = await h.client.sendMessage(id, 'And where is my order?');
@@ -92,5 +87,4 @@ describe('a new user message during a turn', () => {
     expect(messages[messages.length - 1]).toMatchObject({ role: 'assistant', content: 'Answering all three.' });
     h.expectOnlyValidModelRequests();
   });
-
 });

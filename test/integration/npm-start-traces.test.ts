@@ -177,7 +177,10 @@ async function turnWithApproval(apiUrl: string, conversationId: string, toolCall
   expect(sent.status).toBe(202);
   // Polled slowly: each state request is a traced query, and the batch must not fill before the worker stops.
   await expect
-    .poll(async () => ((await call('GET', `/v1/conversations/${conversationId}`, token('b'))).json?.pendingApprovals ?? []).length, { timeout: 30_000, interval: 500 })
+    .poll(async () => ((await call('GET', `/v1/conversations/${conversationId}`, token('b'))).json?.pendingApprovals ?? []).length, {
+      timeout: 30_000,
+      interval: 500,
+    })
     .toBe(1);
   const decided = await call('POST', `/v1/conversations/${conversationId}/decisions`, token('b'), { decision: 'approve', toolCallIds: [toolCallId] });
   expect(decided.status).toBe(200);
@@ -222,7 +225,12 @@ describe('npm start exports traces over OTLP/HTTP', () => {
       expect(span.attributes['agent.completion_tokens']).toBeGreaterThan(0);
     }
     expect(models.map((s) => s.attributes['agent.tool_calls']).sort()).toEqual([0, 1]);
-    expect(tools[0].attributes).toMatchObject({ 'agent.tool': 'issue_refund', 'agent.tool_call_id': 'call_tr1', 'agent.outcome': 'ok', 'agent.from_ledger': false });
+    expect(tools[0].attributes).toMatchObject({
+      'agent.tool': 'issue_refund',
+      'agent.tool_call_id': 'call_tr1',
+      'agent.outcome': 'ok',
+      'agent.from_ledger': false,
+    });
 
     // Parented as README "Traces" draws it, up to the start the API's client made, which roots the trace.
     const root = ['RunWorkflow:agentConversation', 'SignalWithStartWorkflow:agentConversation'];
@@ -244,25 +252,32 @@ describe('npm start exports traces over OTLP/HTTP', () => {
   }, 300_000);
 
   it.each([
-    ['no OTLP endpoint is set (only other signals\' endpoints)', { OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: 'RECEIVER', OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: 'RECEIVER', OTEL_SERVICE_NAME: 'agent-traces-test' }],
+    [
+      "no OTLP endpoint is set (only other signals' endpoints)",
+      { OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: 'RECEIVER', OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: 'RECEIVER', OTEL_SERVICE_NAME: 'agent-traces-test' },
+    ],
     ['OTEL_TRACES_EXPORTER is none', { OTEL_EXPORTER_OTLP_ENDPOINT: 'RECEIVER', OTEL_TRACES_EXPORTER: 'none' }],
-  ])('sends nothing and loads no tracing package when %s', async (_case, variables) => {
-    const before = receiver.requests.length;
-    const env = Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, v === 'RECEIVER' ? receiver.url : v]));
-    const { worker, apiUrl, loadedModules } = await startWorker(env);
-    expect(worker.output()).toContain('  Traces       off (set OTEL_EXPORTER_OTLP_ENDPOINT to export them over OTLP/HTTP)');
-    const id = h.newConversationId('untraced');
-    await turnWithApproval(apiUrl, id, 'call_un1');
-    expect(await worker.stop('SIGTERM')).toBe(0);
-    expect(receiver.requests.slice(before)).toEqual([]);
-    const loaded = loadedModules();
-    expect(loaded.some((file) => file.includes('/node_modules/@temporalio/worker/'))).toBe(true);
-    expect(loaded.filter((file) => TRACING_MODULE_PATHS.some((p) => file.includes(p)))).toEqual([]);
-  }, 300_000);
+  ])(
+    'sends nothing and loads no tracing package when %s',
+    async (_case, variables) => {
+      const before = receiver.requests.length;
+      const env = Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, v === 'RECEIVER' ? receiver.url : v]));
+      const { worker, apiUrl, loadedModules } = await startWorker(env);
+      expect(worker.output()).toContain('  Traces       off (set OTEL_EXPORTER_OTLP_ENDPOINT to export them over OTLP/HTTP)');
+      const id = h.newConversationId('untraced');
+      await turnWithApproval(apiUrl, id, 'call_un1');
+      expect(await worker.stop('SIGTERM')).toBe(0);
+      expect(receiver.requests.slice(before)).toEqual([]);
+      const loaded = loadedModules();
+      expect(loaded.some((file) => file.includes('/node_modules/@temporalio/worker/'))).toBe(true);
+      expect(loaded.filter((file) => TRACING_MODULE_PATHS.some((p) => file.includes(p)))).toEqual([]);
+    },
+    300_000,
+  );
 });
 
 describe('npm run api exports traces over OTLP/HTTP', () => {
-  it('a message sent through the API on its own is the start span of its conversation\'s trace, flushed when the API stops', async () => {
+  it("a message sent through the API on its own is the start span of its conversation's trace, flushed when the API stops", async () => {
     const dataDir = fs.mkdtempSync(path.join(scratch, 'api-'));
     const id = h.newConversationId('api-traced');
     // A task queue no worker polls: the start is all this process traces.
@@ -280,7 +295,11 @@ describe('npm run api exports traces over OTLP/HTTP', () => {
       OTEL_SERVICE_NAME: 'agent-api-traces-test',
       OTEL_BSP_SCHEDULE_DELAY: '600000',
     };
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', '..', 'src', 'app', 'api-main.ts')], { cwd: path.join(__dirname, '..', '..'), env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', '..', 'src', 'app', 'api-main.ts')], {
+      cwd: path.join(__dirname, '..', '..'),
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (chunk) => (output += String(chunk)));
     child.stderr.on('data', (chunk) => (output += String(chunk)));
@@ -308,7 +327,13 @@ describe('trace export settings', () => {
       endpointVariable: 'OTEL_EXPORTER_OTLP_ENDPOINT',
       serviceName: 'durable-agent-worker',
     });
-    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example.com/otlp', OTEL_SERVICE_NAME: 'agents' }).traces).toEqual({
+    expect(
+      loadConfig({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example.com/otlp',
+        OTEL_SERVICE_NAME: 'agents',
+      }).traces,
+    ).toEqual({
       url: 'https://traces.example.com/otlp',
       endpointVariable: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
       serviceName: 'agents',
@@ -337,7 +362,7 @@ describe('trace export settings', () => {
     expect(loadConfig({ OTEL_TRACES_EXPORTER: 'zipkin', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }).traces).toBeUndefined();
   });
 
-  it('a missing tracing package stops the start with the packages to install, at this repository\'s versions', () => {
+  it("a missing tracing package stops the start with the packages to install, at this repository's versions", () => {
     const settings = loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' }).traces!;
     const absent = ['@opentelemetry/exporter-trace-otlp-http', '@temporalio/interceptors-opentelemetry'];
     const resolve = (name: string): string => {

@@ -74,9 +74,13 @@ describe('npm start', () => {
     const sent = await fetch(`${runtime.apiUrl}/v1/conversations/restart-1/messages`, { method: 'POST', headers, body: JSON.stringify({ text: 'find Ada' }) });
     expect(sent.status).toBe(202);
     await expect
-      .poll(async () => ((await (await fetch(`${runtime.apiUrl}/v1/conversations/restart-1`, { headers })).json()) as { recentTurns: unknown[] }).recentTurns.length, {
-        timeout: 30_000,
-      })
+      .poll(
+        async () =>
+          ((await (await fetch(`${runtime.apiUrl}/v1/conversations/restart-1`, { headers })).json()) as { recentTurns: unknown[] }).recentTurns.length,
+        {
+          timeout: 30_000,
+        },
+      )
       .toBe(1);
 
     // As root, the cluster sits in the data folder when PostgreSQL's user can enter it, else under /var/lib; never under /tmp.
@@ -92,7 +96,9 @@ describe('npm start', () => {
       expect(second.output().split('Durable agent worker is running.')[0]).toMatch(/Workflow bundle created \{"size":"[\d.]+MB"\}/);
       expect(second.output()).toMatch(/webpack [\d.]+ compiled successfully/);
       const again = JSON.parse(fs.readFileSync(runtimeFile, 'utf8')) as { apiUrl: string };
-      const page = (await (await fetch(`${again.apiUrl}/v1/conversations/restart-1/transcript`, { headers })).json()) as { messages: { message: { role: string; content: string | null } }[] };
+      const page = (await (await fetch(`${again.apiUrl}/v1/conversations/restart-1/transcript`, { headers })).json()) as {
+        messages: { message: { role: string; content: string | null } }[];
+      };
       expect(page.messages[0].message).toEqual({ role: 'user', content: 'find Ada' });
       expect(page.messages.at(-1)?.message.role).toBe('assistant');
     } finally {

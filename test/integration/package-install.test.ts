@@ -117,9 +117,18 @@ describe('the packed package in a project of its own', () => {
           WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1`,
       );
       expect(tables.rows.map((r) => r.name)).toEqual(
-        ['approval_decisions', 'conversation_messages', 'mcp_toolsets', 'model_responses', 'pending_approvals', 'schema_migrations', 'tool_ledger', 'tool_results', 'worker_activities', 'workers'].map(
-          (table) => `durable_agent.${table}`,
-        ),
+        [
+          'approval_decisions',
+          'conversation_messages',
+          'mcp_toolsets',
+          'model_responses',
+          'pending_approvals',
+          'schema_migrations',
+          'tool_ledger',
+          'tool_results',
+          'worker_activities',
+          'workers',
+        ].map((table) => `durable_agent.${table}`),
       );
       const decisions = await db.query('SELECT decided_by FROM durable_agent.approval_decisions');
       expect(decisions.rows).toEqual([{ decided_by: 'ops@team' }]);

@@ -123,9 +123,7 @@ describe('DurableAgentPlugin in a team worker', () => {
   });
 
   it("registers its activities under durableAgent.<name> only, beside the team's own", () => {
-    expect([...worker.options.activities.keys()].sort()).toEqual(
-      ['callModel', ...CONVERSATION_ACTIVITY_NAMES.map((name) => `durableAgent.${name}`)].sort(),
-    );
+    expect([...worker.options.activities.keys()].sort()).toEqual(['callModel', ...CONVERSATION_ACTIVITY_NAMES.map((name) => `durableAgent.${name}`)].sort());
   });
 
   it("payload codecs given to the plugin run after the team's own, in the worker and the client, so history holds no plaintext", async () => {
@@ -215,7 +213,9 @@ describe('DurableAgentPlugin preparing a worker', () => {
     // pg_stat_activity a moment after its client closed the connection; one left open stays there.
     try {
       await expect
-        .poll(async () => (await admin.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [databaseName])).rows[0].n, { timeout: 5_000 })
+        .poll(async () => (await admin.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [databaseName])).rows[0].n, {
+          timeout: 5_000,
+        })
         .toBe(0);
     } finally {
       await admin.end();

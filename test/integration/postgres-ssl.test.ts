@@ -44,7 +44,10 @@ afterAll(async () => {
 
 /** The uid and gid of the `postgres` user the embedded server runs as. */
 function postgresUser(): { uid: number; gid: number } {
-  const line = fs.readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith('postgres:'));
+  const line = fs
+    .readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('postgres:'));
   if (!line) throw new Error('no postgres user');
   const [, , uid, gid] = line.split(':');
   return { uid: Number(uid), gid: Number(gid) };
@@ -59,7 +62,9 @@ describe('PostgreSQL over TLS', () => {
       const { rows } = await pool.query<{ ssl: boolean }>('SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()');
       expect(rows).toEqual([{ ssl: true }]);
       await migrate(pool);
-      const { rows: tables } = await pool.query("SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'durable_agent' AND table_name = 'conversation_messages'");
+      const { rows: tables } = await pool.query(
+        "SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'durable_agent' AND table_name = 'conversation_messages'",
+      );
       expect(tables[0].n).toBe(1);
     } finally {
       await pool.end();

@@ -28,7 +28,13 @@ const createWorker = () =>
     connection,
     taskQueue: h.taskQueue,
     workflowBundle: { codePath: inject('workflowBundlePath') },
-    plugins: [new DurableAgentPlugin({ tools: backofficeTools(), model: { name: 'scripted-model', apiKey: 'test-key', baseUrl: h.model.url }, database: { pool: h.pool } })],
+    plugins: [
+      new DurableAgentPlugin({
+        tools: backofficeTools(),
+        model: { name: 'scripted-model', apiKey: 'test-key', baseUrl: h.model.url },
+        database: { pool: h.pool },
+      }),
+    ],
   });
 
 describe('conversations started by a build before 1.0', () => {
@@ -36,10 +42,16 @@ describe('conversations started by a build before 1.0', () => {
     const old = await h.temporal.workflow.start(PRE_RELEASE_WORKFLOW_TYPE, { workflowId: h.newConversationId('pre-1.0'), taskQueue: h.taskQueue, args: [{}] });
     let err: unknown;
     await expect
-      .poll(async () => {
-        err = await createWorker().then(() => undefined, (e: unknown) => e);
-        return err instanceof PreReleaseConversationsError;
-      }, { timeout: 10_000 })
+      .poll(
+        async () => {
+          err = await createWorker().then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+          return err instanceof PreReleaseConversationsError;
+        },
+        { timeout: 10_000 },
+      )
       .toBe(true);
     expect((err as Error).message).toContain(`Task queue "${h.taskQueue}" of namespace "default" has 1 open conversation started by a build before 1.0`);
     expect((err as Error).message).toContain(
@@ -50,10 +62,13 @@ describe('conversations started by a build before 1.0', () => {
     await old.terminate('drained for the test');
     let started: Worker | undefined;
     await expect
-      .poll(async () => {
-        started = await createWorker().catch(() => undefined);
-        return started?.getState();
-      }, { timeout: 10_000 })
+      .poll(
+        async () => {
+          started = await createWorker().catch(() => undefined);
+          return started?.getState();
+        },
+        { timeout: 10_000 },
+      )
       .toBe('INITIALIZED');
     const running = started!.run();
     await expect.poll(() => started!.getState()).toBe('RUNNING');

@@ -26,12 +26,16 @@ let built: ts.Program;
 
 /** The build's options and files, from tsconfig.build.json. */
 function buildConfig(): ts.ParsedCommandLine {
-  const config = ts.getParsedCommandLineOfConfigFile(path.join(ROOT, 'tsconfig.build.json'), {}, {
-    ...ts.sys,
-    onUnRecoverableConfigFileDiagnostic: (d) => {
-      throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+  const config = ts.getParsedCommandLineOfConfigFile(
+    path.join(ROOT, 'tsconfig.build.json'),
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (d) => {
+        throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+      },
     },
-  });
+  );
   if (!config) throw new Error('tsconfig.build.json could not be read');
   return config;
 }
@@ -53,7 +57,8 @@ function loadDeclarations(config: ts.ParsedCommandLine, emitted: Map<string, str
   const fromDisk = { getSourceFile: host.getSourceFile, fileExists: host.fileExists, readFile: host.readFile, directoryExists: host.directoryExists };
   host.fileExists = (file) => emitted.has(path.resolve(file)) || fromDisk.fileExists(file);
   host.readFile = (file) => emitted.get(path.resolve(file)) ?? fromDisk.readFile(file);
-  host.directoryExists = (dir) => [...emitted.keys()].some((file) => file.startsWith(path.resolve(dir) + path.sep)) || (fromDisk.directoryExists?.(dir) ?? false);
+  host.directoryExists = (dir) =>
+    [...emitted.keys()].some((file) => file.startsWith(path.resolve(dir) + path.sep)) || (fromDisk.directoryExists?.(dir) ?? false);
   host.getSourceFile = (file, language, ...rest) => {
     const text = emitted.get(path.resolve(file));
     return text === undefined ? fromDisk.getSourceFile(file, language, ...rest) : ts.createSourceFile(file, text, language, true);
@@ -80,12 +85,23 @@ beforeAll(() => {
     const declarations = path.join(ROOT, target.types);
     return [{ subpath, declarations, source: path.join(rootDir, path.relative(outDir, declarations)).replace(/\.d\.ts$/, '.ts') }];
   });
-  built = loadDeclarations(config, emitDeclarations(config), entryPoints.map((e) => e.declarations));
+  built = loadDeclarations(
+    config,
+    emitDeclarations(config),
+    entryPoints.map((e) => e.declarations),
+  );
 }, 120_000);
 
 describe("the package's public surface", () => {
   it(`exports at most ${MAX_EXPORTED_NAMES} names over all its entry points`, () => {
-    const names = Object.fromEntries(entryPoints.map((entry) => [entry.subpath, exportsOf(entry).map((s) => s.name).sort()]));
+    const names = Object.fromEntries(
+      entryPoints.map((entry) => [
+        entry.subpath,
+        exportsOf(entry)
+          .map((s) => s.name)
+          .sort(),
+      ]),
+    );
     const total = Object.values(names).reduce((sum, list) => sum + list.length, 0);
     expect(entryPoints.map((e) => e.subpath)).toEqual(['.', './workflow', './client', './api', './testing']);
     expect(total, `exported names by entry point: ${JSON.stringify(names, null, 1)}`).toBeLessThanOrEqual(MAX_EXPORTED_NAMES);

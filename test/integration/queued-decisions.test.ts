@@ -64,13 +64,15 @@ describe('the CLI with only an API token', () => {
     expect(said.stdout).toContain('⚙ issue_refund [call_r1]');
     expect(said.stdout).toContain('⏸ issue_refund({"order_id":"ord_2001","amount_cents":10400,"reason":"remote"}) needs approval');
     let listed = '';
-    await expect
-      .poll(async () => (listed = (await runCli(['pending'], remoteEnv('b'))).stdout), { timeout: 20_000, interval: 500 })
-      .toContain('call_r1');
+    await expect.poll(async () => (listed = (await runCli(['pending'], remoteEnv('b'))).stdout), { timeout: 20_000, interval: 500 }).toContain('call_r1');
     expect(listed).toMatch(new RegExp(`${id}  call_r1  issue_refund\\(.*\\)  waiting \\d+s  asked by alice@example.com`));
     const approved = await runCli(['approve', id, 'call_r1'], remoteEnv('b'));
-    expect(approved.stdout).toContain('Approved as bob@example.com: issue_refund({"order_id":"ord_2001","amount_cents":10400,"reason":"remote"}) [call_r1]; it runs now.');
-    await expect.poll(async () => (await runCli(['show', id], remoteEnv('a'))).stdout, { timeout: 30_000, interval: 500 }).toContain('Refunded 104.00 on ord_2001.');
+    expect(approved.stdout).toContain(
+      'Approved as bob@example.com: issue_refund({"order_id":"ord_2001","amount_cents":10400,"reason":"remote"}) [call_r1]; it runs now.',
+    );
+    await expect
+      .poll(async () => (await runCli(['show', id], remoteEnv('a'))).stdout, { timeout: 30_000, interval: 500 })
+      .toContain('Refunded 104.00 on ord_2001.');
     expect(await refundsFor((await effectKeyOf(h.pool, id, 'call_r1'))!)).toEqual([{ amount_cents: 10_400 }]);
     expect(await decisionsOf(id)).toEqual([{ tool_call_id: 'call_r1', decision: 'approve', decided_by: 'bob@example.com', authenticated: true }]);
   });
@@ -110,7 +112,9 @@ describe('a decision while no worker runs', () => {
     const began = Date.now();
     const approved = await runCli(['approve', id, 'call_q1'], remoteEnv('b'));
     const throughApiMs = Date.now() - began;
-    expect(approved.stdout).toContain('Queued as bob@example.com: approve issue_refund({"order_id":"ord_2001","amount_cents":11000,"reason":"queued one"}) [call_q1].');
+    expect(approved.stdout).toContain(
+      'Queued as bob@example.com: approve issue_refund({"order_id":"ord_2001","amount_cents":11000,"reason":"queued one"}) [call_q1].',
+    );
     expect(approved.stdout).toContain(`No worker answered for conversation ${id} within 3 s`);
 
     const direct = { TEMPORAL_ADDRESS: h.temporalAddress, DATABASE_URL: h.databaseUrl, TEMPORAL_TASK_QUEUE: h.taskQueue, AGENT_DATA_DIR: scratch };

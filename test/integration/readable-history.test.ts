@@ -37,7 +37,9 @@ describe('a history people can read', () => {
     );
     const messageId = await h.client.sendMessage(id, 'Find Ada and refund ord_1001');
     await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
-    await expect.poll(() => details(id), { timeout: 10_000 }).toMatch(/^\*\*Waiting for approval\*\* in turn 1: issue_refund \(call_refund\) since \d{4}-\d\d-\d\dT/);
+    await expect
+      .poll(() => details(id), { timeout: 10_000 })
+      .toMatch(/^\*\*Waiting for approval\*\* in turn 1: issue_refund \(call_refund\) since \d{4}-\d\d-\d\dT/);
 
     await h.client.decide(id, { decision: 'approve', toolCallId: 'call_refund', decidedBy: 'ops@example.com' });
     expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('answered');
@@ -51,13 +53,13 @@ describe('a history people can read', () => {
     // The user's message travels with the first model call, the tool results with the second; the
     // assistant's calls are stored before anyone is asked to decide on them, the answer at the turn's end.
     expect(activities).toEqual([
-      'model call 1 of turn 1 (the worker\'s default model)',
+      "model call 1 of turn 1 (the worker's default model)",
       'store message 1',
       'find_customer, call 1 of turn 1',
       "verify a decision's signature",
       'record: approve issue_refund (call_refund) by ops@example.com (unauthenticated)',
       'issue_refund, call 2 of turn 1, approved by ops@example.com (unauthenticated)',
-      'model call 2 of turn 1 (the worker\'s default model)',
+      "model call 2 of turn 1 (the worker's default model)",
       'store message 4',
     ]);
     const timers = (events ?? []).filter((e) => e.timerStartedEventAttributes).map(summaryOf);

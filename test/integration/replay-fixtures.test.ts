@@ -12,7 +12,10 @@ import { WORKFLOW_PATCHES } from '../../src/contract/patches';
 // fixture here too (a history begun before the patch).
 
 const DIR = path.join(__dirname, '..', 'fixtures', 'histories');
-const fixtures = fs.readdirSync(DIR).filter((f) => f.endsWith('.json')).sort();
+const fixtures = fs
+  .readdirSync(DIR)
+  .filter((f) => f.endsWith('.json'))
+  .sort();
 
 describe('replaying recorded histories', () => {
   it('covers the representative conversations', () => {
@@ -84,10 +87,7 @@ describe('replaying recorded histories', () => {
     });
     const failures: string[] = [];
     let replayed = 0;
-    for await (const result of Worker.runReplayHistories(
-      { workflowBundle: { codePath: inject('workflowBundlePath') } },
-      histories,
-    )) {
+    for await (const result of Worker.runReplayHistories({ workflowBundle: { codePath: inject('workflowBundlePath') } }, histories)) {
       replayed++;
       if (result.error) failures.push(`${fileOf.get(result.workflowId) ?? result.workflowId}: ${result.error.message}`);
     }

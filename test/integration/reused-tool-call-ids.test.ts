@@ -18,8 +18,7 @@ afterAll(async () => {
 });
 
 const REUSED = 'functions.issue_refund:0';
-const toolMessages = async (id: string) =>
-  (await h.client.transcript(id)).flatMap(({ seq, message: m }) => (m.role === 'tool' ? [{ seq, ...m }] : []));
+const toolMessages = async (id: string) => (await h.client.transcript(id)).flatMap(({ seq, message: m }) => (m.role === 'tool' ? [{ seq, ...m }] : []));
 
 describe('tool-call ids that providers reuse', () => {
   it('three turns whose refunds all carry the id functions.issue_refund:0 apply three refunds with three distinct results', async () => {
@@ -51,9 +50,7 @@ describe('tool-call ids that providers reuse', () => {
     const after = (await h.pool.query("SELECT refunded_cents FROM orders WHERE id = 'ord_1002'")).rows[0].refunded_cents as number;
     expect(after - before).toBe(306);
     const results = (await toolMessages(id)).map((m) => ({ callId: m.tool_call_id, ...JSON.parse(m.content) }));
-    expect(results).toEqual(
-      refunds.rows.map((r) => expect.objectContaining({ callId: REUSED, refund_id: r.id, amount_cents: r.amount_cents })),
-    );
+    expect(results).toEqual(refunds.rows.map((r) => expect.objectContaining({ callId: REUSED, refund_id: r.id, amount_cents: r.amount_cents })));
     expect(new Set(results.map((r) => r.refund_id)).size).toBe(3);
     await exportHistoryFixture(h.temporal, id, 'reused-tool-call-ids');
     h.expectOnlyValidModelRequests();

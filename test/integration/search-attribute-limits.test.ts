@@ -56,7 +56,11 @@ async function harness(options: Parameters<typeof startHarness>[0]): Promise<Har
   return h;
 }
 
-const refund = (id: string, cents: number) => ({ id, name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: cents, reason: 'arrived broken' } });
+const refund = (id: string, cents: number) => ({
+  id,
+  name: 'issue_refund',
+  arguments: { order_id: 'ord_2001', amount_cents: cents, reason: 'arrived broken' },
+});
 
 /** The first conversation visibility lists for `query`. */
 async function firstListed(h: Harness, query: string): Promise<string | undefined> {
@@ -133,10 +137,18 @@ describe('search attributes within the visibility store limits', () => {
     cleanups.push(() => worker.stop());
 
     expect(await customAttributes(namespace)).toEqual(before);
-    const offLines = worker.output().split('\n').filter((line) => line.includes(' is off: '));
+    const offLines = worker
+      .output()
+      .split('\n')
+      .filter((line) => line.includes(' is off: '));
     expect(offLines).toHaveLength(4);
     // Each names one of its types the store has no room for (the server checks them in an order of its own).
-    for (const [group, types] of [['status', 'Keyword'], ['approvals', 'Int|KeywordList|Datetime'], ['unknownEffects', 'Int'], ['usage', 'Int|Double']]) {
+    for (const [group, types] of [
+      ['status', 'Keyword'],
+      ['approvals', 'Int|KeywordList|Datetime'],
+      ['unknownEffects', 'Int'],
+      ['usage', 'Int|Double'],
+    ]) {
       expect(offLines.find((line) => line.includes(`search attribute group \\"${group}\\" is off`))).toMatch(
         new RegExp(`allows (10|3) custom search attributes of type (${types}) per namespace; namespace \\\\"${namespace}\\\\" has (10|3) already`),
       );
@@ -158,7 +170,9 @@ describe('search attributes within the visibility store limits', () => {
     const env = { TEMPORAL_ADDRESS: h.temporalAddress, TEMPORAL_NAMESPACE: namespace, DATABASE_URL: h.databaseUrl, TEMPORAL_TASK_QUEUE: h.taskQueue };
     expect((await runCli(['pending'], env)).stdout).toContain(`${id}  call_full  issue_refund({"order_id":"ord_2001","amount_cents":16000`);
     const unknownEffects = await runCli(['unknown-effects'], env).catch((err: { stderr: string }) => err);
-    expect((unknownEffects as { stderr: string }).stderr).toContain(`needs the search attribute UnknownEffects (group unknownEffects), which namespace "${namespace}" does not have`);
+    expect((unknownEffects as { stderr: string }).stderr).toContain(
+      `needs the search attribute UnknownEffects (group unknownEffects), which namespace "${namespace}" does not have`,
+    );
 
     await h.client.decide(id, { decision: 'approve', callKey: waiting.callKey, decidedBy: 'ops' });
     expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('answered');
@@ -194,7 +208,9 @@ describe('search attributes within the visibility store limits', () => {
     expect(failure).toBeInstanceOf(SearchAttributeLimitError);
     const message = (failure as Error).message;
     expect(message).toContain(`Namespace "${namespace}" cannot take the search attribute group "usage": it needs AgentTokens (Int), AgentCostUsd (Double)`);
-    expect(message).toContain(`allows 3 custom search attributes of type Int per namespace; namespace "${namespace}" has 3 already (Team_int_1, Team_int_2, Team_int_3)`);
+    expect(message).toContain(
+      `allows 3 custom search attributes of type Int per namespace; namespace "${namespace}" has 3 already (Team_int_1, Team_int_2, Team_int_3)`,
+    );
     expect(message).toContain(
       `Turn the group off (the plugin's searchAttributes.groups (AGENT_SEARCH_ATTRIBUTES for npm start): AGENT_SEARCH_ATTRIBUTES=status, groups: ['status'])`,
     );
@@ -225,7 +241,9 @@ describe('search attributes within the visibility store limits', () => {
     const state = await h.client.state(id);
     expect(state.runs).toBeGreaterThan(1);
     const namesSet = async () => (await h.temporal.workflow.getHandle(id).describe()).typedSearchAttributes.getAll().map((pair) => pair.key.name);
-    await expect.poll(namesSet, { timeout: 20_000 }).toEqual(expect.arrayContaining(['Support_AgentStatus', 'Support_PendingApprovals', 'Support_AgentTokens']));
+    await expect
+      .poll(namesSet, { timeout: 20_000 })
+      .toEqual(expect.arrayContaining(['Support_AgentStatus', 'Support_PendingApprovals', 'Support_AgentTokens']));
     expect((await namesSet()).filter((name) => !name.startsWith('Support_') && !name.startsWith('Build') && !name.startsWith('Temporal'))).toEqual([]);
     h.expectOnlyValidModelRequests();
   });

@@ -63,9 +63,7 @@ describe('a Temporal server restart', () => {
     await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
 
     await restartServer();
-    await expect
-      .poll(async () => (await h.client.state(id).catch(() => undefined))?.pendingApprovals.length, { timeout: 60_000, interval: 500 })
-      .toBe(1);
+    await expect.poll(async () => (await h.client.state(id).catch(() => undefined))?.pendingApprovals.length, { timeout: 60_000, interval: 500 }).toBe(1);
     await h.client.decide(id, { decision: 'approve', decidedBy: 'ops' });
     const turn = await h.client.waitForTurn(id, messageId, 60_000);
     expect(turn.outcome).toBe('answered');

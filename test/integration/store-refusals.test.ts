@@ -29,7 +29,9 @@ beforeAll(async () => {
   h = await startHarness({ tools: [...backofficeTools(), labelMaker] });
   await h.pool.query(`ALTER TABLE durable_agent.conversation_messages ADD CONSTRAINT test_refuse_message CHECK (message::text NOT LIKE '%REFUSED-MESSAGE%')`);
   await h.pool.query(`ALTER TABLE durable_agent.tool_results ADD CONSTRAINT test_refuse_result CHECK (content NOT LIKE 'REFUSED-RESULT%')`);
-  await h.pool.query(`ALTER TABLE durable_agent.approval_decisions ADD CONSTRAINT test_refuse_reason CHECK (reason IS NULL OR reason NOT LIKE '%REFUSED-REASON%')`);
+  await h.pool.query(
+    `ALTER TABLE durable_agent.approval_decisions ADD CONSTRAINT test_refuse_reason CHECK (reason IS NULL OR reason NOT LIKE '%REFUSED-REASON%')`,
+  );
   await h.pool.query(`ALTER TABLE durable_agent.conversation_messages ADD CONSTRAINT test_refuse_all CHECK (conversation_id NOT LIKE 'doomed-%')`);
 });
 afterAll(async () => {
@@ -45,16 +47,20 @@ async function activityFailures(id: string, type: string): Promise<{ attempt: nu
   for (const event of history.events ?? []) {
     const id = String(event.eventId);
     if (event.activityTaskScheduledEventAttributes) scheduled.set(id, event.activityTaskScheduledEventAttributes.activityType?.name ?? '');
-    if (event.activityTaskStartedEventAttributes) started.set(String(event.activityTaskStartedEventAttributes.scheduledEventId), event.activityTaskStartedEventAttributes.attempt ?? 0);
+    if (event.activityTaskStartedEventAttributes)
+      started.set(String(event.activityTaskStartedEventAttributes.scheduledEventId), event.activityTaskStartedEventAttributes.attempt ?? 0);
     const failed = event.activityTaskFailedEventAttributes;
     if (failed && scheduled.get(String(failed.scheduledEventId)) === type) {
       const info = failed.failure?.applicationFailureInfo;
-      failures.push({ attempt: started.get(String(failed.scheduledEventId)) ?? 0, failureType: info?.type ?? undefined, nonRetryable: info?.nonRetryable === true });
+      failures.push({
+        attempt: started.get(String(failed.scheduledEventId)) ?? 0,
+        failureType: info?.type ?? undefined,
+        nonRetryable: info?.nonRetryable === true,
+      });
     }
   }
   return failures;
 }
-
 
 describe('values PostgreSQL refuses', () => {
   it('a message it refuses is stored as a note in its place at once, the model answers, and lastError says which seq', async () => {
@@ -65,7 +71,9 @@ describe('values PostgreSQL refuses', () => {
     expect(answer).toBe('Noted.');
     const stored = await h.client.transcript(id);
     expect(stored.map((m) => m.message.role)).toEqual(['user', 'assistant']);
-    expect(stored[0].message.content).toMatch(/^\[This message could not be stored, so its text is lost: PostgreSQL refused to store message 0 of conversation .*test_refuse_message/);
+    expect(stored[0].message.content).toMatch(
+      /^\[This message could not be stored, so its text is lost: PostgreSQL refused to store message 0 of conversation .*test_refuse_message/,
+    );
     const state = await h.client.state(id);
     expect(state.lastError).toMatch(/^PostgreSQL refused to store message 0, stored a note in their place: .*test_refuse_message/);
     // The model call that carried the write failed once, not retried; the one after the note answered.
@@ -83,7 +91,10 @@ describe('values PostgreSQL refuses', () => {
 
   it('a tool result it refuses settles a tool that is not idempotent as effect_unknown, and the turn answers', async () => {
     const id = h.newConversationId('refused-result');
-    h.model.enqueue({ toolCalls: [{ id: 'call_label', name: 'print_label', arguments: { order_id: 'ord_1001' } }] }, { content: 'I could not confirm the label.' });
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_label', name: 'print_label', arguments: { order_id: 'ord_1001' } }] },
+      { content: 'I could not confirm the label.' },
+    );
     const { turn } = await h.client.ask(id, 'print a label for ord_1001');
     expect(turn.outcome).toBe('answered');
     const result = (await h.client.transcript(id)).find((m) => m.message.role === 'tool')?.message;
@@ -106,19 +117,27 @@ describe('values PostgreSQL refuses', () => {
     await expect.poll(async () => (await h.client.state(id)).recentTurns.length, { timeout: 15_000 }).toBe(1);
     const state = await h.client.state(id);
     expect(state.recentTurns[0].outcome).toBe('answered');
-    expect(state.lastError).toMatch(/^PostgreSQL refused the record of decision .* \(reject call_big\); it applied, only its record is missing: .*test_refuse_reason/);
+    expect(state.lastError).toMatch(
+      /^PostgreSQL refused the record of decision .* \(reject call_big\); it applied, only its record is missing: .*test_refuse_reason/,
+    );
     const rejected = (await h.client.transcript(id)).find((m) => m.message.role === 'tool')?.message as { content: string };
     expect(JSON.parse(rejected.content)).toMatchObject({ kind: 'rejected', reason: 'REFUSED-REASON: too much' });
-    expect(await activityFailures(id, 'durableAgent.recordDecision')).toEqual([{ attempt: 1, failureType: ActivityErrorType.StoreRefused, nonRetryable: true }]);
+    expect(await activityFailures(id, 'durableAgent.recordDecision')).toEqual([
+      { attempt: 1, failureType: ActivityErrorType.StoreRefused, nonRetryable: true },
+    ]);
     await expectAnswersNextMessage(h, id);
     h.expectOnlyValidModelRequests();
   });
 
   it('an assistant message it refuses before a wait for a person gets its note, and the call is listed and decided as usual', async () => {
     const id = h.newConversationId('refused-ask');
-    h.model.enqueue({ toolCalls: [{ id: 'call_big', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 15000, reason: 'REFUSED-MESSAGE' } }] });
+    h.model.enqueue({
+      toolCalls: [{ id: 'call_big', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 15000, reason: 'REFUSED-MESSAGE' } }],
+    });
     const messageId = await h.client.sendMessage(id, 'refund 150 on ord_2001');
-    await expect.poll(async () => (await h.client.pendingApprovals({ conversationId: id })).map((a) => a.toolCallId), { timeout: 15_000 }).toEqual(['call_big']);
+    await expect
+      .poll(async () => (await h.client.pendingApprovals({ conversationId: id })).map((a) => a.toolCallId), { timeout: 15_000 })
+      .toEqual(['call_big']);
     const asked = (await h.client.transcript(id))[1].message as { content: string; tool_calls: { id: string }[] };
     expect(asked.content).toMatch(/^\[This message could not be stored/);
     expect(asked.tool_calls.map((c) => c.id)).toEqual(['call_big']);
@@ -138,7 +157,9 @@ describe('values PostgreSQL refuses', () => {
     expect(turn.error).toContain('PostgreSQL holds 0 messages through seq 0, expected 1');
     const state = await h.client.state(id);
     expect(state.status).toBe('failed');
-    expect(state.lastError).toMatch(/PostgreSQL holds 0 messages through seq 0, expected 1.* Before that: PostgreSQL refused to store message 0 and the notes in their place .*test_refuse_all/);
+    expect(state.lastError).toMatch(
+      /PostgreSQL holds 0 messages through seq 0, expected 1.* Before that: PostgreSQL refused to store message 0 and the notes in their place .*test_refuse_all/,
+    );
     expect(h.requestsFor(id)).toEqual([]);
   });
 });

@@ -19,8 +19,7 @@ const input = { model: { streamIdleMs: 1_500 } };
 const roles = async (id: string) => (await h.client.transcript(id)).map((m) => m.message.role);
 const toolContents = async (id: string) =>
   (await h.client.transcript(id)).flatMap((m) => (m.message.role === 'tool' ? [[m.message.tool_call_id, m.message.content]] : []));
-const refundRows = async (orderId: string) =>
-  (await h.pool.query('SELECT count(*)::int AS n FROM refunds WHERE order_id = $1', [orderId])).rows[0].n as number;
+const refundRows = async (orderId: string) => (await h.pool.query('SELECT count(*)::int AS n FROM refunds WHERE order_id = $1', [orderId])).rows[0].n as number;
 
 describe('streamed model calls', () => {
   it('assembles parallel tool calls from fragments with repeated empty ids and names, runs both tools and finishes', async () => {
@@ -190,10 +189,7 @@ describe('DeepSeek thinking mode', () => {
     const stored = (await deepseek.client.transcript(id)).map((m) => m.message);
     expect(stored[1]).toMatchObject({ role: 'assistant', reasoning_content: 'The user wants Ada; look her up first.' });
     const third = deepseek.requestsFor('Think about Ada')[2].messages as (Wire & { reasoning_content?: string })[];
-    expect(third.filter((m) => m.role === 'assistant').map((m) => m.reasoning_content)).toEqual([
-      'The user wants Ada; look her up first.',
-      'Now her orders.',
-    ]);
+    expect(third.filter((m) => m.role === 'assistant').map((m) => m.reasoning_content)).toEqual(['The user wants Ada; look her up first.', 'Now her orders.']);
     expect(deepseek.model.requests.filter((r) => JSON.stringify(r.body).includes('Think about Ada'))).toHaveLength(3);
     deepseek.expectOnlyValidModelRequests();
   });

@@ -61,7 +61,9 @@ describe('a Temporal cluster that requires mutual TLS', () => {
     const error = await startWorkerProcess({ ...h.workerEnv(), ...tlsEnv({ cert: certs.rogueCert, key: certs.rogueKey }) }).catch((err: Error) => err);
     expect(error).toBeInstanceOf(Error);
     const message = (error as Error).message;
-    expect(message).toContain(`The worker cannot start: Could not connect to Temporal at 127.0.0.1:${proxy.port} over TLS with a client certificate (profile "default")`);
+    expect(message).toContain(
+      `The worker cannot start: Could not connect to Temporal at 127.0.0.1:${proxy.port} over TLS with a client certificate (profile "default")`,
+    );
     expect(message).toContain('check that TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH');
   });
 
@@ -75,7 +77,11 @@ describe('a Temporal cluster that requires mutual TLS', () => {
 
 describe("Temporal's environment configuration", () => {
   it('passes an API key to the connection options and turns TLS on, as Temporal Cloud needs', () => {
-    const settings = loadTemporalConnection({ TEMPORAL_ADDRESS: 'my-ns.a1b2c.tmprl.cloud:7233', TEMPORAL_NAMESPACE: 'my-ns.a1b2c', TEMPORAL_API_KEY: 'key-123' });
+    const settings = loadTemporalConnection({
+      TEMPORAL_ADDRESS: 'my-ns.a1b2c.tmprl.cloud:7233',
+      TEMPORAL_NAMESPACE: 'my-ns.a1b2c',
+      TEMPORAL_API_KEY: 'key-123',
+    });
     expect(settings).toMatchObject({ address: 'my-ns.a1b2c.tmprl.cloud:7233', namespace: 'my-ns.a1b2c', apiKey: 'key-123', tls: true });
   });
 
@@ -83,7 +89,16 @@ describe("Temporal's environment configuration", () => {
     const file = path.join(certs.dir, 'temporal.toml');
     fs.writeFileSync(
       file,
-      ['[profile.prod]', 'address = "prod.example.com:7233"', 'namespace = "backoffice"', '', '[profile.prod.tls]', `client_cert_path = "${certs.clientCert}"`, `client_key_path = "${certs.clientKey}"`, ''].join('\n'),
+      [
+        '[profile.prod]',
+        'address = "prod.example.com:7233"',
+        'namespace = "backoffice"',
+        '',
+        '[profile.prod.tls]',
+        `client_cert_path = "${certs.clientCert}"`,
+        `client_key_path = "${certs.clientKey}"`,
+        '',
+      ].join('\n'),
     );
     const settings = loadTemporalConnection({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'prod' });
     expect(settings).toMatchObject({ address: 'prod.example.com:7233', namespace: 'backoffice', profile: 'prod' });

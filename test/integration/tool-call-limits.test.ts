@@ -45,7 +45,12 @@ describe('limits on what a model and a caller may ask for', () => {
     const error = await h.client.sendMessage(id, 'Hello', { input: { maxSteps: 10_000 } }).catch((err: unknown) => err);
     expect(error).toBeInstanceOf(InvalidConversationInputError);
     expect((error as Error).message).toContain('maxSteps must be at most 100, got 10000');
-    expect(await h.temporal.workflow.getHandle(id).describe().catch(() => 'not started')).toBe('not started');
+    expect(
+      await h.temporal.workflow
+        .getHandle(id)
+        .describe()
+        .catch(() => 'not started'),
+    ).toBe('not started');
   });
 
   it('a conversation started around the client with maxSteps above the limit fails at once with the same message', async () => {
@@ -57,7 +62,10 @@ describe('limits on what a model and a caller may ask for', () => {
       signal: userMessageSignal,
       signalArgs: [{ text: 'Hello' }],
     });
-    const failure = await h.temporal.workflow.getHandle(id).result().catch((err: Error & { cause?: Error }) => err.cause?.message);
+    const failure = await h.temporal.workflow
+      .getHandle(id)
+      .result()
+      .catch((err: Error & { cause?: Error }) => err.cause?.message);
     expect(failure).toContain('Invalid conversation input: maxSteps must be at most 100, got 10000');
     expect(h.model.requests.filter((r) => JSON.stringify(r.body).includes(id))).toEqual([]);
   });

@@ -80,7 +80,9 @@ describe('traces', () => {
     await agent.temporal.workflow.getHandle(id).result();
     const ours = () => exporter.getFinishedSpans().filter((s) => s.attributes['agent.conversation_id'] === id);
     await expect.poll(() => ours().length, { timeout: 10_000 }).toBe(3);
-    await expect.poll(() => exporter.getFinishedSpans().filter((s) => s.name === 'RunWorkflow:agentConversation').length, { timeout: 10_000 }).toBeGreaterThan(0);
+    await expect
+      .poll(() => exporter.getFinishedSpans().filter((s) => s.name === 'RunWorkflow:agentConversation').length, { timeout: 10_000 })
+      .toBeGreaterThan(0);
     const spans = exporter.getFinishedSpans();
     const models = ours().filter((s) => s.name === 'model call');
     const tools = ours().filter((s) => s.name === 'tool run');
@@ -92,7 +94,12 @@ describe('traces', () => {
       expect(ancestry(span, spans).slice(0, 2)).toEqual(['model call', 'RunActivity:durableAgent.callModel']);
     }
     expect(models.map((s) => s.attributes['agent.tool_calls'])).toEqual([1, 0]);
-    expect(tools[0].attributes).toMatchObject({ 'agent.tool': 'issue_refund', 'agent.tool_call_id': 'call_t1', 'agent.outcome': 'ok', 'agent.from_ledger': false });
+    expect(tools[0].attributes).toMatchObject({
+      'agent.tool': 'issue_refund',
+      'agent.tool_call_id': 'call_t1',
+      'agent.outcome': 'ok',
+      'agent.from_ledger': false,
+    });
     expect(ancestry(tools[0], spans).slice(0, 2)).toEqual(['tool run', 'RunActivity:durableAgent.runTool']);
 
     // One trace from the client's start of the conversation down to each of the agent's spans, through the workflow.
@@ -100,7 +107,11 @@ describe('traces', () => {
     expect(traceIds.size).toBe(1);
     for (const span of ours()) {
       const chain = ancestry(span, spans);
-      expect(chain.slice(2), chain.join(' < ')).toEqual([expect.stringMatching(/^StartActivity:durableAgent\./), 'RunWorkflow:agentConversation', 'SignalWithStartWorkflow:agentConversation']);
+      expect(chain.slice(2), chain.join(' < ')).toEqual([
+        expect.stringMatching(/^StartActivity:durableAgent\./),
+        'RunWorkflow:agentConversation',
+        'SignalWithStartWorkflow:agentConversation',
+      ]);
     }
   });
 });

@@ -19,7 +19,27 @@ import { startHttpMcpServer, type HttpMcpServer } from '../support/mcp-server';
 // stored exactly where it can be and with U+FFFD where it cannot; the model
 // never sees an invalid transcript; the conversation answers the next message.
 
-const HARD = ['a', 'Z', ' ', '\u0000', '\u0001', '\ud800', '\udbff', '\udc00', '\udfff', '\ud83d\ude00', '\u{1D11E}', '\ufffe', '\uffff', '\u202e', '\u202d', 'é', '"', '\\', '\n'];
+const HARD = [
+  'a',
+  'Z',
+  ' ',
+  '\u0000',
+  '\u0001',
+  '\ud800',
+  '\udbff',
+  '\udc00',
+  '\udfff',
+  '\ud83d\ude00',
+  '\u{1D11E}',
+  '\ufffe',
+  '\uffff',
+  '\u202e',
+  '\u202d',
+  'é',
+  '"',
+  '\\',
+  '\n',
+];
 const text = fc.array(fc.constantFrom(...HARD), { maxLength: 12 }).map((parts) => parts.join(''));
 
 const echo = tool({
@@ -53,7 +73,13 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-type Stored = { role: string; content: string | null; reasoning_content?: string; tool_call_id?: string; tool_calls?: { id: string; function: { arguments: string } }[] };
+type Stored = {
+  role: string;
+  content: string | null;
+  reasoning_content?: string;
+  tool_call_id?: string;
+  tool_calls?: { id: string; function: { arguments: string } }[];
+};
 
 /** A person's text: taken when storable; refused naming its first unstorable character, then sent without it. */
 async function sendAsPerson<T>(value: string, send: (value: string) => Promise<T>): Promise<{ sent: string; result: T }> {
@@ -137,6 +163,8 @@ describe('hard text through every path (property, against the real database and 
       { numRuns: 20, endOnFailure: true },
     );
     h.expectOnlyValidModelRequests();
-    console.log(`hard text property: ${runs} conversations, ${refusals} person's texts refused, ${replaced} machine texts stored with U+FFFD, ${h.model.requests.length} model requests, all valid`);
+    console.log(
+      `hard text property: ${runs} conversations, ${refusals} person's texts refused, ${replaced} machine texts stored with U+FFFD, ${h.model.requests.length} model requests, all valid`,
+    );
   });
 });

@@ -47,7 +47,6 @@ afterAll(async () => {
 type Stored = { role: string; content?: string | null; reasoning_content?: string; tool_calls?: { function: { arguments: string } }[] };
 const transcript = async (id: string) => (await h.client.transcript(id)).map((m) => m.message as Stored);
 
-
 describe('text PostgreSQL cannot store, from people', () => {
   it('the client refuses a message holding U+0000, naming the character and its offset, and sends nothing', async () => {
     const id = h.newConversationId('client-nul');
@@ -69,10 +68,12 @@ describe('text PostgreSQL cannot store, from people', () => {
       signal: userMessageSignal,
       signalArgs: [{ text: `hello${NUL}world`, messageId: 'raw-1' }],
     });
-    await expect.poll(async () => (await h.client.state(id)).lastError, { timeout: 10_000 }).toBe(
-      'Ignored a userMessage signal: "text" contains U+0000 (NUL) at offset 5 (UTF-16 code units from 0), which cannot be stored; ' +
-        'remove it (NUL characters and unpaired surrogates U+D800-U+DFFF are refused)',
-    );
+    await expect
+      .poll(async () => (await h.client.state(id)).lastError, { timeout: 10_000 })
+      .toBe(
+        'Ignored a userMessage signal: "text" contains U+0000 (NUL) at offset 5 (UTF-16 code units from 0), which cannot be stored; ' +
+          'remove it (NUL characters and unpaired surrogates U+D800-U+DFFF are refused)',
+      );
     const state = await h.client.state(id);
     expect(state.messageCount).toBe(0);
     expect(state.status).toBe('idle');
@@ -90,7 +91,9 @@ describe('text PostgreSQL cannot store, from people', () => {
     await expect.poll(async () => (await h.client.state(id)).refusedDecisions.map((r) => r.decisionId), { timeout: 10_000 }).toEqual(['d-nul']);
     expect((await h.client.state(id)).refusedDecisions[0].problem).toContain('"reason" contains U+0000 (NUL) at offset 3');
     await handle.signal(cancelTurnSignal, { reason: `stop${NUL}` });
-    await expect.poll(async () => (await h.client.state(id)).lastError, { timeout: 10_000 }).toContain('Ignored a cancelTurn signal: "reason" contains U+0000 (NUL) at offset 4');
+    await expect
+      .poll(async () => (await h.client.state(id)).lastError, { timeout: 10_000 })
+      .toContain('Ignored a cancelTurn signal: "reason" contains U+0000 (NUL) at offset 4');
     const state = await h.client.state(id);
     expect(state.status).toBe('awaiting_approval');
     expect(state.pendingApprovals.map((p) => p.toolCallId)).toEqual(['call_big']);
@@ -110,7 +113,7 @@ describe('text PostgreSQL cannot store, from people', () => {
 });
 
 describe('text PostgreSQL cannot store, from tools, models and MCP servers', () => {
-  it("a tool result holding U+0000 and an unpaired surrogate is stored with U+FFFD, the model reads it, and the turn answers", async () => {
+  it('a tool result holding U+0000 and an unpaired surrogate is stored with U+FFFD, the model reads it, and the turn answers', async () => {
     const id = h.newConversationId('tool-nul');
     h.model.enqueue({ toolCalls: [{ id: 'call_label', name: 'read_label', arguments: { label: 'box 7' } }] }, { content: 'The label is read.' });
     const { turn, answer } = await h.client.ask(id, 'read the label of box 7');

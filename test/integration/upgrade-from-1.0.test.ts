@@ -16,7 +16,9 @@ const ROOT = path.join(__dirname, '..', '..');
 /** The commit that made the package 1.0.0 (the release every later workflow must keep running). */
 function releaseCommit(): string {
   // Along the first parents, merges diffed against theirs: the release may have landed in a merge.
-  const found = execFileSync('git', ['-C', ROOT, 'log', '--reverse', '--first-parent', '-m', '--format=%H', '-S', '"version": "1.0.0"', '--', 'package.json'], { encoding: 'utf8' })
+  const found = execFileSync('git', ['-C', ROOT, 'log', '--reverse', '--first-parent', '-m', '--format=%H', '-S', '"version": "1.0.0"', '--', 'package.json'], {
+    encoding: 'utf8',
+  })
     .trim()
     .split('\n')[0];
   if (!found) throw new Error('No commit in this checkout made package.json 1.0.0 (a shallow clone? Run "git fetch --unshallow").');

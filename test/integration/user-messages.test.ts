@@ -49,9 +49,7 @@ describe('user messages arrive as signals', () => {
 describe('start options', () => {
   it('invalid start options are refused by the client, naming each field, and nothing is started', async () => {
     const id = h.newConversationId();
-    const error = await h.client
-      .sendMessage(id, 'Hello', { input: { maxSteps: 0, tools: 'find_customer' as unknown as string[] } })
-      .catch((err: Error) => err);
+    const error = await h.client.sendMessage(id, 'Hello', { input: { maxSteps: 0, tools: 'find_customer' as unknown as string[] } }).catch((err: Error) => err);
     expect(error).toBeInstanceOf(InvalidConversationInputError);
     expect((error as Error).message).toContain('maxSteps must be a positive integer, got 0');
     expect((error as Error).message).toContain('tools must be a list of tool names');

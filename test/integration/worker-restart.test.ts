@@ -19,10 +19,7 @@ describe('worker process restarts', () => {
   it('the worker process is stopped and started between two turns and the conversation carries on', async () => {
     const id = h.newConversationId();
     current = await startWorkerProcess(workerEnv());
-    h.model.enqueue(
-      { toolCalls: [{ id: 'call_find_alan', name: 'find_customer', arguments: { query: 'Alan' } }] },
-      { content: 'Alan Turing is a customer.' },
-    );
+    h.model.enqueue({ toolCalls: [{ id: 'call_find_alan', name: 'find_customer', arguments: { query: 'Alan' } }] }, { content: 'Alan Turing is a customer.' });
     const first = await h.client.ask(id, 'Is Alan a customer?');
     expect(first.answer).toBe('Alan Turing is a customer.');
 

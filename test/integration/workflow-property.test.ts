@@ -173,8 +173,7 @@ describe('the real workflow under random conversations (property, bounded sample
     );
     h.expectOnlyValidModelRequests();
     console.log(
-      `workflow property: ${played} conversations, ${turns} turns, ${h.model.requests.length} model requests, ` +
-        `${h.model.invalidRequests().length} invalid`,
+      `workflow property: ${played} conversations, ${turns} turns, ${h.model.requests.length} model requests, ` + `${h.model.invalidRequests().length} invalid`,
     );
   });
 });

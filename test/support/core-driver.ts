@@ -394,9 +394,10 @@ export class CoreDriver {
 export const STORE_REFUSAL = 'a CHECK constraint refused it';
 
 /** An assistant message asking for these calls, and a plan for each. */
-export function assistantWithCalls(
-  calls: { id: string; name?: string; needsApproval?: boolean; idempotent?: boolean; problem?: ToolCallPlan['problem'] }[],
-): { message: Extract<ChatMessage, { role: 'assistant' }>; plans: ToolCallPlan[] } {
+export function assistantWithCalls(calls: { id: string; name?: string; needsApproval?: boolean; idempotent?: boolean; problem?: ToolCallPlan['problem'] }[]): {
+  message: Extract<ChatMessage, { role: 'assistant' }>;
+  plans: ToolCallPlan[];
+} {
   return {
     message: {
       role: 'assistant',

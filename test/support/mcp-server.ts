@@ -69,14 +69,21 @@ export function buildTestMcpServer(name: string, logFile: string, options: TestM
     { name, version: '1.0.0' },
     options.effects ? { capabilities: { experimental: { [MCP_EFFECT_KEY_CAPABILITY]: {} } } } : undefined,
   );
-  const log = (record: Omit<McpCallRecord, 'pid' | 'server'>) => fs.appendFileSync(logFile, `${JSON.stringify({ ...record, pid: process.pid, server: name })}\n`);
-  const effectKeyOf = (meta: Record<string, unknown> | undefined) => (typeof meta?.[MCP_EFFECT_KEY_META] === 'string' ? (meta[MCP_EFFECT_KEY_META] as string) : undefined);
+  const log = (record: Omit<McpCallRecord, 'pid' | 'server'>) =>
+    fs.appendFileSync(logFile, `${JSON.stringify({ ...record, pid: process.pid, server: name })}\n`);
+  const effectKeyOf = (meta: Record<string, unknown> | undefined) =>
+    typeof meta?.[MCP_EFFECT_KEY_META] === 'string' ? (meta[MCP_EFFECT_KEY_META] as string) : undefined;
 
   server.registerTool(
     'lookup_order',
     {
       description: "Looks up an order's status by its id.",
-      inputSchema: { order_id: z.string().regex(/^ord_\w+$/).describe('The order id, e.g. ord_1001') },
+      inputSchema: {
+        order_id: z
+          .string()
+          .regex(/^ord_\w+$/)
+          .describe('The order id, e.g. ord_1001'),
+      },
       annotations: { readOnlyHint: true },
     },
     async (args, extra) => {
@@ -95,7 +102,11 @@ export function buildTestMcpServer(name: string, logFile: string, options: TestM
     'cancel_order',
     {
       description: 'Cancels an order. Cannot be undone.',
-      inputSchema: { order_id: z.string(), reason: z.string(), seconds: z.number().min(0).max(600).optional().describe('How long the cancellation takes (tests)') },
+      inputSchema: {
+        order_id: z.string(),
+        reason: z.string(),
+        seconds: z.number().min(0).max(600).optional().describe('How long the cancellation takes (tests)'),
+      },
       annotations: { destructiveHint: true, idempotentHint: false },
     },
     async (args, extra) => {

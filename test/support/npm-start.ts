@@ -75,7 +75,8 @@ export const alive = (pid: number): boolean => {
  */
 export async function stopWithSigterm(child: ChildProcess): Promise<{ code: number | null; started: number[]; leftBehind: string[] }> {
   const started = descendants(child.pid!);
-  const exited = child.exitCode !== null ? Promise.resolve(child.exitCode) : new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const exited =
+    child.exitCode !== null ? Promise.resolve(child.exitCode) : new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   child.kill('SIGTERM');
   const code = await exited;
   const deadline = Date.now() + 10_000;

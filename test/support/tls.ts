@@ -31,7 +31,23 @@ export function makeCertificates(): TestCertificates {
     key(`${name}.key`);
     openssl('req', '-new', '-key', at(`${name}.key`), '-out', at(`${name}.csr`), '-subj', `/CN=${cn}`);
     fs.writeFileSync(at(`${name}.ext`), ext);
-    openssl('x509', '-req', '-in', at(`${name}.csr`), '-CA', at(`${by}.pem`), '-CAkey', at(`${by}.key`), '-CAcreateserial', '-out', at(`${name}.pem`), '-days', '2', '-extfile', at(`${name}.ext`));
+    openssl(
+      'x509',
+      '-req',
+      '-in',
+      at(`${name}.csr`),
+      '-CA',
+      at(`${by}.pem`),
+      '-CAkey',
+      at(`${by}.key`),
+      '-CAcreateserial',
+      '-out',
+      at(`${name}.pem`),
+      '-days',
+      '2',
+      '-extfile',
+      at(`${name}.ext`),
+    );
   };
   ca('ca', 'agent test CA');
   ca('rogue-ca', 'some other CA');

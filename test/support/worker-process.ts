@@ -39,7 +39,15 @@ export async function startWorkerProcess(env: Record<string, string>, readyTimeo
     cwd: root,
     // The API on a free port: tests run many workers at once, and none may take another's. Decisions
     // in these tests come from the test's client, unsigned (signed ones: test/integration/http-api.test.ts).
-    env: { ...process.env, AGENT_DATA_DIR: dataDir, LOG_LEVEL: 'warn', AGENT_API_PORT: '0', AGENT_METRICS_ADDRESS: 'off', AGENT_REQUIRE_SIGNED_DECISIONS: 'false', ...env },
+    env: {
+      ...process.env,
+      AGENT_DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      AGENT_API_PORT: '0',
+      AGENT_METRICS_ADDRESS: 'off',
+      AGENT_REQUIRE_SIGNED_DECISIONS: 'false',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -16,7 +16,12 @@ import type { RuntimeInfo } from '../../src/app/services';
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cli-running-api-'));
 afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
-const TEAM = { TEMPORAL_ADDRESS: 'temporal.team.example:7233', DATABASE_URL: 'postgres://u:p@db.team.example:5432/agent', TEMPORAL_TASK_QUEUE: 'billing', AGENT_DATA_DIR: dataDir };
+const TEAM = {
+  TEMPORAL_ADDRESS: 'temporal.team.example:7233',
+  DATABASE_URL: 'postgres://u:p@db.team.example:5432/agent',
+  TEMPORAL_TASK_QUEUE: 'billing',
+  AGENT_DATA_DIR: dataDir,
+};
 const tokensFile = path.join(dataDir, 'api-tokens.json');
 const ON_TEAM_CLUSTER: RuntimeInfo = {
   temporalAddress: 'temporal.team.example:7233',
@@ -28,7 +33,12 @@ const ON_TEAM_CLUSTER: RuntimeInfo = {
   developmentTokensFile: tokensFile,
   pid: 4242,
 };
-const EMBEDDED: RuntimeInfo = { ...ON_TEAM_CLUSTER, temporalAddress: '127.0.0.1:7233', databaseUrl: 'postgres://postgres:pw@127.0.0.1:5999/agent', taskQueue: 'agent' };
+const EMBEDDED: RuntimeInfo = {
+  ...ON_TEAM_CLUSTER,
+  temporalAddress: '127.0.0.1:7233',
+  databaseUrl: 'postgres://postgres:pw@127.0.0.1:5999/agent',
+  taskQueue: 'agent',
+};
 const find = (env: Record<string, string>, runtime: RuntimeInfo | undefined) => findRunningApi(loadConfig(env), env, runtime);
 
 const APPROVER_TOKEN = 'a'.repeat(43);
@@ -53,7 +63,11 @@ describe('the API the CLI decides through', () => {
   });
 
   it('is not the API of an npm start serving another address, namespace or task queue', () => {
-    const others: Record<string, string>[] = [{ TEMPORAL_ADDRESS: 'temporal.other.example:7233' }, { TEMPORAL_NAMESPACE: 'payments' }, { TEMPORAL_TASK_QUEUE: 'refunds' }];
+    const others: Record<string, string>[] = [
+      { TEMPORAL_ADDRESS: 'temporal.other.example:7233' },
+      { TEMPORAL_NAMESPACE: 'payments' },
+      { TEMPORAL_TASK_QUEUE: 'refunds' },
+    ];
     for (const other of others) {
       const env = { ...TEAM, ...other };
       const running = find(env, ON_TEAM_CLUSTER);

@@ -42,7 +42,13 @@ describe('the CLI target', () => {
 
   it("uses the environment's server with its own namespace and task queue (defaults when unset), not the runtime file's", () => {
     const target = resolve({ TEMPORAL_ADDRESS: 'temporal.example:7233', DATABASE_URL: 'postgres://u:p@db:5432/agent' }, RUNNING);
-    expect(target).toMatchObject({ temporalAddress: 'temporal.example:7233', namespace: 'default', taskQueue: 'agent', schema: 'durable_agent', embedded: false });
+    expect(target).toMatchObject({
+      temporalAddress: 'temporal.example:7233',
+      namespace: 'default',
+      taskQueue: 'agent',
+      schema: 'durable_agent',
+      embedded: false,
+    });
   });
 
   it('says how to start a worker when neither the environment nor a running npm start says where the servers are', () => {

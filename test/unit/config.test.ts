@@ -34,7 +34,8 @@ describe('configuration from the environment', () => {
     expect(loadConfig({ TEMPORAL_UI_PORT: '9233' }).api.codecCorsOrigins).toEqual(['http://127.0.0.1:9233', 'http://localhost:9233']);
     expect(loadConfig({ TEMPORAL_ADDRESS: 'temporal.example.com:7233' }).api.codecCorsOrigins).toEqual([]);
     expect(
-      loadConfig({ TEMPORAL_ADDRESS: 'temporal.example.com:7233', AGENT_CODEC_CORS_ORIGINS: 'https://temporal-ui.example.com, http://127.0.0.1:8080' }).api.codecCorsOrigins,
+      loadConfig({ TEMPORAL_ADDRESS: 'temporal.example.com:7233', AGENT_CODEC_CORS_ORIGINS: 'https://temporal-ui.example.com, http://127.0.0.1:8080' }).api
+        .codecCorsOrigins,
     ).toEqual(['https://temporal-ui.example.com', 'http://127.0.0.1:8080']);
     expect(() => loadConfig({ AGENT_CODEC_CORS_ORIGINS: 'https://temporal-ui.example.com/namespaces' })).toThrow(
       /AGENT_CODEC_CORS_ORIGINS: must be origins separated by commas, each scheme:\/\/host\[:port\] with no path/,
@@ -42,7 +43,8 @@ describe('configuration from the environment', () => {
   });
 
   it('reads MCP servers as JSON with ${NAME} taken from the environment, and refuses a bad server or a missing variable, saying which', () => {
-    const servers = '{"crm": {"url": "https://crm.example.com/mcp", "headers": {"Authorization": "Bearer ${CRM_TOKEN}"}}, "files": {"command": "node", "args": ["files-mcp.js"]}}';
+    const servers =
+      '{"crm": {"url": "https://crm.example.com/mcp", "headers": {"Authorization": "Bearer ${CRM_TOKEN}"}}, "files": {"command": "node", "args": ["files-mcp.js"]}}';
     expect(loadConfig({ AGENT_MCP_SERVERS: servers, CRM_TOKEN: 'secret-1' }).mcpServers).toEqual({
       crm: { url: 'https://crm.example.com/mcp', headers: { Authorization: 'Bearer secret-1' } },
       files: { command: 'node', args: ['files-mcp.js'] },
@@ -52,9 +54,13 @@ describe('configuration from the environment', () => {
     expect(() => loadConfig({ AGENT_MCP_SERVERS: '{"crm": {"url": "https://crm.example.com/mcp", "command": "node"}}' })).toThrow(
       /AGENT_MCP_SERVERS: the value: server "crm" needs exactly one of "command" \(a program the worker starts\) and "url"/,
     );
-    expect(() => loadConfig({ AGENT_MCP_SERVERS: '{"crm_tools": {"url": "https://crm.example.com/mcp"}}' })).toThrow(/server "crm_tools": a name is 1-24 letters, digits or "-"/);
+    expect(() => loadConfig({ AGENT_MCP_SERVERS: '{"crm_tools": {"url": "https://crm.example.com/mcp"}}' })).toThrow(
+      /server "crm_tools": a name is 1-24 letters, digits or "-"/,
+    );
     expect(() => loadConfig({ AGENT_MCP_SERVERS: 'crm=https://x' })).toThrow(/AGENT_MCP_SERVERS: must be JSON such as/);
-    expect(loadConfig({ AGENT_MCP_SERVERS: '{"crm": {"url": "https://crm.example.com/mcp", "reconnect": {"attempts": 2, "delayMs": 100}}}' }).mcpServers).toEqual({
+    expect(
+      loadConfig({ AGENT_MCP_SERVERS: '{"crm": {"url": "https://crm.example.com/mcp", "reconnect": {"attempts": 2, "delayMs": 100}}}' }).mcpServers,
+    ).toEqual({
       crm: { url: 'https://crm.example.com/mcp', reconnect: { attempts: 2, delayMs: 100 } },
     });
     expect(() => loadConfig({ AGENT_MCP_SERVERS: '{"crm": {"url": "https://crm.example.com/mcp", "reconnect": {"attempts": 0, "delayMs": -1}}}' })).toThrow(
@@ -65,7 +71,9 @@ describe('configuration from the environment', () => {
   it('reads model prices as JSON and refuses a table that is not one, with an example', () => {
     expect(loadConfig({ AGENT_MODEL_PRICES: '{"gpt-4.1": {"input": 2, "output": 8}}' }).openai.prices).toEqual({ 'gpt-4.1': { input: 2, output: 8 } });
     expect(loadConfig({}).openai.prices).toBeUndefined();
-    expect(() => loadConfig({ AGENT_MODEL_PRICES: 'gpt-4.1=2/8' })).toThrow(/AGENT_MODEL_PRICES: must be JSON such as \{"gpt-4\.1": \{"input": 2, "output": 8\}\}/);
+    expect(() => loadConfig({ AGENT_MODEL_PRICES: 'gpt-4.1=2/8' })).toThrow(
+      /AGENT_MODEL_PRICES: must be JSON such as \{"gpt-4\.1": \{"input": 2, "output": 8\}\}/,
+    );
     expect(() => loadConfig({ AGENT_MODEL_PRICES: '{"gpt-4.1": {"input": 2}}' })).toThrow(
       /AGENT_MODEL_PRICES: the price of "gpt-4\.1" must have "input" and "output", numbers of dollars per million tokens/,
     );

@@ -15,7 +15,11 @@ function conversation(turns: number, resultChars: number): ChatMessage[] {
   const messages: ChatMessage[] = [{ role: 'system', content: 'You help the back office.' }];
   for (let t = 0; t < turns; t++) {
     messages.push({ role: 'user', content: `question ${t}` });
-    messages.push({ role: 'assistant', content: null, tool_calls: [{ id: `call_${t}`, type: 'function', function: { name: 'export_report', arguments: '{}' } }] });
+    messages.push({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: `call_${t}`, type: 'function', function: { name: 'export_report', arguments: '{}' } }],
+    });
     messages.push({ role: 'tool', tool_call_id: `call_${t}`, content: words(resultChars / 12, `r${t}-`).slice(0, resultChars) });
     messages.push({ role: 'assistant', content: `answer ${t}` });
   }
@@ -40,7 +44,7 @@ describe('the context budget', () => {
     expect(contextWindowOf('gpt-4o', 32_000)).toBe(32_000);
   });
 
-  it('sends a conversation that fits unchanged; counted, its estimate is the provider\'s count', () => {
+  it("sends a conversation that fits unchanged; counted, its estimate is the provider's count", () => {
     const messages = conversation(3, 2_000);
     const { messages: sent, report } = fitToContext(messages, { windowTokens: 128_000, replyTokens: 4096, alwaysCount: true });
     expect(sent).toEqual(messages);

@@ -78,7 +78,6 @@ describe('ConversationCore: turns', () => {
     ]);
     expect(d.starts.size).toBe(0);
   });
-
 });
 
 describe('ConversationCore: the inbox', () => {
@@ -89,11 +88,7 @@ describe('ConversationCore: the inbox', () => {
     d.modelAnswers(message, plans);
     d.toolReports(d.calls[0], { content: '"first done"' });
     d.userMessage({ text: 'stop, only the first', messageId: 'm-2' });
-    expect(toolMessages(d).map((m) => (m.content.startsWith('"') ? m.content : kindOf(m.content)))).toEqual([
-      '"first done"',
-      'interrupted',
-      'cancelled',
-    ]);
+    expect(toolMessages(d).map((m) => (m.content.startsWith('"') ? m.content : kindOf(m.content)))).toEqual(['"first done"', 'interrupted', 'cancelled']);
     expect(d.turns[0]).toMatchObject({ messageIds: ['m-1'], outcome: 'interrupted', error: 'a new user message interrupted the turn' });
     expect(d.stage).toBe('model'); // the new message's turn started
     expect(d.transcript().at(-1)).toEqual({ role: 'user', content: 'stop, only the first' });
@@ -190,7 +185,6 @@ describe('ConversationCore: decisions', () => {
     d.decide({ decisionId: 'd-2', decision: 'reject', toolCallId: 'call_2' });
     expect(d.published.approvals).toEqual({ tags: [], since: null });
   });
-
 });
 
 describe('ConversationCore: tokens and cost in the search attributes', () => {
@@ -244,7 +238,6 @@ describe('ConversationCore: tokens and cost in the search attributes', () => {
     d.modelAnswers(answer('second'), [], spent(2000, 200, 0.0056));
     expect(d.published.usage).toEqual({ tokens: 3300, costUsd: 0.0084 });
   });
-
 });
 
 describe('ConversationCore: outcomes of calls that did not report back', () => {
@@ -322,7 +315,6 @@ describe('ConversationCore: continue-as-new and repair', () => {
     expect(d.core.state().transcriptRepairs).toBe(1);
     expect(d.warnings).toContain('Transcript broke the pairing rules before a model call; repaired it (this is a bug)');
   });
-
 });
 
 describe('ConversationCore: sizes', () => {
@@ -361,13 +353,18 @@ describe('ConversationCore: decisions in verification', () => {
     ]);
     d.modelAnswers(message, plans);
     const sentAt = new Date(d.clock).toISOString();
-    expect(d.decide({ decisionId: 'd-1', decision: 'reject', toolCallId: 'call_a', reason: 'no', sentAt }, 'signal', { verified: false })).toEqual({ verifying: true });
+    expect(d.decide({ decisionId: 'd-1', decision: 'reject', toolCallId: 'call_a', reason: 'no', sentAt }, 'signal', { verified: false })).toEqual({
+      verifying: true,
+    });
     expect(d.core.decisionsVerifying()).toBe(true);
     d.deadlinePasses();
     // The deadline waits for the verdict: both calls still wait.
     expect(d.core.state().pendingApprovals.map((p) => p.toolCallId)).toEqual(['call_a', 'call_b']);
     expect(d.verdict()).toEqual({ applied: true, ids: ['call_a'] });
-    const results = (d.transcript().filter((m) => m.role === 'tool') as { tool_call_id: string; content: string }[]).map((m) => [m.tool_call_id, kindOf(m.content)]);
+    const results = (d.transcript().filter((m) => m.role === 'tool') as { tool_call_id: string; content: string }[]).map((m) => [
+      m.tool_call_id,
+      kindOf(m.content),
+    ]);
     expect(results).toEqual([
       ['call_a', 'rejected'],
       ['call_b', 'approval_timeout'],
@@ -394,7 +391,9 @@ describe('ConversationCore: decision sizes', () => {
     d.userMessage({ text: 'refund' });
     const { message, plans } = assistantWithCalls([{ id: 'call_1', needsApproval: true }]);
     d.modelAnswers(message, plans);
-    expect(d.decide({ decisionId: 'd-1', decision: 'reject', reason: 'r'.repeat(5000) })).toEqual({ refusal: '"reason" is 5000 characters; it may have at most 4096' });
+    expect(d.decide({ decisionId: 'd-1', decision: 'reject', reason: 'r'.repeat(5000) })).toEqual({
+      refusal: '"reason" is 5000 characters; it may have at most 4096',
+    });
     expect(d.decide({ decisionId: 'd'.repeat(300), decision: 'approve' })).toEqual({ refusal: '"decisionId" is 300 characters; it may have at most 256' });
     expect(d.core.state().pendingApprovals).toHaveLength(1);
   });
@@ -411,9 +410,14 @@ describe('ConversationCore: text PostgreSQL cannot store', () => {
     d.userMessage({ text: 'refund', messageId: 'm-1' });
     const { message, plans } = assistantWithCalls([{ id: 'call_1', needsApproval: true }]);
     d.modelAnswers(message, plans);
-    expect(d.decide({ decisionId: 'd-1', decision: 'reject', reason: 'no\ud800' })).toEqual({ refusal: expect.stringContaining('"reason" contains U+D800 (an unpaired high surrogate) at offset 2') });
+    expect(d.decide({ decisionId: 'd-1', decision: 'reject', reason: 'no\ud800' })).toEqual({
+      refusal: expect.stringContaining('"reason" contains U+D800 (an unpaired high surrogate) at offset 2'),
+    });
     expect(d.core.cancelTurn({ reason: '\udc00' })).toBe(false);
-    expect(d.core.state()).toMatchObject({ status: 'awaiting_approval', lastError: expect.stringContaining('Ignored a cancelTurn signal: "reason" contains U+DC00') });
+    expect(d.core.state()).toMatchObject({
+      status: 'awaiting_approval',
+      lastError: expect.stringContaining('Ignored a cancelTurn signal: "reason" contains U+DC00'),
+    });
   });
 
   it('stores a note in place of messages PostgreSQL refused, keeping roles and call ids, and keeps lastError when the turn answers', () => {

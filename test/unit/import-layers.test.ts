@@ -45,7 +45,9 @@ function resolve(from: string, specifier: string): string {
 }
 
 function sourceFiles(dir: string): string[] {
-  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sourceFiles(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []));
+  return fs
+    .readdirSync(dir, { withFileTypes: true })
+    .flatMap((e) => (e.isDirectory() ? sourceFiles(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []));
 }
 
 const folderOf = (file: string) => {
@@ -62,7 +64,8 @@ describe('the layers of src', () => {
       for (const specifier of importsOf(file)) {
         if (!specifier.startsWith('.')) continue;
         const to = folderOf(resolve(file, specifier));
-        if (to !== from && LAYERS[to] >= LAYERS[from]) uphill.push(`${path.relative(SRC, file)} (${from}, layer ${LAYERS[from]}) imports ${specifier} (${to}, layer ${LAYERS[to]})`);
+        if (to !== from && LAYERS[to] >= LAYERS[from])
+          uphill.push(`${path.relative(SRC, file)} (${from}, layer ${LAYERS[from]}) imports ${specifier} (${to}, layer ${LAYERS[to]})`);
       }
     }
     expect(uphill).toEqual([]);

@@ -19,7 +19,7 @@ afterAll(async () => {
 const ask = (content: string) => ({ model: 'gpt-test', messages: [{ role: 'user' as const, content }] });
 
 describe('the scripted model server', () => {
-  it('answers a request over its context window with OpenAI\'s context_length_exceeded 400, and one within it normally', async () => {
+  it("answers a request over its context window with OpenAI's context_length_exceeded 400, and one within it normally", async () => {
     const long = 'order '.repeat(200);
     const tokens = countPromptTokens(ask(long));
     expect(tokens).toBeGreaterThan(100);

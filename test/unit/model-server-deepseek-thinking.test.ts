@@ -2,11 +2,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { startModelServer, type ModelServer } from '../../src/testing';
-import {
-  DEEPSEEK_TOOL_CALLS_NOT_ANSWERED_MESSAGE,
-  REASONING_CONTENT_REQUIRED_MESSAGE,
-  THINKING_TOOL_CHOICE_MESSAGE,
-} from '../../src/testing/validate';
+import { DEEPSEEK_TOOL_CALLS_NOT_ANSWERED_MESSAGE, REASONING_CONTENT_REQUIRED_MESSAGE, THINKING_TOOL_CHOICE_MESSAGE } from '../../src/testing/validate';
 
 let server: ModelServer;
 let client: OpenAI;
@@ -115,7 +111,7 @@ describe('the DeepSeek thinking-mode dialect', () => {
     await expectAccepted({ model: 'deepseek-reasoner', tools, tool_choice: 'auto', messages: [{ role: 'user', content: 'hi' }] });
   });
 
-  it('answers unanswered tool calls with DeepSeek\'s body', async () => {
+  it("answers unanswered tool calls with DeepSeek's body", async () => {
     await expectDeepSeekRejection(
       {
         model: 'deepseek-reasoner',

@@ -20,16 +20,17 @@ const call = (id: string) => ({ id, type: 'function', function: { name: 'lookup'
 
 async function rejection(messages: unknown[]): Promise<InstanceType<typeof OpenAI.BadRequestError>> {
   const before = server.requests.length;
-  const outcome = await client.chat.completions
-    .create({ model: 'deepseek-chat', messages } as never)
-    .then(() => undefined, (err: unknown) => err);
+  const outcome = await client.chat.completions.create({ model: 'deepseek-chat', messages } as never).then(
+    () => undefined,
+    (err: unknown) => err,
+  );
   expect(outcome).toBeInstanceOf(OpenAI.BadRequestError);
   expect(server.requests[before].valid).toBe(false);
   return outcome as InstanceType<typeof OpenAI.BadRequestError>;
 }
 
 describe('the DeepSeek dialect', () => {
-  it('answers unanswered tool calls with DeepSeek\'s own error body', async () => {
+  it("answers unanswered tool calls with DeepSeek's own error body", async () => {
     const err = await rejection([
       { role: 'user', content: 'Two lookups' },
       { role: 'assistant', content: null, tool_calls: [call('call_0'), call('call_1')] },

@@ -21,12 +21,10 @@ describe('starting and closing the model server', () => {
     const server = await startModelServer();
     const client = new OpenAI({ baseURL: server.url, apiKey: 'test', maxRetries: 0 });
     server.enqueue({ kind: 'hang' });
-    const pending = client.chat.completions
-      .create({ model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] })
-      .then(
-        () => undefined,
-        (err: unknown) => err,
-      );
+    const pending = client.chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     const deadline = Date.now() + 2000;
     while (server.requests[0]?.reply === undefined && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 5));

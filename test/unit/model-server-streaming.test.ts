@@ -81,9 +81,7 @@ async function rawEvents(body: Record<string, unknown>): Promise<{ text: string;
 
 /** The JSON chunks among raw SSE events (comments and `[DONE]` left out). */
 function dataChunks(events: string[]): WireChunk[] {
-  return events
-    .filter((e) => e.startsWith('data: ') && e !== 'data: [DONE]')
-    .map((e) => JSON.parse(e.slice('data: '.length)) as WireChunk);
+  return events.filter((e) => e.startsWith('data: ') && e !== 'data: [DONE]').map((e) => JSON.parse(e.slice('data: '.length)) as WireChunk);
 }
 
 /** Everything the SDK's chunk iteration delivered, accumulated the way a careful client does. */
@@ -208,7 +206,7 @@ describe('stream scripts: tool-call fragments', () => {
     for (const later of fragments.slice(1)) expect(Object.keys(later).sort()).toEqual(['function', 'index']);
   });
 
-  it('splits each tool call\'s arguments into argumentChunks fragments', async () => {
+  it("splits each tool call's arguments into argumentChunks fragments", async () => {
     server.enqueue({
       toolCalls: [
         { id: 'call_split', name: 'lookup', arguments: ARGS },
@@ -281,9 +279,7 @@ describe('stream scripts: faults', () => {
     expect(text).not.toContain('[DONE]');
     expect(text).not.toContain('"finish_reason":"');
     const last = dataChunks(events).at(-1)!;
-    expect(last.choices[0].delta.tool_calls).toEqual([
-      { index: 0, id: 'call_zero', type: 'function', function: { name: 'lookup', arguments: '' } },
-    ]);
+    expect(last.choices[0].delta.tool_calls).toEqual([{ index: 0, id: 'call_zero', type: 'function', function: { name: 'lookup', arguments: '' } }]);
   });
 
   it('stalls after stallAfterChunks data chunks until the client aborts, recording aborted and closedAt', async () => {
@@ -362,7 +358,10 @@ describe('stream scripts: faults', () => {
     expect(events[events.length - 1]).toBe('data: [DONE]');
     const chunks = dataChunks(events);
     expect(chunks.every((c) => c.choices[0].finish_reason === null)).toBe(true);
-    const joined = chunks.flatMap((c) => c.choices[0].delta.tool_calls ?? []).map((f) => f.function?.arguments ?? '').join('');
+    const joined = chunks
+      .flatMap((c) => c.choices[0].delta.tool_calls ?? [])
+      .map((f) => f.function?.arguments ?? '')
+      .join('');
     expect(joined).toBe(ARGS);
     expect(ARGS.endsWith(chunks.at(-1)!.choices[0].delta.tool_calls![0].function!.arguments!)).toBe(true);
 
@@ -392,9 +391,7 @@ describe('stream scripts: faults', () => {
 describe('finish reasons and reasoning content in streams', () => {
   it('sends finish_reason stop next to tool calls as scripted', async () => {
     server.enqueue({ toolCalls: [{ id: 'call_forced', name: 'lookup', arguments: ARGS }], finishReason: 'stop' });
-    const got = await collect(
-      await client.chat.completions.create(streamingAsk({ tool_choice: { type: 'function', function: { name: 'lookup' } } })),
-    );
+    const got = await collect(await client.chat.completions.create(streamingAsk({ tool_choice: { type: 'function', function: { name: 'lookup' } } })));
     expect(got.error).toBeUndefined();
     expect(got.finishReason).toBe('stop');
     expect(got.calls).toEqual([{ id: 'call_forced', name: 'lookup', arguments: ARGS, argumentFragments: 3 }]);
@@ -457,9 +454,7 @@ describe('finish reasons and reasoning content in streams', () => {
       expect((refused as Error).message).toBe(`400 ${REASONING_CONTENT_REQUIRED_MESSAGE}`);
 
       thinking.enqueue({ content: 'It is 4 °C in Oslo.' });
-      const answer = await deepseek.chat.completions.create(
-        followUp({ ...toolCallMessage, reasoning_content: first.reasoning.join('') }) as never,
-      );
+      const answer = await deepseek.chat.completions.create(followUp({ ...toolCallMessage, reasoning_content: first.reasoning.join('') }) as never);
       expect((answer as OpenAI.ChatCompletion).choices[0].message.content).toBe('It is 4 °C in Oslo.');
     } finally {
       await thinking.close();

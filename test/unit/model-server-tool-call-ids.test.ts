@@ -46,10 +46,7 @@ interface Call {
 }
 
 /** A non-streaming request; returns the assistant message and its tool calls. */
-async function complete(
-  client: OpenAI,
-  messages: Message[],
-): Promise<{ message: OpenAI.ChatCompletionMessage; calls: Call[] }> {
+async function complete(client: OpenAI, messages: Message[]): Promise<{ message: OpenAI.ChatCompletionMessage; calls: Call[] }> {
   const completion = await client.chat.completions.create({ model: 'gpt-test', messages, tools });
   const message = completion.choices[0].message;
   const calls = (message.tool_calls ?? []).map((call) => {
@@ -244,7 +241,7 @@ describe('tool call ids: duplicated', () => {
     expect(second[0].id).not.toBe(first[0].id);
   });
 
-  it("still rejects a transcript answering two calls that share one id with the 400 \"Duplicate value for 'tool_call_id'\"", async () => {
+  it('still rejects a transcript answering two calls that share one id with the 400 "Duplicate value for \'tool_call_id\'"', async () => {
     const { server, client } = await serve({ toolCallIds: 'duplicated' });
     server.enqueue(lookupReply, { content: 'should not be reached' });
     const { calls } = await complete(client, userAsks('Who is cus_1?'));

@@ -95,10 +95,7 @@ describe('the basic request shape', () => {
   });
 
   it('rejects a request without messages', async () => {
-    await expectRejected(
-      { model: 'gpt-test' },
-      { message: "Missing required parameter: 'messages'.", param: 'messages', code: 'missing_required_parameter' },
-    );
+    await expectRejected({ model: 'gpt-test' }, { message: "Missing required parameter: 'messages'.", param: 'messages', code: 'missing_required_parameter' });
   });
 
   it('rejects an empty messages array', async () => {
@@ -110,11 +107,17 @@ describe('the basic request shape', () => {
   });
 
   it('rejects a message with an unknown role', async () => {
-    await expectRejected(chat([{ role: 'user', content: 'hi' }, { role: 'robot', content: 'beep' }]), {
-      message: "Invalid value: 'robot'. Supported values are: 'system', 'user', 'assistant', 'tool', and 'developer'.",
-      param: 'messages[1].role',
-      code: 'invalid_value',
-    });
+    await expectRejected(
+      chat([
+        { role: 'user', content: 'hi' },
+        { role: 'robot', content: 'beep' },
+      ]),
+      {
+        message: "Invalid value: 'robot'. Supported values are: 'system', 'user', 'assistant', 'tool', and 'developer'.",
+        param: 'messages[1].role',
+        code: 'invalid_value',
+      },
+    );
   });
 
   it('rejects a message without a role', async () => {
@@ -284,8 +287,7 @@ describe('assistant messages', () => {
         { role: 'assistant', content: 'hello', tool_calls: [] },
       ]),
       {
-        message:
-          "Invalid 'messages[1].tool_calls': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+        message: "Invalid 'messages[1].tool_calls': empty array. Expected an array with minimum length 1, but got an empty array instead.",
         param: 'messages[1].tool_calls',
         code: 'empty_array',
       },
@@ -301,8 +303,7 @@ describe('assistant messages', () => {
         { role: 'tool', tool_call_id: id, content: 'x' },
       ]),
       {
-        message:
-          "Invalid 'messages[1].tool_calls[0].id': string too long. Expected a string with maximum length 40, but got a string with length 41 instead.",
+        message: "Invalid 'messages[1].tool_calls[0].id': string too long. Expected a string with maximum length 40, but got a string with length 41 instead.",
         param: 'messages[1].tool_calls[0].id',
         code: 'string_above_max_length',
       },
@@ -333,8 +334,7 @@ describe('assistant messages', () => {
         { role: 'tool', tool_call_id: 'call_1', content: 'x' },
       ]),
       {
-        message:
-          "Invalid type for 'messages[1].tool_calls[0].function.arguments': expected a string, but got an object instead.",
+        message: "Invalid type for 'messages[1].tool_calls[0].function.arguments': expected a string, but got an object instead.",
         param: 'messages[1].tool_calls[0].function.arguments',
         code: 'invalid_type',
       },
@@ -345,8 +345,7 @@ describe('assistant messages', () => {
 describe('tool definitions and tool choice', () => {
   it('rejects a tool whose name does not match the allowed pattern', async () => {
     await expectRejected(chat([{ role: 'user', content: 'hi' }], { tools: [tool('get weather!')] }), {
-      message:
-        "Invalid 'tools[0].function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
+      message: "Invalid 'tools[0].function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
       param: 'tools[0].function.name',
       code: 'invalid_value',
     });
@@ -354,8 +353,7 @@ describe('tool definitions and tool choice', () => {
 
   it('rejects a tool name longer than 64 characters', async () => {
     await expectRejected(chat([{ role: 'user', content: 'hi' }], { tools: [tool('ok'), tool('n'.repeat(65))] }), {
-      message:
-        "Invalid 'tools[1].function.name': string too long. Expected a string with maximum length 64, but got a string with length 65 instead.",
+      message: "Invalid 'tools[1].function.name': string too long. Expected a string with maximum length 64, but got a string with length 65 instead.",
       param: 'tools[1].function.name',
       code: 'string_above_max_length',
     });
@@ -364,8 +362,7 @@ describe('tool definitions and tool choice', () => {
   it('rejects more than 128 tools', async () => {
     const tools = Array.from({ length: 129 }, (_, k) => tool(`tool_${k}`));
     await expectRejected(chat([{ role: 'user', content: 'hi' }], { tools }), {
-      message:
-        "Invalid 'tools': array too long. Expected an array with maximum length 128, but got an array with length 129 instead.",
+      message: "Invalid 'tools': array too long. Expected an array with maximum length 128, but got an array with length 129 instead.",
       param: 'tools',
       code: 'array_above_max_length',
     });
@@ -441,17 +438,11 @@ describe('tool message content', () => {
   });
 
   it('rejects a tool message content part that is not text', async () => {
-    await expectRejected(
-      chat([
-        ...before,
-        { role: 'tool', tool_call_id: 'call_1', content: [{ type: 'image_url', image_url: { url: 'x' } }] },
-      ]),
-      {
-        message: "Invalid value: 'image_url'. Supported values are: 'text'.",
-        param: 'messages[2].content[0].type',
-        code: 'invalid_value',
-      },
-    );
+    await expectRejected(chat([...before, { role: 'tool', tool_call_id: 'call_1', content: [{ type: 'image_url', image_url: { url: 'x' } }] }]), {
+      message: "Invalid value: 'image_url'. Supported values are: 'text'.",
+      param: 'messages[2].content[0].type',
+      code: 'invalid_value',
+    });
   });
 
   it('rejects a tool message without a tool_call_id', async () => {

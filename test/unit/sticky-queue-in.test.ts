@@ -13,12 +13,23 @@ const scheduled = (name: string, sticky: boolean): Event => ({
   workflowTaskScheduledEventAttributes: { taskQueue: { name, kind: sticky ? TaskQueueKind.TASK_QUEUE_KIND_STICKY : TaskQueueKind.TASK_QUEUE_KIND_NORMAL } },
 });
 const started = (identity: string): Event => ({ eventType: EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED, workflowTaskStartedEventAttributes: { identity } });
-const completed = (identity: string): Event => ({ eventType: EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, workflowTaskCompletedEventAttributes: { identity } });
+const completed = (identity: string): Event => ({
+  eventType: EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+  workflowTaskCompletedEventAttributes: { identity },
+});
 const timedOut: Event = { eventType: EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT };
 
 describe('stickyQueueIn', () => {
   it('finds the sticky queue a task was scheduled on after the worker completed one, even if the worker died before starting it', () => {
-    const events = [scheduled('agents', false), started('w1'), completed('w1'), scheduled('w1-sticky', true), timedOut, scheduled('agents', false), started('w2')];
+    const events = [
+      scheduled('agents', false),
+      started('w1'),
+      completed('w1'),
+      scheduled('w1-sticky', true),
+      timedOut,
+      scheduled('agents', false),
+      started('w2'),
+    ];
     expect(stickyQueueIn(events, 'w1')).toBe('w1-sticky');
   });
 
@@ -28,7 +39,15 @@ describe('stickyQueueIn', () => {
   });
 
   it("does not take another worker's sticky queue, or the normal queue", () => {
-    const events = [scheduled('agents', false), started('w1'), completed('w2'), scheduled('w2-sticky', true), started('w2'), completed('w2'), scheduled('agents', false)];
+    const events = [
+      scheduled('agents', false),
+      started('w1'),
+      completed('w2'),
+      scheduled('w2-sticky', true),
+      started('w2'),
+      completed('w2'),
+      scheduled('agents', false),
+    ];
     expect(stickyQueueIn(events, 'w1')).toBeUndefined();
     expect(stickyQueueIn(events, 'w2')).toBe('w2-sticky');
   });

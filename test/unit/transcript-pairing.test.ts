@@ -51,7 +51,12 @@ describe('repair', () => {
       fc.property(fc.array(itemArbitrary, { maxLength: 30 }), (items) => {
         cases++;
         const repair = planPairingRepair(items);
-        const repaired = applyPairingRepair(items, repair, (id) => tool(id), (item) => item.role === 'tool');
+        const repaired = applyPairingRepair(
+          items,
+          repair,
+          (id) => tool(id),
+          (item) => item.role === 'tool',
+        );
         expect(findPairingProblems(repaired)).toEqual([]);
         // Nothing but orphans and duplicates is dropped; every synthesized result answers a missing call.
         expect(repaired.length).toBe(items.length - repair.omit.length + repair.synthesize.length);

@@ -22,9 +22,21 @@ import { assistantWithCalls, CoreDriver, STORE_REFUSAL } from '../support/core-d
 type Event =
   | { type: 'message'; id: 'new' | 'repeat' | 'none' | 'malformed' }
   | { type: 'cancel' }
-  | { type: 'model'; calls: { approval: boolean; broken: boolean; idempotent: boolean }[]; spent?: { promptTokens: number; completionTokens: number; priced: boolean } }
+  | {
+      type: 'model';
+      calls: { approval: boolean; broken: boolean; idempotent: boolean }[];
+      spent?: { promptTokens: number; completionTokens: number; priced: boolean };
+    }
   | { type: 'modelFails' }
-  | { type: 'decide'; target: number | 'all' | 'unknown' | 'stale'; approve: boolean; via: 'signal' | 'update'; repeatId: boolean; late: boolean; verified: boolean }
+  | {
+      type: 'decide';
+      target: number | 'all' | 'unknown' | 'stale';
+      approve: boolean;
+      via: 'signal' | 'update';
+      repeatId: boolean;
+      late: boolean;
+      verified: boolean;
+    }
   | { type: 'verdict' }
   | { type: 'tool'; index: number; result: 'ok' | 'fail' | 'cut_off' }
   | { type: 'lateReport'; index: number }
@@ -36,14 +48,22 @@ type Event =
   | { type: 'end' };
 
 const eventArbitrary: fc.Arbitrary<Event> = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ type: fc.constant('message' as const), id: fc.constantFrom('new' as const, 'new' as const, 'repeat' as const, 'none' as const, 'malformed' as const) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      type: fc.constant('message' as const),
+      id: fc.constantFrom('new' as const, 'new' as const, 'repeat' as const, 'none' as const, 'malformed' as const),
+    }),
+  },
   { weight: 1, arbitrary: fc.constant({ type: 'cancel' as const }) },
   {
     weight: 4,
     arbitrary: fc.record({
       type: fc.constant('model' as const),
       calls: fc.array(fc.record({ approval: fc.boolean(), broken: fc.constantFrom(false, false, false, true), idempotent: fc.boolean() }), { maxLength: 4 }),
-      spent: fc.option(fc.record({ promptTokens: fc.nat(5000), completionTokens: fc.nat(2000), priced: fc.constantFrom(true, true, false) }), { nil: undefined }),
+      spent: fc.option(fc.record({ promptTokens: fc.nat(5000), completionTokens: fc.nat(2000), priced: fc.constantFrom(true, true, false) }), {
+        nil: undefined,
+      }),
     }),
   },
   { weight: 1, arbitrary: fc.constant({ type: 'modelFails' as const }) },
@@ -60,7 +80,14 @@ const eventArbitrary: fc.Arbitrary<Event> = fc.oneof(
     }),
   },
   { weight: 2, arbitrary: fc.constant({ type: 'verdict' as const }) },
-  { weight: 4, arbitrary: fc.record({ type: fc.constant('tool' as const), index: fc.nat(3), result: fc.constantFrom('ok' as const, 'ok' as const, 'fail' as const, 'cut_off' as const) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      type: fc.constant('tool' as const),
+      index: fc.nat(3),
+      result: fc.constantFrom('ok' as const, 'ok' as const, 'fail' as const, 'cut_off' as const),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ type: fc.constant('lateReport' as const), index: fc.nat(20) }) },
   { weight: 2, arbitrary: fc.constant({ type: 'deadline' as const }) },
   { weight: 1, arbitrary: fc.constant({ type: 'continueAsNew' as const }) },
@@ -235,7 +262,16 @@ function apply(run: Run, event: Event): void {
       d.continueAsNew();
       const after = d.core.state();
       expect(after.runs).toBe(before.runs + 1);
-      const kept = (s: typeof before) => [s.steps, s.messageCount, s.lastError, s.decisionsApplied, s.recentTurns, s.unknownEffectsCount, s.refusedDecisions, s.usage];
+      const kept = (s: typeof before) => [
+        s.steps,
+        s.messageCount,
+        s.lastError,
+        s.decisionsApplied,
+        s.recentTurns,
+        s.unknownEffectsCount,
+        s.refusedDecisions,
+        s.usage,
+      ];
       expect(kept(after)).toEqual(kept(before));
       return;
     }
@@ -267,7 +303,11 @@ function pairingItems(stored: readonly ChatMessage[]): PairingItem[] {
  * (positional: results follow their assistant message in call order), and
  * the keys whose result PostgreSQL refused (a note in its place).
  */
-function resultsByKey(conversationId: string, stored: readonly ChatMessage[], refused: ReadonlySet<number>): { results: Map<string, string[]>; notStored: Set<string> } {
+function resultsByKey(
+  conversationId: string,
+  stored: readonly ChatMessage[],
+  refused: ReadonlySet<number>,
+): { results: Map<string, string[]>; notStored: Set<string> } {
   const results = new Map<string, string[]>();
   const notStored = new Set<string>();
   stored.forEach((m, seq) => {
@@ -333,7 +373,8 @@ function checkAtEnd(run: Run): void {
       expect(kind).toBe('not_stored'); // a result PostgreSQL refused is a note, never a gap
       continue;
     }
-    if (known.expected) expect(answers[0]).toBe(known.expected); // a reported result is never replaced
+    if (known.expected)
+      expect(answers[0]).toBe(known.expected); // a reported result is never replaced
     else if (known.expectedKind) expect(kind).toBe(known.expectedKind);
     if (kind === 'ok') expect(answers[0]).toBe(known.expected); // and only the call's own report is its result
   }
@@ -350,7 +391,21 @@ function checkAtEnd(run: Run): void {
 
 describe('the conversation core under random events (property)', () => {
   it('keeps every model call valid, runs each call at most once, never loses a result or a message, and answers every call exactly once', () => {
-    const totals = { cases: 0, events: 0, upsertsWithSpending: 0, calls: 0, started: 0, turns: 0, reusedIdCases: 0, interrupted: 0, cancelled: 0, decisions: 0, flushesHeld: 0, verdictsAfterDeadline: 0, outcomes: {} as Record<string, number> };
+    const totals = {
+      cases: 0,
+      events: 0,
+      upsertsWithSpending: 0,
+      calls: 0,
+      started: 0,
+      turns: 0,
+      reusedIdCases: 0,
+      interrupted: 0,
+      cancelled: 0,
+      decisions: 0,
+      flushesHeld: 0,
+      verdictsAfterDeadline: 0,
+      outcomes: {} as Record<string, number>,
+    };
     fc.assert(
       fc.property(
         fc.array(eventArbitrary, { minLength: 1, maxLength: 60 }),
@@ -359,7 +414,18 @@ describe('the conversation core under random events (property)', () => {
         fc.integer({ min: 1, max: 4 }),
         (sequence, reusedIds, onNewMessage, maxSteps) => {
           const driver = new CoreDriver({ systemPrompt: 'You help.', onNewMessage, maxSteps, approvalTimeoutMs: 60_000 }, 'conv-1');
-          const run: Run = { driver, reusedIds, messages: [], sent: 0, responses: 0, decisionIds: [], calls: new Map(), verifying: [], deadlineHeld: false, verdictsAfterDeadline: 0 };
+          const run: Run = {
+            driver,
+            reusedIds,
+            messages: [],
+            sent: 0,
+            responses: 0,
+            decisionIds: [],
+            calls: new Map(),
+            verifying: [],
+            deadlineHeld: false,
+            verdictsAfterDeadline: 0,
+          };
           driver.userMessage({ text: 'first', messageId: 'm-0' });
           run.messages.push({ id: 'm-0', text: 'first' });
           for (const event of sequence) {
