@@ -1,6 +1,6 @@
 /**
  * The package's main entry, for the worker side: {@link DurableAgentPlugin}
- * for a team's own Temporal worker, `tool()` to declare tools, and the
+ * for a team's own Temporal worker, `tool()` and `agent()` to declare tools and agents, and the
  * errors a tool or a start throws. Other entries:
  * `durable-agent-worker/workflow` (the workflow sandbox),
  * `durable-agent-worker/client` (anywhere, with payload encryption),
@@ -12,6 +12,7 @@
 export { DurableAgentPlugin, WORKFLOW_INTERCEPTOR_MODULES } from './worker/plugin';
 export type { DurableAgentModelOptions, DurableAgentPluginOptions } from './worker/plugin-options';
 export { tool, type Tool, type ToolContext } from './tools/tool';
+export { agent, type Agent } from './tools/agents';
 export { AgentError, ToolEffectUnknownError, ToolError } from './shared/errors';
 export { SearchAttributeLimitError } from './worker/search-attributes';
 export { migrate } from './db/migrations';

@@ -20,10 +20,11 @@ import { installRuntime, watchApprovalBacklog } from './app/telemetry';
 import { encryptingDataConverter } from './codec';
 import { bundleWorkflowsApart } from './worker/workflow-bundle';
 import { describeTraceExport, startTraceExport, type TraceExport } from './app/tracing-setup';
-import { backofficeTools } from './demo/tools';
+import { backofficeAgents, backofficeTools } from './demo/tools';
 import { setupBackofficeDemo } from './demo/data';
 import { loadToolsModule } from './app/tools-module';
 import type { Tool } from './tools/tool';
+import type { Agent } from './tools/agents';
 
 /**
  * SIGINT and SIGTERM stop everything at any point: while the services start
@@ -67,7 +68,7 @@ async function main(): Promise<void> {
   let api: Awaited<ReturnType<typeof serveConfiguredApi>> | undefined;
   let stopBacklog: (() => void) | undefined;
   try {
-    const tools = await loadTools(config, pool);
+    const { tools, agents } = await loadTools(config, pool);
     // The embedded dev server takes plain connections; a configured one gets TLS, API key and metadata.
     const settings = services.temporalEmbedded ? EMBEDDED_DEV_SERVER : config.temporal.connection;
     const options = { address: services.temporalAddress, ...connectionOptions(settings) };
@@ -95,6 +96,8 @@ async function main(): Promise<void> {
       },
       dataConverter,
       tools,
+      agents,
+      ...defaultAgentOf(config, agents),
       maxParallelToolCalls: config.maxParallelToolCalls,
       maxCachedConversations: config.maxCachedConversations,
       schema: config.databaseSchema,
@@ -145,11 +148,28 @@ async function main(): Promise<void> {
   }
 }
 
-/** The tools of AGENT_TOOLS_MODULE, else the demo's, with the demo's tables set up (migrations never create them). */
-async function loadTools(config: WorkerConfig, pool: Pool): Promise<Tool[]> {
+/** The agent of conversations that name none: AGENT_DEFAULT_AGENT (`none`: one unnamed agent), else the first agent. */
+function defaultAgentOf(config: WorkerConfig, agents: readonly Agent[]): { defaultAgent?: string } {
+  const chosen = config.defaultAgent ?? agents[0]?.name;
+  if (chosen === undefined || chosen === 'none') return {};
+  if (!agents.some((a) => a.name === chosen)) {
+    throw new ConfigError(
+      `AGENT_DEFAULT_AGENT=${chosen}: no such agent (the agents: ${agents.map((a) => a.name).join(', ') || 'none'}). Name one of them, or "none".`,
+    );
+  }
+  return { defaultAgent: chosen };
+}
+
+/**
+ * The tools and agents of AGENT_TOOLS_MODULE, else the demo's, with the
+ * demo's tables set up (migrations never create them). Conversations that
+ * name no agent are with the first agent.
+ */
+async function loadTools(config: WorkerConfig, pool: Pool): Promise<{ tools: Tool[]; agents: Agent[] }> {
   if (config.toolsModule) return loadToolsModule(config.toolsModule);
   await setupBackofficeDemo(pool);
-  return backofficeTools();
+  const tools = backofficeTools();
+  return { tools, agents: backofficeAgents(tools) };
 }
 
 function printBanner(

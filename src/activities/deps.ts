@@ -6,10 +6,11 @@
 import type { Pool } from 'pg';
 import type { ActivityOptions, DurableAgentModelOptions } from './options';
 import type { ToolRegistry } from '../tools/registry';
+import type { AgentRegistry } from '../tools/agents';
 import type { McpToolsets } from './mcp-tools';
 
 /** What the activities need. */
-export interface ActivityDeps extends Pick<ActivityOptions, 'schema' | 'inlineResultLimit' | 'maxParallelToolCalls' | 'decisionTrust'> {
+export interface ActivityDeps extends Pick<ActivityOptions, 'schema' | 'inlineResultLimit' | 'maxParallelToolCalls' | 'decisionTrust' | 'defaultAgent'> {
   /** The model options the activities read, with the client: `model.client`, or one built on `model.apiKey` and `model.baseUrl`. */
   model: Pick<DurableAgentModelOptions, 'name' | 'contextWindow' | 'prices'> & Required<Pick<DurableAgentModelOptions, 'client'>>;
   /** The pool of `database`: its `pool`, or one opened on its `url`. */
@@ -18,10 +19,15 @@ export interface ActivityDeps extends Pick<ActivityOptions, 'schema' | 'inlineRe
   tools: ToolRegistry;
   /** The tools of the `mcp` servers; unset when the worker has none. */
   mcp?: McpToolsets;
+  /** The registry of `agents`; unset when the worker has none. */
+  agents?: AgentRegistry;
 }
 
 /** What the model activity needs. */
-export type ModelActivityDeps = Pick<ActivityDeps, 'model' | 'pool' | 'tools' | 'mcp' | 'schema' | 'inlineResultLimit' | 'maxParallelToolCalls'>;
+export type ModelActivityDeps = Pick<
+  ActivityDeps,
+  'model' | 'pool' | 'tools' | 'mcp' | 'agents' | 'defaultAgent' | 'schema' | 'inlineResultLimit' | 'maxParallelToolCalls'
+>;
 
 /** What the tool activity needs. */
 export type ToolActivityDeps = Pick<ActivityDeps, 'pool' | 'tools' | 'mcp' | 'schema' | 'inlineResultLimit'>;

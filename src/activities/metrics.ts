@@ -41,22 +41,31 @@ export function modelFailureOutcome(err: unknown, cancelled: boolean): string {
 }
 
 /** A model call attempt that reached the provider ended. */
-export function modelCallMeasured(call: { model: string; outcome: string; streamed: boolean; ms: number; usage?: TokenUsage; costUsd?: number }): void {
+export function modelCallMeasured(call: {
+  model: string;
+  agent?: string;
+  outcome: string;
+  streamed: boolean;
+  ms: number;
+  usage?: TokenUsage;
+  costUsd?: number;
+}): void {
   const m = meter();
   if (!m) return;
-  count(m, AGENT_METRICS.modelCalls, 1, { model: call.model, outcome: call.outcome });
+  const agent = call.agent ?? '';
+  count(m, AGENT_METRICS.modelCalls, 1, { model: call.model, agent, outcome: call.outcome });
   record(m, AGENT_METRICS.modelLatency, call.ms, { model: call.model, outcome: call.outcome, streamed: String(call.streamed) });
   const prompt = call.usage?.promptTokens ?? 0;
   const completion = call.usage?.completionTokens ?? 0;
-  if (prompt > 0) count(m, AGENT_METRICS.modelTokens, prompt, { model: call.model, kind: 'prompt' });
-  if (completion > 0) count(m, AGENT_METRICS.modelTokens, completion, { model: call.model, kind: 'completion' });
+  if (prompt > 0) count(m, AGENT_METRICS.modelTokens, prompt, { model: call.model, agent, kind: 'prompt' });
+  if (completion > 0) count(m, AGENT_METRICS.modelTokens, completion, { model: call.model, agent, kind: 'completion' });
   if (call.costUsd !== undefined && call.costUsd > 0) count(m, AGENT_METRICS.modelCost, Math.round(call.costUsd * 1e6), { model: call.model });
 }
 
 /** An earlier attempt's stored answer was used instead of calling the provider again. */
-export function modelResponseReused(model: string): void {
+export function modelResponseReused(model: string, agent?: string): void {
   const m = meter();
-  if (m) count(m, AGENT_METRICS.modelCalls, 1, { model, outcome: 'reused' });
+  if (m) count(m, AGENT_METRICS.modelCalls, 1, { model, agent: agent ?? '', outcome: 'reused' });
 }
 
 /** A tool run attempt ended. */

@@ -9,6 +9,7 @@ import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/ch
 import type { ChatMessage, ToolCall } from '../contract/messages';
 import { applyPairingRepair, findPairingProblems, type PairingItem } from '../core/pairing';
 import type { FunctionToolSpec, ToolRegistry } from '../tools/registry';
+import type { Agent, AgentRegistry } from '../tools/agents';
 import { parseMcpToolName } from '../mcp/protocol';
 import { turnRegistry } from './mcp-tools';
 import type { Pool } from 'pg';
@@ -48,18 +49,26 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
     const activity = Context.current();
     releaseStickyWorker(activity);
     const { info } = activity;
-    const model = input.settings.model ?? deps.model.name;
+    const speaker = currentAgent(deps.agents, input.agent ?? deps.defaultAgent, input.conversationId);
+    const settings = speaker ? { ...input.settings, ...speaker.modelSettings, ...(speaker.model ? { model: speaker.model } : {}) } : input.settings;
+    const model = settings.model ?? deps.model.name;
     const responseKey = `${info.workflowExecution?.runId ?? 'standalone'}/${info.activityId}`;
     const registry = await turnRegistry(deps.tools, deps.mcp, input.toolset);
+    const offer = toolOffer(registry, deps.agents, speaker, input);
     /** The result the workflow gets: the answer as history carries it, its cost, and a plan per tool call. */
     const answer = (response: Pick<ModelCallResult, 'message' | 'finishReason' | 'usage'>): ModelCallResult => ({
       ...response,
       ...priced(deps.model.prices, model, response.usage),
       message: inHistory(response.message, deps, responseKey),
       responseKey,
-      calls: planToolCalls(registry, deps, input, response.message),
+      calls: planToolCalls(registry, deps, offer, response.message),
     });
-    const spanAttributes = { 'agent.conversation_id': input.conversationId, 'agent.model': model, 'agent.attempt': info.attempt };
+    const spanAttributes = {
+      'agent.conversation_id': input.conversationId,
+      'agent.model': model,
+      'agent.attempt': info.attempt,
+      ...(speaker ? { 'agent.name': speaker.name } : {}),
+    };
     const deferred = input.append ?? [];
     if (deferred.length > 0) {
       await withDatabaseRetry('store the messages before the model call', () =>
@@ -69,22 +78,22 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
     const earlier = await withDatabaseRetry('read a stored model response', () => findModelResponse(deps.pool, tables, responseKey));
     if (earlier) {
       // An earlier attempt got the answer but did not report it (crash, lost completion): use it, do not pay twice.
-      modelResponseReused(model);
+      modelResponseReused(model, speaker?.name);
       return inSpan('model call', { ...spanAttributes, 'agent.outcome': 'reused' }, async () => answer(earlier));
     }
     const [loaded, calibration] = await Promise.all([
-      withDatabaseRetry('read the transcript', () => loadModelMessages(deps.pool, tables, input)),
+      withDatabaseRetry('read the transcript', () => loadModelMessages(deps.pool, tables, input)).then((loaded) => withInstructions(loaded, speaker)),
       withDatabaseRetry('read the prompt calibration', () => promptCalibration(deps.pool, tables, input.conversationId)),
     ]);
-    const tools = offeredSpecs(registry, input);
-    const windowTokens = contextWindowOf(model, input.settings.contextWindow ?? deps.model.contextWindow);
+    const tools = offer.specs;
+    const windowTokens = contextWindowOf(model, settings.contextWindow ?? deps.model.contextWindow);
     const attempt = info.attempt;
-    const stream = input.settings.stream !== false && attempt <= (input.settings.streamFallbackAfterAttempts ?? 2);
+    const stream = settings.stream !== false && attempt <= (settings.streamFallbackAfterAttempts ?? 2);
     const publisher = new DeltaPublisher(deps.pool, { conversationId: input.conversationId, responseKey, attempt });
     const request = (window: number) => {
       const fitted = fitToContext(loaded.messages, {
         windowTokens: window,
-        replyTokens: input.settings.maxTokens ?? Math.min(4096, Math.floor(window / 8)),
+        replyTokens: settings.maxTokens ?? Math.min(4096, Math.floor(window / 8)),
         tools,
         calibration,
         seqs: loaded.seqs,
@@ -92,15 +101,15 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
       const body: ChatCompletionCreateParamsNonStreaming = {
         model,
         messages: fitted.messages as ChatCompletionCreateParamsNonStreaming['messages'],
-        ...(input.settings.temperature !== undefined ? { temperature: input.settings.temperature } : {}),
-        ...(input.settings.maxTokens !== undefined ? { max_tokens: input.settings.maxTokens } : {}),
+        ...(settings.temperature !== undefined ? { temperature: settings.temperature } : {}),
+        ...(settings.maxTokens !== undefined ? { max_tokens: settings.maxTokens } : {}),
         ...(tools.length > 0 ? { tools, tool_choice: input.toolChoice } : {}),
       };
       return { body, report: { windowTokens: window, ...fitted.report } };
     };
     let sent = request(windowTokens);
     let completion: ModelCompletion;
-    const options = { stream, idleTimeoutMs: input.settings.streamIdleMs ?? 60_000, publisher };
+    const options = { stream, idleTimeoutMs: settings.streamIdleMs ?? 60_000, publisher };
     /** One request to the provider, measured. */
     const complete = (body: ChatCompletionCreateParamsNonStreaming): Promise<ModelCompletion> =>
       inSpan('model call', { ...spanAttributes, 'agent.streamed': stream, 'agent.messages': body.messages.length }, async (span) => {
@@ -108,7 +117,7 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
         try {
           const done = await requestCompletion(deps.model.client, body, options);
           const costUsd = costOf(deps.model.prices, model, done.usage);
-          modelCallMeasured({ model, outcome: 'ok', streamed: stream, ms: Date.now() - started, usage: done.usage, costUsd });
+          modelCallMeasured({ model, agent: speaker?.name, outcome: 'ok', streamed: stream, ms: Date.now() - started, usage: done.usage, costUsd });
           span.setAttributes({
             'agent.outcome': 'ok',
             'agent.prompt_tokens': done.usage?.promptTokens ?? 0,
@@ -119,7 +128,7 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
           return done;
         } catch (err) {
           const outcome = modelFailureOutcome(err, activity.cancellationSignal.aborted);
-          modelCallMeasured({ model, outcome, streamed: stream, ms: Date.now() - started });
+          modelCallMeasured({ model, agent: speaker?.name, outcome, streamed: stream, ms: Date.now() - started });
           span.setAttribute('agent.outcome', outcome);
           throw err;
         }
@@ -158,7 +167,8 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
       storeModelResponse(deps.pool, tables, {
         key: responseKey,
         conversationId: input.conversationId,
-        message: completion.message,
+        // The transcript names the agent that wrote each answer.
+        message: speaker ? { ...completion.message, name: speaker.name } : completion.message,
         finishReason: completion.finishReason,
         usage: completion.usage,
         promptEstimate: sent.report.promptTokens,
@@ -225,9 +235,58 @@ function contextStillExceeded(err: unknown, windowTokens: number): unknown {
   });
 }
 
-/** What the model is offered: the conversation's choice of the worker's tools, and the turn's MCP tools. */
-function offeredSpecs(registry: ToolRegistry, input: ModelCallInput): FunctionToolSpec[] {
-  return registry.specsFor(offeredNames(registry, input));
+/** What a model call offers: tool specs, the names of the tools it may call (undefined: all), and the current agent's handoffs. */
+interface ToolOffer {
+  specs: FunctionToolSpec[];
+  allowed: string[] | undefined;
+  handoffTarget(toolName: string): string | undefined;
+}
+
+/**
+ * The current agent's tools and handoffs, or, for a conversation of one
+ * unnamed agent, its choice of the worker's tools and the turn's MCP tools.
+ */
+function toolOffer(registry: ToolRegistry, agents: AgentRegistry | undefined, speaker: Agent | undefined, input: ModelCallInput): ToolOffer {
+  if (!speaker || !agents)
+    return { specs: registry.specsFor(offeredNames(registry, input)), allowed: offeredNames(registry, input), handoffTarget: () => undefined };
+  const allowed = agents.toolNames(speaker);
+  return {
+    specs: [...registry.specsFor(allowed), ...agents.handoffSpecs(speaker)],
+    allowed,
+    handoffTarget: (toolName) => agents.handoffTarget(speaker, toolName),
+  };
+}
+
+/** The agent of the conversation now (its own, else the worker's default); a name the worker does not know fails the call for good, saying which it knows. */
+function currentAgent(agents: AgentRegistry | undefined, name: string | undefined, conversationId: string): Agent | undefined {
+  if (name === undefined) return undefined;
+  const found = agents?.get(name);
+  if (found) return found;
+  const known = agents?.names() ?? [];
+  throw ApplicationFailure.nonRetryable(
+    `Conversation ${conversationId} is with agent "${name}", which this worker does not have ` +
+      `(${known.length > 0 ? `its agents: ${known.join(', ')}` : 'it has no agents'}). Declare it with agent({...}) in the plugin's agents ` +
+      "(or the tools module's agents export) on every worker of the task queue.",
+    ActivityErrorType.UnknownAgent,
+  );
+}
+
+/**
+ * The messages as the current agent sends them: its instructions in place of
+ * the stored system message (or first, when there is none); which agent wrote
+ * each answer stays in the transcript, never sent.
+ */
+function withInstructions(loaded: { messages: ChatMessage[]; seqs?: number[] }, speaker: Agent | undefined): { messages: ChatMessage[]; seqs?: number[] } {
+  const messages = loaded.messages.map((m) => (m.role === 'assistant' && m.name !== undefined ? withoutName(m) : m));
+  if (!speaker?.instructions) return { ...loaded, messages };
+  const system: ChatMessage = { role: 'system', content: speaker.instructions };
+  if (messages[0]?.role === 'system') return { messages: [system, ...messages.slice(1)], seqs: loaded.seqs };
+  return { messages: [system, ...messages] };
+}
+
+function withoutName(message: Extract<ChatMessage, { role: 'assistant' }>): ChatMessage {
+  const { name: _agent, ...rest } = message;
+  return rest;
 }
 
 /** The names of the tools a call may use (undefined: all of the worker's). */
@@ -236,12 +295,12 @@ function offeredNames(registry: ToolRegistry, input: ModelCallInput): string[] |
   return [...input.tools, ...registry.names().filter((name) => parseMcpToolName(name))];
 }
 
-function planToolCalls(registry: ToolRegistry, deps: ModelActivityDeps, input: ModelCallInput, message: AssistantMessage): ToolCallPlan[] {
+function planToolCalls(registry: ToolRegistry, deps: ModelActivityDeps, offer: ToolOffer, message: AssistantMessage): ToolCallPlan[] {
   const calls = message.tool_calls ?? [];
   const limit = deps.maxParallelToolCalls ?? DEFAULT_MAX_PARALLEL_TOOL_CALLS;
   return calls.map((call, index) =>
     index < limit
-      ? planToolCall(registry, offeredNames(registry, input), call)
+      ? planToolCall(registry, offer, call)
       : unrunnable(call, {
           reason: 'too_many_calls',
           message:
@@ -306,7 +365,20 @@ function pairingItem(m: ChatMessage): PairingItem {
   return { role: m.role };
 }
 
-function planToolCall(registry: ToolRegistry, allowed: readonly string[] | undefined, call: ToolCall): ToolCallPlan {
+function planToolCall(registry: ToolRegistry, offer: ToolOffer, call: ToolCall): ToolCallPlan {
+  const handoff = offer.handoffTarget(call.function.name);
+  if (handoff !== undefined) {
+    return {
+      toolCallId: call.id,
+      name: call.function.name,
+      handoff,
+      needsApproval: false,
+      idempotent: true,
+      timeoutMs: TOOL_DEFAULTS.timeoutMs,
+      maxAttempts: 1,
+    };
+  }
+  const allowed = offer.allowed;
   const bytes = argumentsOverLimit(call);
   if (bytes !== undefined) {
     return unrunnable(call, {

@@ -8,6 +8,7 @@ import type OpenAI from 'openai';
 import type { DecisionTrust } from '../shared/decision-signing';
 import type { ModelPrices } from '../core/pricing';
 import type { Tool } from '../tools/tool';
+import type { Agent } from '../tools/agents';
 
 /** The model the conversations call: a client of yours, or the endpoint and key for one built here. */
 export interface DurableAgentModelOptions {
@@ -33,6 +34,18 @@ export interface DurableAgentModelOptions {
 export interface ActivityOptions {
   /** The tools the model may call, made with `tool({...})`. */
   tools: readonly Tool[];
+  /**
+   * The agents conversations may be with, made with `agent({...})` (see
+   * docs/agents.md); the tools they carry are the worker's too. A
+   * conversation names the one it starts with (`input.agent`). Default none.
+   */
+  agents?: readonly Agent[];
+  /**
+   * The agent of conversations that name none (`input.agent` unset): one of
+   * `agents`. Default none: such a conversation is one unnamed agent made of
+   * its input (`systemPrompt`, `tools`, `mcpServers`).
+   */
+  defaultAgent?: string;
   /** The model the conversations call. */
   model: DurableAgentModelOptions;
   /**

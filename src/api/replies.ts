@@ -119,6 +119,16 @@ export const conversationStateReply = describing<ConversationState>(
     status: conversationStatus,
     steps: z.number().int(),
     messageCount: z.number().int(),
+    agent: z.string().optional().describe('The agent that answers now; absent for conversations of one unnamed agent.'),
+    messages: z
+      .array(
+        z.looseObject({
+          seq: z.number().int(),
+          role: z.enum(['system', 'user', 'assistant', 'tool']),
+          agent: z.string().optional().describe('Assistant messages of conversations with agents: the agent that wrote it.'),
+        }),
+      )
+      .describe("The structure of this run's messages (bodies: the transcript)."),
     queuedMessages: z.number().int(),
     pendingApprovals: z.array(pendingApproval),
     runningToolCalls: z.array(z.string()),
@@ -132,7 +142,12 @@ export const transcriptPageReply = describing<{ messages: StoredMessage[]; next:
     messages: z.array(
       z.looseObject({
         seq: z.number().int(),
-        message: z.looseObject({ role: z.enum(['system', 'user', 'assistant', 'tool']) }).describe('The message as the model sees it.'),
+        message: z
+          .looseObject({
+            role: z.enum(['system', 'user', 'assistant', 'tool']),
+            name: z.string().optional().describe('Assistant messages of conversations with agents: the agent that wrote it (not sent to the model).'),
+          })
+          .describe('The message as the model sees it.'),
         createdAt: z.date(),
       }),
     ),

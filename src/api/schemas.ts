@@ -13,7 +13,7 @@
  *   engine reads, so they are stated in the field's description.
  */
 import { z } from 'zod';
-import { CONVERSATION_LIMITS, USER_MESSAGE_MAX_BYTES } from '../contract';
+import { AGENT_NAME_PATTERN, CONVERSATION_LIMITS, USER_MESSAGE_MAX_BYTES } from '../contract';
 import { describeUnstorableText } from '../contract/text';
 import { NAME_THE_CALLS } from './decisions';
 
@@ -180,6 +180,12 @@ export const conversationInputSchema = z
       .optional()
       .describe("Names of the worker's MCP servers whose tools the model may call."),
     maxSteps: positiveInt(CONVERSATION_LIMITS.maxSteps, 'Model calls with tools in one turn.').optional(),
+    agent: z
+      .string()
+      .regex(AGENT_NAME_PATTERN)
+      .optional()
+      .describe("The agent that answers first: one of the worker's agents (docs/agents.md). Default: the worker's default agent, if it has one."),
+    maxHandoffsPerTurn: positiveInt(CONVERSATION_LIMITS.maxHandoffsPerTurn, 'Handoffs one turn may make.').optional(),
     timeouts: z
       .strictObject({
         modelCallMs: positiveInt(DAY_MS, 'Timeout of one model call attempt, in ms.').optional(),

@@ -28,6 +28,7 @@ export const ENV_VARS = [
   'OPENAI_CONTEXT_WINDOW',
   'AGENT_DATA_DIR',
   'AGENT_TOOLS_MODULE',
+  'AGENT_DEFAULT_AGENT',
   'AGENT_MAX_PARALLEL_TOOL_CALLS',
   'AGENT_MAX_CACHED_CONVERSATIONS',
   'AGENT_API_HOST',
@@ -161,6 +162,12 @@ const envSchema = z
     ),
     AGENT_DATA_DIR: optional,
     AGENT_TOOLS_MODULE: optional,
+    AGENT_DEFAULT_AGENT: optional.pipe(
+      z
+        .string()
+        .regex(/^(none|[a-zA-Z0-9_-]{1,52})$/, 'must be the name of one of the agents (1-52 letters, digits, "_" or "-"), or "none"')
+        .optional(),
+    ),
     AGENT_MAX_PARALLEL_TOOL_CALLS: wholeNumber(
       `must be a whole number from 1 to ${MAX_PARALLEL_TOOL_CALLS_LIMIT}`,
       z
@@ -289,6 +296,8 @@ export interface WorkerConfig {
   dataDir: string;
   /** Module whose `tools` (or default) export replaces the demo tools. */
   toolsModule?: string;
+  /** The agent of conversations that name none: a name, `none` (one unnamed agent), or unset (the tools module's first agent). */
+  defaultAgent?: string;
   /** Tool calls of one model response that run; the rest are answered with an error the model reads. */
   maxParallelToolCalls: number;
   /** Conversations the worker keeps in memory (Temporal's sticky cache); the others are rebuilt from history when they need the worker. */
@@ -448,6 +457,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     },
     dataDir: path.resolve(e.AGENT_DATA_DIR ?? path.join(__dirname, '..', '..', '.data')),
     toolsModule: e.AGENT_TOOLS_MODULE,
+    ...(e.AGENT_DEFAULT_AGENT ? { defaultAgent: e.AGENT_DEFAULT_AGENT } : {}),
     maxParallelToolCalls: e.AGENT_MAX_PARALLEL_TOOL_CALLS ?? DEFAULT_MAX_PARALLEL_TOOL_CALLS,
     maxCachedConversations: e.AGENT_MAX_CACHED_CONVERSATIONS ?? DEFAULT_MAX_CACHED_CONVERSATIONS,
     logLevel: e.LOG_LEVEL ?? 'info',

@@ -2,12 +2,15 @@
 import path from 'node:path';
 import { ConfigError } from '../shared/errors';
 import type { Tool } from '../tools/tool';
+import type { Agent } from '../tools/agents';
 
 /**
  * Loads the tools exported by `modulePath` (as `tools`, or as the default
- * export): an array of values made with `tool(...)`.
+ * export): an array of values made with `tool(...)`; and its agents, when it
+ * exports `agents` (values made with `agent(...)`; the first is where
+ * conversations started through the API begin, unless they name another).
  */
-export async function loadToolsModule(modulePath: string): Promise<Tool[]> {
+export async function loadToolsModule(modulePath: string): Promise<{ tools: Tool[]; agents: Agent[] }> {
   const resolved = path.resolve(modulePath);
   let loaded: Record<string, unknown>;
   try {
@@ -20,5 +23,9 @@ export async function loadToolsModule(modulePath: string): Promise<Tool[]> {
   if (!Array.isArray(tools) || tools.some((t) => (t as Partial<Tool>)?.kind !== 'tool')) {
     throw new ConfigError(`AGENT_TOOLS_MODULE=${modulePath}: export an array of tools made with tool({...}), as "export const tools = [...]".`);
   }
-  return tools as Tool[];
+  const agents = loaded.agents ?? nested?.agents ?? [];
+  if (!Array.isArray(agents) || agents.some((a) => (a as Partial<Agent>)?.kind !== 'agent')) {
+    throw new ConfigError(`AGENT_TOOLS_MODULE=${modulePath}: its "agents" export must be an array of agents made with agent({...}).`);
+  }
+  return { tools: tools as Tool[], agents: agents as Agent[] };
 }

@@ -33,6 +33,12 @@ export interface ModelCallInput {
    * worker's own. Absent for conversations without MCP servers.
    */
   toolset?: string;
+  /**
+   * The agent that answers (see `ConversationInput.agent`): the worker applies
+   * its instructions, model settings and tools. Absent for conversations of
+   * one unnamed agent.
+   */
+  agent?: string;
 }
 
 /** How the worker will run one tool call, decided from its registry. */
@@ -41,6 +47,8 @@ export interface ToolCallPlan {
   name: string;
   /** Set when the call cannot run: it is settled as `tool_failed` without running. */
   problem?: { reason: 'unknown_tool' | 'invalid_arguments' | 'too_many_calls'; message: string };
+  /** Set when the call is a handoff (`transfer_to_<agent>`): the agent it transfers the conversation to. No activity runs it. */
+  handoff?: string;
   needsApproval: boolean;
   /**
    * Whether running the tool again is safe (it only reads, or writes through
@@ -148,6 +156,8 @@ export const ActivityErrorType = {
   /** The transcript about to be sent breaks the pairing rules: a bug, never sent. */
   InvalidTranscript: 'InvalidTranscript',
   UnknownTool: 'UnknownTool',
+  /** The conversation is with an agent this worker does not have. */
+  UnknownAgent: 'UnknownAgent',
   InvalidToolArguments: 'InvalidToolArguments',
   /** A tool reported a failure that a retry cannot fix. */
   ToolFailedPermanently: 'ToolFailedPermanently',

@@ -44,6 +44,18 @@ export interface ConversationTimeouts {
 export interface ConversationInput {
   /** The system prompt, stored as message 0. */
   systemPrompt?: string;
+  /**
+   * The agent that answers first: the name of one of the worker's agents
+   * (the plugin's `agents`, or the tools module's `agents` export; see
+   * docs/agents.md). Its instructions, model settings and tools apply to each
+   * model call, in place of `systemPrompt` and `tools` (its model settings
+   * over `model`; its MCP tools, named `server__tool`, come from the servers
+   * `mcpServers` lists), until it hands off to another agent. Unset: the
+   * worker's default agent, else one unnamed agent made of this input.
+   */
+  agent?: string;
+  /** Handoffs one turn may make; a transfer past it is refused (the agent keeps the turn). Default 5. */
+  maxHandoffsPerTurn?: number;
   model?: ModelSettings;
   /** Names of the tools the model may call; every tool the worker has when unset. */
   tools?: string[];
@@ -219,12 +231,22 @@ export interface CarriedConversation {
   usage?: ConversationUsage;
   /** Turns taken so far (absent in runs started by older versions: numbering starts again there). */
   turns?: number;
+  /** The agent that answers now, when it is not the input's `agent` (a handoff moved the conversation). */
+  agent?: string;
 }
+
+/**
+ * What an agent's name may be: 1-52 letters, digits, `_` or `-`, so that its
+ * handoff tool `transfer_to_<name>` is a valid function name (at most 64).
+ */
+export const AGENT_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,52}$/;
 
 /** Upper bounds on what a conversation may ask for; larger values are refused before anything starts. */
 export const CONVERSATION_LIMITS = {
   /** The largest `maxSteps`: model calls with tools in one turn. */
   maxSteps: 100,
+  /** The largest `maxHandoffsPerTurn`. */
+  maxHandoffsPerTurn: 100,
 } as const;
 
 /**
@@ -279,6 +301,7 @@ export const CONVERSATION_DEFAULTS = {
   continueAsNewAfterEvents: 2000,
   approvalTimeoutMs: 7 * 24 * 60 * 60_000,
   onNewMessage: 'interrupt',
+  maxHandoffsPerTurn: 5,
 } as const;
 
 /**
@@ -308,6 +331,10 @@ export function describeInvalidInput(input: unknown, options: { limits?: boolean
     problems.push('mcpServers must be a list of at most 32 names of the worker\'s MCP servers (1-24 letters, digits or "-"), e.g. ["crm", "tickets"]');
   }
   positiveInt(i.maxSteps, 'maxSteps');
+  positiveInt(i.maxHandoffsPerTurn, 'maxHandoffsPerTurn');
+  if (i.agent !== undefined && !(typeof i.agent === 'string' && AGENT_NAME_PATTERN.test(i.agent))) {
+    problems.push(`agent must be the name of one of the worker's agents (1-52 letters, digits, "_" or "-"), got ${JSON.stringify(i.agent)}`);
+  }
   if (options.limits !== false) problems.push(...describeOverLimits(input), ...describeUnstorableInput(input));
   positiveInt(i.approvalTimeoutMs, 'approvalTimeoutMs');
   positiveInt(i.continueAsNewAfterEvents, 'continueAsNewAfterEvents');
@@ -361,11 +388,16 @@ export function describeInvalidInput(input: unknown, options: { limits?: boolean
 
 /** Lists the values of a {@link ConversationInput} above {@link CONVERSATION_LIMITS}. */
 export function describeOverLimits(input: unknown): string[] {
-  const maxSteps = (input as { maxSteps?: unknown } | undefined)?.maxSteps;
-  if (typeof maxSteps === 'number' && Number.isInteger(maxSteps) && maxSteps > CONVERSATION_LIMITS.maxSteps) {
-    return [`maxSteps must be at most ${CONVERSATION_LIMITS.maxSteps}, got ${maxSteps} (a turn that needs more steps is better split into several turns)`];
-  }
-  return [];
+  const { maxSteps, maxHandoffsPerTurn } = (input ?? {}) as { maxSteps?: unknown; maxHandoffsPerTurn?: unknown };
+  const over = (value: unknown, max: number) => typeof value === 'number' && Number.isInteger(value) && value > max;
+  return [
+    ...(over(maxSteps, CONVERSATION_LIMITS.maxSteps)
+      ? [`maxSteps must be at most ${CONVERSATION_LIMITS.maxSteps}, got ${maxSteps} (a turn that needs more steps is better split into several turns)`]
+      : []),
+    ...(over(maxHandoffsPerTurn, CONVERSATION_LIMITS.maxHandoffsPerTurn)
+      ? [`maxHandoffsPerTurn must be at most ${CONVERSATION_LIMITS.maxHandoffsPerTurn}, got ${maxHandoffsPerTurn}`]
+      : []),
+  ];
 }
 
 /**
@@ -591,6 +623,8 @@ export interface ConversationState {
   messageCount: number;
   /** Workflow runs so far (a conversation continues as new between turns). */
   runs: number;
+  /** The agent that answers now (see {@link ConversationInput.agent}); absent for conversations of one unnamed agent. */
+  agent?: string;
   /** User messages received but not yet taken into a turn. */
   queuedMessages: number;
   /** Tool calls waiting for a person's decision. */

@@ -25,6 +25,8 @@ export type ChatMessage =
       tool_calls?: ToolCall[];
       /** DeepSeek thinking mode: must travel back with its tool calls. */
       reasoning_content?: string;
+      /** The agent that wrote it (conversations with named agents); not sent to the model. */
+      name?: string;
     }
   | { role: 'tool'; tool_call_id: string; content: string };
 
@@ -50,6 +52,8 @@ export interface MessageMeta {
   toolCallId?: string;
   /** Size of the body's text content, in UTF-16 code units. */
   contentLength: number;
+  /** Assistant messages of conversations with named agents: the agent that wrote it. */
+  agent?: string;
 }
 
 /** Describes a message body as the structure the workflow keeps. */
@@ -57,6 +61,7 @@ export function describeMessage(seq: number, message: ChatMessage): MessageMeta 
   switch (message.role) {
     case 'assistant': {
       const meta: MessageMeta = { seq, role: 'assistant', contentLength: message.content?.length ?? 0 };
+      if (message.name !== undefined) meta.agent = message.name;
       if (message.tool_calls && message.tool_calls.length > 0) {
         meta.toolCalls = message.tool_calls.map((call) => ({
           id: call.id,

@@ -59,8 +59,8 @@ export const AGENT_METRICS = {
     kind: 'counter',
     unit: 'calls',
     description:
-      "Attempts to call the model, by model and outcome: ok, reused (an earlier attempt's stored answer, not paid twice), or the failure (rate_limited_or_unavailable, rejected, context_exceeded, incomplete, stalled, malformed, cancelled, error).",
-    labels: ['model', 'outcome'],
+      "Attempts to call the model, by model, agent (empty for conversations of one unnamed agent) and outcome: ok, reused (an earlier attempt's stored answer, not paid twice), or the failure (rate_limited_or_unavailable, rejected, context_exceeded, incomplete, stalled, malformed, cancelled, error).",
+    labels: ['model', 'agent', 'outcome'],
   },
   modelLatency: {
     name: 'agent_model_call_latency',
@@ -75,8 +75,9 @@ export const AGENT_METRICS = {
     name: 'agent_model_tokens_total',
     kind: 'counter',
     unit: 'tokens',
-    description: 'Tokens the provider reported for answered calls, by model and kind (prompt, completion).',
-    labels: ['model', 'kind'],
+    description:
+      'Tokens the provider reported for answered calls, by model, agent (empty for conversations of one unnamed agent) and kind (prompt, completion).',
+    labels: ['model', 'agent', 'kind'],
   },
   modelCost: {
     name: 'agent_model_cost_microdollars_total',

@@ -25,6 +25,7 @@ import type {
   ToolCallResult,
   ToolDiscoveryInput,
   ToolDiscoveryResult,
+  ToolCallPlan,
 } from '../contract/activities';
 import { describePendingApproval, requestedCalls, ToolCallBatch, type BatchCall } from './batch';
 import {
@@ -62,7 +63,7 @@ import {
 import { roundUsd } from './pricing';
 import { Inbox } from './inbox';
 import { describeMessage, type ChatMessage, type MessageMeta } from '../contract/messages';
-import { effectUnknownContent, notStoredContent, toolFailedContent, type OutcomeKind } from './outcomes';
+import { effectUnknownContent, handoffContent, notStoredContent, toolFailedContent, type OutcomeKind } from './outcomes';
 import { toStorableText } from '../contract/text';
 import { TranscriptWrites } from './writes';
 import { NOT_RUN_TOOL_LABEL } from '../contract/metrics';
@@ -96,6 +97,13 @@ export class ConversationCore {
   private readonly maxSteps: number;
   private readonly approvalTimeoutMs: number;
   private readonly onNewMessage: 'interrupt' | 'queue';
+  private readonly maxHandoffsPerTurn: number;
+  /** The agent that answers now (conversations with named agents). */
+  private agent: string | undefined;
+  /** The agent a handoff of the open batch moves the conversation to, once the batch closes. */
+  private nextAgent: string | undefined;
+  /** Handoffs made in the current turn. */
+  private turnHandoffs = 0;
   /** Events in one run's history after which the conversation continues as new (between turns). */
   readonly continueAsNewAfterEvents: number;
   /** Structure of the messages of this run; earlier runs' messages are stored and settled. */
@@ -164,6 +172,8 @@ export class ConversationCore {
     this.maxSteps = input.maxSteps ?? CONVERSATION_DEFAULTS.maxSteps;
     this.approvalTimeoutMs = input.approvalTimeoutMs ?? CONVERSATION_DEFAULTS.approvalTimeoutMs;
     this.onNewMessage = input.onNewMessage ?? CONVERSATION_DEFAULTS.onNewMessage;
+    this.maxHandoffsPerTurn = input.maxHandoffsPerTurn ?? CONVERSATION_DEFAULTS.maxHandoffsPerTurn;
+    this.agent = carried?.agent ?? input.agent;
     this.continueAsNewAfterEvents = input.continueAsNewAfterEvents ?? CONVERSATION_DEFAULTS.continueAsNewAfterEvents;
     this.writes = new TranscriptWrites(carried?.nextSeq ?? 0);
     this.inbox = new Inbox(carried);
@@ -294,6 +304,7 @@ export class ConversationCore {
       messages: this.messages.map((m) => ({ ...m })),
       messageCount: this.writes.nextSeq,
       runs: this.runs,
+      ...(this.agent !== undefined ? { agent: this.agent } : {}),
       queuedMessages: this.inbox.length,
       // A call is shown waiting for a person once the message that asked for it is written: whoever sees it may read the transcript.
       pendingApprovals: this.writes.inProgress
@@ -518,6 +529,7 @@ export class ConversationCore {
     this.turnUsage = undefined;
     this.turnCost = { usd: 0, unpriced: 0 };
     this.turnToolset = undefined;
+    this.turnHandoffs = 0;
     return this.stopReason !== undefined;
   }
 
@@ -563,6 +575,7 @@ export class ConversationCore {
       toolChoice: this.turnSteps >= this.maxSteps ? 'none' : 'auto',
       ...(this.turnToolset ? { toolset: this.turnToolset } : {}),
       ...(append ? { append } : {}),
+      ...(this.agent !== undefined ? { agent: this.agent } : {}),
     };
   }
 
@@ -598,12 +611,15 @@ export class ConversationCore {
       }
     }
     const notRun = { reason: 'not_run_max_steps' as const, message: `The turn reached maxSteps (${this.maxSteps}); the call was not run.` };
+    // A conversation that named no agent is with the worker's default agent, which names itself in its answers: from now on it stays with that agent.
+    if (result.message.name !== undefined && this.agent === undefined) this.agent = result.message.name;
     const seq = this.store([{ message: result.message, ref: { kind: 'model_response', key: result.responseKey } }]);
     this.answerSeq = seq;
     const requested = requestedCalls(this.conversationId, seq, calls, result.calls, overLimit ? notRun : undefined);
     this.batch = calls.length === 0 ? undefined : new ToolCallBatch(requested, this.env.now());
     this.batchOverLimit = overLimit;
     if (!this.batch) return { finished: this.record('answered', { answerSeq: seq }) };
+    this.takeHandoffs(result.calls);
     return { calls: this.batch.all() };
   }
 
@@ -636,6 +652,7 @@ export class ConversationCore {
     const overLimit = this.batchOverLimit;
     this.batch = undefined;
     this.batchOverLimit = false;
+    this.handOff();
     if (!overLimit) return { settled };
     return {
       settled,
@@ -645,7 +662,7 @@ export class ConversationCore {
 
   /** The summary of the next model call's activity: `model call 2 of turn 5 (gpt-4.1)`. */
   modelCallSummary(): string {
-    return modelCallSummary(this.turns, this.turnSteps + 1, this.input.model?.model);
+    return modelCallSummary(this.turns, this.turnSteps + 1, this.input.model?.model, this.agent);
   }
 
   /** The summary of a started call's activity: `issue_refund, call 2 of turn 5, approved by alice`. */
@@ -915,6 +932,7 @@ export class ConversationCore {
       turns: this.turns,
       usage: { ...this.usage },
       unknownEffects: { count: this.unknownEffectsCount, recent: this.unknownEffects.map((u) => ({ ...u })) },
+      ...(this.agent !== this.input.agent ? { agent: this.agent } : {}),
     };
   }
 
@@ -946,6 +964,42 @@ export class ConversationCore {
     if (this.batch?.all().includes(call)) return true;
     this.env.log.warn('A result arrived for a call whose batch is closed; ignored', { conversationId: this.conversationId, toolCallId: call.id });
     return false;
+  }
+
+  /**
+   * Settles the handoffs of the answer just stored, at once (no activity runs
+   * one): the first within the turn's limit gets its result and moves the
+   * conversation to its agent when the batch closes, after the response's
+   * other calls (run, or waited on for a person: a handoff cancels nothing);
+   * any other is refused with a result saying why.
+   */
+  private takeHandoffs(plans: readonly ToolCallPlan[]): void {
+    for (const plan of plans) {
+      const call = plan.handoff === undefined ? undefined : this.batch?.get(plan.toolCallId);
+      if (!call || call.phase === 'settled' || plan.handoff === undefined) continue;
+      const refusal =
+        this.nextAgent !== undefined
+          ? `Only the first handoff of a response is taken (to ${this.nextAgent}); this one was ignored.`
+          : this.turnHandoffs >= this.maxHandoffsPerTurn
+            ? `This turn made ${this.turnHandoffs} handoffs, its limit (maxHandoffsPerTurn); the conversation stays with agent ${this.agent}, which should answer now.`
+            : undefined;
+      if (refusal) {
+        this.batch!.settle(call.id, { kind: 'tool_failed', content: toolFailedContent(refusal, 'handoff_refused') });
+        continue;
+      }
+      this.nextAgent = plan.handoff;
+      this.batch!.settle(call.id, { kind: 'ok', content: handoffContent(plan.handoff) });
+    }
+  }
+
+  /** The batch closed: a handoff it made takes effect, whatever closed it (its result is stored, so the next model call must see the new agent). */
+  private handOff(): void {
+    const next = this.nextAgent;
+    if (next === undefined) return;
+    this.env.log.info('Handed the conversation to another agent', { conversationId: this.conversationId, from: this.agent, to: next });
+    this.agent = next;
+    this.nextAgent = undefined;
+    this.turnHandoffs++;
   }
 
   /** Keeps a call whose effect is unknown for operators: the state lists it, the search attribute counts it. */

@@ -7,11 +7,16 @@
 export type OutcomeKind = 'ok' | 'tool_failed' | 'rejected' | 'approval_timeout' | 'cancelled' | 'interrupted' | 'effect_unknown' | 'repaired';
 
 /** Why a tool failed, for the model and for people reading the transcript. */
-export type ToolFailureReason = 'error' | 'unknown_tool' | 'invalid_arguments' | 'not_run_max_steps' | 'too_many_calls';
+export type ToolFailureReason = 'error' | 'unknown_tool' | 'invalid_arguments' | 'not_run_max_steps' | 'too_many_calls' | 'handoff_refused';
 
 /** Content for a call whose tool failed: retries spent, non-retryable, bad arguments or unknown tool. */
 export function toolFailedContent(error: string, reason: ToolFailureReason = 'error'): string {
   return JSON.stringify({ error, kind: 'tool_failed', reason });
+}
+
+/** Content for the handoff a response made: the agent that answers from now on (as the OpenAI Agents SDK words it). */
+export function handoffContent(agent: string): string {
+  return JSON.stringify({ assistant: agent });
 }
 
 /** Content for a call a person rejected. */

@@ -18,8 +18,8 @@ export interface CallLine {
 }
 
 /** `model call 2 of turn 5 (gpt-4.1)`. */
-export function modelCallSummary(turn: number, step: number, model: string | undefined): string {
-  return `model call ${step} of turn ${turn} (${model ?? "the worker's default model"})`;
+export function modelCallSummary(turn: number, step: number, model: string | undefined, agent?: string): string {
+  return `model call ${step} of turn ${turn} (${agent !== undefined ? `agent ${agent}` : (model ?? "the worker's default model")})`;
 }
 
 /** `issue_refund, call 2 of turn 5, approved by alice`. */

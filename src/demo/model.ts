@@ -4,7 +4,7 @@
  * the whole loop (tool calls, results, a final answer). Every answer says
  * plainly that it comes from the offline demo model.
  */
-import type { RecordedRequest, Responder, ScriptedReply } from '../testing/types';
+import type { RecordedRequest, Responder, ScriptedMessageReply, ScriptedReply } from '../testing/types';
 
 /** Prefix of every text answer of the demo model. */
 export const DEMO_LABEL = '[offline demo model]';
@@ -22,14 +22,20 @@ export const demoResponder: Responder = (request: RecordedRequest): ScriptedRepl
   const lastUser = messages.map((m) => m.role).lastIndexOf('user');
   const userText = String(messages[lastUser]?.content ?? '');
   const since = messages.slice(lastUser + 1);
-  const results = since.filter((m) => m.role === 'tool');
+  // A handoff's result only says which agent answers now: the new agent starts as if nothing ran yet.
+  const handoffIds = new Set(since.flatMap((m) => m.tool_calls?.filter((c) => c.function.name.startsWith('transfer_to_')).map((c) => c.id) ?? []));
+  const results = since.filter((m) => m.role === 'tool' && !handoffIds.has(m.tool_call_id ?? ''));
   const calledTools = since.flatMap((m) => m.tool_calls?.map((c) => c.function.name) ?? []);
-  const toolsOffered = Boolean((request.body as { tools?: unknown[] }).tools?.length);
+  const offered = ((request.body as { tools?: { function: { name: string } }[] }).tools ?? []).map((t) => t.function.name);
+  const toolsOffered = offered.length > 0;
   const toolChoice = (request.body as { tool_choice?: unknown }).tool_choice;
 
   if (results.length === 0 && toolsOffered && toolChoice !== 'none') {
     const first = planFromUserText(userText);
-    if (first) return first;
+    // An agent without the tools the request needs hands the conversation to one that may have them.
+    const handoff = offered.find((name) => name.startsWith('transfer_to_'));
+    if (first?.toolCalls?.every((c) => offered.includes(c.name))) return first;
+    if (first && handoff && !calledTools.includes(handoff)) return { toolCalls: [{ name: handoff, arguments: {} }] };
   }
   if (results.length > 0 && toolsOffered && toolChoice !== 'none' && !calledTools.includes('list_orders')) {
     const found = lastJson(results);
@@ -49,7 +55,7 @@ export const demoResponder: Responder = (request: RecordedRequest): ScriptedRepl
   };
 };
 
-function planFromUserText(text: string): ScriptedReply | undefined {
+function planFromUserText(text: string): ScriptedMessageReply | undefined {
   const order = /\bord_\d+\b/.exec(text)?.[0];
   if (order && /refund/i.test(text)) {
     const amount = /\$\s?(\d+(?:\.\d{1,2})?)/.exec(text)?.[1];

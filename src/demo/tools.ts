@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import { tool, ToolError, type Tool } from '../tools/tool';
+import { agent, type Agent } from '../tools/agents';
 
 /** Refunds above this amount (in cents) need a person's approval. */
 export const REFUND_APPROVAL_THRESHOLD_CENTS = 10_000;
@@ -73,6 +74,35 @@ export function backofficeTools(): Tool[] {
           };
         });
       },
+    }),
+  ];
+}
+
+/**
+ * The demo's agents, over its tools: `triage` (first: where conversations
+ * begin) looks customers and orders up and hands refund requests to
+ * `refunds`, which issues them and hands anything else back.
+ */
+export function backofficeAgents(tools: readonly Tool[] = backofficeTools()): Agent[] {
+  const named = (...names: string[]) => tools.filter((t) => names.includes(t.name));
+  return [
+    agent({
+      name: 'triage',
+      instructions:
+        'You are the triage agent of a back office. Look customers and their orders up. ' +
+        'Hand any refund request to the refunds agent; never promise a refund yourself.',
+      handoffDescription: 'Looks customers and orders up and routes requests.',
+      tools: named('find_customer', 'list_orders'),
+      handoffs: ['refunds'],
+    }),
+    agent({
+      name: 'refunds',
+      instructions:
+        "You are the refunds specialist of a back office. Check the order, then issue the refund asked for with issue_refund (refunds over $100 wait for a person's approval). " +
+        'Hand anything that is not a refund back to the triage agent.',
+      handoffDescription: 'Issues refunds on orders.',
+      tools: named('list_orders', 'issue_refund'),
+      handoffs: ['triage'],
     }),
   ];
 }

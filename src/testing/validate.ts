@@ -188,6 +188,11 @@ function checkMessage(message: unknown, i: number): ValidationFailure | null {
   if (typeof role !== 'string' || !(VALID_ROLES as readonly string[]).includes(role)) {
     return fail(invalidValueMessage(role, VALID_ROLES), `${at}.role`, 'invalid_value');
   }
+  // A participant's name (any role but tool): a string of letters, digits, "_" or "-".
+  if (message.name !== undefined) {
+    if (typeof message.name !== 'string') return fail(invalidTypeMessage(`${at}.name`, 'a string', message.name), `${at}.name`, 'invalid_type');
+    if (!/^[a-zA-Z0-9_-]+$/.test(message.name)) return fail(namePatternMessage(`${at}.name`), `${at}.name`, 'invalid_value');
+  }
 
   switch (role) {
     case 'assistant':

@@ -26,6 +26,7 @@ import { migrate } from '../db/migrations';
 import { createPool } from '../db/pool';
 import { waitForDatabase } from '../db/wait';
 import { ToolRegistry } from '../tools/registry';
+import { AgentRegistry, toolsOfAgents } from '../tools/agents';
 import { AgentError } from '../shared/errors';
 import { logger } from '../shared/logger';
 import { ensureSearchAttributes, SEARCH_ATTRIBUTE_GROUP_PURPOSE } from './search-attributes';
@@ -88,6 +89,15 @@ export class DurableAgentPlugin extends SimplePluginAwaited {
     const mcpServers = options.mcp?.servers ?? {};
     const problems = Object.keys(mcpServers).length > 0 ? describeBadMcpServers(mcpServers, 'mcp.servers') : [];
     if (problems.length > 0) throw new TypeError(`DurableAgentPlugin: ${problems.join('; ')}.`);
+    // Tools and agents are checked before anything is opened: a bad declaration stops here.
+    const agents = options.agents ?? [];
+    if (options.defaultAgent !== undefined && !agents.some((a) => a.name === options.defaultAgent)) {
+      throw new TypeError(
+        `DurableAgentPlugin: defaultAgent "${options.defaultAgent}" is not one of its agents (${agents.map((a) => a.name).join(', ') || 'none'}).`,
+      );
+    }
+    const tools = new ToolRegistry([...options.tools, ...toolsOfAgents(agents).filter((t, i, all) => !options.tools.includes(t) && all.indexOf(t) === i)]);
+    const agentRegistry = agents.length > 0 ? new AgentRegistry(agents, tools) : undefined;
     const client = options.model.client ?? createOpenAIClient({ apiKey: requireApiKey(options.model), baseUrl: options.model.baseUrl });
     const pool = 'pool' in options.database ? options.database.pool : createPool(options.database.url);
     const tables = agentTables(options.schema);
@@ -97,7 +107,8 @@ export class DurableAgentPlugin extends SimplePluginAwaited {
         ...options,
         model: { ...options.model, client },
         pool,
-        tools: new ToolRegistry(options.tools),
+        tools,
+        agents: agentRegistry,
         mcp: mcp ? new McpToolsets(pool, tables, mcp, mcpServers) : undefined,
       }),
     );

@@ -127,6 +127,34 @@ describe('SIGKILL of the worker process', () => {
     expect(Math.max(...(await activitiesOf(id)).attempts)).toBeGreaterThanOrEqual(2);
   });
 
+  it("after a handoff, during the new agent's refund: one refund, and the new agent answers on the next worker", async () => {
+    await kill();
+    const marker = path.join(scratch, 'kill-handoff');
+    const id = h.newConversationId('kill-handoff');
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_handoff', name: 'transfer_to_refunds', arguments: {} }] },
+      { toolCalls: [{ id: 'call_refund', name: 'issue_refund', arguments: { order_id: 'ord_1002', amount_cents: 1_200, reason: 'handoff crash' } }] },
+      { content: 'Refunded 12.00.' },
+    );
+    await startWorker({ CRASH_MARKER_FILE: marker });
+    const messageId = await h.client.sendMessage(id, 'HANDOFF-CRASH refund 12 on ord_1002', { input: { ...input, agent: 'triage' } });
+    await expect.poll(() => fs.existsSync(marker), { timeout: 20_000 }).toBe(true);
+    await expect.poll(() => worker!.child.exitCode !== null || worker!.child.signalCode !== null).toBe(true);
+    await startWorker({ CRASH_MARKER_FILE: marker });
+    expect((await h.client.waitForTurn(id, messageId, 60_000)).outcome).toBe('answered');
+    const key = (await effectKeyOf(h.pool, id, 'call_refund'))!;
+    expect(await refundsFor(key)).toEqual([{ amount_cents: 1_200 }]);
+    const requests = h.requestsFor('HANDOFF-CRASH');
+    expect(requests.map((r) => (r.messages as { content: string }[])[0].content.split('.')[0])).toEqual([
+      'You are the triage agent of a back office',
+      'You are the refunds specialist of a back office',
+      'You are the refunds specialist of a back office',
+    ]);
+    expect((await h.client.state(id)).agent).toBe('refunds');
+    expect(await roles(id)).toEqual(['user', 'assistant', 'tool', 'assistant', 'tool', 'assistant']);
+    h.expectOnlyValidModelRequests();
+  });
+
   it('while waiting for approval: a decision sent while no worker runs is applied once the new worker starts', async () => {
     await kill();
     const id = h.newConversationId('kill-approval');

@@ -73,7 +73,8 @@ describe('npm start with nothing configured', () => {
     const output = await chat(['find Ada', 'refund $7 on ord_1002 because the box was damaged', '/show']);
     expect(output).toContain('⚙ find_customer({"query":"Ada"})');
     expect(output).toContain('⚙ list_orders({"customer_id":"cus_ada"})');
-    expect(output).toContain('⚙ issue_refund({"order_id":"ord_1002","amount_cents":700,"reason":"the box was damaged"})');
+    // The demo's triage agent has no refund tool: it hands the conversation to the refunds agent, which issues it.
+    expect(output).toMatch(/⚙ transfer_to_refunds\(\{\}\)[\s\S]*⚙ issue_refund\(\{"order_id":"ord_1002","amount_cents":700,"reason":"the box was damaged"\}\)/);
     expect(output).toMatch(/agent> \[offline demo model\] Here is what the tools returned:[\s\S]*"refunded_total_cents":700/);
     expect(output).toMatch(/#\d+\s+tool\s+\[call_/);
   });

@@ -394,7 +394,9 @@ export class CoreDriver {
 export const STORE_REFUSAL = 'a CHECK constraint refused it';
 
 /** An assistant message asking for these calls, and a plan for each. */
-export function assistantWithCalls(calls: { id: string; name?: string; needsApproval?: boolean; idempotent?: boolean; problem?: ToolCallPlan['problem'] }[]): {
+export function assistantWithCalls(
+  calls: { id: string; name?: string; needsApproval?: boolean; idempotent?: boolean; problem?: ToolCallPlan['problem']; handoff?: string }[],
+): {
   message: Extract<ChatMessage, { role: 'assistant' }>;
   plans: ToolCallPlan[];
 } {
@@ -412,6 +414,7 @@ export function assistantWithCalls(calls: { id: string; name?: string; needsAppr
       timeoutMs: 60_000,
       maxAttempts: 3,
       ...(c.problem ? { problem: c.problem } : {}),
+      ...(c.handoff ? { handoff: c.handoff } : {}),
     })),
   };
 }

@@ -3,10 +3,11 @@
  * AGENT_TOOLS_MODULE: the demo tools, where `issue_refund` kills its own
  * worker with SIGKILL right after its effect and ledger row committed, before
  * the activity can report completion. It does so once per marker file
- * (CRASH_MARKER_FILE), so the worker started after it runs normally.
+ * (CRASH_MARKER_FILE), so the worker started after it runs normally. With
+ * the demo's agents, for conversations that name one.
  */
 import fs from 'node:fs';
-import { backofficeTools } from '../../src/demo/tools';
+import { backofficeAgents, backofficeTools } from '../../src/demo/tools';
 import { tool, type Tool } from '../../src/tools/tool';
 
 const marker = process.env.CRASH_MARKER_FILE;
@@ -26,3 +27,6 @@ export const tools: Tool[] = backofficeTools().map((t) =>
         },
       }),
 );
+
+/** The demo's agents over these tools (conversations name one to use them). */
+export const agents = backofficeAgents(tools);

@@ -24,6 +24,7 @@ import type { DecisionTrust } from '../../src/shared/decision-signing';
 import { backofficeTools } from '../../src/demo/tools';
 import { setupBackofficeDemo } from '../../src/demo/data';
 import type { Tool } from '../../src/tools/tool';
+import type { Agent } from '../../src/tools/agents';
 import type { SearchAttributeOptions } from '../../src/contract';
 
 try {
@@ -36,6 +37,9 @@ try {
 export interface HarnessOptions {
   /** Tools on the worker; the back-office demo tools when unset. */
   tools?: Tool[];
+  /** Agents on the worker, and the one of conversations that name none. */
+  agents?: Agent[];
+  defaultAgent?: string;
   inlineResultLimit?: number;
   /** Start an in-process worker. Default true. */
   worker?: boolean;
@@ -146,6 +150,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         prices: options.modelPrices,
       },
       tools: options.tools ?? backofficeTools(),
+      agents: options.agents,
+      defaultAgent: options.defaultAgent,
       workflowBundle: { codePath: inject('workflowBundlePath') },
       inlineResultLimit: options.inlineResultLimit,
       maxParallelToolCalls: options.maxParallelToolCalls,
@@ -169,6 +175,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       DATABASE_URL: databaseUrl,
       OPENAI_API_KEY: 'test-key',
       OPENAI_BASE_URL: model.url,
+      // The tests' scripts call the demo tools directly: one unnamed agent with every tool, not the demo's agents.
+      AGENT_DEFAULT_AGENT: 'none',
       ...extra,
     }),
     model,

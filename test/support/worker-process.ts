@@ -17,6 +17,7 @@ export const NOTHING_CONFIGURED = {
   TEMPORAL_TASK_QUEUE: '',
   AGENT_API_TOKENS_FILE: '',
   AGENT_DECISION_KEYS: '',
+  AGENT_DEFAULT_AGENT: '',
 };
 
 export interface WorkerProcess {

@@ -13,6 +13,13 @@ describe('configuration from the environment', () => {
     expect(loadConfig({ OPENAI_API_KEY: '', OPENAI_BASE_URL: ' ' }).openai.apiKey).toBeUndefined();
   });
 
+  it('takes AGENT_DEFAULT_AGENT as an agent name or none, and refuses anything else naming the variable', () => {
+    expect(loadConfig({}).defaultAgent).toBeUndefined();
+    expect(loadConfig({ AGENT_DEFAULT_AGENT: 'refunds' }).defaultAgent).toBe('refunds');
+    expect(loadConfig({ AGENT_DEFAULT_AGENT: 'none' }).defaultAgent).toBe('none');
+    expect(() => loadConfig({ AGENT_DEFAULT_AGENT: 'two words' })).toThrow(/AGENT_DEFAULT_AGENT.*must be the name of one of the agents/);
+  });
+
   it('refuses a DATABASE_URL that is not a PostgreSQL URL, naming the variable and the expected shape', () => {
     expect(() => loadConfig({ DATABASE_URL: 'mysql://localhost/agent' })).toThrow(ConfigError);
     expect(() => loadConfig({ DATABASE_URL: 'mysql://localhost/agent' })).toThrow(

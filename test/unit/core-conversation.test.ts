@@ -7,7 +7,7 @@ import { assistantWithCalls, CoreDriver } from '../support/core-driver';
 // CoreDriver sequences the core's methods as the workflow edge does; the rules are the core's.
 
 const answer = (content: string) => ({ role: 'assistant' as const, content });
-const kindOf = (content: string) => (JSON.parse(content) as { kind: string }).kind;
+const kindOf = (content: string) => (JSON.parse(content) as { kind?: string }).kind;
 const toolMessages = (d: CoreDriver) => d.transcript().filter((m) => m.role === 'tool') as { tool_call_id: string; content: string }[];
 
 describe('ConversationCore: turns', () => {
@@ -461,5 +461,103 @@ describe('ConversationCore: text PostgreSQL cannot store', () => {
     expect(d.core.state().lastError).toBe(
       'PostgreSQL refused to store message 0 and the notes in their place (constraint says no); the stored transcript lacks them, so later model calls fail until they are stored',
     );
+  });
+});
+
+describe('ConversationCore: handoffs', () => {
+  const transfer = (id: string, to: string) => ({ id, name: `transfer_to_${to}`, handoff: to });
+
+  it("settles the first handoff at once, refuses a second, keeps the response's waiting call, and moves to the agent once the batch closes", () => {
+    const d = new CoreDriver({ agent: 'triage' });
+    d.userMessage({ text: 'refund ord_1 and check ord_2' });
+    expect(d.request?.agent).toBe('triage');
+    const { message, plans } = assistantWithCalls([
+      { id: 'call_refund', name: 'issue_refund', needsApproval: true },
+      transfer('call_h1', 'refunds'),
+      transfer('call_h2', 'auditor'),
+    ]);
+    d.modelAnswers({ ...message, name: 'triage' }, plans);
+    expect(d.starts.size).toBe(0);
+    expect(d.core.state()).toMatchObject({ status: 'awaiting_approval', agent: 'triage' });
+    expect(d.core.state().pendingApprovals.map((p) => p.toolCallId)).toEqual(['call_refund']);
+    expect(d.core.state().messages.at(-1)).toMatchObject({ role: 'assistant', agent: 'triage' });
+    d.decide({ decisionId: 'd-1', decision: 'approve', toolCallId: 'call_refund' });
+    d.toolReports(d.calls[0], { content: '"refunded"' });
+    expect(toolMessages(d).map((m) => [m.tool_call_id, JSON.parse(m.content)])).toEqual([
+      ['call_refund', 'refunded'],
+      ['call_h1', { assistant: 'refunds' }],
+      [
+        'call_h2',
+        { kind: 'tool_failed', reason: 'handoff_refused', error: expect.stringContaining('Only the first handoff of a response is taken (to refunds)') },
+      ],
+    ]);
+    expect(d.request?.agent).toBe('refunds');
+    expect(d.core.state().agent).toBe('refunds');
+    d.modelAnswers({ ...answer('done'), name: 'refunds' }, []);
+    expect(d.turns.at(-1)).toMatchObject({ outcome: 'answered', steps: 2 });
+  });
+
+  it('refuses handoffs past maxHandoffsPerTurn (the agent keeps the turn), and counts again from the next turn', () => {
+    const d = new CoreDriver({ agent: 'a', maxHandoffsPerTurn: 1 });
+    d.userMessage({ text: 'go' });
+    const first = assistantWithCalls([transfer('call_1', 'b')]);
+    d.modelAnswers(first.message, first.plans);
+    expect(d.request?.agent).toBe('b');
+    const second = assistantWithCalls([transfer('call_2', 'a')]);
+    d.modelAnswers(second.message, second.plans);
+    expect(JSON.parse(toolMessages(d).at(-1)!.content)).toMatchObject({
+      kind: 'tool_failed',
+      reason: 'handoff_refused',
+      error: expect.stringContaining('its limit'),
+    });
+    expect(d.request?.agent).toBe('b');
+    d.modelAnswers(answer('ok'), []);
+    d.userMessage({ text: 'again' });
+    const third = assistantWithCalls([transfer('call_3', 'a')]);
+    d.modelAnswers(third.message, third.plans);
+    expect(d.request?.agent).toBe('a');
+  });
+
+  it('a turn cancelled while a call of the handoff response waits settles every call, and the handoff holds (its result is stored)', () => {
+    const d = new CoreDriver({ agent: 'triage' });
+    d.userMessage({ text: 'refund' });
+    const { message, plans } = assistantWithCalls([{ id: 'call_refund', needsApproval: true }, transfer('call_h', 'refunds')]);
+    d.modelAnswers(message, plans);
+    d.cancelTurn('changed my mind');
+    expect(toolMessages(d).map((m) => [m.tool_call_id, kindOf(m.content) ?? 'handoff'])).toEqual([
+      ['call_refund', 'cancelled'],
+      ['call_h', 'handoff'],
+    ]);
+    expect(d.turns.at(-1)?.outcome).toBe('cancelled');
+    expect(d.core.state()).toMatchObject({ status: 'idle', agent: 'refunds', pendingApprovals: [] });
+  });
+
+  it('carries the current agent across continue-as-new, and keeps the agent a default-agent conversation first spoke with', () => {
+    const d = new CoreDriver({ agent: 'triage' });
+    d.userMessage({ text: 'go' });
+    const { message, plans } = assistantWithCalls([transfer('call_h', 'refunds')]);
+    d.modelAnswers(message, plans);
+    d.modelAnswers(answer('done'), []);
+    d.continueAsNew();
+    expect(d.core.state().agent).toBe('refunds');
+    d.userMessage({ text: 'next' });
+    expect(d.request?.agent).toBe('refunds');
+
+    const unnamed = new CoreDriver();
+    unnamed.userMessage({ text: 'hello' });
+    expect(unnamed.request?.agent).toBeUndefined();
+    unnamed.modelAnswers({ ...answer('hi'), name: 'triage' }, []);
+    expect(unnamed.core.state().agent).toBe('triage');
+    unnamed.userMessage({ text: 'again' });
+    expect(unnamed.request?.agent).toBe('triage');
+  });
+
+  it('sends no agent and changes nothing for a conversation of one unnamed agent', () => {
+    const d = new CoreDriver();
+    d.userMessage({ text: 'go' });
+    expect(d.request).not.toHaveProperty('agent');
+    expect(d.core.state()).not.toHaveProperty('agent');
+    d.modelAnswers(answer('ok'), []);
+    expect(d.core.carryOver()).not.toHaveProperty('agent');
   });
 });

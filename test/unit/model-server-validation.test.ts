@@ -120,6 +120,28 @@ describe('the basic request shape', () => {
     );
   });
 
+  it("rejects a participant name outside letters, digits, '_' and '-', and accepts one within", async () => {
+    await expectRejected(
+      chat([
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: 'hello', name: 'refunds desk' },
+        { role: 'user', content: 'and?' },
+      ]),
+      {
+        message: "Invalid 'messages[1].name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
+        param: 'messages[1].name',
+        code: 'invalid_value',
+      },
+    );
+    await expectAccepted(
+      chat([
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: 'hello', name: 'refunds_desk' },
+        { role: 'user', content: 'and?' },
+      ]),
+    );
+  });
+
   it('rejects a message without a role', async () => {
     await expectRejected(chat([{ content: 'hi' }]), {
       message: "Missing required parameter: 'messages[0].role'.",

@@ -24,7 +24,7 @@ type Event =
   | { type: 'cancel' }
   | {
       type: 'model';
-      calls: { approval: boolean; broken: boolean; idempotent: boolean }[];
+      calls: { approval: boolean; broken: boolean; idempotent: boolean; handoff: string | undefined }[];
       spent?: { promptTokens: number; completionTokens: number; priced: boolean };
     }
   | { type: 'modelFails' }
@@ -60,7 +60,15 @@ const eventArbitrary: fc.Arbitrary<Event> = fc.oneof(
     weight: 4,
     arbitrary: fc.record({
       type: fc.constant('model' as const),
-      calls: fc.array(fc.record({ approval: fc.boolean(), broken: fc.constantFrom(false, false, false, true), idempotent: fc.boolean() }), { maxLength: 4 }),
+      calls: fc.array(
+        fc.record({
+          approval: fc.boolean(),
+          broken: fc.constantFrom(false, false, false, true),
+          idempotent: fc.boolean(),
+          handoff: fc.constantFrom(undefined, undefined, undefined, undefined, undefined, undefined, 'a', 'b'),
+        }),
+        { maxLength: 4 },
+      ),
       spent: fc.option(fc.record({ promptTokens: fc.nat(5000), completionTokens: fc.nat(2000), priced: fc.constantFrom(true, true, false) }), {
         nil: undefined,
       }),
@@ -106,7 +114,7 @@ interface Run {
   responses: number;
   decisionIds: string[];
   /** Every call instance seen: its provider id, and what its tool reported or must settle as. */
-  calls: Map<string, { id: string; expected?: string; expectedKind?: string }>;
+  calls: Map<string, { id: string; expected?: string; expectedKind?: string; handoff?: boolean }>;
   /** Decisions sent whose verification is in flight, oldest first, with what was true when they were sent. */
   verifying: SentDecision[];
   /** The approval deadline of the open batch passed while a decision was being verified. */
@@ -168,8 +176,15 @@ function apply(run: Run, event: Event): void {
         needsApproval: c.approval,
         idempotent: c.idempotent,
         problem: c.broken ? { reason: 'invalid_arguments' as const, message: 'arguments are not JSON' } : undefined,
+        ...(c.handoff ? { name: `transfer_to_${c.handoff}`, handoff: c.handoff } : {}),
       }));
-      spec.forEach((c, i) => run.calls.set(callInstanceKey(d.conversationId, seq, i), { id: c.id, ...(c.problem ? { expectedKind: 'tool_failed' } : {}) }));
+      spec.forEach((c, i) =>
+        run.calls.set(callInstanceKey(d.conversationId, seq, i), {
+          id: c.id,
+          ...(c.problem ? { expectedKind: 'tool_failed' } : {}),
+          ...(c.handoff ? { handoff: true } : {}),
+        }),
+      );
       const { message, plans } = assistantWithCalls(spec);
       const spent = event.spent && {
         usage: { promptTokens: event.spent.promptTokens, completionTokens: event.spent.completionTokens },
@@ -373,6 +388,13 @@ function checkAtEnd(run: Run): void {
       expect(kind).toBe('not_stored'); // a result PostgreSQL refused is a note, never a gap
       continue;
     }
+    if (known.handoff) {
+      // A handoff never runs: it is the agent it moved to, refused, or (asked past maxSteps, or cut off by a stop) not run.
+      expect(d.starts.has(key)).toBe(false);
+      if (kind === undefined) expect(Object.keys(JSON.parse(answers[0]) as object)).toEqual(['assistant']);
+      else expect(['tool_failed', 'cancelled']).toContain(kind);
+      continue;
+    }
     if (known.expected)
       expect(answers[0]).toBe(known.expected); // a reported result is never replaced
     else if (known.expectedKind) expect(kind).toBe(known.expectedKind);
@@ -447,7 +469,8 @@ describe('the conversation core under random events (property)', () => {
           totals.verdictsAfterDeadline += run.verdictsAfterDeadline;
           for (const m of driver.stored) {
             if (m.role !== 'tool') continue;
-            const kind = (JSON.parse(m.content) as { kind?: string }).kind ?? 'ok';
+            const parsed = JSON.parse(m.content) as { kind?: string; assistant?: string; reason?: string };
+            const kind = parsed.assistant !== undefined ? 'handoff' : parsed.reason === 'handoff_refused' ? 'handoff_refused' : (parsed.kind ?? 'ok');
             totals.outcomes[kind] = (totals.outcomes[kind] ?? 0) + 1;
           }
         },
@@ -459,7 +482,18 @@ describe('the conversation core under random events (property)', () => {
     expect(totals.cancelled).toBeGreaterThan(0);
     expect(totals.upsertsWithSpending).toBeGreaterThan(0); // figures of priced calls were published, not only zeros
     expect(totals.flushesHeld).toBeGreaterThan(0); // events arrived while a write was under way
-    for (const kind of ['ok', 'tool_failed', 'rejected', 'approval_timeout', 'cancelled', 'interrupted', 'effect_unknown', 'not_stored']) {
+    for (const kind of [
+      'ok',
+      'tool_failed',
+      'rejected',
+      'approval_timeout',
+      'cancelled',
+      'interrupted',
+      'effect_unknown',
+      'not_stored',
+      'handoff',
+      'handoff_refused',
+    ]) {
       expect(totals.outcomes[kind], kind).toBeGreaterThan(0); // every way a call ends was exercised
     }
   });
