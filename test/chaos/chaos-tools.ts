@@ -14,11 +14,14 @@
  * Whether an attempt fails depends only on CHAOS_SEED, the idempotency key and
  * the attempt number, so a seed replays the same failures; except for the SKU
  * FAIL_FIRST_SKU, whose call fails until one failure is on record.
+ *
+ * `agents`: the run's two agents, for the conversations that name one.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { backofficeTools } from '../../src/demo/tools';
 import { tool, ToolError, type Tool, type ToolContext } from '../../src/tools/tool';
+import { agent, type Agent } from '../../src/tools/agents';
 import { unitFromText } from './random';
 
 /** The SKU whose call fails once, whatever the seed: how the run makes sure a tool failure happens. */
@@ -85,3 +88,13 @@ const exportOrders = tool({
 });
 
 export const tools: Tool[] = [...backofficeTools(), checkStock, exportOrders];
+
+/**
+ * Two agents with every tool, each handing off to the other: conversations
+ * that name `desk` (half of them) are with them; the others (the workers run
+ * with AGENT_DEFAULT_AGENT=none) are one unnamed agent.
+ */
+export const agents: Agent[] = [
+  agent({ name: 'desk', instructions: 'You are the front desk of the chaos run.', tools, handoffs: ['backdesk'] }),
+  agent({ name: 'backdesk', instructions: 'You are the back desk of the chaos run.', tools, handoffs: ['desk'] }),
+];

@@ -143,7 +143,7 @@ class ConversationPlayer {
   /** The conversation's start options: the run's, with its own continue-as-new threshold. */
   private get input(): ConversationInput {
     const low = this.plan.continueAsNewAfterEvents;
-    return low ? { ...this.ctx.input, continueAsNewAfterEvents: low } : this.ctx.input;
+    return { ...this.ctx.input, ...(low ? { continueAsNewAfterEvents: low } : {}), ...(this.plan.agent ? { agent: this.plan.agent } : {}) };
   }
 
   async play(): Promise<void> {

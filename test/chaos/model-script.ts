@@ -40,6 +40,8 @@ export interface ModelFaultCounts {
   huge_arguments: number;
   /** `export_orders` calls asking for megabytes. */
   large_result: number;
+  /** Handoffs to the conversation's other agent (`transfer_to_<agent>`), beside other calls or alone. */
+  handoff: number;
 }
 
 /** In a user message: the final checks' question whether the conversation still answers. */
@@ -62,7 +64,7 @@ const EXPORT_KILOBYTES = [600, 1_900, 2_200, 4_000];
 type IdScheme = 'unique' | 'per-response' | 'duplicated';
 const ID_SCHEME_WEIGHTS: Record<IdScheme, number> = { unique: 5, 'per-response': 3, duplicated: 2 };
 
-const CALL_WEIGHTS: Record<Exclude<CallKind, 'check_stock_fail_first'>, number> = {
+const CALL_WEIGHTS: Record<Exclude<CallKind, 'check_stock_fail_first' | 'handoff'>, number> = {
   find_customer: 12,
   list_orders: 8,
   refund_small: 14,
@@ -97,6 +99,10 @@ interface ConversationScript {
   forcedFaultDone: boolean;
   coverageCallsSent: boolean;
   idScheme: IdScheme;
+  /** Whether a response of the agent conversation adds a handoff: a stream of its own. */
+  handoffRng: Rng;
+  /** The handoff tools the last request offered (none for a conversation of one unnamed agent). */
+  handoffs: string[];
 }
 
 interface RequestMessage {
@@ -118,6 +124,7 @@ export class ChaosModel {
     huge_answer: 0,
     huge_arguments: 0,
     large_result: 0,
+    handoff: 0,
   };
   readonly hugeAnswers: HugeAnswerSent[] = [];
   /** Model requests answered per conversation id (valid ones). */
@@ -137,6 +144,8 @@ export class ChaosModel {
         coverageCallsSent: false,
         // A stream of its own, so the other choices stay what the seed made them before ids varied.
         idScheme: plan.coverage?.ids ?? new Rng(seed, 'ids', plan.index).weighted(ID_SCHEME_WEIGHTS),
+        handoffRng: new Rng(seed, 'handoffs', plan.index),
+        handoffs: [],
       });
     }
   }
@@ -151,6 +160,8 @@ export class ChaosModel {
     const id = script.plan.id;
     this.requestsByConversation.set(id, (this.requestsByConversation.get(id) ?? 0) + 1);
     const { rng, plan } = script;
+    const offered = (request.body as { tools?: { function?: { name?: string } }[] } | undefined)?.tools ?? [];
+    script.handoffs = offered.flatMap((t) => (t.function?.name?.startsWith('transfer_to_') ? [t.function.name] : []));
     const isFirstRequest = !messages.some((m) => m.role === 'assistant');
     const last = messages[messages.length - 1];
     if (last?.role === 'user' && typeof last.content === 'string' && last.content.includes(PROBE_MARK)) {
@@ -238,12 +249,13 @@ export class ChaosModel {
     const pTools = stepsThisTurn >= MAX_TOOL_STEPS ? 0 : last?.role === 'tool' ? 0.3 : 0.7;
     if (rng.chance(pTools)) {
       const count = rng.int(1, 3);
-      return {
-        toolCalls: this.withIds(
-          script,
-          Array.from({ length: count }, () => this.toolCall(script, rng.weighted(CALL_WEIGHTS))),
-        ),
-      };
+      const calls = Array.from({ length: count }, () => this.toolCall(script, rng.weighted(CALL_WEIGHTS)));
+      // Now and then the agent also hands the conversation on (twice, sometimes: the second is refused).
+      if (script.handoffs.length > 0 && script.handoffRng.chance(0.25)) {
+        calls.push(this.toolCall(script, 'handoff'));
+        if (script.handoffRng.chance(0.2)) calls.push(this.toolCall(script, 'handoff'));
+      }
+      return { toolCalls: this.withIds(script, calls) };
     }
     if ((plan.coverage?.hugeAnswer && !script.hugeAnswerDone) || rng.chance(P_HUGE_ANSWER)) return this.hugeAnswer(script);
     return { content: `Done (${plan.tag}, step ${stepsThisTurn + 1} of this turn).` };
@@ -289,6 +301,10 @@ export class ChaosModel {
         this.faults.huge_arguments++;
         // Over the limit by a little or by a lot: such a call is answered tool_failed, never run.
         return { id, name: 'find_customer', arguments: { query: 'Ada Lovelace '.repeat(Math.ceil((TOOL_ARGUMENTS_MAX_BYTES * rng.pick([1.01, 2])) / 13)) } };
+      case 'handoff':
+        if (script.handoffs.length === 0) return { id, name: 'transfer_to_desk', arguments: {} }; // not offered: an unknown tool
+        this.faults.handoff++;
+        return { id, name: rng.pick(script.handoffs), arguments: {} };
       case 'malformed_arguments':
         this.faults.malformed_arguments++;
         return rng.chance(0.5)

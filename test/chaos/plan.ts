@@ -19,7 +19,9 @@ export type CallKind =
   /** `export_orders`, a result of megabytes (near and over Temporal's 2 MB payload limit). */
   | 'export_large'
   /** Arguments over `TOOL_ARGUMENTS_MAX_BYTES`. */
-  | 'huge_arguments';
+  | 'huge_arguments'
+  /** A handoff to the conversation's other agent (`transfer_to_<agent>`), where one is offered. */
+  | 'handoff';
 
 /** A fault the model injects on a conversation's first request. */
 export type RequestFault = 'model_500' | 'model_slow' | 'model_429' | 'context_length_exceeded';
@@ -52,6 +54,8 @@ export interface CoverageScenario {
   ids?: 'per-response' | 'duplicated';
   /** The ways its first decisions are sent, in order (random after). */
   paths?: DecisionPath[];
+  /** It is with the chaos run's agents (random when unset). */
+  agent?: boolean;
 }
 
 /** One conversation of the run. */
@@ -64,6 +68,8 @@ export interface ConversationPlan {
   /** Planned user turns (an interrupt on the last one adds one). */
   turns: number;
   coverage?: CoverageScenario;
+  /** The agent it starts with (`input.agent`), for the half of the conversations with the run's agents. */
+  agent?: string;
   /** Set for the share of conversations that continue as new between most turns. */
   continueAsNewAfterEvents?: number;
   /** A user message at or over the size limit, sent before its first turn. */
@@ -77,12 +83,21 @@ export interface ConversationPlan {
   coverageActionDone?: boolean;
 }
 
+/** The agent the chaos run's agent conversations start with (`test/chaos/chaos-tools.ts` declares it and the one it hands off to). */
+export const CHAOS_FIRST_AGENT = 'desk';
+
 /** The coverage scenarios, spread over the run's conversations. */
 export const COVERAGE: readonly CoverageScenario[] = [
   { name: 'reject through the CLI, model 429', firstCalls: ['refund_large'], firstAction: 'reject_all', firstRequestFault: 'model_429', paths: ['cli'] },
   { name: 'approval timeout, context window exceeded', firstCalls: ['refund_large'], firstAction: 'timeout', firstRequestFault: 'context_length_exceeded' },
   { name: 'duplicate decision, message over the limit', firstCalls: ['refund_large', 'refund_large'], firstAction: 'decide_twice', userMessage: 'over_limit' },
-  { name: 'cancel while waiting, message at the limit', firstCalls: ['refund_large', 'find_customer'], firstAction: 'cancel', userMessage: 'near_limit' },
+  {
+    name: 'cancel while waiting beside a handoff, message at the limit',
+    firstCalls: ['refund_large', 'find_customer', 'handoff'],
+    firstAction: 'cancel',
+    userMessage: 'near_limit',
+    agent: true,
+  },
   { name: 'interrupt while waiting, huge answer', firstCalls: ['refund_large'], firstAction: 'interrupt', hugeAnswer: true },
   {
     name: 'tool failure, unknown tool, bad arguments, model 500',
@@ -98,8 +113,9 @@ export const COVERAGE: readonly CoverageScenario[] = [
     firstRequestFault: 'model_slow',
   },
   {
-    name: 'approve one of two around the API, continue as new',
-    firstCalls: ['refund_large', 'refund_large', 'check_stock'],
+    name: 'approve one of two around the API beside a handoff, continue as new',
+    firstCalls: ['refund_large', 'refund_large', 'handoff', 'check_stock'],
+    agent: true,
     firstAction: 'approve_one',
     ids: 'per-response',
     lowContinueAsNew: true,
@@ -120,7 +136,9 @@ export function planConversations(runId: string, seed: string, count: number): C
   // Streams of their own, so the choices above stay what the seed made them before these faults existed.
   const sizes = new Rng(seed, 'plan-sizes');
   const renewals = new Rng(seed, 'plan-continue-as-new');
+  const agents = new Rng(seed, 'plan-agents');
   for (const plan of plans) {
+    if (agents.chance(0.5) || plan.coverage?.agent) plan.agent = CHAOS_FIRST_AGENT;
     const size = sizes.weighted({ none: 92, near_limit: 4, over_limit: 4 });
     plan.userMessage = plan.coverage?.userMessage ?? (size === 'none' ? undefined : size);
     if (plan.coverage?.lowContinueAsNew || renewals.chance(0.25)) plan.continueAsNewAfterEvents = LOW_CONTINUE_AS_NEW_EVENTS;

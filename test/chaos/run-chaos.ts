@@ -266,6 +266,8 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
         OPENAI_BASE_URL: model.url,
         OPENAI_MODEL: 'scripted-model',
         AGENT_TOOLS_MODULE: path.join(__dirname, 'chaos-tools.ts'),
+        // Conversations that name no agent are one unnamed agent; the others start with the module's `desk`.
+        AGENT_DEFAULT_AGENT: 'none',
         AGENT_DECISION_KEYS: `${decisionKey.id}:${decisionKey.secret}`,
         AGENT_REQUIRE_SIGNED_DECISIONS: 'true',
         CHAOS_SEED: seed,

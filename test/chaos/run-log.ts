@@ -14,6 +14,7 @@ export const FAULT_KINDS = [
   'huge_answer',
   'huge_arguments',
   'large_result',
+  'handoff',
   'user_message_near_limit',
   'user_message_over_limit',
   'low_continue_as_new',
