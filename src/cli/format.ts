@@ -1,7 +1,7 @@
 /** Readable transcripts for terminals. */
 import type { StoredMessage } from '../db/transcript-store';
 
-/** One line (or a few) per message: seq, role, text or tool calls. */
+/** One line (or a few) per message: seq, role (with the agent that wrote an answer, in conversations with agents), text or tool calls. */
 export function formatTranscript(messages: readonly StoredMessage[]): string {
   return messages
     .map(({ seq, message }) => {
@@ -9,7 +9,8 @@ export function formatTranscript(messages: readonly StoredMessage[]): string {
       switch (message.role) {
         case 'assistant': {
           const calls = (message.tool_calls ?? []).map((c) => `\n${' '.repeat(14)}→ ${c.function.name}(${c.function.arguments})  [${c.id}]`);
-          return `${head} ${message.content ?? ''}${calls.join('')}`;
+          const agent = message.name === undefined ? '' : ` (${message.name})`;
+          return `${head}${agent} ${message.content ?? ''}${calls.join('')}`;
         }
         case 'tool':
           return `${head} [${message.tool_call_id}] ${message.content}`;

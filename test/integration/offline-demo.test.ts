@@ -77,6 +77,9 @@ describe('npm start with nothing configured', () => {
     expect(output).toMatch(/⚙ transfer_to_refunds\(\{\}\)[\s\S]*⚙ issue_refund\(\{"order_id":"ord_1002","amount_cents":700,"reason":"the box was damaged"\}\)/);
     expect(output).toMatch(/agent> \[offline demo model\] Here is what the tools returned:[\s\S]*"refunded_total_cents":700/);
     expect(output).toMatch(/#\d+\s+tool\s+\[call_/);
+    // /show names the agent of each answer: triage handed the refund to refunds.
+    expect(output).toMatch(/#\d+\s+assistant \(triage\)\s+→ transfer_to_refunds\(\{\}\)/);
+    expect(output).toMatch(/#\d+\s+assistant \(refunds\)\s+→ issue_refund\(/);
   });
 
   it('Ctrl-C stops the worker and the servers it started', async () => {
