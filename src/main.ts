@@ -10,7 +10,7 @@ import type { Pool } from 'pg';
 import { createOpenAIClient } from './activities/openai-client';
 import { createPool } from './db/pool';
 import { ConfigError, loadConfig, type WorkerConfig } from './app/config';
-import { logger } from './shared/logger';
+import { logger } from './common/logger';
 import { recordApi, startServices } from './app/services';
 import { connectionOptions, EMBEDDED_DEV_SERVER, explainConnectionFailure } from './app/temporal-connection';
 import { createAgentWorker } from './worker/worker';

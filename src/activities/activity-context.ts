@@ -5,7 +5,7 @@
  */
 import type { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
-import { logger } from '../shared/logger';
+import { logger } from '../common/logger';
 import { HEARTBEAT_EVERY_MS } from '../contract/activities';
 
 /**

@@ -22,7 +22,7 @@
  * than UTF-8 bytes) shows the request fits as it is: then nothing would be
  * cut or left out, and the request goes unchanged with its bound.
  */
-import { countTokens, takeTokens, tokenBound } from '../shared/tokens';
+import { countTokens, takeTokens, tokenBound } from '../common/tokens';
 import type { ChatMessage } from '../contract/messages';
 
 /** Context windows of well-known models, in tokens; `ModelSettings.contextWindow` or `OPENAI_CONTEXT_WINDOW` set others. */

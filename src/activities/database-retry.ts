@@ -9,7 +9,7 @@
  */
 import { Context } from '@temporalio/activity';
 import { beat } from './activity-context';
-import { logger } from '../shared/logger';
+import { logger } from '../common/logger';
 import { isConnectionError } from '../db/errors';
 
 /** How long a database operation is retried before the error is thrown (the activity's own retry policy takes over). */

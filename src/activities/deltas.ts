@@ -5,7 +5,7 @@
  * attempt, so a client shows a retried attempt in place of the failed one.
  */
 import type { Pool } from 'pg';
-import { logger } from '../shared/logger';
+import { logger } from '../common/logger';
 import { toStorableText } from '../contract/text';
 import { STREAM_CHANNEL, type StreamEvent } from '../db/stream-channel';
 

@@ -8,7 +8,7 @@ import { createToolActivity } from './tools';
 import { recordDecision } from '../db/transcript-store';
 import { appendMessagesListingWaits } from '../db/approval-store';
 import { agentTables } from '../db/schema';
-import { verifyDecision } from '../shared/decision-signing';
+import { verifyDecision } from '../common/decision-signing';
 import { createToolDiscoveryActivity } from './mcp-tools';
 import { failOnRefusal } from './store-failures';
 import type { ActivityDeps } from './deps';

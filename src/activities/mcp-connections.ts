@@ -19,7 +19,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema, type CallToolResult, type Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
-import { logger } from '../shared/logger';
+import { logger } from '../common/logger';
 import { DEFAULT_MCP_RECONNECT, isStdioServer, MCP_EFFECT_KEY_CAPABILITY, MCP_EFFECT_KEY_META, type McpServerConfig, type McpServers } from '../mcp/protocol';
 
 /** How long a server's tool list is trusted without a change notification, by default. */

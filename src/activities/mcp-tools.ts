@@ -14,7 +14,7 @@ import Ajv from 'ajv';
 import Ajv2020 from 'ajv/dist/2020';
 import type { Pool } from 'pg';
 import { z } from 'zod';
-import { ToolEffectUnknownError, ToolError } from '../shared/errors';
+import { ToolEffectUnknownError, ToolError } from '../common/errors';
 import type { AgentTables } from '../db/schema';
 import { mcpIdempotent, mcpNeedsApproval, mcpToolName, type McpServers, type McpToolDescriptor } from '../mcp/protocol';
 import { TOOL_DEFAULTS } from '../contract/tool-defaults';

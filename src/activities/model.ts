@@ -32,7 +32,7 @@ import { DEFAULT_INLINE_LIMIT, inlineOrPreview } from './history-preview';
 import { requestCompletion, type ModelCompletion } from './completion';
 import { DeltaPublisher } from './deltas';
 import { checkToolCall } from './tool-calls';
-import { logger } from '../shared/logger';
+import { logger } from '../common/logger';
 import { TOOL_DEFAULTS } from '../contract/tool-defaults';
 import { modelCallMeasured, modelFailureOutcome, modelResponseReused } from './metrics';
 import { inSpan } from './tracing';

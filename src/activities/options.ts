@@ -5,7 +5,7 @@
  * (`deps.ts`) pick from them.
  */
 import type OpenAI from 'openai';
-import type { DecisionTrust } from '../shared/decision-signing';
+import type { DecisionTrust } from '../common/decision-signing';
 import type { ModelPrices } from '../core/pricing';
 import type { Tool } from '../tools/tool';
 import type { Agent } from '../tools/agents';

@@ -4,7 +4,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Pool, PoolClient } from 'pg';
 import { ToolEffectUnknownError, ToolError, type ToolContext } from '../tools/tool';
 import { inTransaction } from '../db/transaction';
-import { logger } from '../shared/logger';
+import { logger } from '../common/logger';
 import { asCancellation, heartbeatWhileRunning, releaseStickyWorker } from './activity-context';
 import { ActivityErrorType, type ToolCallInput, type ToolCallResult } from '../contract/activities';
 import { checkToolCall } from './tool-calls';

@@ -20,8 +20,8 @@ import cors from '@fastify/cors';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { EncryptedPayloadError } from '../shared/errors';
-import { logger } from '../shared/logger';
+import { EncryptedPayloadError } from '../common/errors';
+import { logger } from '../common/logger';
 import type { BrowserSessions } from './sessions';
 import type { ApiPrincipal } from './tokens';
 

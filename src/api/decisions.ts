@@ -3,11 +3,11 @@
  * HTTP API and the inbox page share. The decider is the principal's subject;
  * four eyes keep a turn's requester from approving its calls; each call is
  * named by its effect key as the decider saw it; each decision is signed for
- * the workers (`src/shared/decision-signing.ts`).
+ * the workers (`src/common/decision-signing.ts`).
  */
 import { randomUUID } from 'node:crypto';
 import type { AgentClient } from '../client/client';
-import { signDecision, type DecisionKey } from '../shared/decision-signing';
+import { signDecision, type DecisionKey } from '../common/decision-signing';
 import type { ApprovalDecision, DecisionResult } from '../contract';
 import type { ApiPrincipal } from './tokens';
 

@@ -24,7 +24,7 @@ import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AgentClient } from '../client/client';
 import { describeUnstorableText } from '../contract/text';
-import { ConversationClosedError, DecisionRefusedError } from '../shared/errors';
+import { ConversationClosedError, DecisionRefusedError } from '../common/errors';
 import { decideCalls, DecisionProblem, type DecisionPolicy } from './decisions';
 import {
   conversationMain,

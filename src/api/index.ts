@@ -8,4 +8,4 @@
  */
 export { startApiServer, type StartApiOptions } from './server';
 export { createJwtVerifier } from './jwt';
-export { signDecision } from '../shared/decision-signing';
+export { signDecision } from '../common/decision-signing';

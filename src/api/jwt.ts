@@ -5,7 +5,7 @@
  * JWKS, fetched lazily and cached (with a cooldown) by `jose`.
  */
 import { createRemoteJWKSet, decodeJwt, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
-import { AgentError, ConfigError } from '../shared/errors';
+import { AgentError, ConfigError } from '../common/errors';
 import { API_ROLES, type ApiPrincipal, type ApiRole } from './tokens';
 
 /** How a {@link createJwtVerifier} checks tokens and reads their subject and roles. */

@@ -14,7 +14,7 @@ import {
   InvalidConversationInputError,
   MessageTooLargeError,
   UnstorableTextError,
-} from '../shared/errors';
+} from '../common/errors';
 import { DecisionProblem } from './decisions';
 import { API_ERROR_CODES, type ApiErrorCode } from './replies';
 

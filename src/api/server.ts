@@ -12,7 +12,7 @@ import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fas
 import type { AgentClient } from '../client/client';
 import { SENT_BY_MAX_CHARS } from '../contract';
 import { describeUnstorableText } from '../contract/text';
-import { ConfigError } from '../shared/errors';
+import { ConfigError } from '../common/errors';
 import { decideCalls, type DecisionPolicy } from './decisions';
 import { codecRoutes, type CodecOptions } from './codec';
 import { inboxRoutes } from './inbox';

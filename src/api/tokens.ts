@@ -4,8 +4,8 @@
  * constant time; the subject, never a field of the request, is who decided.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { ConfigError } from '../shared/errors';
-import { readPrivateFile } from '../shared/private-file';
+import { ConfigError } from '../common/errors';
+import { readPrivateFile } from '../common/private-file';
 
 /** What a caller may do: send messages and cancel (`requester`), decide (`approver`), read everything (`operator`). */
 export const API_ROLES = ['requester', 'approver', 'operator'] as const;

@@ -7,7 +7,7 @@
  */
 import { AgentClient } from '../client/client';
 import { ConfigError, loadConfig } from './config';
-import { logger } from '../shared/logger';
+import { logger } from '../common/logger';
 import { connectionOptions, explainConnectionFailure } from './temporal-connection';
 import { resolveApiSecurity, serveConfiguredApi } from './api-setup';
 import { encryptingDataConverter } from '../codec';

@@ -8,9 +8,9 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseDecisionKeys, readDecisionKeyFile, type DecisionKey, type DecisionTrust } from '../shared/decision-signing';
+import { parseDecisionKeys, readDecisionKeyFile, type DecisionKey, type DecisionTrust } from '../common/decision-signing';
 import { AesGcmPayloadCodec } from '../codec/aes-gcm';
-import { ConfigError } from '../shared/errors';
+import { ConfigError } from '../common/errors';
 import type { WorkerConfig } from './config';
 import type { DecisionPolicy } from '../api/decisions';
 import type { AgentClient } from '../client/client';

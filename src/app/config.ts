@@ -3,7 +3,7 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
-import { ConfigError } from '../shared/errors';
+import { ConfigError } from '../common/errors';
 import { DEFAULT_MAX_PARALLEL_TOOL_CALLS, MAX_PARALLEL_TOOL_CALLS_LIMIT } from '../contract/activities';
 import { loadTemporalConnection, type TemporalConnectionSettings } from './temporal-connection';
 import { DEFAULT_DATABASE_SCHEMA, describeBadSchemaName } from '../db/schema';

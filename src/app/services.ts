@@ -5,12 +5,12 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { freePort } from '../shared/free-port';
+import { freePort } from '../common/free-port';
 import { demoResponder, DEMO_LABEL } from '../demo/model';
 import { startModelServer } from '../testing';
 import type { WorkerConfig } from './config';
 import { findTemporalCli, startDevServer } from './temporal-server';
-import { logger } from '../shared/logger';
+import { logger } from '../common/logger';
 import type { SearchAttributeOptions } from '../contract';
 
 /** Where the services are, as written to `<dataDir>/runtime.json` for the CLI. */

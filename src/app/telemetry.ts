@@ -6,10 +6,10 @@
  * the agent's metrics reach it through the SDK's meters all the same.
  */
 import { Runtime, type Logger, type LogLevel, type LogMetadata } from '@temporalio/worker';
-import { ConfigError } from '../shared/errors';
+import { ConfigError } from '../common/errors';
 import type { AgentClient } from '../client/client';
 import { AGENT_METRICS, agentHistogramBuckets } from '../contract/metrics';
-import { logger, sdkLogger } from '../shared/logger';
+import { logger, sdkLogger } from '../common/logger';
 
 /** Installs the process's Temporal runtime. Call once, before anything connects to Temporal. Returns the metrics URL, if any. */
 export function installRuntime(metricsAddress: string | 'off'): { metricsUrl?: string } {

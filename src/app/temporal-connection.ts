@@ -10,8 +10,8 @@
  */
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import type { NativeConnectionOptions } from '@temporalio/worker';
-import { ConfigError } from '../shared/errors';
-import { waitForServer } from '../shared/wait-for-server';
+import { ConfigError } from '../common/errors';
+import { waitForServer } from '../common/wait-for-server';
 
 /** Connection settings of a Temporal frontend, as the SDK's connection options take them. */
 export interface TemporalConnectionSettings {

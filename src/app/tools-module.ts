@@ -1,6 +1,6 @@
 /** Loading the worker's tools from a module named in the configuration. */
 import path from 'node:path';
-import { ConfigError } from '../shared/errors';
+import { ConfigError } from '../common/errors';
 import type { Tool } from '../tools/tool';
 import type { Agent } from '../tools/agents';
 

@@ -15,9 +15,9 @@ import path from 'node:path';
 import { diag, DiagLogLevel, type DiagLogger } from '@opentelemetry/api';
 import type { ClientPlugin } from '@temporalio/client';
 import type { WorkerPlugin } from '@temporalio/worker';
-import { ConfigError } from '../shared/errors';
+import { ConfigError } from '../common/errors';
 import type { TraceExportConfig } from './config';
-import { logger } from '../shared/logger';
+import { logger } from '../common/logger';
 
 /** The packages trace export loads, in the order it loads them. */
 export const TRACING_PACKAGES = [

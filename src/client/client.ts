@@ -16,7 +16,7 @@ import {
 import { WorkflowIdReusePolicy, type DataConverter } from '@temporalio/common';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
 import type { Pool } from 'pg';
-import { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError, UnstorableTextError } from '../shared/errors';
+import { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError, UnstorableTextError } from '../common/errors';
 import { describeUnstorableText } from '../contract/text';
 import { readTranscript, readTranscriptPage, type StoredMessage } from '../db/transcript-store';
 import { readWaitingCalls } from '../db/approval-store';

@@ -15,5 +15,5 @@ export {
   InvalidConversationInputError,
   MessageTooLargeError,
   UnstorableTextError,
-} from '../shared/errors';
+} from '../common/errors';
 export { encryptingDataConverter, parsePayloadKeys, type PayloadKey } from '../codec';

@@ -13,7 +13,7 @@
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { Payload, PayloadCodec } from '@temporalio/common';
-import { ConfigError, EncryptedPayloadError } from '../shared/errors';
+import { ConfigError, EncryptedPayloadError } from '../common/errors';
 
 /** The encoding of an encrypted payload. */
 export const ENCRYPTED_ENCODING = 'binary/encrypted';

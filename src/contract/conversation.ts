@@ -476,7 +476,7 @@ export interface ApprovalDecision {
   sentAt?: string;
   /**
    * The API's signature over this decision and its conversation
-   * (`<keyId>.<HMAC-SHA256, base64url>`, see `src/shared/decision-signing.ts`).
+   * (`<keyId>.<HMAC-SHA256, base64url>`, see `src/common/decision-signing.ts`).
    * A worker that holds decision keys checks it before applying the decision:
    * a valid signature makes `decidedBy` authenticated; without one the decision
    * is refused (or, where signatures are not required, recorded as unauthenticated).

@@ -17,7 +17,7 @@ import type { AppendMessagesInput, ApprovalRequest } from '../contract/activitie
 import type { AgentTables } from './schema';
 import { appendMessages, insertMessages } from './transcript-store';
 import { describeRefusal, isRefusedValue } from './errors';
-import { logger } from '../shared/logger';
+import { logger } from '../common/logger';
 import { inTransaction } from './transaction';
 
 /**

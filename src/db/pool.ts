@@ -1,6 +1,6 @@
 /** The one place that builds PostgreSQL connection pools. */
 import { Pool } from 'pg';
-import { logger } from '../shared/logger';
+import { logger } from '../common/logger';
 
 /** Opens a pool on `databaseUrl`. Idle-client errors are logged, not fatal. */
 export function createPool(databaseUrl: string, max = 10): Pool {

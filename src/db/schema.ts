@@ -4,7 +4,7 @@
  * {@link AgentTables} instead of relying on `search_path`: a team may hand the
  * worker a pool it shares with its own queries, whose `search_path` is theirs.
  */
-import { ConfigError } from '../shared/errors';
+import { ConfigError } from '../common/errors';
 
 /** The schema the project's tables live in when none is configured. */
 export const DEFAULT_DATABASE_SCHEMA = 'durable_agent';

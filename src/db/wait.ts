@@ -1,6 +1,6 @@
 /** Waiting for PostgreSQL when a worker starts (see `waitForServer`). */
 import type { Pool } from 'pg';
-import { waitForServer } from '../shared/wait-for-server';
+import { waitForServer } from '../common/wait-for-server';
 import { isConnectionError } from './errors';
 
 /** How long a starting worker waits for PostgreSQL by default. */

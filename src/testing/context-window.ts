@@ -2,10 +2,10 @@
  * The scripted model server's context window: how many tokens a request's
  * prompt holds, counted as a provider does (message contents, tool calls and
  * tool definitions with the o200k tokenizer, plus a few tokens of framing per
- * message; in pieces, like the worker, see `src/shared/tokens.ts`), and
+ * message; in pieces, like the worker, see `src/common/tokens.ts`), and
  * OpenAI's exact answer when it is over the window.
  */
-import { countTokens } from '../shared/tokens';
+import { countTokens } from '../common/tokens';
 import type { ProviderErrorBody } from './types';
 import { errorBody } from './validate';
 

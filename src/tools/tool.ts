@@ -5,7 +5,7 @@
 import type { Pool, PoolClient } from 'pg';
 import { z } from 'zod';
 
-export { ToolEffectUnknownError, ToolError } from '../shared/errors';
+export { ToolEffectUnknownError, ToolError } from '../common/errors';
 
 /** What a tool's `execute` receives besides its arguments. */
 export interface ToolContext {

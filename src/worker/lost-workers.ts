@@ -36,7 +36,7 @@ import { temporal } from '@temporalio/proto';
 import type { Client } from '@temporalio/client';
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 import type { AgentTables } from '../db/schema';
-import { logger } from '../shared/logger';
+import { logger } from '../common/logger';
 
 /** The failure type of an attempt failed because its worker was lost. */
 export const WORKER_LOST_ERROR_TYPE = 'WorkerLost';

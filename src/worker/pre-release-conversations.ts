@@ -8,7 +8,7 @@
  */
 import type { NativeConnection } from '@temporalio/worker';
 import type { Connection } from '@temporalio/client';
-import { AgentError } from '../shared/errors';
+import { AgentError } from '../common/errors';
 
 /** The workflow type of conversations started by builds before 1.0. */
 export const PRE_RELEASE_WORKFLOW_TYPE = 'conversationWorkflow';

@@ -9,7 +9,7 @@
  */
 import type { OperatorService } from '@temporalio/client';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
-import { AgentError } from '../shared/errors';
+import { AgentError } from '../common/errors';
 import {
   type SearchAttributeOptions,
   CONVERSATION_SEARCH_ATTRIBUTES,

@@ -9,7 +9,7 @@ import { fork } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode, type Logger, type LogLevel } from '@temporalio/worker';
-import { sdkLogger } from '../shared/logger';
+import { sdkLogger } from '../common/logger';
 import { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from './plugin';
 
 /** What goes into the bundle besides the conversation workflow and its own interceptor module. */

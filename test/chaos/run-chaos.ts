@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AgentClient } from '../../src/client/client';
-import { freePort } from '../../src/shared/free-port';
+import { freePort } from '../../src/common/free-port';
 import { migrate } from '../../src/db/migrations';
 import { createPool } from '../../src/db/pool';
 import { setupBackofficeDemo } from '../../src/demo/data';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { roundUsd } from '../../src/core/pricing';
-import { InvalidConversationInputError } from '../../src/shared/errors';
+import { InvalidConversationInputError } from '../../src/common/errors';
 import { startHarness, type Harness } from '../support/harness';
 
 // Tokens and cost per turn and per conversation, from the usage the provider

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentClient } from '../../src/client/client';
-import { freePort } from '../../src/shared/free-port';
+import { freePort } from '../../src/common/free-port';
 import { runCli } from '../support/cli';
 import { startHarness, type Harness } from '../support/harness';
 

@@ -9,7 +9,7 @@ import { createOpenAIClient } from '../../src/activities/openai-client';
 import { startApiServer } from '../../src/api/server';
 import { AgentClient } from '../../src/client/client';
 import { AesGcmPayloadCodec, encryptingDataConverter } from '../../src/codec';
-import { freePort } from '../../src/shared/free-port';
+import { freePort } from '../../src/common/free-port';
 import { findTemporalCli, startDevServer, type DevServer } from '../../src/app/temporal-server';
 import { createAgentWorker } from '../../src/worker/worker';
 import { backofficeTools } from '../../src/demo/tools';

@@ -7,7 +7,7 @@ import { migrate } from '../../src/db/migrations';
 import { createPool } from '../../src/db/pool';
 import { agentTables, AGENT_TABLE_NAMES } from '../../src/db/schema';
 import { readTranscript } from '../../src/db/transcript-store';
-import { ConfigError } from '../../src/shared/errors';
+import { ConfigError } from '../../src/common/errors';
 import { loadConfig } from '../../src/app/config';
 import { startModelServer, type ModelServer } from '../../src/testing';
 import { DEMO_CUSTOMERS, DEMO_ORDERS, setupBackofficeDemo } from '../../src/demo/data';

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Pool } from 'pg';
 import { DeltaPublisher } from '../../src/activities/deltas';
-import { freePort } from '../../src/shared/free-port';
-import { logger } from '../../src/shared/logger';
+import { freePort } from '../../src/common/free-port';
+import { logger } from '../../src/common/logger';
 import { findUnstorableCharacter, toStorableText } from '../../src/contract/text';
 import { STREAM_CHANNEL, type StreamEvent } from '../../src/db/stream-channel';
 import { createTestDatabase } from '../support/harness';

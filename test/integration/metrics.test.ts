@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../src/shared/free-port';
+import { freePort } from '../../src/common/free-port';
 import { AGENT_METRICS } from '../../src/contract/metrics';
 import { startHarness, type Harness } from '../support/harness';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';

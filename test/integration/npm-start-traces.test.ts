@@ -7,7 +7,7 @@ import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/app/config';
 import { startTraceExport, TRACING_PACKAGES } from '../../src/app/tracing-setup';
-import { ConfigError } from '../../src/shared/errors';
+import { ConfigError } from '../../src/common/errors';
 import { apiCaller, TEST_TOKENS, token } from '../support/api';
 import { startHarness, type Harness } from '../support/harness';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postgresDataDir } from '../../src/db/embedded-postgres';
-import { freePort } from '../../src/shared/free-port';
+import { freePort } from '../../src/common/free-port';
 import { npmStart, stopWithSigterm, type NpmStart } from '../support/npm-start';
 import { NOTHING_CONFIGURED } from '../support/worker-process';
 

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgresDataDir } from '../../src/db/embedded-postgres';
-import { freePort } from '../../src/shared/free-port';
+import { freePort } from '../../src/common/free-port';
 import { NOTHING_CONFIGURED, startWorkerProcess, type WorkerProcess } from '../support/worker-process';
 
 const ROOT = path.join(__dirname, '..', '..');

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DecisionRefusedError } from '../../src/shared/errors';
+import { DecisionRefusedError } from '../../src/common/errors';
 import type { ChatMessage } from '../../src/contract/messages';
 import { exportHistoryFixture } from '../support/fixture-export';
 import { startHarness, type Harness } from '../support/harness';

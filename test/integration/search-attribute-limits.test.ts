@@ -6,7 +6,7 @@ import { NativeConnection } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { createOpenAIClient } from '../../src/activities/openai-client';
 import { startApiServer } from '../../src/api/server';
-import { logger } from '../../src/shared/logger';
+import { logger } from '../../src/common/logger';
 import { SearchAttributeLimitError } from '../../src/worker/search-attributes';
 import { createAgentWorker } from '../../src/worker/worker';
 import { backofficeTools } from '../../src/demo/tools';

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../src/shared/free-port';
+import { freePort } from '../../src/common/free-port';
 import { startDevServer, type DevServer } from '../../src/app/temporal-server';
 import { backofficeTools } from '../../src/demo/tools';
 import { tool } from '../../src/tools/tool';

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NativeConnection } from '@temporalio/worker';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../src/shared/free-port';
+import { freePort } from '../../src/common/free-port';
 import { EMBEDDED_DEV_SERVER, explainConnectionFailure } from '../../src/app/temporal-connection';
 import { startDevServer, type DevServer } from '../../src/app/temporal-server';
 

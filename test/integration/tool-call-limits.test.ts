@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InvalidConversationInputError } from '../../src/shared/errors';
+import { InvalidConversationInputError } from '../../src/common/errors';
 import { loadConfig } from '../../src/app/config';
 import { CONVERSATION_WORKFLOW_TYPE, userMessageSignal } from '../../src/contract';
 import { startHarness, type Harness } from '../support/harness';

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { findUnstorableCharacter, toStorableText } from '../../src/contract/text';
-import { UnstorableTextError } from '../../src/shared/errors';
+import { UnstorableTextError } from '../../src/common/errors';
 import { tool } from '../../src/tools/tool';
 import { startHarness, type Harness } from '../support/harness';
 import { startHttpMcpServer, type HttpMcpServer } from '../support/mcp-server';

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { UnstorableTextError } from '../../src/shared/errors';
+import { UnstorableTextError } from '../../src/common/errors';
 import { tool } from '../../src/tools/tool';
 import { backofficeTools } from '../../src/demo/tools';
 import { cancelTurnSignal, CONVERSATION_WORKFLOW_TYPE, decisionSignal, userMessageSignal } from '../../src/contract';

@@ -3,7 +3,7 @@
  * approves, carol operates, dave both requests and approves), the decision
  * key the API signs with and the worker verifies with, and a JSON caller.
  */
-import type { DecisionKey } from '../../src/shared/decision-signing';
+import type { DecisionKey } from '../../src/common/decision-signing';
 import type { ApiTokenConfig } from '../../src/api/tokens';
 
 /** The token of a person: 40 times a letter (`a` alice, `b` bob, `c` carol, `d` dave; others are unknown). */

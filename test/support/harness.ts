@@ -20,7 +20,7 @@ import { startTcpProxy, type TcpProxy } from './tcp-proxy';
 import { startModelServer, type ModelServer, type ModelServerOptions } from '../../src/testing';
 import { createAgentWorker } from '../../src/worker/worker';
 import type { ModelPrices } from '../../src/core/pricing';
-import type { DecisionTrust } from '../../src/shared/decision-signing';
+import type { DecisionTrust } from '../../src/common/decision-signing';
 import { backofficeTools } from '../../src/demo/tools';
 import { setupBackofficeDemo } from '../../src/demo/data';
 import type { Tool } from '../../src/tools/tool';

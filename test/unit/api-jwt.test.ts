@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT, type GenerateKeyPairResult, type JWTPayload } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createJwtVerifier, IdentityProviderUnavailableError, type JwtVerifierOptions } from '../../src/api/jwt';
-import { ConfigError } from '../../src/shared/errors';
+import { ConfigError } from '../../src/common/errors';
 
 // OIDC bearer tokens against a real identity provider on 127.0.0.1: a
 // discovery document and a JWKS served over HTTP, tokens signed with jose.

@@ -13,7 +13,7 @@ const SRC = path.join(__dirname, '..', '..', 'src');
 /** Each folder of src/ and its layer: a module may import from its own folder and from lower layers only. */
 const LAYERS: Record<string, number> = {
   contract: 0,
-  shared: 1,
+  common: 1,
   core: 2,
   db: 2,
   codec: 2,
