@@ -247,8 +247,10 @@ interface ToolOffer {
  * unnamed agent, its choice of the worker's tools and the turn's MCP tools.
  */
 function toolOffer(registry: ToolRegistry, agents: AgentRegistry | undefined, speaker: Agent | undefined, input: ModelCallInput): ToolOffer {
-  if (!speaker || !agents)
-    return { specs: registry.specsFor(offeredNames(registry, input)), allowed: offeredNames(registry, input), handoffTarget: () => undefined };
+  if (!speaker || !agents) {
+    const allowed = offeredNames(registry, input);
+    return { specs: registry.specsFor(allowed), allowed, handoffTarget: () => undefined };
+  }
   const allowed = agents.toolNames(speaker);
   return {
     specs: [...registry.specsFor(allowed), ...agents.handoffSpecs(speaker)],
@@ -277,7 +279,10 @@ function currentAgent(agents: AgentRegistry | undefined, name: string | undefine
  * each answer stays in the transcript, never sent.
  */
 function withInstructions(loaded: { messages: ChatMessage[]; seqs?: number[] }, speaker: Agent | undefined): { messages: ChatMessage[]; seqs?: number[] } {
-  const messages = loaded.messages.map((m) => (m.role === 'assistant' && m.name !== undefined ? withoutName(m) : m));
+  const named = (m: ChatMessage) => m.role === 'assistant' && m.name !== undefined;
+  const messages = loaded.messages.some(named)
+    ? loaded.messages.map((m) => (named(m) ? withoutName(m as Extract<ChatMessage, { role: 'assistant' }>) : m))
+    : loaded.messages;
   if (!speaker?.instructions) return { ...loaded, messages };
   const system: ChatMessage = { role: 'system', content: speaker.instructions };
   if (messages[0]?.role === 'system') return { messages: [system, ...messages.slice(1)], seqs: loaded.seqs };

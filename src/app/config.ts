@@ -10,7 +10,7 @@ import { DEFAULT_DATABASE_SCHEMA, describeBadSchemaName } from '../db/schema';
 import { describeBadPrices, type ModelPrices } from '../core/pricing';
 import { parsePayloadKeys, type PayloadKey } from '../codec/aes-gcm';
 import { describeBadMcpServers, type McpServers } from '../mcp/protocol';
-import { describeBadSearchAttributePrefix, parseSearchAttributeGroups } from '../contract';
+import { AGENT_NAME_PATTERN, describeBadSearchAttributePrefix, parseSearchAttributeGroups } from '../contract';
 import type { SearchAttributeOptions } from '../contract';
 
 export { ConfigError };
@@ -165,7 +165,7 @@ const envSchema = z
     AGENT_DEFAULT_AGENT: optional.pipe(
       z
         .string()
-        .regex(/^(none|[a-zA-Z0-9_-]{1,52})$/, 'must be the name of one of the agents (1-52 letters, digits, "_" or "-"), or "none"')
+        .refine((v) => v === 'none' || AGENT_NAME_PATTERN.test(v), 'must be the name of one of the agents (1-52 letters, digits, "_" or "-"), or "none"')
         .optional(),
     ),
     AGENT_MAX_PARALLEL_TOOL_CALLS: wholeNumber(

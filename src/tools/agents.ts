@@ -54,6 +54,8 @@ export function toolsOfAgents(agents: readonly Agent[]): Tool[] {
 /** The worker's agents by name, checked against each other and the worker's tools. */
 export class AgentRegistry {
   private readonly byName = new Map<string, Agent>();
+  /** Each agent's handoff tools, built once. */
+  private readonly handoffs = new Map<string, FunctionToolSpec[]>();
 
   /** Throws, saying what to fix, when names clash, a handoff names no agent or an agent offers too many tools. */
   constructor(agents: readonly Agent[], tools: ToolRegistry) {
@@ -79,6 +81,10 @@ export class AgentRegistry {
       }
       const offered = toolNames(a).length + (a.handoffs?.length ?? 0);
       if (offered > MAX_TOOLS) throw new TypeError(`Agent "${a.name}" offers ${offered} tools and handoffs; providers take at most ${MAX_TOOLS}.`);
+      this.handoffs.set(
+        a.name,
+        (a.handoffs ?? []).map((name) => handoffSpec(name, this.byName.get(name)?.handoffDescription)),
+      );
     }
   }
 
@@ -99,17 +105,7 @@ export class AgentRegistry {
 
   /** The handoff tools `agent` offers, in the shape the Chat Completions API takes. */
   handoffSpecs(agent: Agent): FunctionToolSpec[] {
-    return (agent.handoffs ?? []).map((name) => {
-      const target = this.byName.get(name);
-      return {
-        type: 'function',
-        function: {
-          name: `${HANDOFF_TOOL_PREFIX}${name}`,
-          description: `Hand off to the ${name} agent to handle the request.${target?.handoffDescription ? ` ${target.handoffDescription}` : ''}`,
-          parameters: { type: 'object', properties: {}, additionalProperties: false },
-        },
-      };
-    });
+    return this.handoffs.get(agent.name) ?? [];
   }
 
   /** The agent a call of `toolName` by `agent` transfers to, when it is one of its handoffs. */
@@ -118,6 +114,18 @@ export class AgentRegistry {
     const target = toolName.slice(HANDOFF_TOOL_PREFIX.length);
     return agent.handoffs?.includes(target) ? target : undefined;
   }
+}
+
+/** The tool that hands a conversation to agent `name`, described with what it is for. */
+function handoffSpec(name: string, description: string | undefined): FunctionToolSpec {
+  return {
+    type: 'function',
+    function: {
+      name: `${HANDOFF_TOOL_PREFIX}${name}`,
+      description: `Hand off to the ${name} agent to handle the request.${description ? ` ${description}` : ''}`,
+      parameters: { type: 'object', properties: {}, additionalProperties: false },
+    },
+  };
 }
 
 function toolNames(agent: AgentDefinition): string[] {

@@ -96,7 +96,7 @@ export class DurableAgentPlugin extends SimplePluginAwaited {
         `DurableAgentPlugin: defaultAgent "${options.defaultAgent}" is not one of its agents (${agents.map((a) => a.name).join(', ') || 'none'}).`,
       );
     }
-    const tools = new ToolRegistry([...options.tools, ...toolsOfAgents(agents).filter((t, i, all) => !options.tools.includes(t) && all.indexOf(t) === i)]);
+    const tools = new ToolRegistry([...new Set([...options.tools, ...toolsOfAgents(agents)])]);
     const agentRegistry = agents.length > 0 ? new AgentRegistry(agents, tools) : undefined;
     const client = options.model.client ?? createOpenAIClient({ apiKey: requireApiKey(options.model), baseUrl: options.model.baseUrl });
     const pool = 'pool' in options.database ? options.database.pool : createPool(options.database.url);
