@@ -9,7 +9,7 @@ import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/ch
 import type { ChatMessage, ToolCall } from '../contract/messages';
 import { applyPairingRepair, findPairingProblems, type PairingItem } from '../core/pairing';
 import type { FunctionToolSpec, ToolRegistry } from '../tools/registry';
-import type { Agent, AgentRegistry } from '../tools/agents';
+import type { Agent, AgentRegistry, AgentTool } from '../tools/agents';
 import { parseMcpToolName } from '../mcp/protocol';
 import { turnRegistry } from './mcp-tools';
 import type { Pool } from 'pg';
@@ -240,6 +240,7 @@ interface ToolOffer {
   specs: FunctionToolSpec[];
   allowed: string[] | undefined;
   handoffTarget(toolName: string): string | undefined;
+  agentTool(toolName: string): AgentTool | undefined;
 }
 
 /**
@@ -249,13 +250,14 @@ interface ToolOffer {
 function toolOffer(registry: ToolRegistry, agents: AgentRegistry | undefined, speaker: Agent | undefined, input: ModelCallInput): ToolOffer {
   if (!speaker || !agents) {
     const allowed = offeredNames(registry, input);
-    return { specs: registry.specsFor(allowed), allowed, handoffTarget: () => undefined };
+    return { specs: registry.specsFor(allowed), allowed, handoffTarget: () => undefined, agentTool: () => undefined };
   }
   const allowed = agents.toolNames(speaker);
   return {
-    specs: [...registry.specsFor(allowed), ...agents.handoffSpecs(speaker)],
+    specs: [...registry.specsFor(allowed), ...agents.agentToolSpecs(speaker), ...agents.handoffSpecs(speaker)],
     allowed,
     handoffTarget: (toolName) => agents.handoffTarget(speaker, toolName),
+    agentTool: (toolName) => agents.agentTool(speaker, toolName),
   };
 }
 
@@ -313,6 +315,35 @@ function planToolCalls(registry: ToolRegistry, deps: ModelActivityDeps, offer: T
             '(AGENT_MAX_PARALLEL_TOOL_CALLS). This call was not run: ask for it again in a later step.',
         }),
   );
+}
+
+/**
+ * The plan of a call of an agent as a tool: its task must be `{"input": "<text>"}`.
+ * Never idempotent: the agent's conversation runs once, and one cut off
+ * (terminated, timed out) may have done part of its work.
+ */
+function planAgentCall(asTool: AgentTool, call: ToolCall): ToolCallPlan {
+  let task: unknown;
+  try {
+    task = (JSON.parse(call.function.arguments) as { input?: unknown } | null)?.input;
+  } catch {
+    task = undefined;
+  }
+  if (typeof task !== 'string' || task.trim() === '') {
+    return unrunnable(call, {
+      reason: 'invalid_arguments',
+      message: `${asTool.toolName} runs the ${asTool.agent} agent with a task: give arguments {"input": "<the task, in words>"}.`,
+    });
+  }
+  return {
+    toolCallId: call.id,
+    name: call.function.name,
+    subAgent: asTool.agent,
+    needsApproval: asTool.needsApproval,
+    idempotent: false,
+    timeoutMs: asTool.timeoutMs ?? 0,
+    maxAttempts: 1,
+  };
 }
 
 /** The plan of a call that cannot run: the workflow settles it as `tool_failed` with the problem's words. */
@@ -385,6 +416,8 @@ function planToolCall(registry: ToolRegistry, offer: ToolOffer, call: ToolCall):
   }
   const allowed = offer.allowed;
   const bytes = argumentsOverLimit(call);
+  const asTool = offer.agentTool(call.function.name);
+  if (asTool && bytes === undefined) return planAgentCall(asTool, call);
   if (bytes !== undefined) {
     return unrunnable(call, {
       reason: 'invalid_arguments',

@@ -49,6 +49,11 @@ export interface ToolCallPlan {
   problem?: { reason: 'unknown_tool' | 'invalid_arguments' | 'too_many_calls'; message: string };
   /** Set when the call is a handoff (`transfer_to_<agent>`): the agent it transfers the conversation to. No activity runs it. */
   handoff?: string;
+  /**
+   * Set when the call runs another agent as a tool (`agent.asTool()`): the
+   * agent it runs, as a child workflow whose final answer is the call's result.
+   */
+  subAgent?: string;
   needsApproval: boolean;
   /**
    * Whether running the tool again is safe (it only reads, or writes through
@@ -75,7 +80,11 @@ export interface ModelCallResult {
 }
 
 /** A message body already stored by an activity, appended by reference so its bytes cross history once. */
-export type StoredMessageRef = { kind: 'model_response'; key: string } | { kind: 'tool_result'; key: string; toolCallId: string };
+export type StoredMessageRef =
+  | { kind: 'model_response'; key: string }
+  | { kind: 'tool_result'; key: string; toolCallId: string }
+  /** The final answer of an agent called as a tool (its model response `key`), as the calling call's result. */
+  | { kind: 'agent_answer'; key: string; toolCallId: string };
 
 /** One message to append: its body, or a reference to a body an activity stored. */
 export type AppendEntry = { seq: number; message: ChatMessage } | { seq: number; ref: StoredMessageRef };

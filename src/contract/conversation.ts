@@ -56,6 +56,18 @@ export interface ConversationInput {
   agent?: string;
   /** Handoffs one turn may make; a transfer past it is refused (the agent keeps the turn). Default 5. */
   maxHandoffsPerTurn?: number;
+  /**
+   * How deep agents called as tools may nest: 1 lets this conversation's
+   * agents call agents as tools, whose own agent tools are then refused.
+   * Default 3; the conversations it starts inherit it.
+   */
+  maxAgentDepth?: number;
+  /**
+   * Set by the workflow on a conversation it starts for an agent called as a
+   * tool (a child workflow): who called it and with what task. Such a
+   * conversation answers its task in one turn, ends, and returns the answer.
+   */
+  calledBy?: AgentCaller;
   model?: ModelSettings;
   /** Names of the tools the model may call; every tool the worker has when unset. */
   tools?: string[];
@@ -122,6 +134,24 @@ export interface ConversationInput {
   searchAttributes?: ConversationSearchAttributes;
   /** Set by the workflow itself when it continues as new: the state it carries over. */
   carried?: CarriedConversation;
+}
+
+/** Who called the agent of a child conversation as a tool (see {@link ConversationInput.calledBy}). */
+export interface AgentCaller {
+  /** The conversation whose tool call started this one. */
+  conversationId: string;
+  /** The top-level conversation (a person's), the same as `conversationId` one level down. */
+  rootConversationId: string;
+  /** The effect key of the calling tool call. */
+  callKey: string;
+  /** The calling tool call's name, e.g. `audit_order`. */
+  toolName: string;
+  /** The agents from the top-level conversation's down to this one, e.g. `["triage", "refunds", "auditor"]`. */
+  path: string[];
+  /** Who sent the top-level turn's messages: four eyes refuses them as deciders here too. */
+  requestedBy: string[];
+  /** The task: the `input` the calling model gave, this conversation's one user message. */
+  task: string;
 }
 
 /**
@@ -247,6 +277,8 @@ export const CONVERSATION_LIMITS = {
   maxSteps: 100,
   /** The largest `maxHandoffsPerTurn`. */
   maxHandoffsPerTurn: 100,
+  /** The largest `maxAgentDepth`. */
+  maxAgentDepth: 10,
 } as const;
 
 /**
@@ -302,6 +334,7 @@ export const CONVERSATION_DEFAULTS = {
   approvalTimeoutMs: 7 * 24 * 60 * 60_000,
   onNewMessage: 'interrupt',
   maxHandoffsPerTurn: 5,
+  maxAgentDepth: 3,
 } as const;
 
 /**
@@ -332,6 +365,8 @@ export function describeInvalidInput(input: unknown, options: { limits?: boolean
   }
   positiveInt(i.maxSteps, 'maxSteps');
   positiveInt(i.maxHandoffsPerTurn, 'maxHandoffsPerTurn');
+  positiveInt(i.maxAgentDepth, 'maxAgentDepth');
+  problems.push(...describeBadCaller(i.calledBy));
   if (i.agent !== undefined && !(typeof i.agent === 'string' && AGENT_NAME_PATTERN.test(i.agent))) {
     problems.push(`agent must be the name of one of the worker's agents (1-52 letters, digits, "_" or "-"), got ${JSON.stringify(i.agent)}`);
   }
@@ -388,7 +423,7 @@ export function describeInvalidInput(input: unknown, options: { limits?: boolean
 
 /** Lists the values of a {@link ConversationInput} above {@link CONVERSATION_LIMITS}. */
 export function describeOverLimits(input: unknown): string[] {
-  const { maxSteps, maxHandoffsPerTurn } = (input ?? {}) as { maxSteps?: unknown; maxHandoffsPerTurn?: unknown };
+  const { maxSteps, maxHandoffsPerTurn, maxAgentDepth } = (input ?? {}) as { maxSteps?: unknown; maxHandoffsPerTurn?: unknown; maxAgentDepth?: unknown };
   const over = (value: unknown, max: number) => typeof value === 'number' && Number.isInteger(value) && value > max;
   return [
     ...(over(maxSteps, CONVERSATION_LIMITS.maxSteps)
@@ -397,7 +432,25 @@ export function describeOverLimits(input: unknown): string[] {
     ...(over(maxHandoffsPerTurn, CONVERSATION_LIMITS.maxHandoffsPerTurn)
       ? [`maxHandoffsPerTurn must be at most ${CONVERSATION_LIMITS.maxHandoffsPerTurn}, got ${maxHandoffsPerTurn}`]
       : []),
+    ...(over(maxAgentDepth, CONVERSATION_LIMITS.maxAgentDepth)
+      ? [`maxAgentDepth must be at most ${CONVERSATION_LIMITS.maxAgentDepth}, got ${maxAgentDepth}`]
+      : []),
   ];
+}
+
+/** What is wrong with {@link ConversationInput.calledBy} (set by the workflow, never by people). */
+function describeBadCaller(value: unknown): string[] {
+  if (value === undefined) return [];
+  const c = value as Partial<Record<keyof AgentCaller, unknown>>;
+  const strings = (v: unknown) => Array.isArray(v) && v.every((x) => typeof x === 'string');
+  const ok =
+    typeof value === 'object' &&
+    value !== null &&
+    [c.conversationId, c.rootConversationId, c.callKey, c.toolName, c.task].every((v) => typeof v === 'string') &&
+    strings(c.path) &&
+    (c.path as string[]).length > 0 &&
+    strings(c.requestedBy);
+  return ok ? [] : ['calledBy is set by the workflow for an agent called as a tool; it must not be given by hand'];
 }
 
 /**
@@ -625,6 +678,8 @@ export interface ConversationState {
   runs: number;
   /** The agent that answers now (see {@link ConversationInput.agent}); absent for conversations of one unnamed agent. */
   agent?: string;
+  /** Set when this conversation runs an agent called as a tool: who called it (its task cut to 500 characters). */
+  calledBy?: AgentCaller;
   /** User messages received but not yet taken into a turn. */
   queuedMessages: number;
   /** Tool calls waiting for a person's decision. */
@@ -702,6 +757,21 @@ export interface ConversationSummary {
   steps: number;
   messages: number;
   transcriptRepairs: number;
+  /**
+   * How its last turn ended, for a conversation started for an agent called
+   * as a tool (`calledBy`): what the calling call's result is made of.
+   */
+  lastTurn?: SubAgentTurn;
+}
+
+/** The one turn of an agent called as a tool, as its caller reads it. */
+export interface SubAgentTurn {
+  agent?: string;
+  outcome: TurnRecord['outcome'];
+  /** Why it did not answer. */
+  error?: string;
+  /** The answer's model response, whose full text becomes the calling call's result, and its text (a preview when long). */
+  answer?: { responseKey: string; text: string };
 }
 
 /**

@@ -45,6 +45,8 @@ export interface CallOutcome {
   storedResultKey?: string;
   /** The tool found its effect in the ledger (applied by an earlier attempt), so it was not applied again. */
   fromLedger?: boolean;
+  /** Key of the model response holding the full answer of an agent called as a tool, for appending by reference. */
+  storedAnswerKey?: string;
 }
 
 /** One call of the batch. */
@@ -69,6 +71,8 @@ export interface BatchCall {
   idempotent?: boolean;
   /** Workflow time the model asked for it, ms since the epoch. */
   requestedAt: number;
+  /** Set for a call of an agent as a tool: the agent it runs in a child conversation. */
+  subAgent?: string;
   phase: CallPhase;
   decision?: CallDecision;
   outcome?: CallOutcome;
@@ -85,6 +89,8 @@ export interface RequestedCall {
   arguments: string;
   needsApproval: boolean;
   idempotent?: boolean;
+  /** The agent the call runs, for a call of an agent as a tool. */
+  subAgent?: string;
   /** Default {@link TOOL_DEFAULTS}. */
   timeoutMs?: number;
   /** Default {@link TOOL_DEFAULTS}. */
@@ -117,6 +123,7 @@ export class ToolCallBatch {
       maxAttempts: r.maxAttempts ?? TOOL_DEFAULTS.maxAttempts,
       ...(r.idempotent !== undefined ? { idempotent: r.idempotent } : {}),
       requestedAt: now,
+      ...(r.subAgent !== undefined ? { subAgent: r.subAgent } : {}),
       phase: 'ready' as CallPhase,
       problem: r.problem,
     }));
@@ -287,6 +294,7 @@ export function requestedCalls(
       id: call.id,
       key: callInstanceKey(conversationId, assistantSeq, index),
       idempotent: plan?.idempotent ?? true,
+      ...(plan?.subAgent !== undefined ? { subAgent: plan.subAgent } : {}),
       name: call.function.name,
       arguments: call.function.arguments,
       needsApproval: plan?.needsApproval ?? true,

@@ -54,6 +54,7 @@ import {
   type ConversationUsage,
   type ConversationSummary,
   type DecisionResult,
+  type SubAgentTurn,
   type RefusedDecision,
   type TokenUsage,
   type TurnRecord,
@@ -63,7 +64,7 @@ import {
 import { roundUsd } from './pricing';
 import { Inbox } from './inbox';
 import { describeMessage, type ChatMessage, type MessageMeta } from '../contract/messages';
-import { effectUnknownContent, handoffContent, notStoredContent, toolFailedContent, type OutcomeKind } from './outcomes';
+import { effectUnknownContent, handoffContent, notStoredContent, toolFailedContent, type OutcomeKind, type ToolFailureReason } from './outcomes';
 import { toStorableText } from '../contract/text';
 import { TranscriptWrites } from './writes';
 import { NOT_RUN_TOOL_LABEL } from '../contract/metrics';
@@ -85,6 +86,7 @@ import {
   type PublishedUsage,
   type SearchAttributeValues,
   type StoreEntry,
+  type SubAgentStart,
   type ToolFailure,
 } from './edge';
 
@@ -104,6 +106,9 @@ export class ConversationCore {
   private nextAgent: string | undefined;
   /** Handoffs made in the current turn. */
   private turnHandoffs = 0;
+  private readonly maxAgentDepth: number;
+  /** The last final answer: its model response and text (a preview when long). */
+  private lastAnswer: { responseKey: string; text: string } | undefined;
   /** Events in one run's history after which the conversation continues as new (between turns). */
   readonly continueAsNewAfterEvents: number;
   /** Structure of the messages of this run; earlier runs' messages are stored and settled. */
@@ -173,6 +178,7 @@ export class ConversationCore {
     this.approvalTimeoutMs = input.approvalTimeoutMs ?? CONVERSATION_DEFAULTS.approvalTimeoutMs;
     this.onNewMessage = input.onNewMessage ?? CONVERSATION_DEFAULTS.onNewMessage;
     this.maxHandoffsPerTurn = input.maxHandoffsPerTurn ?? CONVERSATION_DEFAULTS.maxHandoffsPerTurn;
+    this.maxAgentDepth = input.maxAgentDepth ?? CONVERSATION_DEFAULTS.maxAgentDepth;
     this.agent = carried?.agent ?? input.agent;
     this.continueAsNewAfterEvents = input.continueAsNewAfterEvents ?? CONVERSATION_DEFAULTS.continueAsNewAfterEvents;
     this.writes = new TranscriptWrites(carried?.nextSeq ?? 0);
@@ -191,6 +197,11 @@ export class ConversationCore {
     this.ending = carried?.ending ?? false;
     this.runs = (carried?.runs ?? 0) + 1;
     this.stopReason = carried?.pendingCancel;
+    // An agent called as a tool answers its task in one turn, then ends.
+    if (input.calledBy && !carried) {
+      this.inbox.receive({ text: toStorableText(input.calledBy.task), messageId: `task-of-${input.calledBy.callKey}` });
+      this.ending = true;
+    }
   }
 
   /** Where the conversation stands. */
@@ -305,6 +316,7 @@ export class ConversationCore {
       messageCount: this.writes.nextSeq,
       runs: this.runs,
       ...(this.agent !== undefined ? { agent: this.agent } : {}),
+      ...(this.input.calledBy ? { calledBy: { ...this.input.calledBy, task: this.input.calledBy.task.slice(0, 500) } } : {}),
       queuedMessages: this.inbox.length,
       // A call is shown waiting for a person once the message that asked for it is written: whoever sees it may read the transcript.
       pendingApprovals: this.writes.inProgress
@@ -367,7 +379,23 @@ export class ConversationCore {
 
   /** What the workflow returns when the conversation ends. */
   summary(): ConversationSummary {
-    return { conversationId: this.conversationId, steps: this.steps, messages: this.writes.nextSeq, transcriptRepairs: this.transcriptRepairs };
+    const summary = { conversationId: this.conversationId, steps: this.steps, messages: this.writes.nextSeq, transcriptRepairs: this.transcriptRepairs };
+    return this.input.calledBy ? { ...summary, ...this.subAgentTurn() } : summary;
+  }
+
+  /** How the one turn of an agent called as a tool ended, for its caller. */
+  private subAgentTurn(): { lastTurn?: SubAgentTurn } {
+    const last = this.recentTurns[this.recentTurns.length - 1];
+    if (!last) return {};
+    const answered = last.outcome === 'answered' && this.lastAnswer;
+    return {
+      lastTurn: {
+        ...(this.agent !== undefined ? { agent: this.agent } : {}),
+        outcome: last.outcome,
+        ...(last.error !== undefined ? { error: last.error } : {}),
+        ...(answered ? { answer: { ...this.lastAnswer! } } : {}),
+      },
+    };
   }
 
   /**
@@ -378,6 +406,13 @@ export class ConversationCore {
   receiveUserMessage(message: unknown): boolean {
     const problem = describeBadUserMessage(message);
     if (problem) return this.refuse('userMessage signal', problem);
+    const caller = this.input.calledBy;
+    if (caller) {
+      return this.refuse(
+        'userMessage signal',
+        `this conversation runs agent ${this.agent ?? ''} for tool call ${caller.toolName} of conversation ${caller.conversationId}, and answers only that task; send messages to ${caller.rootConversationId}`,
+      );
+    }
     const { text, messageId: given, sentBy } = message as UserMessage;
     const oversized = describeOversizedUserMessage(text);
     if (oversized) return this.refuse('userMessage signal', oversized);
@@ -423,7 +458,7 @@ export class ConversationCore {
     this.turnActive = true;
     this.turnMessageIds = taken.map((m) => m.messageId);
     this.turnFirstSeq = this.writes.nextSeq;
-    this.turnRequesters = [...new Set(taken.flatMap((m) => (m.sentBy === undefined ? [] : [m.sentBy])))];
+    this.turnRequesters = [...new Set([...(this.input.calledBy?.requestedBy ?? []), ...taken.flatMap((m) => (m.sentBy === undefined ? [] : [m.sentBy]))])];
     return taken.map((m) => ({ message: { role: 'user', content: m.text } }));
   }
 
@@ -615,7 +650,8 @@ export class ConversationCore {
     if (result.message.name !== undefined && this.agent === undefined) this.agent = result.message.name;
     const seq = this.store([{ message: result.message, ref: { kind: 'model_response', key: result.responseKey } }]);
     this.answerSeq = seq;
-    const requested = requestedCalls(this.conversationId, seq, calls, result.calls, overLimit ? notRun : undefined);
+    const requested = requestedCalls(this.conversationId, seq, calls, result.calls, overLimit ? notRun : undefined).map((r) => this.withinAgentDepth(r));
+    if (calls.length === 0) this.lastAnswer = { responseKey: result.responseKey, text: result.message.content ?? '' };
     this.batch = calls.length === 0 ? undefined : new ToolCallBatch(requested, this.env.now());
     this.batchOverLimit = overLimit;
     if (!this.batch) return { finished: this.record('answered', { answerSeq: seq }) };
@@ -637,7 +673,11 @@ export class ConversationCore {
     this.store(
       batch.results().map(({ toolCallId, outcome }) => ({
         message: { role: 'tool', tool_call_id: toolCallId, content: outcome.content },
-        ref: outcome.storedResultKey ? { kind: 'tool_result', key: outcome.storedResultKey, toolCallId } : undefined,
+        ref: outcome.storedResultKey
+          ? { kind: 'tool_result', key: outcome.storedResultKey, toolCallId }
+          : outcome.storedAnswerKey
+            ? { kind: 'agent_answer', key: outcome.storedAnswerKey, toolCallId }
+            : undefined,
       })),
     );
     const settled = batch.all().flatMap((c) => (c.outcome ? [{ tool: c.problem ? NOT_RUN_TOOL_LABEL : c.name, outcome: c.outcome.kind }] : []));
@@ -788,6 +828,74 @@ export class ConversationCore {
     };
   }
 
+  /**
+   * The child conversation that runs a started call of an agent as a tool
+   * (see {@link SubAgentStart}): the agent, the task the model gave, and this
+   * conversation's settings, which it inherits (its model, limits, budget,
+   * timeouts and search attributes, each its own to spend).
+   */
+  subAgentStart(call: BatchCall): SubAgentStart {
+    const agent = call.subAgent ?? '';
+    let task: unknown;
+    try {
+      task = (JSON.parse(call.arguments) as { input?: unknown }).input;
+    } catch {
+      task = undefined;
+    }
+    const index = this.batch?.all().indexOf(call) ?? 0;
+    const caller = this.input.calledBy;
+    const i = this.input;
+    const inherited: ConversationInput = {
+      ...(i.model ? { model: i.model } : {}),
+      ...(i.timeouts ? { timeouts: i.timeouts } : {}),
+      ...(i.approvalTimeoutMs !== undefined ? { approvalTimeoutMs: i.approvalTimeoutMs } : {}),
+      ...(i.maxSteps !== undefined ? { maxSteps: i.maxSteps } : {}),
+      ...(i.maxHandoffsPerTurn !== undefined ? { maxHandoffsPerTurn: i.maxHandoffsPerTurn } : {}),
+      ...(i.maxAgentDepth !== undefined ? { maxAgentDepth: i.maxAgentDepth } : {}),
+      ...(i.localActivities ? { localActivities: i.localActivities } : {}),
+      ...(i.mcpServers ? { mcpServers: i.mcpServers } : {}),
+      ...(i.budget ? { budget: i.budget } : {}),
+      ...(i.searchAttributes ? { searchAttributes: i.searchAttributes } : {}),
+    };
+    return {
+      workflowId: `${this.conversationId}~${agent}~${this.answerSeq}-${index}`,
+      input: {
+        ...inherited,
+        agent,
+        calledBy: {
+          conversationId: this.conversationId,
+          rootConversationId: caller?.rootConversationId ?? this.conversationId,
+          callKey: call.key,
+          toolName: call.name,
+          path: [...(caller?.path ?? [this.agent ?? 'agent']), agent],
+          requestedBy: [...this.turnRequesters],
+          task: typeof task === 'string' ? task : String(task ?? ''),
+        },
+      },
+      summary: `${agent} agent for ${this.toolCallSummary(call)}`,
+      ...(call.timeoutMs > 0 ? { timeoutMs: call.timeoutMs } : {}),
+    };
+  }
+
+  /**
+   * The child conversation of a call of an agent as a tool ended: its answer
+   * (in full, by reference) is the call's result; a turn that did not answer
+   * settles the call as `tool_failed`, saying why.
+   */
+  subAgentEnded(call: BatchCall, summary: ConversationSummary): void {
+    if (!this.isOpen(call)) return;
+    const turn = summary.lastTurn;
+    if (turn?.outcome === 'answered' && turn.answer) {
+      this.batch!.settle(call.id, { kind: 'ok', content: turn.answer.text, storedAnswerKey: turn.answer.responseKey });
+      return;
+    }
+    const why = turn ? `its turn ended as ${turn.outcome}${turn.error ? `: ${turn.error}` : ''}` : 'it ended without a turn';
+    this.batch!.settle(call.id, {
+      kind: 'tool_failed',
+      content: toolFailedContent(`The ${call.subAgent} agent did not answer (${summary.conversationId}): ${why}`),
+    });
+  }
+
   /** The tool reported its result. */
   callSucceeded(call: BatchCall, result: ToolCallResult): void {
     if (this.isOpen(call)) {
@@ -908,6 +1016,7 @@ export class ConversationCore {
    * than a run carries (they are answered first).
    */
   shouldContinueAsNew(history: { historyLength: number; continueAsNewSuggested: boolean }): boolean {
+    if (this.input.calledBy) return false; // it ends after its one turn, returning what a new run would not carry
     if (!(history.continueAsNewSuggested || history.historyLength >= this.continueAsNewAfterEvents)) return false;
     return this.inbox.bytes() <= CARRIED_INBOX_MAX_BYTES;
   }
@@ -1000,6 +1109,19 @@ export class ConversationCore {
     this.agent = next;
     this.nextAgent = undefined;
     this.turnHandoffs++;
+  }
+
+  /** A call of an agent as a tool past {@link ConversationInput.maxAgentDepth} cannot run: it is settled at once, saying why. */
+  private withinAgentDepth<T extends { subAgent?: string; problem?: { reason: ToolFailureReason; message: string } }>(call: T): T {
+    const depth = (this.input.calledBy?.path.length ?? 1) - 1;
+    if (call.subAgent === undefined || call.problem || depth < this.maxAgentDepth) return call;
+    return {
+      ...call,
+      problem: {
+        reason: 'agent_too_deep',
+        message: `Agents called as tools nest at most ${this.maxAgentDepth} deep (maxAgentDepth), and this one is ${depth} deep (${this.input.calledBy?.path.join(' > ')}); do the task here.`,
+      },
+    };
   }
 
   /** Keeps a call whose effect is unknown for operators: the state lists it, the search attribute counts it. */

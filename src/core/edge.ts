@@ -5,7 +5,7 @@
  */
 import type { StoredMessageRef } from '../contract/activities';
 import type { BatchCall } from './batch';
-import type { ConversationStatus, TurnRecord } from '../contract/conversation';
+import type { ConversationInput, ConversationStatus, TurnRecord } from '../contract/conversation';
 import type { ChatMessage } from '../contract/messages';
 import type { ToolFailureReason } from './outcomes';
 
@@ -40,6 +40,17 @@ export interface ToolFailure {
   reason: ToolFailureReason;
   /** Set when the run was cut off (timed out, worker lost) rather than failed by the tool: why. */
   cutOff?: string;
+}
+
+/** The child conversation that runs a call of an agent as a tool: the edge starts it as a child workflow and awaits its summary. */
+export interface SubAgentStart {
+  /** `<conversation id>~<agent>~<assistant seq>-<call index>`: one per call instance, never reused. */
+  workflowId: string;
+  input: ConversationInput;
+  /** The line the Temporal UI shows for the child: `auditor agent for audit_order, call 1 of turn 3`. */
+  summary: string;
+  /** How long it may take in all, ms; unset: no limit. */
+  timeoutMs?: number;
 }
 
 /** What follows a stored assistant message: the turn's end, or calls to run. */

@@ -7,7 +7,7 @@
 export type OutcomeKind = 'ok' | 'tool_failed' | 'rejected' | 'approval_timeout' | 'cancelled' | 'interrupted' | 'effect_unknown' | 'repaired';
 
 /** Why a tool failed, for the model and for people reading the transcript. */
-export type ToolFailureReason = 'error' | 'unknown_tool' | 'invalid_arguments' | 'not_run_max_steps' | 'too_many_calls' | 'handoff_refused';
+export type ToolFailureReason = 'error' | 'unknown_tool' | 'invalid_arguments' | 'not_run_max_steps' | 'too_many_calls' | 'handoff_refused' | 'agent_too_deep';
 
 /** Content for a call whose tool failed: retries spent, non-retryable, bad arguments or unknown tool. */
 export function toolFailedContent(error: string, reason: ToolFailureReason = 'error'): string {

@@ -77,9 +77,13 @@ export async function insertMessages(db: Pool | PoolClient, tables: AgentTables,
       return `SELECT ${seq}::int, ${body}::jsonb ->> 'role', ${body}::jsonb`;
     }
     const key = param(entry.ref.key);
-    return entry.ref.kind === 'model_response'
-      ? `SELECT ${seq}::int, 'assistant', (SELECT message FROM ${tables.modelResponses} WHERE response_key = ${key})`
-      : `SELECT ${seq}::int, 'tool', (SELECT jsonb_build_object('role', 'tool', 'tool_call_id', ${param(toStorableText(entry.ref.toolCallId))}::text, 'content', content)
+    if (entry.ref.kind === 'model_response')
+      return `SELECT ${seq}::int, 'assistant', (SELECT message FROM ${tables.modelResponses} WHERE response_key = ${key})`;
+    const toolCallId = param(toStorableText(entry.ref.toolCallId));
+    return entry.ref.kind === 'agent_answer'
+      ? `SELECT ${seq}::int, 'tool', (SELECT jsonb_build_object('role', 'tool', 'tool_call_id', ${toolCallId}::text, 'content', coalesce(message ->> 'content', ''))
+           FROM ${tables.modelResponses} WHERE response_key = ${key})`
+      : `SELECT ${seq}::int, 'tool', (SELECT jsonb_build_object('role', 'tool', 'tool_call_id', ${toolCallId}::text, 'content', content)
            FROM ${tables.toolResults} WHERE idempotency_key = ${key})`;
   });
   await db.query(

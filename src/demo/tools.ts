@@ -78,13 +78,36 @@ export function backofficeTools(): Tool[] {
   ];
 }
 
+/** The order auditor's tool: one order with what was refunded on it so far. Read-only. */
+export function orderAuditTool(): Tool {
+  return tool({
+    name: 'get_order',
+    description: 'One order by id: its customer, total, what was refunded so far, and each refund with its reason.',
+    parameters: z.object({ order_id: z.string().min(1).describe('Order id, e.g. ord_1001') }),
+    async execute({ order_id }, { db }) {
+      const order = await db.query('SELECT id, customer_id, description, total_cents, refunded_cents FROM public.orders WHERE id = $1', [order_id]);
+      if (order.rowCount === 0) throw new ToolError(`Order ${order_id} does not exist.`);
+      const refunds = await db.query('SELECT amount_cents, reason FROM public.refunds WHERE order_id = $1 ORDER BY id', [order_id]);
+      return { order: order.rows[0], refunds: refunds.rows };
+    },
+  });
+}
+
 /**
  * The demo's agents, over its tools: `triage` (first: where conversations
  * begin) looks customers and orders up and hands refund requests to
- * `refunds`, which issues them and hands anything else back.
+ * `refunds`, which asks the `auditor` (an agent called as a tool, in a
+ * conversation of its own) to check the order, issues the refund and hands
+ * anything else back.
  */
 export function backofficeAgents(tools: readonly Tool[] = backofficeTools()): Agent[] {
   const named = (...names: string[]) => tools.filter((t) => names.includes(t.name));
+  const auditor = agent({
+    name: 'auditor',
+    instructions: 'You audit orders before refunds: look the order up and say whether the refund asked for fits what is left to refund. Do not refund.',
+    handoffDescription: 'Checks an order and its earlier refunds before a refund; answers with what it found.',
+    tools: [orderAuditTool()],
+  });
   return [
     agent({
       name: 'triage',
@@ -98,11 +121,12 @@ export function backofficeAgents(tools: readonly Tool[] = backofficeTools()): Ag
     agent({
       name: 'refunds',
       instructions:
-        "You are the refunds specialist of a back office. Check the order, then issue the refund asked for with issue_refund (refunds over $100 wait for a person's approval). " +
-        'Hand anything that is not a refund back to the triage agent.',
+        'You are the refunds specialist of a back office. Ask the auditor to check the order (audit_order), then issue the refund asked for ' +
+        "with issue_refund (refunds over $100 wait for a person's approval). Hand anything that is not a refund back to the triage agent.",
       handoffDescription: 'Issues refunds on orders.',
-      tools: named('list_orders', 'issue_refund'),
+      tools: [...named('list_orders', 'issue_refund'), auditor.asTool({ toolName: 'audit_order' })],
       handoffs: ['triage'],
     }),
+    auditor,
   ];
 }

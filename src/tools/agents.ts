@@ -2,7 +2,9 @@
  * Declaring agents: `agent({ name, instructions, tools, handoffs })`, named as
  * in the OpenAI Agents SDK. A conversation starts with one
  * (`ConversationInput.agent`); the model moves it to another with a handoff
- * tool, `transfer_to_<name>`. The worker applies the current agent's
+ * tool, `transfer_to_<name>`, or calls another as a tool
+ * (`auditor.asTool({...})` in `tools`), which runs it in a child conversation
+ * and returns its answer. The worker applies the current agent's
  * instructions, model settings and tools to each model call.
  */
 import { AGENT_NAME_PATTERN, type ModelSettings } from '../contract/conversation';
@@ -24,11 +26,12 @@ export interface AgentDefinition {
   modelSettings?: Omit<ModelSettings, 'model'>;
   /**
    * The tools its model may call: tools made with `tool({...})` (the worker
-   * gets them too), or names of the worker's tools (`server__tool` for an MCP
-   * server's, when the conversation's `mcpServers` lists that server). None
-   * when unset: an agent without tools sends no `tools`.
+   * gets them too), names of the worker's tools (`server__tool` for an MCP
+   * server's, when the conversation's `mcpServers` lists that server), or
+   * other agents as tools (`other.asTool({...})`). None when unset: an agent
+   * without tools sends no `tools`.
    */
-  tools?: readonly (Tool | string)[];
+  tools?: readonly (Tool | string | AgentTool)[];
   /** Names of the agents it may transfer the conversation to, each offered as a `transfer_to_<name>` tool. */
   handoffs?: readonly string[];
 }
@@ -36,11 +39,56 @@ export interface AgentDefinition {
 /** A declared agent, ready for the worker's `agents`. */
 export interface Agent extends AgentDefinition {
   readonly kind: 'agent';
+  /**
+   * This agent as a tool another agent's model may call with a task
+   * (`{"input": "..."}`): the call runs it in a child conversation of its own
+   * (its transcript, approvals, budget and effect keys) for one turn, and
+   * its final answer is the call's result.
+   */
+  asTool(options?: AgentToolOptions): AgentTool;
+}
+
+/** How an agent is offered as a tool (see {@link Agent.asTool}). */
+export interface AgentToolOptions {
+  /** The tool's name, `^[a-zA-Z0-9_-]{1,64}$`. Default: the agent's name. */
+  toolName?: string;
+  /** What the calling model reads about it. Default: the agent's `handoffDescription`. */
+  toolDescription?: string;
+  /** Whether a person approves each call before the agent runs. Default false (its own tools ask for theirs). */
+  needsApproval?: boolean;
+  /**
+   * How long the agent's conversation may take, waits for people included;
+   * past it the call settles as `effect_unknown`. Default: no limit (the
+   * calling turn's cancel still stops it).
+   */
+  timeoutMs?: number;
+}
+
+/** An agent offered as a tool, for another agent's `tools`. */
+export interface AgentTool {
+  readonly kind: 'agent_tool';
+  /** The agent it runs. */
+  readonly agent: string;
+  readonly toolName: string;
+  readonly toolDescription?: string;
+  readonly needsApproval: boolean;
+  readonly timeoutMs?: number;
 }
 
 /** Declares an agent. */
 export function agent(definition: AgentDefinition): Agent {
-  return { ...definition, kind: 'agent' };
+  return {
+    ...definition,
+    kind: 'agent',
+    asTool: (options: AgentToolOptions = {}): AgentTool => ({
+      kind: 'agent_tool',
+      agent: definition.name,
+      toolName: options.toolName ?? definition.name,
+      ...((options.toolDescription ?? definition.handoffDescription) ? { toolDescription: options.toolDescription ?? definition.handoffDescription } : {}),
+      needsApproval: options.needsApproval ?? false,
+      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+    }),
+  };
 }
 
 /** The prefix of handoff tools: `transfer_to_refunds` moves the conversation to agent `refunds`. */
@@ -48,14 +96,24 @@ export const HANDOFF_TOOL_PREFIX = 'transfer_to_';
 
 /** The tools offered with the agents', taken from their declarations. */
 export function toolsOfAgents(agents: readonly Agent[]): Tool[] {
-  return agents.flatMap((a) => (a.tools ?? []).filter((t): t is Tool => typeof t !== 'string'));
+  return agents.flatMap((a) => (a.tools ?? []).filter((t): t is Tool => typeof t !== 'string' && t.kind === 'tool'));
 }
+
+/** The arguments every agent tool takes: the task, in words. */
+export const AGENT_TOOL_PARAMETERS = {
+  type: 'object',
+  properties: { input: { type: 'string', description: 'The task for the agent, with everything it needs to know.' } },
+  required: ['input'],
+  additionalProperties: false,
+} as const;
 
 /** The worker's agents by name, checked against each other and the worker's tools. */
 export class AgentRegistry {
   private readonly byName = new Map<string, Agent>();
   /** Each agent's handoff tools, built once. */
   private readonly handoffs = new Map<string, FunctionToolSpec[]>();
+  /** Each agent's agent tools, by tool name, with their specs, built once. */
+  private readonly agentTools = new Map<string, { byName: Map<string, AgentTool>; specs: FunctionToolSpec[] }>();
 
   /** Throws, saying what to fix, when names clash, a handoff names no agent or an agent offers too many tools. */
   constructor(agents: readonly Agent[], tools: ToolRegistry) {
@@ -79,7 +137,24 @@ export class AgentRegistry {
           throw new TypeError(`Agent "${a.name}" offers tool "${name}", which the worker does not have (its tools: ${tools.names().join(', ') || 'none'}).`);
         }
       }
-      const offered = toolNames(a).length + (a.handoffs?.length ?? 0);
+      const asTools = agentToolsOf(a);
+      const names = new Set(toolNames(a));
+      for (const t of asTools) {
+        if (!this.byName.has(t.agent))
+          throw new TypeError(`Agent "${a.name}" calls agent "${t.agent}" as a tool, which is not one of the worker's agents (${this.names().join(', ')}).`);
+        if (!AGENT_TOOL_NAME_PATTERN.test(t.toolName) || t.toolName.startsWith(HANDOFF_TOOL_PREFIX)) {
+          throw new TypeError(
+            `Agent "${a.name}": agent tool name "${t.toolName}" is not allowed: use 1-64 letters, digits, "_" or "-", not starting with "${HANDOFF_TOOL_PREFIX}".`,
+          );
+        }
+        if (names.has(t.toolName)) throw new TypeError(`Agent "${a.name}" offers two tools named "${t.toolName}"; give the agent tool another toolName.`);
+        if (t.timeoutMs !== undefined && !(Number.isInteger(t.timeoutMs) && t.timeoutMs >= 1000)) {
+          throw new TypeError(`Agent "${a.name}": agent tool "${t.toolName}" has timeoutMs ${t.timeoutMs}; give whole milliseconds, at least 1000.`);
+        }
+        names.add(t.toolName);
+      }
+      this.agentTools.set(a.name, { byName: new Map(asTools.map((t) => [t.toolName, t])), specs: asTools.map(agentToolSpec) });
+      const offered = names.size + (a.handoffs?.length ?? 0);
       if (offered > MAX_TOOLS) throw new TypeError(`Agent "${a.name}" offers ${offered} tools and handoffs; providers take at most ${MAX_TOOLS}.`);
       this.handoffs.set(
         a.name,
@@ -108,6 +183,16 @@ export class AgentRegistry {
     return this.handoffs.get(agent.name) ?? [];
   }
 
+  /** The agents `agent` calls as tools, in the shape the Chat Completions API takes. */
+  agentToolSpecs(agent: Agent): FunctionToolSpec[] {
+    return this.agentTools.get(agent.name)?.specs ?? [];
+  }
+
+  /** The agent tool `agent` offers as `toolName`, when it offers one. */
+  agentTool(agent: Agent, toolName: string): AgentTool | undefined {
+    return this.agentTools.get(agent.name)?.byName.get(toolName);
+  }
+
   /** The agent a call of `toolName` by `agent` transfers to, when it is one of its handoffs. */
   handoffTarget(agent: Agent, toolName: string): string | undefined {
     if (!toolName.startsWith(HANDOFF_TOOL_PREFIX)) return undefined;
@@ -128,6 +213,25 @@ function handoffSpec(name: string, description: string | undefined): FunctionToo
   };
 }
 
+/** The tool that runs another agent with a task. */
+function agentToolSpec(t: AgentTool): FunctionToolSpec {
+  return {
+    type: 'function',
+    function: {
+      name: t.toolName,
+      description: t.toolDescription ?? `Ask the ${t.agent} agent to do a task; its answer is the result.`,
+      parameters: structuredClone(AGENT_TOOL_PARAMETERS) as unknown as Record<string, unknown>,
+    },
+  };
+}
+
+const AGENT_TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/** The names of the worker's tools an agent may call (its agent tools not included). */
 function toolNames(agent: AgentDefinition): string[] {
-  return (agent.tools ?? []).map((t) => (typeof t === 'string' ? t : t.name));
+  return (agent.tools ?? []).flatMap((t) => (typeof t === 'string' ? [t] : t.kind === 'tool' ? [t.name] : []));
+}
+
+function agentToolsOf(agent: AgentDefinition): AgentTool[] {
+  return (agent.tools ?? []).filter((t): t is AgentTool => typeof t !== 'string' && t.kind === 'agent_tool');
 }

@@ -6,6 +6,9 @@
 import {
   ActivityFailure,
   ApplicationFailure,
+  CancelledFailure,
+  ChildWorkflowFailure,
+  TerminatedFailure,
   proxyActivities,
   proxyLocalActivities,
   TimeoutFailure,
@@ -163,6 +166,20 @@ export function describeToolFailure(err: unknown, timeoutMs: number): ToolFailur
   if (cause instanceof ApplicationFailure && cause.type === ActivityErrorType.UnknownTool) reason = 'unknown_tool';
   if (cause instanceof ApplicationFailure && cause.type === ActivityErrorType.InvalidToolArguments) reason = 'invalid_arguments';
   return { message: failureMessage(err), reason, cutOff: whyCutOff(cause, timeoutMs) };
+}
+
+/**
+ * The failure of the child conversation of an agent called as a tool, as the
+ * core reads it: one terminated, timed out or cancelled from outside was cut
+ * off (its effects are unknown to the caller); one that failed said why.
+ */
+export function describeSubAgentFailure(err: unknown, agent: string): ToolFailure {
+  const cause = err instanceof ChildWorkflowFailure ? err.cause : err;
+  const message = `The ${agent} agent's conversation failed: ${cause instanceof Error ? cause.message : String(cause)}`;
+  if (cause instanceof TerminatedFailure) return { message, reason: 'error', cutOff: `the ${agent} agent's conversation was terminated` };
+  if (cause instanceof TimeoutFailure) return { message, reason: 'error', cutOff: `the ${agent} agent's conversation ran past its timeout` };
+  if (cause instanceof CancelledFailure) return { message, reason: 'error', cutOff: `the ${agent} agent's conversation was cancelled` };
+  return { message, reason: 'error' };
 }
 
 /**

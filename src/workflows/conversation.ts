@@ -14,7 +14,14 @@ import type { AppendEntry, ApprovalRequest, ModelCallResult } from '../contract/
 import type { BatchCall } from '../core/batch';
 import { ConversationCore } from '../core/conversation';
 import { storeSummary, verifySummary } from '../core/summaries';
-import { conversationSchedules, describeToolFailure, failureMessage, storeRefusal, type ConversationSchedules } from './activity-options';
+import {
+  conversationSchedules,
+  describeSubAgentFailure,
+  describeToolFailure,
+  failureMessage,
+  storeRefusal,
+  type ConversationSchedules,
+} from './activity-options';
 import * as api from '../contract';
 import type { ApprovalDecision, ConversationInput, ConversationSummary, DecisionResult, TurnRecord } from '../contract';
 import { WorkflowMetrics } from './metrics';
@@ -39,7 +46,7 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
     if (updates.length > 0) wf.upsertSearchAttributes(updates);
     wf.setCurrentDetails(core.currentDetails()); // not a command: what the UI shows as the workflow's details
   };
-  const edge: Edge = { core, act, publish };
+  const edge: Edge = { core, act, publish, children: new Set() };
 
   /** Writes what is unwritten, before anyone may read it: a turn's end, a wait for a person, the end. */
   const flush = async (waiting?: ApprovalRequest[]): Promise<void> => {
@@ -126,8 +133,10 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
   const runTurn = async (): Promise<void> => {
     const stoppedAlready = core.beginTurn();
     publish();
-    const record = await turn.run(turnLoop, stoppedAlready).catch((err: unknown) => {
+    const record = await turn.run(turnLoop, stoppedAlready).catch(async (err: unknown) => {
       if (!isCancellation(err)) throw err;
+      // Agents called as tools were cancelled with the turn: they settle their own calls before this one ends.
+      if (edge.children.size > 0) await nonCancellable(() => Promise.all(edge.children));
       const stopped = core.turnStopped(root.consideredCancelled);
       closeBatch();
       return stopped;
@@ -177,6 +186,8 @@ interface Edge {
   core: ConversationCore;
   act: ConversationSchedules;
   publish(): void;
+  /** The child conversations of agents called as tools now running, each settled (never rejected) when it ends. */
+  children: Set<Promise<void>>;
 }
 
 /** Writes messages, with the calls that now wait for a person, never cancelled half-way; what PostgreSQL refuses gets a note in its place. */
@@ -192,7 +203,8 @@ async function write({ core, act }: Edge, messages: AppendEntry[], waiting?: App
 }
 
 /** One call: waits for its decision (until its deadline, and any decision sent in time being verified), then runs. */
-async function runCall({ core, act, publish }: Edge, call: BatchCall): Promise<void> {
+async function runCall(edge: Edge, call: BatchCall): Promise<void> {
+  const { core, act, publish } = edge;
   if (
     core.awaitsApproval(call) &&
     !(await condition(() => !core.awaitsApproval(call), core.approvalWaitMs(call), { summary: core.approvalTimerSummary(call) }))
@@ -205,10 +217,42 @@ async function runCall({ core, act, publish }: Edge, call: BatchCall): Promise<v
   if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('the turn was stopped');
   const request = core.startCall(call);
   try {
-    core.callSucceeded(call, await act.tool(call).runTool(request, core.toolCallSummary(call)));
+    if (call.subAgent !== undefined) core.subAgentEnded(call, await runSubAgent(edge, call));
+    else core.callSucceeded(call, await act.tool(call).runTool(request, core.toolCallSummary(call)));
   } catch (err) {
-    if (isCancellation(err)) throw err;
-    if (core.callFailed(call, describeToolFailure(err, call.timeoutMs)) === 'effect_unknown') publish();
+    // A child conversation cancelled from outside (not by this turn's stop) settles its call like one cut off.
+    if (isCancellation(err) && (call.subAgent === undefined || CancellationScope.current().consideredCancelled)) throw err;
+    const failure = call.subAgent === undefined ? describeToolFailure(err, call.timeoutMs) : describeSubAgentFailure(err, call.subAgent);
+    if (core.callFailed(call, failure) === 'effect_unknown') publish();
+  }
+}
+
+/**
+ * Runs the agent of a call as a child conversation and returns its summary.
+ * Cancelling the turn cancels it and waits until it settled its own calls;
+ * it never outlives the turn (the conversation continues as new only between
+ * turns; closing would terminate it).
+ */
+async function runSubAgent({ core, children }: Edge, call: BatchCall): Promise<ConversationSummary> {
+  const start = core.subAgentStart(call);
+  const child = wf.executeChild(agentConversation, {
+    workflowId: start.workflowId,
+    args: [start.input],
+    cancellationType: wf.ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
+    parentClosePolicy: wf.ParentClosePolicy.TERMINATE,
+    workflowTaskTimeout: '5 seconds',
+    staticSummary: start.summary,
+    ...(start.timeoutMs !== undefined ? { workflowExecutionTimeout: start.timeoutMs } : {}),
+  });
+  const settled = child.then(
+    () => undefined,
+    () => undefined,
+  );
+  children.add(settled);
+  try {
+    return await child;
+  } finally {
+    children.delete(settled);
   }
 }
 

@@ -155,6 +155,36 @@ describe('SIGKILL of the worker process', () => {
     h.expectOnlyValidModelRequests();
   });
 
+  it('during a refund inside an agent called as a tool: one refund, the child answers and so does the parent', async () => {
+    await kill();
+    const marker = path.join(scratch, 'kill-sub-agent');
+    const id = h.newConversationId('kill-sub-agent');
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_delegate', name: 'ask_refunds', arguments: { input: 'SUBAGENT-CRASH refund 13 on ord_1002' } }] },
+      { toolCalls: [{ id: 'call_refund', name: 'issue_refund', arguments: { order_id: 'ord_1002', amount_cents: 1_300, reason: 'sub-agent crash' } }] },
+      { content: 'Refunded 13.00 once.' },
+      { content: 'The refunds agent refunded 13.00.' },
+    );
+    await startWorker({ CRASH_MARKER_FILE: marker });
+    const messageId = await h.client.sendMessage(id, 'SUBAGENT-CRASH please refund', { input: { ...input, agent: 'desk' } });
+    await expect.poll(() => fs.existsSync(marker), { timeout: 20_000 }).toBe(true);
+    await expect.poll(() => worker!.child.exitCode !== null || worker!.child.signalCode !== null).toBe(true);
+    const killedAt = Date.now();
+    await startWorker({ CRASH_MARKER_FILE: marker });
+    const turn = await h.client.waitForTurn(id, messageId, 60_000);
+    recoveries.push({ point: 'refund in a sub-agent', ms: Date.now() - killedAt });
+    expect(turn.outcome).toBe('answered');
+    const child = `${id}~refunds~1-0`;
+    const key = (await effectKeyOf(h.pool, child, 'call_refund'))!;
+    expect(JSON.parse(fs.readFileSync(marker, 'utf8')).idempotencyKey).toBe(key);
+    expect(await refundsFor(key)).toEqual([{ amount_cents: 1_300 }]);
+    expect(await roles(child)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    const result = (await h.client.transcript(id)).map((m) => m.message).find((m) => m.role === 'tool');
+    expect(result).toEqual({ role: 'tool', tool_call_id: 'call_delegate', content: 'Refunded 13.00 once.' });
+    expect(await roles(id)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    h.expectOnlyValidModelRequests();
+  });
+
   it('while waiting for approval: a decision sent while no worker runs is applied once the new worker starts', async () => {
     await kill();
     const id = h.newConversationId('kill-approval');

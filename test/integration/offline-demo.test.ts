@@ -74,6 +74,9 @@ describe('npm start with nothing configured', () => {
     expect(output).toContain('⚙ find_customer({"query":"Ada"})');
     expect(output).toContain('⚙ list_orders({"customer_id":"cus_ada"})');
     // The demo's triage agent has no refund tool: it hands the conversation to the refunds agent, which issues it.
+    // The refunds agent asks the auditor (an agent called as a tool, in a conversation of its own) before it refunds.
+    expect(output).toMatch(/⚙ audit_order\(\{"input":"Check order ord_1002 before a refund of 700 cents."\}\)/);
+    expect(output).toMatch(/#\d+\s+assistant \(refunds\)\s+→ audit_order\(/);
     expect(output).toMatch(/⚙ transfer_to_refunds\(\{\}\)[\s\S]*⚙ issue_refund\(\{"order_id":"ord_1002","amount_cents":700,"reason":"the box was damaged"\}\)/);
     expect(output).toMatch(/agent> \[offline demo model\] Here is what the tools returned:[\s\S]*"refunded_total_cents":700/);
     expect(output).toMatch(/#\d+\s+tool\s+\[call_/);

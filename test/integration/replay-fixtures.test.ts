@@ -39,6 +39,8 @@ describe('replaying recorded histories', () => {
       'approval-shown-after-write',
       'named-search-attributes',
       'handoff',
+      'sub-agent',
+      'sub-agent-child',
       // Histories the tests save (RECORD_FIXTURES_DIR): a decision verified after its deadline
       // (decision-deadline-crash), deferred writes, an effect_unknown, signed decisions (http-api),
       // local activities, an oversized message refused, reused and empty provider ids, a note

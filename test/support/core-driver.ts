@@ -1,6 +1,6 @@
 import type { AppendEntry, ApprovalRequest, ModelCallInput, ModelCallResult, ToolCallPlan } from '../../src/contract/activities';
 import type { BatchCall } from '../../src/core/batch';
-import type { ApprovalDecision, ConversationInput, TokenUsage, TurnRecord } from '../../src/contract';
+import type { ApprovalDecision, ConversationInput, ConversationSummary, TokenUsage, TurnRecord } from '../../src/contract';
 import { ConversationCore, type CoreEnvironment, type SearchAttributeValues, type ToolFailure } from '../../src/core/conversation';
 import type { ChatMessage } from '../../src/contract/messages';
 
@@ -172,6 +172,12 @@ export class CoreDriver {
   modelFails(error: string): void {
     if (this.stage !== 'model') throw new Error('no model call is pending');
     this.finish(this.core.modelFailed(error));
+  }
+
+  /** The child conversation of a running call of an agent as a tool ends with `summary`. */
+  subAgentEnds(call: BatchCall, summary: ConversationSummary): void {
+    this.core.subAgentEnded(call, summary);
+    this.advance();
   }
 
   /** A running call's tool reports back. */
@@ -354,7 +360,9 @@ export class CoreDriver {
         ? entry.message
         : entry.ref.kind === 'model_response'
           ? this.responses.get(entry.ref.key)
-          : ({ role: 'tool', tool_call_id: entry.ref.toolCallId, content: `stored under ${entry.ref.key}` } as ChatMessage);
+          : entry.ref.kind === 'agent_answer'
+            ? ({ role: 'tool', tool_call_id: entry.ref.toolCallId, content: `answer stored under ${entry.ref.key}` } as ChatMessage)
+            : ({ role: 'tool', tool_call_id: entry.ref.toolCallId, content: `stored under ${entry.ref.key}` } as ChatMessage);
     if (!message) throw new Error(`nothing is stored under ${JSON.stringify('ref' in entry ? entry.ref : entry)}`);
     return message;
   }
@@ -395,7 +403,16 @@ export const STORE_REFUSAL = 'a CHECK constraint refused it';
 
 /** An assistant message asking for these calls, and a plan for each. */
 export function assistantWithCalls(
-  calls: { id: string; name?: string; needsApproval?: boolean; idempotent?: boolean; problem?: ToolCallPlan['problem']; handoff?: string }[],
+  calls: {
+    id: string;
+    name?: string;
+    needsApproval?: boolean;
+    idempotent?: boolean;
+    problem?: ToolCallPlan['problem'];
+    handoff?: string;
+    subAgent?: string;
+    arguments?: string;
+  }[],
 ): {
   message: Extract<ChatMessage, { role: 'assistant' }>;
   plans: ToolCallPlan[];
@@ -404,7 +421,7 @@ export function assistantWithCalls(
     message: {
       role: 'assistant',
       content: null,
-      tool_calls: calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name ?? 'tool', arguments: '{}' } })),
+      tool_calls: calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name ?? 'tool', arguments: c.arguments ?? '{}' } })),
     },
     plans: calls.map((c) => ({
       toolCallId: c.id,
@@ -415,6 +432,7 @@ export function assistantWithCalls(
       maxAttempts: 3,
       ...(c.problem ? { problem: c.problem } : {}),
       ...(c.handoff ? { handoff: c.handoff } : {}),
+      ...(c.subAgent ? { subAgent: c.subAgent } : {}),
     })),
   };
 }

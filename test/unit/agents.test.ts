@@ -56,3 +56,57 @@ describe('agent registry', () => {
     expect(() => new DurableAgentPlugin({ ...options, agents: [agent({ name: 'a', handoffs: ['c'] })] })).toThrow(/Agent "a" hands off to "c"/);
   });
 });
+
+describe('agents as tools', () => {
+  const auditor = agent({ name: 'auditor', handoffDescription: 'Checks orders.', tools: [lookup] });
+
+  it('offers each agent tool with an {input} task, described by toolDescription or the handoffDescription, apart from the worker tools', () => {
+    const desk = agent({
+      name: 'desk',
+      tools: [
+        lookup,
+        auditor.asTool({ toolName: 'audit', needsApproval: true, timeoutMs: 60_000 }),
+        auditor.asTool({ toolName: 'audit_again', toolDescription: 'Again.' }),
+      ],
+    });
+    const registry = new AgentRegistry([desk, auditor], tools);
+    const d = registry.get('desk')!;
+    expect(registry.toolNames(d)).toEqual(['lookup']);
+    expect(registry.agentToolSpecs(d).map((s) => [s.function.name, s.function.description])).toEqual([
+      ['audit', 'Checks orders.'],
+      ['audit_again', 'Again.'],
+    ]);
+    expect(registry.agentToolSpecs(d)[0].function.parameters).toEqual({
+      type: 'object',
+      properties: { input: { type: 'string', description: 'The task for the agent, with everything it needs to know.' } },
+      required: ['input'],
+      additionalProperties: false,
+    });
+    expect(registry.agentTool(d, 'audit')).toEqual({
+      kind: 'agent_tool',
+      agent: 'auditor',
+      toolName: 'audit',
+      toolDescription: 'Checks orders.',
+      needsApproval: true,
+      timeoutMs: 60_000,
+    });
+    expect(registry.agentTool(d, 'lookup')).toBeUndefined();
+    expect(toolsOfAgents([d])).toEqual([lookup]);
+    expect(agent({ name: 'plain' }).asTool()).toEqual({ kind: 'agent_tool', agent: 'plain', toolName: 'plain', needsApproval: false });
+  });
+
+  it('refuses an agent tool of an unknown agent, a clashing or bad name, and a timeout under a second, saying what to fix', () => {
+    const make =
+      (...t: Parameters<typeof agent>[0]['tools'][]) =>
+      () =>
+        new AgentRegistry([agent({ name: 'desk', tools: t[0] }), auditor], tools);
+    const stranger = agent({ name: 'stranger' });
+    expect(make([stranger.asTool()])).toThrow('Agent "desk" calls agent "stranger" as a tool, which is not one of the worker\'s agents (desk, auditor).');
+    expect(make([lookup, auditor.asTool({ toolName: 'lookup' })])).toThrow(
+      'Agent "desk" offers two tools named "lookup"; give the agent tool another toolName.',
+    );
+    expect(make([auditor.asTool({ toolName: 'transfer_to_x' })])).toThrow(/agent tool name "transfer_to_x" is not allowed/);
+    expect(make([auditor.asTool({ toolName: 'has space' })])).toThrow(/agent tool name "has space" is not allowed/);
+    expect(make([auditor.asTool({ timeoutMs: 10 })])).toThrow('Agent "desk": agent tool "auditor" has timeoutMs 10; give whole milliseconds, at least 1000.');
+  });
+});

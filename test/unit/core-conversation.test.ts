@@ -561,3 +561,98 @@ describe('ConversationCore: handoffs', () => {
     expect(d.core.carryOver()).not.toHaveProperty('agent');
   });
 });
+
+describe('ConversationCore: agents called as tools', () => {
+  const ask = (id: string, agent: string, input: string) => ({
+    id,
+    name: `ask_${agent}`,
+    subAgent: agent,
+    idempotent: false,
+    arguments: JSON.stringify({ input }),
+  });
+  const caller = {
+    conversationId: 'conv-1',
+    rootConversationId: 'conv-1',
+    callKey: 'conv-1/msg-1/call-0',
+    toolName: 'ask_auditor',
+    path: ['desk', 'auditor'],
+    requestedBy: ['alice'],
+    task: 'check ord_1',
+  };
+
+  it('starts the child with the task, its path and the settings it inherits; its answer settles the call by reference', () => {
+    const d = new CoreDriver({ agent: 'desk', budget: { turnTokens: 5000 }, maxSteps: 4, model: { model: 'm' }, systemPrompt: 'not inherited' });
+    d.userMessage({ text: 'check ord_1', sentBy: 'alice' });
+    const { message, plans } = assistantWithCalls([ask('call_a', 'auditor', 'check ord_1')]);
+    d.modelAnswers({ ...message, name: 'desk' }, plans);
+    const [call] = d.calls;
+    expect(d.core.subAgentStart(call)).toEqual({
+      workflowId: 'conv-1~auditor~2-0',
+      input: { model: { model: 'm' }, maxSteps: 4, budget: { turnTokens: 5000 }, agent: 'auditor', calledBy: { ...caller, callKey: 'conv-1/msg-2/call-0' } },
+      summary: 'auditor agent for ask_auditor, call 1 of turn 1',
+      timeoutMs: 60_000, // the agent tool's timeoutMs, from its plan
+    });
+    d.subAgentEnds(call, {
+      conversationId: 'conv-1~auditor~2-0',
+      steps: 1,
+      messages: 2,
+      transcriptRepairs: 0,
+      lastTurn: { agent: 'auditor', outcome: 'answered', answer: { responseKey: 'resp-9', text: 'fine (preview)' } },
+    });
+    expect(toolMessages(d)).toEqual([{ role: 'tool', tool_call_id: 'call_a', content: 'answer stored under resp-9' }]);
+    expect(d.stage).toBe('model');
+  });
+
+  it("settles the call as tool_failed when the child's turn did not answer, saying how it ended", () => {
+    const d = new CoreDriver({ agent: 'desk' });
+    d.userMessage({ text: 'go' });
+    const { message, plans } = assistantWithCalls([ask('call_a', 'auditor', 'go')]);
+    d.modelAnswers(message, plans);
+    d.subAgentEnds(d.calls[0], {
+      conversationId: 'child',
+      steps: 0,
+      messages: 1,
+      transcriptRepairs: 0,
+      lastTurn: { outcome: 'budget_exceeded', error: 'The turn used 10 tokens' },
+    });
+    expect(JSON.parse(toolMessages(d)[0].content)).toEqual({
+      kind: 'tool_failed',
+      reason: 'error',
+      error: 'The auditor agent did not answer (child): its turn ended as budget_exceeded: The turn used 10 tokens',
+    });
+  });
+
+  it('refuses a call past maxAgentDepth at once, with the path in its words', () => {
+    const d = new CoreDriver({ agent: 'auditor', calledBy: caller, maxAgentDepth: 1 }, 'conv-1~auditor~1-0');
+    d.advance();
+    const { message, plans } = assistantWithCalls([ask('call_deeper', 'checker', 'deeper')]);
+    d.modelAnswers(message, plans);
+    expect(d.starts.size).toBe(0);
+    expect(JSON.parse(toolMessages(d)[0].content)).toMatchObject({
+      kind: 'tool_failed',
+      reason: 'agent_too_deep',
+      error: expect.stringContaining('at most 1 deep (maxAgentDepth), and this one is 1 deep (desk > auditor)'),
+    });
+  });
+
+  it('a child answers its task in one turn as asked by the top-level requester, refuses user messages, never continues as new, and returns its answer', () => {
+    const d = new CoreDriver({ agent: 'auditor', calledBy: caller }, 'conv-1~auditor~1-0');
+    d.advance();
+    expect(d.transcript()).toEqual([{ role: 'user', content: 'check ord_1' }]);
+    expect(d.core.state()).toMatchObject({ status: 'running', calledBy: caller });
+    const { message, plans } = assistantWithCalls([{ id: 'call_r', name: 'issue_refund', needsApproval: true }]);
+    d.modelAnswers(message, plans);
+    expect(d.core.approvalRequests()[0].requestedBy).toEqual(['alice']);
+    d.userMessage({ text: 'a message for the child', sentBy: 'mallory' });
+    expect(d.core.state().lastError).toContain('answers only that task; send messages to conv-1');
+    expect(d.core.state().queuedMessages).toBe(0);
+    d.decide({ decisionId: 'd-1', decision: 'reject', toolCallId: 'call_r', reason: 'no' });
+    expect(d.core.shouldContinueAsNew({ historyLength: 10_000, continueAsNewSuggested: true })).toBe(false);
+    d.modelAnswers({ role: 'assistant', content: 'ord_1 is fine', name: 'auditor' }, []);
+    expect(d.closed).toBe(true);
+    expect(d.core.summary()).toMatchObject({
+      conversationId: 'conv-1~auditor~1-0',
+      lastTurn: { agent: 'auditor', outcome: 'answered', answer: { responseKey: expect.any(String), text: 'ord_1 is fine' } },
+    });
+  });
+});

@@ -1,0 +1,250 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { startApiServer } from '../../src/api/server';
+import { agent } from '../../src/tools/agents';
+import { backofficeTools } from '../../src/demo/tools';
+import type { ChatMessage } from '../../src/contract/messages';
+import { apiCaller, TEST_DECISION_KEY, TEST_TOKENS, token } from '../support/api';
+import { startHarness, type Harness } from '../support/harness';
+
+// Agents called as tools on the real stack: the call runs the agent in a child
+// workflow (a conversation of its own) and its final answer is the result.
+
+const tools = backofficeTools();
+const named = (...names: string[]) => tools.filter((t) => names.includes(t.name));
+const refunder = agent({ name: 'refunder', instructions: 'REFUNDER: issue refunds.', handoffDescription: 'Issues one refund.', tools: named('issue_refund') });
+const checker = agent({
+  name: 'checker',
+  instructions: 'CHECKER: check orders.',
+  tools: ['list_orders', refunder.asTool({ toolName: 'ask_refunder' })],
+});
+const desk = agent({
+  name: 'desk',
+  instructions: 'DESK: delegate.',
+  tools: [
+    'find_customer',
+    refunder.asTool({ toolName: 'ask_refunder' }),
+    refunder.asTool({ toolName: 'ask_refunder_quickly', timeoutMs: 3_000 }),
+    checker.asTool({ toolName: 'ask_checker', toolDescription: 'Checks an order.' }),
+  ],
+});
+
+let h: Harness;
+let api: Awaited<ReturnType<typeof startApiServer>>;
+beforeAll(async () => {
+  h = await startHarness({ tools, agents: [desk, refunder, checker], inlineResultLimit: 200, decisionTrust: { keys: [TEST_DECISION_KEY] } });
+  api = await startApiServer({ client: h.client, tokens: TEST_TOKENS, decisions: { signingKey: TEST_DECISION_KEY } });
+});
+afterAll(async () => {
+  await api?.stop();
+  await h?.stop();
+});
+
+const call = apiCaller(() => api.url);
+type WireBody = { messages: { role: string; content: unknown }[]; tools?: { function: { name: string; parameters: unknown } }[] };
+const body = (request: Record<string, unknown>) => request as unknown as WireBody;
+const messagesOf = async (id: string): Promise<ChatMessage[]> => (await h.client.transcript(id)).map((m) => m.message);
+const resultOf = async (id: string, toolCallId: string) =>
+  (await messagesOf(id)).find((m): m is Extract<ChatMessage, { role: 'tool' }> => m.role === 'tool' && m.tool_call_id === toolCallId)?.content;
+const refundedCents = async (order: string) =>
+  Number((await h.pool.query<{ refunded_cents: number }>('SELECT refunded_cents FROM public.orders WHERE id = $1', [order])).rows[0].refunded_cents);
+/** The child conversation the parent's call at `seq`/`index` started. */
+const childOf = (parent: string, agentName: string, seq: number, index = 0) => `${parent}~${agentName}~${seq}-${index}`;
+const statusOf = async (id: string) => (await h.temporal.workflow.getHandle(id).describe()).status.name;
+
+describe('agents as tools', () => {
+  it("runs the agent in a child workflow with its own transcript; its whole answer is the call's result", async () => {
+    const id = h.newConversationId('sub-answer');
+    const longAnswer = `SUB-1 order ord_1001 is fine. ${'All checks pass. '.repeat(40)}`;
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_check', name: 'ask_checker', arguments: { input: 'SUB-1 check ord_1001' } }] },
+      { toolCalls: [{ id: 'call_orders', name: 'list_orders', arguments: { customer_id: 'cus_ada' } }] },
+      { content: longAnswer },
+      { content: 'The checker says it is fine.' },
+    );
+    const { turn, answer } = await h.client.ask(id, 'SUB-1 please check ord_1001', { input: { agent: 'desk' }, sentBy: 'alice' });
+    expect(turn).toMatchObject({ outcome: 'answered', steps: 2 });
+    expect(answer).toBe('The checker says it is fine.');
+
+    const requests = h.requestsFor('SUB-1');
+    expect(requests.map((r) => body(r).messages[0].content)).toEqual([
+      'DESK: delegate.',
+      'CHECKER: check orders.',
+      'CHECKER: check orders.',
+      'DESK: delegate.',
+    ]);
+    const deskTools = body(requests[0]).tools!;
+    expect(deskTools.map((t) => t.function.name)).toEqual(['find_customer', 'ask_refunder', 'ask_refunder_quickly', 'ask_checker']);
+    expect(deskTools[1].function.parameters).toMatchObject({ required: ['input'], additionalProperties: false });
+    // The child's transcript: its task as the user message, its own tool call, its answer named by its agent.
+    const child = childOf(id, 'checker', 1);
+    const childMessages = await messagesOf(child);
+    expect(childMessages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect(childMessages[0]).toEqual({ role: 'user', content: 'SUB-1 check ord_1001' });
+    expect(childMessages[3]).toMatchObject({ role: 'assistant', content: longAnswer, name: 'checker' });
+    // The parent's result is the whole answer, though history carried a preview (the limit is 200 bytes).
+    expect(await resultOf(id, 'call_check')).toBe(longAnswer);
+    const childState = await h.client.state(child);
+    expect(childState).toMatchObject({ agent: 'checker', status: 'closed' });
+    expect(childState.calledBy).toEqual({
+      conversationId: id,
+      rootConversationId: id,
+      callKey: `${id}/msg-1/call-0`,
+      toolName: 'ask_checker',
+      path: ['desk', 'checker'],
+      requestedBy: ['alice'],
+      task: 'SUB-1 check ord_1001',
+    });
+    const described = await h.temporal.workflow.getHandle(child).describe();
+    expect(described.parentExecution?.workflowId).toBe(id);
+    expect(described.status.name).toBe('COMPLETED');
+    // Operators see the child in the parent's history with what it is for.
+    const { events } = await h.temporal.workflow.getHandle(id).fetchHistory();
+    const started = (events ?? []).find((e) => e.startChildWorkflowExecutionInitiatedEventAttributes);
+    expect(started?.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId).toBe(child);
+    expect(defaultPayloadConverter.fromPayload<string>(started!.userMetadata!.summary!)).toBe('checker agent for ask_checker, call 1 of turn 1');
+    h.expectOnlyValidModelRequests();
+  });
+
+  it("a call waiting for approval inside the child is approved through the HTTP API by the child's id; four eyes holds against the top-level requester", async () => {
+    const id = h.newConversationId('sub-approve');
+    const before = await refundedCents('ord_2001');
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_delegate', name: 'ask_refunder', arguments: { input: 'SUB-2 refund $150 on ord_2001' } }] },
+      { toolCalls: [{ id: 'call_refund', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 15_000, reason: 'late' } }] },
+      { content: 'SUB-2 refunded 150.00.' },
+      { content: 'Done: the refunder refunded it.' },
+    );
+    const sent = await call('POST', `/v1/conversations/${id}/messages`, token('d'), { text: 'SUB-2 refund ord_2001', input: { agent: 'desk' } });
+    expect(sent.status).toBe(202);
+    const child = childOf(id, 'refunder', 1);
+    await expect
+      .poll(async () => (await h.client.state(child).catch(() => undefined))?.pendingApprovals.map((p) => p.toolCallId), { timeout: 20_000 })
+      .toEqual(['call_refund']);
+    expect((await h.client.state(child)).pendingApprovals[0].requestedBy).toEqual(['dave@example.com']);
+    const own = await call('POST', `/v1/conversations/${encodeURIComponent(child)}/decisions`, token('d'), {
+      decision: 'approve',
+      toolCallIds: ['call_refund'],
+    });
+    expect(own.status).toBe(403); // dave sent the top-level message: he may not approve what it led to
+    expect(JSON.stringify(own.json)).toContain('four eyes');
+    // The child answers only its task: a message sent to it is refused, saying where to send it.
+    await h.client.sendMessage(child, 'SUB-2 a message for the child');
+    await expect
+      .poll(async () => (await h.client.state(child)).lastError, { timeout: 10_000 })
+      .toMatch(new RegExp(`answers only that task; send messages to ${id}`));
+    const decided = await call('POST', `/v1/conversations/${encodeURIComponent(child)}/decisions`, token('b'), {
+      decision: 'approve',
+      toolCallIds: ['call_refund'],
+    });
+    expect(decided.status).toBe(200);
+    const turn = await h.client.waitForTurn(id, sent.json.messageId);
+    expect(turn.outcome).toBe('answered');
+    expect(await refundedCents('ord_2001')).toBe(before + 15_000);
+    expect(await resultOf(id, 'call_delegate')).toBe('SUB-2 refunded 150.00.');
+    const records = await h.pool.query('SELECT decided_by, authenticated FROM durable_agent.approval_decisions WHERE conversation_id = $1', [child]);
+    expect(records.rows).toEqual([{ decided_by: 'bob@example.com', authenticated: true }]);
+    h.expectOnlyValidModelRequests();
+  });
+
+  it("a call rejected inside the child: the child's model reads the rejection and its answer is the parent's result", async () => {
+    const id = h.newConversationId('sub-reject');
+    const before = await refundedCents('ord_2001');
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_delegate', name: 'ask_refunder', arguments: { input: 'SUB-3 refund $140 on ord_2001' } }] },
+      { toolCalls: [{ id: 'call_refund', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 14_000, reason: 'late' } }] },
+      { content: 'SUB-3 the refund was rejected by a person.' },
+      { content: 'No refund was made.' },
+    );
+    const messageId = await h.client.sendMessage(id, 'SUB-3 refund ord_2001', { input: { agent: 'desk' } });
+    const child = childOf(id, 'refunder', 1);
+    await expect.poll(async () => (await h.client.state(child).catch(() => undefined))?.pendingApprovals.length, { timeout: 20_000 }).toBe(1);
+    const rejected = await call('POST', `/v1/conversations/${encodeURIComponent(child)}/decisions`, token('b'), {
+      decision: 'reject',
+      toolCallIds: ['call_refund'],
+      reason: 'not eligible',
+    });
+    expect(rejected.status).toBe(200);
+    expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('answered');
+    expect(await refundedCents('ord_2001')).toBe(before);
+    expect(JSON.parse((await resultOf(child, 'call_refund'))!)).toMatchObject({ kind: 'rejected', reason: 'not eligible' });
+    expect(await resultOf(id, 'call_delegate')).toBe('SUB-3 the refund was rejected by a person.');
+    h.expectOnlyValidModelRequests();
+  });
+
+  it('cancelling the parent turn while the child waits for approval cancels the child; every call of both is answered', async () => {
+    const id = h.newConversationId('sub-cancel');
+    h.model.enqueue(
+      {
+        toolCalls: [
+          { id: 'call_delegate', name: 'ask_refunder', arguments: { input: 'SUB-4 refund $130 on ord_2001' } },
+          { id: 'call_find', name: 'find_customer', arguments: { query: 'ada' } },
+        ],
+      },
+      { toolCalls: [{ id: 'call_refund', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 13_000, reason: 'late' } }] },
+    );
+    const messageId = await h.client.sendMessage(id, 'SUB-4 refund ord_2001', { input: { agent: 'desk' } });
+    const child = childOf(id, 'refunder', 1);
+    await expect.poll(async () => (await h.client.state(child).catch(() => undefined))?.pendingApprovals.length, { timeout: 20_000 }).toBe(1);
+    await h.client.cancelTurn(id, 'changed my mind');
+    expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('cancelled');
+    expect(await statusOf(child)).toBe('CANCELLED');
+    expect(JSON.parse((await resultOf(child, 'call_refund'))!)).toMatchObject({ kind: 'cancelled' });
+    expect(JSON.parse((await resultOf(id, 'call_delegate'))!)).toMatchObject({ kind: 'interrupted' });
+    expect(JSON.parse((await resultOf(id, 'call_find'))!)).toHaveProperty('customers');
+    // The parent goes on: the next turn is answered.
+    h.model.enqueue({ content: 'SUB-4 ok.' });
+    expect((await h.client.ask(id, 'SUB-4 never mind')).answer).toBe('SUB-4 ok.');
+    h.expectOnlyValidModelRequests();
+  });
+
+  it('a child past its timeout settles the call as effect_unknown; one whose turn fails settles it as tool_failed', async () => {
+    const id = h.newConversationId('sub-timeout');
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_quick', name: 'ask_refunder_quickly', arguments: { input: 'SUB-5 refund $160 on ord_2001' } }] },
+      { toolCalls: [{ id: 'call_refund', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 16_000, reason: 'late' } }] },
+      { content: 'SUB-5 the refunder ran out of time.' },
+    );
+    expect((await h.client.ask(id, 'SUB-5 refund ord_2001', { input: { agent: 'desk' } })).turn.outcome).toBe('answered');
+    expect(JSON.parse((await resultOf(id, 'call_quick'))!)).toMatchObject({ kind: 'effect_unknown', error: expect.stringContaining('ran past its timeout') });
+    expect(await statusOf(childOf(id, 'refunder', 1))).toBe('TIMED_OUT');
+    expect((await h.client.state(id)).unknownEffects.map((u) => u.toolName)).toEqual(['ask_refunder_quickly']);
+
+    const failing = h.newConversationId('sub-failed');
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_delegate', name: 'ask_refunder', arguments: { input: 'SUB-6 refund' } }] },
+      { kind: 'http_error', status: 400 },
+      { content: 'SUB-6 the refunder failed.' },
+    );
+    expect((await h.client.ask(failing, 'SUB-6 refund', { input: { agent: 'desk' } })).turn.outcome).toBe('answered');
+    expect(JSON.parse((await resultOf(failing, 'call_delegate'))!)).toMatchObject({
+      kind: 'tool_failed',
+      error: expect.stringMatching(/The refunder agent did not answer .*its turn ended as failed: Model call failed/),
+    });
+  });
+
+  it('bounds nesting with maxAgentDepth and refuses a call without a task', async () => {
+    const id = h.newConversationId('sub-depth');
+    h.model.enqueue(
+      {
+        toolCalls: [
+          { id: 'call_check', name: 'ask_checker', arguments: { input: 'SUB-7 check, then refund' } },
+          { id: 'call_bad', name: 'ask_refunder', arguments: { task: 'no input field' } },
+        ],
+      },
+      { toolCalls: [{ id: 'call_deeper', name: 'ask_refunder', arguments: { input: 'SUB-7 refund' } }] },
+      { content: 'SUB-7 I could not go deeper.' },
+      { content: 'SUB-7 done.' },
+    );
+    expect((await h.client.ask(id, 'SUB-7 go', { input: { agent: 'desk', maxAgentDepth: 1 } })).turn.outcome).toBe('answered');
+    expect(JSON.parse((await resultOf(id, 'call_bad'))!)).toMatchObject({ kind: 'tool_failed', reason: 'invalid_arguments' });
+    const child = childOf(id, 'checker', 1);
+    expect(JSON.parse((await resultOf(child, 'call_deeper'))!)).toMatchObject({
+      kind: 'tool_failed',
+      reason: 'agent_too_deep',
+      error: expect.stringContaining('at most 1 deep (maxAgentDepth)'),
+    });
+    expect((await h.client.state(child)).calledBy?.path).toEqual(['desk', 'checker']);
+    h.expectOnlyValidModelRequests();
+  });
+});
