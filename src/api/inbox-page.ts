@@ -325,6 +325,20 @@ export function callBlock(call: ShownCall, ctx: { viewer: Viewer; flash?: Flash;
       <dd>${call.requestedAt.toISOString().replace('T', ' ').slice(0, 19)} UTC</dd>
       <dt>Call</dt>
       <dd><code>${visible(call.toolCallId)}</code></dd>
+      ${
+        call.agentPath.length > 0 &&
+        html`<dt>Agents</dt>
+          <dd data-testid="agent-path">${visible(call.agentPath.join(' › '))}</dd>`
+      }
+      ${
+        call.rootConversationId !== call.conversationId &&
+        html`<dt>For</dt>
+          <dd data-testid="root-conversation">
+            conversation <a href="${conversationPath(call.rootConversationId)}"><code>${visible(call.rootConversationId)}</code></a
+            >, inside the agent's own
+            <a href="${conversationPath(call.conversationId)}"><code>${visible(call.conversationId)}</code></a>
+          </dd>`
+      }
     </dl>
     <pre class="args" data-testid="arguments">${prettyArguments(call.arguments)}</pre>
     ${own && html`<div class="note">You sent the request that asked for this call: another approver has to approve it (four eyes). You may reject it.</div>`}

@@ -222,7 +222,13 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
       const stored = recent?.find((m) => m.seq === lastTurn.answerSeq) ?? (await client.transcriptPage(id, lastTurn.answerSeq - 1, 1).catch(() => []))[0];
       if (stored?.seq === lastTurn.answerSeq && stored.message.role === 'assistant') answer = stored.message.content ?? '';
     }
-    const calls: ShownCall[] = state.pendingApprovals.map((p) => ({ ...p, conversationId: id, requestedAt: new Date(p.requestedAt) }));
+    const root = state.calledBy?.rootConversationId ?? id;
+    const agentPath = state.calledBy ? [...state.calledBy.path.slice(0, -1), state.agent ?? ''] : state.agent ? [state.agent] : [];
+    // Its own waiting calls, then those inside agents it called as tools (each decided in its own conversation).
+    const calls: ShownCall[] = [
+      ...state.pendingApprovals.map((p) => ({ ...p, conversationId: id, rootConversationId: root, agentPath, requestedAt: new Date(p.requestedAt) })),
+      ...(state.waitingBelow ?? []).map((b) => ({ ...b, rootConversationId: root, requestedAt: new Date(b.requestedAt) })),
+    ];
     // Live while a turn runs, and until the last turn's answer is readable.
     const live = turnInProgress(state) || (lastTurn?.answerSeq !== undefined && answer === undefined);
     return sendPage(reply, 200, {

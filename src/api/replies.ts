@@ -131,6 +131,16 @@ export const conversationStateReply = describing<ConversationState>(
       .describe("The structure of this run's messages (bodies: the transcript)."),
     queuedMessages: z.number().int(),
     pendingApprovals: z.array(pendingApproval),
+    waitingBelow: z
+      .array(pendingApproval.extend({ conversationId: z.string(), agentPath: z.array(z.string()) }))
+      .optional()
+      .describe(
+        'Calls waiting for a person inside agents this conversation called as tools (decide each in its conversationId); the conversation waits on them.',
+      ),
+    calledBy: z
+      .looseObject({ conversationId: z.string(), rootConversationId: z.string(), toolName: z.string(), path: z.array(z.string()) })
+      .optional()
+      .describe('Set when this conversation runs an agent called as a tool: its caller, the top-level conversation and the path of agents.'),
     runningToolCalls: z.array(z.string()),
     recentTurns: z.array(turnRecord).describe('The most recent turns, newest last.'),
   }),
@@ -157,7 +167,15 @@ export const transcriptPageReply = describing<{ messages: StoredMessage[]; next:
 
 /** `200` of `GET /v1/approvals`. */
 export const approvalsReply = describing<{ approvals: (Omit<PendingApprovalView, 'requestedAt'> & { requestedAt: string })[] }>(
-  z.strictObject({ approvals: z.array(pendingApproval.extend({ conversationId: z.string() })) }),
+  z.strictObject({
+    approvals: z.array(
+      pendingApproval.extend({
+        conversationId: z.string().describe('Where the call waits: decide it there.'),
+        rootConversationId: z.string().describe('The top-level conversation it serves: conversationId, unless it waits inside an agent called as a tool.'),
+        agentPath: z.array(z.string()).describe('The agents from the top-level conversation down to the one asking; empty for one unnamed agent.'),
+      }),
+    ),
+  }),
 ).describe('Tool calls waiting for a decision, oldest first.');
 
 /** `200` (applied) and `202` (queued) of `POST /v1/conversations/{id}/decisions`. */

@@ -77,13 +77,18 @@ export interface ApiPendingApproval extends ApiCallDecision {
   requestedAt: string;
   ageMs: number;
   requestedBy: string[];
+  /** The top-level conversation the call serves (conversationId, unless it waits inside an agent called as a tool). */
+  rootConversationId: string;
+  /** The agents from the top-level conversation's down to the one asking. */
+  agentPath: string[];
 }
 
 /** The calls waiting for a decision, of one conversation or of all, as the API lists them (from the list in PostgreSQL: no worker needed). */
 export async function waitingThroughApi(api: ApiDecider, conversationId?: string): Promise<ApiPendingApproval[]> {
   const query = conversationId === undefined ? '' : `?conversationId=${encodeURIComponent(conversationId)}`;
   const { approvals } = await callApi<{ approvals: ApiPendingApproval[] }>(api, 'GET', `/v1/approvals${query}`);
-  return approvals;
+  // The list of a top-level conversation has the calls of the agents it called as tools too; those are decided in their own.
+  return conversationId === undefined ? approvals : approvals.filter((a) => a.conversationId === conversationId);
 }
 
 /** The API named by AGENT_API_URL with AGENT_API_TOKEN, when both are set: the CLI then talks to it alone. */

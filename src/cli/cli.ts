@@ -366,17 +366,23 @@ program
   .description('list every tool call waiting for a decision, oldest first (from PostgreSQL; no search attribute needed)')
   .action(async () => {
     const remote = remoteApi(process.env);
-    const waiting: Array<Pick<ApiPendingApproval, 'conversationId' | 'toolCallId' | 'toolName' | 'arguments' | 'ageMs' | 'requestedBy' | 'callKey'>> = remote
-      ? await waitingThroughApi(remote)
-      : await withClient((client) => client.pendingApprovals());
+    const waiting: Array<
+      Pick<
+        ApiPendingApproval,
+        'conversationId' | 'toolCallId' | 'toolName' | 'arguments' | 'ageMs' | 'requestedBy' | 'callKey' | 'rootConversationId' | 'agentPath'
+      >
+    > = remote ? await waitingThroughApi(remote) : await withClient((client) => client.pendingApprovals());
     if (waiting.length === 0) {
       process.stdout.write('No tool call is waiting for approval.\n');
       return;
     }
     for (const p of waiting) {
       const by = p.requestedBy.length > 0 ? `  asked by ${p.requestedBy.join(', ')}` : '';
+      // A call inside an agent called as a tool: the top-level conversation it serves, and the agents down to it.
+      const below = p.rootConversationId !== p.conversationId ? `  for ${p.rootConversationId}` : '';
+      const agents = p.agentPath.length > 0 ? `  agents ${p.agentPath.join(' > ')}` : '';
       process.stdout.write(
-        `${p.conversationId}  ${p.toolCallId}  ${p.toolName}(${JSON.stringify(p.arguments)})  waiting ${formatAge(p.ageMs)}${by}  key ${p.callKey}\n`,
+        `${p.conversationId}  ${p.toolCallId}  ${p.toolName}(${JSON.stringify(p.arguments)})  waiting ${formatAge(p.ageMs)}${by}${below}${agents}  key ${p.callKey}\n`,
       );
     }
   });

@@ -53,6 +53,7 @@ import {
   type ConversationState,
   type DecisionResult,
   type PendingApproval,
+  type PendingBelow,
   type TurnRecord,
   type UnknownEffect,
   describeBadSearchAttributePrefix,
@@ -141,13 +142,17 @@ export interface PendingApprovalView {
   /** When the model asked for it. */
   requestedAt: Date;
   ageMs: number;
-  /** Who sent the messages of the turn that asked (their `sentBy`). */
+  /** Who sent the messages of the turn that asked (their `sentBy`): for a call inside an agent called as a tool, the top-level turn's. */
   requestedBy: string[];
+  /** The top-level conversation the call serves: `conversationId` itself, unless it waits inside an agent called as a tool (decide it in `conversationId`). */
+  rootConversationId: string;
+  /** The agents from the top-level conversation's down to the one asking, e.g. `["triage", "refunds", "auditor"]`; empty for one unnamed agent. */
+  agentPath: string[];
 }
 
 /** Narrows {@link AgentClient.pendingApprovals}. */
 export interface PendingApprovalFilter {
-  /** Only calls of this conversation. */
+  /** Only calls of this conversation, and of the agents it called as tools when it is a top-level conversation. */
   conversationId?: string;
   /** Only calls of this tool. */
   tool?: string;
@@ -170,6 +175,8 @@ export type DecisionInput = Omit<ApprovalDecision, 'decisionId'> & { decisionId?
 export interface ConversationAwaitingApproval {
   conversationId: string;
   pendingApprovals: PendingApproval[];
+  /** Calls waiting inside agents it called as tools, each decided in its own conversation. */
+  waitingBelow: PendingBelow[];
 }
 
 /** A conversation waiting for a person, as the list of waiting calls and Temporal's visibility show it. */
@@ -405,9 +412,12 @@ export class AgentClient {
    */
   async listAwaitingApproval(): Promise<ConversationAwaitingApprovalSummary[]> {
     const calls = await readWaitingCalls(this.database(), this.tables);
-    const running = await this.runningConversations(calls.map((c) => c.conversationId));
+    const running = await this.runningConversations([...new Set(calls.flatMap((c) => [c.conversationId, c.rootConversationId]))]);
+    // A call inside an agent called as a tool counts for the top-level conversation it serves.
     const counts = new Map<string, number>();
-    for (const call of calls) if (running.has(call.conversationId)) counts.set(call.conversationId, (counts.get(call.conversationId) ?? 0) + 1);
+    for (const call of calls)
+      if (running.has(call.conversationId) && running.has(call.rootConversationId))
+        counts.set(call.rootConversationId, (counts.get(call.rootConversationId) ?? 0) + 1);
     return [...counts]
       .map(([conversationId, pendingApprovals]) => ({ conversationId, pendingApprovals, runStartedAt: running.get(conversationId)! }))
       .sort((a, b) => a.runStartedAt.getTime() - b.runStartedAt.getTime());
@@ -425,20 +435,19 @@ export class AgentClient {
     const names = await this.searchAttributeNamesInUse();
     const now = Date.now();
     if (names.pendingApprovals && names.awaitingApprovalSince) {
-      const waiting = `${names.pendingApprovals} > 0 AND ExecutionStatus = 'Running' AND ${this.taskQueueClause()}`;
+      // A conversation counts the calls waiting inside the agents it called as tools: those child workflows are left out.
+      const waiting = `${names.pendingApprovals} > 0 AND ExecutionStatus = 'Running' AND ParentWorkflowId IS NULL AND ${this.taskQueueClause()}`;
       const figures = [{ waited: 'any', query: waiting }].concat(
         thresholds.map((t) => ({ waited: t.waited, query: `${waiting} AND ${names.awaitingApprovalSince} <= '${new Date(now - t.ms).toISOString()}'` })),
       );
       return Promise.all(figures.map(async (f) => ({ waited: f.waited, conversations: (await this.temporal.workflow.count(f.query)).count })));
     }
     const calls = await readWaitingCalls(this.database(), this.tables);
-    const running = await this.runningConversations(
-      calls.map((c) => c.conversationId),
-      { ownQueue: true },
-    );
+    const running = await this.runningConversations([...new Set(calls.flatMap((c) => [c.conversationId, c.rootConversationId]))], { ownQueue: true });
     const oldest = new Map<string, number>();
     for (const call of calls)
-      if (running.has(call.conversationId) && !oldest.has(call.conversationId)) oldest.set(call.conversationId, call.requestedAt.getTime());
+      if (running.has(call.conversationId) && running.has(call.rootConversationId) && !oldest.has(call.rootConversationId))
+        oldest.set(call.rootConversationId, call.requestedAt.getTime());
     const since = [...oldest.values()];
     return [{ waited: 'any', conversations: since.length }].concat(
       thresholds.map((t) => ({ waited: t.waited, conversations: since.filter((at) => at <= now - t.ms).length })),
@@ -473,6 +482,8 @@ export class AgentClient {
         requestedAt: call.requestedAt,
         ageMs: now - call.requestedAt.getTime(),
         requestedBy: call.requestedBy,
+        rootConversationId: call.rootConversationId,
+        agentPath: call.agentPath,
       }));
   }
 
@@ -526,9 +537,12 @@ export class AgentClient {
       if (!(err instanceof NoWorkerAnsweredError)) throw err;
       const execution = await this.temporal.workflow.getHandle(conversationId).describe();
       if (execution.status.name !== 'RUNNING') throw err;
-      const calls = await this.pendingApprovals({ conversationId });
+      const calls = (await this.pendingApprovals({ conversationId })).filter((c) => c.conversationId === conversationId);
       return {
-        calls: calls.map(({ conversationId: _id, requestedAt, ...call }) => ({ ...call, requestedAt: requestedAt.toISOString() })),
+        calls: calls.map(({ conversationId: _id, rootConversationId: _root, agentPath: _path, requestedAt, ...call }) => ({
+          ...call,
+          requestedAt: requestedAt.toISOString(),
+        })),
         workerAnswered: false,
       };
     }
@@ -539,7 +553,9 @@ export class AgentClient {
     const found: ConversationAwaitingApproval[] = [];
     for (const { conversationId } of await this.listAwaitingApproval()) {
       const state = await this.state(conversationId).catch(() => undefined);
-      if (state && state.pendingApprovals.length > 0) found.push({ conversationId, pendingApprovals: state.pendingApprovals });
+      const below = state?.waitingBelow ?? [];
+      if (state && state.pendingApprovals.length + below.length > 0)
+        found.push({ conversationId, pendingApprovals: state.pendingApprovals, waitingBelow: below });
     }
     return found;
   }

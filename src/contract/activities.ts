@@ -117,6 +117,10 @@ export interface ApprovalRequest {
   requestedAt: number;
   /** Who sent the messages of the turn that asked (their `sentBy`). */
   requestedBy: string[];
+  /** For a call inside an agent called as a tool: the top-level conversation. */
+  rootConversationId?: string;
+  /** The agents from the top-level conversation's down to the one asking (absent for one unnamed agent). */
+  agentPath?: string[];
 }
 
 /** One tool call to execute. */

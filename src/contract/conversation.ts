@@ -567,6 +567,22 @@ export interface PendingApproval {
   requestedBy: string[];
 }
 
+/** A call waiting for a person inside an agent called as a tool (at any depth below), as its callers' states show it. */
+export interface PendingBelow extends PendingApproval {
+  /** The conversation of the agent whose call waits: decide it there. */
+  conversationId: string;
+  /** The agents from the top-level conversation's down to the one whose call waits. */
+  agentPath: string[];
+}
+
+/** What an agent called as a tool reports to its caller whenever the calls waiting in it (or below it) change. */
+export interface SubAgentWaitingReport {
+  /** The effect key of the caller's call that runs the reporting agent. */
+  callKey: string;
+  /** Every call waiting for a person in it and below it; empty when none waits. */
+  waiting: PendingBelow[];
+}
+
 /** A call that settled as `effect_unknown`: it started, did not report back, and its tool is not idempotent. */
 export interface UnknownEffect {
   toolCallId: string;
@@ -684,6 +700,12 @@ export interface ConversationState {
   queuedMessages: number;
   /** Tool calls waiting for a person's decision. */
   pendingApprovals: PendingApproval[];
+  /**
+   * Calls waiting for a person inside agents this conversation called as
+   * tools (at any depth): the conversation waits on them (its status is
+   * `awaiting_approval`). Each is decided in its own `conversationId`.
+   */
+  waitingBelow?: PendingBelow[];
   /** Ids of tool calls whose activities are running. */
   runningToolCalls: string[];
   /** Decision ids applied so far (a decision is applied once per id). */

@@ -13,6 +13,7 @@ import {
   type ConversationSearchAttributes,
   type ConversationState,
   type DecisionResult,
+  type SubAgentWaitingReport,
   type UserMessage,
 } from './conversation';
 
@@ -34,6 +35,13 @@ export const cancelTurnSignal = defineSignal<[CancelTurnRequest?]>('cancelTurn')
 
 /** Ends the conversation once the current turn and queued messages are done. */
 export const endConversationSignal = defineSignal<[]>('endConversation');
+
+/**
+ * Sent by an agent called as a tool (a child conversation) to its caller
+ * whenever the calls waiting for a person in it or below it change, so the
+ * caller's state shows what it waits on.
+ */
+export const subAgentWaitingSignal = defineSignal<[SubAgentWaitingReport]>('subAgentWaiting');
 
 /** The conversation's state. */
 export const stateQuery = defineQuery<ConversationState>('state');

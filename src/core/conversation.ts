@@ -54,7 +54,9 @@ import {
   type ConversationUsage,
   type ConversationSummary,
   type DecisionResult,
+  type PendingBelow,
   type SubAgentTurn,
+  type SubAgentWaitingReport,
   type RefusedDecision,
   type TokenUsage,
   type TurnRecord,
@@ -107,6 +109,10 @@ export class ConversationCore {
   /** Handoffs made in the current turn. */
   private turnHandoffs = 0;
   private readonly maxAgentDepth: number;
+  /** Calls waiting for a person below the running calls of agents as tools, by the calling call's key, as their agents last reported. */
+  private readonly below = new Map<string, PendingBelow[]>();
+  /** What this conversation (an agent called as a tool) last reported to its caller, as JSON. */
+  private reported: string | undefined;
   /** The last final answer: its model response and text (a preview when long). */
   private lastAnswer: { responseKey: string; text: string } | undefined;
   /** Events in one run's history after which the conversation continues as new (between turns). */
@@ -276,7 +282,11 @@ export class ConversationCore {
 
   /** What visibility indexes about the calls awaiting approval: see {@link SearchAttributeValues.approvals}. */
   private approvalIndex(): { tags: string[]; since: number | null } {
-    const waiting = this.batch?.awaitingApproval() ?? [];
+    // Calls waiting inside agents called as tools count as this conversation's: it waits on them.
+    const waiting = [
+      ...(this.batch?.awaitingApproval() ?? []).map((c) => ({ key: c.key, name: c.name, requestedAt: c.requestedAt })),
+      ...this.waitingBelow().map((b) => ({ key: b.callKey, name: b.toolName, requestedAt: Date.parse(b.requestedAt) })),
+    ];
     if (waiting.length === 0) return { tags: [], since: null };
     const tags = new Set<string>();
     for (const call of waiting) tags.add(`call:${call.key}`);
@@ -299,10 +309,69 @@ export class ConversationCore {
               callIndex,
               requestedAt: call.requestedAt,
               requestedBy: [...this.turnRequesters],
+              ...(this.input.calledBy ? { rootConversationId: this.input.calledBy.rootConversationId } : {}),
+              ...(this.agentPath() ? { agentPath: this.agentPath() } : {}),
             },
           ]
         : [],
     );
+  }
+
+  /** The agents from the top-level conversation's down to this one's current agent; undefined for one unnamed agent. */
+  private agentPath(): string[] | undefined {
+    const caller = this.input.calledBy;
+    if (caller) return [...caller.path.slice(0, -1), this.agent ?? caller.path[caller.path.length - 1]];
+    return this.agent === undefined ? undefined : [this.agent];
+  }
+
+  /** The calls waiting for a person below the running calls of agents as tools, as their agents last reported. */
+  private waitingBelow(): PendingBelow[] {
+    if (this.below.size === 0) return [];
+    const running = new Set((this.batch?.all() ?? []).filter((c) => c.phase === 'running').map((c) => c.key));
+    return [...this.below].flatMap(([key, waiting]) => (running.has(key) ? waiting : []));
+  }
+
+  /**
+   * An agent called as a tool reported the calls waiting in it and below it
+   * (`subAgentWaiting`). Kept while its call runs. Returns true when it
+   * changed what this conversation waits on; a report of no running call, or
+   * malformed, changes nothing.
+   */
+  subAgentWaiting(report: unknown): boolean {
+    const r = report as Partial<SubAgentWaitingReport> | null;
+    if (typeof r?.callKey !== 'string' || !Array.isArray(r.waiting) || r.waiting.length > 1000) {
+      this.env.log.warn('Ignored a malformed subAgentWaiting report', { conversationId: this.conversationId });
+      return false;
+    }
+    const call = this.batch?.all().find((c) => c.key === r.callKey);
+    if (call?.subAgent === undefined || call.phase !== 'running') return false;
+    this.below.set(
+      r.callKey,
+      r.waiting.map((w) => ({ ...w })),
+    );
+    return true;
+  }
+
+  /**
+   * For an agent called as a tool: what to report to its caller now (the
+   * calls waiting in it, once the messages asking for them are written, and
+   * below it), when that changed since the last report; else undefined.
+   */
+  reportForCaller(): SubAgentWaitingReport | undefined {
+    const caller = this.input.calledBy;
+    if (!caller || !this.writes.allWritten) return undefined;
+    const path = this.agentPath() ?? [];
+    const now = this.env.now();
+    const own = (this.batch?.awaitingApproval() ?? []).map((call): PendingBelow => ({
+      ...describePendingApproval(call, now, this.turnRequesters),
+      conversationId: this.conversationId,
+      agentPath: path,
+    }));
+    const waiting = [...own, ...this.waitingBelow()];
+    const json = JSON.stringify(waiting.map(({ ageMs: _age, ...w }) => w));
+    if (json === this.reported || (this.reported === undefined && waiting.length === 0)) return undefined;
+    this.reported = json;
+    return { callKey: caller.callKey, waiting };
   }
 
   /** The state shown to clients (the `state` query). */
@@ -322,6 +391,9 @@ export class ConversationCore {
       pendingApprovals: this.writes.inProgress
         ? []
         : (this.batch?.awaitingApproval() ?? []).map((call) => describePendingApproval(call, this.env.now(), this.turnRequesters)),
+      ...(this.waitingBelow().length > 0
+        ? { waitingBelow: this.waitingBelow().map((b) => ({ ...b, ageMs: this.env.now() - Date.parse(b.requestedAt) })) }
+        : {}),
       runningToolCalls: (this.batch?.all() ?? []).filter((c) => c.phase === 'running').map((c) => c.id),
       decisionsApplied: this.decisions.size,
       refusedDecisions: this.refusedDecisions.map((r) => ({ ...r })),
@@ -691,6 +763,7 @@ export class ConversationCore {
     }));
     const overLimit = this.batchOverLimit;
     this.batch = undefined;
+    this.below.clear();
     this.batchOverLimit = false;
     this.handOff();
     if (!overLimit) return { settled };
@@ -724,7 +797,10 @@ export class ConversationCore {
 
   /** The workflow's current details: what it does or waits for, and how the last calls ended. */
   currentDetails(): string {
-    const waiting = (this.batch?.awaitingApproval() ?? []).map((c) => ({ name: c.name, id: c.id, since: c.requestedAt }));
+    const waiting = [
+      ...(this.batch?.awaitingApproval() ?? []).map((c) => ({ name: c.name, id: c.id, since: c.requestedAt })),
+      ...this.waitingBelow().map((b) => ({ name: `${b.toolName} (in ${b.agentPath.join(' > ')})`, id: b.toolCallId, since: Date.parse(b.requestedAt) })),
+    ];
     const status = { idle: 'Idle', running: 'Running a turn', awaiting_approval: 'Waiting for approval', failed: 'Last turn failed', closed: 'Ended' }[
       this.status()
     ];
@@ -1045,8 +1121,9 @@ export class ConversationCore {
     };
   }
 
+  /** The calls this conversation waits on a person for: its own, and those below its agents called as tools. */
   private pendingCount(): number {
-    return this.batch?.awaitingApproval().length ?? 0;
+    return (this.batch?.awaitingApproval().length ?? 0) + this.waitingBelow().length;
   }
 
   private record(outcome: TurnRecord['outcome'], extra: Pick<TurnRecord, 'error' | 'answerSeq'>): TurnRecord {

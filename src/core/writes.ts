@@ -29,6 +29,11 @@ export class TranscriptWrites {
     return this.flushing > 0;
   }
 
+  /** True when every message is written and no write is under way. */
+  get allWritten(): boolean {
+    return this.flushing === 0 && this.unwritten.length === 0;
+  }
+
   /** Gives the messages the next seqs and queues them for writing. Returns them with their seqs. */
   add(messages: readonly ({ message: ChatMessage } | { ref: StoredMessageRef })[]): AppendEntry[] {
     const added = messages.map((m, i): AppendEntry => ({ ...m, seq: this.seq + i }));

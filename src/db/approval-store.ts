@@ -65,25 +65,31 @@ async function listWaitingCalls(client: PoolClient, tables: AgentTables, convers
     waiting.map((w) => w.callKey),
   ]);
   await client.query(
-    `INSERT INTO ${tables.pendingApprovals} (conversation_id, call_key, tool_call_id, tool_name, assistant_seq, call_index, requested_at, requested_by)
-     SELECT $1, w.call_key, w.tool_call_id, w.tool_name, w.assistant_seq, w.call_index, to_timestamp(w.requested_at / 1000.0), w.requested_by
+    `INSERT INTO ${tables.pendingApprovals}
+            (conversation_id, call_key, tool_call_id, tool_name, assistant_seq, call_index, requested_at, requested_by, root_conversation_id, agent_path)
+     SELECT $1, w.call_key, w.tool_call_id, w.tool_name, w.assistant_seq, w.call_index, to_timestamp(w.requested_at / 1000.0), w.requested_by,
+            w.root_conversation_id, w.agent_path
        FROM jsonb_array_elements($2::jsonb) AS e,
             LATERAL (SELECT e ->> 'callKey' AS call_key, e ->> 'toolCallId' AS tool_call_id, e ->> 'toolName' AS tool_name,
                             (e ->> 'assistantSeq')::int AS assistant_seq, (e ->> 'callIndex')::int AS call_index,
                             (e ->> 'requestedAt')::float8 AS requested_at,
-                            ARRAY(SELECT jsonb_array_elements_text(e -> 'requestedBy')) AS requested_by) AS w
+                            ARRAY(SELECT jsonb_array_elements_text(e -> 'requestedBy')) AS requested_by,
+                            e ->> 'rootConversationId' AS root_conversation_id,
+                            CASE WHEN e ? 'agentPath' THEN ARRAY(SELECT jsonb_array_elements_text(e -> 'agentPath')) END AS agent_path) AS w
       WHERE NOT EXISTS (SELECT 1 FROM ${tables.approvalDecisions} d WHERE d.conversation_id = $1 AND w.call_key = ANY (d.call_keys))
         AND NOT EXISTS (SELECT 1 FROM ${tables.conversationMessages} m
                          WHERE m.conversation_id = $1 AND m.seq > w.assistant_seq AND m.role = 'tool' AND m.message ->> 'tool_call_id' = w.tool_call_id)
      ON CONFLICT (conversation_id, call_key) DO UPDATE SET
        tool_call_id = EXCLUDED.tool_call_id, tool_name = EXCLUDED.tool_name, assistant_seq = EXCLUDED.assistant_seq,
-       call_index = EXCLUDED.call_index, requested_at = EXCLUDED.requested_at, requested_by = EXCLUDED.requested_by`,
+       call_index = EXCLUDED.call_index, requested_at = EXCLUDED.requested_at, requested_by = EXCLUDED.requested_by,
+       root_conversation_id = EXCLUDED.root_conversation_id, agent_path = EXCLUDED.agent_path`,
     [conversationId, JSON.stringify(waiting)],
   );
 }
 
 /** Narrows {@link readWaitingCalls}; every filter is optional. */
 export interface WaitingCallFilter {
+  /** Calls of this conversation, or of agents it called as tools (at any depth). */
   conversationId?: string;
   toolName?: string;
   /** Calls of turns this subject sent messages in. */
@@ -102,6 +108,10 @@ export interface WaitingCall {
   arguments: string;
   requestedAt: Date;
   requestedBy: string[];
+  /** The top-level conversation: `conversationId` itself, unless the call waits inside an agent called as a tool. */
+  rootConversationId: string;
+  /** The agents from the top-level conversation's down to the one asking; empty for one unnamed agent. */
+  agentPath: string[];
 }
 
 /**
@@ -118,12 +128,14 @@ export async function readWaitingCalls(pool: Pool, tables: AgentTables, filter: 
     arguments: string | null;
     requested_at: Date;
     requested_by: string[];
+    root_conversation_id: string | null;
+    agent_path: string[] | null;
   }>(
-    `SELECT p.conversation_id, p.call_key, p.tool_call_id, p.tool_name, p.requested_at, p.requested_by,
+    `SELECT p.conversation_id, p.call_key, p.tool_call_id, p.tool_name, p.requested_at, p.requested_by, p.root_conversation_id, p.agent_path,
             m.message -> 'tool_calls' -> p.call_index -> 'function' ->> 'arguments' AS arguments
        FROM ${tables.pendingApprovals} p
        JOIN ${tables.conversationMessages} m ON m.conversation_id = p.conversation_id AND m.seq = p.assistant_seq
-      WHERE ($1::text IS NULL OR p.conversation_id = $1)
+      WHERE ($1::text IS NULL OR p.conversation_id = $1 OR p.root_conversation_id = $1)
         AND ($2::text IS NULL OR p.tool_name = $2)
         AND ($3::text IS NULL OR $3 = ANY (p.requested_by))
         AND ($4::timestamptz IS NULL OR p.requested_at <= $4)
@@ -138,5 +150,7 @@ export async function readWaitingCalls(pool: Pool, tables: AgentTables, filter: 
     arguments: r.arguments ?? '',
     requestedAt: r.requested_at,
     requestedBy: r.requested_by,
+    rootConversationId: r.root_conversation_id ?? r.conversation_id,
+    agentPath: r.agent_path ?? [],
   }));
 }

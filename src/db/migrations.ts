@@ -191,6 +191,17 @@ const MIGRATIONS: Migration[] = [
         FOR EACH ROW WHEN (NEW.call_keys IS NOT NULL) EXECUTE FUNCTION ${t.quotedSchema}.pending_approval_decided();
     `,
   },
+  {
+    version: 10,
+    name: 'calls waiting inside agents called as tools',
+    sql: (t) => `
+      -- A call waiting inside an agent called as a tool (a child conversation) is listed with the
+      -- top-level conversation it serves and the path of agents down to it; null for a call of a
+      -- top-level conversation (its own id is its root) and for conversations of one unnamed agent.
+      ALTER TABLE ${t.pendingApprovals} ADD COLUMN root_conversation_id text, ADD COLUMN agent_path text[];
+      CREATE INDEX pending_approvals_by_root ON ${t.pendingApprovals} (root_conversation_id) WHERE root_conversation_id IS NOT NULL;
+    `,
+  },
 ];
 
 /** Options of {@link migrate}. */

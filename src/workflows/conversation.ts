@@ -31,9 +31,7 @@ export type { ConversationSummary };
 
 /** Runs one conversation until it is ended. */
 export async function agentConversation(input: ConversationInput = {}): Promise<ConversationSummary> {
-  const problems = api.describeInvalidInput(input);
-  if (problems.length > 0)
-    throw ApplicationFailure.nonRetryable(`Invalid conversation input: ${problems.join('; ')}.`, api.ConversationErrorType.InvalidConversationInput);
+  refuseInvalidInput(input);
   // Date.now() is the workflow's deterministic clock (the time of the current workflow task).
   const core = new ConversationCore(workflowInfo().workflowId, input, { now: () => Date.now(), newId: wf.uuid4, log: wf.log, allows: wf.patched });
   const act = conversationSchedules(input);
@@ -41,10 +39,12 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
   const root = CancellationScope.current();
   const turn = new TurnScope();
   const keys = api.conversationSearchAttributeKeys(input.searchAttributes);
+  const report = reporterToCaller(core, input);
   const publish = (): void => {
     const updates = api.searchAttributeUpdates(keys, core.searchAttributeUpdates());
     if (updates.length > 0) wf.upsertSearchAttributes(updates);
     wf.setCurrentDetails(core.currentDetails()); // not a command: what the UI shows as the workflow's details
+    report();
   };
   const edge: Edge = { core, act, publish, children: new Set() };
 
@@ -101,6 +101,7 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
     validator: (decision) => core.validateDecision(decision),
   });
   wf.setHandler(api.endConversationSignal, () => core.end());
+  wf.setHandler(api.subAgentWaitingSignal, (waiting) => void (core.subAgentWaiting(waiting) && publish()));
   wf.setHandler(api.stateQuery, () => core.state());
 
   /** The model/tool loop of one turn, until a final answer or a failure. Cancellable. */
@@ -122,7 +123,7 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
       publish();
       if ('finished' in next) return next.finished;
       const waiting = core.approvalRequests();
-      if (waiting.length > 0) await flush(waiting); // whoever decides may read the transcript: its calls are written first
+      if (waiting.length > 0) await flush(waiting).then(report); // whoever decides may read the transcript: its calls are written first
       await Promise.all(next.calls.map((call) => runCall(edge, call)));
       const finished = closeBatch();
       if (finished) return finished;
@@ -135,8 +136,7 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
     publish();
     const record = await turn.run(turnLoop, stoppedAlready).catch(async (err: unknown) => {
       if (!isCancellation(err)) throw err;
-      // Agents called as tools were cancelled with the turn: they settle their own calls before this one ends.
-      if (edge.children.size > 0) await nonCancellable(() => Promise.all(edge.children));
+      await childrenSettled(edge);
       const stopped = core.turnStopped(root.consideredCancelled);
       closeBatch();
       return stopped;
@@ -188,6 +188,27 @@ interface Edge {
   publish(): void;
   /** The child conversations of agents called as tools now running, each settled (never rejected) when it ends. */
   children: Set<Promise<void>>;
+}
+
+/** Ends the conversation before it does anything when its input breaks a rule of `describeInvalidInput`. */
+function refuseInvalidInput(input: ConversationInput): void {
+  const problems = api.describeInvalidInput(input);
+  if (problems.length > 0)
+    throw ApplicationFailure.nonRetryable(`Invalid conversation input: ${problems.join('; ')}.`, api.ConversationErrorType.InvalidConversationInput);
+}
+
+/** For an agent called as a tool: reports to its caller what waits for a person in it and below it, when that changed. A no-op otherwise. */
+function reporterToCaller(core: ConversationCore, input: ConversationInput): () => void {
+  const caller = input.calledBy && wf.getExternalWorkflowHandle(input.calledBy.conversationId);
+  return () => {
+    const waiting = caller && core.reportForCaller();
+    if (waiting) void caller.signal(api.subAgentWaitingSignal, waiting).catch((err: unknown) => wf.log.warn('Could not report to the caller', { err }));
+  };
+}
+
+/** Agents called as tools were cancelled with the turn: they settle their own calls before the turn's calls are settled. */
+async function childrenSettled({ children }: Edge): Promise<void> {
+  if (children.size > 0) await nonCancellable(() => Promise.all(children));
 }
 
 /** Writes messages, with the calls that now wait for a person, never cancelled half-way; what PostgreSQL refuses gets a note in its place. */

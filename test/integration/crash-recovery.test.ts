@@ -160,14 +160,14 @@ describe('SIGKILL of the worker process', () => {
     const marker = path.join(scratch, 'kill-sub-agent');
     const id = h.newConversationId('kill-sub-agent');
     h.model.enqueue(
-      { toolCalls: [{ id: 'call_delegate', name: 'ask_refunds', arguments: { input: 'SUBAGENT-CRASH refund 13 on ord_1002' } }] },
-      { toolCalls: [{ id: 'call_refund', name: 'issue_refund', arguments: { order_id: 'ord_1002', amount_cents: 1_300, reason: 'sub-agent crash' } }] },
+      { toolCalls: [{ id: 'call_delegate', name: 'ask_refunds', arguments: { input: 'SUBAGENT-CRASH refund 13 on ord_3001' } }] },
+      { toolCalls: [{ id: 'call_refund', name: 'issue_refund', arguments: { order_id: 'ord_3001', amount_cents: 1_300, reason: 'sub-agent crash' } }] },
       { content: 'Refunded 13.00 once.' },
       { content: 'The refunds agent refunded 13.00.' },
     );
     await startWorker({ CRASH_MARKER_FILE: marker });
     const messageId = await h.client.sendMessage(id, 'SUBAGENT-CRASH please refund', { input: { ...input, agent: 'desk' } });
-    await expect.poll(() => fs.existsSync(marker), { timeout: 20_000 }).toBe(true);
+    await expect.poll(() => fs.existsSync(marker), { timeout: 30_000 }).toBe(true);
     await expect.poll(() => worker!.child.exitCode !== null || worker!.child.signalCode !== null).toBe(true);
     const killedAt = Date.now();
     await startWorker({ CRASH_MARKER_FILE: marker });

@@ -1,3 +1,7 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { startApiServer } from '../../src/api/server';
@@ -5,6 +9,7 @@ import { agent } from '../../src/tools/agents';
 import { backofficeTools } from '../../src/demo/tools';
 import type { ChatMessage } from '../../src/contract/messages';
 import { apiCaller, TEST_DECISION_KEY, TEST_TOKENS, token } from '../support/api';
+import { runCli } from '../support/cli';
 import { startHarness, type Harness } from '../support/harness';
 
 // Agents called as tools on the real stack: the call runs the agent in a child
@@ -31,11 +36,16 @@ const desk = agent({
 
 let h: Harness;
 let api: Awaited<ReturnType<typeof startApiServer>>;
+let browser: Browser | undefined;
+let scratch: string;
 beforeAll(async () => {
+  scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'sub-agents-'));
   h = await startHarness({ tools, agents: [desk, refunder, checker], inlineResultLimit: 200, decisionTrust: { keys: [TEST_DECISION_KEY] } });
   api = await startApiServer({ client: h.client, tokens: TEST_TOKENS, decisions: { signingKey: TEST_DECISION_KEY } });
 });
 afterAll(async () => {
+  await browser?.close();
+  if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
   await api?.stop();
   await h?.stop();
 });
@@ -122,6 +132,25 @@ describe('agents as tools', () => {
       .poll(async () => (await h.client.state(child).catch(() => undefined))?.pendingApprovals.map((p) => p.toolCallId), { timeout: 20_000 })
       .toEqual(['call_refund']);
     expect((await h.client.state(child)).pendingApprovals[0].requestedBy).toEqual(['dave@example.com']);
+    // One inbox for every level: the caller waits on the call below it, and every list names the top-level conversation and the agents.
+    await expect.poll(async () => (await h.client.state(id)).waitingBelow?.map((b) => b.toolCallId), { timeout: 10_000 }).toEqual(['call_refund']);
+    const parent = await h.client.state(id);
+    expect(parent.status).toBe('awaiting_approval');
+    expect(parent.pendingApprovals).toEqual([]);
+    expect(parent.waitingBelow![0]).toMatchObject({
+      conversationId: child,
+      agentPath: ['desk', 'refunder'],
+      toolName: 'issue_refund',
+      requestedBy: ['dave@example.com'],
+      callKey: `${child}/msg-1/call-0`,
+    });
+    const listed = await call('GET', `/v1/approvals?conversationId=${encodeURIComponent(id)}`, token('b'));
+    expect(listed.json.approvals).toEqual([
+      expect.objectContaining({ conversationId: child, rootConversationId: id, agentPath: ['desk', 'refunder'], toolCallId: 'call_refund' }),
+    ]);
+    const printed = await runCli(['pending'], { AGENT_API_URL: api.url, AGENT_API_TOKEN: token('b'), AGENT_DATA_DIR: scratch });
+    expect(printed.stdout).toContain(`${child}  call_refund  issue_refund(`);
+    expect(printed.stdout).toMatch(new RegExp(`asked by dave@example.com  for ${id}  agents desk > refunder  key `));
     const own = await call('POST', `/v1/conversations/${encodeURIComponent(child)}/decisions`, token('d'), {
       decision: 'approve',
       toolCallIds: ['call_refund'],
@@ -139,6 +168,7 @@ describe('agents as tools', () => {
     });
     expect(decided.status).toBe(200);
     const turn = await h.client.waitForTurn(id, sent.json.messageId);
+    expect((await h.client.state(id)).waitingBelow).toBeUndefined();
     expect(turn.outcome).toBe('answered');
     expect(await refundedCents('ord_2001')).toBe(before + 15_000);
     expect(await resultOf(id, 'call_delegate')).toBe('SUB-2 refunded 150.00.');
@@ -245,6 +275,56 @@ describe('agents as tools', () => {
       error: expect.stringContaining('at most 1 deep (maxAgentDepth)'),
     });
     expect((await h.client.state(child)).calledBy?.path).toEqual(['desk', 'checker']);
+    h.expectOnlyValidModelRequests();
+  });
+
+  it('the inbox page shows a call waiting inside a sub-agent with its top-level conversation and agents; approving it there reaches the child', async () => {
+    const CHROMIUM = '/usr/bin/chromium';
+    if (!fs.existsSync(CHROMIUM)) throw new Error(`This test drives Debian's Chromium at ${CHROMIUM}; install it (apt-get install chromium; .ci/run does).`);
+    browser ??= await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
+    const id = h.newConversationId('sub-inbox');
+    const before = await refundedCents('ord_1001');
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_delegate', name: 'ask_refunder', arguments: { input: 'SUB-8 refund $120 on ord_1001' } }] },
+      { toolCalls: [{ id: 'call_refund', name: 'issue_refund', arguments: { order_id: 'ord_1001', amount_cents: 12_000, reason: 'broken' } }] },
+      { content: 'SUB-8 refunded 120.00.' },
+      { content: 'SUB-8 done.' },
+    );
+    const sent = await call('POST', `/v1/conversations/${id}/messages`, token('a'), { text: 'SUB-8 refund the kettle', input: { agent: 'desk' } });
+    const child = childOf(id, 'refunder', 1);
+    await expect.poll(async () => (await h.client.pendingApprovals()).filter((a) => a.conversationId === child).length, { timeout: 20_000 }).toBe(1);
+    const [waiting] = (await h.client.pendingApprovals()).filter((a) => a.conversationId === child);
+    await expect.poll(async () => (await h.client.state(id)).status, { timeout: 10_000 }).toBe('awaiting_approval');
+
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      await page.goto(`${api.url}/inbox`);
+      await page.fill('input[name=token]', token('b'));
+      await page.click('button:has-text("Sign in")');
+      await page.waitForSelector('[data-testid=subject]');
+      // The caller's own page lists the call waiting below it.
+      await page.goto(`${api.url}/inbox/conversations/${encodeURIComponent(id)}`);
+      expect(await page.textContent('[data-testid=status]')).toBe('awaiting approval');
+      expect(await page.locator(`[data-call-key="${waiting.callKey}"] [data-testid=agent-path]`).textContent()).toBe('desk › refunder');
+      await page.goto(`${api.url}/inbox`);
+      const item = page.locator(`section[data-conversation="${child}"] [data-call-key="${waiting.callKey}"]`);
+      await item.waitFor();
+      expect(await item.locator('[data-testid=requested-by]').textContent()).toBe('alice@example.com');
+      expect(await item.locator('[data-testid=agent-path]').textContent()).toBe('desk › refunder');
+      expect(await item.locator('[data-testid=root-conversation]').textContent()).toContain(id);
+      await item.locator('textarea[name=reason]').fill('kettle photo checked');
+      await item.locator('button:has-text("Approve")').click();
+      await page.waitForURL(`${api.url}/inbox/conversations/${encodeURIComponent(child)}`);
+      expect(await page.textContent('[data-flash]')).toContain('You approved call call_refund');
+    } finally {
+      await context.close();
+    }
+    expect((await h.client.waitForTurn(id, sent.json.messageId)).outcome).toBe('answered');
+    expect(await refundedCents('ord_1001')).toBe(before + 12_000);
+    const records = await h.pool.query('SELECT decided_by, authenticated, reason FROM durable_agent.approval_decisions WHERE conversation_id = $1', [child]);
+    expect(records.rows).toEqual([{ decided_by: 'bob@example.com', authenticated: true, reason: 'kettle photo checked' }]);
+    expect(await resultOf(id, 'call_delegate')).toBe('SUB-8 refunded 120.00.');
     h.expectOnlyValidModelRequests();
   });
 });

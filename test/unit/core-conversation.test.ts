@@ -655,4 +655,42 @@ describe('ConversationCore: agents called as tools', () => {
       lastTurn: { agent: 'auditor', outcome: 'answered', answer: { responseKey: expect.any(String), text: 'ord_1 is fine' } },
     });
   });
+
+  it('a child reports the calls waiting in it once written; its caller waits on them (status, search attributes, state) while the call runs', () => {
+    const child = new CoreDriver({ agent: 'auditor', calledBy: caller }, 'conv-1~auditor~1-0');
+    child.advance();
+    expect(child.core.reportForCaller()).toBeUndefined(); // nothing waits: nothing to say
+    const { message, plans } = assistantWithCalls([{ id: 'call_r', name: 'issue_refund', needsApproval: true }]);
+    child.modelAnswers(message, plans);
+    const report = child.core.reportForCaller()!;
+    expect(report).toMatchObject({
+      callKey: caller.callKey,
+      waiting: [
+        { conversationId: 'conv-1~auditor~1-0', agentPath: ['desk', 'auditor'], toolCallId: 'call_r', toolName: 'issue_refund', requestedBy: ['alice'] },
+      ],
+    });
+    expect(child.core.reportForCaller()).toBeUndefined(); // unchanged: said once
+
+    const parent = new CoreDriver({ agent: 'desk' });
+    parent.userMessage({ text: 'check ord_1', sentBy: 'alice' });
+    const asked = assistantWithCalls([ask('call_a', 'auditor', 'check ord_1')]);
+    parent.modelAnswers(asked.message, asked.plans);
+    expect(parent.core.subAgentWaiting({ callKey: 'conv-1/msg-9/call-0', waiting: report.waiting })).toBe(false); // no such running call
+    expect(parent.core.subAgentWaiting({ callKey: parent.calls[0].key, waiting: 'nonsense' })).toBe(false);
+    expect(parent.core.subAgentWaiting({ callKey: parent.calls[0].key, waiting: report.waiting })).toBe(true);
+    parent.publish();
+    expect(parent.core.state()).toMatchObject({
+      status: 'awaiting_approval',
+      pendingApprovals: [],
+      waitingBelow: [{ toolCallId: 'call_r', agentPath: ['desk', 'auditor'] }],
+    });
+    expect(parent.published).toMatchObject({ pendingApprovals: 1, approvals: { tags: expect.arrayContaining(['tool:issue_refund', 'requester:alice']) } });
+
+    child.decide({ decisionId: 'd-1', decision: 'approve', toolCallId: 'call_r' });
+    const cleared = child.core.reportForCaller()!;
+    expect(cleared.waiting).toEqual([]);
+    parent.core.subAgentWaiting(cleared);
+    expect(parent.core.state().status).toBe('running');
+    expect(parent.core.state().waitingBelow).toBeUndefined();
+  });
 });
