@@ -90,11 +90,18 @@ const exportOrders = tool({
 export const tools: Tool[] = [...backofficeTools(), checkStock, exportOrders];
 
 /**
- * Two agents with every tool, each handing off to the other: conversations
+ * Two agents with every tool, each handing off to the other, the front desk
+ * also calling the back desk as a tool (a child conversation): conversations
  * that name `desk` (half of them) are with them; the others (the workers run
  * with AGENT_DEFAULT_AGENT=none) are one unnamed agent.
  */
+const backdesk = agent({ name: 'backdesk', instructions: 'You are the back desk of the chaos run.', tools, handoffs: ['desk'] });
 export const agents: Agent[] = [
-  agent({ name: 'desk', instructions: 'You are the front desk of the chaos run.', tools, handoffs: ['backdesk'] }),
-  agent({ name: 'backdesk', instructions: 'You are the back desk of the chaos run.', tools, handoffs: ['desk'] }),
+  agent({
+    name: 'desk',
+    instructions: 'You are the front desk of the chaos run.',
+    tools: [...tools, backdesk.asTool({ toolName: 'ask_backdesk', toolDescription: 'Asks the back desk to do part of the work.' })],
+    handoffs: ['backdesk'],
+  }),
+  backdesk,
 ];

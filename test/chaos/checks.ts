@@ -65,6 +65,8 @@ export interface DecisionStats {
   unsignedSent: number;
   /** Refused by the API because their calls no longer waited. */
   apiRefusals: number;
+  /** Of the applied ones, those of calls waiting inside agents called as tools (decided in the child's conversation). */
+  appliedInSubAgents: number;
 }
 
 /** What the final checks found. */
@@ -83,6 +85,8 @@ export interface CheckResults {
   continuedAsNew: number;
   /** Conversations the driver never started (only after a hard stop); not checked. */
   notStarted: number;
+  /** Conversations of agents called as tools (child workflows), checked like the others. */
+  subAgentConversations: number;
 }
 
 /** What the checks need. */
@@ -170,10 +174,8 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
   const toolOutcomes: Record<string, number> = {};
   let broken = 0;
   let repairs = 0;
-  for (const record of conversations) {
-    const id = record.plan.id;
-    const stored = transcripts.get(id) ?? [];
-    const state = states.get(id);
+  /** Seqs in order and every call answered; a conversation stuck in a turn (counted as stuck already) may still have its last calls open. */
+  const pairingProblems = (stored: { seq: number; message: ChatMessage }[], mayBeOpen: boolean): string[] => {
     const found: string[] = [];
     stored.forEach((m, i) => {
       if (m.seq !== i) found.push(`seq ${m.seq} at position ${i}`);
@@ -186,10 +188,32 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
           : { role: m.role },
     );
     for (const p of findPairingProblems(items)) {
-      // A conversation stuck in a turn may still have its last calls open; it is counted as stuck already.
-      const openAtEnd = p.kind === 'missing_result' && unsettledIds.has(id) && !items.slice(p.index + 1).some((m) => m.role !== 'tool');
+      const openAtEnd = p.kind === 'missing_result' && mayBeOpen && !items.slice(p.index + 1).some((m) => m.role !== 'tool');
       if (!openAtEnd) found.push(`${p.kind} ${p.toolCallId} at ${p.index}`);
     }
+    return found;
+  };
+  /** The calls of a transcript by effect key, with how each ended. */
+  const collectCalls = (id: string, stored: { seq: number; message: ChatMessage }[]): void => {
+    for (const { seq, message: m } of stored) {
+      if (m.role !== 'assistant') continue;
+      m.tool_calls?.forEach((c, i) => calls.set(callInstanceKey(id, seq, i), { name: c.function.name, arguments: c.function.arguments }));
+    }
+    const keys = toolMessageKeys(id, stored);
+    for (const { seq, message: m } of stored) {
+      if (m.role !== 'tool') continue;
+      const key = keys.get(seq);
+      const call = key === undefined ? undefined : calls.get(key);
+      const outcome = outcomeOf(m.content);
+      toolOutcomes[outcome] = (toolOutcomes[outcome] ?? 0) + 1;
+      if (call) Object.assign(call, { outcome, content: m.content });
+    }
+  };
+  for (const record of conversations) {
+    const id = record.plan.id;
+    const stored = transcripts.get(id) ?? [];
+    const state = states.get(id);
+    const found = pairingProblems(stored, unsettledIds.has(id));
     if (state && !unsettledIds.has(id) && state.messageCount !== stored.length) {
       found.push(`the workflow counts ${state.messageCount} messages, PostgreSQL holds ${stored.length}`);
     }
@@ -213,19 +237,21 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
       repairs += state.transcriptRepairs;
       problems.push(`transcript repaired: ${id}: ${state.transcriptRepairs} time(s)`);
     }
-    for (const { seq, message: m } of stored) {
-      if (m.role !== 'assistant') continue;
-      m.tool_calls?.forEach((c, i) => calls.set(callInstanceKey(id, seq, i), { name: c.function.name, arguments: c.function.arguments }));
+    collectCalls(id, stored);
+  }
+  // The conversations of agents called as tools (`<caller>~<agent>~<seq>-<index>`, at any depth): the same rules, their effects too.
+  const planIds = new Set(conversations.map((c) => c.plan.id));
+  let subAgentConversations = 0;
+  for (const [id, stored] of transcripts) {
+    const root = rootConversationOf(id);
+    if (planIds.has(id) || !planIds.has(root)) continue;
+    subAgentConversations++;
+    const found = pairingProblems(stored, unsettledIds.has(root));
+    if (found.length > 0) {
+      broken++;
+      problems.push(`broken transcript: ${id}: ${found.join('; ')}`);
     }
-    const keys = toolMessageKeys(id, stored);
-    for (const { seq, message: m } of stored) {
-      if (m.role !== 'tool') continue;
-      const key = keys.get(seq);
-      const call = key === undefined ? undefined : calls.get(key);
-      const outcome = outcomeOf(m.content);
-      toolOutcomes[outcome] = (toolOutcomes[outcome] ?? 0) + 1;
-      if (call) Object.assign(call, { outcome, content: m.content });
-    }
+    collectCalls(id, stored);
   }
 
   // 3. Turns, from the workflows' own records.
@@ -282,7 +308,13 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
     effectsOfInterruptedCalls: sideEffects.interrupted,
     continuedAsNew,
     notStarted,
+    subAgentConversations,
   };
+}
+
+/** The top-level conversation of a conversation id: itself, or the caller at the root of an agent called as a tool. */
+export function rootConversationOf(id: string): string {
+  return id.split('~')[0];
 }
 
 /**
@@ -574,11 +606,13 @@ async function checkDecisions(
     byPath: { ...ctx.runLog.decisionPaths },
     unsignedSent: ctx.runLog.decisions.filter((d) => d.unsigned && d.ackAt !== undefined).length,
     apiRefusals: ctx.runLog.apiRefusals,
+    appliedInSubAgents: 0,
   };
   for (const [key, d] of first) {
     const row = applied.get(key);
     if (row) {
       stats.applied++;
+      if (rootConversationOf(row.conversation_id) !== row.conversation_id) stats.appliedInSubAgents++;
       for (const [i, callId] of row.tool_call_ids.entries()) {
         const outcome = calls.get(row.call_keys?.[i] ?? '')?.outcome;
         const honoured = row.decision === 'reject' ? outcome === 'rejected' : outcome !== undefined && outcome !== 'rejected' && outcome !== 'approval_timeout';
@@ -591,7 +625,9 @@ async function checkDecisions(
     }
     // A cancel or interrupt acknowledged after the call was requested and before the decision was sent.
     const interventionBefore = (requestedAt: number): boolean =>
-      ctx.runLog.interventions.some((i) => i.conversationId === d.conversationId && i.ackAt !== undefined && i.ackAt >= requestedAt && i.ackAt <= d.sentAt);
+      ctx.runLog.interventions.some(
+        (i) => i.conversationId === rootConversationOf(d.conversationId) && i.ackAt !== undefined && i.ackAt >= requestedAt && i.ackAt <= d.sentAt,
+      );
     const why: string[] = [];
     for (const target of d.targets) {
       const callKey = target.callKey;
@@ -604,7 +640,7 @@ async function checkDecisions(
       if (outcome === 'approval_timeout' && d.ackAt! >= deadline) continue;
       if ((outcome === 'cancelled' || outcome === 'interrupted') && interventionBefore(target.requestedAt)) continue;
       const interventions = ctx.runLog.interventions
-        .filter((i) => i.conversationId === d.conversationId && i.ackAt !== undefined && i.ackAt >= target.requestedAt)
+        .filter((i) => i.conversationId === rootConversationOf(d.conversationId) && i.ackAt !== undefined && i.ackAt >= target.requestedAt)
         .map((i) => `${i.kind} ${i.ackAt! - d.ackAt!} ms after it`);
       why.push(
         `call ${target.toolCallId} ended ${outcome ?? 'without a tool message'}; the decision was acknowledged ` +

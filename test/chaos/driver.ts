@@ -15,6 +15,9 @@ import type { AgentClient, DecisionInput } from '../../src/client/client';
 import { USER_MESSAGE_MAX_BYTES } from '../../src/contract';
 import { ConversationClosedError, InvalidConversationInputError, MessageTooLargeError } from '../../src/common/errors';
 import type { ConversationInput, ConversationState, PendingApproval } from '../../src/contract';
+
+/** A call waiting for a person: in the conversation itself, or inside an agent it called as a tool (decided in that conversation). */
+type Target = PendingApproval & { conversationId: string };
 import { runCli } from '../support/cli';
 import type { ApprovalAction, ConversationPlan } from './plan';
 import { Rng } from './random';
@@ -117,7 +120,7 @@ class ConversationPlayer {
   /** Calls already acted on (decided, or deliberately left to time out). */
   private readonly handledCalls = new Set<string>();
   /** Decisions to send after their calls' approval timeout (they must be refused, changing nothing). */
-  private lateDecisions: { at: number; targets: PendingApproval[] }[] = [];
+  private lateDecisions: { at: number; targets: Target[] }[] = [];
 
   /** Chooses decisions' paths, a stream of its own so the other choices stay what the seed made them. */
   private readonly paths: Rng;
@@ -171,7 +174,9 @@ class ConversationPlayer {
         if (state) {
           if (state.recentTurns.some((t) => t.messageIds.includes(current))) break;
           // By call key: providers reuse tool-call ids, so a new call may wait under an id already handled.
-          const fresh = state.pendingApprovals.filter((p) => !this.handledCalls.has(p.callKey));
+          // Its own calls, and those waiting inside the agents it called as tools: one inbox for every level.
+          const waiting: Target[] = [...state.pendingApprovals.map((p) => ({ ...p, conversationId: this.plan.id })), ...(state.waitingBelow ?? [])];
+          const fresh = waiting.filter((p) => !this.handledCalls.has(p.callKey));
           if (fresh.length > 0) {
             const coverage = this.plan.coverage?.firstAction && !this.plan.coverageActionDone ? this.plan.coverage.firstAction : undefined;
             const action = coverage ?? this.rng.weighted(ACTION_WEIGHTS);
@@ -179,7 +184,7 @@ class ConversationPlayer {
             for (const p of fresh) this.handledCalls.add(p.callKey);
             current = (await this.act(action, fresh, coverage !== undefined)) ?? current;
             spontaneousDone = true;
-          } else if (!spontaneousDone && Date.now() >= spontaneousAt && state.status === 'running' && state.pendingApprovals.length === 0) {
+          } else if (!spontaneousDone && Date.now() >= spontaneousAt && state.status === 'running' && waiting.length === 0) {
             spontaneousDone = true;
             current = (await this.act(spontaneous as 'cancel' | 'interrupt', [])) ?? current;
           }
@@ -246,7 +251,7 @@ class ConversationPlayer {
   }
 
   /** Performs an action on the turn; returns the id of a message it sent (an interrupt), which the turn now waits for. */
-  private async act(action: ApprovalAction, pending: PendingApproval[], coverage = false): Promise<string | undefined> {
+  private async act(action: ApprovalAction, pending: Target[], coverage = false): Promise<string | undefined> {
     const { faults } = this.ctx.runLog;
     switch (action) {
       case 'approve_all':
@@ -270,7 +275,7 @@ class ConversationPlayer {
         const [first, ...rest] = pending;
         const decision = this.rng.chance(0.5) ? 'approve' : 'reject';
         if (decision === 'reject') faults.reject++;
-        const twice = this.signed({ decision, toolCallId: first.toolCallId, callKey: first.callKey });
+        const twice = this.signed({ decision, toolCallId: first.toolCallId, callKey: first.callKey }, first.conversationId);
         await this.signal(twice, [first], 'signed_signal');
         if (await this.signal(twice, [first], 'signed_signal', true)) faults.duplicate_decision++;
         if (rest.length > 0) await this.decide({ decision: 'approve' }, rest);
@@ -308,7 +313,11 @@ class ConversationPlayer {
     for (const late of due) {
       const [first] = late.targets;
       // Signed, so only its lateness can make the conversation refuse it.
-      const decision = this.signed({ decision: 'approve', toolCallId: first.toolCallId, callKey: first.callKey }, `${SERVICE_IDENTITY} (late)`);
+      const decision = this.signed(
+        { decision: 'approve', toolCallId: first.toolCallId, callKey: first.callKey },
+        first.conversationId,
+        `${SERVICE_IDENTITY} (late)`,
+      );
       if (await this.signal(decision, [first], 'signed_signal')) this.ctx.runLog.faults.late_decision++;
     }
   }
@@ -320,8 +329,22 @@ class ConversationPlayer {
    * the person would after seeing nothing happen. Returns whether a decision
    * was acknowledged.
    */
-  private async decide(decision: Pick<DecisionInput, 'decision' | 'reason'>, targets: PendingApproval[]): Promise<boolean> {
+  private async decide(decision: Pick<DecisionInput, 'decision' | 'reason'>, all: Target[]): Promise<boolean> {
     const path = this.scriptedPaths.shift() ?? this.paths.weighted(PATH_WEIGHTS);
+    // Each conversation's calls are decided in it (a sub-agent's in its own conversation).
+    let acknowledged = false;
+    for (const conversationId of new Set(all.map((t) => t.conversationId))) {
+      acknowledged =
+        (await this.decideIn(
+          path,
+          decision,
+          all.filter((t) => t.conversationId === conversationId),
+        )) || acknowledged;
+    }
+    return acknowledged;
+  }
+
+  private async decideIn(path: DecisionPath, decision: Pick<DecisionInput, 'decision' | 'reason'>, targets: Target[]): Promise<boolean> {
     switch (path) {
       case 'api':
         return this.throughApi(decision, targets);
@@ -330,7 +353,8 @@ class ConversationPlayer {
       case 'signed_signal': {
         let acknowledged = false;
         for (const t of targets)
-          acknowledged = (await this.signal(this.signed({ ...decision, toolCallId: t.toolCallId, callKey: t.callKey }), [t], path)) || acknowledged;
+          acknowledged =
+            (await this.signal(this.signed({ ...decision, toolCallId: t.toolCallId, callKey: t.callKey }, t.conversationId), [t], path)) || acknowledged;
         return acknowledged;
       }
       default:
@@ -340,21 +364,21 @@ class ConversationPlayer {
   }
 
   /** `decision` completed and signed with the run's key, as the API (or a service holding its key) would. */
-  private signed(decision: Omit<DecisionInput, 'decisionId' | 'decidedBy' | 'sentAt'>, decidedBy = SERVICE_IDENTITY): ApprovalDecision {
+  private signed(decision: Omit<DecisionInput, 'decisionId' | 'decidedBy' | 'sentAt'>, conversationId: string, decidedBy = SERVICE_IDENTITY): ApprovalDecision {
     const full: ApprovalDecision = { ...decision, decisionId: randomUUID(), decidedBy, sentAt: new Date().toISOString() };
-    return { ...full, signature: signDecision(this.ctx.decisions.key, this.plan.id, full) };
+    return { ...full, signature: signDecision(this.ctx.decisions.key, conversationId, full) };
   }
 
   /** The record of a decision about to be sent. */
   private sending(
     decisionId: string,
     decision: DecisionInput['decision'],
-    targets: PendingApproval[],
+    targets: Target[],
     path: DecisionPath,
     extra: Partial<DecisionSent> = {},
   ): DecisionSent {
     const sent: DecisionSent = {
-      conversationId: this.plan.id,
+      conversationId: targets[0]?.conversationId ?? this.plan.id,
       decisionId,
       decision,
       targets: targets.map((t) => ({ toolCallId: t.toolCallId, callKey: t.callKey, requestedAt: Date.parse(t.requestedAt) })),
@@ -369,11 +393,11 @@ class ConversationPlayer {
   }
 
   /** Sends a decision as a signal; returns whether the server acknowledged it. */
-  private async signal(decision: ApprovalDecision, targets: PendingApproval[], path: DecisionPath, duplicate = false): Promise<boolean> {
+  private async signal(decision: ApprovalDecision, targets: Target[], path: DecisionPath, duplicate = false): Promise<boolean> {
     const sent = this.sending(decision.decisionId, decision.decision, targets, path, { toolCallId: decision.toolCallId, duplicate });
     this.ctx.runLog.decisionPaths[path]++;
     try {
-      await retrying(this.ctx, () => this.ctx.client.signalDecision(this.plan.id, decision));
+      await retrying(this.ctx, () => this.ctx.client.signalDecision(sent.conversationId, decision));
       sent.ackAt = Date.now();
       return true;
     } catch (err) {
@@ -383,7 +407,7 @@ class ConversationPlayer {
   }
 
   /** POSTs the decision of `targets` (by their keys) to the HTTP API as an approver; records the decisions it made. */
-  private async throughApi(decision: Pick<DecisionInput, 'decision' | 'reason'>, targets: PendingApproval[]): Promise<boolean> {
+  private async throughApi(decision: Pick<DecisionInput, 'decision' | 'reason'>, targets: Target[]): Promise<boolean> {
     const { apiUrl, approverTokens } = this.ctx.decisions;
     this.ctx.runLog.decisionPaths.api += targets.length;
     const token = this.paths.pick(approverTokens);
@@ -399,7 +423,7 @@ class ConversationPlayer {
       let status: number;
       let answer: { results?: { decisionId: string; toolCallId: string; callKey: string }[]; error?: { code: string; message: string } } | undefined;
       try {
-        const response = await fetch(`${apiUrl}/v1/conversations/${encodeURIComponent(this.plan.id)}/decisions`, {
+        const response = await fetch(`${apiUrl}/v1/conversations/${encodeURIComponent(targets[0].conversationId)}/decisions`, {
           method: 'POST',
           headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
           body,
@@ -431,12 +455,12 @@ class ConversationPlayer {
   }
 
   /** Decides each of `targets` with the project's CLI (`npm run cli -- approve <id> --key <callKey> --json`) through the API. */
-  private async throughCli(decision: Pick<DecisionInput, 'decision' | 'reason'>, targets: PendingApproval[]): Promise<boolean> {
+  private async throughCli(decision: Pick<DecisionInput, 'decision' | 'reason'>, targets: Target[]): Promise<boolean> {
     const { apiUrl, cliToken, temporalAddress } = this.ctx.decisions;
     const env = { AGENT_API_URL: apiUrl, AGENT_API_TOKEN: cliToken, TEMPORAL_ADDRESS: temporalAddress };
     let acknowledged = false;
     for (const target of targets) {
-      const args = [decision.decision, this.plan.id, '--key', target.callKey, '--json', ...(decision.reason ? ['--reason', decision.reason] : [])];
+      const args = [decision.decision, target.conversationId, '--key', target.callKey, '--json', ...(decision.reason ? ['--reason', decision.reason] : [])];
       this.ctx.runLog.decisionPaths.cli++;
       const sentAt = Date.now();
       for (let attempt = 1; ; attempt++) {
@@ -463,7 +487,7 @@ class ConversationPlayer {
   /** Records the decisions the API made (one per call), acknowledged now. */
   private recordDecided(
     decision: DecisionInput['decision'],
-    targets: PendingApproval[],
+    targets: Target[],
     results: { decisionId?: string; toolCallId: string; callKey?: string }[],
     path: DecisionPath,
     sentAt: number,
@@ -480,7 +504,7 @@ class ConversationPlayer {
   }
 
   /** Sends the decision around the API, unsigned (or not a decision at all): the workers must refuse it. */
-  private async aroundTheApi(path: DecisionPath, decision: Pick<DecisionInput, 'decision' | 'reason'>, targets: PendingApproval[]): Promise<void> {
+  private async aroundTheApi(path: DecisionPath, decision: Pick<DecisionInput, 'decision' | 'reason'>, targets: Target[]): Promise<void> {
     const { faults } = this.ctx.runLog;
     const [first] = targets;
     const unsigned: ApprovalDecision = {
@@ -497,7 +521,7 @@ class ConversationPlayer {
     try {
       if (path === 'client_unsigned') {
         faults.unsigned_decision++;
-        await retrying(this.ctx, () => this.ctx.client.signalDecision(this.plan.id, unsigned));
+        await retrying(this.ctx, () => this.ctx.client.signalDecision(first.conversationId, unsigned));
       } else if (path === 'temporal_cli_unsigned') {
         faults.unsigned_decision++;
         const { temporalCli, temporalAddress } = this.ctx.decisions;
@@ -505,7 +529,7 @@ class ConversationPlayer {
           'workflow',
           'signal',
           '--workflow-id',
-          this.plan.id,
+          first.conversationId,
           '--name',
           'decision',
           '--input',
@@ -517,7 +541,7 @@ class ConversationPlayer {
       } else {
         faults.malformed_signal++;
         const malformed = this.paths.pick([{ decision: 'maybe', toolCallId: first.toolCallId }, { decisionId: 42 }, 'approve everything']);
-        await retrying(this.ctx, () => this.ctx.client.temporal.workflow.getHandle(this.plan.id).signal('decision', malformed));
+        await retrying(this.ctx, () => this.ctx.client.temporal.workflow.getHandle(first.conversationId).signal('decision', malformed));
       }
       sent.ackAt = Date.now();
     } catch (err) {

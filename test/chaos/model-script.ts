@@ -42,7 +42,12 @@ export interface ModelFaultCounts {
   large_result: number;
   /** Handoffs to the conversation's other agent (`transfer_to_<agent>`), beside other calls or alone. */
   handoff: number;
+  /** Calls of the back desk agent as a tool (`ask_backdesk`): each runs a child conversation. */
+  sub_agent: number;
 }
+
+/** In the task of an agent called as a tool: the child's requests are scripted by its top-level conversation's script, without its coverage scenario. */
+const SUB_TASK_MARK = 'sub-task';
 
 /** In a user message: the final checks' question whether the conversation still answers. */
 export const PROBE_MARK = 'PROBE:';
@@ -64,7 +69,7 @@ const EXPORT_KILOBYTES = [600, 1_900, 2_200, 4_000];
 type IdScheme = 'unique' | 'per-response' | 'duplicated';
 const ID_SCHEME_WEIGHTS: Record<IdScheme, number> = { unique: 5, 'per-response': 3, duplicated: 2 };
 
-const CALL_WEIGHTS: Record<Exclude<CallKind, 'check_stock_fail_first' | 'handoff'>, number> = {
+const CALL_WEIGHTS: Record<Exclude<CallKind, 'check_stock_fail_first' | 'handoff' | 'sub_agent'>, number> = {
   find_customer: 12,
   list_orders: 8,
   refund_small: 14,
@@ -103,6 +108,12 @@ interface ConversationScript {
   handoffRng: Rng;
   /** The handoff tools the last request offered (none for a conversation of one unnamed agent). */
   handoffs: string[];
+  /** Whether a response also calls the back desk as a tool: a stream of its own. */
+  subAgentRng: Rng;
+  /** Whether the last request offered `ask_backdesk`. */
+  agentToolOffered: boolean;
+  /** Whether the scenario's `childCalls` were sent (in the first agent called as a tool). */
+  childCoverageSent: boolean;
 }
 
 interface RequestMessage {
@@ -125,6 +136,7 @@ export class ChaosModel {
     huge_arguments: 0,
     large_result: 0,
     handoff: 0,
+    sub_agent: 0,
   };
   readonly hugeAnswers: HugeAnswerSent[] = [];
   /** Model requests answered per conversation id (valid ones). */
@@ -146,6 +158,9 @@ export class ChaosModel {
         idScheme: plan.coverage?.ids ?? new Rng(seed, 'ids', plan.index).weighted(ID_SCHEME_WEIGHTS),
         handoffRng: new Rng(seed, 'handoffs', plan.index),
         handoffs: [],
+        subAgentRng: new Rng(seed, 'sub-agents', plan.index),
+        agentToolOffered: false,
+        childCoverageSent: false,
       });
     }
   }
@@ -162,6 +177,8 @@ export class ChaosModel {
     const { rng, plan } = script;
     const offered = (request.body as { tools?: { function?: { name?: string } }[] } | undefined)?.tools ?? [];
     script.handoffs = offered.flatMap((t) => (t.function?.name?.startsWith('transfer_to_') ? [t.function.name] : []));
+    script.agentToolOffered = offered.some((t) => t.function?.name === 'ask_backdesk');
+    const inChild = typeof firstUser?.content === 'string' && firstUser.content.startsWith(`${tag} ${SUB_TASK_MARK}`);
     const isFirstRequest = !messages.some((m) => m.role === 'assistant');
     const last = messages[messages.length - 1];
     if (last?.role === 'user' && typeof last.content === 'string' && last.content.includes(PROBE_MARK)) {
@@ -170,7 +187,7 @@ export class ChaosModel {
     const afterContext = script.lastWasContext;
     script.lastWasContext = false;
 
-    if (isFirstRequest && plan.coverage?.firstRequestFault && !script.forcedFaultDone) {
+    if (isFirstRequest && !inChild && plan.coverage?.firstRequestFault && !script.forcedFaultDone) {
       script.forcedFaultDone = true;
       switch (plan.coverage.firstRequestFault) {
         case 'model_500':
@@ -180,14 +197,14 @@ export class ChaosModel {
         case 'context_length_exceeded':
           return this.overContext(script, request);
         case 'model_slow':
-          return this.slow(rng, this.reply(script, messages, isFirstRequest));
+          return this.slow(rng, this.reply(script, messages, isFirstRequest, inChild));
       }
     }
     if (script.consecutive500 < MAX_CONSECUTIVE_500 && rng.chance(P_500)) return this.serverError(script);
     if (script.consecutive500 < MAX_CONSECUTIVE_500 && rng.chance(P_429)) return this.tooManyRequests(script);
     script.consecutive500 = 0;
     if (!afterContext && rng.chance(P_CONTEXT)) return this.overContext(script, request);
-    const reply = this.reply(script, messages, isFirstRequest);
+    const reply = this.reply(script, messages, isFirstRequest, inChild);
     return rng.chance(P_SLOW) ? this.slow(rng, reply) : reply;
   };
 
@@ -228,10 +245,20 @@ export class ChaosModel {
     return { kind: 'delay', ms: rng.int(1_000, 4_000), then };
   }
 
-  private reply(script: ConversationScript, messages: RequestMessage[], isFirstRequest: boolean): ScriptedReply {
+  private reply(script: ConversationScript, messages: RequestMessage[], isFirstRequest: boolean, inChild: boolean): ScriptedReply {
     const { rng, plan } = script;
     const last = messages[messages.length - 1];
-    const coverageDue = plan.coverage?.firstAction ? !plan.coverageActionDone && last?.role === 'user' : isFirstRequest && !script.coverageCallsSent;
+    const coverageDue =
+      !inChild && plan.coverage?.firstAction ? !plan.coverageActionDone && last?.role === 'user' : isFirstRequest && !script.coverageCallsSent;
+    if (inChild && isFirstRequest && plan.coverage?.childCalls && !script.childCoverageSent) {
+      script.childCoverageSent = true;
+      return {
+        toolCalls: this.withIds(
+          script,
+          plan.coverage.childCalls.map((kind) => this.toolCall(script, kind)),
+        ),
+      };
+    }
     if (plan.coverage && coverageDue) {
       script.coverageCallsSent = true;
       return {
@@ -255,6 +282,8 @@ export class ChaosModel {
         calls.push(this.toolCall(script, 'handoff'));
         if (script.handoffRng.chance(0.2)) calls.push(this.toolCall(script, 'handoff'));
       }
+      // Now and then it asks the back desk, as a tool, to do part of the work in a conversation of its own.
+      if (script.agentToolOffered && script.subAgentRng.chance(0.2)) calls.push(this.toolCall(script, 'sub_agent'));
       return { toolCalls: this.withIds(script, calls) };
     }
     if ((plan.coverage?.hugeAnswer && !script.hugeAnswerDone) || rng.chance(P_HUGE_ANSWER)) return this.hugeAnswer(script);
@@ -305,6 +334,9 @@ export class ChaosModel {
         if (script.handoffs.length === 0) return { id, name: 'transfer_to_desk', arguments: {} }; // not offered: an unknown tool
         this.faults.handoff++;
         return { id, name: rng.pick(script.handoffs), arguments: {} };
+      case 'sub_agent':
+        this.faults.sub_agent++;
+        return { id, name: 'ask_backdesk', arguments: { input: `${plan.tag} ${SUB_TASK_MARK} ${script.calls}: look into the orders of this customer.` } };
       case 'malformed_arguments':
         this.faults.malformed_arguments++;
         return rng.chance(0.5)

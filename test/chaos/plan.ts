@@ -21,7 +21,9 @@ export type CallKind =
   /** Arguments over `TOOL_ARGUMENTS_MAX_BYTES`. */
   | 'huge_arguments'
   /** A handoff to the conversation's other agent (`transfer_to_<agent>`), where one is offered. */
-  | 'handoff';
+  | 'handoff'
+  /** The back desk agent called as a tool (`ask_backdesk`), where it is offered: a child conversation with its own calls and approvals. */
+  | 'sub_agent';
 
 /** A fault the model injects on a conversation's first request. */
 export type RequestFault = 'model_500' | 'model_slow' | 'model_429' | 'context_length_exceeded';
@@ -40,8 +42,10 @@ export interface CoverageScenario {
   name: string;
   /** Tool calls of the conversation's first model reply (and of later turns' first, until `firstAction` was performed). */
   firstCalls: CallKind[];
-  /** What the driver does with the first batch waiting for approval. */
+  /** What the driver does with the first batch waiting for approval (its own, or inside an agent it called as a tool). */
   firstAction?: ApprovalAction;
+  /** Tool calls of the first model reply inside the first agent it calls as a tool (`sub_agent`). */
+  childCalls?: CallKind[];
   /** A fault on the conversation's first model request. */
   firstRequestFault?: RequestFault;
   /** Its first user message is at or over the size limit. */
@@ -92,8 +96,9 @@ export const COVERAGE: readonly CoverageScenario[] = [
   { name: 'approval timeout, context window exceeded', firstCalls: ['refund_large'], firstAction: 'timeout', firstRequestFault: 'context_length_exceeded' },
   { name: 'duplicate decision, message over the limit', firstCalls: ['refund_large', 'refund_large'], firstAction: 'decide_twice', userMessage: 'over_limit' },
   {
-    name: 'cancel while waiting beside a handoff, message at the limit',
-    firstCalls: ['refund_large', 'find_customer', 'handoff'],
+    name: 'cancel while a sub-agent waits, beside a handoff, message at the limit',
+    firstCalls: ['sub_agent', 'find_customer', 'handoff'],
+    childCalls: ['refund_large'],
     firstAction: 'cancel',
     userMessage: 'near_limit',
     agent: true,
@@ -108,9 +113,13 @@ export const COVERAGE: readonly CoverageScenario[] = [
     paths: ['client_unsigned'],
   },
   {
-    name: 'slow model, small refund, large result, huge arguments',
-    firstCalls: ['refund_small', 'list_orders', 'export_large', 'huge_arguments'],
+    name: 'approve inside a sub-agent through the API, slow model, small refund, large result, huge arguments',
+    firstCalls: ['refund_small', 'list_orders', 'export_large', 'huge_arguments', 'sub_agent'],
+    childCalls: ['refund_large'],
+    firstAction: 'approve_all',
     firstRequestFault: 'model_slow',
+    paths: ['api'],
+    agent: true,
   },
   {
     name: 'approve one of two around the API beside a handoff, continue as new',

@@ -145,6 +145,8 @@ export interface ChaosSummary {
   effectsOfInterruptedCalls: number;
   continueAsNewAfterEvents?: number;
   continuedAsNew: number;
+  /** Conversations of agents called as tools (child workflows) the run made and checked. */
+  subAgentConversations: number;
   /** Conversations never started because the hard stop came first. */
   notStarted: number;
   recovery: {
@@ -488,6 +490,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
       effectsOfInterruptedCalls: checks.effectsOfInterruptedCalls,
       continueAsNewAfterEvents: options.continueAsNewAfterEvents,
       continuedAsNew: checks.continuedAsNew,
+      subAgentConversations: checks.subAgentConversations,
       notStarted: checks.notStarted,
       recovery: {
         definition: RECOVERY_DEFINITION,

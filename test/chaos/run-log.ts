@@ -15,6 +15,7 @@ export const FAULT_KINDS = [
   'huge_arguments',
   'large_result',
   'handoff',
+  'sub_agent',
   'user_message_near_limit',
   'user_message_over_limit',
   'low_continue_as_new',

@@ -63,12 +63,13 @@ export function formatSummary(s: ChaosSummary): string {
         ? `; ONLY ${s.faults.worker_kill}, ${s.faults.server_restart} and ${s.faults.database_restart} happened before the conversations ended`
         : ''),
     `turns         ${s.turns} (${counts(s.turnOutcomes)}) for ${s.messagesSent} user messages; ${s.modelRequests} model requests; ` +
-      `${s.continuedAsNew} continue-as-new`,
+      `${s.continuedAsNew} continue-as-new; ${s.subAgentConversations} sub-agent conversations`,
     'faults injected',
     ...Array.from({ length: Math.ceil(faultLine.length / 6) }, (_, row) => `  ${faultLine.slice(row * 6, row * 6 + 6).join(', ')}`),
     `tool results  ${counts(s.toolOutcomes)}`,
     `decisions     ${s.decisions.signalsSent} sent, ${s.decisions.acknowledged} decision ids acknowledged: ${s.decisions.applied} applied, ` +
-      `${s.decisions.superseded} superseded (their calls had settled otherwise first), ${s.decisions.lost} lost; ${s.decisions.notAcknowledged} never acknowledged`,
+      `${s.decisions.superseded} superseded (their calls had settled otherwise first), ${s.decisions.lost} lost; ${s.decisions.notAcknowledged} never acknowledged; ` +
+      `${s.decisions.appliedInSubAgents} applied inside sub-agents`,
     `  by path     ${counts(s.decisions.byPath)}; ${s.decisions.unsignedSent} sent around the API (unsigned or malformed, to be refused); ` +
       `${s.decisions.apiRefusals} refused by the API (calls no longer waiting)`,
     `side effects  ${s.refundsApplied} refunds applied; ${s.effectsOfInterruptedCalls} effect(s) of calls reported "interrupted" (effect unknown by design)`,

@@ -5,7 +5,8 @@ import { DECISION_PATHS, FAULT_KINDS } from '../chaos/run-log';
 // A small chaos run (`npm run chaos` with a CI-sized configuration): its own
 // Temporal dev server and PostgreSQL, two worker processes, 8 conversations,
 // 2 worker kills and a server restart. Every "must be 0" must be 0, and every
-// kind of fault must actually have been injected.
+// kind of fault must actually have been injected, agents called as tools
+// among them.
 
 describe('chaos run (small)', () => {
   it('injects every kind of fault, and nothing is lost, duplicated, stuck or broken', async () => {
@@ -43,6 +44,9 @@ describe('chaos run (small)', () => {
     expect(summary.conversations).toBe(8);
     expect(summary.turns).toBeGreaterThanOrEqual(8);
     expect(summary.recovery.workerKills.count).toBe(2);
+    // Agents called as tools ran, and decisions reached calls waiting inside them (a coverage scenario approves one through the API).
+    expect(summary.subAgentConversations).toBeGreaterThan(0);
+    expect(summary.decisions.appliedInSubAgents).toBeGreaterThan(0);
     expect(summary.passed).toBe(true);
   }, 240_000);
 });

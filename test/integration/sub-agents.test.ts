@@ -251,6 +251,7 @@ describe('agents as tools', () => {
       kind: 'tool_failed',
       error: expect.stringMatching(/The refunder agent did not answer .*its turn ended as failed: Model call failed/),
     });
+    h.expectOnlyValidModelRequests();
   });
 
   it('bounds nesting with maxAgentDepth and refuses a call without a task', async () => {
@@ -325,6 +326,23 @@ describe('agents as tools', () => {
     const records = await h.pool.query('SELECT decided_by, authenticated, reason FROM durable_agent.approval_decisions WHERE conversation_id = $1', [child]);
     expect(records.rows).toEqual([{ decided_by: 'bob@example.com', authenticated: true, reason: 'kettle photo checked' }]);
     expect(await resultOf(id, 'call_delegate')).toBe('SUB-8 refunded 120.00.');
+    h.expectOnlyValidModelRequests();
+  });
+
+  it('continues as new only between turns: a child started in a turn ends before its caller continues as new, never terminated by it', async () => {
+    const id = h.newConversationId('sub-can');
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_check', name: 'ask_checker', arguments: { input: 'SUB-9 check ord_1001' } }] },
+      { content: 'SUB-9 fine.' },
+      { content: 'SUB-9 the checker says fine.' },
+    );
+    await h.client.ask(id, 'SUB-9 check', { input: { agent: 'desk', continueAsNewAfterEvents: 10 } });
+    h.model.enqueue({ content: 'SUB-9 second turn.' });
+    expect((await h.client.ask(id, 'SUB-9 again')).answer).toBe('SUB-9 second turn.');
+    expect((await h.client.state(id)).runs).toBeGreaterThan(1);
+    // The caller's first run closed after the child had ended: the child completed, it was not terminated by the parent close policy.
+    expect(await statusOf(childOf(id, 'checker', 1))).toBe('COMPLETED');
+    expect(await resultOf(id, 'call_check')).toBe('SUB-9 fine.');
     h.expectOnlyValidModelRequests();
   });
 });
