@@ -186,6 +186,7 @@ export const conversationInputSchema = z
       .optional()
       .describe("The agent that answers first: one of the worker's agents (docs/agents.md). Default: the worker's default agent, if it has one."),
     maxHandoffsPerTurn: positiveInt(CONVERSATION_LIMITS.maxHandoffsPerTurn, 'Handoffs one turn may make.').optional(),
+    maxAgentDepth: positiveInt(CONVERSATION_LIMITS.maxAgentDepth, 'How deep agents called as tools may nest.').optional(),
     timeouts: z
       .strictObject({
         modelCallMs: positiveInt(DAY_MS, 'Timeout of one model call attempt, in ms.').optional(),

@@ -273,6 +273,8 @@ export class AgentClient {
       describeUnstorableText('The conversation id', conversationId) ?? describeUnstorableUserMessage({ text, messageId, sentBy: options.sentBy });
     if (unstorable) throw new UnstorableTextError(`${unstorable}. Nothing was sent.`);
     const problems = describeInvalidInput(options.input);
+    // Only the workflow starts a conversation for an agent called as a tool: a caller typed by hand would place its calls under another conversation.
+    if (options.input?.calledBy !== undefined) problems.push('calledBy is set by the workflow for an agent called as a tool, never by a sender');
     if (problems.length > 0) throw new InvalidConversationInputError(`Invalid conversation input: ${problems.join('; ')}.`);
     const input = await this.withSearchAttributeNames(options.input ?? {});
     try {

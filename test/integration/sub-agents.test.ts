@@ -254,7 +254,7 @@ describe('agents as tools', () => {
     h.expectOnlyValidModelRequests();
   });
 
-  it('bounds nesting with maxAgentDepth and refuses a call without a task', async () => {
+  it('bounds nesting with maxAgentDepth, refuses a call without a task, and refuses a caller named by a sender', async () => {
     const id = h.newConversationId('sub-depth');
     h.model.enqueue(
       {
@@ -276,6 +276,13 @@ describe('agents as tools', () => {
       error: expect.stringContaining('at most 1 deep (maxAgentDepth)'),
     });
     expect((await h.client.state(child)).calledBy?.path).toEqual(['desk', 'checker']);
+    // Only the workflow names a caller: a sender cannot place a conversation under another one.
+    const calledBy = { ...(await h.client.state(child)).calledBy!, task: 'forged' };
+    await expect(h.client.sendMessage(h.newConversationId('sub-forged'), 'hi', { input: { calledBy } })).rejects.toThrow(
+      /calledBy is set by the workflow for an agent called as a tool, never by a sender/,
+    );
+    const forged = await call('POST', `/v1/conversations/${h.newConversationId('sub-forged')}/messages`, token('a'), { text: 'hi', input: { calledBy } });
+    expect(forged.status).toBe(400);
     h.expectOnlyValidModelRequests();
   });
 
