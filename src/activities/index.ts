@@ -9,7 +9,8 @@ import { recordDecision } from '../db/transcript-store';
 import { appendMessagesListingWaits } from '../db/approval-store';
 import { agentTables } from '../db/schema';
 import { verifyDecision } from '../common/decision-signing';
-import { createToolDiscoveryActivity } from './mcp-tools';
+import { createToolDiscoveryActivity, turnRegistry } from './mcp-tools';
+import { checkToolCall } from './tool-calls';
 import { failOnRefusal } from './store-failures';
 import type { ActivityDeps } from './deps';
 
@@ -21,9 +22,22 @@ export function createActivities(deps: ActivityDeps): ConversationActivities {
     callModel: createModelActivity(deps),
     runTool: createToolActivity(deps),
     recordDecision: (record) => failOnRefusal(() => recordDecision(deps.pool, tables, record)),
-    verifyDecision: async ({ conversationId, decision }) => verifyDecision(deps.decisionTrust ?? { keys: [] }, conversationId, decision),
+    verifyDecision: async ({ conversationId, decision, edit }) => {
+      const verdict = verifyDecision(deps.decisionTrust ?? { keys: [] }, conversationId, decision);
+      if (verdict.refusal || !edit) return verdict;
+      const refusal = await describeRefusedEdit(deps, edit, decision.arguments);
+      return refusal ? { ...verdict, refusal } : verdict;
+    },
     discoverTools: createToolDiscoveryActivity(deps),
   };
+}
+
+/** Why an edit's new arguments cannot run (they do not fit the tool's schema, zod or an MCP server's JSON Schema); undefined when they can. */
+async function describeRefusedEdit(deps: ActivityDeps, edit: { toolName: string; toolset?: string }, args: unknown): Promise<string | undefined> {
+  const registry = await turnRegistry(deps.tools, deps.mcp, edit.toolset);
+  const checked = checkToolCall(registry, undefined, edit.toolName, JSON.stringify(args ?? null));
+  if (checked.ok) return undefined;
+  return `Edit refused: the new arguments do not fit ${edit.toolName}: ${checked.message} Nothing changed; the call still waits for a decision.`;
 }
 
 /** The activities under the types a worker registers them as: `durableAgent.<name>`. */

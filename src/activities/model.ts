@@ -37,7 +37,7 @@ import { TOOL_DEFAULTS } from '../contract/tool-defaults';
 import { modelCallMeasured, modelFailureOutcome, modelResponseReused } from './metrics';
 import { inSpan } from './tracing';
 import { costOf, type ModelPrices } from '../core/pricing';
-import type { TokenUsage } from '../contract';
+import { defaultDecisions, type TokenUsage } from '../contract';
 import type { ModelActivityDeps } from './deps';
 
 /** Builds the `callModel` activity. */
@@ -340,6 +340,7 @@ function planAgentCall(asTool: AgentTool, call: ToolCall): ToolCallPlan {
     name: call.function.name,
     subAgent: asTool.agent,
     needsApproval: asTool.needsApproval,
+    ...(asTool.needsApproval ? { decisions: ['approve' as const, 'reject' as const] } : {}),
     idempotent: false,
     timeoutMs: asTool.timeoutMs ?? 0,
     maxAttempts: 1,
@@ -437,6 +438,7 @@ function planToolCall(registry: ToolRegistry, offer: ToolOffer, call: ToolCall):
     toolCallId: call.id,
     name: tool.name,
     needsApproval,
+    ...(needsApproval ? { decisions: [...(tool.decisions ?? defaultDecisions(tool.idempotent))] } : {}),
     idempotent: tool.idempotent !== false,
     timeoutMs: tool.timeoutMs ?? TOOL_DEFAULTS.timeoutMs,
     maxAttempts: tool.idempotent === false ? 1 : (tool.maxAttempts ?? TOOL_DEFAULTS.maxAttempts),

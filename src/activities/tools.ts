@@ -101,7 +101,7 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
         conversationId: input.conversationId,
         toolCallId: input.toolCallId,
         toolName: input.name,
-        content: typeof result === 'string' ? result : JSON.stringify(result ?? null),
+        content: input.edited ? editedResult(input, result) : typeof result === 'string' ? result : JSON.stringify(result ?? null),
       }),
     ).catch((err: unknown) => {
       if (!isRefusedValue(err)) throw err;
@@ -117,6 +117,24 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
       ...(fromLedger ? { fromLedger: true } : {}),
     };
   };
+}
+
+/** The result of a call a person edited: what ran, with which arguments, changed by whom, so the model sees it. */
+function editedResult(input: ToolCallInput, result: unknown): string {
+  const parsed = (text: string): unknown => {
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
+  };
+  return JSON.stringify({
+    note: 'A person edited the arguments before approving; the call ran with theirs.',
+    edited_by: input.edited?.by ?? null,
+    arguments: parsed(input.arguments),
+    model_arguments: parsed(input.edited?.modelArguments ?? ''),
+    result: result ?? null,
+  });
 }
 
 /** The result recorded under `key` in the tool ledger, if an effect was applied under it. */

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentClient } from '../client/client';
 import { signDecision, type DecisionKey } from '../common/decision-signing';
-import type { ApprovalDecision, DecisionResult } from '../contract';
+import type { ApprovalDecision, DecisionKind, DecisionResult } from '../contract';
 import type { ApiPrincipal } from './tokens';
 
 /** Why a decision that names no calls, or names them both ways, is refused. */
@@ -26,7 +26,11 @@ export class DecisionProblem extends Error {
 
 /** What a person decides, naming each call as they saw it. */
 export interface DecideRequest {
-  decision: 'approve' | 'reject';
+  decision: DecisionKind;
+  /** `edit`: the arguments the one named call runs with instead of the model's. */
+  arguments?: Record<string, unknown>;
+  /** `respond`: the answer that becomes the one named call's result. */
+  response?: string;
   /** The calls, by tool-call id; each must be waiting now. */
   toolCallIds?: string[];
   /**
@@ -98,6 +102,9 @@ export async function decideCalls(
   if (byId.length + byKey.length === 0 || (byId.length > 0 && byKey.length > 0)) {
     throw new DecisionProblem('invalid_request', NAME_THE_CALLS);
   }
+  if ((request.decision === 'edit' || request.decision === 'respond') && byId.length + byKey.length !== 1) {
+    throw new DecisionProblem('invalid_request', `An "${request.decision}" decision names exactly one call (one toolCallIds or callKeys entry).`);
+  }
   const { calls: pending, workerAnswered } = await client.waitingCalls(conversationId, policy.workerWaitMs ?? DECISION_WORKER_WAIT_MS);
   const queued = !workerAnswered;
   const named = [
@@ -112,7 +119,8 @@ export async function decideCalls(
     );
   }
   const subject = principal.subject;
-  if (request.decision === 'approve' && !policy.allowSelfApproval) {
+  // Editing runs the call and responding answers it: both are approvals as far as four eyes go.
+  if (request.decision !== 'reject' && !policy.allowSelfApproval) {
     const own = named.filter((n) => n.found!.requestedBy.includes(subject)).map((n) => n.name);
     if (own.length > 0) {
       throw new DecisionProblem(
@@ -130,6 +138,8 @@ export async function decideCalls(
       toolCallId: call.toolCallId,
       callKey: call.callKey,
       ...(request.reason === undefined ? {} : { reason: request.reason }),
+      ...(request.arguments === undefined ? {} : { arguments: request.arguments }),
+      ...(request.response === undefined ? {} : { response: request.response }),
       decidedBy: subject,
       sentAt: new Date().toISOString(),
     };

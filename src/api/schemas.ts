@@ -13,7 +13,7 @@
  *   engine reads, so they are stated in the field's description.
  */
 import { z } from 'zod';
-import { AGENT_NAME_PATTERN, CONVERSATION_LIMITS, USER_MESSAGE_MAX_BYTES } from '../contract';
+import { AGENT_NAME_PATTERN, CONVERSATION_LIMITS, DECISION_FIELD_MAX_CHARS, EDITED_ARGUMENTS_MAX_BYTES, USER_MESSAGE_MAX_BYTES } from '../contract';
 import { describeUnstorableText } from '../contract/text';
 import { NAME_THE_CALLS } from './decisions';
 
@@ -237,7 +237,16 @@ const reason = (field: string) => personText(field, { maxChars: REASON_MAX_CHARS
  */
 export const decisionBody = z
   .strictObject({
-    decision: z.enum(['approve', 'reject']),
+    decision: z
+      .enum(['approve', 'reject', 'edit', 'respond'])
+      .describe(
+        "approve; reject; edit (run with `arguments` instead of the model's); respond (`response` is the result, the tool does not run). Edit and respond name one call, where its tool allows them.",
+      ),
+    arguments: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe(`edit only: the arguments the call runs with (a JSON object, checked against the tool's schema; at most ${EDITED_ARGUMENTS_MAX_BYTES} bytes).`),
+    response: personText('response', { minChars: 1, maxChars: DECISION_FIELD_MAX_CHARS.response, description: "respond only: the call's result." }).optional(),
     toolCallIds: callNames('toolCallIds[]', 'A tool-call id.').optional().describe('The calls, by tool-call id.'),
     callKeys: callNames('callKeys[]', 'A callKey of GET /v1/approvals.')
       .optional()
@@ -246,6 +255,12 @@ export const decisionBody = z
   })
   .superRefine((body, ctx) => {
     if ((body.toolCallIds === undefined) === (body.callKeys === undefined)) ctx.addIssue({ code: 'custom', message: NAME_THE_CALLS });
+    if ((body.decision === 'edit') !== (body.arguments !== undefined)) {
+      ctx.addIssue({ code: 'custom', message: '"arguments" go with an "edit" decision, which needs them (the object the call runs with).' });
+    }
+    if ((body.decision === 'respond') !== (body.response !== undefined)) {
+      ctx.addIssue({ code: 'custom', message: '"response" goes with a "respond" decision, which needs it (the text that becomes the result).' });
+    }
   })
   .meta({ oneOf: [{ required: ['toolCallIds'] }, { required: ['callKeys'] }] });
 

@@ -10,6 +10,7 @@
 // tokens.ts, not setup.ts: the CLI must not load the API server (Fastify, jose, the inbox) to read a token file.
 import { readTokenFile } from '../api/tokens';
 import type { RunningApi } from './running-api';
+import type { DecisionKind } from '../contract';
 
 /** Where and as whom the CLI decides through the API. */
 export interface ApiDecider {
@@ -107,7 +108,14 @@ export function remoteApi(env: NodeJS.ProcessEnv): ApiDecider | undefined {
 export async function decideThroughApi(
   api: ApiDecider,
   conversationId: string,
-  body: { decision: 'approve' | 'reject'; toolCallIds?: string[]; callKeys?: string[]; reason?: string },
+  body: {
+    decision: DecisionKind;
+    toolCallIds?: string[];
+    callKeys?: string[];
+    reason?: string;
+    arguments?: Record<string, unknown>;
+    response?: string;
+  },
 ): Promise<ApiDecisionOutcome> {
   const outcome = await callApi<ApiDecisionOutcome>(api, 'POST', `/v1/conversations/${encodeURIComponent(conversationId)}/decisions`, body);
   return { decidedBy: outcome.decidedBy, queued: outcome.queued === true, results: outcome.results };

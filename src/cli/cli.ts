@@ -16,6 +16,7 @@ import { DecisionRefusedError } from '../common/errors';
 import { decideThroughApi, findApiDecider, remoteApi, waitingThroughApi, type ApiDecider, type ApiPendingApproval } from './api-decisions';
 import { sayThroughApi, stateThroughApi, transcriptThroughApi } from './api-conversation';
 import { AgentClient } from '../client/client';
+import type { DecisionKind } from '../contract';
 import { formatTranscript } from './format';
 import { LineQueue, readAll } from './lines';
 import { findRunningApi, howToDecideThroughApi, type RunningApi } from './running-api';
@@ -77,11 +78,20 @@ interface CliDecision {
  */
 async function decideCalls(
   conversationId: string,
-  d: { decision: 'approve' | 'reject'; toolCallId?: string; callKey?: string; reason?: string; decidedBy?: string },
+  d: {
+    decision: DecisionKind;
+    toolCallId?: string;
+    callKey?: string;
+    reason?: string;
+    decidedBy?: string;
+    arguments?: Record<string, unknown>;
+    response?: string;
+  },
   client?: AgentClient,
 ): Promise<CliDecision> {
   const { running, api } = localApi();
   const { decision, reason } = d;
+  const extra = { ...(d.arguments ? { arguments: d.arguments } : {}), ...(d.response !== undefined ? { response: d.response } : {}) };
   if (api) {
     const named = d.callKey
       ? { callKeys: [d.callKey] }
@@ -89,7 +99,7 @@ async function decideCalls(
         ? { toolCallIds: [d.toolCallId] }
         : { callKeys: (await waitingThroughApi(api, conversationId)).map((p) => p.callKey) };
     if (named.callKeys?.length === 0) throw new Error(`No tool call is waiting for approval in conversation ${conversationId}. Nothing was decided.`);
-    const outcome = await decideThroughApi(api, conversationId, { decision, ...named, reason });
+    const outcome = await decideThroughApi(api, conversationId, { decision, ...named, reason, ...extra });
     return { calls: outcome.results, decidedBy: outcome.decidedBy, queued: outcome.queued, unsigned: false };
   }
   if (!client) return withClient((connected) => decideCalls(conversationId, d, connected));
@@ -101,7 +111,7 @@ async function decideCalls(
     throw new Error(`${what} not waiting for approval in conversation ${conversationId}${how}. Nothing was decided; see "pending".`);
   }
   for (const call of chosen) {
-    const one = { decision, toolCallId: call.toolCallId, callKey: call.callKey, reason, decidedBy: d.decidedBy };
+    const one = { decision, toolCallId: call.toolCallId, callKey: call.callKey, reason, decidedBy: d.decidedBy, ...extra };
     if (workerAnswered) {
       await client.decide(conversationId, one).catch((err: Error) => {
         // The worker wants decisions signed by the API: say how this CLI reaches one.
@@ -121,6 +131,22 @@ function localApi(): { running: RunningApi; api?: ApiDecider } {
   const config = loadConfig();
   const running = findRunningApi(config, process.env, readRuntimeInfo(config.dataDir));
   return { running, api: findApiDecider(process.env, running) };
+}
+
+/** The arguments of `approve --edit`: a JSON object, for one named call. */
+function parseEdit(decision: 'approve' | 'reject', text: string, all: boolean | undefined): Record<string, unknown> {
+  if (decision !== 'approve') throw new Error('--edit goes with approve: the call runs with your arguments.');
+  if (all) throw new Error('--edit decides one call: name it (a tool call id or --key), not --all.');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`--edit takes the arguments as a JSON object, e.g. '{"order_id":"ord_1001","amount_cents":12000}': ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error("--edit takes a JSON object (the tool's arguments).");
+  return parsed as Record<string, unknown>;
 }
 
 async function withClient<T>(action: (client: AgentClient) => Promise<T>): Promise<T> {
@@ -415,22 +441,28 @@ for (const decision of ['approve', 'reject'] as const) {
     .option('--all', `${decision} every call waiting for approval`)
     .option('--key <callKey>', 'the key of the call meant (see "pending"): refused if another call with the same id waits now')
     .option('--reason <text>', 'why (sent to the model with a rejection)')
+    .option(
+      '--edit <json>',
+      'approve only: run the call with these arguments instead of the model\'s, e.g. \'{"order_id":"ord_1001","amount_cents":12000}\' (checked against the tool first)',
+    )
     .option('--by <name>', 'who decides, for the records (only without the HTTP API; through it, the token names who decides)', process.env.USER)
     .option('--json', 'print what was decided as JSON (the calls with their decision ids, as whom, queued or not) for scripts')
     .action(
       async (
         conversationId: string,
         toolCallId: string | undefined,
-        options: { all?: boolean; key?: string; reason?: string; by?: string; json?: boolean },
+        options: { all?: boolean; key?: string; reason?: string; by?: string; json?: boolean; edit?: string },
       ) => {
         if (!toolCallId && !options.key && !options.all) throw new Error(`Name the tool call to ${decision} (see "pending"), or pass --all.`);
         if ((toolCallId || options.key) && options.all) throw new Error('Give a tool call id or key, or --all, not both.');
+        const edited = options.edit === undefined ? undefined : parseEdit(decision, options.edit, options.all);
         const result = await decideCalls(conversationId, {
-          decision,
+          decision: edited ? 'edit' : decision,
           toolCallId,
           callKey: options.key,
           reason: options.reason,
           decidedBy: options.by,
+          ...(edited ? { arguments: edited } : {}),
         });
         if (options.json) {
           const calls = result.calls.map(({ decisionId, toolCallId: id, callKey, toolName }) => ({ decisionId, toolCallId: id, callKey, toolName }));
@@ -439,7 +471,7 @@ for (const decision of ['approve', 'reject'] as const) {
         }
         const as = result.decidedBy ? ` as ${result.decidedBy}` : '';
         const decided = result.calls.map((call) => `${call.toolName}(${JSON.stringify(call.arguments)}) [${call.toolCallId}]`).join(', ');
-        const verb = decision === 'approve' ? 'Approved' : 'Rejected';
+        const verb = edited ? `Approved with edited arguments ${JSON.stringify(edited)}` : decision === 'approve' ? 'Approved' : 'Rejected';
         const follow = `Follow the turn: npm run cli -- show ${conversationId}`;
         if (!result.queued) {
           const next = decision === 'approve' ? 'it runs now' : 'the model is told';
@@ -456,6 +488,32 @@ for (const decision of ['approve', 'reject'] as const) {
       },
     );
 }
+
+program
+  .command('respond')
+  .description("answer one pending tool call in the tool's place: your text becomes its result and the tool does not run (where its tool allows it)")
+  .argument('<conversationId>')
+  .argument('[toolCallId]', 'the call to answer (see "pending")')
+  .requiredOption('--text <text>', "the answer, which the model reads as the call's result (marked as a person's)")
+  .option('--key <callKey>', 'the key of the call meant (see "pending"): refused if another call with the same id waits now')
+  .option('--reason <text>', 'why, for the records')
+  .option('--by <name>', 'who decides, for the records (only without the HTTP API; through it, the token names who decides)', process.env.USER)
+  .action(async (conversationId: string, toolCallId: string | undefined, options: { text: string; key?: string; reason?: string; by?: string }) => {
+    if (!toolCallId && !options.key) throw new Error('Name the tool call to answer (see "pending").');
+    const result = await decideCalls(conversationId, {
+      decision: 'respond',
+      toolCallId,
+      callKey: options.key,
+      reason: options.reason,
+      decidedBy: options.by,
+      response: options.text,
+    });
+    const as = result.decidedBy ? ` as ${result.decidedBy}` : '';
+    const answered = result.calls.map((call) => `${call.toolName} [${call.toolCallId}]`).join(', ');
+    process.stdout.write(
+      `${result.queued ? 'Queued' : 'Answered'}${as}: ${answered}; the tool does not run and the model reads your answer. Follow the turn: npm run cli -- show ${conversationId}\n`,
+    );
+  });
 
 program
   .command('cancel')

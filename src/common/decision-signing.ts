@@ -46,17 +46,26 @@ const KEY_ID = /^[A-Za-z0-9_-]{1,32}$/;
 
 /** The bytes a decision's signature covers: every field that changes what it does or whom it names, and the conversation. */
 export function decisionSigningPayload(conversationId: string, d: ApprovalDecision): string {
-  return JSON.stringify([
-    'durable-agent-decision/1',
-    conversationId,
-    d.decisionId,
-    d.decision,
-    d.toolCallId ?? null,
-    d.callKey ?? null,
-    d.reason ?? null,
-    d.decidedBy ?? null,
-    d.sentAt ?? null,
-  ]);
+  const v1 = [conversationId, d.decisionId, d.decision, d.toolCallId ?? null, d.callKey ?? null, d.reason ?? null, d.decidedBy ?? null, d.sentAt ?? null];
+  // Approvals and rejections keep the first format (decisions queued in histories stay valid); an edit's
+  // arguments and a response's text are covered by the second.
+  if (d.decision === 'approve' || d.decision === 'reject') return JSON.stringify(['durable-agent-decision/1', ...v1]);
+  return JSON.stringify(['durable-agent-decision/2', ...v1, d.arguments === undefined ? null : canonicalJson(d.arguments), d.response ?? null]);
+}
+
+/** JSON with every object's keys sorted, so the same arguments always sign the same, whatever order they were written in. */
+function canonicalJson(value: unknown): string {
+  const sorted = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(sorted)
+      : v !== null && typeof v === 'object'
+        ? Object.fromEntries(
+            Object.keys(v)
+              .sort()
+              .map((k) => [k, sorted((v as Record<string, unknown>)[k])]),
+          )
+        : v;
+  return JSON.stringify(sorted(value));
 }
 
 const mac = (secret: string, payload: string): Buffer => createHmac('sha256', secret).update(payload, 'utf8').digest();

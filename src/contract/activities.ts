@@ -2,7 +2,7 @@
  * Inputs and results of the activities, shared with the workflow as types.
  * Type-only module: safe to import from workflow code.
  */
-import type { ApprovalDecision, ModelSettings, TokenUsage } from './conversation';
+import type { ApprovalDecision, DecisionKind, ModelSettings, TokenUsage } from './conversation';
 import type { ChatMessage } from './messages';
 
 /** An assistant message as returned by the model. */
@@ -55,6 +55,8 @@ export interface ToolCallPlan {
    */
   subAgent?: string;
   needsApproval: boolean;
+  /** What a person may decide on it when it waits for approval (its tool's `decisions`). Absent in plans of older workers: approve or reject. */
+  decisions?: DecisionKind[];
   /**
    * Whether running the tool again is safe (it only reads, or writes through
    * `context.once`). A call of a tool that is not, whose run timed out or lost
@@ -140,6 +142,12 @@ export interface ToolCallInput {
   idempotencyKey: string;
   /** The turn's MCP tools, by reference, when the call may be one of them. */
   toolset?: string;
+  /**
+   * Set when a person edited the arguments before approving (`arguments`
+   * are theirs): the result says so, with the model's arguments and who
+   * changed them, so the model sees what ran.
+   */
+  edited?: { by?: string; modelArguments: string };
 }
 
 /** A tool's result. The full body is stored in PostgreSQL under `storedResultKey`; `content` is it, or a preview when large. */
@@ -218,7 +226,12 @@ export interface StoreRefusedDetails {
 export interface DecisionRecord {
   conversationId: string;
   decisionId: string;
-  decision: 'approve' | 'reject';
+  decision: DecisionKind;
+  /** `edit`: the arguments the call ran with (JSON text), beside the model's (`modelArguments`). */
+  arguments?: string;
+  modelArguments?: string;
+  /** `respond`: the person's answer, the call's result. */
+  response?: string;
   toolCallIds: string[];
   /** Effect keys of the decided calls, in the order of `toolCallIds` (absent from older workflow code). */
   callKeys?: string[];
@@ -242,6 +255,8 @@ export interface DecisionVerification {
 export interface VerifyDecisionInput {
   conversationId: string;
   decision: ApprovalDecision;
+  /** For an `edit`: the call's tool (and the turn's MCP tools), whose schema the new arguments must fit. */
+  edit?: { toolName: string; toolset?: string };
 }
 
 /** Input of `discoverTools`: a conversation's MCP servers, for one turn. */

@@ -472,7 +472,10 @@ export function describeUnstorableUserMessage(message: UserMessage): string | un
 
 /** Says which field of a decision holds a character PostgreSQL cannot store; undefined when none does. */
 export function describeUnstorableDecision(decision: ApprovalDecision): string | undefined {
-  return describeUnstorableFields(decision, ['reason', 'decisionId', 'toolCallId', 'callKey', 'decidedBy', 'sentAt', 'signature']);
+  return (
+    describeUnstorableFields(decision, ['reason', 'decisionId', 'toolCallId', 'callKey', 'decidedBy', 'sentAt', 'signature', 'response']) ??
+    (decision.arguments === undefined ? undefined : describeUnstorableFields({ arguments: JSON.stringify(decision.arguments) }, ['arguments']))
+  );
 }
 
 /** Says whether a cancel's reason holds a character PostgreSQL cannot store (it reaches the tool messages of the calls it stops). */
@@ -501,10 +504,31 @@ export interface UserMessage {
 export type ConversationStatus = 'idle' | 'running' | 'awaiting_approval' | 'failed' | 'closed';
 
 /** A person's decision on tool calls awaiting approval. Usable as a signal payload or an update argument. */
+/**
+ * What a person may decide on a call waiting for approval: run it
+ * (`approve`), not run it (`reject`), run it with other arguments (`edit`),
+ * or answer it in the tool's place without running it (`respond`). Each tool
+ * says which it allows (`Tool.decisions`).
+ */
+export type DecisionKind = 'approve' | 'reject' | 'edit' | 'respond';
+
+/** The decisions a call allows when its tool says nothing: all four, but `respond` only for idempotent tools (a model reads a response as the tool's success). */
+export function defaultDecisions(idempotent: boolean | undefined): DecisionKind[] {
+  return idempotent === false ? ['approve', 'reject', 'edit'] : ['approve', 'reject', 'edit', 'respond'];
+}
+
 export interface ApprovalDecision {
   /** Client-chosen id: a decision is applied at most once per id. */
   decisionId: string;
-  decision: 'approve' | 'reject';
+  decision: DecisionKind;
+  /**
+   * `edit` only: the arguments the call runs with instead of the model's (a
+   * JSON object, checked against the tool's schema before anything runs).
+   * Names one call (`toolCallId` or `callKey`).
+   */
+  arguments?: Record<string, unknown>;
+  /** `respond` only: the person's answer, stored as the call's result; the tool does not run. Names one call. */
+  response?: string;
   /** The call to decide; every call awaiting approval when unset. */
   toolCallId?: string;
   /**
@@ -565,6 +589,8 @@ export interface PendingApproval {
   callKey: string;
   /** Who sent the messages of the turn that asked for it (their `sentBy`); empty when none said. */
   requestedBy: string[];
+  /** What may be decided on it (its tool's `decisions`). Absent: approve or reject. */
+  decisions?: DecisionKind[];
 }
 
 /** A call waiting for a person inside an agent called as a tool (at any depth below), as its callers' states show it. */
@@ -605,7 +631,20 @@ export function describeBadDecision(decision: unknown): string | undefined {
   }
   const d = decision as Record<string, unknown>;
   if (typeof d.decisionId !== 'string' || d.decisionId === '') return '"decisionId" must be a non-empty string';
-  if (d.decision !== 'approve' && d.decision !== 'reject') return '"decision" must be "approve" or "reject"';
+  if (d.decision !== 'approve' && d.decision !== 'reject' && d.decision !== 'edit' && d.decision !== 'respond') {
+    return '"decision" must be "approve", "reject", "edit" or "respond"';
+  }
+  const oneCall = d.toolCallId !== undefined || d.callKey !== undefined;
+  if (d.decision === 'edit') {
+    if (typeof d.arguments !== 'object' || d.arguments === null || Array.isArray(d.arguments)) {
+      return '"edit" needs "arguments": the JSON object the call runs with instead, e.g. {"order_id": "ord_1001", "amount_cents": 12000}';
+    }
+    if (!oneCall) return '"edit" decides one call: name it with "toolCallId" or "callKey"';
+  } else if (d.arguments !== undefined) return '"arguments" go with an "edit" decision only';
+  if (d.decision === 'respond') {
+    if (typeof d.response !== 'string' || d.response.trim() === '') return '"respond" needs "response": the text that becomes the call\'s result';
+    if (!oneCall) return '"respond" decides one call: name it with "toolCallId" or "callKey"';
+  } else if (d.response !== undefined) return '"response" goes with a "respond" decision only';
   if (d.toolCallId !== undefined && (typeof d.toolCallId !== 'string' || d.toolCallId === '')) {
     return '"toolCallId", when given, must be a non-empty string (omit it to decide every pending call)';
   }
@@ -622,7 +661,18 @@ export function describeBadDecision(decision: unknown): string | undefined {
 }
 
 /** The longest text each field of a decision may have, in characters. */
-export const DECISION_FIELD_MAX_CHARS = { decisionId: 256, toolCallId: 256, callKey: 512, decidedBy: 256, reason: 4096, signature: 512 } as const;
+export const DECISION_FIELD_MAX_CHARS = {
+  decisionId: 256,
+  toolCallId: 256,
+  callKey: 512,
+  decidedBy: 256,
+  reason: 4096,
+  signature: 512,
+  response: 32_768,
+} as const;
+
+/** The largest edited arguments of an `edit` decision, in bytes of JSON: as for the model's own arguments. */
+export const EDITED_ARGUMENTS_MAX_BYTES = 256 * 1024;
 
 /**
  * Describes which field of a decision is longer than {@link DECISION_FIELD_MAX_CHARS}
@@ -633,6 +683,10 @@ export function describeOversizedDecision(decision: ApprovalDecision): string | 
   for (const [field, max] of Object.entries(DECISION_FIELD_MAX_CHARS)) {
     const value = (decision as unknown as Record<string, unknown>)[field];
     if (typeof value === 'string' && value.length > max) return `"${field}" is ${value.length} characters; it may have at most ${max}`;
+  }
+  if (decision.arguments !== undefined) {
+    const bytes = new TextEncoder().encode(JSON.stringify(decision.arguments)).length;
+    if (bytes > EDITED_ARGUMENTS_MAX_BYTES) return `"arguments" are ${bytes} bytes of JSON; they may have at most ${EDITED_ARGUMENTS_MAX_BYTES}`;
   }
   return undefined;
 }

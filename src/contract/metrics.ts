@@ -42,7 +42,8 @@ export const AGENT_METRICS = {
     name: 'agent_approval_decisions_total',
     kind: 'counter',
     unit: 'calls',
-    description: 'Tool calls decided by a person, by tool and decision (approve, reject). Calls whose approval timed out count in agent_tool_calls_total.',
+    description:
+      'Tool calls decided by a person, by tool and decision (approve, reject, edit, respond). Calls whose approval timed out count in agent_tool_calls_total.',
     labels: ['tool', 'decision'],
   },
   approvalWait: {

@@ -12,13 +12,14 @@ import {
   cancelledContent,
   interruptedContent,
   rejectedContent,
+  respondedContent,
   toolFailedContent,
   type OutcomeKind,
   type ToolFailureReason,
 } from './outcomes';
 import { TOOL_DEFAULTS } from '../contract/tool-defaults';
 import type { ToolCallPlan } from '../contract/activities';
-import type { PendingApproval } from '../contract/conversation';
+import type { DecisionKind, PendingApproval } from '../contract/conversation';
 import { callInstanceKey } from './effect-keys';
 import type { ToolCall } from '../contract/messages';
 
@@ -29,6 +30,12 @@ export type CallPhase = 'awaiting_approval' | 'ready' | 'running' | 'settled';
 export interface CallDecision {
   decisionId: string;
   approved: boolean;
+  /** `edit` and `respond`: how it was approved or answered. */
+  kind?: 'edit' | 'respond';
+  /** `edit`: the arguments it runs with (JSON text). */
+  arguments?: string;
+  /** `respond`: the person's answer. */
+  response?: string;
   reason?: string;
   decidedBy?: string;
   /** Whether `decidedBy` was proven by a signature (unset: runs that do not check signatures). */
@@ -73,6 +80,8 @@ export interface BatchCall {
   requestedAt: number;
   /** Set for a call of an agent as a tool: the agent it runs in a child conversation. */
   subAgent?: string;
+  /** What a person may decide on it (absent: approve or reject). */
+  decisions?: DecisionKind[];
   phase: CallPhase;
   decision?: CallDecision;
   outcome?: CallOutcome;
@@ -91,6 +100,7 @@ export interface RequestedCall {
   idempotent?: boolean;
   /** The agent the call runs, for a call of an agent as a tool. */
   subAgent?: string;
+  decisions?: DecisionKind[];
   /** Default {@link TOOL_DEFAULTS}. */
   timeoutMs?: number;
   /** Default {@link TOOL_DEFAULTS}. */
@@ -124,6 +134,7 @@ export class ToolCallBatch {
       ...(r.idempotent !== undefined ? { idempotent: r.idempotent } : {}),
       requestedAt: now,
       ...(r.subAgent !== undefined ? { subAgent: r.subAgent } : {}),
+      ...(r.decisions !== undefined ? { decisions: [...r.decisions] } : {}),
       phase: 'ready' as CallPhase,
       problem: r.problem,
     }));
@@ -219,15 +230,27 @@ export class ToolCallBatch {
     return { message: `The decision ${when} after the approval deadline (${deadline}); the call settles as approval_timeout.` };
   }
 
-  /** Applies a decision to the given calls: approved calls become ready, rejected calls settle as `rejected`. */
+  /**
+   * Applies a decision to the given calls: approved (or edited) calls become
+   * ready, rejected calls settle as `rejected`, answered ones as `responded`.
+   */
   decide(ids: readonly string[], decision: CallDecision): void {
     for (const id of ids) {
       const call = this.get(id);
       if (!call || call.phase !== 'awaiting_approval') continue;
       call.decision = { ...decision };
-      if (decision.approved) call.phase = 'ready';
+      if (decision.kind === 'respond') this.settle(id, { kind: 'responded', content: respondedContent(decision.response ?? '', decision.decidedBy) });
+      else if (decision.approved) call.phase = 'ready';
       else this.settle(id, { kind: 'rejected', content: rejectedContent(decision.reason) });
     }
+  }
+
+  /** Why `kind` may not be decided on the calls of `ids`, or undefined when it may (approve and reject always may). */
+  refusedKind(ids: readonly string[], kind: DecisionKind): string | undefined {
+    if (kind === 'approve' || kind === 'reject') return undefined;
+    const call = ids.map((id) => this.get(id)).find((c) => c && !(c.decisions ?? ['approve', 'reject']).includes(kind));
+    if (!call) return undefined;
+    return `Tool call "${call.id}" (${call.name}) does not allow "${kind}": its tool allows ${(call.decisions ?? ['approve', 'reject']).join(', ')}.`;
   }
 
   /** Marks a ready call as running (its activity is scheduled). */
@@ -295,6 +318,7 @@ export function requestedCalls(
       key: callInstanceKey(conversationId, assistantSeq, index),
       idempotent: plan?.idempotent ?? true,
       ...(plan?.subAgent !== undefined ? { subAgent: plan.subAgent } : {}),
+      ...(plan?.decisions !== undefined ? { decisions: plan.decisions } : {}),
       name: call.function.name,
       arguments: call.function.arguments,
       needsApproval: plan?.needsApproval ?? true,
@@ -321,5 +345,6 @@ export function describePendingApproval(call: BatchCall, now: number, requestedB
     ageMs: now - call.requestedAt,
     callKey: call.key,
     requestedBy: [...requestedBy],
+    ...(call.decisions ? { decisions: [...call.decisions] } : {}),
   };
 }

@@ -26,6 +26,7 @@ import type {
   ToolDiscoveryInput,
   ToolDiscoveryResult,
   ToolCallPlan,
+  VerifyDecisionInput,
 } from '../contract/activities';
 import { describePendingApproval, requestedCalls, ToolCallBatch, type BatchCall } from './batch';
 import {
@@ -894,14 +895,24 @@ export class ConversationCore {
   startCall(call: BatchCall): ToolCallInput {
     this.batch?.markRunning(call.id);
     this.callNumbers.set(call.id, this.callNumbers.size + 1);
+    const edited = call.decision?.kind === 'edit' ? call.decision.arguments : undefined;
     return {
       conversationId: this.conversationId,
       toolCallId: call.id,
       name: call.name,
-      arguments: call.arguments,
+      arguments: edited ?? call.arguments,
       idempotencyKey: call.key,
       ...(this.turnToolset ? { toolset: this.turnToolset } : {}),
+      ...(edited !== undefined ? { edited: { ...(call.decision?.decidedBy ? { by: call.decision.decidedBy } : {}), modelArguments: call.arguments } } : {}),
     };
+  }
+
+  /** What the decision's verification activity checks: its signature, and for an `edit` that the new arguments fit the call's tool. */
+  verificationInput(decision: ApprovalDecision): VerifyDecisionInput {
+    const checked = decision.decision === 'edit' ? this.checkDecision(decision) : undefined;
+    const call = checked && 'ids' in checked ? this.batch?.get(checked.ids[0]) : undefined;
+    const edit = call ? { toolName: call.name, ...(this.turnToolset ? { toolset: this.turnToolset } : {}) } : undefined;
+    return { conversationId: this.conversationId, decision, ...(edit ? { edit } : {}) };
   }
 
   /**
@@ -1024,6 +1035,8 @@ export class ConversationCore {
     }
     const checked = batch.checkDecision(decision.toolCallId, decision.callKey);
     if (!('ids' in checked)) return { refusal: `${checked.message} (conversation ${this.conversationId})` };
+    const kindRefused = batch.refusedKind(checked.ids, decision.decision);
+    if (kindRefused) return { refusal: `${kindRefused} Nothing was decided; the call still waits (conversation ${this.conversationId}).` };
     // It counts when sent before the deadline and arriving while the call still waits.
     const sentAt = decision.sentAt === undefined ? this.env.now() : Date.parse(decision.sentAt);
     const timely = batch.inTime(checked.ids, sentAt, this.approvalTimeoutMs, decision.sentAt !== undefined);
@@ -1050,10 +1063,14 @@ export class ConversationCore {
     const earlier = this.decisions.get(decision.decisionId);
     if (earlier) return { result: { ...earlier, applied: false } };
     const decidedAt = this.env.now();
-    const approved = decision.decision === 'approve';
+    const approved = decision.decision === 'approve' || decision.decision === 'edit';
+    const edited = decision.decision === 'edit' && decision.arguments ? JSON.stringify(decision.arguments) : undefined;
+    const modelArguments = edited === undefined ? undefined : this.batch?.get(ids[0])?.arguments;
     this.batch?.decide(ids, {
       decisionId: decision.decisionId,
       approved,
+      ...(decision.decision === 'edit' ? { kind: 'edit' as const, arguments: edited } : {}),
+      ...(decision.decision === 'respond' ? { kind: 'respond' as const, response: decision.response } : {}),
       reason: decision.reason,
       decidedBy: decision.decidedBy,
       ...(authenticated === undefined ? {} : { authenticated }),
@@ -1071,6 +1088,8 @@ export class ConversationCore {
       decidedBy: decision.decidedBy,
       decidedAt,
       via,
+      ...(edited !== undefined ? { arguments: edited, modelArguments } : {}),
+      ...(decision.decision === 'respond' ? { response: decision.response } : {}),
       ...(authenticated === undefined ? {} : { authenticated }),
     };
     return { result, record };

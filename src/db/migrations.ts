@@ -202,6 +202,17 @@ const MIGRATIONS: Migration[] = [
       CREATE INDEX pending_approvals_by_root ON ${t.pendingApprovals} (root_conversation_id) WHERE root_conversation_id IS NOT NULL;
     `,
   },
+  {
+    version: 11,
+    name: 'edit and respond decisions',
+    sql: (t) => `
+      -- Besides approve and reject: edit (the call ran with the person's arguments; the model's are kept
+      -- beside them) and respond (the person's text is the call's result; the tool did not run).
+      ALTER TABLE ${t.approvalDecisions} DROP CONSTRAINT IF EXISTS approval_decisions_decision_check;
+      ALTER TABLE ${t.approvalDecisions} ADD CONSTRAINT approval_decisions_decision_check CHECK (decision IN ('approve', 'reject', 'edit', 'respond'));
+      ALTER TABLE ${t.approvalDecisions} ADD COLUMN arguments jsonb, ADD COLUMN model_arguments jsonb, ADD COLUMN response text;
+    `,
+  },
 ];
 
 /** Options of {@link migrate}. */

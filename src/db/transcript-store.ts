@@ -98,8 +98,9 @@ export async function insertMessages(db: Pool | PoolClient, tables: AgentTables,
 export async function recordDecision(pool: Pool, tables: AgentTables, decision: DecisionRecord): Promise<void> {
   const record = toStorableValue(decision).value;
   await pool.query(
-    `INSERT INTO ${tables.approvalDecisions} (conversation_id, decision_id, decision, tool_call_ids, reason, decided_by, decided_at, via, call_keys, authenticated)
-     VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), $8, $9, $10)
+    `INSERT INTO ${tables.approvalDecisions}
+            (conversation_id, decision_id, decision, tool_call_ids, reason, decided_by, decided_at, via, call_keys, authenticated, arguments, model_arguments, response)
+     VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), $8, $9, $10, $11::jsonb, $12::jsonb, $13)
      ON CONFLICT (conversation_id, decision_id) DO NOTHING`,
     [
       record.conversationId,
@@ -112,8 +113,22 @@ export async function recordDecision(pool: Pool, tables: AgentTables, decision: 
       record.via,
       record.callKeys ?? null,
       record.authenticated ?? null,
+      record.arguments ?? null,
+      jsonOrNull(record.modelArguments),
+      record.response ?? null,
     ],
   );
+}
+
+/** The model's arguments as JSON for a jsonb column: as they are when they parse, else as a JSON string (a model may send text that is not JSON). */
+function jsonOrNull(text: string | undefined): string | null {
+  if (text === undefined) return null;
+  try {
+    JSON.parse(text);
+    return text;
+  } catch {
+    return JSON.stringify(text);
+  }
 }
 
 /** Reads a conversation's messages in order, through `throughSeq` (all when unset). */

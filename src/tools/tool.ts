@@ -4,6 +4,7 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import { z } from 'zod';
+import type { DecisionKind } from '../contract/conversation';
 
 export { ToolEffectUnknownError, ToolError } from '../common/errors';
 
@@ -48,6 +49,14 @@ export interface ToolDefinition<Schema extends z.ZodType = z.ZodType, Result = u
   jsonSchema?: Record<string, unknown>;
   /** Does the work. A string result is sent as is; anything else as JSON. */
   execute(args: z.infer<Schema>, context: ToolContext): Promise<Result> | Result;
+  /**
+   * What a person may decide on a call waiting for approval: `approve`,
+   * `reject`, `edit` (run it with arguments they give, checked against
+   * `parameters` first) and `respond` (their text is the result; the tool
+   * does not run). Default: all four, without `respond` for a tool that is
+   * not idempotent (a model reads a response as the tool's success).
+   */
+  decisions?: readonly DecisionKind[];
   /** Whether a person must approve a call first: always, never, or depending on the arguments. Default false. */
   needsApproval?: boolean | ((args: z.infer<Schema>) => boolean);
   /** Start-to-close timeout of one attempt. Default 60 s. */

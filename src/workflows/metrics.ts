@@ -9,6 +9,7 @@
 import { metricMeter } from '@temporalio/workflow';
 import { AGENT_METRICS, type MetricSpec } from '../contract/metrics';
 import type { OutcomeKind } from '../core/outcomes';
+import type { DecisionKind } from '../contract/conversation';
 
 const counter = (spec: MetricSpec) => metricMeter.createCounter(spec.name, spec.unit, spec.description);
 
@@ -35,7 +36,7 @@ export class WorkflowMetrics {
   }
 
   /** A person's decision was applied to these calls. */
-  decided(decision: 'approve' | 'reject', calls: readonly { tool: string; waitedMs: number }[]): void {
+  decided(decision: DecisionKind, calls: readonly { tool: string; waitedMs: number }[]): void {
     for (const call of calls) {
       this.decisions.add(1, { tool: call.tool, decision });
       this.approvalWait.record(Math.round(call.waitedMs), { decision });

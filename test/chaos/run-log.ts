@@ -1,5 +1,6 @@
 /** What the chaos run did and saw, recorded as it happens and read by the final checks. */
 import type { ConversationPlan } from './plan';
+import type { DecisionKind } from '../../src/contract';
 
 /** Every kind of fault the run injects. */
 export const FAULT_KINDS = [
@@ -52,7 +53,7 @@ export type FaultKind = (typeof FAULT_KINDS)[number];
 export interface DecisionSent {
   conversationId: string;
   decisionId: string;
-  decision: 'approve' | 'reject';
+  decision: DecisionKind;
   /** Unset: every call awaiting approval. */
   toolCallId?: string;
   /** The calls it was meant for, as the state showed them waiting just before it was sent. */

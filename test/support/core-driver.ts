@@ -1,6 +1,6 @@
 import type { AppendEntry, ApprovalRequest, ModelCallInput, ModelCallResult, ToolCallPlan } from '../../src/contract/activities';
 import type { BatchCall } from '../../src/core/batch';
-import type { ApprovalDecision, ConversationInput, ConversationSummary, TokenUsage, TurnRecord } from '../../src/contract';
+import type { ApprovalDecision, ConversationInput, ConversationSummary, DecisionKind, TokenUsage, TurnRecord } from '../../src/contract';
 import { ConversationCore, type CoreEnvironment, type SearchAttributeValues, type ToolFailure } from '../../src/core/conversation';
 import type { ChatMessage } from '../../src/contract/messages';
 
@@ -412,6 +412,7 @@ export function assistantWithCalls(
     handoff?: string;
     subAgent?: string;
     arguments?: string;
+    decisions?: DecisionKind[];
   }[],
 ): {
   message: Extract<ChatMessage, { role: 'assistant' }>;
@@ -433,6 +434,7 @@ export function assistantWithCalls(
       ...(c.problem ? { problem: c.problem } : {}),
       ...(c.handoff ? { handoff: c.handoff } : {}),
       ...(c.subAgent ? { subAgent: c.subAgent } : {}),
+      ...(c.decisions ? { decisions: c.decisions } : {}),
     })),
   };
 }

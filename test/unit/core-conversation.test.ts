@@ -694,3 +694,53 @@ describe('ConversationCore: agents called as tools', () => {
     expect(parent.core.state().waitingBelow).toBeUndefined();
   });
 });
+
+describe('ConversationCore: edit and respond', () => {
+  const all = ['approve', 'reject', 'edit', 'respond'] as const;
+
+  it('an edit runs the call with the person’s arguments, saying whose and what the model asked; the record keeps both', () => {
+    const d = new CoreDriver();
+    d.userMessage({ text: 'refund', sentBy: 'alice' });
+    const { message, plans } = assistantWithCalls([
+      { id: 'call_r', name: 'issue_refund', needsApproval: true, decisions: [...all], arguments: '{"amount":150}' },
+    ]);
+    d.modelAnswers(message, plans);
+    expect(d.core.state().pendingApprovals[0].decisions).toEqual([...all]);
+    const [call] = d.calls;
+    expect(d.core.verificationInput({ decisionId: 'd-1', decision: 'edit', toolCallId: 'call_r', arguments: { amount: 120 } })).toEqual({
+      conversationId: 'conv-1',
+      decision: { decisionId: 'd-1', decision: 'edit', toolCallId: 'call_r', arguments: { amount: 120 } },
+      edit: { toolName: 'issue_refund' },
+    });
+    const { record } = d.core.applyDecision(
+      { decisionId: 'd-1', decision: 'edit', toolCallId: 'call_r', arguments: { amount: 120 }, decidedBy: 'bob' },
+      ['call_r'],
+      'update',
+    );
+    expect(record).toMatchObject({ decision: 'edit', arguments: '{"amount":120}', modelArguments: '{"amount":150}', decidedBy: 'bob' });
+    expect(d.core.startCall(call)).toMatchObject({ arguments: '{"amount":120}', edited: { by: 'bob', modelArguments: '{"amount":150}' } });
+  });
+
+  it('respond settles the call with the person’s answer without running it; a kind the tool does not allow is refused and changes nothing', () => {
+    const d = new CoreDriver();
+    d.userMessage({ text: 'go' });
+    const { message, plans } = assistantWithCalls([
+      { id: 'call_a', needsApproval: true, decisions: [...all] },
+      { id: 'call_b', needsApproval: true, decisions: ['approve', 'reject', 'edit'] },
+    ]);
+    d.modelAnswers(message, plans);
+    expect(d.decide({ decisionId: 'd-1', decision: 'respond', toolCallId: 'call_b', response: 'done by hand' }, 'update')).toEqual({
+      refusal:
+        'Tool call "call_b" (tool) does not allow "respond": its tool allows approve, reject, edit. Nothing was decided; the call still waits (conversation conv-1).',
+    });
+    expect(d.decide({ decisionId: 'd-2', decision: 'respond', toolCallId: 'call_a', response: 'done by hand' }, 'update')).toMatchObject({ applied: true });
+    d.decide({ decisionId: 'd-3', decision: 'reject', toolCallId: 'call_b' }, 'update');
+    expect(d.starts.size).toBe(0);
+    expect(JSON.parse(toolMessages(d)[0].content)).toEqual({
+      kind: 'responded',
+      note: 'A person answered this call in place of the tool; the tool did not run.',
+      by: null,
+      response: 'done by hand',
+    });
+  });
+});

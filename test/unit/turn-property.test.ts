@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { callInstanceKey } from '../../src/core/effect-keys';
 import { roundUsd } from '../../src/core/pricing';
 import type { ChatMessage } from '../../src/contract/messages';
+import type { DecisionKind } from '../../src/contract';
 import { findPairingProblems, type PairingItem } from '../../src/core/pairing';
 import { assistantWithCalls, CoreDriver, STORE_REFUSAL } from '../support/core-driver';
 
@@ -31,7 +32,7 @@ type Event =
   | {
       type: 'decide';
       target: number | 'all' | 'unknown' | 'stale';
-      approve: boolean;
+      kind: 'approve' | 'reject' | 'edit' | 'respond';
       via: 'signal' | 'update';
       repeatId: boolean;
       late: boolean;
@@ -80,7 +81,7 @@ const eventArbitrary: fc.Arbitrary<Event> = fc.oneof(
     arbitrary: fc.record({
       type: fc.constant('decide' as const),
       target: fc.oneof(fc.nat(3), fc.constant('all' as const), fc.constant('unknown' as const), fc.constant('stale' as const)),
-      approve: fc.boolean(),
+      kind: fc.constantFrom('approve' as const, 'reject' as const, 'edit' as const, 'respond' as const),
       via: fc.constantFrom('signal' as const, 'update' as const),
       repeatId: fc.constantFrom(false, false, true),
       late: fc.constantFrom(false, false, false, true),
@@ -126,7 +127,7 @@ interface Run {
 /** A decision as sent, and the calls waiting then. */
 interface SentDecision {
   decisionId: string;
-  approve: boolean;
+  kind: 'approve' | 'reject' | 'edit' | 'respond';
   late: boolean;
   waiting: Set<string>;
 }
@@ -143,7 +144,8 @@ function checkDecided(run: Run, sent: SentDecision, outcome: { refusal: string }
     for (const id of outcome.ids) {
       const decided = [...run.driver.calls, ...run.driver.closedCalls].find((c) => c.id === id && sent.waiting.has(c.key));
       expect(decided).toBeDefined(); // only calls waiting for a person when it was sent are decided
-      if (!sent.approve) run.calls.get(decided!.key)!.expectedKind = 'rejected';
+      if (sent.kind === 'reject') run.calls.get(decided!.key)!.expectedKind = 'rejected';
+      if (sent.kind === 'respond') run.calls.get(decided!.key)!.expectedKind = 'responded'; // answered by a person: never started
     }
   } else {
     expect(outcome.applied).toBe(false); // a decision id is applied once
@@ -174,6 +176,7 @@ function apply(run: Run, event: Event): void {
       const spec = event.calls.map((c, i) => ({
         id: run.reusedIds ? `call_${i}` : `call_${response}_${i}`,
         needsApproval: c.approval,
+        ...(c.approval ? { decisions: ['approve', 'reject', 'edit', 'respond'] as DecisionKind[] } : {}),
         idempotent: c.idempotent,
         problem: c.broken ? { reason: 'invalid_arguments' as const, message: 'arguments are not JSON' } : undefined,
         ...(c.handoff ? { name: `transfer_to_${c.handoff}`, handoff: c.handoff } : {}),
@@ -202,7 +205,9 @@ function apply(run: Run, event: Event): void {
       const decisionId = event.repeatId && run.decisionIds.length > 0 ? run.decisionIds.at(-1)! : `d-${run.decisionIds.length + 1}`;
       const decision = {
         decisionId,
-        decision: event.approve ? ('approve' as const) : ('reject' as const),
+        decision: event.kind,
+        ...(event.kind === 'edit' ? { arguments: { edited: true } } : {}),
+        ...(event.kind === 'respond' ? { response: 'answered by a person' } : {}),
         toolCallId: event.target === 'unknown' ? 'call_nope' : event.target === 'stale' ? stale?.[1].id : call?.id,
         ...(event.target === 'stale' && stale ? { callKey: stale[0] } : {}),
         sentAt: new Date(event.late ? d.clock + 8 * 86_400_000 : d.clock).toISOString(),
@@ -210,7 +215,7 @@ function apply(run: Run, event: Event): void {
       const before = d.core.state();
       const sent: SentDecision = {
         decisionId,
-        approve: event.approve,
+        kind: event.kind,
         late: event.late,
         waiting: new Set(d.calls.filter((c) => d.core.awaitsApproval(c)).map((c) => c.key)),
       };
@@ -395,6 +400,7 @@ function checkAtEnd(run: Run): void {
       else expect(['tool_failed', 'cancelled']).toContain(kind);
       continue;
     }
+    if (known.expectedKind === 'responded') expect(d.starts.has(key)).toBe(false); // a person answered it: the tool never ran
     if (known.expected)
       expect(answers[0]).toBe(known.expected); // a reported result is never replaced
     else if (known.expectedKind) expect(kind).toBe(known.expectedKind);
@@ -426,6 +432,7 @@ describe('the conversation core under random events (property)', () => {
       decisions: 0,
       flushesHeld: 0,
       verdictsAfterDeadline: 0,
+      editedRuns: 0,
       outcomes: {} as Record<string, number>,
     };
     fc.assert(
@@ -467,6 +474,7 @@ describe('the conversation core under random events (property)', () => {
           totals.decisions += run.decisionIds.length;
           totals.flushesHeld += driver.flushesHeld;
           totals.verdictsAfterDeadline += run.verdictsAfterDeadline;
+          totals.editedRuns += [...driver.calls, ...driver.closedCalls].filter((c) => c.decision?.kind === 'edit' && driver.starts.has(c.key)).length;
           for (const m of driver.stored) {
             if (m.role !== 'tool') continue;
             const parsed = JSON.parse(m.content) as { kind?: string; assistant?: string; reason?: string };
