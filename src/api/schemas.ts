@@ -262,7 +262,19 @@ export const decisionBody = z
       ctx.addIssue({ code: 'custom', message: '"response" goes with a "respond" decision, which needs it (the text that becomes the result).' });
     }
   })
-  .meta({ oneOf: [{ required: ['toolCallIds'] }, { required: ['callKeys'] }] });
+  .meta({
+    oneOf: [{ required: ['toolCallIds'] }, { required: ['callKeys'] }],
+    // `arguments` with an edit (required there) and `response` with a respond (required there), never elsewhere.
+    allOf: [
+      { if: { properties: { decision: { const: 'edit' } } }, then: { required: ['arguments'] }, else: { not: { required: ['arguments'] } } },
+      { if: { properties: { decision: { const: 'respond' } } }, then: { required: ['response'] }, else: { not: { required: ['response'] } } },
+      // An edit and a response decide one call.
+      {
+        if: { properties: { decision: { enum: ['edit', 'respond'] } } },
+        then: { properties: { toolCallIds: { maxItems: 1 }, callKeys: { maxItems: 1 } } },
+      },
+    ],
+  });
 
 /** `POST /v1/conversations/{id}/cancel`. */
 export const cancelBody = z.strictObject({ reason: reason('reason').optional() }).optional();
