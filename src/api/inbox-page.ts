@@ -6,7 +6,7 @@
  * tool's arguments could hide an amount behind.
  */
 import type { PendingApprovalView } from '../client/client';
-import type { ConversationState, TurnRecord } from '../contract';
+import { DECISION_FIELD_MAX_CHARS, type ConversationState, type DecisionKind, type TurnRecord } from '../contract';
 import type { ChatMessage } from '../contract/messages';
 
 /** Markup that is safe to insert as it is: only {@link html} makes it. */
@@ -168,6 +168,7 @@ button.reject{background:#fff;color:var(--bad);border-color:var(--bad)}
 .live{font-size:12px;color:var(--muted)}
 .waiting-block{margin-top:18px;padding-top:14px;border-top:1px solid var(--line)}
 .muted{color:var(--muted)}
+details.alt{margin-top:.6rem}details.alt summary{cursor:pointer;color:var(--muted)}details.alt textarea{font-family:ui-monospace,SFMono-Regular,Menlo,monospace}
 code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.92em;overflow-wrap:anywhere}
 `;
 
@@ -192,7 +193,13 @@ fetch(location.href,{credentials:'same-origin',cache:'no-store'}).then(function(
 if(!text||document.querySelector('main')!==m||typing(m))return;
 var doc=new DOMParser().parseFromString(text,'text/html');var next=doc.querySelector('main');if(next){swap(m,document.adoptNode(next));document.title=doc.title;}
 }).catch(function(){}).then(function(){setTimeout(tick,wait);});}
-setTimeout(tick,wait);})();`;
+setTimeout(tick,wait);
+document.addEventListener('submit',function(e){var b=e.submitter;if(!b||b.value!=='edit')return;
+var f=b.form,t=f.querySelector('textarea[name="arguments"]'),out=f.querySelector('[data-testid=edit-problem]'),why='';
+try{var v=JSON.parse(t.value);if(v===null||typeof v!=='object'||Array.isArray(v))why='The arguments must be a JSON object, like {"amount_cents": 12000}.';}
+catch(x){why='The arguments are not JSON: '+x.message;}
+if(why){e.preventDefault();out.textContent=why+' Nothing was sent.';t.focus();}},true);
+})();`;
 
 /** A whole page: header with who is signed in, the content, and the refresh script. */
 export function page(frame: PageFrame): string {
@@ -355,10 +362,48 @@ export function callBlock(call: ShownCall, ctx: { viewer: Viewer; flash?: Flash;
               <button class="approve" type="submit" name="decision" value="approve">Approve</button>
               <button class="reject" type="submit" name="decision" value="reject">Reject</button>
             </div>
+            ${
+              allows(call, 'edit') &&
+              html`<details class="alt" data-testid="edit">
+                <summary>Edit the arguments, then approve</summary>
+                <label
+                  >Arguments the call runs with (JSON, checked against the tool before it runs)<textarea name="arguments" rows="6" spellcheck="false">
+${editableArguments(call.arguments)}</textarea>
+                </label>
+                <p class="error-text" data-testid="edit-problem" role="alert"></p>
+                <button class="approve" type="submit" name="decision" value="edit">Run with these arguments</button>
+              </details>`
+            }
+            ${
+              allows(call, 'respond') &&
+              html`<details class="alt" data-testid="respond">
+                <summary>Answer in the tool's place</summary>
+                <label
+                  >Your answer becomes the call's result; the tool does not run<textarea
+                    name="response"
+                    rows="3"
+                    maxlength="${DECISION_FIELD_MAX_CHARS.response}"
+                  ></textarea>
+                </label>
+                <button type="submit" name="decision" value="respond">Respond</button>
+              </details>`
+            }
           </form>`
         : html`<p class="readonly">Read only: deciding needs the approver role.</p>`
     }
   </article>`;
+}
+
+/** Whether a person may decide `kind` on the call (its tool's `decisions`; approve and reject only when it says none). */
+function allows(call: ShownCall, kind: DecisionKind): boolean {
+  return (call.decisions ?? ['approve', 'reject']).includes(kind);
+}
+
+/** The arguments as the editor starts with them: pretty JSON (the raw text when the model's were not JSON). */
+function editableArguments(args: unknown): string {
+  const text = typeof args === 'string' ? args : (JSON.stringify(args, null, 2) ?? '');
+  // Invisible and direction-changing characters as JSON escapes: the person sees them, and the JSON means the same.
+  return text.replace(/[\u200b-\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 /** A conversation with waiting calls, as the inbox lists it. */

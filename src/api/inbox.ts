@@ -24,6 +24,7 @@ import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AgentClient } from '../client/client';
 import { describeUnstorableText } from '../contract/text';
+import { DECISION_FIELD_MAX_CHARS, type DecisionKind } from '../contract';
 import { ConversationClosedError, DecisionRefusedError } from '../common/errors';
 import { decideCalls, DecisionProblem, type DecisionPolicy } from './decisions';
 import {
@@ -289,19 +290,51 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
     const decision = field(request.body, 'decision');
     const reason = field(request.body, 'reason')?.trim() ?? '';
     const back = field(request.body, 'back') === 'inbox' ? '/inbox' : conversationPath(id);
-    if (!callKey || callKey.length > 1000 || (decision !== 'approve' && decision !== 'reject') || reason.length > 2000 || id.length > 200) {
+    const kinds = ['approve', 'reject', 'edit', 'respond'] as const;
+    if (!callKey || callKey.length > 1000 || !kinds.includes(decision as DecisionKind) || reason.length > 2000 || id.length > 200) {
       throw new PageRefusal(
         400,
         'Bad request',
-        'The form needs a call, a decision (approve or reject) and a reason of at most 2000 characters. Nothing was decided.',
+        'The form needs a call, a decision (approve, reject, edit or respond) and a reason of at most 2000 characters. Nothing was decided.',
       );
     }
-    const unstorable = describeUnstorableText('The reason', reason) ?? describeUnstorableText('The call key', callKey);
+    const kind = decision as DecisionKind;
+    const response = kind === 'respond' ? (field(request.body, 'response')?.trim() ?? '') : undefined;
+    const editedText = kind === 'edit' ? (field(request.body, 'arguments') ?? '') : undefined;
+    const unstorable =
+      describeUnstorableText('The reason', reason) ??
+      describeUnstorableText('The call key', callKey) ??
+      (response === undefined ? undefined : describeUnstorableText('The response', response)) ??
+      (editedText === undefined ? undefined : describeUnstorableText('The arguments', editedText));
     if (unstorable) throw new PageRefusal(400, 'Bad request', `${unstorable}. Nothing was decided.`);
+    // What the person typed goes back to the form with the refusal, so nothing they wrote is lost.
+    const refuse = (message: string) => {
+      session.flash = { kind: 'error', message, callKey, reason };
+      return reply.redirect(back, 303);
+    };
+    let edited: Record<string, unknown> | undefined;
+    if (editedText !== undefined) {
+      try {
+        edited = JSON.parse(editedText) as Record<string, unknown>;
+      } catch (err) {
+        return refuse(`The edited arguments are not JSON (${(err as Error).message}). Nothing was decided; the call still waits.`);
+      }
+      if (typeof edited !== 'object' || edited === null || Array.isArray(edited))
+        return refuse('The edited arguments must be a JSON object. Nothing was decided.');
+    }
+    if (response !== undefined && (response === '' || response.length > DECISION_FIELD_MAX_CHARS.response)) {
+      return refuse(`A response needs 1 to ${DECISION_FIELD_MAX_CHARS.response} characters. Nothing was decided; the call still waits.`);
+    }
     const principal: ApiPrincipal = { subject: session.subject, roles: new Set(session.roles) };
     try {
-      const { results, queued } = await decideCalls(client, principal, id, { decision, callKeys: [callKey], ...(reason ? { reason } : {}) }, policy);
-      const verb = decision === 'approve' ? 'approved' : 'rejected';
+      const { results, queued } = await decideCalls(
+        client,
+        principal,
+        id,
+        { decision: kind, callKeys: [callKey], ...(reason ? { reason } : {}), ...(edited ? { arguments: edited } : {}), ...(response ? { response } : {}) },
+        policy,
+      );
+      const verb = { approve: 'approved', reject: 'rejected', edit: 'approved with your arguments', respond: 'answered' }[kind];
       const calls = results.map((r) => `call ${r.toolCallId}`).join(', ');
       session.flash = {
         kind: 'ok',

@@ -54,6 +54,7 @@ import {
   type DecisionResult,
   type PendingApproval,
   type PendingBelow,
+  type DecisionKind,
   type TurnRecord,
   type UnknownEffect,
   describeBadSearchAttributePrefix,
@@ -148,6 +149,8 @@ export interface PendingApprovalView {
   rootConversationId: string;
   /** The agents from the top-level conversation's down to the one asking, e.g. `["triage", "refunds", "auditor"]`; empty for one unnamed agent. */
   agentPath: string[];
+  /** What may be decided on it (its tool's `decisions`); absent: approve or reject. */
+  decisions?: DecisionKind[];
 }
 
 /** Narrows {@link AgentClient.pendingApprovals}. */
@@ -486,6 +489,7 @@ export class AgentClient {
         requestedBy: call.requestedBy,
         rootConversationId: call.rootConversationId,
         agentPath: call.agentPath,
+        ...(call.decisions ? { decisions: call.decisions } : {}),
       }));
   }
 

@@ -123,6 +123,8 @@ export interface ApprovalRequest {
   rootConversationId?: string;
   /** The agents from the top-level conversation's down to the one asking (absent for one unnamed agent). */
   agentPath?: string[];
+  /** What may be decided on it (its tool's `decisions`); absent: approve or reject. */
+  decisions?: DecisionKind[];
 }
 
 /** One tool call to execute. */

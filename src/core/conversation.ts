@@ -312,6 +312,7 @@ export class ConversationCore {
               requestedBy: [...this.turnRequesters],
               ...(this.input.calledBy ? { rootConversationId: this.input.calledBy.rootConversationId } : {}),
               ...(this.agentPath() ? { agentPath: this.agentPath() } : {}),
+              ...(call.decisions ? { decisions: [...call.decisions] } : {}),
             },
           ]
         : [],

@@ -14,6 +14,7 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import type { AppendMessagesInput, ApprovalRequest } from '../contract/activities';
+import type { DecisionKind } from '../contract/conversation';
 import type { AgentTables } from './schema';
 import { appendMessages, insertMessages } from './transcript-store';
 import { describeRefusal, isRefusedValue } from './errors';
@@ -66,23 +67,24 @@ async function listWaitingCalls(client: PoolClient, tables: AgentTables, convers
   ]);
   await client.query(
     `INSERT INTO ${tables.pendingApprovals}
-            (conversation_id, call_key, tool_call_id, tool_name, assistant_seq, call_index, requested_at, requested_by, root_conversation_id, agent_path)
+            (conversation_id, call_key, tool_call_id, tool_name, assistant_seq, call_index, requested_at, requested_by, root_conversation_id, agent_path, decisions)
      SELECT $1, w.call_key, w.tool_call_id, w.tool_name, w.assistant_seq, w.call_index, to_timestamp(w.requested_at / 1000.0), w.requested_by,
-            w.root_conversation_id, w.agent_path
+            w.root_conversation_id, w.agent_path, w.decisions
        FROM jsonb_array_elements($2::jsonb) AS e,
             LATERAL (SELECT e ->> 'callKey' AS call_key, e ->> 'toolCallId' AS tool_call_id, e ->> 'toolName' AS tool_name,
                             (e ->> 'assistantSeq')::int AS assistant_seq, (e ->> 'callIndex')::int AS call_index,
                             (e ->> 'requestedAt')::float8 AS requested_at,
                             ARRAY(SELECT jsonb_array_elements_text(e -> 'requestedBy')) AS requested_by,
                             e ->> 'rootConversationId' AS root_conversation_id,
-                            CASE WHEN e ? 'agentPath' THEN ARRAY(SELECT jsonb_array_elements_text(e -> 'agentPath')) END AS agent_path) AS w
+                            CASE WHEN e ? 'agentPath' THEN ARRAY(SELECT jsonb_array_elements_text(e -> 'agentPath')) END AS agent_path,
+                            CASE WHEN e ? 'decisions' THEN ARRAY(SELECT jsonb_array_elements_text(e -> 'decisions')) END AS decisions) AS w
       WHERE NOT EXISTS (SELECT 1 FROM ${tables.approvalDecisions} d WHERE d.conversation_id = $1 AND w.call_key = ANY (d.call_keys))
         AND NOT EXISTS (SELECT 1 FROM ${tables.conversationMessages} m
                          WHERE m.conversation_id = $1 AND m.seq > w.assistant_seq AND m.role = 'tool' AND m.message ->> 'tool_call_id' = w.tool_call_id)
      ON CONFLICT (conversation_id, call_key) DO UPDATE SET
        tool_call_id = EXCLUDED.tool_call_id, tool_name = EXCLUDED.tool_name, assistant_seq = EXCLUDED.assistant_seq,
        call_index = EXCLUDED.call_index, requested_at = EXCLUDED.requested_at, requested_by = EXCLUDED.requested_by,
-       root_conversation_id = EXCLUDED.root_conversation_id, agent_path = EXCLUDED.agent_path`,
+       root_conversation_id = EXCLUDED.root_conversation_id, agent_path = EXCLUDED.agent_path, decisions = EXCLUDED.decisions`,
     [conversationId, JSON.stringify(waiting)],
   );
 }
@@ -112,6 +114,8 @@ export interface WaitingCall {
   rootConversationId: string;
   /** The agents from the top-level conversation's down to the one asking; empty for one unnamed agent. */
   agentPath: string[];
+  /** What may be decided on it; absent for calls listed before this was kept (approve or reject). */
+  decisions?: DecisionKind[];
 }
 
 /**
@@ -130,8 +134,9 @@ export async function readWaitingCalls(pool: Pool, tables: AgentTables, filter: 
     requested_by: string[];
     root_conversation_id: string | null;
     agent_path: string[] | null;
+    decisions: DecisionKind[] | null;
   }>(
-    `SELECT p.conversation_id, p.call_key, p.tool_call_id, p.tool_name, p.requested_at, p.requested_by, p.root_conversation_id, p.agent_path,
+    `SELECT p.conversation_id, p.call_key, p.tool_call_id, p.tool_name, p.requested_at, p.requested_by, p.root_conversation_id, p.agent_path, p.decisions,
             m.message -> 'tool_calls' -> p.call_index -> 'function' ->> 'arguments' AS arguments
        FROM ${tables.pendingApprovals} p
        JOIN ${tables.conversationMessages} m ON m.conversation_id = p.conversation_id AND m.seq = p.assistant_seq
@@ -152,5 +157,6 @@ export async function readWaitingCalls(pool: Pool, tables: AgentTables, filter: 
     requestedBy: r.requested_by,
     rootConversationId: r.root_conversation_id ?? r.conversation_id,
     agentPath: r.agent_path ?? [],
+    ...(r.decisions ? { decisions: r.decisions } : {}),
   }));
 }

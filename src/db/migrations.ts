@@ -213,6 +213,15 @@ const MIGRATIONS: Migration[] = [
       ALTER TABLE ${t.approvalDecisions} ADD COLUMN arguments jsonb, ADD COLUMN model_arguments jsonb, ADD COLUMN response text;
     `,
   },
+  {
+    version: 12,
+    name: 'what may be decided on a waiting call',
+    sql: (t) => `
+      -- The decisions a waiting call's tool allows (approve, reject, edit, respond), for the inbox's forms;
+      -- null for calls listed before: approve or reject.
+      ALTER TABLE ${t.pendingApprovals} ADD COLUMN decisions text[];
+    `,
+  },
 ];
 
 /** Options of {@link migrate}. */

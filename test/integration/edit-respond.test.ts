@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { chromium } from 'playwright-core';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer } from '../../src/api/server';
@@ -194,5 +195,52 @@ describe('edit and respond', () => {
     expect(await resultOf(id, 'call_r')).toMatchObject({ kind: 'responded', response: 'Refund handled by the store.' });
     const badJson = await runCli(['approve', id, 'call_w', '--edit', '{oops'], env).catch((err: { stderr: string }) => err);
     expect((badJson as { stderr: string }).stderr).toContain('--edit takes the arguments as a JSON object');
+  });
+
+  it('the inbox page edits (checking the JSON before sending) and responds, in Chromium', async () => {
+    const CHROMIUM = '/usr/bin/chromium';
+    if (!fs.existsSync(CHROMIUM)) throw new Error(`This test drives Debian's Chromium at ${CHROMIUM}; install it (apt-get install chromium; .ci/run does).`);
+    const { id, messageId } = await waiting(
+      'inbox-edit',
+      [
+        { id: 'call_r', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 16_000, reason: 'late' } },
+        { id: 'call_p', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 10_500, reason: 'late' } },
+      ],
+      'One edited, one answered.',
+    );
+    const [edit, answer] = (await h.client.state(id)).pendingApprovals;
+    const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
+    try {
+      const page = await (await browser.newContext()).newPage();
+      await page.goto(`${api.url}/inbox`);
+      await page.fill('input[name=token]', token('b'));
+      await page.click('button:has-text("Sign in")');
+      await page.goto(`${api.url}/inbox/conversations/${encodeURIComponent(id)}`);
+      const item = page.locator(`[data-call-key="${edit.callKey}"]`);
+      await item.locator('[data-testid=edit] summary').click();
+      const editor = item.locator('textarea[name=arguments]');
+      expect(JSON.parse(await editor.inputValue())).toEqual({ order_id: 'ord_2001', amount_cents: 16_000, reason: 'late' });
+      // Not JSON: the page says so and sends nothing.
+      await editor.fill('{"order_id": "ord_2001", "amount_cents": 12000,');
+      await item.locator('button:has-text("Run with these arguments")').click();
+      expect(await item.locator('[data-testid=edit-problem]').textContent()).toMatch(/^The arguments are not JSON: .* Nothing was sent\.$/);
+      expect((await h.client.state(id)).pendingApprovals).toHaveLength(2);
+      await editor.fill('{"order_id": "ord_2001", "amount_cents": 12000, "reason": "late, edited"}');
+      await item.locator('button:has-text("Run with these arguments")').click();
+      await page.waitForSelector('[data-flash]');
+      expect(await page.textContent('[data-flash]')).toContain('You approved with your arguments call call_r');
+      const other = page.locator(`[data-call-key="${answer.callKey}"]`);
+      await other.locator('[data-testid=respond] summary').click();
+      await other.locator('textarea[name=response]').fill('Refunded by hand at the counter.');
+      await other.locator('button:has-text("Respond")').click();
+      await expect.poll(async () => page.textContent('[data-flash]').catch(() => ''), { timeout: 10_000 }).toContain('You answered call call_p');
+    } finally {
+      await browser.close();
+    }
+    expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('answered');
+    expect(await refundsFor((await effectKeyOf(h.pool, id, 'call_r'))!)).toEqual([{ amount_cents: 12_000 }]);
+    expect(await refundsFor((await effectKeyOf(h.pool, id, 'call_p'))!)).toEqual([]);
+    expect(await resultOf(id, 'call_p')).toMatchObject({ kind: 'responded', by: 'bob@example.com', response: 'Refunded by hand at the counter.' });
+    h.expectOnlyValidModelRequests();
   });
 });
