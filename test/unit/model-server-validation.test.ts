@@ -499,3 +499,66 @@ describe('bookkeeping around invalid requests', () => {
     expect(validateChatRequest({ model: 'm', messages: [{ role: 'user', content: 'hi' }] })).toBeNull();
   });
 });
+
+describe('response_format', () => {
+  const strict = (schema: Body, name = 'refund_decision') => ({ response_format: { type: 'json_schema', json_schema: { name, strict: true, schema } } });
+  const user = [{ role: 'user', content: 'decide' }];
+
+  it('accepts a strict schema whose every object lists every property as required and allows no others', async () => {
+    await expectAccepted(
+      chat(user, {
+        ...strict({
+          type: 'object',
+          properties: {
+            approve: { type: 'boolean' },
+            lines: { type: 'array', items: { type: 'object', properties: { sku: { type: 'string' } }, required: ['sku'], additionalProperties: false } },
+          },
+          required: ['approve', 'lines'],
+          additionalProperties: false,
+        }),
+      }),
+    );
+    await expectAccepted(chat(user, { response_format: { type: 'json_object' } }));
+  });
+
+  it('refuses a strict schema without additionalProperties: false, or with a property left out of required, naming where, as OpenAI does', async () => {
+    await expectRejected(chat(user, strict({ type: 'object', properties: { a: { type: 'string' } }, required: ['a'] })), {
+      message: "Invalid schema for response_format 'refund_decision': In context=(), 'additionalProperties' is required to be supplied and to be false.",
+      param: 'response_format',
+    });
+    await expectRejected(
+      chat(
+        user,
+        strict({
+          type: 'object',
+          properties: {
+            orgs: {
+              type: 'array',
+              items: { type: 'object', properties: { name: { type: 'string' }, roles: { type: 'string' } }, required: ['name'], additionalProperties: false },
+            },
+          },
+          required: ['orgs'],
+          additionalProperties: false,
+        }),
+      ),
+      {
+        message:
+          "Invalid schema for response_format 'refund_decision': In context=('properties', 'orgs', 'items'), 'required' is required to be supplied and to be an array including every key in properties. Missing 'roles'.",
+        param: 'response_format',
+      },
+    );
+  });
+
+  it('refuses an unknown type and a schema without a name', async () => {
+    await expectRejected(chat(user, { response_format: { type: 'xml' } }), {
+      message: "Invalid value: 'xml'. Supported values are: 'text', 'json_object', and 'json_schema'.",
+      param: 'response_format.type',
+      code: 'invalid_value',
+    });
+    await expectRejected(chat(user, { response_format: { type: 'json_schema', json_schema: { strict: true, schema: {} } } }), {
+      message: "Missing required parameter: 'response_format.json_schema.name'.",
+      param: 'response_format.json_schema.name',
+      code: 'missing_required_parameter',
+    });
+  });
+});
