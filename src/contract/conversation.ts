@@ -503,7 +503,6 @@ export interface UserMessage {
 /** Where the conversation stands. */
 export type ConversationStatus = 'idle' | 'running' | 'awaiting_approval' | 'failed' | 'closed';
 
-/** A person's decision on tool calls awaiting approval. Usable as a signal payload or an update argument. */
 /**
  * What a person may decide on a call waiting for approval: run it
  * (`approve`), not run it (`reject`), run it with other arguments (`edit`),
@@ -517,6 +516,7 @@ export function defaultDecisions(idempotent: boolean | undefined): DecisionKind[
   return idempotent === false ? ['approve', 'reject', 'edit'] : ['approve', 'reject', 'edit', 'respond'];
 }
 
+/** A person's decision on tool calls awaiting approval. Usable as a signal payload or an update argument. */
 export interface ApprovalDecision {
   /** Client-chosen id: a decision is applied at most once per id. */
   decisionId: string;
