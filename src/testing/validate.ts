@@ -485,7 +485,8 @@ function strictSchemaProblem(schema: unknown, at: string[]): string | undefined 
     const keys = Object.keys(isObject(schema.properties) ? schema.properties : {});
     const required = Array.isArray(schema.required) ? schema.required : [];
     const missing = keys.filter((k) => !required.includes(k));
-    if (missing.length > 0) return `${context}, 'required' is required to be supplied and to be an array including every key in properties. Missing '${missing[0]}'.`;
+    if (missing.length > 0)
+      return `${context}, 'required' is required to be supplied and to be an array including every key in properties. Missing '${missing[0]}'.`;
     for (const key of keys) {
       const inner = strictSchemaProblem((schema.properties as Record<string, unknown>)[key], [...at, 'properties', key]);
       if (inner) return inner;
