@@ -167,6 +167,7 @@ export class McpToolsets {
       }),
       // A server this worker no longer has: asking a person costs nothing, and the call fails clearly when it runs.
       needsApproval: config ? mcpNeedsApproval(descriptor, config.approval) : true,
+      ...(config?.approval?.decisions ? { decisions: config.approval.decisions } : {}),
       idempotent,
       timeoutMs,
       maxAttempts: idempotent ? TOOL_DEFAULTS.maxAttempts : 1,

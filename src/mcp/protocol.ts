@@ -4,6 +4,7 @@
  * (approval, retries). Pure: no I/O, no Temporal; the activities connect and
  * call (`src/activities/mcp-*.ts`).
  */
+import type { DecisionKind } from '../contract/conversation';
 
 /**
  * The `_meta` key under which every `tools/call` carries the call's effect
@@ -47,6 +48,12 @@ export interface McpApprovalRules {
   require?: string[];
   /** Tool names that never need approval. */
   skip?: string[];
+  /**
+   * What a person may decide on a waiting call of the server's tools
+   * (`approve`, `reject`, `edit`, `respond`). Default: all four, without
+   * `respond` for tools not retried as idempotent (see {@link mcpIdempotent}).
+   */
+  decisions?: DecisionKind[];
 }
 
 /** What every server takes. */
@@ -246,6 +253,10 @@ export function describeBadMcpServers(value: unknown, where: string): string[] {
       else {
         if (approval.mode !== undefined && !['writes', 'destructive', 'always', 'never'].includes(approval.mode as string)) {
           problems.push(`${at}: approval.mode must be "writes", "destructive", "always" or "never"`);
+        }
+        const kinds = ['approve', 'reject', 'edit', 'respond'];
+        if (approval.decisions !== undefined && !(Array.isArray(approval.decisions) && approval.decisions.every((k) => kinds.includes(k as string)))) {
+          problems.push(`${at}: approval.decisions must be a list of ${kinds.join(', ')}`);
         }
         for (const list of ['require', 'skip'] as const) {
           const v = approval[list];

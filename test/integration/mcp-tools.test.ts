@@ -37,6 +37,7 @@ beforeAll(async () => {
         args: ['--import', 'tsx', path.join(ROOT, 'test', 'support', 'mcp-server.ts')],
         env: { MCP_TEST_LOG: logFile, MCP_TEST_NAME: 'shop' },
         cwd: ROOT,
+        approval: { decisions: ['approve', 'reject'] },
       },
       crm: { url: crm.url, headers: { Authorization: `Bearer ${crm.token}` } },
       lab: {
@@ -108,6 +109,45 @@ describe('tools from MCP servers', () => {
     expect(next.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'tool']);
     h.expectOnlyValidModelRequests();
     expect(MCP_EFFECT_KEY_META).toBe('durable-agent-worker/effect-key');
+  });
+
+  it("an edit of an MCP tool's call is checked against the server's JSON Schema; a server's rule sets what may be decided", async () => {
+    const id = h.newConversationId('mcp-edit');
+    h.model.enqueue(
+      {
+        toolCalls: [
+          { id: 'call_crm', name: 'crm__cancel_order', arguments: { order_id: 'ord_4242', reason: 'duplicate' } },
+          { id: 'call_shop', name: 'shop__cancel_order', arguments: { order_id: 'ord_4243', reason: 'duplicate' } },
+        ],
+      },
+      { content: 'Cancelled.' },
+    );
+    const messageId = await h.client.sendMessage(id, 'MCP-EDIT: cancel two', { input: SERVERS });
+    await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 30_000 }).toBe(2);
+    const pending = (await h.client.state(id)).pendingApprovals;
+    expect(pending.map((p) => [p.toolName, p.decisions])).toEqual([
+      ['crm__cancel_order', ['approve', 'reject', 'edit']], // not declared idempotent: no respond
+      ['shop__cancel_order', ['approve', 'reject']], // the shop server's rule
+    ]);
+    await expect(h.client.decide(id, { decision: 'edit', toolCallId: 'call_crm', arguments: { order_id: 42 } })).rejects.toThrow(
+      /Edit refused: the new arguments do not fit crm__cancel_order: .*Nothing changed; the call still waits/s,
+    );
+    await expect(h.client.decide(id, { decision: 'edit', toolCallId: 'call_shop', arguments: { order_id: 'ord_4243' } })).rejects.toThrow(
+      'does not allow "edit"',
+    );
+    await h.client.decide(id, { decision: 'edit', toolCallId: 'call_crm', arguments: { order_id: 'ord_4242', reason: 'edited reason' }, decidedBy: 'ops' });
+    await h.client.decide(id, { decision: 'reject', toolCallId: 'call_shop', decidedBy: 'ops' });
+    expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('answered');
+    const cancels = readMcpCalls(logFile).filter(
+      (c) => c.tool === 'cancel_order' && c.event === 'start' && (c.args as { reason?: string }).reason === 'edited reason',
+    );
+    expect(cancels).toHaveLength(1);
+    expect(JSON.parse((await toolMessages(id))[0].content)).toMatchObject({
+      edited_by: 'ops',
+      arguments: { reason: 'edited reason' },
+      result: 'Order ord_4242 cancelled (edited reason).',
+    });
+    h.expectOnlyValidModelRequests();
   });
 
   it("arguments the server's schema refuses never reach it, and the server's own error is the call's result; both answered as tool_failed", async () => {
