@@ -11,7 +11,7 @@ import { checkToolCall } from './tool-calls';
 import { storeToolResult } from '../db/transcript-store';
 import { withDatabaseRetry } from './database-retry';
 import { describeRefusal, isRefusedValue } from '../db/errors';
-import { toStorableValue } from '../contract/text';
+import { parseJsonOrText, toStorableValue } from '../contract/text';
 import { DEFAULT_INLINE_LIMIT, inlineOrPreview } from './history-preview';
 import { agentTables, type AgentTables } from '../db/schema';
 import { effectFromLedger, toolRunMeasured } from './metrics';
@@ -121,18 +121,11 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
 
 /** The result of a call a person edited: what ran, with which arguments, changed by whom, so the model sees it. */
 function editedResult(input: ToolCallInput, result: unknown): string {
-  const parsed = (text: string): unknown => {
-    try {
-      return JSON.parse(text);
-    } catch {
-      return text;
-    }
-  };
   return JSON.stringify({
     note: 'A person edited the arguments before approving; the call ran with theirs.',
     edited_by: input.edited?.by ?? null,
-    arguments: parsed(input.arguments),
-    model_arguments: parsed(input.edited?.modelArguments ?? ''),
+    arguments: parseJsonOrText(input.arguments),
+    model_arguments: parseJsonOrText(input.edited?.modelArguments ?? ''),
     result: result ?? null,
   });
 }

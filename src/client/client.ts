@@ -17,7 +17,7 @@ import { WorkflowIdReusePolicy, type DataConverter } from '@temporalio/common';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
 import type { Pool } from 'pg';
 import { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError, UnstorableTextError } from '../common/errors';
-import { describeUnstorableText } from '../contract/text';
+import { describeUnstorableText, parseJsonOrText } from '../contract/text';
 import { readTranscript, readTranscriptPage, type StoredMessage } from '../db/transcript-store';
 import { readWaitingCalls } from '../db/approval-store';
 import type { SearchAttributeOptions } from '../contract';
@@ -483,7 +483,7 @@ export class AgentClient {
         toolCallId: call.toolCallId,
         callKey: call.callKey,
         toolName: call.toolName,
-        arguments: parseArguments(call.arguments),
+        arguments: parseJsonOrText(call.arguments),
         requestedAt: call.requestedAt,
         ageMs: now - call.requestedAt.getTime(),
         requestedBy: call.requestedBy,
@@ -653,14 +653,5 @@ export class AgentClient {
   async close(): Promise<void> {
     await this.pool?.end();
     await this.ownConnection?.close();
-  }
-}
-
-/** Tool-call arguments parsed when they are JSON, else the raw text. */
-function parseArguments(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
   }
 }

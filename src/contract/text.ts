@@ -137,3 +137,12 @@ export function toStorableValue<T>(value: T): { value: T; replaced: number } {
 function unicodeName(code: number): string {
   return `U+${code.toString(16).toUpperCase().padStart(4, '0')}`;
 }
+
+/** Text parsed when it is JSON (tool-call arguments, a model's arguments kept in a record), else the text itself. */
+export function parseJsonOrText(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}

@@ -21,6 +21,7 @@ import { TOOL_DEFAULTS } from '../contract/tool-defaults';
 import type { ToolCallPlan } from '../contract/activities';
 import type { DecisionKind, PendingApproval } from '../contract/conversation';
 import { callInstanceKey } from './effect-keys';
+import { parseJsonOrText } from '../contract/text';
 import type { ToolCall } from '../contract/messages';
 
 /** Where a call stands. */
@@ -331,16 +332,10 @@ export function requestedCalls(
 
 /** A call waiting for a person, as the state shows it (arguments parsed when they are JSON). */
 export function describePendingApproval(call: BatchCall, now: number, requestedBy: readonly string[] = []): PendingApproval {
-  let args: unknown = call.arguments;
-  try {
-    args = JSON.parse(call.arguments);
-  } catch {
-    // keep the raw text
-  }
   return {
     toolCallId: call.id,
     toolName: call.name,
-    arguments: args,
+    arguments: parseJsonOrText(call.arguments),
     requestedAt: new Date(call.requestedAt).toISOString(),
     ageMs: now - call.requestedAt,
     callKey: call.key,

@@ -299,6 +299,7 @@ export class ConversationCore {
   /** The calls of the open batch waiting for a person, as approvers' lists hold them (see {@link ApprovalRequest}). */
   approvalRequests(): ApprovalRequest[] {
     const calls = this.batch?.all() ?? [];
+    const agentPath = this.agentPath();
     return calls.flatMap((call, callIndex) =>
       call.phase === 'awaiting_approval'
         ? [
@@ -311,7 +312,7 @@ export class ConversationCore {
               requestedAt: call.requestedAt,
               requestedBy: [...this.turnRequesters],
               ...(this.input.calledBy ? { rootConversationId: this.input.calledBy.rootConversationId } : {}),
-              ...(this.agentPath() ? { agentPath: this.agentPath() } : {}),
+              ...(agentPath ? { agentPath } : {}),
               ...(call.decisions ? { decisions: [...call.decisions] } : {}),
             },
           ]
@@ -378,6 +379,7 @@ export class ConversationCore {
 
   /** The state shown to clients (the `state` query). */
   state(): ConversationState {
+    const below = this.waitingBelow();
     return {
       conversationId: this.conversationId,
       status: this.status(),
@@ -393,9 +395,7 @@ export class ConversationCore {
       pendingApprovals: this.writes.inProgress
         ? []
         : (this.batch?.awaitingApproval() ?? []).map((call) => describePendingApproval(call, this.env.now(), this.turnRequesters)),
-      ...(this.waitingBelow().length > 0
-        ? { waitingBelow: this.waitingBelow().map((b) => ({ ...b, ageMs: this.env.now() - Date.parse(b.requestedAt) })) }
-        : {}),
+      ...(below.length > 0 ? { waitingBelow: below.map((b) => ({ ...b, ageMs: this.env.now() - Date.parse(b.requestedAt) })) } : {}),
       runningToolCalls: (this.batch?.all() ?? []).filter((c) => c.phase === 'running').map((c) => c.id),
       decisionsApplied: this.decisions.size,
       refusedDecisions: this.refusedDecisions.map((r) => ({ ...r })),
@@ -908,10 +908,13 @@ export class ConversationCore {
     };
   }
 
-  /** What the decision's verification activity checks: its signature, and for an `edit` that the new arguments fit the call's tool. */
-  verificationInput(decision: ApprovalDecision): VerifyDecisionInput {
-    const checked = decision.decision === 'edit' ? this.checkDecision(decision) : undefined;
-    const call = checked && 'ids' in checked ? this.batch?.get(checked.ids[0]) : undefined;
+  /**
+   * What the decision's verification activity checks: its signature, and for
+   * an `edit` that the new arguments fit the tool of the call it decides
+   * (`ids`, as {@link checkDecision} found them).
+   */
+  verificationInput(decision: ApprovalDecision, ids: readonly string[]): VerifyDecisionInput {
+    const call = decision.decision === 'edit' ? this.batch?.get(ids[0]) : undefined;
     const edit = call ? { toolName: call.name, ...(this.turnToolset ? { toolset: this.turnToolset } : {}) } : undefined;
     return { conversationId: this.conversationId, decision, ...(edit ? { edit } : {}) };
   }

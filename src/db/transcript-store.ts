@@ -8,7 +8,7 @@ import type { AgentTables } from './schema';
 import type { ChatMessage } from '../contract/messages';
 import type { TokenUsage } from '../contract';
 import type { AppendEntry, AppendMessagesInput, AssistantMessage, DecisionRecord } from '../contract/activities';
-import { toStorableText, toStorableValue } from '../contract/text';
+import { parseJsonOrText, toStorableText, toStorableValue } from '../contract/text';
 import { describeRefusal, isRefusedValue, ValuesRefusedError } from './errors';
 
 /** A stored message with its position. */
@@ -122,13 +122,7 @@ export async function recordDecision(pool: Pool, tables: AgentTables, decision: 
 
 /** The model's arguments as JSON for a jsonb column: as they are when they parse, else as a JSON string (a model may send text that is not JSON). */
 function jsonOrNull(text: string | undefined): string | null {
-  if (text === undefined) return null;
-  try {
-    JSON.parse(text);
-    return text;
-  } catch {
-    return JSON.stringify(text);
-  }
+  return text === undefined ? null : JSON.stringify(parseJsonOrText(text));
 }
 
 /** Reads a conversation's messages in order, through `throughSeq` (all when unset). */

@@ -77,7 +77,7 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
     const checked = core.checkDecision(decision);
     if ('refusal' in checked) return refuse(checked.refusal);
     core.verificationStarted();
-    const verdict = await nonCancellable(() => act.decisions.verifyDecision(core.verificationInput(decision), verifySummary())).finally(() =>
+    const verdict = await nonCancellable(() => act.decisions.verifyDecision(core.verificationInput(decision, checked.ids), verifySummary())).finally(() =>
       core.verificationEnded(),
     );
     if (verdict.refusal) return refuse(verdict.refusal);

@@ -60,6 +60,11 @@ const refundedCents = async (order: string) =>
   Number((await h.pool.query<{ refunded_cents: number }>('SELECT refunded_cents FROM public.orders WHERE id = $1', [order])).rows[0].refunded_cents);
 /** The child conversation the parent's call at `seq`/`index` started. */
 const childOf = (parent: string, agentName: string, seq: number, index = 0) => `${parent}~${agentName}~${seq}-${index}`;
+/** The tool-call ids waiting in the child conversation `id`, once one waits (the child may not have started yet). */
+const callsWaitingIn = async (id: string): Promise<string[]> => {
+  await expect.poll(async () => (await h.client.state(id).catch(() => undefined))?.pendingApprovals.length ?? 0, { timeout: 20_000 }).toBeGreaterThan(0);
+  return (await h.client.state(id)).pendingApprovals.map((p) => p.toolCallId);
+};
 const statusOf = async (id: string) => (await h.temporal.workflow.getHandle(id).describe()).status.name;
 
 describe('agents as tools', () => {
@@ -128,9 +133,7 @@ describe('agents as tools', () => {
     const sent = await call('POST', `/v1/conversations/${id}/messages`, token('d'), { text: 'SUB-2 refund ord_2001', input: { agent: 'desk' } });
     expect(sent.status).toBe(202);
     const child = childOf(id, 'refunder', 1);
-    await expect
-      .poll(async () => (await h.client.state(child).catch(() => undefined))?.pendingApprovals.map((p) => p.toolCallId), { timeout: 20_000 })
-      .toEqual(['call_refund']);
+    expect(await callsWaitingIn(child)).toEqual(['call_refund']);
     expect((await h.client.state(child)).pendingApprovals[0].requestedBy).toEqual(['dave@example.com']);
     // One inbox for every level: the caller waits on the call below it, and every list names the top-level conversation and the agents.
     await expect.poll(async () => (await h.client.state(id)).waitingBelow?.map((b) => b.toolCallId), { timeout: 10_000 }).toEqual(['call_refund']);
@@ -188,7 +191,7 @@ describe('agents as tools', () => {
     );
     const messageId = await h.client.sendMessage(id, 'SUB-3 refund ord_2001', { input: { agent: 'desk' } });
     const child = childOf(id, 'refunder', 1);
-    await expect.poll(async () => (await h.client.state(child).catch(() => undefined))?.pendingApprovals.length, { timeout: 20_000 }).toBe(1);
+    expect(await callsWaitingIn(child)).toEqual(['call_refund']);
     const rejected = await call('POST', `/v1/conversations/${encodeURIComponent(child)}/decisions`, token('b'), {
       decision: 'reject',
       toolCallIds: ['call_refund'],
@@ -215,7 +218,7 @@ describe('agents as tools', () => {
     );
     const messageId = await h.client.sendMessage(id, 'SUB-4 refund ord_2001', { input: { agent: 'desk' } });
     const child = childOf(id, 'refunder', 1);
-    await expect.poll(async () => (await h.client.state(child).catch(() => undefined))?.pendingApprovals.length, { timeout: 20_000 }).toBe(1);
+    expect(await callsWaitingIn(child)).toEqual(['call_refund']);
     await h.client.cancelTurn(id, 'changed my mind');
     expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('cancelled');
     expect(await statusOf(child)).toBe('CANCELLED');

@@ -707,7 +707,7 @@ describe('ConversationCore: edit and respond', () => {
     d.modelAnswers(message, plans);
     expect(d.core.state().pendingApprovals[0].decisions).toEqual([...all]);
     const [call] = d.calls;
-    expect(d.core.verificationInput({ decisionId: 'd-1', decision: 'edit', toolCallId: 'call_r', arguments: { amount: 120 } })).toEqual({
+    expect(d.core.verificationInput({ decisionId: 'd-1', decision: 'edit', toolCallId: 'call_r', arguments: { amount: 120 } }, ['call_r'])).toEqual({
       conversationId: 'conv-1',
       decision: { decisionId: 'd-1', decision: 'edit', toolCallId: 'call_r', arguments: { amount: 120 } },
       edit: { toolName: 'issue_refund' },
