@@ -10,8 +10,7 @@ import { createHash } from 'node:crypto';
 import type { CallToolResult, Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
 import { McpError, ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { ApplicationFailure } from '@temporalio/common';
-import Ajv from 'ajv';
-import Ajv2020 from 'ajv/dist/2020';
+import { compileJsonSchema } from '../common/json-schema';
 import type { Pool } from 'pg';
 import { z } from 'zod';
 import { ToolEffectUnknownError, ToolError } from '../common/errors';
@@ -84,8 +83,6 @@ export function mcpResultText(result: CallToolResult): string {
  */
 export class McpToolsets {
   private readonly cache = new Map<string, McpToolDescriptor[]>();
-  /** JSON Schema draft 2020-12 (the MCP specification's default) and draft-07 (what most SDKs still write). */
-  private readonly validators = { draft2020: new Ajv2020({ strict: false, allErrors: true }), draft07: new Ajv({ strict: false, allErrors: true }) };
 
   constructor(
     private readonly pool: Pool,
@@ -125,18 +122,6 @@ export class McpToolsets {
     if (this.cache.size > CACHED_TOOLSETS) this.cache.delete(this.cache.keys().next().value!);
   }
 
-  /**
-   * The validator for a schema's draft: 2020-12 when it says so or says
-   * nothing, draft-07 when it names draft-07 or an older draft (whose
-   * `$schema` is dropped: the keywords such schemas use mean the same).
-   */
-  private validatorFor(schema: Record<string, unknown>): { ajv: Ajv | Ajv2020; schema: Record<string, unknown> } {
-    const declared = typeof schema.$schema === 'string' ? schema.$schema : undefined;
-    if (!declared || declared.includes('2020-12')) return { ajv: this.validators.draft2020, schema };
-    const { $schema: _older, ...rest } = schema;
-    return { ajv: this.validators.draft07, schema: declared.includes('draft-07') ? schema : rest };
-  }
-
   /** A server's tool as one of the worker's: checked, planned and run by the same activities as any tool. */
   private asTool(descriptor: McpToolDescriptor): Tool {
     const config = this.servers[descriptor.server];
@@ -146,9 +131,7 @@ export class McpToolsets {
     const check = (args: unknown): string | undefined => {
       if (!validate) {
         try {
-          const { ajv, schema } = this.validatorFor(descriptor.inputSchema);
-          const compiled = ajv.compile(schema);
-          validate = (value) => (compiled(value) ? undefined : ajv.errorsText(compiled.errors, { dataVar: 'arguments' }));
+          validate = compileJsonSchema(descriptor.inputSchema, 'arguments');
         } catch (err) {
           validate = () =>
             `MCP server "${descriptor.server}" gave ${descriptor.tool} an input schema that cannot be used (${(err as Error).message}); the call was not sent.`;

@@ -20,8 +20,10 @@ import {
   type AssistantMessage,
   type ModelCallInput,
   type ModelCallResult,
+  type OutputCheck,
   type ToolCallPlan,
 } from '../contract/activities';
+import { resolveOutputSpec, type ResolvedOutput } from '../common/typed-output';
 import { appendMessages, findModelResponse, promptCalibration, readTranscript, storeModelResponse } from '../db/transcript-store';
 import { withDatabaseRetry } from './database-retry';
 import { failOnRefusal } from './store-failures';
@@ -55,6 +57,7 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
     const responseKey = `${info.workflowExecution?.runId ?? 'standalone'}/${info.activityId}`;
     const registry = await turnRegistry(deps.tools, deps.mcp, input.toolset);
     const offer = toolOffer(registry, deps.agents, speaker, input);
+    const output = typedOutput(deps.agents, speaker, input);
     /** The result the workflow gets: the answer as history carries it, its cost, and a plan per tool call. */
     const answer = (response: Pick<ModelCallResult, 'message' | 'finishReason' | 'usage'>): ModelCallResult => ({
       ...response,
@@ -62,6 +65,7 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
       message: inHistory(response.message, deps, responseKey),
       responseKey,
       calls: planToolCalls(registry, deps, offer, response.message),
+      ...checkedOutput(output, response.message),
     });
     const spanAttributes = {
       'agent.conversation_id': input.conversationId,
@@ -104,6 +108,7 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
         ...(settings.temperature !== undefined ? { temperature: settings.temperature } : {}),
         ...(settings.maxTokens !== undefined ? { max_tokens: settings.maxTokens } : {}),
         ...(tools.length > 0 ? { tools, tool_choice: input.toolChoice } : {}),
+        ...(output ? { response_format: { type: 'json_schema', json_schema: { name: output.name, schema: output.schema, strict: output.strict } } } : {}),
       };
       return { body, report: { windowTokens: window, ...fitted.report } };
     };
@@ -178,6 +183,43 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
     return answer(stored);
   }
 }
+
+/** Conversations' typed outputs, resolved once per schema (a few distinct ones in practice). */
+const resolvedSpecs = new Map<string, ResolvedOutput>();
+
+/**
+ * The typed output this call asks for: the current agent's `outputType`,
+ * else the conversation's `output`. A conversation's schema that cannot be
+ * compiled fails the call for good, saying why.
+ */
+function typedOutput(agents: AgentRegistry | undefined, speaker: Agent | undefined, input: ModelCallInput): ResolvedOutput | undefined {
+  const own = speaker ? agents?.outputOf(speaker) : undefined;
+  if (own || !input.output) return own;
+  const key = JSON.stringify(input.output);
+  let resolved = resolvedSpecs.get(key);
+  if (!resolved) {
+    try {
+      resolved = resolveOutputSpec(input.output);
+    } catch (err) {
+      throw ApplicationFailure.nonRetryable(`Conversation ${input.conversationId}: ${(err as Error).message}`, ActivityErrorType.InvalidOutputSchema);
+    }
+    resolvedSpecs.set(key, resolved);
+    if (resolvedSpecs.size > 64) resolvedSpecs.delete(resolvedSpecs.keys().next().value!);
+  }
+  return resolved;
+}
+
+/** How a final answer fared against the typed output asked for (nothing for answers with tool calls, or when none was asked for). */
+function checkedOutput(output: ResolvedOutput | undefined, message: AssistantMessage): { output?: OutputCheck } {
+  if (!output || (message.tool_calls?.length ?? 0) > 0) return {};
+  const verdict = output.check(message.content ?? '');
+  if (!verdict.ok) return { output: { ok: false, problem: verdict.problem, retries: output.retries, schemaName: output.name } };
+  const inline = JSON.stringify(verdict.value ?? null).length <= OUTPUT_INLINE_LIMIT;
+  return { output: inline ? { ok: true, value: verdict.value ?? null } : { ok: true, inAnswer: true } };
+}
+
+/** The largest typed output, as JSON text, that a turn's record carries; a larger one stays in the answer. */
+const OUTPUT_INLINE_LIMIT = 4096;
 
 /** The call's cost, when its model has a price and the provider counted tokens. */
 function priced(prices: ModelPrices | undefined, model: string, usage: TokenUsage | undefined): { costUsd?: number } {

@@ -102,8 +102,10 @@ const conversationStatus = z.enum(['idle', 'running', 'awaiting_approval', 'fail
 
 const turnRecord = z.looseObject({
   messageIds: z.array(z.string()),
-  outcome: z.enum(['answered', 'failed', 'cancelled', 'interrupted', 'budget_exceeded']),
+  outcome: z.enum(['answered', 'failed', 'cancelled', 'interrupted', 'budget_exceeded', 'invalid_output']),
   answerSeq: z.number().int().optional(),
+  output: z.unknown().optional().describe("The typed output (input.output, or the agent's outputType), checked against its schema."),
+  outputInAnswer: z.boolean().optional().describe('The typed output is too large for the record: parse the answer at answerSeq.'),
   error: z.string().optional(),
   steps: z.number().int(),
   requestedBy: z.array(z.string()).optional(),

@@ -13,7 +13,16 @@
  *   engine reads, so they are stated in the field's description.
  */
 import { z } from 'zod';
-import { AGENT_NAME_PATTERN, CONVERSATION_LIMITS, DECISION_FIELD_MAX_CHARS, EDITED_ARGUMENTS_MAX_BYTES, USER_MESSAGE_MAX_BYTES } from '../contract';
+import {
+  AGENT_NAME_PATTERN,
+  CONVERSATION_LIMITS,
+  DECISION_FIELD_MAX_CHARS,
+  EDITED_ARGUMENTS_MAX_BYTES,
+  OUTPUT_NAME_PATTERN,
+  OUTPUT_RETRIES,
+  OUTPUT_SCHEMA_MAX_BYTES,
+  USER_MESSAGE_MAX_BYTES,
+} from '../contract';
 import { describeUnstorableText } from '../contract/text';
 import { NAME_THE_CALLS } from './decisions';
 
@@ -206,6 +215,24 @@ export const conversationInputSchema = z
         conversationCostUsd: z.number().gt(0).max(1e9).optional().describe('US dollars the conversation may cost.'),
       })
       .optional(),
+    output: z
+      .strictObject({
+        schema: z
+          .record(z.string(), z.unknown())
+          .describe(
+            `A JSON Schema (2020-12, or draft-07 when its $schema says so) the final answer must match; at most ${OUTPUT_SCHEMA_MAX_BYTES} bytes as JSON.`,
+          ),
+        name: z.string().regex(OUTPUT_NAME_PATTERN).optional().describe('Its name in the model request. Default "output".'),
+        retries: z
+          .number()
+          .int()
+          .min(0)
+          .max(OUTPUT_RETRIES.max)
+          .optional()
+          .describe(`Re-asks per turn after a mismatched answer. Default ${OUTPUT_RETRIES.default}.`),
+      })
+      .optional()
+      .describe('A typed final answer (docs/typed-output.md): the turn record carries it as `output`.'),
   })
   .describe('ConversationInput: used when this message starts the conversation, ignored otherwise.');
 

@@ -16,7 +16,16 @@ import {
 import { WorkflowIdReusePolicy, type DataConverter } from '@temporalio/common';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
 import type { Pool } from 'pg';
-import { ConversationClosedError, DecisionRefusedError, InvalidConversationInputError, MessageTooLargeError, UnstorableTextError } from '../common/errors';
+import { z } from 'zod';
+import {
+  ConversationClosedError,
+  DecisionRefusedError,
+  InvalidConversationInputError,
+  MessageTooLargeError,
+  OutputMismatchError,
+  UnstorableTextError,
+} from '../common/errors';
+import { resolveOutput, resolveOutputSpec } from '../common/typed-output';
 import { describeUnstorableText, parseJsonOrText } from '../contract/text';
 import { readTranscript, readTranscriptPage, type StoredMessage } from '../db/transcript-store';
 import { readWaitingCalls } from '../db/approval-store';
@@ -165,10 +174,28 @@ export interface PendingApprovalFilter {
   minAgeMs?: number;
 }
 
-/** A turn's record and, when it answered, the text of its answer. */
-export interface TurnAnswer {
+/** A turn's record and, when it answered, the text of its answer and its typed output. */
+export interface TurnAnswer<T = unknown> {
   turn: TurnRecord;
   answer?: string;
+  /**
+   * The typed output, when the conversation asks for one
+   * (`ConversationInput.output` or the agent's `outputType`) and the turn
+   * answered: parsed with the schema given to {@link AgentClient.ask}, when given.
+   */
+  output?: T;
+}
+
+/** Options of {@link AgentClient.ask}. */
+export interface AskOptions<T> extends SendMessageOptions {
+  /** How long to wait for the turn, ms. Default 120,000. */
+  timeoutMs?: number;
+  /**
+   * The answer's type, as a zod schema: it becomes the conversation's
+   * `input.output` when this message starts it (and `input.output` is
+   * unset), and the turn's output is parsed with it into `output`.
+   */
+  output?: z.ZodType<T>;
 }
 
 /** A decision as a caller gives it; the id is generated when unset. */
@@ -278,6 +305,7 @@ export class AgentClient {
     const problems = describeInvalidInput(options.input);
     // Only the workflow starts a conversation for an agent called as a tool: a caller typed by hand would place its calls under another conversation.
     if (options.input?.calledBy !== undefined) problems.push('calledBy is set by the workflow for an agent called as a tool, never by a sender');
+    if (problems.length === 0 && options.input?.output) problems.push(...uncompilableOutput(options.input.output));
     if (problems.length > 0) throw new InvalidConversationInputError(`Invalid conversation input: ${problems.join('; ')}.`);
     const input = await this.withSearchAttributeNames(options.input ?? {});
     try {
@@ -338,14 +366,40 @@ export class AgentClient {
     }
   }
 
-  /** Sends a message, waits for its turn, and returns the answer's text. */
-  async ask(conversationId: string, text: string, options: SendMessageOptions & { timeoutMs?: number } = {}): Promise<TurnAnswer> {
-    const messageId = await this.sendMessage(conversationId, text, options);
-    const turn = await this.waitForTurn(conversationId, messageId, options.timeoutMs);
+  /**
+   * Sends a message, waits for its turn, and returns the answer's text and,
+   * when the conversation asks for a typed output, its value (typed by
+   * `options.output`). Throws {@link OutputMismatchError} when the value does
+   * not parse with `options.output`.
+   */
+  async ask<T = unknown>(conversationId: string, text: string, options: AskOptions<T> = {}): Promise<TurnAnswer<T>> {
+    const { output: type, timeoutMs, ...send } = options;
+    const input = type && !send.input?.output ? { ...send.input, output: { schema: resolveOutput(type, { what: 'ask' }).schema } } : send.input;
+    const messageId = await this.sendMessage(conversationId, text, { ...send, ...(input ? { input } : {}) });
+    const turn = await this.waitForTurn(conversationId, messageId, timeoutMs);
     if (turn.answerSeq === undefined) return { turn };
     const messages = await this.transcript(conversationId, turn.answerSeq);
-    const answer = messages.find((m) => m.seq === turn.answerSeq)?.message;
-    return { turn, answer: answer?.role === 'assistant' ? (answer.content ?? '') : undefined };
+    const stored = messages.find((m) => m.seq === turn.answerSeq)?.message;
+    const answer = stored?.role === 'assistant' ? (stored.content ?? '') : undefined;
+    const typed =
+      turn.outcome !== 'answered'
+        ? undefined
+        : turn.outputInAnswer
+          ? { value: JSON.parse(answer ?? 'null') as unknown }
+          : 'output' in turn
+            ? { value: turn.output }
+            : undefined;
+    if (!typed) return { turn, answer };
+    if (!type) return { turn, answer, output: typed.value as T };
+    const parsed = type.safeParse(typed.value);
+    if (!parsed.success) {
+      throw new OutputMismatchError(
+        `Conversation ${conversationId}: the turn's output does not match the schema given to ask() (the conversation asks for another): ${z.prettifyError(parsed.error)}`,
+        turn,
+        answer,
+      );
+    }
+    return { turn, answer, output: parsed.data };
   }
 
   /** The stored transcript (message bodies), through `throughSeq` when given. */
@@ -653,5 +707,15 @@ export class AgentClient {
   async close(): Promise<void> {
     await this.pool?.end();
     await this.ownConnection?.close();
+  }
+}
+
+/** Why a conversation's typed output cannot be used (its JSON Schema does not compile), before anything is sent. */
+function uncompilableOutput(spec: NonNullable<ConversationInput['output']>): string[] {
+  try {
+    resolveOutputSpec(spec);
+    return [];
+  } catch (err) {
+    return [(err as Error).message.replace(/\.$/, '')];
   }
 }

@@ -5,7 +5,7 @@
  *
  * @packageDocumentation
  */
-export { AgentClient, NoWorkerAnsweredError, type AgentClientOptions, type PendingApprovalView } from './client';
+export { AgentClient, NoWorkerAnsweredError, type AgentClientOptions, type AskOptions, type PendingApprovalView, type TurnAnswer } from './client';
 export { StreamView } from './stream';
 export type { StreamEvent } from '../db/stream-channel';
 export {
@@ -14,6 +14,7 @@ export {
   EncryptedPayloadError,
   InvalidConversationInputError,
   MessageTooLargeError,
+  OutputMismatchError,
   UnstorableTextError,
 } from '../common/errors';
 export { encryptingDataConverter, parsePayloadKeys, type PayloadKey } from '../codec';

@@ -58,3 +58,18 @@ export class MessageTooLargeError extends AgentError {
     super(message);
   }
 }
+
+/**
+ * A turn's typed output does not parse with the schema the caller gave
+ * `AgentClient.ask` (the conversation was started with another schema): the
+ * turn answered, its record and answer are on the error.
+ */
+export class OutputMismatchError extends AgentError {
+  constructor(
+    message: string,
+    readonly turn: unknown,
+    readonly answer: string | undefined,
+  ) {
+    super(message);
+  }
+}

@@ -2,7 +2,7 @@
  * Inputs and results of the activities, shared with the workflow as types.
  * Type-only module: safe to import from workflow code.
  */
-import type { ApprovalDecision, DecisionKind, ModelSettings, TokenUsage } from './conversation';
+import type { ApprovalDecision, DecisionKind, ModelSettings, OutputSpec, TokenUsage } from './conversation';
 import type { ChatMessage } from './messages';
 
 /** An assistant message as returned by the model. */
@@ -39,7 +39,16 @@ export interface ModelCallInput {
    * one unnamed agent.
    */
   agent?: string;
+  /** The conversation's typed output (`ConversationInput.output`); the agent's own `outputType` wins over it. */
+  output?: OutputSpec;
 }
+
+/**
+ * How a final answer (one without tool calls) fared against the typed output
+ * asked for: its value (inline when its JSON is short, else only
+ * `inAnswer`), or what is wrong with it and how many re-asks the turn allows.
+ */
+export type OutputCheck = { ok: true; value?: unknown; inAnswer?: true } | { ok: false; problem: string; retries: number; schemaName: string };
 
 /** How the worker will run one tool call, decided from its registry. */
 export interface ToolCallPlan {
@@ -79,6 +88,8 @@ export interface ModelCallResult {
   usage?: TokenUsage;
   /** What the call cost in US dollars, when the worker has a price for its model. */
   costUsd?: number;
+  /** Set when a typed output was asked for and the answer is final (no tool calls). */
+  output?: OutputCheck;
 }
 
 /** A message body already stored by an activity, appended by reference so its bytes cross history once. */
@@ -205,6 +216,8 @@ export const ActivityErrorType = {
    * its MCP server's connection closed mid-call): settled as `effect_unknown`.
    */
   ToolEffectUnknown: 'ToolEffectUnknown',
+  /** A conversation's typed output schema (`ConversationInput.output`) cannot be compiled. */
+  InvalidOutputSchema: 'InvalidOutputSchema',
   /** A conversation names an MCP server this worker does not have. */
   UnknownMcpServer: 'UnknownMcpServer',
   /** A conversation would offer more tools than providers accept. */

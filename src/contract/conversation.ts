@@ -125,6 +125,15 @@ export interface ConversationInput {
    */
   budget?: ConversationBudget;
   /**
+   * A typed final answer: the model is asked for JSON matching this schema
+   * (the provider's structured output), the answer is checked when it
+   * arrives, and a mismatch is said to the model and asked again within
+   * `retries`. The turn's record then carries the value (`TurnRecord.output`),
+   * or ends as `invalid_output`. An agent's own `outputType` applies to its
+   * answers instead. See docs/typed-output.md.
+   */
+  output?: OutputSpec;
+  /**
    * The search attributes the conversation sets, each under the name the
    * namespace registered; one left out is not set. Absent: all seven under
    * their own names (`AgentStatus`, ...), as conversations begun before this
@@ -271,6 +280,57 @@ export interface CarriedConversation {
  */
 export const AGENT_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,52}$/;
 
+/** A typed final answer, as {@link ConversationInput.output} declares it. */
+export interface OutputSpec {
+  /**
+   * A JSON Schema (2020-12, or draft-07 when its `$schema` says so) the final
+   * answer must match, at most {@link OUTPUT_SCHEMA_MAX_BYTES}. Sent as
+   * `strict` structured output when it is in the providers' strict subset
+   * (every object lists all its properties in `required` and sets
+   * `additionalProperties: false`); checked by the worker either way.
+   */
+  schema: Record<string, unknown>;
+  /** Its name in the request (`response_format.json_schema.name`), 1-64 of `a-zA-Z0-9_-`. Default `output`. */
+  name?: string;
+  /** How many times a mismatched answer is asked for again in one turn. Default 2, at most 10. */
+  retries?: number;
+}
+
+/** The largest {@link OutputSpec.schema}, as JSON text in UTF-8 bytes: it travels with each model call's input. */
+export const OUTPUT_SCHEMA_MAX_BYTES = 16 * 1024;
+
+/** Re-asks for a typed output in one turn, unless the spec says otherwise, and the most it may say. */
+export const OUTPUT_RETRIES = { default: 2, max: 10 } as const;
+
+/** What a typed output's schema name may be (OpenAI's rule for `json_schema.name`). */
+export const OUTPUT_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/** What is wrong with {@link ConversationInput.output}; empty when it is valid (the worker compiles the schema itself). */
+export function describeBadOutputSpec(value: unknown): string[] {
+  if (value === undefined) return [];
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return ['output must be an object like {"schema": {...JSON Schema}}'];
+  const o = value as Record<string, unknown>;
+  const problems: string[] = [];
+  if (typeof o.schema !== 'object' || o.schema === null || Array.isArray(o.schema)) problems.push('output.schema must be a JSON Schema object');
+  else {
+    const bytes = utf8Bytes(JSON.stringify(o.schema));
+    if (bytes > OUTPUT_SCHEMA_MAX_BYTES) {
+      problems.push(
+        `output.schema is ${bytes} bytes as JSON; it may be at most ${OUTPUT_SCHEMA_MAX_BYTES} (it travels with every model call): describe less, or use $defs for repeated parts`,
+      );
+    }
+  }
+  if (o.name !== undefined && !(typeof o.name === 'string' && OUTPUT_NAME_PATTERN.test(o.name))) {
+    problems.push(`output.name must be 1-64 letters, digits, "_" or "-", got ${JSON.stringify(o.name)}`);
+  }
+  if (o.retries !== undefined && !(Number.isInteger(o.retries) && (o.retries as number) >= 0 && (o.retries as number) <= OUTPUT_RETRIES.max)) {
+    problems.push(`output.retries must be an integer from 0 to ${OUTPUT_RETRIES.max}, got ${JSON.stringify(o.retries)}`);
+  }
+  for (const key of Object.keys(o))
+    if (!['schema', 'name', 'retries'].includes(key)) problems.push(`output has an unknown field "${key}" (it takes schema, name, retries)`);
+  return problems;
+}
+
 /** Upper bounds on what a conversation may ask for; larger values are refused before anything starts. */
 export const CONVERSATION_LIMITS = {
   /** The largest `maxSteps`: model calls with tools in one turn. */
@@ -367,6 +427,7 @@ export function describeInvalidInput(input: unknown, options: { limits?: boolean
   positiveInt(i.maxHandoffsPerTurn, 'maxHandoffsPerTurn');
   positiveInt(i.maxAgentDepth, 'maxAgentDepth');
   problems.push(...describeBadCaller(i.calledBy));
+  problems.push(...describeBadOutputSpec(i.output));
   if (i.agent !== undefined && !(typeof i.agent === 'string' && AGENT_NAME_PATTERN.test(i.agent))) {
     problems.push(`agent must be the name of one of the worker's agents (1-52 letters, digits, "_" or "-"), got ${JSON.stringify(i.agent)}`);
   }
@@ -699,10 +760,20 @@ export interface TurnRecord {
    * `answered`: a final answer. `failed`: the model call failed or maxSteps ran out.
    * `cancelled`: stopped by a cancel request. `interrupted`: stopped by a new user message.
    * `budget_exceeded`: a limit of {@link ConversationInput.budget} was reached before a model call.
+   * `invalid_output`: a typed output was asked for and the model's answers did not match it
+   * within its retries (`error` says how the last one failed; `answerSeq` is that answer).
    */
-  outcome: 'answered' | 'failed' | 'cancelled' | 'interrupted' | 'budget_exceeded';
-  /** Seq of the final assistant message, when the turn answered. */
+  outcome: 'answered' | 'failed' | 'cancelled' | 'interrupted' | 'budget_exceeded' | 'invalid_output';
+  /** Seq of the final assistant message, when the turn answered (or its last answer did not match a typed output). */
   answerSeq?: number;
+  /**
+   * The typed output (see {@link ConversationInput.output}), parsed from the
+   * answer and checked against the schema, when the turn answered with one
+   * whose JSON is at most 4,096 characters.
+   */
+  output?: unknown;
+  /** True when the typed output was checked but is too large for the record: parse the answer at `answerSeq` (`AgentClient.ask` does). */
+  outputInAnswer?: boolean;
   /** Why the turn failed. */
   error?: string;
   /** Model calls made in the turn. */

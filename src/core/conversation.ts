@@ -148,6 +148,8 @@ export class ConversationCore {
   /** Who sent the current turn's messages (their `sentBy`), each once. */
   private turnRequesters: string[] = [];
   private turnSteps = 0;
+  /** Answers of the current turn asked for again because they did not match its typed output. */
+  private turnOutputRetries = 0;
   /** Turns taken, all runs together (from this run on, for runs begun before it was carried). */
   private turns: number;
   /** The number, within its turn, of each call started in this turn. */
@@ -633,6 +635,7 @@ export class ConversationCore {
   beginTurn(): boolean {
     this.phase = 'running';
     this.turnSteps = 0;
+    this.turnOutputRetries = 0;
     this.turns++;
     this.callNumbers.clear();
     this.turnUsage = undefined;
@@ -685,6 +688,7 @@ export class ConversationCore {
       ...(this.turnToolset ? { toolset: this.turnToolset } : {}),
       ...(append ? { append } : {}),
       ...(this.agent !== undefined ? { agent: this.agent } : {}),
+      ...(this.input.output ? { output: this.input.output } : {}),
     };
   }
 
@@ -728,9 +732,32 @@ export class ConversationCore {
     if (calls.length === 0) this.lastAnswer = { responseKey: result.responseKey, text: result.message.content ?? '' };
     this.batch = calls.length === 0 ? undefined : new ToolCallBatch(requested, this.env.now());
     this.batchOverLimit = overLimit;
-    if (!this.batch) return { finished: this.record('answered', { answerSeq: seq }) };
+    if (!this.batch) return this.finalAnswer(result, seq);
     this.takeHandoffs(result.calls);
     return { calls: this.batch.all() };
+  }
+
+  /**
+   * A final answer (no tool calls). When a typed output was asked for and the
+   * answer does not match it, the mismatch is said to the model in a user
+   * message and it is asked again (`calls` empty), within the retries the
+   * output allows; past them the turn ends as `invalid_output`. Otherwise the
+   * turn answered, with its typed output when one was asked for.
+   */
+  private finalAnswer(result: ModelCallResult, seq: number): AfterAnswer {
+    const check = result.output;
+    if (check && !check.ok) {
+      const attempts = `${this.turnOutputRetries + 1} of ${check.retries + 1}`;
+      if (this.turnOutputRetries >= check.retries) {
+        const error = `The model's answer did not match the output schema "${check.schemaName}" (answer ${attempts}): ${check.problem}`;
+        return { finished: this.record('invalid_output', { answerSeq: seq, error }) };
+      }
+      this.turnOutputRetries++;
+      this.store([{ message: { role: 'user', content: outputRetryNote(check.schemaName, check.problem, attempts) } }]);
+      return { calls: [] };
+    }
+    const typed = check?.ok ? (check.inAnswer ? { outputInAnswer: true } : { output: check.value }) : {};
+    return { finished: this.record('answered', { answerSeq: seq, ...typed }) };
   }
 
   /**
@@ -836,7 +863,8 @@ export class ConversationCore {
     this.stopReason = undefined;
     this.recentTurns.push(record);
     if (this.recentTurns.length > RECENT_TURNS_KEPT) this.recentTurns.shift();
-    if (record.outcome === 'failed') this.lastError = [record.error, this.storeProblem].filter(Boolean).join(' Before that: ');
+    if (record.outcome === 'failed' || record.outcome === 'invalid_output')
+      this.lastError = [record.error, this.storeProblem].filter(Boolean).join(' Before that: ');
     else if (record.outcome === 'answered') this.lastError = this.storeProblem;
     this.storeProblem = undefined;
     this.phase = record.outcome === 'failed' ? 'failed' : 'idle';
@@ -1149,7 +1177,7 @@ export class ConversationCore {
     return (this.batch?.awaitingApproval().length ?? 0) + this.waitingBelow().length;
   }
 
-  private record(outcome: TurnRecord['outcome'], extra: Pick<TurnRecord, 'error' | 'answerSeq'>): TurnRecord {
+  private record(outcome: TurnRecord['outcome'], extra: Pick<TurnRecord, 'error' | 'answerSeq' | 'output' | 'outputInAnswer'>): TurnRecord {
     const requestedBy = this.turnRequesters.length > 0 ? { requestedBy: [...this.turnRequesters] } : {};
     const usage = this.turnUsage ? { ...this.turnUsage, ...(this.turnCost.unpriced === 0 ? { costUsd: this.turnCost.usd } : {}) } : undefined;
     return { messageIds: this.turnMessageIds, outcome, steps: this.turnSteps, ...requestedBy, ...extra, ...(usage ? { usage } : {}) };
@@ -1251,4 +1279,12 @@ export class ConversationCore {
     }
     return { omitSeqs, synthesized };
   }
+}
+
+/** The user message that asks the model again after an answer that did not match the typed output. */
+function outputRetryNote(schemaName: string, problem: string, attempts: string): string {
+  return (
+    `[output check] Your answer (${attempts}) does not match the required output schema "${schemaName}":\n${problem}\n` +
+    'Answer again with only a JSON value that matches the schema, nothing else.'
+  );
 }

@@ -53,7 +53,11 @@ export interface SubAgentStart {
   timeoutMs?: number;
 }
 
-/** What follows a stored assistant message: the turn's end, or calls to run. */
+/**
+ * What follows a stored assistant message: the turn's end, or calls to run.
+ * No calls means "call the model again" (an answer that did not match the
+ * typed output was said to the model): the closing of the empty step changes nothing.
+ */
 export type AfterAnswer = { finished: TurnRecord } | { calls: readonly BatchCall[] };
 
 /** The values of the search attributes that changed since they were last published. */

@@ -11,6 +11,7 @@ import { AGENT_NAME_PATTERN, type ModelSettings } from '../contract/conversation
 import type { FunctionToolSpec, ToolRegistry } from './registry';
 import { MAX_TOOLS } from './registry';
 import type { Tool } from './tool';
+import { resolveOutput, type OutputType, type ResolvedOutput } from '../common/typed-output';
 
 /** An agent as its author declares it. */
 export interface AgentDefinition {
@@ -34,6 +35,16 @@ export interface AgentDefinition {
   tools?: readonly (Tool | string | AgentTool)[];
   /** Names of the agents it may transfer the conversation to, each offered as a `transfer_to_<name>` tool. */
   handoffs?: readonly string[];
+  /**
+   * Its final answer's type: a zod schema or a JSON Schema. The model is
+   * asked for JSON matching it (structured output, `strict` when the schema
+   * allows), each final answer is checked, and a mismatch is said to the
+   * model and asked again within `outputRetries`; the turn's record carries
+   * the parsed value (`TurnRecord.output`). Over the conversation's `output`.
+   */
+  outputType?: OutputType;
+  /** Re-asks per turn after an answer that does not match `outputType`. Default 2, at most 10. */
+  outputRetries?: number;
 }
 
 /** A declared agent, ready for the worker's `agents`. */
@@ -114,6 +125,8 @@ export class AgentRegistry {
   private readonly handoffs = new Map<string, FunctionToolSpec[]>();
   /** Each agent's agent tools, by tool name, with their specs, built once. */
   private readonly agentTools = new Map<string, { byName: Map<string, AgentTool>; specs: FunctionToolSpec[] }>();
+  /** Each agent's typed output, resolved once. */
+  private readonly outputs = new Map<string, ResolvedOutput>();
 
   /** Throws, saying what to fix, when names clash, a handoff names no agent or an agent offers too many tools. */
   constructor(agents: readonly Agent[], tools: ToolRegistry) {
@@ -124,6 +137,9 @@ export class AgentRegistry {
       }
       if (this.byName.has(a.name)) throw new TypeError(`Two agents are named "${a.name}"; agent names must be unique.`);
       this.byName.set(a.name, a);
+      if (a.outputType !== undefined) {
+        this.outputs.set(a.name, resolveOutput(a.outputType, { name: `${a.name}_output`, retries: a.outputRetries, what: `Agent "${a.name}"` }));
+      }
     }
     for (const a of agents) {
       for (const target of a.handoffs ?? []) {
@@ -161,6 +177,11 @@ export class AgentRegistry {
         (a.handoffs ?? []).map((name) => handoffSpec(name, this.byName.get(name)?.handoffDescription)),
       );
     }
+  }
+
+  /** The typed output `agent` answers with, when it declares one. */
+  outputOf(agent: Agent): ResolvedOutput | undefined {
+    return this.outputs.get(agent.name);
   }
 
   /** The agent called `name`. */

@@ -1,4 +1,4 @@
-import type { AppendEntry, ApprovalRequest, ModelCallInput, ModelCallResult, ToolCallPlan } from '../../src/contract/activities';
+import type { AppendEntry, ApprovalRequest, ModelCallInput, ModelCallResult, OutputCheck, ToolCallPlan } from '../../src/contract/activities';
 import type { BatchCall } from '../../src/core/batch';
 import type { ApprovalDecision, ConversationInput, ConversationSummary, DecisionKind, TokenUsage, TurnRecord } from '../../src/contract';
 import { ConversationCore, type CoreEnvironment, type SearchAttributeValues, type ToolFailure } from '../../src/core/conversation';
@@ -137,7 +137,12 @@ export class CoreDriver {
   }
 
   /** The model answers the pending request (after writing what it was given); `spent` is what the provider counted and, for a priced model, the call's cost. */
-  modelAnswers(message: Extract<ChatMessage, { role: 'assistant' }>, plans: ToolCallPlan[], spent?: { usage: TokenUsage; costUsd?: number }): void {
+  modelAnswers(
+    message: Extract<ChatMessage, { role: 'assistant' }>,
+    plans: ToolCallPlan[],
+    spent?: { usage: TokenUsage; costUsd?: number },
+    output?: OutputCheck,
+  ): void {
     if (this.stage !== 'model' || !this.request) throw new Error('no model call is pending');
     this.write(this.request.append ?? []);
     // The model activity reads the transcript through throughSeq: every message must be stored by now.
@@ -152,6 +157,7 @@ export class CoreDriver {
       calls: plans,
       finishReason: 'stop',
       ...(spent ? { usage: spent.usage, ...(spent.costUsd === undefined ? {} : { costUsd: spent.costUsd }) } : {}),
+      ...(output ? { output } : {}),
     };
     const next = this.core.modelAnswered(result);
     this.publish();

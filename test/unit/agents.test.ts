@@ -110,3 +110,40 @@ describe('agents as tools', () => {
     expect(make([auditor.asTool({ timeoutMs: 10 })])).toThrow('Agent "desk": agent tool "auditor" has timeoutMs 10; give whole milliseconds, at least 1000.');
   });
 });
+
+describe('agent output types', () => {
+  it('resolves a zod output type into a strict schema that checks answers, and a JSON Schema with an optional property into a non-strict one', () => {
+    const registry = new AgentRegistry(
+      [
+        agent({ name: 'typed', outputType: z.object({ n: z.number().int() }) }),
+        agent({
+          name: 'loose',
+          outputType: { type: 'object', properties: { a: { type: 'string' }, b: { type: 'string' } }, required: ['a'] },
+          outputRetries: 0,
+        }),
+        agent({ name: 'plain' }),
+      ],
+      tools,
+    );
+    const typed = registry.outputOf(registry.get('typed')!)!;
+    expect(typed).toMatchObject({ name: 'typed_output', strict: true, retries: 2 });
+    expect(typed.schema).not.toHaveProperty('$schema');
+    expect(typed.check('{"n":2}')).toEqual({ ok: true, value: { n: 2 } });
+    expect(typed.check('{"n":2.5}')).toMatchObject({ ok: false, problem: expect.stringContaining('expected int') });
+    expect(typed.check('two')).toMatchObject({ ok: false, problem: expect.stringMatching(/^The answer is not JSON/) });
+    expect(typed.check('')).toEqual({ ok: false, problem: 'The answer is empty.' });
+    const loose = registry.outputOf(registry.get('loose')!)!;
+    expect(loose).toMatchObject({ strict: false, retries: 0 });
+    expect(loose.check('{"b":"x"}')).toEqual({ ok: false, problem: "output must have required property 'a'" });
+    expect(registry.outputOf(registry.get('plain')!)).toBeUndefined();
+  });
+
+  it('refuses, naming the agent, an output schema that does not compile and retries out of range', () => {
+    expect(() => new AgentRegistry([agent({ name: 'bad', outputType: { type: 'objekt' } })], tools)).toThrow(
+      /^Agent "bad": the output schema cannot be compiled as JSON Schema: /,
+    );
+    expect(() => new AgentRegistry([agent({ name: 'many', outputType: z.string(), outputRetries: 11 })], tools)).toThrow(
+      'Agent "many": output retries must be an integer from 0 to 10, got 11.',
+    );
+  });
+});

@@ -744,3 +744,48 @@ describe('ConversationCore: edit and respond', () => {
     });
   });
 });
+
+describe('ConversationCore: typed output', () => {
+  const spec = { schema: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'], additionalProperties: false }, name: 'count' };
+  const mismatch = (problem: string) => ({ ok: false as const, problem, retries: 1, schemaName: 'count' });
+
+  it('asks for the output in every model call, and records the checked value with the answered turn', () => {
+    const d = new CoreDriver({ output: spec });
+    d.userMessage({ text: 'count', messageId: 'm-1' });
+    expect(d.request?.output).toEqual(spec);
+    d.modelAnswers(answer('{"n":3}'), [], undefined, { ok: true, value: { n: 3 } });
+    expect(d.turns).toEqual([{ messageIds: ['m-1'], outcome: 'answered', steps: 1, answerSeq: 1, output: { n: 3 } }]);
+  });
+
+  it('says a mismatch to the model in a user message and asks again; the turn answers with the second answer', () => {
+    const d = new CoreDriver({ output: spec });
+    d.userMessage({ text: 'count' });
+    d.modelAnswers(answer('three'), [], undefined, mismatch('The answer is not JSON (Unexpected token).'));
+    expect(d.stage).toBe('model');
+    expect(d.turns).toEqual([]);
+    const note = d.request?.append?.find((e) => 'message' in e && e.message.role === 'user');
+    expect(note && 'message' in note ? note.message.content : '').toMatch(
+      /^\[output check\] Your answer \(1 of 2\) does not match the required output schema "count":\nThe answer is not JSON/,
+    );
+    d.modelAnswers(answer('{"n":3}'), [], undefined, { ok: true, inAnswer: true });
+    expect(d.turns[0]).toMatchObject({ outcome: 'answered', steps: 2, answerSeq: 3, outputInAnswer: true });
+    expect(d.transcript().map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
+  });
+
+  it('ends the turn as invalid_output once the retries are spent, naming the schema and the last problem; the next turn asks again from zero', () => {
+    const d = new CoreDriver({ output: spec });
+    d.userMessage({ text: 'count' });
+    d.modelAnswers(answer('three'), [], undefined, mismatch('not JSON'));
+    d.modelAnswers(answer('{"n":"3"}'), [], undefined, mismatch('output/n must be integer'));
+    expect(d.turns[0]).toMatchObject({
+      outcome: 'invalid_output',
+      steps: 2,
+      answerSeq: 3,
+      error: 'The model\'s answer did not match the output schema "count" (answer 2 of 2): output/n must be integer',
+    });
+    expect(d.core.state()).toMatchObject({ status: 'idle', lastError: d.turns[0].error });
+    d.userMessage({ text: 'again' });
+    d.modelAnswers(answer('x'), [], undefined, mismatch('not JSON'));
+    expect(d.stage).toBe('model'); // a retry of its own
+  });
+});

@@ -1,0 +1,97 @@
+/**
+ * Typed final output: a zod schema or a JSON Schema made into what the
+ * model call needs (the `response_format` to send) and a check of the
+ * answer's text that says, in words for the model, what is wrong with it.
+ */
+import { z } from 'zod';
+import { OUTPUT_NAME_PATTERN, OUTPUT_RETRIES, OUTPUT_SCHEMA_MAX_BYTES, type OutputSpec } from '../contract/conversation';
+import { compileJsonSchema, isStrictSchema } from './json-schema';
+
+/** What an agent's `outputType` may be: a zod schema, or a JSON Schema object. */
+export type OutputType = z.ZodType | Record<string, unknown>;
+
+/** How an answer fared: its parsed value, or what is wrong with it. */
+export type OutputVerdict = { ok: true; value: unknown } | { ok: false; problem: string };
+
+/** A typed output ready for model calls. */
+export interface ResolvedOutput {
+  /** `response_format.json_schema.name`. */
+  name: string;
+  /** The JSON Schema sent (without `$schema`). */
+  schema: Record<string, unknown>;
+  /** Whether it is in the strict subset, and so sent with `strict: true`. */
+  strict: boolean;
+  /** Re-asks a turn allows after a mismatch. */
+  retries: number;
+  /** Parses and checks an answer's text. */
+  check(text: string): OutputVerdict;
+}
+
+/** True for a zod schema (anything with `safeParse`), false for a JSON Schema object. */
+export function isZodSchema(type: OutputType): type is z.ZodType {
+  return typeof (type as { safeParse?: unknown }).safeParse === 'function';
+}
+
+/**
+ * Resolves an output type. Throws a `TypeError` saying what to fix when the
+ * name is not allowed, the JSON Schema cannot be compiled or is larger than
+ * {@link OUTPUT_SCHEMA_MAX_BYTES}.
+ */
+export function resolveOutput(type: OutputType, options: { name?: string; retries?: number; what: string }): ResolvedOutput {
+  const name = options.name ?? 'output';
+  if (!OUTPUT_NAME_PATTERN.test(name)) throw new TypeError(`${options.what}: output name "${name}" is not allowed: use 1-64 letters, digits, "_" or "-".`);
+  const retries = options.retries ?? OUTPUT_RETRIES.default;
+  if (!(Number.isInteger(retries) && retries >= 0 && retries <= OUTPUT_RETRIES.max)) {
+    throw new TypeError(`${options.what}: output retries must be an integer from 0 to ${OUTPUT_RETRIES.max}, got ${retries}.`);
+  }
+  const zod = isZodSchema(type) ? type : undefined;
+  const json: Record<string, unknown> = zod
+    ? (z.toJSONSchema(zod, { io: 'output', unrepresentable: 'any' }) as Record<string, unknown>)
+    : (type as Record<string, unknown>);
+  const bytes = Buffer.byteLength(JSON.stringify(json), 'utf8');
+  if (bytes > OUTPUT_SCHEMA_MAX_BYTES) {
+    throw new TypeError(
+      `${options.what}: the output schema is ${bytes} bytes as JSON; it may be at most ${OUTPUT_SCHEMA_MAX_BYTES} (it travels with every model call).`,
+    );
+  }
+  let validate: (value: unknown) => OutputVerdict;
+  if (zod) {
+    validate = (value) => {
+      const parsed = zod.safeParse(value);
+      return parsed.success ? { ok: true, value: parsed.data } : { ok: false, problem: z.prettifyError(parsed.error) };
+    };
+  } else {
+    let compiled: (value: unknown) => string | undefined;
+    try {
+      compiled = compileJsonSchema(json, 'output');
+    } catch (err) {
+      throw new TypeError(`${options.what}: the output schema cannot be compiled as JSON Schema: ${(err as Error).message}.`, { cause: err });
+    }
+    validate = (value) => {
+      const problem = compiled(value);
+      return problem === undefined ? { ok: true, value } : { ok: false, problem };
+    };
+  }
+  const { $schema: _dialect, ...schema } = json;
+  return {
+    name,
+    schema,
+    strict: isStrictSchema(schema),
+    retries,
+    check(text) {
+      let value: unknown;
+      try {
+        value = JSON.parse(text);
+      } catch (err) {
+        const what = text.trim() === '' ? 'is empty' : `is not JSON (${(err as Error).message})`;
+        return { ok: false, problem: `The answer ${what}.` };
+      }
+      return validate(value);
+    },
+  };
+}
+
+/** Resolves a conversation's {@link OutputSpec} (a JSON Schema), saying which input field is wrong when it cannot be used. */
+export function resolveOutputSpec(spec: OutputSpec): ResolvedOutput {
+  return resolveOutput(spec.schema, { name: spec.name, retries: spec.retries, what: 'ConversationInput.output' });
+}
