@@ -13,6 +13,7 @@ export { DurableAgentPlugin, WORKFLOW_INTERCEPTOR_MODULES } from './worker/plugi
 export type { DurableAgentModelOptions, DurableAgentPluginOptions } from './worker/plugin-options';
 export { tool, type Tool, type ToolContext } from './tools/tool';
 export { agent, type Agent } from './tools/agents';
+export { guardrail, type Guardrail } from './tools/guardrails';
 export { AgentError, ToolEffectUnknownError, ToolError } from './common/errors';
 export { SearchAttributeLimitError } from './worker/search-attributes';
 export { migrate } from './db/migrations';

@@ -25,6 +25,7 @@ import { setupBackofficeDemo } from './demo/data';
 import { loadToolsModule } from './app/tools-module';
 import type { Tool } from './tools/tool';
 import type { Agent } from './tools/agents';
+import type { Guardrail } from './tools/guardrails';
 
 /**
  * SIGINT and SIGTERM stop everything at any point: while the services start
@@ -68,7 +69,7 @@ async function main(): Promise<void> {
   let api: Awaited<ReturnType<typeof serveConfiguredApi>> | undefined;
   let stopBacklog: (() => void) | undefined;
   try {
-    const { tools, agents } = await loadTools(config, pool);
+    const { tools, agents, guardrails } = await loadTools(config, pool);
     // The embedded dev server takes plain connections; a configured one gets TLS, API key and metadata.
     const settings = services.temporalEmbedded ? EMBEDDED_DEV_SERVER : config.temporal.connection;
     const options = { address: services.temporalAddress, ...connectionOptions(settings) };
@@ -97,6 +98,7 @@ async function main(): Promise<void> {
       dataConverter,
       tools,
       agents,
+      guardrails,
       ...defaultAgentOf(config, agents),
       maxParallelToolCalls: config.maxParallelToolCalls,
       maxCachedConversations: config.maxCachedConversations,
@@ -165,11 +167,11 @@ function defaultAgentOf(config: WorkerConfig, agents: readonly Agent[]): { defau
  * demo's tables set up (migrations never create them). Conversations that
  * name no agent are with the first agent.
  */
-async function loadTools(config: WorkerConfig, pool: Pool): Promise<{ tools: Tool[]; agents: Agent[] }> {
+async function loadTools(config: WorkerConfig, pool: Pool): Promise<{ tools: Tool[]; agents: Agent[]; guardrails: Guardrail[] }> {
   if (config.toolsModule) return loadToolsModule(config.toolsModule);
   await setupBackofficeDemo(pool);
   const tools = backofficeTools();
-  return { tools, agents: backofficeAgents(tools) };
+  return { tools, agents: backofficeAgents(tools), guardrails: [] };
 }
 
 function printBanner(

@@ -25,17 +25,20 @@ export class DeltaPublisher {
   constructor(
     private readonly pool: Pool,
     private readonly ids: { conversationId: string; responseKey: string; attempt: number },
+    /** Hold every delta until {@link end} (an output guardrail checks the answer first): nothing is sent while the model speaks. */
+    private readonly held = false,
   ) {}
 
-  /** Adds text; sends it when enough time passed since the last send. */
+  /** Adds text; sends it when enough time passed since the last send (never, while held). */
   push(text: string): void {
     if (!text) return;
     this.buffer += text;
-    if (Date.now() - this.lastFlush >= FLUSH_EVERY_MS) this.flush();
+    if (!this.held && Date.now() - this.lastFlush >= FLUSH_EVERY_MS) this.flush();
   }
 
-  /** Sends what is buffered, then an `end` event. */
+  /** Sends what is buffered (held text only when `ok`: a withheld answer is never sent), then an `end` event. */
   async end(ok: boolean): Promise<void> {
+    if (this.held && !ok) this.buffer = '';
     this.flush(true);
     this.send({ type: 'end', ...this.ids, ok });
     await this.chain;

@@ -10,7 +10,10 @@ import type { AgentRegistry } from '../tools/agents';
 import type { McpToolsets } from './mcp-tools';
 
 /** What the activities need. */
-export interface ActivityDeps extends Pick<ActivityOptions, 'schema' | 'inlineResultLimit' | 'maxParallelToolCalls' | 'decisionTrust' | 'defaultAgent'> {
+export interface ActivityDeps extends Pick<
+  ActivityOptions,
+  'schema' | 'inlineResultLimit' | 'maxParallelToolCalls' | 'decisionTrust' | 'defaultAgent' | 'guardrails'
+> {
   /** The model options the activities read, with the client: `model.client`, or one built on `model.apiKey` and `model.baseUrl`. */
   model: Pick<DurableAgentModelOptions, 'name' | 'contextWindow' | 'prices'> & Required<Pick<DurableAgentModelOptions, 'client'>>;
   /** The pool of `database`: its `pool`, or one opened on its `url`. */
@@ -26,7 +29,7 @@ export interface ActivityDeps extends Pick<ActivityOptions, 'schema' | 'inlineRe
 /** What the model activity needs. */
 export type ModelActivityDeps = Pick<
   ActivityDeps,
-  'model' | 'pool' | 'tools' | 'mcp' | 'agents' | 'defaultAgent' | 'schema' | 'inlineResultLimit' | 'maxParallelToolCalls'
+  'model' | 'pool' | 'tools' | 'mcp' | 'agents' | 'defaultAgent' | 'schema' | 'inlineResultLimit' | 'maxParallelToolCalls' | 'guardrails'
 >;
 
 /** What the tool activity needs. */

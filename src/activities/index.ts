@@ -2,7 +2,8 @@
  * Activities: everything the conversation does with I/O. Built by a factory
  * from real dependencies, so tests pass theirs instead of mocking modules.
  */
-import { CONVERSATION_ACTIVITY_NAMES, conversationActivityType, type ConversationActivities } from '../contract/activities';
+import { CONVERSATION_ACTIVITY_NAMES, conversationActivityType, type ConversationActivities, type VerifyDecisionInput } from '../contract/activities';
+import { applicableGuardrails, guardrailContext, toolGuardrailsOf, toolVerdict } from './guardrails';
 import { createModelActivity } from './model';
 import { createToolActivity } from './tools';
 import { recordDecision } from '../db/transcript-store';
@@ -25,19 +26,35 @@ export function createActivities(deps: ActivityDeps): ConversationActivities {
     verifyDecision: async ({ conversationId, decision, edit }) => {
       const verdict = verifyDecision(deps.decisionTrust ?? { keys: [] }, conversationId, decision);
       if (verdict.refusal || !edit) return verdict;
-      const refusal = await describeRefusedEdit(deps, edit, decision.arguments);
+      const refusal = await describeRefusedEdit(deps, edit, conversationId, decision.arguments);
       return refusal ? { ...verdict, refusal } : verdict;
     },
     discoverTools: createToolDiscoveryActivity(deps),
   };
 }
 
-/** Why an edit's new arguments cannot run (they do not fit the tool's schema, zod or an MCP server's JSON Schema); undefined when they can. */
-async function describeRefusedEdit(deps: ActivityDeps, edit: { toolName: string; toolset?: string }, args: unknown): Promise<string | undefined> {
+/**
+ * Why an edit's new arguments cannot run: they do not fit the tool's schema
+ * (zod or an MCP server's JSON Schema), or a tool guardrail blocks them (an
+ * edit never gets past a guardrail the model's arguments would meet).
+ * Undefined when they can.
+ */
+async function describeRefusedEdit(
+  deps: ActivityDeps,
+  edit: NonNullable<VerifyDecisionInput['edit']>,
+  conversationId: string,
+  args: unknown,
+): Promise<string | undefined> {
   const registry = await turnRegistry(deps.tools, deps.mcp, edit.toolset);
   const checked = checkToolCall(registry, undefined, edit.toolName, JSON.stringify(args ?? null));
-  if (checked.ok) return undefined;
-  return `Edit refused: the new arguments do not fit ${edit.toolName}: ${checked.message} Nothing changed; the call still waits for a decision.`;
+  const still = 'Nothing changed; the call still waits for a decision.';
+  if (!checked.ok) return `Edit refused: the new arguments do not fit ${edit.toolName}: ${checked.message} ${still}`;
+  const speaker = edit.agent !== undefined ? deps.agents?.get(edit.agent) : undefined;
+  const guards = toolGuardrailsOf(applicableGuardrails(deps.guardrails, speaker), checked.tool);
+  if (guards.length === 0) return undefined;
+  const verdict = await toolVerdict(guards, { toolName: checked.tool.name, arguments: checked.args }, guardrailContext(deps, conversationId, edit.agent));
+  if (verdict.action !== 'block') return undefined;
+  return `Edit refused: the guardrail "${verdict.guardrail}" blocks these arguments: ${verdict.reason} ${still}`;
 }
 
 /** The activities under the types a worker registers them as: `durableAgent.<name>`. */

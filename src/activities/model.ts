@@ -24,7 +24,19 @@ import {
   type ToolCallPlan,
 } from '../contract/activities';
 import { resolveOutputSpec, type ResolvedOutput } from '../common/typed-output';
-import { appendMessages, findModelResponse, promptCalibration, readTranscript, storeModelResponse } from '../db/transcript-store';
+import type { Tool } from '../tools/tool';
+import type { Guardrail, GuardrailContext } from '../tools/guardrails';
+import { applicableGuardrails, firstTrip, guardrailContext, guardrailNote, toolGuardrailsOf, toolVerdict } from './guardrails';
+import {
+  appendMessages,
+  findModelResponse,
+  promptCalibration,
+  readTranscript,
+  readTranscriptPage,
+  storeModelResponse,
+  withholdModelResponse,
+  type StoredModelResponse,
+} from '../db/transcript-store';
 import { withDatabaseRetry } from './database-retry';
 import { failOnRefusal } from './store-failures';
 import { agentTables, type AgentTables } from '../db/schema';
@@ -58,15 +70,29 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
     const registry = await turnRegistry(deps.tools, deps.mcp, input.toolset);
     const offer = toolOffer(registry, deps.agents, speaker, input);
     const output = typedOutput(deps.agents, speaker, input);
-    /** The result the workflow gets: the answer as history carries it, its cost, and a plan per tool call. */
-    const answer = (response: Pick<ModelCallResult, 'message' | 'finishReason' | 'usage'>): ModelCallResult => ({
-      ...response,
-      ...priced(deps.model.prices, model, response.usage),
-      message: inHistory(response.message, deps, responseKey),
-      responseKey,
-      calls: planToolCalls(registry, deps, offer, response.message),
-      ...checkedOutput(output, response.message),
-    });
+    const guards = applicableGuardrails(deps.guardrails, speaker);
+    const guardContext = guardrailContext(deps, input.conversationId, speaker?.name);
+    /**
+     * The result the workflow gets: the answer as history carries it, its
+     * cost, a plan per tool call and its typed output; or, when a guardrail
+     * stopped the turn, the note stored in its place. An output guardrail
+     * that trips withholds a final answer here (the stored note replaces it).
+     */
+    const answer = async (response: StoredModelResponse): Promise<ModelCallResult> => {
+      const base = { ...response, ...priced(deps.model.prices, model, response.usage), message: inHistory(response.message, deps, responseKey), responseKey };
+      if (response.guardrail) return { ...base, calls: [] };
+      const typed = checkedOutput(output, response.message);
+      if (isFinal(response.message) && guards.output.length > 0 && typed.output?.ok !== false) {
+        const subject = { text: response.message.content ?? '', ...(typed.value !== undefined ? { output: typed.value } : {}) };
+        const trip = await firstTrip('output', guards.output, subject, guardContext);
+        if (trip) {
+          const note = guardrailNote(trip, speaker?.name);
+          return answer(await withDatabaseRetry('withhold the answer', () => withholdModelResponse(deps.pool, tables, responseKey, note, trip)));
+        }
+      }
+      const calls = await planToolCalls(registry, deps, offer, response.message, (tool) => toolGuardrailsOf(guards, tool), guardContext);
+      return { ...base, calls, ...(typed.output ? { output: typed.output } : {}) };
+    };
     const spanAttributes = {
       'agent.conversation_id': input.conversationId,
       'agent.model': model,
@@ -85,6 +111,25 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
       modelResponseReused(model, speaker?.name);
       return inSpan('model call', { ...spanAttributes, 'agent.outcome': 'reused' }, async () => answer(earlier));
     }
+    if (input.turnFromSeq !== undefined && guards.input.length > 0) {
+      const fromSeq = input.turnFromSeq;
+      const turnInput = await withDatabaseRetry("read the turn's messages", () =>
+        readTranscriptPage(deps.pool, tables, input.conversationId, fromSeq - 1, input.throughSeq - fromSeq + 1),
+      );
+      const messages = turnInput.flatMap((m) => (m.message.role === 'user' ? [m.message.content] : []));
+      const trip = await firstTrip('input', guards.input, { messages }, guardContext);
+      if (trip) {
+        // No model is asked: the note is the turn's answer, stored like one so a retry finds it.
+        const note = {
+          key: responseKey,
+          conversationId: input.conversationId,
+          message: guardrailNote(trip, speaker?.name),
+          finishReason: 'guardrail',
+          guardrail: trip,
+        };
+        return answer(await withDatabaseRetry('store the guardrail note', () => storeModelResponse(deps.pool, tables, note)));
+      }
+    }
     const [loaded, calibration] = await Promise.all([
       withDatabaseRetry('read the transcript', () => loadModelMessages(deps.pool, tables, input)).then((loaded) => withInstructions(loaded, speaker)),
       withDatabaseRetry('read the prompt calibration', () => promptCalibration(deps.pool, tables, input.conversationId)),
@@ -93,7 +138,9 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
     const windowTokens = contextWindowOf(model, settings.contextWindow ?? deps.model.contextWindow);
     const attempt = info.attempt;
     const stream = settings.stream !== false && attempt <= (settings.streamFallbackAfterAttempts ?? 2);
-    const publisher = new DeltaPublisher(deps.pool, { conversationId: input.conversationId, responseKey, attempt });
+    // With an output guardrail, nothing of the answer is sent until it has passed.
+    const held = guards.output.length > 0;
+    const publisher = new DeltaPublisher(deps.pool, { conversationId: input.conversationId, responseKey, attempt }, held);
     const request = (window: number) => {
       const fitted = fitToContext(loaded.messages, {
         windowTokens: window,
@@ -158,7 +205,7 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
       await publisher.end(false);
       throw err;
     }
-    await publisher.end(true);
+    if (!held) await publisher.end(true);
     if (sent.report.truncated.length > 0 || sent.report.elided > 0) {
       logger.info({ conversationId: input.conversationId, responseKey, ...sent.report }, 'Fitted the request to the context window');
     }
@@ -180,7 +227,9 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
         contextBudget: sent.report,
       }),
     );
-    return answer(stored);
+    const result = await answer(stored);
+    if (held) await publisher.end(!result.guardrail);
+    return result;
   }
 }
 
@@ -209,13 +258,22 @@ function typedOutput(agents: AgentRegistry | undefined, speaker: Agent | undefin
   return resolved;
 }
 
-/** How a final answer fared against the typed output asked for (nothing for answers with tool calls, or when none was asked for). */
-function checkedOutput(output: ResolvedOutput | undefined, message: AssistantMessage): { output?: OutputCheck } {
-  if (!output || (message.tool_calls?.length ?? 0) > 0) return {};
+/**
+ * How a final answer fared against the typed output asked for (nothing for
+ * answers with tool calls, or when none was asked for), and its parsed value.
+ */
+function checkedOutput(output: ResolvedOutput | undefined, message: AssistantMessage): { output?: OutputCheck; value?: unknown } {
+  if (!output || !isFinal(message)) return {};
   const verdict = output.check(message.content ?? '');
   if (!verdict.ok) return { output: { ok: false, problem: verdict.problem, retries: output.retries, schemaName: output.name } };
-  const inline = JSON.stringify(verdict.value ?? null).length <= OUTPUT_INLINE_LIMIT;
-  return { output: inline ? { ok: true, value: verdict.value ?? null } : { ok: true, inAnswer: true } };
+  const value = verdict.value ?? null;
+  const inline = JSON.stringify(value).length <= OUTPUT_INLINE_LIMIT;
+  return { output: inline ? { ok: true, value } : { ok: true, inAnswer: true }, value };
+}
+
+/** True for a final answer: one without tool calls. */
+function isFinal(message: AssistantMessage): boolean {
+  return (message.tool_calls?.length ?? 0) === 0;
 }
 
 /** The largest typed output, as JSON text, that a turn's record carries; a larger one stays in the answer. */
@@ -344,12 +402,22 @@ function offeredNames(registry: ToolRegistry, input: ModelCallInput): string[] |
   return [...input.tools, ...registry.names().filter((name) => parseMcpToolName(name))];
 }
 
-function planToolCalls(registry: ToolRegistry, deps: ModelActivityDeps, offer: ToolOffer, message: AssistantMessage): ToolCallPlan[] {
+/** The tool guardrails that check a call of `tool`. */
+type ToolGuards = (tool: Tool) => Extract<Guardrail, { on: 'tool' }>[];
+
+async function planToolCalls(
+  registry: ToolRegistry,
+  deps: ModelActivityDeps,
+  offer: ToolOffer,
+  message: AssistantMessage,
+  guards: ToolGuards,
+  context: GuardrailContext,
+): Promise<ToolCallPlan[]> {
   const calls = message.tool_calls ?? [];
   const limit = deps.maxParallelToolCalls ?? DEFAULT_MAX_PARALLEL_TOOL_CALLS;
-  return calls.map((call, index) =>
+  const plans = calls.map((call, index) =>
     index < limit
-      ? planToolCall(registry, offer, call)
+      ? planToolCall(registry, offer, call, guards, context)
       : unrunnable(call, {
           reason: 'too_many_calls',
           message:
@@ -357,6 +425,7 @@ function planToolCalls(registry: ToolRegistry, deps: ModelActivityDeps, offer: T
             '(AGENT_MAX_PARALLEL_TOOL_CALLS). This call was not run: ask for it again in a later step.',
         }),
   );
+  return Promise.all(plans);
 }
 
 /**
@@ -444,7 +513,8 @@ function pairingItem(m: ChatMessage): PairingItem {
   return { role: m.role };
 }
 
-function planToolCall(registry: ToolRegistry, offer: ToolOffer, call: ToolCall): ToolCallPlan {
+/** The plan of one call; its tool guardrails may block it or make it wait for a person. */
+async function planToolCall(registry: ToolRegistry, offer: ToolOffer, call: ToolCall, guards: ToolGuards, context: GuardrailContext): Promise<ToolCallPlan> {
   const handoff = offer.handoffTarget(call.function.name);
   if (handoff !== undefined) {
     return {
@@ -476,9 +546,13 @@ function planToolCall(registry: ToolRegistry, offer: ToolOffer, call: ToolCall):
   } catch {
     needsApproval = true; // a predicate that throws must not let a call skip its approval
   }
+  const checks = guards(tool);
+  const verdict = checks.length > 0 ? await toolVerdict(checks, { toolName: tool.name, arguments: args }, context) : { action: 'allow' as const };
+  if (verdict.action === 'require_approval') needsApproval = true;
   return {
     toolCallId: call.id,
     name: tool.name,
+    ...(verdict.action === 'block' ? { blocked: { guardrail: verdict.guardrail, reason: verdict.reason } } : {}),
     needsApproval,
     ...(needsApproval ? { decisions: [...(tool.decisions ?? defaultDecisions(tool.idempotent))] } : {}),
     idempotent: tool.idempotent !== false,

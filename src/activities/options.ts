@@ -9,6 +9,7 @@ import type { DecisionTrust } from '../common/decision-signing';
 import type { ModelPrices } from '../core/pricing';
 import type { Tool } from '../tools/tool';
 import type { Agent } from '../tools/agents';
+import type { Guardrail } from '../tools/guardrails';
 
 /** The model the conversations call: a client of yours, or the endpoint and key for one built here. */
 export interface DurableAgentModelOptions {
@@ -69,4 +70,11 @@ export interface ActivityOptions {
    * as unauthenticated, so anyone who can signal the workflow can decide.
    */
   decisionTrust?: DecisionTrust;
+  /**
+   * Guardrails of every conversation, made with `guardrail({...})`: `input`
+   * (the turn's user messages, before the first model call), `output` (a
+   * final answer, before anyone sees it) and `tool` (each call's arguments,
+   * before it runs). Agents and tools add their own (docs/guardrails.md). Default none.
+   */
+  guardrails?: readonly Guardrail[];
 }

@@ -102,7 +102,11 @@ const conversationStatus = z.enum(['idle', 'running', 'awaiting_approval', 'fail
 
 const turnRecord = z.looseObject({
   messageIds: z.array(z.string()),
-  outcome: z.enum(['answered', 'failed', 'cancelled', 'interrupted', 'budget_exceeded', 'invalid_output']),
+  outcome: z.enum(['answered', 'failed', 'cancelled', 'interrupted', 'budget_exceeded', 'invalid_output', 'guardrail_tripped']),
+  guardrail: z
+    .strictObject({ on: z.enum(['input', 'output']), guardrail: z.string(), reason: z.string() })
+    .optional()
+    .describe('The guardrail that stopped the turn (guardrail_tripped).'),
   answerSeq: z.number().int().optional(),
   output: z.unknown().optional().describe("The typed output (input.output, or the agent's outputType), checked against its schema."),
   outputInAnswer: z.boolean().optional().describe('The typed output is too large for the record: parse the answer at answerSeq.'),

@@ -3,14 +3,17 @@ import path from 'node:path';
 import { ConfigError } from '../common/errors';
 import type { Tool } from '../tools/tool';
 import type { Agent } from '../tools/agents';
+import type { Guardrail } from '../tools/guardrails';
 
 /**
  * Loads the tools exported by `modulePath` (as `tools`, or as the default
  * export): an array of values made with `tool(...)`; and its agents, when it
  * exports `agents` (values made with `agent(...)`; the first is where
- * conversations started through the API begin, unless they name another).
+ * conversations started through the API begin, unless they name another);
+ * and the guardrails of every conversation, when it exports `guardrails`
+ * (values made with `guardrail(...)`).
  */
-export async function loadToolsModule(modulePath: string): Promise<{ tools: Tool[]; agents: Agent[] }> {
+export async function loadToolsModule(modulePath: string): Promise<{ tools: Tool[]; agents: Agent[]; guardrails: Guardrail[] }> {
   const resolved = path.resolve(modulePath);
   let loaded: Record<string, unknown>;
   try {
@@ -27,5 +30,9 @@ export async function loadToolsModule(modulePath: string): Promise<{ tools: Tool
   if (!Array.isArray(agents) || agents.some((a) => (a as Partial<Agent>)?.kind !== 'agent')) {
     throw new ConfigError(`AGENT_TOOLS_MODULE=${modulePath}: its "agents" export must be an array of agents made with agent({...}).`);
   }
-  return { tools: tools as Tool[], agents: agents as Agent[] };
+  const guardrails = loaded.guardrails ?? nested?.guardrails ?? [];
+  if (!Array.isArray(guardrails) || guardrails.some((g) => (g as Partial<Guardrail>)?.kind !== 'guardrail')) {
+    throw new ConfigError(`AGENT_TOOLS_MODULE=${modulePath}: its "guardrails" export must be an array of guardrails made with guardrail({...}).`);
+  }
+  return { tools: tools as Tool[], agents: agents as Agent[], guardrails: guardrails as Guardrail[] };
 }

@@ -2,7 +2,7 @@
  * Inputs and results of the activities, shared with the workflow as types.
  * Type-only module: safe to import from workflow code.
  */
-import type { ApprovalDecision, DecisionKind, ModelSettings, OutputSpec, TokenUsage } from './conversation';
+import type { ApprovalDecision, DecisionKind, GuardrailTrip, ModelSettings, OutputSpec, TokenUsage } from './conversation';
 import type { ChatMessage } from './messages';
 
 /** An assistant message as returned by the model. */
@@ -41,6 +41,12 @@ export interface ModelCallInput {
   agent?: string;
   /** The conversation's typed output (`ConversationInput.output`); the agent's own `outputType` wins over it. */
   output?: OutputSpec;
+  /**
+   * Set on a turn's first model call: the seq of the turn's first message.
+   * The worker's input guardrails check the user messages from there on
+   * before the model is asked.
+   */
+  turnFromSeq?: number;
 }
 
 /**
@@ -56,6 +62,8 @@ export interface ToolCallPlan {
   name: string;
   /** Set when the call cannot run: it is settled as `tool_failed` without running. */
   problem?: { reason: 'unknown_tool' | 'invalid_arguments' | 'too_many_calls'; message: string };
+  /** Set when a tool guardrail blocked the call: it is settled as `guardrail_blocked` without running, saying why. */
+  blocked?: { guardrail: string; reason: string };
   /** Set when the call is a handoff (`transfer_to_<agent>`): the agent it transfers the conversation to. No activity runs it. */
   handoff?: string;
   /**
@@ -90,6 +98,12 @@ export interface ModelCallResult {
   costUsd?: number;
   /** Set when a typed output was asked for and the answer is final (no tool calls). */
   output?: OutputCheck;
+  /**
+   * Set when a guardrail stopped the turn: `message` is then the note stored
+   * in the answer's place (an input guardrail: no model was asked; an output
+   * guardrail: the model's answer is withheld, kept in `model_responses`).
+   */
+  guardrail?: GuardrailTrip;
 }
 
 /** A message body already stored by an activity, appended by reference so its bytes cross history once. */
@@ -216,6 +230,8 @@ export const ActivityErrorType = {
    * its MCP server's connection closed mid-call): settled as `effect_unknown`.
    */
   ToolEffectUnknown: 'ToolEffectUnknown',
+  /** A guardrail threw: retried by the activity's policy; the message names the guardrail. */
+  GuardrailFailed: 'GuardrailFailed',
   /** A conversation's typed output schema (`ConversationInput.output`) cannot be compiled. */
   InvalidOutputSchema: 'InvalidOutputSchema',
   /** A conversation names an MCP server this worker does not have. */
@@ -271,7 +287,7 @@ export interface VerifyDecisionInput {
   conversationId: string;
   decision: ApprovalDecision;
   /** For an `edit`: the call's tool (and the turn's MCP tools), whose schema the new arguments must fit. */
-  edit?: { toolName: string; toolset?: string };
+  edit?: { toolName: string; toolset?: string; agent?: string };
 }
 
 /** Input of `discoverTools`: a conversation's MCP servers, for one turn. */

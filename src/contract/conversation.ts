@@ -331,6 +331,16 @@ export function describeBadOutputSpec(value: unknown): string[] {
   return problems;
 }
 
+/** What a guardrail's name may be. */
+export const GUARDRAIL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/** A guardrail that stopped a turn: where it ran, its name and its reason. */
+export interface GuardrailTrip {
+  on: 'input' | 'output';
+  guardrail: string;
+  reason: string;
+}
+
 /** Upper bounds on what a conversation may ask for; larger values are refused before anything starts. */
 export const CONVERSATION_LIMITS = {
   /** The largest `maxSteps`: model calls with tools in one turn. */
@@ -762,8 +772,13 @@ export interface TurnRecord {
    * `budget_exceeded`: a limit of {@link ConversationInput.budget} was reached before a model call.
    * `invalid_output`: a typed output was asked for and the model's answers did not match it
    * within its retries (`error` says how the last one failed; `answerSeq` is that answer).
+   * `guardrail_tripped`: an input guardrail stopped the turn before any model call, or an
+   * output guardrail withheld the answer (`guardrail` says which; `answerSeq` is the note
+   * stored in the answer's place, which the user and the model read).
    */
-  outcome: 'answered' | 'failed' | 'cancelled' | 'interrupted' | 'budget_exceeded' | 'invalid_output';
+  outcome: 'answered' | 'failed' | 'cancelled' | 'interrupted' | 'budget_exceeded' | 'invalid_output' | 'guardrail_tripped';
+  /** The guardrail that stopped the turn (`guardrail_tripped`). */
+  guardrail?: GuardrailTrip;
   /** Seq of the final assistant message, when the turn answered (or its last answer did not match a typed output). */
   answerSeq?: number;
   /**

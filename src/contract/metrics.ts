@@ -27,7 +27,7 @@ export const AGENT_METRICS = {
     name: 'agent_turns_total',
     kind: 'counter',
     unit: 'turns',
-    description: 'Turns that ended, by outcome (answered, failed, cancelled, interrupted, budget_exceeded, invalid_output).',
+    description: 'Turns that ended, by outcome (answered, failed, cancelled, interrupted, budget_exceeded, invalid_output, guardrail_tripped).',
     labels: ['outcome'],
   },
   toolCalls: {

@@ -14,6 +14,7 @@ import {
   rejectedContent,
   respondedContent,
   toolFailedContent,
+  guardrailBlockedContent,
   type OutcomeKind,
   type ToolFailureReason,
 } from './outcomes';
@@ -88,6 +89,8 @@ export interface BatchCall {
   outcome?: CallOutcome;
   /** Why it cannot run (unknown tool, invalid arguments): settled at once as `tool_failed`. */
   problem?: { reason: ToolFailureReason; message: string };
+  /** The tool guardrail that blocked it: settled at once as `guardrail_blocked`. */
+  blocked?: { guardrail: string; reason: string };
 }
 
 /** What the model asked for, as the batch receives it. */
@@ -107,6 +110,7 @@ export interface RequestedCall {
   /** Default {@link TOOL_DEFAULTS}. */
   maxAttempts?: number;
   problem?: { reason: ToolFailureReason; message: string };
+  blocked?: { guardrail: string; reason: string };
 }
 
 /** Why a decision was refused, in words for its sender. */
@@ -129,7 +133,7 @@ export class ToolCallBatch {
       key: r.key,
       name: r.name,
       arguments: r.arguments,
-      needsApproval: r.needsApproval && !r.problem,
+      needsApproval: r.needsApproval && !r.problem && !r.blocked,
       timeoutMs: r.timeoutMs ?? TOOL_DEFAULTS.timeoutMs,
       maxAttempts: r.maxAttempts ?? TOOL_DEFAULTS.maxAttempts,
       ...(r.idempotent !== undefined ? { idempotent: r.idempotent } : {}),
@@ -138,9 +142,11 @@ export class ToolCallBatch {
       ...(r.decisions !== undefined ? { decisions: [...r.decisions] } : {}),
       phase: 'ready' as CallPhase,
       problem: r.problem,
+      ...(r.blocked && !r.problem ? { blocked: { ...r.blocked } } : {}),
     }));
     for (const call of this.calls) {
       if (call.problem) this.settle(call.id, { kind: 'tool_failed', content: toolFailedContent(call.problem.message, call.problem.reason) });
+      else if (call.blocked) this.settle(call.id, { kind: 'guardrail_blocked', content: guardrailBlockedContent(call.blocked.guardrail, call.blocked.reason) });
       else if (call.needsApproval) call.phase = 'awaiting_approval';
     }
   }
@@ -326,6 +332,7 @@ export function requestedCalls(
       timeoutMs: plan?.timeoutMs,
       maxAttempts: plan?.maxAttempts,
       problem: notRun ?? (plan ? plan.problem : noPlan),
+      ...(plan?.blocked ? { blocked: plan.blocked } : {}),
     };
   });
 }

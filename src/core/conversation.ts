@@ -689,6 +689,7 @@ export class ConversationCore {
       ...(append ? { append } : {}),
       ...(this.agent !== undefined ? { agent: this.agent } : {}),
       ...(this.input.output ? { output: this.input.output } : {}),
+      ...(this.turnSteps === 0 ? { turnFromSeq: this.turnFirstSeq } : {}),
     };
   }
 
@@ -745,6 +746,11 @@ export class ConversationCore {
    * turn answered, with its typed output when one was asked for.
    */
   private finalAnswer(result: ModelCallResult, seq: number): AfterAnswer {
+    if (result.guardrail) {
+      const { on, guardrail, reason } = result.guardrail;
+      const error = `The ${on} guardrail "${guardrail}" stopped the turn: ${reason}`;
+      return { finished: this.record('guardrail_tripped', { answerSeq: seq, error, guardrail: { ...result.guardrail } }) };
+    }
     const check = result.output;
     if (check && !check.ok) {
       const attempts = `${this.turnOutputRetries + 1} of ${check.retries + 1}`;
@@ -943,7 +949,9 @@ export class ConversationCore {
    */
   verificationInput(decision: ApprovalDecision, ids: readonly string[]): VerifyDecisionInput {
     const call = decision.decision === 'edit' ? this.batch?.get(ids[0]) : undefined;
-    const edit = call ? { toolName: call.name, ...(this.turnToolset ? { toolset: this.turnToolset } : {}) } : undefined;
+    const edit = call
+      ? { toolName: call.name, ...(this.turnToolset ? { toolset: this.turnToolset } : {}), ...(this.agent !== undefined ? { agent: this.agent } : {}) }
+      : undefined;
     return { conversationId: this.conversationId, decision, ...(edit ? { edit } : {}) };
   }
 
@@ -1177,7 +1185,7 @@ export class ConversationCore {
     return (this.batch?.awaitingApproval().length ?? 0) + this.waitingBelow().length;
   }
 
-  private record(outcome: TurnRecord['outcome'], extra: Pick<TurnRecord, 'error' | 'answerSeq' | 'output' | 'outputInAnswer'>): TurnRecord {
+  private record(outcome: TurnRecord['outcome'], extra: Pick<TurnRecord, 'error' | 'answerSeq' | 'output' | 'outputInAnswer' | 'guardrail'>): TurnRecord {
     const requestedBy = this.turnRequesters.length > 0 ? { requestedBy: [...this.turnRequesters] } : {};
     const usage = this.turnUsage ? { ...this.turnUsage, ...(this.turnCost.unpriced === 0 ? { costUsd: this.turnCost.usd } : {}) } : undefined;
     return { messageIds: this.turnMessageIds, outcome, steps: this.turnSteps, ...requestedBy, ...extra, ...(usage ? { usage } : {}) };

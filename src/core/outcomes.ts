@@ -4,7 +4,8 @@
  */
 
 /** How a tool call ended. */
-export type OutcomeKind = 'ok' | 'tool_failed' | 'rejected' | 'approval_timeout' | 'cancelled' | 'interrupted' | 'effect_unknown' | 'repaired' | 'responded';
+export type OutcomeKind =
+  'ok' | 'tool_failed' | 'rejected' | 'approval_timeout' | 'cancelled' | 'interrupted' | 'effect_unknown' | 'repaired' | 'responded' | 'guardrail_blocked';
 
 /** Why a tool failed, for the model and for people reading the transcript. */
 export type ToolFailureReason = 'error' | 'unknown_tool' | 'invalid_arguments' | 'not_run_max_steps' | 'too_many_calls' | 'handoff_refused' | 'agent_too_deep';
@@ -31,6 +32,11 @@ export function rejectedContent(reason: string | undefined): string {
 /** Content for a call a person answered in the tool's place (`respond`): their text, marked as a person's answer; the tool did not run. */
 export function respondedContent(response: string, by: string | undefined): string {
   return JSON.stringify({ kind: 'responded', note: 'A person answered this call in place of the tool; the tool did not run.', by: by ?? null, response });
+}
+
+/** Content for a call a tool guardrail blocked: it did not run; the reason is the guardrail's. */
+export function guardrailBlockedContent(guardrail: string, reason: string): string {
+  return JSON.stringify({ error: `The guardrail "${guardrail}" blocked this tool call; it was not run.`, kind: 'guardrail_blocked', guardrail, reason });
 }
 
 /** Content for a call whose approval did not come in time. */

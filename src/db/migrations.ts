@@ -222,6 +222,16 @@ const MIGRATIONS: Migration[] = [
       ALTER TABLE ${t.pendingApprovals} ADD COLUMN decisions text[];
     `,
   },
+  {
+    version: 13,
+    name: 'guardrails on model responses',
+    sql: (t) => `
+      -- The guardrail that stopped a turn at this model call ({on, guardrail, reason}); an output
+      -- guardrail's trip also keeps the answer it withheld (withheld), since message holds the note
+      -- shown in its place. Null for every other response.
+      ALTER TABLE ${t.modelResponses} ADD COLUMN guardrail jsonb;
+    `,
+  },
 ];
 
 /** Options of {@link migrate}. */

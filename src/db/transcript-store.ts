@@ -6,7 +6,7 @@
 import type { Pool, PoolClient } from 'pg';
 import type { AgentTables } from './schema';
 import type { ChatMessage } from '../contract/messages';
-import type { TokenUsage } from '../contract';
+import type { GuardrailTrip, TokenUsage } from '../contract';
 import type { AppendEntry, AppendMessagesInput, AssistantMessage, DecisionRecord } from '../contract/activities';
 import { parseJsonOrText, toStorableText, toStorableValue } from '../contract/text';
 import { describeRefusal, isRefusedValue, ValuesRefusedError } from './errors';
@@ -200,11 +200,15 @@ export interface StoredModelResponse {
   message: AssistantMessage;
   finishReason: string | null;
   usage?: TokenUsage;
+  /** The guardrail that stopped the turn at this response (`message` is then its note). */
+  guardrail?: GuardrailTrip;
 }
 
 /** A model response stored by the model activity, if one is stored under `key`. */
 export async function findModelResponse(pool: Pool, tables: AgentTables, key: string): Promise<StoredModelResponse | undefined> {
-  const { rows } = await pool.query<ModelResponseRow>(`SELECT message, finish_reason, usage FROM ${tables.modelResponses} WHERE response_key = $1`, [key]);
+  const { rows } = await pool.query<ModelResponseRow>(`SELECT message, finish_reason, usage, guardrail FROM ${tables.modelResponses} WHERE response_key = $1`, [
+    key,
+  ]);
   return rows[0] ? fromModelResponseRow(rows[0]) : undefined;
 }
 
@@ -213,10 +217,12 @@ interface ModelResponseRow {
   message: AssistantMessage;
   finish_reason: string | null;
   usage: TokenUsage | null;
+  guardrail: (GuardrailTrip & { withheld?: string }) | null;
 }
 
 function fromModelResponseRow(row: ModelResponseRow): StoredModelResponse {
-  return { message: row.message, finishReason: row.finish_reason, ...(row.usage ? { usage: row.usage } : {}) };
+  const trip = row.guardrail ? { guardrail: { on: row.guardrail.on, guardrail: row.guardrail.guardrail, reason: row.guardrail.reason } } : {};
+  return { message: row.message, finishReason: row.finish_reason, ...(row.usage ? { usage: row.usage } : {}), ...trip };
 }
 
 /**
@@ -234,11 +240,11 @@ export async function storeModelResponse(
   const row = toStorableValue(response).value;
   const { rows } = await pool.query<ModelResponseRow>(
     `WITH inserted AS (
-       INSERT INTO ${tables.modelResponses} (response_key, conversation_id, message, finish_reason, usage, prompt_estimate, context_budget)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)
-       ON CONFLICT (response_key) DO NOTHING RETURNING message, finish_reason, usage)
-     SELECT message, finish_reason, usage FROM inserted
-     UNION ALL SELECT message, finish_reason, usage FROM ${tables.modelResponses} WHERE response_key = $1 LIMIT 1`,
+       INSERT INTO ${tables.modelResponses} (response_key, conversation_id, message, finish_reason, usage, prompt_estimate, context_budget, guardrail)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       ON CONFLICT (response_key) DO NOTHING RETURNING message, finish_reason, usage, guardrail)
+     SELECT message, finish_reason, usage, guardrail FROM inserted
+     UNION ALL SELECT message, finish_reason, usage, guardrail FROM ${tables.modelResponses} WHERE response_key = $1 LIMIT 1`,
     [
       row.key,
       row.conversationId,
@@ -247,9 +253,37 @@ export async function storeModelResponse(
       row.usage ? JSON.stringify(row.usage) : null,
       row.promptEstimate ?? null,
       row.contextBudget === undefined ? null : JSON.stringify(row.contextBudget),
+      row.guardrail ? JSON.stringify(row.guardrail) : null,
     ],
   );
   return fromModelResponseRow(rows[0]);
+}
+
+/**
+ * An output guardrail withheld the answer stored under `key`: the stored
+ * message becomes `note` (what the transcript, clients and the model read
+ * from now on), and the answer is kept beside the trip (`guardrail.withheld`)
+ * for operators. Idempotent: a response already withheld is returned as stored.
+ */
+export async function withholdModelResponse(
+  pool: Pool,
+  tables: AgentTables,
+  key: string,
+  note: AssistantMessage,
+  trip: GuardrailTrip,
+): Promise<StoredModelResponse> {
+  const { rows } = await pool.query<ModelResponseRow>(
+    `UPDATE ${tables.modelResponses}
+        SET guardrail = jsonb_build_object('on', $2::text, 'guardrail', $3::text, 'reason', $4::text, 'withheld', message ->> 'content'),
+            message = $5
+      WHERE response_key = $1 AND guardrail IS NULL
+      RETURNING message, finish_reason, usage, guardrail`,
+    [key, trip.on, trip.guardrail, toStorableText(trip.reason), JSON.stringify(toStorableValue(note).value)],
+  );
+  if (rows[0]) return fromModelResponseRow(rows[0]);
+  const stored = await findModelResponse(pool, tables, key);
+  if (!stored) throw new Error(`No model response is stored under ${key}: nothing to withhold.`);
+  return stored;
 }
 
 /**

@@ -12,6 +12,7 @@ import type { FunctionToolSpec, ToolRegistry } from './registry';
 import { MAX_TOOLS } from './registry';
 import type { Tool } from './tool';
 import { resolveOutput, type OutputType, type ResolvedOutput } from '../common/typed-output';
+import { checkGuardrails, type Guardrail } from './guardrails';
 
 /** An agent as its author declares it. */
 export interface AgentDefinition {
@@ -45,6 +46,12 @@ export interface AgentDefinition {
   outputType?: OutputType;
   /** Re-asks per turn after an answer that does not match `outputType`. Default 2, at most 10. */
   outputRetries?: number;
+  /**
+   * Its guardrails (`guardrail({...})`, on `input`, `output` or `tool`),
+   * after the worker's: checks that stop a turn, withhold an answer, or block
+   * a call of its tools (docs/guardrails.md).
+   */
+  guardrails?: readonly Guardrail[];
 }
 
 /** A declared agent, ready for the worker's `agents`. */
@@ -137,6 +144,7 @@ export class AgentRegistry {
       }
       if (this.byName.has(a.name)) throw new TypeError(`Two agents are named "${a.name}"; agent names must be unique.`);
       this.byName.set(a.name, a);
+      checkGuardrails(a.guardrails, `Agent "${a.name}"`, ['input', 'output', 'tool']);
       if (a.outputType !== undefined) {
         this.outputs.set(a.name, resolveOutput(a.outputType, { name: `${a.name}_output`, retries: a.outputRetries, what: `Agent "${a.name}"` }));
       }

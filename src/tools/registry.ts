@@ -1,6 +1,7 @@
 /** The worker's set of tools, with their JSON schemas for the model. */
 import { z } from 'zod';
 import type { Tool } from './tool';
+import { checkGuardrails } from './guardrails';
 
 const NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 /** The most tools providers accept in one request. */
@@ -30,6 +31,7 @@ export class ToolRegistry {
         throw new Error(`Tool name "${t.name}" is not allowed: use 1-64 letters, digits, "_" or "-" (e.g. "issue_refund").`);
       }
       if (this.tools.has(t.name)) throw new Error(`Two tools are named "${t.name}"; tool names must be unique.`);
+      checkGuardrails(t.guardrails, `Tool "${t.name}"`, ['tool']);
       this.tools.set(t.name, t);
       const { $schema: _ignored, ...parameters } = t.jsonSchema ?? (z.toJSONSchema(t.parameters) as Record<string, unknown>);
       this.specs.set(t.name, { type: 'function', function: { name: t.name, description: t.description, parameters } });

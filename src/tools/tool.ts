@@ -4,6 +4,7 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import { z } from 'zod';
+import type { Guardrail } from './guardrails';
 import type { DecisionKind } from '../contract/conversation';
 
 export { ToolEffectUnknownError, ToolError } from '../common/errors';
@@ -71,6 +72,12 @@ export interface ToolDefinition<Schema extends z.ZodType = z.ZodType, Result = u
   idempotent?: boolean;
   /** Attempts for idempotent tools. Default 3. */
   maxAttempts?: number;
+  /**
+   * Tool guardrails (`guardrail({ on: 'tool', ... })`) that check each call's
+   * arguments before it runs: they may block it or make it wait for a person
+   * (see docs/guardrails.md). After the worker's and the agent's.
+   */
+  guardrails?: readonly Guardrail[];
 }
 
 /** A declared tool, ready for a {@link ToolRegistry}. */

@@ -27,6 +27,7 @@ import { createPool } from '../db/pool';
 import { waitForDatabase } from '../db/wait';
 import { ToolRegistry } from '../tools/registry';
 import { AgentRegistry, toolsOfAgents } from '../tools/agents';
+import { checkGuardrails } from '../tools/guardrails';
 import { AgentError } from '../common/errors';
 import { logger } from '../common/logger';
 import { ensureSearchAttributes, SEARCH_ATTRIBUTE_GROUP_PURPOSE } from './search-attributes';
@@ -96,6 +97,7 @@ export class DurableAgentPlugin extends SimplePluginAwaited {
         `DurableAgentPlugin: defaultAgent "${options.defaultAgent}" is not one of its agents (${agents.map((a) => a.name).join(', ') || 'none'}).`,
       );
     }
+    checkGuardrails(options.guardrails, 'DurableAgentPlugin guardrails', ['input', 'output', 'tool']);
     const tools = new ToolRegistry([...new Set([...options.tools, ...toolsOfAgents(agents)])]);
     const agentRegistry = agents.length > 0 ? new AgentRegistry(agents, tools) : undefined;
     const client = options.model.client ?? createOpenAIClient({ apiKey: requireApiKey(options.model), baseUrl: options.model.baseUrl });

@@ -45,6 +45,7 @@ describe('replaying recorded histories', () => {
       'sub-agent-approval-child',
       'edit-and-respond',
       'typed-output',
+      'guardrails',
       // Histories the tests save (RECORD_FIXTURES_DIR): a decision verified after its deadline
       // (decision-deadline-crash), deferred writes, an effect_unknown, signed decisions (http-api),
       // local activities, an oversized message refused, reused and empty provider ids, a note

@@ -1,4 +1,4 @@
-import type { AppendEntry, ApprovalRequest, ModelCallInput, ModelCallResult, OutputCheck, ToolCallPlan } from '../../src/contract/activities';
+import type { AppendEntry, ApprovalRequest, ModelCallInput, ModelCallResult, ToolCallPlan } from '../../src/contract/activities';
 import type { BatchCall } from '../../src/core/batch';
 import type { ApprovalDecision, ConversationInput, ConversationSummary, DecisionKind, TokenUsage, TurnRecord } from '../../src/contract';
 import { ConversationCore, type CoreEnvironment, type SearchAttributeValues, type ToolFailure } from '../../src/core/conversation';
@@ -141,7 +141,8 @@ export class CoreDriver {
     message: Extract<ChatMessage, { role: 'assistant' }>,
     plans: ToolCallPlan[],
     spent?: { usage: TokenUsage; costUsd?: number },
-    output?: OutputCheck,
+    /** What the activity found about a final answer: its typed output's check, or the guardrail that stopped the turn. */
+    found?: Pick<ModelCallResult, 'output' | 'guardrail'>,
   ): void {
     if (this.stage !== 'model' || !this.request) throw new Error('no model call is pending');
     this.write(this.request.append ?? []);
@@ -157,7 +158,7 @@ export class CoreDriver {
       calls: plans,
       finishReason: 'stop',
       ...(spent ? { usage: spent.usage, ...(spent.costUsd === undefined ? {} : { costUsd: spent.costUsd }) } : {}),
-      ...(output ? { output } : {}),
+      ...found,
     };
     const next = this.core.modelAnswered(result);
     this.publish();
@@ -419,6 +420,7 @@ export function assistantWithCalls(
     subAgent?: string;
     arguments?: string;
     decisions?: DecisionKind[];
+    blocked?: ToolCallPlan['blocked'];
   }[],
 ): {
   message: Extract<ChatMessage, { role: 'assistant' }>;
@@ -441,6 +443,7 @@ export function assistantWithCalls(
       ...(c.handoff ? { handoff: c.handoff } : {}),
       ...(c.subAgent ? { subAgent: c.subAgent } : {}),
       ...(c.decisions ? { decisions: c.decisions } : {}),
+      ...(c.blocked ? { blocked: c.blocked } : {}),
     })),
   };
 }

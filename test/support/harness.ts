@@ -25,6 +25,7 @@ import { backofficeTools } from '../../src/demo/tools';
 import { setupBackofficeDemo } from '../../src/demo/data';
 import type { Tool } from '../../src/tools/tool';
 import type { Agent } from '../../src/tools/agents';
+import type { Guardrail } from '../../src/tools/guardrails';
 import type { SearchAttributeOptions } from '../../src/contract';
 
 try {
@@ -39,6 +40,8 @@ export interface HarnessOptions {
   tools?: Tool[];
   /** Agents on the worker, and the one of conversations that name none. */
   agents?: Agent[];
+  /** The worker's guardrails (the plugin's `guardrails`). */
+  guardrails?: Guardrail[];
   defaultAgent?: string;
   inlineResultLimit?: number;
   /** Start an in-process worker. Default true. */
@@ -151,6 +154,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       },
       tools: options.tools ?? backofficeTools(),
       agents: options.agents,
+      guardrails: options.guardrails,
       defaultAgent: options.defaultAgent,
       workflowBundle: { codePath: inject('workflowBundlePath') },
       inlineResultLimit: options.inlineResultLimit,

@@ -753,21 +753,21 @@ describe('ConversationCore: typed output', () => {
     const d = new CoreDriver({ output: spec });
     d.userMessage({ text: 'count', messageId: 'm-1' });
     expect(d.request?.output).toEqual(spec);
-    d.modelAnswers(answer('{"n":3}'), [], undefined, { ok: true, value: { n: 3 } });
+    d.modelAnswers(answer('{"n":3}'), [], undefined, { output: { ok: true, value: { n: 3 } } });
     expect(d.turns).toEqual([{ messageIds: ['m-1'], outcome: 'answered', steps: 1, answerSeq: 1, output: { n: 3 } }]);
   });
 
   it('says a mismatch to the model in a user message and asks again; the turn answers with the second answer', () => {
     const d = new CoreDriver({ output: spec });
     d.userMessage({ text: 'count' });
-    d.modelAnswers(answer('three'), [], undefined, mismatch('The answer is not JSON (Unexpected token).'));
+    d.modelAnswers(answer('three'), [], undefined, { output: mismatch('The answer is not JSON (Unexpected token).') });
     expect(d.stage).toBe('model');
     expect(d.turns).toEqual([]);
     const note = d.request?.append?.find((e) => 'message' in e && e.message.role === 'user');
     expect(note && 'message' in note ? note.message.content : '').toMatch(
       /^\[output check\] Your answer \(1 of 2\) does not match the required output schema "count":\nThe answer is not JSON/,
     );
-    d.modelAnswers(answer('{"n":3}'), [], undefined, { ok: true, inAnswer: true });
+    d.modelAnswers(answer('{"n":3}'), [], undefined, { output: { ok: true, inAnswer: true } });
     expect(d.turns[0]).toMatchObject({ outcome: 'answered', steps: 2, answerSeq: 3, outputInAnswer: true });
     expect(d.transcript().map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
   });
@@ -775,8 +775,8 @@ describe('ConversationCore: typed output', () => {
   it('ends the turn as invalid_output once the retries are spent, naming the schema and the last problem; the next turn asks again from zero', () => {
     const d = new CoreDriver({ output: spec });
     d.userMessage({ text: 'count' });
-    d.modelAnswers(answer('three'), [], undefined, mismatch('not JSON'));
-    d.modelAnswers(answer('{"n":"3"}'), [], undefined, mismatch('output/n must be integer'));
+    d.modelAnswers(answer('three'), [], undefined, { output: mismatch('not JSON') });
+    d.modelAnswers(answer('{"n":"3"}'), [], undefined, { output: mismatch('output/n must be integer') });
     expect(d.turns[0]).toMatchObject({
       outcome: 'invalid_output',
       steps: 2,
@@ -785,7 +785,7 @@ describe('ConversationCore: typed output', () => {
     });
     expect(d.core.state()).toMatchObject({ status: 'idle', lastError: d.turns[0].error });
     d.userMessage({ text: 'again' });
-    d.modelAnswers(answer('x'), [], undefined, mismatch('not JSON'));
+    d.modelAnswers(answer('x'), [], undefined, { output: mismatch('not JSON') });
     expect(d.stage).toBe('model'); // a retry of its own
   });
 });

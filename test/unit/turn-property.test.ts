@@ -25,8 +25,10 @@ type Event =
   | { type: 'cancel' }
   | {
       type: 'model';
-      calls: { approval: boolean; broken: boolean; idempotent: boolean; handoff: string | undefined }[];
+      calls: { approval: boolean; broken: boolean; idempotent: boolean; handoff: string | undefined; blocked: boolean }[];
       spent?: { promptTokens: number; completionTokens: number; priced: boolean };
+      /** For an answer without calls: what the activity found (a typed output that did not match, a guardrail that stopped the turn). */
+      final: 'plain' | 'mismatch' | 'inputTrip' | 'outputTrip';
     }
   | { type: 'modelFails' }
   | {
@@ -67,9 +69,11 @@ const eventArbitrary: fc.Arbitrary<Event> = fc.oneof(
           broken: fc.constantFrom(false, false, false, true),
           idempotent: fc.boolean(),
           handoff: fc.constantFrom(undefined, undefined, undefined, undefined, undefined, undefined, 'a', 'b'),
+          blocked: fc.constantFrom(false, false, false, false, false, true),
         }),
         { maxLength: 4 },
       ),
+      final: fc.constantFrom('plain' as const, 'plain' as const, 'plain' as const, 'mismatch' as const, 'inputTrip' as const, 'outputTrip' as const),
       spent: fc.option(fc.record({ promptTokens: fc.nat(5000), completionTokens: fc.nat(2000), priced: fc.constantFrom(true, true, false) }), {
         nil: undefined,
       }),
@@ -122,6 +126,8 @@ interface Run {
   deadlineHeld: boolean;
   /** Verdicts that came after their calls' deadline passed. */
   verdictsAfterDeadline: number;
+  /** Answers that did not match the typed output and were asked for again. */
+  askedAgain: number;
 }
 
 /** A decision as sent, and the calls waiting then. */
@@ -180,11 +186,13 @@ function apply(run: Run, event: Event): void {
         idempotent: c.idempotent,
         problem: c.broken ? { reason: 'invalid_arguments' as const, message: 'arguments are not JSON' } : undefined,
         ...(c.handoff ? { name: `transfer_to_${c.handoff}`, handoff: c.handoff } : {}),
+        ...(c.blocked && !c.handoff ? { blocked: { guardrail: 'limits', reason: 'over the limit' } } : {}),
       }));
       spec.forEach((c, i) =>
         run.calls.set(callInstanceKey(d.conversationId, seq, i), {
           id: c.id,
-          ...(c.problem ? { expectedKind: 'tool_failed' } : {}),
+          // Calls asked for past maxSteps (tools off) are not run, blocked or not.
+          ...(c.problem || d.request!.toolChoice === 'none' ? { expectedKind: 'tool_failed' } : c.blocked ? { expectedKind: 'guardrail_blocked' } : {}),
           ...(c.handoff ? { handoff: true } : {}),
         }),
       );
@@ -193,7 +201,15 @@ function apply(run: Run, event: Event): void {
         usage: { promptTokens: event.spent.promptTokens, completionTokens: event.spent.completionTokens },
         costUsd: event.spent.priced ? roundUsd((event.spent.promptTokens * 2 + event.spent.completionTokens * 8) / 1e6) : undefined,
       };
-      return d.modelAnswers(message, plans, spent);
+      const found =
+        spec.length > 0 || event.final === 'plain'
+          ? undefined
+          : event.final === 'mismatch'
+            ? { output: { ok: false as const, problem: 'The answer is not JSON.', retries: response % 2, schemaName: 'out' } }
+            : { guardrail: { on: event.final === 'inputTrip' ? ('input' as const) : ('output' as const), guardrail: 'screen', reason: 'not allowed' } };
+      d.modelAnswers(message, plans, spent, found);
+      if (found?.output && d.stage === 'model') run.askedAgain++; // the mismatch was said to the model, which is asked again
+      return;
     }
     case 'modelFails':
       if (d.stage === 'model') d.modelFails('the provider answered 500 five times');
@@ -407,7 +423,8 @@ function checkAtEnd(run: Run): void {
     if (kind === 'ok') expect(answers[0]).toBe(known.expected); // and only the call's own report is its result
   }
   // Every accepted user message is stored once, in order, and answered by exactly one turn.
-  const userSeqs = d.stored.flatMap((m, seq) => (m.role === 'user' ? [seq] : []));
+  // (The core's own notes asking again for a typed output are user messages too; no sender sent them.)
+  const userSeqs = d.stored.flatMap((m, seq) => (m.role === 'user' && !m.content.startsWith('[output check]') ? [seq] : []));
   const users = userSeqs.map((seq) => d.stored[seq].content);
   const queued = d.core.state().queuedMessages;
   expect(users).toEqual(run.messages.slice(0, run.messages.length - queued).map((m, i) => (refused.has(userSeqs[i]) ? NOTE : m.text)));
@@ -433,6 +450,8 @@ describe('the conversation core under random events (property)', () => {
       flushesHeld: 0,
       verdictsAfterDeadline: 0,
       editedRuns: 0,
+      outputRetries: 0,
+      turnOutcomes: {} as Record<string, number>,
       outcomes: {} as Record<string, number>,
     };
     fc.assert(
@@ -454,6 +473,7 @@ describe('the conversation core under random events (property)', () => {
             verifying: [],
             deadlineHeld: false,
             verdictsAfterDeadline: 0,
+            askedAgain: 0,
           };
           driver.userMessage({ text: 'first', messageId: 'm-0' });
           run.messages.push({ id: 'm-0', text: 'first' });
@@ -475,6 +495,8 @@ describe('the conversation core under random events (property)', () => {
           totals.flushesHeld += driver.flushesHeld;
           totals.verdictsAfterDeadline += run.verdictsAfterDeadline;
           totals.editedRuns += [...driver.calls, ...driver.closedCalls].filter((c) => c.decision?.kind === 'edit' && driver.starts.has(c.key)).length;
+          totals.outputRetries += run.askedAgain;
+          for (const t of driver.turns) totals.turnOutcomes[t.outcome] = (totals.turnOutcomes[t.outcome] ?? 0) + 1;
           for (const m of driver.stored) {
             if (m.role !== 'tool') continue;
             const parsed = JSON.parse(m.content) as { kind?: string; assistant?: string; reason?: string };
@@ -501,8 +523,11 @@ describe('the conversation core under random events (property)', () => {
       'not_stored',
       'handoff',
       'handoff_refused',
+      'guardrail_blocked',
     ]) {
       expect(totals.outcomes[kind], kind).toBeGreaterThan(0); // every way a call ends was exercised
     }
+    for (const outcome of ['answered', 'invalid_output', 'guardrail_tripped']) expect(totals.turnOutcomes[outcome], outcome).toBeGreaterThan(0);
+    expect(totals.outputRetries).toBeGreaterThan(0);
   });
 });

@@ -1,0 +1,105 @@
+/**
+ * Running guardrails inside the model call's activity: the turn's input
+ * before the model is asked, each planned tool call, and a final answer
+ * before anyone sees it. A guardrail that throws fails the activity
+ * (retried by its policy, saying which guardrail failed); a model answer
+ * already stored is reused, not paid for again.
+ */
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { ActivityErrorType, type AssistantMessage } from '../contract/activities';
+import type { GuardrailTrip } from '../contract/conversation';
+import { guardrailsOn, type Guardrail, type GuardrailContext } from '../tools/guardrails';
+import type { Agent } from '../tools/agents';
+import type { Tool } from '../tools/tool';
+import { requestCompletion } from './completion';
+import type { ModelActivityDeps } from './deps';
+
+/** The guardrails that apply to a model call: the worker's, then its agent's. */
+export interface ApplicableGuardrails {
+  input: Extract<Guardrail, { on: 'input' }>[];
+  output: Extract<Guardrail, { on: 'output' }>[];
+  /** Tool guardrails of the worker and the agent; a tool's own come after them. */
+  tool: Extract<Guardrail, { on: 'tool' }>[];
+}
+
+/** The guardrails of the worker and of `speaker`. */
+export function applicableGuardrails(worker: readonly Guardrail[] | undefined, speaker: Agent | undefined): ApplicableGuardrails {
+  return {
+    input: guardrailsOn('input', worker, speaker?.guardrails),
+    output: guardrailsOn('output', worker, speaker?.guardrails),
+    tool: guardrailsOn('tool', worker, speaker?.guardrails),
+  };
+}
+
+/** What a check gets besides its subject: the conversation, and the worker's model for a guardrail that asks one. */
+export function guardrailContext(deps: Pick<ModelActivityDeps, 'model'>, conversationId: string, agent: string | undefined): GuardrailContext {
+  return {
+    conversationId,
+    ...(agent !== undefined ? { agent } : {}),
+    signal: Context.current().cancellationSignal,
+    async complete(prompt, options = {}) {
+      const messages = [...(options.system ? [{ role: 'system' as const, content: options.system }] : []), { role: 'user' as const, content: prompt }];
+      const done = await requestCompletion(deps.model.client, { model: deps.model.name, messages }, { stream: false, idleTimeoutMs: 60_000 });
+      return done.message.content ?? '';
+    },
+  };
+}
+
+/** Runs input or output guardrails side by side; the first (in declared order) whose tripwire is set stops the turn. */
+export async function firstTrip<Subject>(
+  on: 'input' | 'output',
+  guardrails: readonly { name: string; check(subject: Subject, context: GuardrailContext): unknown }[],
+  subject: Subject,
+  context: GuardrailContext,
+): Promise<GuardrailTrip | undefined> {
+  const verdicts = await Promise.all(
+    guardrails.map(async (g) => ({
+      g,
+      verdict: (await guarded(g.name, () => g.check(subject, context))) as { tripwire?: unknown; reason?: unknown } | undefined,
+    })),
+  );
+  const tripped = verdicts.find(({ verdict }) => verdict?.tripwire === true);
+  if (!tripped) return undefined;
+  const reason = typeof tripped.verdict?.reason === 'string' && tripped.verdict.reason.trim() !== '' ? tripped.verdict.reason : 'no reason given';
+  return { on, guardrail: tripped.g.name, reason };
+}
+
+/** What the tool guardrails say about one call: the first block wins, else the first that asks for a person. */
+export async function toolVerdict(
+  guardrails: readonly Extract<Guardrail, { on: 'tool' }>[],
+  call: { toolName: string; arguments: unknown },
+  context: GuardrailContext,
+): Promise<{ action: 'allow' } | { action: 'block' | 'require_approval'; guardrail: string; reason: string }> {
+  const verdicts = await Promise.all(guardrails.map(async (g) => ({ g, verdict: await guarded(g.name, () => g.check(call, context)) })));
+  for (const action of ['block', 'require_approval'] as const) {
+    const hit = verdicts.find(({ verdict }) => verdict?.action === action);
+    if (hit) return { action, guardrail: hit.g.name, reason: hit.verdict.reason?.trim() || 'no reason given' };
+  }
+  return { action: 'allow' };
+}
+
+/** The tool guardrails of one call: the worker's and the agent's, then the tool's own. */
+export function toolGuardrailsOf(applicable: ApplicableGuardrails, tool: Tool): Extract<Guardrail, { on: 'tool' }>[] {
+  return [...applicable.tool, ...guardrailsOn('tool', tool.guardrails)];
+}
+
+/** The assistant message stored in place of an answer when a guardrail stopped the turn: what the user and the model read. */
+export function guardrailNote(trip: GuardrailTrip, agent: string | undefined): AssistantMessage {
+  const what = trip.on === 'input' ? 'This request was not answered' : 'The answer was withheld';
+  return { role: 'assistant', content: `[guardrail ${trip.guardrail}] ${what}: ${trip.reason}`, ...(agent !== undefined ? { name: agent } : {}) };
+}
+
+/** Runs one check, turning a throw into a failure that names the guardrail. */
+async function guarded<T>(name: string, check: () => T | Promise<T>): Promise<T> {
+  try {
+    return await check();
+  } catch (err) {
+    if (err instanceof ApplicationFailure) throw err; // the model call of a guardrail failed: its own failure says how
+    throw ApplicationFailure.create({
+      message: `The guardrail "${name}" failed: ${err instanceof Error ? err.message : String(err)}`,
+      type: ActivityErrorType.GuardrailFailed,
+      cause: err instanceof Error ? err : undefined,
+    });
+  }
+}
