@@ -14,6 +14,7 @@ import { SENT_BY_MAX_CHARS } from '../contract';
 import { describeUnstorableText } from '../contract/text';
 import { ConfigError } from '../common/errors';
 import { decideCalls, type DecisionPolicy } from './decisions';
+import { chatRoutes } from './chat';
 import { codecRoutes, type CodecOptions } from './codec';
 import { inboxRoutes } from './inbox';
 import { registerOpenApi } from './openapi';
@@ -361,6 +362,11 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
     },
   );
   refuseOtherMethods(app, '/v1/conversations/:id/cancel', ['POST']);
+
+  // The AI SDK's chat transport (useChat): the turn as a UI message stream.
+  chatRoutes(app, { client, policy, allow });
+  refuseOtherMethods(app, '/v1/chat', ['POST']);
+  refuseOtherMethods(app, '/v1/chat/:id/stream', ['GET']);
 
   const sessions = options.inbox !== false ? new BrowserSessions() : undefined;
   if (sessions) await app.register(inboxRoutes, { client, authenticate, policy, sessions });

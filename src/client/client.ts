@@ -27,7 +27,7 @@ import {
 } from '../common/errors';
 import { resolveOutput, resolveOutputSpec } from '../common/typed-output';
 import { describeUnstorableText, parseJsonOrText } from '../contract/text';
-import { readTranscript, readTranscriptPage, type StoredMessage } from '../db/transcript-store';
+import { readModelResponses, readTranscript, readTranscriptPage, type StoredMessage } from '../db/transcript-store';
 import { readWaitingCalls } from '../db/approval-store';
 import type { SearchAttributeOptions } from '../contract';
 import { createPool } from '../db/pool';
@@ -57,6 +57,7 @@ import {
   USER_MESSAGE_MAX_BYTES,
   utf8Bytes,
   type ApprovalDecision,
+  type AssistantMessage,
   type ConversationInput,
   type ConversationSearchAttributes,
   type ConversationState,
@@ -405,6 +406,15 @@ export class AgentClient {
   /** The stored transcript (message bodies), through `throughSeq` when given. */
   async transcript(conversationId: string, throughSeq?: number): Promise<StoredMessage[]> {
     return readTranscript(this.database(), this.tables, conversationId, throughSeq);
+  }
+
+  /**
+   * The stored model responses under `keys` (`MessageMeta.responseKey`): an
+   * assistant message's full body, readable as soon as the model answered,
+   * before its transcript row is written. Missing keys are left out.
+   */
+  async modelResponses(keys: readonly string[]): Promise<Map<string, AssistantMessage>> {
+    return readModelResponses(this.database(), this.tables, keys);
   }
 
   /** At most `limit` stored messages, those after seq `after` (-1: from the start), in order. */

@@ -334,6 +334,15 @@ export function describeBadOutputSpec(value: unknown): string[] {
 /** What a guardrail's name may be. */
 export const GUARDRAIL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 
+/** A call of the open batch, as {@link ConversationState.openCalls} shows it. */
+export interface OpenCall {
+  callKey: string;
+  toolCallId: string;
+  toolName: string;
+  /** Once settled: how (`ok`, `rejected`, `tool_failed`, ...) and the result the model reads (a preview when long). */
+  outcome?: { kind: string; content: string };
+}
+
 /** A guardrail that stopped a turn: where it ran, its name and its reason. */
 export interface GuardrailTrip {
   on: 'input' | 'output';
@@ -766,6 +775,8 @@ export function describeOversizedDecision(decision: ApprovalDecision): string | 
 export interface TurnRecord {
   /** Ids of the user messages this turn answered. */
   messageIds: string[];
+  /** Seq of the turn's first message (absent from records of older workflow code). */
+  firstSeq?: number;
   /**
    * `answered`: a final answer. `failed`: the model call failed or maxSteps ran out.
    * `cancelled`: stopped by a cancel request. `interrupted`: stopped by a new user message.
@@ -860,6 +871,12 @@ export interface ConversationState {
   recentTurns: TurnRecord[];
   /** The turn running now: the user messages it answers, and the seq of its first message. */
   currentTurn?: { messageIds: string[]; firstSeq: number };
+  /**
+   * The calls of the assistant message being worked on (the open batch), in
+   * order, those settled with their outcome: what a client shows before the
+   * batch's tool messages are written.
+   */
+  openCalls?: OpenCall[];
   /**
    * Calls whose effect is unknown (`effect_unknown`), newest last (at most
    * {@link UNKNOWN_EFFECTS_KEPT}); `unknownEffectsCount` counts all of them.

@@ -54,6 +54,12 @@ export interface MessageMeta {
   contentLength: number;
   /** Assistant messages of conversations with named agents: the agent that wrote it. */
   agent?: string;
+  /**
+   * Assistant messages: the key of the stored model response it is (its full
+   * body in `model_responses`, readable before the transcript row is
+   * written; the stream's events name it too).
+   */
+  responseKey?: string;
 }
 
 /** Describes a message body as the structure the workflow keeps. */

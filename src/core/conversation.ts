@@ -51,6 +51,7 @@ import {
   type ConversationInput,
   type ConversationSearchAttributes,
   type ConversationState,
+  type OpenCall,
   type ConversationStatus,
   type ConversationUsage,
   type ConversationSummary,
@@ -398,6 +399,7 @@ export class ConversationCore {
         ? []
         : (this.batch?.awaitingApproval() ?? []).map((call) => describePendingApproval(call, this.env.now(), this.turnRequesters)),
       ...(below.length > 0 ? { waitingBelow: below.map((b) => ({ ...b, ageMs: this.env.now() - Date.parse(b.requestedAt) })) } : {}),
+      ...(this.batch ? { openCalls: this.batch.all().map(describeOpenCall) } : {}),
       runningToolCalls: (this.batch?.all() ?? []).filter((c) => c.phase === 'running').map((c) => c.id),
       decisionsApplied: this.decisions.size,
       refusedDecisions: this.refusedDecisions.map((r) => ({ ...r })),
@@ -551,7 +553,10 @@ export class ConversationCore {
   store(entries: readonly StoreEntry[]): number {
     const first = this.writes.nextSeq;
     this.writes.add(entries.map(({ message, ref }) => (ref ? { ref } : { message })));
-    entries.forEach((entry, i) => this.messages.push(describeMessage(first + i, entry.message)));
+    entries.forEach(({ message, ref }, i) => {
+      const meta = describeMessage(first + i, message);
+      this.messages.push(ref?.kind === 'model_response' ? { ...meta, responseKey: ref.key } : meta);
+    });
     return first;
   }
 
@@ -1188,7 +1193,15 @@ export class ConversationCore {
   private record(outcome: TurnRecord['outcome'], extra: Pick<TurnRecord, 'error' | 'answerSeq' | 'output' | 'outputInAnswer' | 'guardrail'>): TurnRecord {
     const requestedBy = this.turnRequesters.length > 0 ? { requestedBy: [...this.turnRequesters] } : {};
     const usage = this.turnUsage ? { ...this.turnUsage, ...(this.turnCost.unpriced === 0 ? { costUsd: this.turnCost.usd } : {}) } : undefined;
-    return { messageIds: this.turnMessageIds, outcome, steps: this.turnSteps, ...requestedBy, ...extra, ...(usage ? { usage } : {}) };
+    return {
+      messageIds: this.turnMessageIds,
+      firstSeq: this.turnFirstSeq,
+      outcome,
+      steps: this.turnSteps,
+      ...requestedBy,
+      ...extra,
+      ...(usage ? { usage } : {}),
+    };
   }
 
   /** Stops the turn taken (also one about to start). Returns true when the edge should cancel it now. */
@@ -1287,6 +1300,16 @@ export class ConversationCore {
     }
     return { omitSeqs, synthesized };
   }
+}
+
+/** A call of the open batch as the state shows it: settled ones with their outcome (the result's text, a preview when long). */
+function describeOpenCall(call: BatchCall): OpenCall {
+  return {
+    callKey: call.key,
+    toolCallId: call.id,
+    toolName: call.name,
+    ...(call.outcome ? { outcome: { kind: call.outcome.kind, content: call.outcome.content } } : {}),
+  };
 }
 
 /** The user message that asks the model again after an answer that did not match the typed output. */

@@ -301,3 +301,13 @@ export async function promptCalibration(pool: Pool, tables: AgentTables, convers
   const ratio = rows[0]?.ratio;
   return typeof ratio === 'number' && Number.isFinite(ratio) && ratio > 0 ? ratio : 1;
 }
+
+/** The stored model responses under `keys` (their messages as the transcript will hold them), in one round trip; missing ones are left out. */
+export async function readModelResponses(pool: Pool, tables: AgentTables, keys: readonly string[]): Promise<Map<string, AssistantMessage>> {
+  if (keys.length === 0) return new Map();
+  const { rows } = await pool.query<{ response_key: string; message: AssistantMessage }>(
+    `SELECT response_key, message FROM ${tables.modelResponses} WHERE response_key = ANY($1::text[])`,
+    [keys],
+  );
+  return new Map(rows.map((r) => [r.response_key, r.message]));
+}

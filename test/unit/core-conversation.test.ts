@@ -18,7 +18,7 @@ describe('ConversationCore: turns', () => {
     expect(d.request).toMatchObject({ conversationId: 'conv-1', throughSeq: 1, omitSeqs: [], synthesized: [], toolChoice: 'auto' });
     expect(d.published.status).toBe('running');
     d.modelAnswers(answer('hi'), []);
-    expect(d.turns).toEqual([{ messageIds: ['m-1'], outcome: 'answered', steps: 1, answerSeq: 2 }]);
+    expect(d.turns).toEqual([{ messageIds: ['m-1'], firstSeq: 1, outcome: 'answered', steps: 1, answerSeq: 2 }]);
     expect(d.core.state()).toMatchObject({ status: 'idle', steps: 1, messageCount: 3, queuedMessages: 0 });
     expect(d.published.status).toBe('idle');
   });
@@ -754,7 +754,7 @@ describe('ConversationCore: typed output', () => {
     d.userMessage({ text: 'count', messageId: 'm-1' });
     expect(d.request?.output).toEqual(spec);
     d.modelAnswers(answer('{"n":3}'), [], undefined, { output: { ok: true, value: { n: 3 } } });
-    expect(d.turns).toEqual([{ messageIds: ['m-1'], outcome: 'answered', steps: 1, answerSeq: 1, output: { n: 3 } }]);
+    expect(d.turns).toEqual([{ messageIds: ['m-1'], firstSeq: 0, outcome: 'answered', steps: 1, answerSeq: 1, output: { n: 3 } }]);
   });
 
   it('says a mismatch to the model in a user message and asks again; the turn answers with the second answer', () => {

@@ -1,0 +1,179 @@
+/**
+ * Following one turn as a UI message stream: reads what is durable (the
+ * workflow's state, stored model responses and the transcript) and the live
+ * text of the running model call (PostgreSQL NOTIFY), projects the turn
+ * (`ui-stream.ts`) and sends what each projection adds, until the turn ends
+ * or waits for a person.
+ */
+import type { AgentClient } from '../client/client';
+import { StreamView } from '../client/stream';
+import type { AssistantMessage, ConversationState, MessageMeta } from '../contract';
+import { parseJsonOrText } from '../contract/text';
+import { callInstanceKey } from '../core/effect-keys';
+import { callOutputOf, projectTurn, UiStreamEmitter, type CallFacts, type StepFacts, type TurnFacts, type UiChunk } from './ui-stream';
+
+/** How often the state is read while a turn is followed (a live delta also wakes the follower). */
+const POLL_MS = 250;
+
+/** Which turn to follow, and from where. */
+export interface UiTurnTarget {
+  /** The turn that takes this message; else the turn running now. */
+  messageId?: string;
+  /**
+   * Leave out what the turn showed up to now (what the client has), sending
+   * only what comes next: a continuation after decisions. `prepare` runs
+   * once that baseline is taken (the decisions are sent there).
+   */
+  continuing?: { prepare: () => Promise<UiChunk[]> };
+}
+
+/**
+ * Sends the turn's chunks through `write` until its `finish` chunk (or an
+ * `error` chunk when a retried model call replaced text already sent), or
+ * until `signal` aborts. Resolves false when no such turn runs (nothing sent).
+ */
+export async function followTurnAsUi(
+  client: AgentClient,
+  conversationId: string,
+  target: UiTurnTarget,
+  signal: AbortSignal,
+  write: (chunk: UiChunk) => void,
+): Promise<boolean> {
+  const view = new StreamView();
+  let wake: (() => void) | undefined;
+  const unsubscribe = await client.subscribe(conversationId, (event) => {
+    view.apply(event);
+    wake?.();
+  });
+  const sleep = () =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(done, POLL_MS);
+      function done() {
+        clearTimeout(timer);
+        wake = undefined;
+        signal.removeEventListener('abort', done);
+        resolve();
+      }
+      wake = done;
+      signal.addEventListener('abort', done);
+    });
+  try {
+    const reader = new TurnReader(client, conversationId, view);
+    let firstSeq: number | undefined;
+    for (;;) {
+      if (signal.aborted) return true;
+      const state = await client.state(conversationId);
+      firstSeq = turnStart(state, target.messageId);
+      if (firstSeq !== undefined) break;
+      if (target.messageId === undefined) return false;
+      await sleep();
+    }
+    const emitter = new UiStreamEmitter(write);
+    if (target.continuing) {
+      const facts = await reader.read(firstSeq, target.messageId);
+      emitter.baseline(projectTurn({ ...facts, end: undefined }));
+      for (const chunk of await target.continuing.prepare()) write(chunk);
+    }
+    while (!signal.aborted) {
+      const facts = await reader.read(firstSeq, target.messageId);
+      const items = projectTurn(facts);
+      if (emitter.update(items) === 'conflict') {
+        write({ type: 'error', errorText: 'The model call was retried and its text changed; reconnect to read the turn as it stands.' });
+        return true;
+      }
+      if (items.some((i) => i.key === 'finish')) return true;
+      await sleep();
+    }
+    return true;
+  } finally {
+    await unsubscribe();
+  }
+}
+
+/** The first seq of the turn that takes `messageId` (running or ended), else of the running turn. */
+function turnStart(state: ConversationState, messageId: string | undefined): number | undefined {
+  const current = state.currentTurn;
+  if (current && (messageId === undefined || current.messageIds.includes(messageId))) return current.firstSeq;
+  if (messageId === undefined) return undefined;
+  return state.recentTurns.find((t) => t.messageIds.includes(messageId))?.firstSeq;
+}
+
+/** Reads a turn's facts, keeping what does not change (stored responses, written messages). */
+class TurnReader {
+  private readonly responses = new Map<string, AssistantMessage>();
+  private readonly written = new Map<number, string>();
+  /** Calls seen waiting for a person: their approval request stays in the stream once shown. */
+  private readonly askedFor = new Set<string>();
+
+  constructor(
+    private readonly client: AgentClient,
+    private readonly conversationId: string,
+    private readonly view: StreamView,
+  ) {}
+
+  async read(firstSeq: number, messageId: string | undefined): Promise<TurnFacts> {
+    const state = await this.client.state(this.conversationId);
+    const record = state.recentTurns.find((t) => t.firstSeq === firstSeq && (messageId === undefined || t.messageIds.includes(messageId)));
+    const metas = state.messages.filter((m) => m.seq >= firstSeq);
+    const keys = metas.flatMap((m) => (m.responseKey && !this.responses.has(m.responseKey) ? [m.responseKey] : []));
+    for (const [key, message] of await this.client.modelResponses(keys)) this.responses.set(key, message);
+    await this.readWritten(metas);
+    for (const p of state.pendingApprovals) this.askedFor.add(p.callKey);
+    const steps = this.steps(metas, state);
+    const waiting = state.pendingApprovals.length > 0 && (state.openCalls ?? []).every((c) => c.outcome || this.askedFor.has(c.callKey));
+    const end: TurnFacts['end'] = record && this.allWritten(metas) ? { record } : !record && waiting ? { waiting: true } : undefined;
+    return { messageId: `turn-${firstSeq}`, steps, ...(end ? { end } : {}) };
+  }
+
+  /** The tool messages of the turn, once written (read in pages after the last one read). */
+  private async readWritten(metas: readonly MessageMeta[]): Promise<void> {
+    const missing = metas.filter((m) => m.role === 'tool' && !this.written.has(m.seq));
+    if (missing.length === 0) return;
+    const page = await this.client.transcriptPage(this.conversationId, missing[0].seq - 1, metas[metas.length - 1].seq - missing[0].seq + 1);
+    for (const m of page) if (m.message.role === 'tool') this.written.set(m.seq, m.message.content);
+  }
+
+  private allWritten(metas: readonly MessageMeta[]): boolean {
+    return metas.every((m) => m.role !== 'tool' || this.written.has(m.seq));
+  }
+
+  private steps(metas: readonly MessageMeta[], state: ConversationState): StepFacts[] {
+    const steps: StepFacts[] = [];
+    const open = new Map((state.openCalls ?? []).map((c) => [c.callKey, c]));
+    for (const [i, meta] of metas.entries()) {
+      if (meta.role !== 'assistant' || !meta.responseKey) continue;
+      const body = this.responses.get(meta.responseKey);
+      if (!body) break; // not readable yet: the steps after it wait
+      // The tool messages answering its calls follow it, in call order.
+      const answers = metas.slice(i + 1).filter((m) => m.role === 'tool');
+      const calls: CallFacts[] = (body.tool_calls ?? []).map((call, index) => {
+        const callKey = callInstanceKey(this.conversationId, meta.seq, index);
+        const answer = answers.find((m) => m.toolCallId === call.id);
+        const text = answer ? this.written.get(answer.seq) : undefined;
+        const settled = open.get(callKey)?.outcome;
+        const output = text !== undefined ? callOutputOf(text) : settled ? callOutputOf(settled.content, settled.kind) : undefined;
+        if (answer) answers.splice(answers.indexOf(answer), 1);
+        return {
+          callKey,
+          name: call.function.name,
+          input: parseJsonOrText(call.function.arguments),
+          approvalRequested: this.askedFor.has(callKey),
+          ...(output ? { output } : {}),
+        };
+      });
+      steps.push({
+        responseKey: meta.responseKey,
+        text: body.content ?? '',
+        ...(body.reasoning_content ? { reasoning: body.reasoning_content } : {}),
+        stored: true,
+        calls,
+      });
+    }
+    const known = new Set(metas.flatMap((m) => (m.responseKey ? [m.responseKey] : [])));
+    // The model call running now: its text as streamed, when its beginning was seen (else it shows once stored).
+    const live = this.view.all().filter((r) => !known.has(r.responseKey) && r.text !== '' && r.ok !== false);
+    const last = live[live.length - 1];
+    if (last && state.currentTurn) steps.push({ responseKey: last.responseKey, text: last.text, stored: false, calls: [] });
+    return steps;
+  }
+}
