@@ -3,11 +3,14 @@
  * through PostgreSQL NOTIFY on one channel. Each event names the response
  * (`responseKey`: the same for every attempt of one model call) and the
  * attempt, so a client shows a retried attempt in place of the failed one.
+ * Each piece is also kept (`stream_deltas`, in the same statement) until
+ * the attempt ends, so a client that reconnects replays what streamed.
  */
 import type { Pool } from 'pg';
 import { logger } from '../common/logger';
 import { toStorableText } from '../contract/text';
 import { STREAM_CHANNEL, type StreamEvent } from '../db/stream-channel';
+import type { AgentTables } from '../db/schema';
 
 /** NOTIFY payloads must stay under 8000 bytes; texts are cut into pieces below this. */
 const MAX_TEXT = 2000;
@@ -24,6 +27,7 @@ export class DeltaPublisher {
 
   constructor(
     private readonly pool: Pool,
+    private readonly tables: Pick<AgentTables, 'streamDeltas'>,
     private readonly ids: { conversationId: string; responseKey: string; attempt: number },
     /** Hold every delta until {@link end} (an output guardrail checks the answer first): nothing is sent while the model speaks. */
     private readonly held = false,
@@ -68,9 +72,9 @@ export class DeltaPublisher {
   }
 
   private send(event: StreamEvent): void {
-    // One after the other, so NOTIFYs commit (and reach listeners) in order.
+    // One after the other, so NOTIFYs commit (and reach listeners) in order; each with what it keeps or drops.
     this.chain = this.chain
-      .then(() => this.pool.query('SELECT pg_notify($1, $2)', [STREAM_CHANNEL, JSON.stringify(event)]))
+      .then(() => this.pool.query(this.statementOf(event), [STREAM_CHANNEL, JSON.stringify(event), ...this.argumentsOf(event)]))
       .then(
         () => undefined,
         (err: Error) => {
@@ -78,5 +82,25 @@ export class DeltaPublisher {
           if (this.failures++ === 0) logger.warn({ error: err.message, ...this.ids }, 'could not publish a stream event');
         },
       );
+  }
+
+  /**
+   * A delta is kept with its NOTIFY. An end drops the attempt's pieces (all
+   * of the response's when it succeeded: its answer is stored next), and
+   * pieces older than an hour that killed calls left behind.
+   */
+  private statementOf(event: StreamEvent): string {
+    const t = this.tables.streamDeltas;
+    if (event.type === 'delta') {
+      return `WITH kept AS (INSERT INTO ${t} (response_key, attempt, start_offset, conversation_id, text) VALUES ($3, $4, $5, $6, $7)
+                ON CONFLICT DO NOTHING) SELECT pg_notify($1, $2)`;
+    }
+    return `WITH dropped AS (DELETE FROM ${t} WHERE (response_key = $3 AND (attempt = $4 OR $5)) OR created_at < now() - interval '1 hour')
+            SELECT pg_notify($1, $2)`;
+  }
+
+  private argumentsOf(event: StreamEvent): unknown[] {
+    if (event.type === 'delta') return [event.responseKey, event.attempt, event.offset, event.conversationId, event.text];
+    return [event.responseKey, event.attempt, event.ok];
   }
 }

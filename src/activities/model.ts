@@ -140,7 +140,7 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
     const stream = settings.stream !== false && attempt <= (settings.streamFallbackAfterAttempts ?? 2);
     // With an output guardrail, nothing of the answer is sent until it has passed.
     const held = guards.output.length > 0;
-    const publisher = new DeltaPublisher(deps.pool, { conversationId: input.conversationId, responseKey, attempt }, held);
+    const publisher = new DeltaPublisher(deps.pool, tables, { conversationId: input.conversationId, responseKey, attempt }, held);
     const request = (window: number) => {
       const fitted = fitToContext(loaded.messages, {
         windowTokens: window,

@@ -3,7 +3,8 @@
  * `DefaultChatTransport`): `POST /v1/chat` takes the transport's request
  * (the chat id is the conversation id) and answers with the turn as a UI
  * message stream (`ui-stream.ts`); `GET /v1/chat/{id}/stream` replays the
- * running turn from its start, then follows it (204 when none runs).
+ * running turn from its start, then follows it (the last turn, for a minute
+ * after it ended; else 204).
  *
  * Earlier messages come from the transcript, never from the client: only
  * the request's last message is read. A user message starts a turn; an
@@ -32,6 +33,9 @@ const UI_STREAM_HEADERS = {
   'x-accel-buffering': 'no',
 };
 
+/** How long after a turn ended a reconnect still replays it (then 204). */
+export const CHAT_RESUME_AFTER_END_MS = 60_000;
+
 /** The most messages a request may carry (the transport resends the chat unless told otherwise; only the last is read). */
 const CHAT_MAX_MESSAGES = 10_000;
 
@@ -52,6 +56,8 @@ export interface ChatRoutesOptions {
   policy: DecisionPolicy;
   /** The bearer-token hook of `/v1` routes, for the given roles. */
   allow: (...roles: ApiRole[]) => (request: FastifyRequest) => Promise<void>;
+  /** How long after a turn ended a reconnect still replays it. Default {@link CHAT_RESUME_AFTER_END_MS}. */
+  replayEndedTurnMs?: number;
 }
 
 /** An approval response as `addToolApprovalResponse` leaves it on a tool part. */
@@ -99,7 +105,7 @@ export function chatRoutes(app: FastifyInstance, options: ChatRoutesOptions): vo
     { onRequest: allow('requester', 'approver', 'operator'), schema: { hide: true, params: z.object({ id: idText('id', 'The chat id.') }) } },
     async (request, reply) => {
       await client.state(request.params.id);
-      return stream(request, reply, request.params.id, {}, true);
+      return stream(request, reply, request.params.id, { endedWithinMs: options.replayEndedTurnMs ?? CHAT_RESUME_AFTER_END_MS }, true);
     },
   );
 

@@ -60,6 +60,8 @@ export interface ApiServerOptions {
    * CLI: operators decode encrypted payloads. Unset: no codec routes.
    */
   codec?: CodecOptions;
+  /** The chat endpoint (`POST /v1/chat`): how long after a turn ended a reconnect still replays it. Default 60 s. */
+  chat?: { replayEndedTurnMs?: number };
 }
 
 declare module 'fastify' {
@@ -364,7 +366,7 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
   refuseOtherMethods(app, '/v1/conversations/:id/cancel', ['POST']);
 
   // The AI SDK's chat transport (useChat): the turn as a UI message stream.
-  chatRoutes(app, { client, policy, allow });
+  chatRoutes(app, { client, policy, allow, replayEndedTurnMs: options.chat?.replayEndedTurnMs });
   refuseOtherMethods(app, '/v1/chat', ['POST']);
   refuseOtherMethods(app, '/v1/chat/:id/stream', ['GET']);
 

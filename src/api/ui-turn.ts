@@ -7,6 +7,7 @@
  */
 import type { AgentClient } from '../client/client';
 import { StreamView } from '../client/stream';
+import type { StreamEvent } from '../db/stream-channel';
 import type { AssistantMessage, ConversationState, MessageMeta } from '../contract';
 import { parseJsonOrText } from '../contract/text';
 import { callInstanceKey } from '../core/effect-keys';
@@ -25,6 +26,12 @@ export interface UiTurnTarget {
    * once that baseline is taken (the decisions are sent there).
    */
   continuing?: { prepare: () => Promise<UiChunk[]> };
+  /**
+   * With no `messageId` and no turn running: replay the last turn if it
+   * ended at most this long ago (a client whose stream broke near the end
+   * still reads how it ended).
+   */
+  endedWithinMs?: number;
 }
 
 /**
@@ -41,8 +48,11 @@ export async function followTurnAsUi(
 ): Promise<boolean> {
   const view = new StreamView();
   let wake: (() => void) | undefined;
+  // Live events wait until what streamed before is replayed (kept pieces first), so no piece is skipped.
+  let early: StreamEvent[] | undefined = [];
   const unsubscribe = await client.subscribe(conversationId, (event) => {
-    view.apply(event);
+    if (early) early.push(event);
+    else view.apply(event);
     wake?.();
   });
   const sleep = () =>
@@ -58,24 +68,33 @@ export async function followTurnAsUi(
       signal.addEventListener('abort', done);
     });
   try {
+    for (const event of await client.streamedSoFar(conversationId)) view.apply(event);
+    for (const event of early) view.apply(event);
+    early = undefined;
     const reader = new TurnReader(client, conversationId, view);
     let firstSeq: number | undefined;
+    let messageId = target.messageId;
     for (;;) {
       if (signal.aborted) return true;
       const state = await client.state(conversationId);
-      firstSeq = turnStart(state, target.messageId);
+      firstSeq = turnStart(state, messageId);
       if (firstSeq !== undefined) break;
-      if (target.messageId === undefined) return false;
+      if (messageId === undefined) {
+        const last = target.endedWithinMs === undefined ? undefined : await endedRecently(client, state, target.endedWithinMs);
+        if (!last) return false;
+        [firstSeq, messageId] = [last.firstSeq, last.messageId];
+        break;
+      }
       await sleep();
     }
     const emitter = new UiStreamEmitter(write);
     if (target.continuing) {
-      const facts = await reader.read(firstSeq, target.messageId);
+      const facts = await reader.read(firstSeq, messageId);
       emitter.baseline(projectTurn({ ...facts, end: undefined }));
       for (const chunk of await target.continuing.prepare()) write(chunk);
     }
     while (!signal.aborted) {
-      const facts = await reader.read(firstSeq, target.messageId);
+      const facts = await reader.read(firstSeq, messageId);
       const items = projectTurn(facts);
       if (emitter.update(items) === 'conflict') {
         write({ type: 'error', errorText: 'The model call was retried and its text changed; reconnect to read the turn as it stands.' });
@@ -88,6 +107,15 @@ export async function followTurnAsUi(
   } finally {
     await unsubscribe();
   }
+}
+
+/** The last turn, when its last message was written at most `withinMs` ago. */
+async function endedRecently(client: AgentClient, state: ConversationState, withinMs: number): Promise<{ firstSeq: number; messageId: string } | undefined> {
+  const last = state.recentTurns[state.recentTurns.length - 1];
+  if (last?.firstSeq === undefined || last.messageIds.length === 0) return undefined;
+  const [end] = await client.transcriptPage(state.conversationId, state.messageCount - 2, 1);
+  if (!end || Date.now() - end.createdAt.getTime() > withinMs) return undefined;
+  return { firstSeq: last.firstSeq, messageId: last.messageIds[0] };
 }
 
 /** The first seq of the turn that takes `messageId` (running or ended), else of the running turn. */

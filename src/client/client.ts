@@ -32,7 +32,7 @@ import { readWaitingCalls } from '../db/approval-store';
 import type { SearchAttributeOptions } from '../contract';
 import { createPool } from '../db/pool';
 import { agentTables, type AgentTables } from '../db/schema';
-import type { StreamEvent } from '../db/stream-channel';
+import { readKeptDeltas, type StreamEvent } from '../db/stream-channel';
 import { APPROVAL_AGE_THRESHOLDS } from '../contract/metrics';
 import { subscribeToStream, type Unsubscribe } from './stream';
 import {
@@ -415,6 +415,15 @@ export class AgentClient {
    */
   async modelResponses(keys: readonly string[]): Promise<Map<string, AssistantMessage>> {
     return readModelResponses(this.database(), this.tables, keys);
+  }
+
+  /**
+   * The text the conversation's running model calls streamed so far, as the
+   * stream events that carried it (kept until each call ends): replay these,
+   * then follow {@link AgentClient.subscribe}, to lose nothing after a reconnect.
+   */
+  async streamedSoFar(conversationId: string): Promise<StreamEvent[]> {
+    return readKeptDeltas(this.database(), this.tables, conversationId);
   }
 
   /** At most `limit` stored messages, those after seq `after` (-1: from the start), in order. */

@@ -232,6 +232,26 @@ const MIGRATIONS: Migration[] = [
       ALTER TABLE ${t.modelResponses} ADD COLUMN guardrail jsonb;
     `,
   },
+  {
+    version: 14,
+    name: 'streamed text kept while a model call runs',
+    sql: (t) => `
+      -- Each piece of text a model call streamed, as it was sent to clients, so one that reconnects
+      -- (from any API process) replays it. A call's pieces are deleted when it ends (its answer is
+      -- then stored); pieces a killed call left behind go after an hour.
+      CREATE TABLE ${t.streamDeltas} (
+        response_key text NOT NULL,
+        attempt integer NOT NULL,
+        start_offset integer NOT NULL,
+        conversation_id text NOT NULL,
+        text text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (response_key, attempt, start_offset)
+      );
+      CREATE INDEX stream_deltas_by_conversation ON ${t.streamDeltas} (conversation_id);
+      CREATE INDEX stream_deltas_by_age ON ${t.streamDeltas} (created_at);
+    `,
+  },
 ];
 
 /** Options of {@link migrate}. */

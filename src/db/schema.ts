@@ -28,6 +28,7 @@ export const AGENT_TABLE_NAMES = [
   'workers',
   'worker_activities',
   'pending_approvals',
+  'stream_deltas',
 ] as const;
 
 /** The name of one of the project's tables, unqualified. */
@@ -54,6 +55,8 @@ export interface AgentTables {
   readonly workerActivities: string;
   /** Tool calls waiting for a person's decision, for approvers' lists (`approval-store.ts`). */
   readonly pendingApprovals: string;
+  /** The text of model calls still running, as streamed, so a client that reconnects replays it (`src/activities/deltas.ts`). */
+  readonly streamDeltas: string;
 }
 
 /**
@@ -98,5 +101,6 @@ export function agentTables(schema: string = DEFAULT_DATABASE_SCHEMA): AgentTabl
     workers: table('workers'),
     workerActivities: table('worker_activities'),
     pendingApprovals: table('pending_approvals'),
+    streamDeltas: table('stream_deltas'),
   };
 }

@@ -11,7 +11,7 @@ let h: Harness;
 let api: Awaited<ReturnType<typeof startApiServer>>;
 beforeAll(async () => {
   h = await startHarness({ decisionTrust: { keys: [TEST_DECISION_KEY] } });
-  api = await startApiServer({ client: h.client, tokens: TEST_TOKENS, decisions: { signingKey: TEST_DECISION_KEY } });
+  api = await startApiServer({ client: h.client, tokens: TEST_TOKENS, decisions: { signingKey: TEST_DECISION_KEY }, chat: { replayEndedTurnMs: 1_000 } });
 });
 afterAll(async () => {
   await api?.stop();
@@ -125,13 +125,17 @@ describe('the chat endpoint with the AI SDK', () => {
     await expect(send(token('b'), id, [{ id: 'x', role: 'assistant', parts: [{ type: 'text', text: 'hello' }] }])).rejects.toThrow(/no approval response/);
   });
 
-  it('GET {api}/{chatId}/stream answers 204 when no turn runs', async () => {
+  it('GET {api}/{chatId}/stream replays the last turn shortly after it ended, then answers 204', async () => {
     const id = h.newConversationId('ai-chat-idle');
     h.model.enqueue({ content: 'Hi.' });
     await send(token('a'), id, [userMessage('u-idle', 'hello')]);
-    const resumed = await new DefaultChatTransport({ api: `${api.url}/v1/chat`, headers: { authorization: `Bearer ${token('a')}` } }).reconnectToStream({
-      chatId: id,
-    });
-    expect(resumed).toBeNull();
+    const reconnect = () =>
+      new DefaultChatTransport({ api: `${api.url}/v1/chat`, headers: { authorization: `Bearer ${token('a')}` } }).reconnectToStream({ chatId: id });
+    const replay = await reconnect();
+    let replayed: UIMessage | undefined;
+    for await (const m of readUIMessageStream<UIMessage>({ stream: replay! })) replayed = m;
+    expect(texts(replayed!)).toEqual(['Hi.']);
+    await new Promise((resolve) => setTimeout(resolve, 1_500)); // past replayEndedTurnMs
+    expect(await reconnect()).toBeNull();
   });
 });

@@ -6,6 +6,8 @@ import { logger } from '../../src/common/logger';
 import { findUnstorableCharacter, toStorableText } from '../../src/contract/text';
 import { STREAM_CHANNEL, type StreamEvent } from '../../src/db/stream-channel';
 import { createTestDatabase } from '../support/harness';
+import { agentTables } from '../../src/db/schema';
+import { migrate } from '../../src/db/migrations';
 
 // Text deltas reach clients through PostgreSQL NOTIFY as they will be stored.
 // While PostgreSQL is down every stream event of a response fails to publish.
@@ -21,7 +23,7 @@ describe('DeltaPublisher while the database is down', () => {
     const warn = vi.spyOn(logger, 'warn');
     try {
       const ids = { conversationId: 'conv-outage', responseKey: 'resp-1', attempt: 1 };
-      const publisher = new DeltaPublisher(pool, ids);
+      const publisher = new DeltaPublisher(pool, agentTables(), ids);
       for (let i = 0; i < 5; i++) {
         publisher.push(`piece ${i} `);
         await new Promise((resolve) => setTimeout(resolve, 60)); // past the 50 ms batching: one event each
@@ -44,13 +46,14 @@ describe('DeltaPublisher while the database is down', () => {
 describe('DeltaPublisher text', () => {
   it('never splits a surrogate pair across events and sends U+FFFD where the stored answer has it', async () => {
     const pool = new Pool({ connectionString: await createTestDatabase() });
+    await migrate(pool);
     const listener = await pool.connect();
     try {
       const events: StreamEvent[] = [];
       listener.on('notification', (n) => events.push(JSON.parse(n.payload ?? '{}') as StreamEvent));
       await listener.query(`LISTEN ${STREAM_CHANNEL}`);
       const ids = { conversationId: 'conv-text', responseKey: 'resp-text', attempt: 1 };
-      const publisher = new DeltaPublisher(pool, ids);
+      const publisher = new DeltaPublisher(pool, agentTables(), ids);
       // A pair across the 2,000-character piece limit, a pair split across two pushes, a NUL, a lone surrogate.
       const pushes = [`${'a'.repeat(1999)}\ud83d\ude00b`, 'c\ud83d', '\ude00d\u0000e', 'f\udc00g'];
       for (const text of pushes) {

@@ -124,6 +124,7 @@ describe('the packed package in a project of its own', () => {
           'model_responses',
           'pending_approvals',
           'schema_migrations',
+          'stream_deltas',
           'tool_ledger',
           'tool_results',
           'worker_activities',
