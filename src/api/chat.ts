@@ -13,6 +13,7 @@
  * as `POST /v1/conversations/{id}/decisions` (four eyes, signing, named by
  * call key); its response streams the rest of the turn.
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -21,6 +22,7 @@ import { decideCalls, DecisionProblem, type DecisionPolicy } from './decisions';
 import { ApiError } from './refusals';
 import { idText } from './schemas';
 import type { ApiPrincipal, ApiRole } from './tokens';
+import type { BrowserSessions } from './sessions';
 import { followTurnAsUi } from './ui-turn';
 import type { UiChunk } from './ui-stream';
 
@@ -58,6 +60,13 @@ export interface ChatRoutesOptions {
   allow: (...roles: ApiRole[]) => (request: FastifyRequest) => Promise<void>;
   /** How long after a turn ended a reconnect still replays it. Default {@link CHAT_RESUME_AFTER_END_MS}. */
   replayEndedTurnMs?: number;
+  /**
+   * The browser sessions of the API's pages: a request with the session
+   * cookie and no bearer token is that session's person (the example chat
+   * page); a POST must then carry the session's CSRF token (`x-csrf-token`)
+   * and come from this host.
+   */
+  sessions?: BrowserSessions;
 }
 
 /** An approval response as `addToolApprovalResponse` leaves it on a tool part. */
@@ -69,10 +78,35 @@ interface ApprovalResponse {
 
 /** Registers `POST /v1/chat` and `GET /v1/chat/{id}/stream`. */
 export function chatRoutes(app: FastifyInstance, options: ChatRoutesOptions): void {
-  const { client, policy, allow } = options;
+  const { client, policy, allow, sessions } = options;
   const typed = app.withTypeProvider<ZodTypeProvider>();
 
-  typed.post('/v1/chat', { onRequest: allow('requester', 'approver'), schema: { hide: true, body: chatBody } }, async (request, reply) => {
+  /** A bearer token with one of `roles`; or, without one, a browser session with one (and, for a write, its CSRF token from this host). */
+  const signedIn =
+    (write: boolean, ...roles: ApiRole[]) =>
+    async (request: FastifyRequest): Promise<void> => {
+      if (request.headers.authorization !== undefined || !sessions?.cookieOf(request)) return allow(...roles)(request);
+      const session = sessions.of(request);
+      if (!session) throw new ApiError('unauthorized', 'Your session has ended: sign in again (reload the chat page).');
+      if (write) {
+        const origin = request.headers.origin;
+        if (origin !== undefined && hostOf(origin) !== request.host)
+          throw new ApiError('forbidden', `Refused: this request came from another site (${origin}).`);
+        const csrf = request.headers['x-csrf-token'];
+        if (typeof csrf !== 'string' || !sameSecret(csrf, session.csrf)) {
+          throw new ApiError(
+            'forbidden',
+            "Refused: a request signed in by the session cookie must carry the session's CSRF token in x-csrf-token (the page's csrf meta tag).",
+          );
+        }
+      }
+      if (!roles.some((r) => session.roles.includes(r))) {
+        throw new ApiError('forbidden', `This needs one of the roles ${roles.join(', ')}; ${session.subject} has ${session.roles.join(', ')}.`);
+      }
+      request.principal = { subject: session.subject, roles: new Set(session.roles) };
+    };
+
+  typed.post('/v1/chat', { onRequest: signedIn(true, 'requester', 'approver'), schema: { hide: true, body: chatBody } }, async (request, reply) => {
     const { id, messages, trigger } = request.body;
     const principal = request.principal!;
     if (trigger === 'regenerate-message') {
@@ -102,9 +136,15 @@ export function chatRoutes(app: FastifyInstance, options: ChatRoutesOptions): vo
 
   typed.get(
     '/v1/chat/:id/stream',
-    { onRequest: allow('requester', 'approver', 'operator'), schema: { hide: true, params: z.object({ id: idText('id', 'The chat id.') }) } },
+    { onRequest: signedIn(false, 'requester', 'approver', 'operator'), schema: { hide: true, params: z.object({ id: idText('id', 'The chat id.') }) } },
     async (request, reply) => {
-      await client.state(request.params.id);
+      try {
+        await client.state(request.params.id);
+      } catch (err) {
+        // A chat that has not started yet has no turn to resume (useChat asks on every page load).
+        if ((err as { name?: string }).name === 'WorkflowNotFoundError') return reply.status(204).send();
+        throw err;
+      }
       return stream(request, reply, request.params.id, { endedWithinMs: options.replayEndedTurnMs ?? CHAT_RESUME_AFTER_END_MS }, true);
     },
   );
@@ -183,6 +223,19 @@ export function chatRoutes(app: FastifyInstance, options: ChatRoutesOptions): vo
     });
   }
 }
+
+/** The host of an Origin header, or undefined when it is not a URL. */
+function hostOf(origin: string): string | undefined {
+  try {
+    return new URL(origin).host;
+  } catch {
+    return undefined;
+  }
+}
+
+const sha256 = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
+/** Equal strings, in time that does not depend on where they differ. */
+const sameSecret = (a: string, b: string): boolean => timingSafeEqual(sha256(a), sha256(b));
 
 /** The approval responses on a message's tool parts (`state: "approval-responded"`), each naming its call by the approval id. */
 function approvalResponses(parts: readonly Record<string, unknown>[]): ApprovalResponse[] {

@@ -201,20 +201,27 @@ catch(x){why='The arguments are not JSON: '+x.message;}
 if(why){e.preventDefault();out.textContent=why+' Nothing was sent.';t.focus();}},true);
 })();`;
 
+/** The head of a page of the API: its title, named meta values, and its style admitted by the CSP nonce. */
+export function pageHead(frame: { title: string; nonce: string; style: string; meta?: Record<string, string> }): Html {
+  const meta = Object.entries(frame.meta ?? {}).map(([name, content]) => html`<meta name="${name}" content="${content}" />`);
+  return html`<head>
+    <meta charset="utf-8" />
+    <meta name="viewport" content="width=device-width, initial-scale=1" />
+    <meta name="referrer" content="same-origin" />
+    ${meta}
+    <title>${frame.title}</title>
+    <style nonce="${frame.nonce}">
+      ${new Html(frame.style)}
+    </style>
+  </head>`;
+}
+
 /** A whole page: header with who is signed in, the content, and the refresh script. */
 export function page(frame: PageFrame): string {
   const { viewer } = frame;
   return html`<!doctype html>
     <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <meta name="referrer" content="same-origin" />
-        <title>${frame.title}</title>
-        <style nonce="${frame.nonce}">
-          ${new Html(STYLE)}
-        </style>
-      </head>
+      ${pageHead({ title: frame.title, nonce: frame.nonce, style: STYLE })}
       <body>
         <header class="top">
           <a class="brand" href="/inbox">Approval inbox</a>

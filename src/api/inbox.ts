@@ -20,6 +20,7 @@
  * None of its routes is in the OpenAPI document (`hide`): they are not bearer-token routes.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AgentClient } from '../client/client';
@@ -43,6 +44,7 @@ import {
   type Viewer,
 } from './inbox-page';
 import { BrowserSessions, type BrowserSession } from './sessions';
+import { chatPage } from './chat-page';
 import type { ApiPrincipal, ApiRole } from './tokens';
 
 /** Options of {@link inboxRoutes}. */
@@ -52,9 +54,14 @@ export interface InboxOptions {
   authenticate: (token: string) => Promise<ApiPrincipal | undefined>;
   /** The API's decision policy (four eyes, signing key). */
   policy: DecisionPolicy;
-  /** The API's browser sessions (shared with the codec server). */
+  /** The API's browser sessions (shared with the codec server and the chat endpoint). */
   sessions: BrowserSessions;
+  /** The example chat page's bundled script (`npm run build:chat-page`): served with the page at `/chat`. Unset: no page. */
+  chatPageBundle?: string;
 }
+
+/** The chat page's address, with a conversation id a workflow id may be. */
+const CHAT_PAGE_PATH = /^\/chat\?conversation=[A-Za-z0-9._~:-]{1,128}$/;
 
 /** Messages shown with each conversation. */
 const RECENT_MESSAGES = 6;
@@ -85,7 +92,7 @@ class PageRefusal extends Error {
 
 /** Registers the inbox's routes (`/inbox...`) on the API's app. */
 export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): Promise<void> {
-  const { client, authenticate, policy, sessions } = options;
+  const { client, authenticate, policy, sessions, chatPageBundle } = options;
 
   // Forms arrive urlencoded (in this plugin only; the /v1 API keeps JSON).
   await app.register(formbody, { bodyLimit: 64 * 1024 });
@@ -105,7 +112,9 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
   };
 
   /** Sends a page with its security headers: a CSP whose nonce admits the inline style and script, no caching, no framing. */
-  const sendPage = (reply: FastifyReply, status: number, frame: { title: string; viewer?: Viewer; live: boolean; main: Html }) => {
+  const sendPage = (reply: FastifyReply, status: number, frame: { title: string; viewer?: Viewer; live: boolean; main: Html }) =>
+    sendHtml(reply, status, (nonce) => page({ ...frame, nonce }));
+  const sendHtml = (reply: FastifyReply, status: number, build: (nonce: string) => string) => {
     const nonce = randomBytes(16).toString('base64');
     return reply
       .status(status)
@@ -118,7 +127,7 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
       .header('x-frame-options', 'DENY')
       .header('referrer-policy', 'same-origin')
       .header('cache-control', 'no-store')
-      .send(page({ ...frame, nonce }));
+      .send(build(nonce));
   };
   const signInPage = (reply: FastifyReply, status: number, problem?: string, next?: string) =>
     sendPage(reply, status, { title: 'Sign in · Approval inbox', live: false, main: signInMain({ problem, next }) });
@@ -175,12 +184,21 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
     });
   });
 
-  /** Which page a sign-in may continue to: only the inbox's own (no open redirect). */
-  const safeNext = (next: string | undefined): string => (next && /^\/inbox(\/conversations\/[^/?#\\]+)?$/.test(next) ? next : '/inbox');
+  /** Which page a sign-in may continue to: only the inbox's own and the chat page (no open redirect). */
+  const safeNext = (next: string | undefined): string =>
+    next && (/^\/inbox(\/conversations\/[^/?#\\]+)?$/.test(next) || CHAT_PAGE_PATH.test(next)) ? next : '/inbox';
+  /** The inbox is for approvers and operators; a requester signed in for the chat page is refused it. */
+  const inboxSession = (request: FastifyRequest): Session | undefined => {
+    const session = sessionOf(request);
+    if (session && !session.roles.some((r) => INBOX_ROLES.includes(r))) {
+      throw new PageRefusal(403, 'Not for this role', `The inbox is for approvers and operators; ${session.subject} has the role ${session.roles.join(', ')}.`);
+    }
+    return session;
+  };
   const hide = { hide: true };
 
   app.get('/inbox', { schema: hide }, async (request, reply) => {
-    const session = sessionOf(request);
+    const session = inboxSession(request);
     if (!session) return signInPage(reply, 200, cookieOf(request) ? 'Your session has ended; sign in again.' : undefined);
     const viewer = viewerOf(session);
     const flash = takeFlash(session);
@@ -203,7 +221,7 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
 
   app.get<{ Params: { id: string } }>('/inbox/conversations/:id', { schema: hide }, async (request, reply) => {
     const id = request.params.id;
-    const session = sessionOf(request);
+    const session = inboxSession(request);
     if (!session) return signInPage(reply, 200, cookieOf(request) ? 'Your session has ended; sign in again.' : undefined, conversationPath(id));
     if (id.length > 200) throw new PageRefusal(404, 'Not found', 'There is no such conversation.');
     const viewer = viewerOf(session);
@@ -258,7 +276,8 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
     }
     if (!principal) return signInPage(reply, 401, 'That token is not valid (unknown, expired, or not for this API). Nothing was kept; paste it again.', next);
     const roles = [...principal.roles];
-    if (!roles.some((r) => INBOX_ROLES.includes(r))) {
+    const allowed: readonly ApiRole[] = next.startsWith('/chat') ? [...INBOX_ROLES, 'requester'] : INBOX_ROLES;
+    if (!roles.some((r) => allowed.includes(r))) {
       return signInPage(
         reply,
         403,
@@ -268,6 +287,27 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
     }
     sessions.start(request, reply, principal);
     return reply.redirect(next, 303);
+  });
+
+  // The example chat page (examples/chat-page): useChat against /v1/chat with this session.
+  app.get('/chat', { schema: hide }, async (request, reply) => {
+    if (!chatPageBundle) {
+      throw new PageRefusal(404, 'No chat page', 'The example chat page is not built here: run "npm run build:chat-page", then restart.');
+    }
+    const conversation = (request.query as { conversation?: unknown }).conversation;
+    if (typeof conversation !== 'string' || !CHAT_PAGE_PATH.test(`/chat?conversation=${conversation}`)) {
+      return reply.redirect(`/chat?conversation=chat-${randomBytes(6).toString('hex')}`, 303);
+    }
+    const session = sessionOf(request);
+    if (!session) return signInPage(reply, 200, undefined, `/chat?conversation=${conversation}`);
+    return sendHtml(reply, 200, (nonce) => chatPage({ nonce, conversationId: conversation, csrf: session.csrf, subject: session.subject }));
+  });
+  app.get('/chat/app.js', { schema: hide }, async (_request, reply) => {
+    if (!chatPageBundle) throw new PageRefusal(404, 'No chat page', 'The example chat page is not built here: run "npm run build:chat-page".');
+    return reply
+      .header('content-type', 'text/javascript; charset=utf-8')
+      .header('cache-control', 'no-cache')
+      .send(await readFile(chatPageBundle));
   });
 
   app.post('/inbox/sign-out', { schema: hide }, async (request, reply) => {
@@ -281,7 +321,7 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
   app.post<{ Params: { id: string } }>('/inbox/conversations/:id/decisions', { schema: hide }, async (request, reply) => {
     checkOrigin(request);
     const id = request.params.id;
-    const session = sessionOf(request);
+    const session = inboxSession(request);
     if (!session) throw new PageRefusal(401, 'Signed out', 'Your session has ended, so nothing was decided. Sign in again.');
     checkCsrf(request, session);
     if (!session.roles.includes('approver'))

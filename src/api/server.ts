@@ -60,8 +60,13 @@ export interface ApiServerOptions {
    * CLI: operators decode encrypted payloads. Unset: no codec routes.
    */
   codec?: CodecOptions;
-  /** The chat endpoint (`POST /v1/chat`): how long after a turn ended a reconnect still replays it. Default 60 s. */
-  chat?: { replayEndedTurnMs?: number };
+  /**
+   * The chat endpoint (`POST /v1/chat`): how long after a turn ended a
+   * reconnect still replays it (default 60 s); and the example chat page's
+   * bundled script (`npm run build:chat-page`), served at `/chat` with the
+   * inbox's sign-in (unset: no page).
+   */
+  chat?: { replayEndedTurnMs?: number; pageBundle?: string };
 }
 
 declare module 'fastify' {
@@ -365,13 +370,13 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
   );
   refuseOtherMethods(app, '/v1/conversations/:id/cancel', ['POST']);
 
+  const sessions = options.inbox !== false ? new BrowserSessions() : undefined;
   // The AI SDK's chat transport (useChat): the turn as a UI message stream.
-  chatRoutes(app, { client, policy, allow, replayEndedTurnMs: options.chat?.replayEndedTurnMs });
+  chatRoutes(app, { client, policy, allow, replayEndedTurnMs: options.chat?.replayEndedTurnMs, sessions });
   refuseOtherMethods(app, '/v1/chat', ['POST']);
   refuseOtherMethods(app, '/v1/chat/:id/stream', ['GET']);
 
-  const sessions = options.inbox !== false ? new BrowserSessions() : undefined;
-  if (sessions) await app.register(inboxRoutes, { client, authenticate, policy, sessions });
+  if (sessions) await app.register(inboxRoutes, { client, authenticate, policy, sessions, chatPageBundle: options.chat?.pageBundle });
   if (options.codec) {
     await codecRoutes(app, {
       ...options.codec,

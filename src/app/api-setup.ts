@@ -101,8 +101,13 @@ export function serveConfiguredApi(config: WorkerConfig, security: ApiSecurity, 
       namespace: config.temporal.namespace,
       corsOrigins: config.api.codecCorsOrigins,
     },
+    // The example chat page, once built (npm run build:chat-page).
+    ...(fs.existsSync(CHAT_PAGE_BUNDLE) ? { chat: { pageBundle: CHAT_PAGE_BUNDLE } } : {}),
   });
 }
+
+/** Where `npm run build:chat-page` writes the example chat page's script. */
+const CHAT_PAGE_BUNDLE = path.join(__dirname, '..', '..', 'examples', 'chat-page', 'dist', 'app.js');
 
 /** Writes `file` (mode 0600) unless it exists. */
 function writeOnce(file: string, content: () => string): void {

@@ -1,10 +1,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer } from '../../src/api/server';
 import { apiCaller, TEST_DECISION_KEY, TEST_TOKENS, token } from '../support/api';
+import { launchChromium } from '../support/browser';
 import { startHarness, type Harness } from '../support/harness';
 
 // The approval inbox in a real browser (Debian's Chromium, driven by
@@ -14,7 +15,6 @@ import { startHarness, type Harness } from '../support/harness';
 // the answer arrive. Also: the session cookie's flags, CSRF and Origin
 // checks, who may sign in and decide, four eyes, escaping, sign-out.
 
-const CHROMIUM = '/usr/bin/chromium';
 const TOKENS = TEST_TOKENS;
 const KEY = TEST_DECISION_KEY;
 /** Where the inbox's screenshot goes: the README's with `INBOX_SCREENSHOT=docs/inbox.png`, else a temporary file. */
@@ -26,8 +26,7 @@ let browser: Browser;
 beforeAll(async () => {
   h = await startHarness({ decisionTrust: { keys: [KEY] } });
   api = await startApiServer({ client: h.client, tokens: TOKENS, decisions: { signingKey: KEY } });
-  if (!fs.existsSync(CHROMIUM)) throw new Error(`This test drives Debian's Chromium at ${CHROMIUM}; install it (apt-get install chromium; .ci/run does).`);
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();
