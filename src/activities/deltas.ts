@@ -59,22 +59,29 @@ export class DeltaPublisher {
    */
   private flush(last = false): void {
     this.lastFlush = Date.now();
+    const pieces: Extract<StreamEvent, { type: 'delta' }>[] = [];
     while (this.buffer.length > 0) {
       let end = Math.min(MAX_TEXT, this.buffer.length);
       const high = this.buffer.charCodeAt(end - 1);
       if (high >= 0xd800 && high <= 0xdbff && (end < this.buffer.length || !last)) end--;
-      if (end === 0) return;
+      if (end === 0) break;
       const text = toStorableText(this.buffer.slice(0, end));
       this.buffer = this.buffer.slice(end);
-      this.send({ type: 'delta', ...this.ids, offset: this.offset, text });
+      pieces.push({ type: 'delta', ...this.ids, offset: this.offset, text });
       this.offset += text.length;
     }
+    if (pieces.length > 0) this.send(pieces);
   }
 
-  private send(event: StreamEvent): void {
-    // One after the other, so NOTIFYs commit (and reach listeners) in order; each with what it keeps or drops.
+  /**
+   * Sends one flush's pieces, or an end, in one statement. One after the
+   * other, so NOTIFYs commit (and reach listeners) in order; each with what
+   * it keeps or drops.
+   */
+  private send(events: StreamEvent | Extract<StreamEvent, { type: 'delta' }>[]): void {
+    const [statement, values] = Array.isArray(events) ? this.keepAndNotify(events) : this.dropAndNotify(events);
     this.chain = this.chain
-      .then(() => this.pool.query(this.statementOf(event), [STREAM_CHANNEL, JSON.stringify(event), ...this.argumentsOf(event)]))
+      .then(() => this.pool.query(statement, values))
       .then(
         () => undefined,
         (err: Error) => {
@@ -84,23 +91,28 @@ export class DeltaPublisher {
       );
   }
 
-  /**
-   * A delta is kept with its NOTIFY. An end drops the attempt's pieces (all
-   * of the response's when it succeeded: its answer is stored next), and
-   * pieces older than an hour that killed calls left behind.
-   */
-  private statementOf(event: StreamEvent): string {
-    const t = this.tables.streamDeltas;
-    if (event.type === 'delta') {
-      return `WITH kept AS (INSERT INTO ${t} (response_key, attempt, start_offset, conversation_id, text) VALUES ($3, $4, $5, $6, $7)
-                ON CONFLICT DO NOTHING) SELECT pg_notify($1, $2)`;
-    }
-    return `WITH dropped AS (DELETE FROM ${t} WHERE (response_key = $3 AND (attempt = $4 OR $5)) OR created_at < now() - interval '1 hour')
-            SELECT pg_notify($1, $2)`;
+  /** Pieces are kept and notified, in order (a volatile function in the select list runs after its ORDER BY). */
+  private keepAndNotify(pieces: Extract<StreamEvent, { type: 'delta' }>[]): [string, unknown[]] {
+    const statement = `WITH kept AS (
+        INSERT INTO ${this.tables.streamDeltas} (response_key, attempt, start_offset, conversation_id, text)
+        SELECT $2, $3, o, $4, x FROM unnest($5::int[], $6::text[]) AS p(o, x) ON CONFLICT DO NOTHING)
+      SELECT pg_notify($1, e) FROM unnest($7::text[]) WITH ORDINALITY AS n(e, i) ORDER BY i`;
+    const { responseKey, attempt, conversationId } = this.ids;
+    return [
+      statement,
+      [STREAM_CHANNEL, responseKey, attempt, conversationId, pieces.map((p) => p.offset), pieces.map((p) => p.text), pieces.map((p) => JSON.stringify(p))],
+    ];
   }
 
-  private argumentsOf(event: StreamEvent): unknown[] {
-    if (event.type === 'delta') return [event.responseKey, event.attempt, event.offset, event.conversationId, event.text];
-    return [event.responseKey, event.attempt, event.ok];
+  /**
+   * An end drops the attempt's pieces (all of the response's when it
+   * succeeded: its answer is stored next), and pieces older than an hour
+   * that killed calls left behind.
+   */
+  private dropAndNotify(event: StreamEvent): [string, unknown[]] {
+    const statement = `WITH dropped AS (
+        DELETE FROM ${this.tables.streamDeltas} WHERE (response_key = $3 AND (attempt = $4 OR $5)) OR created_at < now() - interval '1 hour')
+      SELECT pg_notify($1, $2)`;
+    return [statement, [STREAM_CHANNEL, JSON.stringify(event), event.responseKey, event.attempt, event.type === 'end' && event.ok]];
   }
 }

@@ -41,7 +41,7 @@ import { withDatabaseRetry } from './database-retry';
 import { failOnRefusal } from './store-failures';
 import { agentTables, type AgentTables } from '../db/schema';
 import { contextWindowOf, fitToContext } from './context-budget';
-import { releaseStickyWorker } from './activity-context';
+import { heartbeatWhileRunning, releaseStickyWorker } from './activity-context';
 import { DEFAULT_INLINE_LIMIT, inlineOrPreview } from './history-preview';
 import { requestCompletion, type ModelCompletion } from './completion';
 import { DeltaPublisher } from './deltas';
@@ -141,6 +141,15 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
     // With an output guardrail, nothing of the answer is sent until it has passed.
     const held = guards.output.length > 0;
     const publisher = new DeltaPublisher(deps.pool, tables, { conversationId: input.conversationId, responseKey, attempt }, held);
+    /** Ends the stream, heartbeating while its last pieces are written (a long answer has many). */
+    const endStream = async (ok: boolean): Promise<void> => {
+      const stopHeartbeats = heartbeatWhileRunning(activity);
+      try {
+        await publisher.end(ok);
+      } finally {
+        stopHeartbeats();
+      }
+    };
     const request = (window: number) => {
       const fitted = fitToContext(loaded.messages, {
         windowTokens: window,
@@ -202,10 +211,10 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
         });
       }
     } catch (err) {
-      await publisher.end(false);
+      await endStream(false);
       throw err;
     }
-    if (!held) await publisher.end(true);
+    if (!held) await endStream(true);
     if (sent.report.truncated.length > 0 || sent.report.elided > 0) {
       logger.info({ conversationId: input.conversationId, responseKey, ...sent.report }, 'Fitted the request to the context window');
     }
@@ -228,7 +237,7 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
       }),
     );
     const result = await answer(stored);
-    if (held) await publisher.end(!result.guardrail);
+    if (held) await endStream(!result.guardrail);
     return result;
   }
 }

@@ -1,11 +1,13 @@
 /**
- * Following one turn as events, for the API's server-sent events: the
- * model's text as it streams (PostgreSQL NOTIFY), the calls it asks for, the
- * approvals they wait on and the turn's outcome (the conversation's state,
- * read every half second while the turn runs).
+ * Following one turn as events, for the API's own server-sent events (the
+ * CLI's): the model's text as it streams (`turn-watch.ts`, shared with the
+ * UI message stream: what streamed before the client came is replayed
+ * first), the calls it asks for, the approvals they wait on and the turn's
+ * outcome (the conversation's state, read every half second while the turn
+ * runs).
  */
 import type { AgentClient } from '../client/client';
-import { StreamView } from '../client/stream';
+import { TurnWatch } from './turn-watch';
 import type { ConversationState, TurnRecord } from '../contract';
 
 /** One event of a turn, named like its SSE `event:` field. */
@@ -30,21 +32,19 @@ export async function followTurn(
   options: { messageId?: string; signal: AbortSignal },
   emit: (event: TurnEvent) => void,
 ): Promise<void> {
-  const view = new StreamView();
   // Everything is emitted through one queue, in order; a new response's text comes after the calls stored before it.
   let queue: Promise<void> = Promise.resolve();
   const inOrder = (work: () => Promise<void> | void): Promise<void> => (queue = queue.then(work, work));
   const started = new Set<string>();
   let emitFrom: ((state: ConversationState | undefined) => void) | undefined;
-  const unsubscribe = await client.subscribe(conversationId, (event) => {
+  const watch = await TurnWatch.open(client, conversationId, (changed) => {
     void inOrder(async () => {
-      if (!started.has(event.responseKey)) {
-        started.add(event.responseKey);
+      if (!started.has(changed.response.responseKey)) {
+        started.add(changed.response.responseKey);
         // The calls of the response before this one were stored before this one began.
         if (emitFrom) emitFrom(await client.state(conversationId).catch(() => undefined));
       }
-      const changed = view.apply(event);
-      if (changed && (changed.appended || changed.reset)) {
+      if (changed.appended || changed.reset) {
         emit({
           event: 'delta',
           data: { responseKey: changed.response.responseKey, attempt: changed.response.attempt, text: changed.appended, reset: changed.reset },
@@ -103,6 +103,6 @@ export async function followTurn(
       state = await client.state(conversationId);
     }
   } finally {
-    await unsubscribe();
+    await watch.close();
   }
 }

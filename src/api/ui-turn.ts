@@ -6,8 +6,8 @@
  * or waits for a person.
  */
 import type { AgentClient } from '../client/client';
-import { StreamView } from '../client/stream';
-import type { StreamEvent } from '../db/stream-channel';
+import type { StreamView } from '../client/stream';
+import { TurnWatch } from './turn-watch';
 import type { AssistantMessage, ConversationState, MessageMeta } from '../contract';
 import { parseJsonOrText } from '../contract/text';
 import { callInstanceKey } from '../core/effect-keys';
@@ -46,32 +46,10 @@ export async function followTurnAsUi(
   signal: AbortSignal,
   write: (chunk: UiChunk) => void,
 ): Promise<boolean> {
-  const view = new StreamView();
-  let wake: (() => void) | undefined;
-  // Live events wait until what streamed before is replayed (kept pieces first), so no piece is skipped.
-  let early: StreamEvent[] | undefined = [];
-  const unsubscribe = await client.subscribe(conversationId, (event) => {
-    if (early) early.push(event);
-    else view.apply(event);
-    wake?.();
-  });
-  const sleep = () =>
-    new Promise<void>((resolve) => {
-      const timer = setTimeout(done, POLL_MS);
-      function done() {
-        clearTimeout(timer);
-        wake = undefined;
-        signal.removeEventListener('abort', done);
-        resolve();
-      }
-      wake = done;
-      signal.addEventListener('abort', done);
-    });
+  const watch = await TurnWatch.open(client, conversationId);
+  const sleep = () => watch.sleep(POLL_MS, signal);
   try {
-    for (const event of await client.streamedSoFar(conversationId)) view.apply(event);
-    for (const event of early) view.apply(event);
-    early = undefined;
-    const reader = new TurnReader(client, conversationId, view);
+    const reader = new TurnReader(client, conversationId, watch.view);
     let firstSeq: number | undefined;
     let messageId = target.messageId;
     for (;;) {
@@ -105,7 +83,7 @@ export async function followTurnAsUi(
     }
     return true;
   } finally {
-    await unsubscribe();
+    await watch.close();
   }
 }
 

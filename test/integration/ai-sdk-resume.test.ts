@@ -76,7 +76,7 @@ async function resume(chatId: string, base: string): Promise<{ message: UIMessag
 describe('resuming the chat stream', () => {
   it('a reconnect after a dropped connection replays the turn from its start through another API process, then the rest, nothing lost or doubled', async () => {
     const id = h.newConversationId('resume');
-    h.model.enqueue({ content: LONG, stream: { chunkDelayMs: 60 } });
+    h.model.enqueue({ content: LONG, stream: { chunkDelayMs: 600 } }); // three pieces of text, 0.6 s apart
     const { seen } = await readUntil(id, 'Say forty words', (m) => textOf(m).length > 20);
     const partial = textOf(seen);
     expect(partial.length).toBeGreaterThan(20);
@@ -94,7 +94,7 @@ describe('resuming the chat stream', () => {
     const id = h.newConversationId('resume-kill');
     h.model.enqueue({ content: 'Ready.' });
     await h.client.ask(id, 'Begin', { input: { timeouts: { heartbeatMs: 3_000 } } }); // a short heartbeat timeout: the killed call is noticed soon
-    h.model.enqueue({ content: `FIRST ${LONG}`, stream: { chunkDelayMs: 150 } }, { content: 'The answer after the crash.', stream: { chunkDelayMs: 20 } });
+    h.model.enqueue({ content: `FIRST ${LONG}`, stream: { chunkDelayMs: 1_500 } }, { content: 'The answer after the crash.', stream: { chunkDelayMs: 20 } });
     let shown = 0;
     const live = readUntil(id, 'Say it again', (m) => {
       shown = textOf(m).length;

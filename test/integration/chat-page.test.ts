@@ -79,13 +79,17 @@ describe('the example chat page', () => {
   it('a reload in the middle of a stream resumes it: the answer shows whole, once', async () => {
     const { page } = await openChat('chat-page-reload', token('d'));
     const answer = Array.from({ length: 30 }, (_, i) => `part${i}`).join(' ');
-    h.model.enqueue({ content: answer, stream: { chunkDelayMs: 120 } });
+    h.model.enqueue({ content: answer, stream: { chunkDelayMs: 1_000 } }); // three pieces of text, a second apart: the reload lands mid-stream
     await send(page, 'Tell me a long story');
     const shown = async () => (await page.locator('li.assistant').allTextContents()).join('|');
     await expect.poll(shown, { timeout: 20_000 }).toContain('part3');
     expect(await page.textContent('li.assistant')).not.toContain('part29');
+    const reloadedAt = Date.now();
     await page.reload();
     await expect.poll(shown, { timeout: 20_000 }).toBe(answer);
+    const request = h.model.requests.at(-1)!;
+    await expect.poll(() => request.closedAt, { timeout: 20_000 }).toBeDefined();
+    expect(reloadedAt).toBeLessThan(request.closedAt!); // the model was still speaking when the page reloaded
     expect(await page.locator('li.assistant').count()).toBe(1);
     await page.context().close();
   });
