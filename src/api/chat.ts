@@ -117,6 +117,7 @@ export function chatRoutes(app: FastifyInstance, options: ChatRoutesOptions): vo
       if (!principal.roles.has('requester'))
         throw new ApiError('forbidden', `Sending a message needs the role requester; ${principal.subject} has ${[...principal.roles].join(', ')}.`);
       const text = last.parts.flatMap((p) => (p.type === 'text' && typeof p.text === 'string' ? [p.text] : [])).join('\n');
+      if (text.trim() === '') throw new ApiError('invalid_request', 'The last message has no text: send a user message with a text part.');
       const messageId = await client.sendMessage(id, text, { messageId: last.id, sentBy: principal.subject });
       return stream(request, reply, id, { messageId });
     }

@@ -112,7 +112,7 @@ describe('the chat endpoint with the AI SDK', () => {
     expect(texts(denied)).toContain('I did not refund it.');
   });
 
-  it('refuses what it cannot take with a clear error, before any stream: no token, a regenerate, an answer without approvals', async () => {
+  it('refuses what it cannot take with a clear error, before any stream: no token, a regenerate, an answer without approvals, a message without text', async () => {
     const id = h.newConversationId('ai-chat-bad');
     await expect(send(token('z'), id, [userMessage('u', 'hi')])).rejects.toThrow(/The token is not valid/);
     const regenerate = await fetch(`${api.url}/v1/chat`, {
@@ -123,6 +123,7 @@ describe('the chat endpoint with the AI SDK', () => {
     expect(regenerate.status).toBe(400);
     expect(await regenerate.text()).toMatch(/transcript is append-only/);
     await expect(send(token('b'), id, [{ id: 'x', role: 'assistant', parts: [{ type: 'text', text: 'hello' }] }])).rejects.toThrow(/no approval response/);
+    await expect(send(token('a'), id, [{ id: 'y', role: 'user', parts: [{ type: 'step-start' }] }])).rejects.toThrow(/The last message has no text/);
   });
 
   it('GET {api}/{chatId}/stream replays the last turn shortly after it ended, then answers 204', async () => {
