@@ -8,6 +8,7 @@
  */
 import type { AgentClient } from '../client/client';
 import { TurnWatch } from './turn-watch';
+import { TurnReader } from './ui-turn';
 import type { ConversationState, TurnRecord } from '../contract';
 
 /** One event of a turn, named like its SSE `event:` field. */
@@ -24,7 +25,8 @@ export const TURN_EVENTS_POLL_MS = 500;
 /**
  * Emits the events of the turn that takes `messageId` (or, without one, of
  * the next turn to finish) until it finishes or `signal` aborts. The last
- * event is `turn`, with the answer's text when it answered.
+ * event is `turn`, with the answer's text when it answered. The calls come
+ * from the same facts as the UI message stream's (`TurnReader`).
  */
 export async function followTurn(
   client: AgentClient,
@@ -33,16 +35,19 @@ export async function followTurn(
   emit: (event: TurnEvent) => void,
 ): Promise<void> {
   // Everything is emitted through one queue, in order; a new response's text comes after the calls stored before it.
-  let queue: Promise<void> = Promise.resolve();
+  // It opens once the calls can be read: text replayed at the start waits for the calls before it.
+  let openQueue!: () => void;
+  let queue = new Promise<void>((resolve) => (openQueue = resolve));
   const inOrder = (work: () => Promise<void> | void): Promise<void> => (queue = queue.then(work, work));
   const started = new Set<string>();
-  let emitFrom: ((state: ConversationState | undefined) => void) | undefined;
+  let emitNow: ((state: ConversationState) => Promise<void>) | undefined;
   const watch = await TurnWatch.open(client, conversationId, (changed) => {
     void inOrder(async () => {
       if (!started.has(changed.response.responseKey)) {
         started.add(changed.response.responseKey);
         // The calls of the response before this one were stored before this one began.
-        if (emitFrom) emitFrom(await client.state(conversationId).catch(() => undefined));
+        const state = emitNow && (await client.state(conversationId).catch(() => undefined));
+        if (state) await emitNow!(state).catch(() => undefined);
       }
       if (changed.appended || changed.reset) {
         emit({
@@ -53,21 +58,25 @@ export async function followTurn(
     });
   });
   try {
+    const reader = new TurnReader(client, conversationId, watch.view);
     const first = await client.state(conversationId);
     const finishedBefore = new Set(first.recentTurns.map((t) => t.messageIds.join('\n')));
-    // Calls of earlier turns are not this turn's; when the followed turn runs already, its calls so far are.
-    const followed = first.currentTurn && (!options.messageId || first.currentTurn.messageIds.includes(options.messageId)) ? first.currentTurn : undefined;
-    const since = followed ? followed.firstSeq : Number.POSITIVE_INFINITY;
-    const seenCalls = new Set(first.messages.filter((m) => m.seq < since).flatMap((m) => (m.toolCalls ?? []).map((c) => `${m.seq}/${c.id}`)));
+    const isFollowed = (messageIds: readonly string[]) =>
+      options.messageId ? messageIds.includes(options.messageId) : !finishedBefore.has(messageIds.join('\n'));
+    const seenCalls = new Set<string>();
     const seenApprovals = new Set<string>();
     let lastStatus = '';
-    emitFrom = (state) => {
-      if (!state) return;
-      for (const m of state.messages) {
-        for (const call of m.toolCalls ?? []) {
-          if (seenCalls.has(`${m.seq}/${call.id}`)) continue;
-          seenCalls.add(`${m.seq}/${call.id}`);
-          emit({ event: 'tool_call', data: { toolCallId: call.id, toolName: call.name, seq: m.seq } });
+    emitNow = async (state) => {
+      // The followed turn's calls so far: running (its first seq), or just ended (its record's).
+      const current = state.currentTurn && isFollowed(state.currentTurn.messageIds) ? state.currentTurn.firstSeq : undefined;
+      const firstSeq = current ?? state.recentTurns.find((t) => isFollowed(t.messageIds))?.firstSeq;
+      if (firstSeq !== undefined) {
+        for (const step of (await reader.read(firstSeq, options.messageId, state)).steps) {
+          for (const call of step.calls) {
+            if (seenCalls.has(call.callKey)) continue;
+            seenCalls.add(call.callKey);
+            emit({ event: 'tool_call', data: { toolCallId: call.toolCallId, toolName: call.name, seq: call.assistantSeq } });
+          }
         }
       }
       for (const p of state.pendingApprovals) {
@@ -84,11 +93,10 @@ export async function followTurn(
         emit({ event: 'status', data: status });
       }
     };
+    openQueue();
     for (let state = first; !options.signal.aborted;) {
-      await inOrder(() => emitFrom!(state));
-      const turn = options.messageId
-        ? state.recentTurns.find((t) => t.messageIds.includes(options.messageId!))
-        : state.recentTurns.find((t) => !finishedBefore.has(t.messageIds.join('\n')));
+      await inOrder(() => emitNow!(state));
+      const turn = state.recentTurns.find((t) => isFollowed(t.messageIds));
       if (turn) {
         let answer: string | undefined;
         if (turn.answerSeq !== undefined) {

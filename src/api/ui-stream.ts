@@ -37,6 +37,9 @@ export type CallOutput = { kind: 'available'; value: unknown } | { kind: 'denied
 /** One call of a step: its key (the stream's `toolCallId` and `approvalId`), input and, once settled, output. */
 export interface CallFacts {
   callKey: string;
+  /** The provider's id, and the seq of the assistant message that asked for it. */
+  toolCallId: string;
+  assistantSeq: number;
   name: string;
   input: unknown;
   /** It waited for a person while this stream was open (or waits now). */

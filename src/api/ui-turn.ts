@@ -104,8 +104,8 @@ function turnStart(state: ConversationState, messageId: string | undefined): num
   return state.recentTurns.find((t) => t.messageIds.includes(messageId))?.firstSeq;
 }
 
-/** Reads a turn's facts, keeping what does not change (stored responses, written messages). */
-class TurnReader {
+/** Reads a turn's facts, keeping what does not change (stored responses, written messages); shared by both of the API's streams. */
+export class TurnReader {
   private readonly responses = new Map<string, AssistantMessage>();
   private readonly written = new Map<number, string>();
   /** Calls seen waiting for a person: their approval request stays in the stream once shown. */
@@ -117,15 +117,21 @@ class TurnReader {
     private readonly view: StreamView,
   ) {}
 
-  async read(firstSeq: number, messageId: string | undefined): Promise<TurnFacts> {
-    const state = await this.client.state(this.conversationId);
+  /** The facts of the turn from `firstSeq` (that takes `messageId`, when given), from `state` when given, else read now. */
+  async read(firstSeq: number, messageId: string | undefined, given?: ConversationState): Promise<TurnFacts> {
+    const state = given ?? (await this.client.state(this.conversationId));
     const record = state.recentTurns.find((t) => t.firstSeq === firstSeq && (messageId === undefined || t.messageIds.includes(messageId)));
-    const metas = state.messages.filter((m) => m.seq >= firstSeq);
+    // The turn's messages: from its first, up to the first of a turn after it (one may have begun since it ended).
+    const later = [state.currentTurn?.firstSeq, ...state.recentTurns.map((t) => t.firstSeq)].filter(
+      (seq): seq is number => seq !== undefined && seq > firstSeq,
+    );
+    const upTo = Math.min(Number.POSITIVE_INFINITY, ...later);
+    const metas = state.messages.filter((m) => m.seq >= firstSeq && m.seq < upTo);
     const keys = metas.flatMap((m) => (m.responseKey && !this.responses.has(m.responseKey) ? [m.responseKey] : []));
     for (const [key, message] of await this.client.modelResponses(keys)) this.responses.set(key, message);
     await this.readWritten(metas);
     for (const p of state.pendingApprovals) this.askedFor.add(p.callKey);
-    const steps = this.steps(metas, state);
+    const steps = this.steps(metas, state, firstSeq);
     const waiting = state.pendingApprovals.length > 0 && (state.openCalls ?? []).every((c) => c.outcome || this.askedFor.has(c.callKey));
     const end: TurnFacts['end'] = record && this.allWritten(metas) ? { record } : !record && waiting ? { waiting: true } : undefined;
     return { messageId: `turn-${firstSeq}`, steps, ...(end ? { end } : {}) };
@@ -143,7 +149,7 @@ class TurnReader {
     return metas.every((m) => m.role !== 'tool' || this.written.has(m.seq));
   }
 
-  private steps(metas: readonly MessageMeta[], state: ConversationState): StepFacts[] {
+  private steps(metas: readonly MessageMeta[], state: ConversationState, firstSeq: number): StepFacts[] {
     const steps: StepFacts[] = [];
     const open = new Map((state.openCalls ?? []).map((c) => [c.callKey, c]));
     for (const [i, meta] of metas.entries()) {
@@ -161,6 +167,8 @@ class TurnReader {
         if (answer) answers.splice(answers.indexOf(answer), 1);
         return {
           callKey,
+          toolCallId: call.id,
+          assistantSeq: meta.seq,
           name: call.function.name,
           input: parseJsonOrText(call.function.arguments),
           approvalRequested: this.askedFor.has(callKey),
@@ -175,11 +183,11 @@ class TurnReader {
         calls,
       });
     }
-    const known = new Set(metas.flatMap((m) => (m.responseKey ? [m.responseKey] : [])));
+    const known = new Set(state.messages.flatMap((m) => (m.responseKey ? [m.responseKey] : [])));
     // The model call running now: its text as streamed, when its beginning was seen (else it shows once stored).
     const live = this.view.all().filter((r) => !known.has(r.responseKey) && r.text !== '' && r.ok !== false);
     const last = live[live.length - 1];
-    if (last && state.currentTurn) steps.push({ responseKey: last.responseKey, text: last.text, stored: false, calls: [] });
+    if (last && state.currentTurn?.firstSeq === firstSeq) steps.push({ responseKey: last.responseKey, text: last.text, stored: false, calls: [] });
     return steps;
   }
 }

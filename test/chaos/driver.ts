@@ -157,8 +157,13 @@ class ConversationPlayer {
       this.record.inFlight = true;
       // A coverage conversation's turns are left alone until its scenario has played.
       const coveragePending = this.plan.coverage && (this.messagesSent === 1 || (this.plan.coverage.firstAction && !this.plan.coverageActionDone));
-      const spontaneous = coveragePending ? 'none' : this.rng.weighted({ none: 78, cancel: 12, interrupt: 10 });
-      const spontaneousAt = Date.now() + this.rng.int(200, 2_500);
+      // A scenario's cancel or interrupt that found nothing waiting in its first turn (its call timed out while a worker was down)
+      // is sent into a later turn while it runs, so the fault is still injected.
+      const firstAction = this.plan.coverage?.firstAction;
+      const fallback =
+        this.messagesSent > 1 && !this.plan.coverageActionDone && (firstAction === 'cancel' || firstAction === 'interrupt') ? firstAction : undefined;
+      const spontaneous = fallback ?? (coveragePending ? 'none' : this.rng.weighted({ none: 78, cancel: 12, interrupt: 10 }));
+      const spontaneousAt = Date.now() + (fallback ? 100 : this.rng.int(200, 2_500));
       let spontaneousDone = spontaneous === 'none';
       const deadline = Date.now() + this.ctx.turnTimeoutMs;
       for (;;) {
@@ -186,6 +191,7 @@ class ConversationPlayer {
             spontaneousDone = true;
           } else if (!spontaneousDone && Date.now() >= spontaneousAt && state.status === 'running' && waiting.length === 0) {
             spontaneousDone = true;
+            this.plan.coverageActionDone ||= fallback !== undefined;
             current = (await this.act(spontaneous as 'cancel' | 'interrupt', [])) ?? current;
           }
         }
