@@ -23,12 +23,24 @@ export interface ApplicableGuardrails {
   tool: Extract<Guardrail, { on: 'tool' }>[];
 }
 
-/** The guardrails of the worker and of `speaker`. */
-export function applicableGuardrails(worker: readonly Guardrail[] | undefined, speaker: Agent | undefined): ApplicableGuardrails {
-  return {
-    input: guardrailsOn('input', worker, speaker?.guardrails),
-    output: guardrailsOn('output', worker, speaker?.guardrails),
-    tool: guardrailsOn('tool', worker, speaker?.guardrails),
+/**
+ * The guardrails of the worker and of each agent, sorted by where they run
+ * once per agent (not per model call): `of(speaker)` is the list for a call
+ * answered by `speaker` (undefined: one unnamed agent).
+ */
+export function guardrailsByAgent(worker: readonly Guardrail[] | undefined): (speaker: Agent | undefined) => ApplicableGuardrails {
+  const sorted = new Map<string | undefined, ApplicableGuardrails>();
+  return (speaker) => {
+    let found = sorted.get(speaker?.name);
+    if (!found) {
+      found = {
+        input: guardrailsOn('input', worker, speaker?.guardrails),
+        output: guardrailsOn('output', worker, speaker?.guardrails),
+        tool: guardrailsOn('tool', worker, speaker?.guardrails),
+      };
+      sorted.set(speaker?.name, found);
+    }
+    return found;
   };
 }
 
@@ -81,7 +93,7 @@ export async function toolVerdict(
 
 /** The tool guardrails of one call: the worker's and the agent's, then the tool's own. */
 export function toolGuardrailsOf(applicable: ApplicableGuardrails, tool: Tool): Extract<Guardrail, { on: 'tool' }>[] {
-  return [...applicable.tool, ...guardrailsOn('tool', tool.guardrails)];
+  return tool.guardrails?.length ? [...applicable.tool, ...guardrailsOn('tool', tool.guardrails)] : applicable.tool;
 }
 
 /** The assistant message stored in place of an answer when a guardrail stopped the turn: what the user and the model read. */

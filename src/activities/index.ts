@@ -3,7 +3,7 @@
  * from real dependencies, so tests pass theirs instead of mocking modules.
  */
 import { CONVERSATION_ACTIVITY_NAMES, conversationActivityType, type ConversationActivities, type VerifyDecisionInput } from '../contract/activities';
-import { applicableGuardrails, guardrailContext, toolGuardrailsOf, toolVerdict } from './guardrails';
+import { guardrailContext, guardrailsByAgent, toolGuardrailsOf, toolVerdict, type ApplicableGuardrails } from './guardrails';
 import { createModelActivity } from './model';
 import { createToolActivity } from './tools';
 import { recordDecision } from '../db/transcript-store';
@@ -14,10 +14,12 @@ import { createToolDiscoveryActivity, turnRegistry } from './mcp-tools';
 import { checkToolCall } from './tool-calls';
 import { failOnRefusal } from './store-failures';
 import type { ActivityDeps } from './deps';
+import type { Agent } from '../tools/agents';
 
 /** Builds the activities registered on the worker. Throws a `ConfigError` when `schema` is not a usable name. */
 export function createActivities(deps: ActivityDeps): ConversationActivities {
   const tables = agentTables(deps.schema);
+  const guardrailsOf = guardrailsByAgent(deps.guardrails);
   return {
     appendMessages: (input) => failOnRefusal(() => appendMessagesListingWaits(deps.pool, tables, input)),
     callModel: createModelActivity(deps),
@@ -26,7 +28,7 @@ export function createActivities(deps: ActivityDeps): ConversationActivities {
     verifyDecision: async ({ conversationId, decision, edit }) => {
       const verdict = verifyDecision(deps.decisionTrust ?? { keys: [] }, conversationId, decision);
       if (verdict.refusal || !edit) return verdict;
-      const refusal = await describeRefusedEdit(deps, edit, conversationId, decision.arguments);
+      const refusal = await describeRefusedEdit(deps, guardrailsOf, edit, conversationId, decision.arguments);
       return refusal ? { ...verdict, refusal } : verdict;
     },
     discoverTools: createToolDiscoveryActivity(deps),
@@ -41,6 +43,7 @@ export function createActivities(deps: ActivityDeps): ConversationActivities {
  */
 async function describeRefusedEdit(
   deps: ActivityDeps,
+  guardrailsOf: (speaker: Agent | undefined) => ApplicableGuardrails,
   edit: NonNullable<VerifyDecisionInput['edit']>,
   conversationId: string,
   args: unknown,
@@ -50,7 +53,7 @@ async function describeRefusedEdit(
   const still = 'Nothing changed; the call still waits for a decision.';
   if (!checked.ok) return `Edit refused: the new arguments do not fit ${edit.toolName}: ${checked.message} ${still}`;
   const speaker = edit.agent !== undefined ? deps.agents?.get(edit.agent) : undefined;
-  const guards = toolGuardrailsOf(applicableGuardrails(deps.guardrails, speaker), checked.tool);
+  const guards = toolGuardrailsOf(guardrailsOf(speaker), checked.tool);
   if (guards.length === 0) return undefined;
   const verdict = await toolVerdict(guards, { toolName: checked.tool.name, arguments: checked.args }, guardrailContext(deps, conversationId, edit.agent));
   if (verdict.action !== 'block') return undefined;

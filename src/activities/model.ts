@@ -26,13 +26,12 @@ import {
 import { resolveOutputSpec, type ResolvedOutput } from '../common/typed-output';
 import type { Tool } from '../tools/tool';
 import type { Guardrail, GuardrailContext } from '../tools/guardrails';
-import { applicableGuardrails, firstTrip, guardrailContext, guardrailNote, toolGuardrailsOf, toolVerdict } from './guardrails';
+import { firstTrip, guardrailContext, guardrailNote, guardrailsByAgent, toolGuardrailsOf, toolVerdict } from './guardrails';
 import {
   appendMessages,
   findModelResponse,
   promptCalibration,
   readTranscript,
-  readTranscriptPage,
   storeModelResponse,
   withholdModelResponse,
   type StoredModelResponse,
@@ -57,6 +56,7 @@ import type { ModelActivityDeps } from './deps';
 /** Builds the `callModel` activity. */
 export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallInput) => Promise<ModelCallResult> {
   const tables = agentTables(deps.schema);
+  const guardrailsOf = guardrailsByAgent(deps.guardrails);
   // A value PostgreSQL refuses (in the messages written first, or the answer) fails the call at once as StoreRefused.
   return (input) => failOnRefusal(() => callModel(input));
   async function callModel(input: ModelCallInput): Promise<ModelCallResult> {
@@ -70,7 +70,7 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
     const registry = await turnRegistry(deps.tools, deps.mcp, input.toolset);
     const offer = toolOffer(registry, deps.agents, speaker, input);
     const output = typedOutput(deps.agents, speaker, input);
-    const guards = applicableGuardrails(deps.guardrails, speaker);
+    const guards = guardrailsOf(speaker);
     const guardContext = guardrailContext(deps, input.conversationId, speaker?.name);
     /**
      * The result the workflow gets: the answer as history carries it, its
@@ -111,13 +111,13 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
       modelResponseReused(model, speaker?.name);
       return inSpan('model call', { ...spanAttributes, 'agent.outcome': 'reused' }, async () => answer(earlier));
     }
-    if (input.turnFromSeq !== undefined && guards.input.length > 0) {
-      const fromSeq = input.turnFromSeq;
-      const turnInput = await withDatabaseRetry("read the turn's messages", () =>
-        readTranscriptPage(deps.pool, tables, input.conversationId, fromSeq - 1, input.throughSeq - fromSeq + 1),
-      );
-      const messages = turnInput.flatMap((m) => (m.message.role === 'user' ? [m.message.content] : []));
-      const trip = await firstTrip('input', guards.input, { messages }, guardContext);
+    const [transcript, calibration] = await Promise.all([
+      withDatabaseRetry('read the transcript', () => loadModelMessages(deps.pool, tables, input)),
+      withDatabaseRetry('read the prompt calibration', () => promptCalibration(deps.pool, tables, input.conversationId)),
+    ]);
+    if (transcript.turnInput && guards.input.length > 0) {
+      // The turn's first call: its user messages meet the input guardrails before the model is asked.
+      const trip = await firstTrip('input', guards.input, { messages: transcript.turnInput }, guardContext);
       if (trip) {
         // No model is asked: the note is the turn's answer, stored like one so a retry finds it.
         const note = {
@@ -130,10 +130,7 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
         return answer(await withDatabaseRetry('store the guardrail note', () => storeModelResponse(deps.pool, tables, note)));
       }
     }
-    const [loaded, calibration] = await Promise.all([
-      withDatabaseRetry('read the transcript', () => loadModelMessages(deps.pool, tables, input)).then((loaded) => withInstructions(loaded, speaker)),
-      withDatabaseRetry('read the prompt calibration', () => promptCalibration(deps.pool, tables, input.conversationId)),
-    ]);
+    const loaded = withInstructions(transcript, speaker);
     const tools = offer.specs;
     const windowTokens = contextWindowOf(model, settings.contextWindow ?? deps.model.contextWindow);
     const attempt = info.attempt;
@@ -481,7 +478,16 @@ function unrunnable(call: ToolCall, problem: NonNullable<ToolCallPlan['problem']
 }
 
 /** Reads the transcript, applies the workflow's repair, and refuses to send anything invalid. */
-async function loadModelMessages(pool: Pool, tables: AgentTables, input: ModelCallInput): Promise<{ messages: ChatMessage[]; seqs?: number[] }> {
+/**
+ * The messages the model call sends (repaired when the workflow says so), with
+ * their seqs; on a turn's first call, also the text of the turn's user
+ * messages (`turnInput`), for the input guardrails.
+ */
+async function loadModelMessages(
+  pool: Pool,
+  tables: AgentTables,
+  input: ModelCallInput,
+): Promise<{ messages: ChatMessage[]; seqs?: number[]; turnInput?: string[] }> {
   const stored = await readTranscript(pool, tables, input.conversationId, input.throughSeq);
   if (stored.length !== input.throughSeq + 1) {
     throw ApplicationFailure.retryable(
@@ -513,7 +519,9 @@ async function loadModelMessages(pool: Pool, tables: AgentTables, input: ModelCa
   }
   // The seq of each message, for the context budget's markers (when nothing was repaired, they line up).
   const repaired = input.omitSeqs.length > 0 || input.synthesized.length > 0;
-  return { messages, seqs: repaired ? undefined : stored.map((s) => s.seq) };
+  const fromSeq = input.turnFromSeq;
+  const turnInput = fromSeq === undefined ? undefined : stored.flatMap((s) => (s.seq >= fromSeq && s.message.role === 'user' ? [s.message.content] : []));
+  return { messages, seqs: repaired ? undefined : stored.map((s) => s.seq), ...(turnInput ? { turnInput } : {}) };
 }
 
 function pairingItem(m: ChatMessage): PairingItem {

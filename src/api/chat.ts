@@ -13,7 +13,6 @@
  * as `POST /v1/conversations/{id}/decisions` (four eyes, signing, named by
  * call key); its response streams the rest of the turn.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -22,7 +21,7 @@ import { decideCalls, DecisionProblem, type DecisionPolicy } from './decisions';
 import { ApiError } from './refusals';
 import { idText } from './schemas';
 import type { ApiPrincipal, ApiRole } from './tokens';
-import type { BrowserSessions } from './sessions';
+import { csrfMatches, foreignOrigin, type BrowserSessions } from './sessions';
 import { followTurnAsUi } from './ui-turn';
 import type { UiChunk } from './ui-stream';
 
@@ -89,11 +88,10 @@ export function chatRoutes(app: FastifyInstance, options: ChatRoutesOptions): vo
       const session = sessions.of(request);
       if (!session) throw new ApiError('unauthorized', 'Your session has ended: sign in again (reload the chat page).');
       if (write) {
-        const origin = request.headers.origin;
-        if (origin !== undefined && hostOf(origin) !== request.host)
-          throw new ApiError('forbidden', `Refused: this request came from another site (${origin}).`);
+        const origin = foreignOrigin(request);
+        if (origin !== undefined) throw new ApiError('forbidden', `Refused: this request came from another site (${origin}).`);
         const csrf = request.headers['x-csrf-token'];
-        if (typeof csrf !== 'string' || !sameSecret(csrf, session.csrf)) {
+        if (typeof csrf !== 'string' || !csrfMatches(session, csrf)) {
           throw new ApiError(
             'forbidden',
             "Refused: a request signed in by the session cookie must carry the session's CSRF token in x-csrf-token (the page's csrf meta tag).",
@@ -224,19 +222,6 @@ export function chatRoutes(app: FastifyInstance, options: ChatRoutesOptions): vo
     });
   }
 }
-
-/** The host of an Origin header, or undefined when it is not a URL. */
-function hostOf(origin: string): string | undefined {
-  try {
-    return new URL(origin).host;
-  } catch {
-    return undefined;
-  }
-}
-
-const sha256 = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
-/** Equal strings, in time that does not depend on where they differ. */
-const sameSecret = (a: string, b: string): boolean => timingSafeEqual(sha256(a), sha256(b));
 
 /** The approval responses on a message's tool parts (`state: "approval-responded"`), each naming its call by the approval id. */
 function approvalResponses(parts: readonly Record<string, unknown>[]): ApprovalResponse[] {

@@ -22,7 +22,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { EncryptedPayloadError } from '../common/errors';
 import { logger } from '../common/logger';
-import type { BrowserSessions } from './sessions';
+import { foreignOrigin, type BrowserSessions } from './sessions';
 import type { ApiPrincipal } from './tokens';
 
 /** Where the codec server answers, below the API's base URL. */
@@ -107,8 +107,8 @@ export async function codecRoutes(app: FastifyInstance, options: CodecContext): 
             'Send an operator\'s token ("Authorization: Bearer <token>"; the temporal CLI: --codec-auth), or sign in at /inbox and let the Temporal UI include cross-origin credentials.',
           );
         }
-        const origin = request.headers.origin;
-        if (origin !== undefined && !allowed.has(origin) && !sameHost(origin, request.host)) {
+        const origin = foreignOrigin(request);
+        if (origin !== undefined && !allowed.has(origin)) {
           throw refusal(
             'forbidden',
             `A signed-in session is honoured only from the API's own pages and the origins in AGENT_CODEC_CORS_ORIGINS; ${origin} is not one of them.`,
@@ -156,13 +156,4 @@ export async function codecRoutes(app: FastifyInstance, options: CodecContext): 
     },
     { prefix: CODEC_PATH },
   );
-}
-
-/** True when `origin` names `host` (the API's own pages). */
-function sameHost(origin: string, host: string): boolean {
-  try {
-    return new URL(origin).host === host;
-  } catch {
-    return false;
-  }
 }

@@ -19,7 +19,7 @@
  *
  * None of its routes is in the OpenAPI document (`hide`): they are not bearer-token routes.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -43,7 +43,7 @@ import {
   type ShownMessage,
   type Viewer,
 } from './inbox-page';
-import { BrowserSessions, type BrowserSession } from './sessions';
+import { BrowserSessions, csrfMatches, foreignOrigin, type BrowserSession } from './sessions';
 import { chatPage } from './chat-page';
 import type { ApiPrincipal, ApiRole } from './tokens';
 
@@ -70,9 +70,6 @@ const INBOX_ROLES: readonly ApiRole[] = ['approver', 'operator'];
 
 type Session = BrowserSession;
 
-const sha256 = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
-/** Equal strings, in time that does not depend on where they differ. */
-const sameSecret = (a: string, b: string): boolean => timingSafeEqual(sha256(a), sha256(b));
 /** One form field as a string (a field sent twice, or absent, is undefined). */
 const field = (body: unknown, name: string): string | undefined => {
   const value = body && typeof body === 'object' ? (body as Record<string, unknown>)[name] : undefined;
@@ -134,22 +131,15 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
 
   /** A POST from another site is refused: when the browser names the page's origin, it must be this host. */
   const checkOrigin = (request: FastifyRequest) => {
-    const origin = request.headers.origin;
-    if (origin === undefined) return;
-    let host: string | undefined;
-    try {
-      host = new URL(origin).host;
-    } catch {
-      host = undefined;
-    }
-    if (!host || host !== request.host) {
+    const origin = foreignOrigin(request);
+    if (origin !== undefined) {
       throw new PageRefusal(403, 'Refused', `This form was sent from another site (${origin}); nothing was done. Use the inbox at ${request.host}.`);
     }
   };
   /** The session's synchronizer token must come back with the form. */
   const checkCsrf = (request: FastifyRequest, session: Session) => {
     const sent = field(request.body, '_csrf');
-    if (!sent || !sameSecret(sent, session.csrf)) {
+    if (!sent || !csrfMatches(session, sent)) {
       throw new PageRefusal(
         403,
         'Refused',

@@ -18,7 +18,7 @@ import {
   CONVERSATION_LIMITS,
   DECISION_FIELD_MAX_CHARS,
   EDITED_ARGUMENTS_MAX_BYTES,
-  OUTPUT_NAME_PATTERN,
+  FUNCTION_NAME_PATTERN,
   OUTPUT_RETRIES,
   OUTPUT_SCHEMA_MAX_BYTES,
   USER_MESSAGE_MAX_BYTES,
@@ -222,7 +222,7 @@ export const conversationInputSchema = z
           .describe(
             `A JSON Schema (2020-12, or draft-07 when its $schema says so) the final answer must match; at most ${OUTPUT_SCHEMA_MAX_BYTES} bytes as JSON.`,
           ),
-        name: z.string().regex(OUTPUT_NAME_PATTERN).optional().describe('Its name in the model request. Default "output".'),
+        name: z.string().regex(FUNCTION_NAME_PATTERN).optional().describe('Its name in the model request. Default "output".'),
         retries: z
           .number()
           .int()

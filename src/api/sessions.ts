@@ -12,7 +12,7 @@
  * accepts the same session, so an operator signed in to the inbox can let
  * the Temporal UI decode payloads.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { parse as parseCookies, serialize as serializeCookie } from 'cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Flash } from './inbox-page';
@@ -35,6 +35,26 @@ export interface BrowserSession {
 }
 
 const sha256hex = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
+
+/** Whether `sent` is the session's CSRF token, compared in time that does not depend on where they differ. */
+export function csrfMatches(session: BrowserSession, sent: string | undefined): boolean {
+  if (sent === undefined) return false;
+  const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
+  return timingSafeEqual(digest(sent), digest(session.csrf));
+}
+
+/** The request's `Origin` when it names another site than this host (a write a session cookie must not carry); undefined when it names none or this one. */
+export function foreignOrigin(request: FastifyRequest): string | undefined {
+  const origin = request.headers.origin;
+  if (origin === undefined) return undefined;
+  let host: string | undefined;
+  try {
+    host = new URL(origin).host;
+  } catch {
+    host = undefined;
+  }
+  return host === request.host ? undefined : origin;
+}
 
 /** The sessions of one API process, keyed by the SHA-256 of their ids (the ids themselves are only in the cookies). */
 export class BrowserSessions {

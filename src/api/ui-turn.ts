@@ -71,8 +71,10 @@ export async function followTurnAsUi(
       emitter.baseline(projectTurn({ ...facts, end: undefined }));
       for (const chunk of await target.continuing.prepare()) write(chunk);
     }
-    while (!signal.aborted) {
-      const facts = await reader.read(firstSeq, messageId);
+    // A streamed piece wakes the loop: its text is in the watch, so the state is queried again only once per poll
+    // (and at once on the first pass, after any decisions of a continuation were sent).
+    for (let maxAgeMs = 0; !signal.aborted; maxAgeMs = POLL_MS) {
+      const facts = await reader.read(firstSeq, messageId, undefined, maxAgeMs);
       const items = projectTurn(facts);
       if (emitter.update(items) === 'conflict') {
         write({ type: 'error', errorText: 'The model call was retried and its text changed; reconnect to read the turn as it stands.' });
@@ -110,6 +112,8 @@ export class TurnReader {
   private readonly written = new Map<number, string>();
   /** Calls seen waiting for a person: their approval request stays in the stream once shown. */
   private readonly askedFor = new Set<string>();
+  /** The state of the last read, and when it was queried. */
+  private last: { state: ConversationState; at: number } | undefined;
 
   constructor(
     private readonly client: AgentClient,
@@ -117,9 +121,16 @@ export class TurnReader {
     private readonly view: StreamView,
   ) {}
 
-  /** The facts of the turn from `firstSeq` (that takes `messageId`, when given), from `state` when given, else read now. */
-  async read(firstSeq: number, messageId: string | undefined, given?: ConversationState): Promise<TurnFacts> {
-    const state = given ?? (await this.client.state(this.conversationId));
+  /**
+   * The facts of the turn from `firstSeq` (that takes `messageId`, when
+   * given), from `state` when given; else from the workflow's state as last
+   * queried when that was less than `maxAgeMs` ago (live text comes from the
+   * watch, not the state), else queried now.
+   */
+  async read(firstSeq: number, messageId: string | undefined, given?: ConversationState, maxAgeMs = 0): Promise<TurnFacts> {
+    const fresh = given ?? (this.last && Date.now() - this.last.at < maxAgeMs ? undefined : await this.client.state(this.conversationId));
+    if (fresh) this.last = { state: fresh, at: Date.now() };
+    const state = this.last!.state;
     const record = state.recentTurns.find((t) => t.firstSeq === firstSeq && (messageId === undefined || t.messageIds.includes(messageId)));
     // The turn's messages: from its first, up to the first of a turn after it (one may have begun since it ended).
     const later = [state.currentTurn?.firstSeq, ...state.recentTurns.map((t) => t.firstSeq)].filter(

@@ -4,7 +4,7 @@
  * answer's text that says, in words for the model, what is wrong with it.
  */
 import { z } from 'zod';
-import { OUTPUT_NAME_PATTERN, OUTPUT_RETRIES, OUTPUT_SCHEMA_MAX_BYTES, type OutputSpec } from '../contract/conversation';
+import { FUNCTION_NAME_PATTERN, OUTPUT_RETRIES, OUTPUT_SCHEMA_MAX_BYTES, utf8Bytes, type OutputSpec } from '../contract/conversation';
 import { compileJsonSchema, isStrictSchema } from './json-schema';
 
 /** What an agent's `outputType` may be: a zod schema, or a JSON Schema object. */
@@ -39,7 +39,7 @@ export function isZodSchema(type: OutputType): type is z.ZodType {
  */
 export function resolveOutput(type: OutputType, options: { name?: string; retries?: number; what: string }): ResolvedOutput {
   const name = options.name ?? 'output';
-  if (!OUTPUT_NAME_PATTERN.test(name)) throw new TypeError(`${options.what}: output name "${name}" is not allowed: use 1-64 letters, digits, "_" or "-".`);
+  if (!FUNCTION_NAME_PATTERN.test(name)) throw new TypeError(`${options.what}: output name "${name}" is not allowed: use 1-64 letters, digits, "_" or "-".`);
   const retries = options.retries ?? OUTPUT_RETRIES.default;
   if (!(Number.isInteger(retries) && retries >= 0 && retries <= OUTPUT_RETRIES.max)) {
     throw new TypeError(`${options.what}: output retries must be an integer from 0 to ${OUTPUT_RETRIES.max}, got ${retries}.`);
@@ -48,7 +48,7 @@ export function resolveOutput(type: OutputType, options: { name?: string; retrie
   const json: Record<string, unknown> = zod
     ? (z.toJSONSchema(zod, { io: 'output', unrepresentable: 'any' }) as Record<string, unknown>)
     : (type as Record<string, unknown>);
-  const bytes = Buffer.byteLength(JSON.stringify(json), 'utf8');
+  const bytes = utf8Bytes(JSON.stringify(json));
   if (bytes > OUTPUT_SCHEMA_MAX_BYTES) {
     throw new TypeError(
       `${options.what}: the output schema is ${bytes} bytes as JSON; it may be at most ${OUTPUT_SCHEMA_MAX_BYTES} (it travels with every model call).`,

@@ -302,8 +302,12 @@ export const OUTPUT_SCHEMA_MAX_BYTES = 16 * 1024;
 /** Re-asks for a typed output in one turn, unless the spec says otherwise, and the most it may say. */
 export const OUTPUT_RETRIES = { default: 2, max: 10 } as const;
 
-/** What a typed output's schema name may be (OpenAI's rule for `json_schema.name`). */
-export const OUTPUT_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
+/**
+ * What a name the model reads may be (providers' rule for function names and
+ * `json_schema.name`): a tool's, an agent tool's, a typed output's, a
+ * guardrail's.
+ */
+export const FUNCTION_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 
 /** What is wrong with {@link ConversationInput.output}; empty when it is valid (the worker compiles the schema itself). */
 export function describeBadOutputSpec(value: unknown): string[] {
@@ -320,7 +324,7 @@ export function describeBadOutputSpec(value: unknown): string[] {
       );
     }
   }
-  if (o.name !== undefined && !(typeof o.name === 'string' && OUTPUT_NAME_PATTERN.test(o.name))) {
+  if (o.name !== undefined && !(typeof o.name === 'string' && FUNCTION_NAME_PATTERN.test(o.name))) {
     problems.push(`output.name must be 1-64 letters, digits, "_" or "-", got ${JSON.stringify(o.name)}`);
   }
   if (o.retries !== undefined && !(Number.isInteger(o.retries) && (o.retries as number) >= 0 && (o.retries as number) <= OUTPUT_RETRIES.max)) {
@@ -330,9 +334,6 @@ export function describeBadOutputSpec(value: unknown): string[] {
     if (!['schema', 'name', 'retries'].includes(key)) problems.push(`output has an unknown field "${key}" (it takes schema, name, retries)`);
   return problems;
 }
-
-/** What a guardrail's name may be. */
-export const GUARDRAIL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 
 /** A call of the open batch, as {@link ConversationState.openCalls} shows it. */
 export interface OpenCall {

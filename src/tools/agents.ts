@@ -7,7 +7,7 @@
  * and returns its answer. The worker applies the current agent's
  * instructions, model settings and tools to each model call.
  */
-import { AGENT_NAME_PATTERN, type ModelSettings } from '../contract/conversation';
+import { AGENT_NAME_PATTERN, FUNCTION_NAME_PATTERN, type ModelSettings } from '../contract/conversation';
 import type { FunctionToolSpec, ToolRegistry } from './registry';
 import { MAX_TOOLS } from './registry';
 import type { Tool } from './tool';
@@ -166,7 +166,7 @@ export class AgentRegistry {
       for (const t of asTools) {
         if (!this.byName.has(t.agent))
           throw new TypeError(`Agent "${a.name}" calls agent "${t.agent}" as a tool, which is not one of the worker's agents (${this.names().join(', ')}).`);
-        if (!AGENT_TOOL_NAME_PATTERN.test(t.toolName) || t.toolName.startsWith(HANDOFF_TOOL_PREFIX)) {
+        if (!FUNCTION_NAME_PATTERN.test(t.toolName) || t.toolName.startsWith(HANDOFF_TOOL_PREFIX)) {
           throw new TypeError(
             `Agent "${a.name}": agent tool name "${t.toolName}" is not allowed: use 1-64 letters, digits, "_" or "-", not starting with "${HANDOFF_TOOL_PREFIX}".`,
           );
@@ -253,8 +253,6 @@ function agentToolSpec(t: AgentTool): FunctionToolSpec {
     },
   };
 }
-
-const AGENT_TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 
 /** The names of the worker's tools an agent may call (its agent tools not included). */
 function toolNames(agent: AgentDefinition): string[] {

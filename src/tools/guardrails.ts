@@ -13,7 +13,7 @@
  *   (settled as `guardrail_blocked`, the others run) or make it wait for a
  *   person.
  */
-import { GUARDRAIL_NAME_PATTERN } from '../contract/conversation';
+import { FUNCTION_NAME_PATTERN } from '../contract/conversation';
 
 /** What every check gets besides its subject. */
 export interface GuardrailContext {
@@ -68,7 +68,7 @@ export type Guardrail = GuardrailDefinition & { readonly kind: 'guardrail' };
  * letters, digits, `_` or `-`, or `on` is not `input`, `output` or `tool`.
  */
 export function guardrail(definition: GuardrailDefinition): Guardrail {
-  if (!GUARDRAIL_NAME_PATTERN.test(definition.name ?? '')) {
+  if (!FUNCTION_NAME_PATTERN.test(definition.name ?? '')) {
     throw new TypeError(`Guardrail name ${JSON.stringify(definition.name)} is not allowed: use 1-64 letters, digits, "_" or "-".`);
   }
   if (!['input', 'output', 'tool'].includes(definition.on)) {

@@ -2,8 +2,8 @@
 import { z } from 'zod';
 import type { Tool } from './tool';
 import { checkGuardrails } from './guardrails';
+import { FUNCTION_NAME_PATTERN } from '../contract/conversation';
 
-const NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 /** The most tools providers accept in one request. */
 export const MAX_TOOLS = 128;
 
@@ -27,7 +27,7 @@ export class ToolRegistry {
       throw new Error(`A worker can offer at most ${MAX_TOOLS} tools to the model; got ${all.length}.`);
     }
     for (const t of all) {
-      if (!NAME_PATTERN.test(t.name)) {
+      if (!FUNCTION_NAME_PATTERN.test(t.name)) {
         throw new Error(`Tool name "${t.name}" is not allowed: use 1-64 letters, digits, "_" or "-" (e.g. "issue_refund").`);
       }
       if (this.tools.has(t.name)) throw new Error(`Two tools are named "${t.name}"; tool names must be unique.`);
