@@ -11,7 +11,7 @@
  * may be deprecated (`deprecatePatch(id)`, once no run that began before it
  * can still be open), then removed. See docs/changing-workflow-code.md.
  *
- * 1.0 starts with none: the pre-1.0 compatibility paths were removed and
+ * 1.0 started with none: the pre-1.0 compatibility paths were removed and
  * every recorded history was recorded again at 1.0.
  */
 
@@ -28,4 +28,14 @@ export interface WorkflowPatch {
 }
 
 /** The patches in force, oldest first. */
-export const WORKFLOW_PATCHES: readonly WorkflowPatch[] = [];
+export const WORKFLOW_PATCHES: readonly WorkflowPatch[] = [
+  {
+    id: 'decision-keeps-its-calls',
+    guards:
+      'A decision checked again after its verification decides only the call instances it was checked against. Before: a decision ' +
+      'without a call id (or with a provider id reused by a later response), verified while its turn ended and a new turn asked ' +
+      'for approval, applied to the new calls; a run begun before keeps that.',
+    fixture: 'decision-verified-after-deadline',
+    deprecateWhen: 'once no run begun before this patch was deployed is still open (docs/changing-workflow-code.md, Retiring a patch)',
+  },
+];

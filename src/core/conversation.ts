@@ -916,9 +916,15 @@ export class ConversationCore {
     return this.verifying > 0;
   }
 
-  /** A decision's verification began ({@link decisionsVerifying}). */
-  verificationStarted(): void {
+  /**
+   * A decision's verification began ({@link decisionsVerifying}), for the
+   * calls `ids` as {@link checkDecision} found them. Returns their call
+   * instances (effect keys): the scope to check the decision against again
+   * once it is verified.
+   */
+  verificationStarted(ids: readonly string[]): string[] {
     this.verifying++;
+    return this.decisionScope(ids);
   }
 
   /** A decision's verification ended, with a verdict or none. */
@@ -1060,8 +1066,13 @@ export class ConversationCore {
    * Checks a decision against the pending calls without applying it. Returns
    * the calls it decides, or why it is refused. A decision id already applied
    * returns that decision's calls (applying it again changes nothing).
+   *
+   * `scope`: the call instances (keys, as {@link verificationStarted} returned them) it was checked
+   * against before its verification. Checked again after it, it decides those
+   * calls only: a turn that ended meanwhile may have left calls of a later
+   * batch waiting under the same ids, which nobody decided on.
    */
-  checkDecision(decision: ApprovalDecision): { ids: string[] } | { refusal: string } {
+  checkDecision(decision: ApprovalDecision, scope?: readonly string[]): { ids: string[] } | { refusal: string } {
     const shape = describeBadDecision(decision);
     if (shape) return { refusal: shape };
     const oversized = describeOversizedDecision(decision);
@@ -1085,7 +1096,21 @@ export class ConversationCore {
     // It counts when sent before the deadline and arriving while the call still waits.
     const sentAt = decision.sentAt === undefined ? this.env.now() : Date.parse(decision.sentAt);
     const timely = batch.inTime(checked.ids, sentAt, this.approvalTimeoutMs, decision.sentAt !== undefined);
-    return 'ids' in timely ? timely : { refusal: timely.message };
+    if (!('ids' in timely)) return { refusal: timely.message };
+    if (!scope) return timely;
+    const kept = timely.ids.filter((id) => scope.includes(batch.get(id)?.key ?? ''));
+    if (kept.length === timely.ids.length || !this.env.allows('decision-keeps-its-calls')) return timely;
+    if (kept.length > 0) return { ids: kept };
+    return {
+      refusal:
+        `The calls this decision was for (${scope.join(', ')}) no longer wait: their turn ended while the decision was being verified, ` +
+        `and the calls waiting now (${timely.ids.join(', ')}) are others. Nothing was decided; decide the waiting calls by their ids and keys (conversation ${this.conversationId}).`,
+    };
+  }
+
+  /** The call instances (effect keys) of checked decision ids: what the decision, checked again after its verification, may still decide. */
+  private decisionScope(ids: readonly string[]): string[] {
+    return ids.map((id) => this.batch?.get(id)?.key ?? '');
   }
 
   /** Throws an error saying why when {@link checkDecision} refuses the decision: an update's validator, which refuses it before it is accepted. */

@@ -76,12 +76,12 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
     };
     const checked = core.checkDecision(decision);
     if ('refusal' in checked) return refuse(checked.refusal);
-    core.verificationStarted();
+    const scope = core.verificationStarted(checked.ids);
     const verdict = await nonCancellable(() => act.decisions.verifyDecision(core.verificationInput(decision, checked.ids), verifySummary())).finally(() =>
       core.verificationEnded(),
     );
     if (verdict.refusal) return refuse(verdict.refusal);
-    const now = core.checkDecision(decision);
+    const now = core.checkDecision(decision, scope);
     if ('refusal' in now) return refuse(now.refusal);
     const { result, record } = core.applyDecision(decision, now.ids, via, verdict.authenticated);
     if (!record) return result;

@@ -58,7 +58,7 @@ export class CoreDriver {
   /** The flush of a turn's end is under way (outside the turn's scope: a stop finds nothing to stop). */
   private endingTurn = false;
   /** Decisions whose verification is in flight: they apply (or not) at {@link verdict}. */
-  readonly verifying: { decision: ApprovalDecision; via: 'signal' | 'update' }[] = [];
+  readonly verifying: { decision: ApprovalDecision; via: 'signal' | 'update'; scope: string[] }[] = [];
   closed = false;
   clock = Date.parse('2026-11-23T10:00:00.000Z');
   readonly warnings: string[] = [];
@@ -229,8 +229,8 @@ export class CoreDriver {
   ): { refusal: string } | { applied: boolean; ids: string[] } | { verifying: true } {
     const checked = this.core.checkDecision(decision as ApprovalDecision);
     if ('refusal' in checked) return this.refuse(decision, checked.refusal, via);
-    this.core.verificationStarted();
-    const pending = { decision: decision as ApprovalDecision, via };
+    const scope = this.core.verificationStarted(checked.ids);
+    const pending = { decision: decision as ApprovalDecision, via, scope };
     if (options.verified === false) {
       this.verifying.push(pending);
       return { verifying: true };
@@ -246,9 +246,13 @@ export class CoreDriver {
   }
 
   /** A decision's verification ended (valid): checked again, applied. */
-  private conclude(pending: { decision: ApprovalDecision; via: 'signal' | 'update' }): { refusal: string } | { applied: boolean; ids: string[] } {
+  private conclude(pending: {
+    decision: ApprovalDecision;
+    via: 'signal' | 'update';
+    scope: string[];
+  }): { refusal: string } | { applied: boolean; ids: string[] } {
     this.core.verificationEnded();
-    const checked = this.core.checkDecision(pending.decision);
+    const checked = this.core.checkDecision(pending.decision, pending.scope);
     if ('refusal' in checked) {
       const refused = this.refuse(pending.decision, checked.refusal, pending.via);
       this.resumeDeadline();

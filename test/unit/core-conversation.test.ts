@@ -371,6 +371,31 @@ describe('ConversationCore: decisions in verification', () => {
     ]);
   });
 
+  it.each([
+    ['a run begun after the patch', [] as string[]],
+    ['a run begun before it', ['decision-keeps-its-calls']],
+  ])('a decision verified after its turn ended never decides the calls of the next turn (%s keeps its rule)', (_, before) => {
+    const d = new CoreDriver({ onNewMessage: 'interrupt' });
+    d.before = before;
+    d.userMessage({ text: 'refund', messageId: 'm-1' });
+    const first = assistantWithCalls([{ id: 'call_0', needsApproval: true }]);
+    d.modelAnswers(first.message, first.plans);
+    // Sent for every waiting call (no id), while call_0 of the first turn waits.
+    expect(d.decide({ decisionId: 'd-1', decision: 'approve' }, 'signal', { verified: false })).toEqual({ verifying: true });
+    d.userMessage({ text: 'no, another thing', messageId: 'm-2' }); // the first turn ends (interrupted)
+    const second = assistantWithCalls([{ id: 'call_0', needsApproval: true }]); // the provider reuses the id
+    d.modelAnswers(second.message, second.plans);
+    const outcome = d.verdict();
+    if (before.length === 0) {
+      expect(outcome).toMatchObject({ refusal: expect.stringContaining('no longer wait') });
+      expect(d.core.state().pendingApprovals.map((p) => p.toolCallId)).toEqual(['call_0']); // the new call still waits for its own decision
+      expect(d.starts.size).toBe(0);
+    } else {
+      expect(outcome).toEqual({ applied: true, ids: ['call_0'] }); // the old rule, as the run recorded it
+    }
+    expect(d.asked).toContain('decision-keeps-its-calls');
+  });
+
   it('the state hides a waiting call while the message that asked for it is being written', () => {
     const d = new CoreDriver();
     d.holdFlushes = true;
