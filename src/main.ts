@@ -61,6 +61,15 @@ async function main(): Promise<void> {
   const security = resolveApiSecurity(config);
   // Before anything starts too: a missing tracing package stops here. Nothing makes spans until the worker runs.
   traceExport = config.traces && startTraceExport(config.traces);
+  // Encrypted payloads: the workers, their workflow bundle and the clients share one data converter.
+  const dataConverter = encryptingDataConverter(config.payloadKeys);
+  // The workflow bundle is made (or an earlier one reused) while the services start: both take seconds.
+  const bundling = bundleWorkflowsApart(config.dataDir, {
+    failureConverterPath: dataConverter.failureConverterPath,
+    // Traces: the OpenTelemetry plugin's workflow interceptors, which a prebuilt bundle gets only here.
+    workflowInterceptorModules: traceExport?.workflowInterceptorModules,
+  });
+  bundling.catch(() => undefined); // awaited below; a start that stops before then does not fail on it
   const services = await startServices(config);
   if (stopRequested.signal.aborted) return services.stop();
   const pool = createPool(services.databaseUrl);
@@ -77,13 +86,8 @@ async function main(): Promise<void> {
     // while the worker is created, before it polls.
     // A server restarting (a deploy, a failover) delays the start rather than failing it.
     connection = await explainConnectionFailure(settings, services.temporalAddress, () => NativeConnection.connect(options), { waitMs: TEMPORAL_WAIT_MS });
-    // Encrypted payloads: the workers, their workflow bundle and the clients share one data converter.
-    const dataConverter = encryptingDataConverter(config.payloadKeys);
-    const workflowBundle = await bundleWorkflowsApart(config.dataDir, {
-      failureConverterPath: dataConverter.failureConverterPath,
-      // Traces: the OpenTelemetry plugin's workflow interceptors, which a prebuilt bundle gets only here.
-      workflowInterceptorModules: traceExport?.workflowInterceptorModules,
-    });
+    const { codePath } = await bundling;
+    const workflowBundle = { codePath };
     const worker = await createAgentWorker({
       connection,
       namespace: services.namespace,

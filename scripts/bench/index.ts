@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: what one step of a conversation (a model call and a tool
- * call) costs on this project, against Temporal's floor and a plain loop,
+ * call) costs on this project, against LangGraph JS + PostgresSaver,
+ * Temporal's floor and a plain loop,
  * measured side by side in one run on servers it starts itself. Prints a
  * table (stdout; progress on stderr) and writes `bench-results.json`.
  *
@@ -62,8 +63,10 @@ async function main(): Promise<void> {
     const ctx: BenchContext = { stack, options, cleanup, log, runTag: randomBytes(3).toString('hex') };
     if (options.parts.has('project')) results.project = await (await import('./project')).benchProject(ctx);
     if (options.parts.has('project-local')) results.projectLocal = await (await import('./project')).benchProject(ctx, 'local');
+    if (options.parts.has('langgraph')) results.langgraph = await (await import('./langgraph')).benchLangGraph(ctx);
     if (options.parts.has('floor')) results.floor = await (await import('./floor')).benchFloor(ctx);
     if (options.parts.has('plain')) results.plain = await (await import('./plain')).benchPlain(ctx);
+    if (options.parts.has('startup')) results.startUp = await (await import('./startup')).benchStartUp(ctx, options.quick ? 1 : 2);
     if (options.parts.has('cold')) results.coldStart = await (await import('./cold-start')).benchColdStart(ctx);
     // Last: it leaves its conversations waiting on the server.
     if (options.parts.has('waiting')) results.waiting = await (await import('./waiting')).benchWaiting(ctx);

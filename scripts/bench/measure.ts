@@ -192,3 +192,27 @@ export async function mapLimit<T, R>(items: readonly T[], limit: number, task: (
   );
   return results;
 }
+
+/** The three phases every system runs at one model latency, after warming up: 1 conversation, the medium and the high concurrency. */
+export interface Phases {
+  single: ConcurrencyResult;
+  medium: ConcurrencyResult;
+  high: ConcurrencyResult;
+}
+
+/**
+ * Warms up (a turn alone, then short turns at the medium concurrency), then
+ * measures the {@link Phases} with ids starting with `prefix`.
+ */
+export async function runPhases(
+  base: Omit<ConcurrentRun, 'idPrefix' | 'concurrency' | 'rounds'>,
+  prefix: string,
+  sizes: { singleTurns: number; mediumConcurrency: number; mediumRounds: number; highConcurrency: number },
+): Promise<Phases> {
+  await runConcurrent({ ...base, idPrefix: `${prefix}-warm1`, concurrency: 1 });
+  await runConcurrent({ ...base, idPrefix: `${prefix}-warm10`, concurrency: sizes.mediumConcurrency, steps: 2 });
+  const single = await runConcurrent({ ...base, idPrefix: `${prefix}-c1`, concurrency: 1, rounds: sizes.singleTurns });
+  const medium = await runConcurrent({ ...base, idPrefix: `${prefix}-c10`, concurrency: sizes.mediumConcurrency, rounds: sizes.mediumRounds });
+  const high = await runConcurrent({ ...base, idPrefix: `${prefix}-c100`, concurrency: sizes.highConcurrency });
+  return { single, medium, high };
+}

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 
 /** The parts a run can be limited to with `--only`. */
-export const PARTS = ['project', 'project-local', 'floor', 'plain', 'waiting', 'cold'] as const;
+export const PARTS = ['project', 'project-local', 'langgraph', 'floor', 'plain', 'waiting', 'cold', 'startup'] as const;
 /** One part of the bench. */
 export type Part = (typeof PARTS)[number];
 
@@ -72,7 +72,7 @@ export function parseOptions(argv: string[] = process.argv): BenchOptions {
   const program = new Command()
     .name('npm run bench --')
     .description(
-      'One step of a conversation (a model call and a tool call) on this project, on bare Temporal and in a plain loop, side by side; prints a table and writes bench-results.json.',
+      'One step of a conversation (a model call and a tool call) on this project, on LangGraph JS + PostgresSaver, on bare Temporal and in a plain loop, side by side; prints a table and writes bench-results.json.',
     )
     .option('--quick', 'small sizes for a sanity run (under 2 minutes)', false)
     .option('--steps <n>', 'tool steps per turn (default 10; 3 with --quick)', integer(1, 99))

@@ -12,7 +12,7 @@ import { createOpenAIClient } from '../../src/activities/openai-client';
 import { ToolRegistry } from '../../src/tools/registry';
 import { noopTool, NOOP_TOOL } from './bench-tools';
 import { checkModelRequests, type BenchContext } from './context';
-import { runConcurrent, type RunTurn } from './measure';
+import { runPhases, type RunTurn } from './measure';
 import type { SystemFigures } from './project';
 import { turnMessage } from './responder';
 
@@ -47,11 +47,7 @@ export async function benchPlain(ctx: BenchContext): Promise<PlainFigures[]> {
     for (const latencyMs of options.latencies) {
       const prefix = `bench-${ctx.runTag}-plain${withPostgres ? 'pg' : ''}-l${latencyMs}`;
       const base = { runTurn, steps: options.steps, latencyMs, meter };
-      await runConcurrent({ ...base, idPrefix: `${prefix}-warm1`, concurrency: 1 });
-      await runConcurrent({ ...base, idPrefix: `${prefix}-warm10`, concurrency: options.mediumConcurrency, steps: 2 });
-      const single = await runConcurrent({ ...base, idPrefix: `${prefix}-c1`, concurrency: 1, rounds: options.singleTurns });
-      const medium = await runConcurrent({ ...base, idPrefix: `${prefix}-c10`, concurrency: options.mediumConcurrency, rounds: options.mediumRounds });
-      const high = await runConcurrent({ ...base, idPrefix: `${prefix}-c100`, concurrency: options.highConcurrency });
+      const { single, medium, high } = await runPhases(base, prefix, options);
       checkModelRequests(ctx, 'plain loop');
       log(
         `plain loop${withPostgres ? ' + PostgreSQL' : ''}, model ${latencyMs} ms: ${single.msPerStep.toFixed(2)} ms/step (1), ` +

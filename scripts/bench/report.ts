@@ -2,7 +2,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ColdStart } from './cold-start';
+import type { StartUp } from './startup';
 import type { FloorFigures } from './floor';
+import type { LangGraphFigures } from './langgraph';
 import type { MachineInfo } from './machine';
 import { quantile } from './measure';
 import type { PlainFigures } from './plain';
@@ -34,10 +36,14 @@ export interface BenchResults {
   project?: SystemFigures[];
   /** The project with `localActivities: { modelCalls: true, idempotentTools: true }`. */
   projectLocal?: SystemFigures[];
+  /** LangGraph JS + PostgresSaver, durability "async" (its default) and "sync". */
+  langgraph?: LangGraphFigures[];
   floor?: FloorFigures[];
   plain?: PlainFigures[];
   waiting?: WaitingFigures;
   coldStart?: ColdStart[];
+  /** `npm start`'s process with nothing configured: a fresh data folder, then warm starts on it. */
+  startUp?: StartUp[];
   /** Warnings about the run (e.g. other processes busy on the machine). */
   warnings: string[];
 }
@@ -51,6 +57,8 @@ export const DEFINITIONS: Record<string, string> = {
   stepsPerSecond: 'steps of all turns ÷ wall time from the first turn started to the last one answered, all turns started at once',
   cpuPerStep:
     'CPU time (user + system, /proc/<pid>/stat) of each process during the phase ÷ steps; "bench" is the driver process: scripted model server, client, answer polling, and for the plain loop the loop itself',
+  langgraph:
+    'LangGraph JS with PostgresSaver in a process of its own (its own database in the same PostgreSQL): an agent node calling ChatOpenAI (not streamed, its default; the same scripted model server), the prebuilt ToolNode with the same no-op tool; durability "async" (its default: a step\'s checkpoint written while the next step runs) and "sync" (written before the next step starts, like a workflow\'s history); its "worker" CPU is that process',
   floor:
     "a minimal workflow that runs the same steps with no-op activities (the model one sleeps the model latency), on a plain worker with the project worker's settings: 4 per step is the shape issue 14 describes (callModel, appendMessages, runTool, appendMessages, plus the user message and answer writes), 2 per step is model + tool",
   plain:
@@ -72,8 +80,12 @@ const FIGURES: Figure[] = [
   { title: (o) => `steps/s, ${o.highConcurrency} concurrent conversations`, value: (f) => f.high.stepsPerSecond },
   { title: (o) => `ms/step (median turn), ${o.highConcurrency} concurrent conversations`, value: (f) => f.high.msPerStep },
   { title: (o) => `worker CPU ms/step, ${o.highConcurrency} concurrent`, value: (f) => f.high.cpuPerStep?.worker },
-  { title: (o) => `Temporal server CPU ms/step, ${o.highConcurrency} concurrent`, value: (f) => f.high.cpuPerStep?.temporal },
-  { title: (o) => `PostgreSQL CPU ms/step, ${o.highConcurrency} concurrent`, value: (f) => f.high.cpuPerStep?.postgres, ratio: false },
+  {
+    title: (o) => `CPU ms/step of worker, Temporal server and PostgreSQL together, ${o.highConcurrency} concurrent`,
+    value: (f) => (f.high.cpuPerStep ? (f.high.cpuPerStep.worker ?? 0) + f.high.cpuPerStep.temporal + f.high.cpuPerStep.postgres : undefined),
+  },
+  { title: (o) => `Temporal server CPU ms/step, ${o.highConcurrency} concurrent`, value: (f) => f.high.cpuPerStep?.temporal, ratio: false },
+  { title: (o) => `PostgreSQL CPU ms/step, ${o.highConcurrency} concurrent`, value: (f) => f.high.cpuPerStep?.postgres },
   { title: (o) => `bench process CPU ms/step, ${o.highConcurrency} concurrent`, value: (f) => f.high.cpuPerStep?.driver, ratio: false },
   { title: () => 'worker CPU ms/step, 1 conversation', value: (f) => f.single.cpuPerStep?.worker },
   { title: () => 'history events/step', value: (f) => f.history?.eventsPerStep },
@@ -91,6 +103,7 @@ function systems(r: BenchResults): { name: string; figures: SystemFigures[] }[] 
   const list: { name: string; figures: SystemFigures[] }[] = [];
   if (r.project) list.push({ name: 'project', figures: r.project });
   if (r.projectLocal) list.push({ name: 'project, local activities', figures: r.projectLocal });
+  for (const l of r.langgraph ?? []) list.push({ name: `LangGraph + PostgresSaver, durability ${l.durability}`, figures: l.perLatency });
   for (const f of [...(r.floor ?? [])].sort((a, b) => b.activitiesPerStep - a.activitiesPerStep)) {
     list.push({ name: `Temporal floor, ${f.activitiesPerStep} activities/step`, figures: f.perLatency });
   }
@@ -111,8 +124,15 @@ export function formatTable(r: BenchResults): string {
     const tuned = [...o.dynamicConfig, ...o.sqlitePragmas.map((p) => `sqlite ${p}`)];
     lines.push(`dev server tuned: ${tuned.join(' ')} (not as npm start runs it)`);
   }
-  const baseline = r.floor?.find((f) => f.activitiesPerStep === 2)?.perLatency;
-  lines.push(baseline ? 'ratio = value ÷ the Temporal floor with 2 activities/step, same model latency' : 'no floor measured: no ratios');
+  const langgraph = r.langgraph?.find((l) => l.durability === 'sync')?.perLatency;
+  const baseline = langgraph ?? r.floor?.find((f) => f.activitiesPerStep === 2)?.perLatency;
+  lines.push(
+    langgraph
+      ? 'ratio = value ÷ LangGraph + PostgresSaver (durability sync), same model latency'
+      : baseline
+        ? 'ratio = value ÷ the Temporal floor with 2 activities/step, same model latency (LangGraph not measured)'
+        : 'neither LangGraph nor the floor measured: no ratios',
+  );
   const list = systems(r);
   const nameWidth = Math.max(42, ...list.map((s) => s.name.length + 2));
   const col = 18;
@@ -175,6 +195,10 @@ export function formatTable(r: BenchResults): string {
         `p50 ${num(quantile(first, 0.5))} ms (max ${num(Math.max(...first))} ms)`,
     );
   }
+  if (r.startUp && r.startUp.length > 0) {
+    const say = (s: StartUp): string => `${s.kind} ready ${num(s.readyMs)} ms, first answer ${num(s.firstAnswerMs)} ms`;
+    lines.push('', `npm start with nothing configured (its own dev server, PostgreSQL, demo model): ${r.startUp.map(say).join('; ')}`);
+  }
   for (const w of r.warnings) lines.push('', `WARNING: ${w}`);
   return lines.join('\n');
 }
@@ -222,6 +246,7 @@ export function contentionWarnings(r: BenchResults): string[] {
   };
   check('project', r.project);
   check('project, local activities', r.projectLocal);
+  for (const l of r.langgraph ?? []) check(`LangGraph (${l.durability})`, l.perLatency);
   for (const f of r.floor ?? []) check(`floor ${f.activitiesPerStep}`, f.perLatency);
   for (const p of r.plain ?? []) check(p.postgres ? 'plain + PostgreSQL' : 'plain', p.perLatency);
   if (r.waiting && r.waiting.cpuPerConversation.other > 0.1 * ((r.waiting.cpuPerConversation.worker ?? 0) + r.waiting.cpuPerConversation.temporal)) {

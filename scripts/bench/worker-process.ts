@@ -14,6 +14,9 @@ const ROOT = path.join(__dirname, '..', '..');
 /** The project's worker: `src/main.ts`, and the line it prints once it polls. */
 export const PROJECT_WORKER = { entry: path.join(ROOT, 'src', 'main.ts'), readyLine: 'Durable agent worker is running.' };
 
+/** The LangGraph baseline's process (`langgraph-worker.ts`), and its ready line (kept in step with `LANGGRAPH_READY_LINE`). */
+export const LANGGRAPH_WORKER = { entry: path.join(__dirname, 'langgraph-worker.ts'), readyLine: 'bench langgraph worker is running' };
+
 /** The floor's worker (`floor-worker.ts`), and its ready line. */
 export const FLOOR_WORKER = { entry: path.join(__dirname, 'floor-worker.ts'), readyLine: 'bench floor worker is running' };
 
@@ -40,6 +43,8 @@ export interface SpawnOptions {
   dir: string;
   name: string;
   readyTimeoutMs?: number;
+  /** Open an IPC channel to the child (`child.send`), for a worker that takes its work from the bench. */
+  ipc?: boolean;
 }
 
 /** Spawns a worker process; wait for {@link WorkerProcess.ready} before counting on it. */
@@ -63,7 +68,7 @@ export function spawnWorker(options: SpawnOptions): WorkerProcess {
       AGENT_REQUIRE_SIGNED_DECISIONS: 'false',
       ...options.env,
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: options.ipc ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
   });
   if (child.pid === undefined) throw new Error(`Could not spawn ${options.worker.entry}.`);
   let tail = '';
