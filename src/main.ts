@@ -86,7 +86,8 @@ async function main(): Promise<void> {
     // while the worker is created, before it polls.
     // A server restarting (a deploy, a failover) delays the start rather than failing it.
     connection = await explainConnectionFailure(settings, services.temporalAddress, () => NativeConnection.connect(options), { waitMs: TEMPORAL_WAIT_MS });
-    const { codePath } = await bundling;
+    const { codePath, reused } = await bundling;
+    if (reused) logger.debug({ codePath }, 'reused the workflow bundle of an earlier start: nothing it is made of changed');
     const workflowBundle = { codePath };
     const worker = await createAgentWorker({
       connection,

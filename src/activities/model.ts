@@ -29,8 +29,7 @@ import type { Guardrail, GuardrailContext } from '../tools/guardrails';
 import { firstTrip, guardrailContext, guardrailNote, guardrailsByAgent, toolGuardrailsOf, toolVerdict } from './guardrails';
 import {
   appendMessages,
-  findModelResponse,
-  promptCalibration,
+  readModelCallState,
   readTranscript,
   storeModelResponse,
   withholdModelResponse,
@@ -105,16 +104,20 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
         appendMessages(deps.pool, tables, { conversationId: input.conversationId, messages: deferred }),
       );
     }
-    const earlier = await withDatabaseRetry('read a stored model response', () => findModelResponse(deps.pool, tables, responseKey));
+    // Both reads at once: the transcript is wasted only on a retry whose earlier attempt stored its answer.
+    const [state, read] = await Promise.allSettled([
+      withDatabaseRetry('read a stored model response', () => readModelCallState(deps.pool, tables, responseKey, input.conversationId)),
+      withDatabaseRetry('read the transcript', () => loadModelMessages(deps.pool, tables, input)),
+    ]);
+    if (state.status === 'rejected') throw state.reason;
+    const { earlier, calibration } = state.value;
     if (earlier) {
       // An earlier attempt got the answer but did not report it (crash, lost completion): use it, do not pay twice.
       modelResponseReused(model, speaker?.name);
       return inSpan('model call', { ...spanAttributes, 'agent.outcome': 'reused' }, async () => answer(earlier));
     }
-    const [transcript, calibration] = await Promise.all([
-      withDatabaseRetry('read the transcript', () => loadModelMessages(deps.pool, tables, input)),
-      withDatabaseRetry('read the prompt calibration', () => promptCalibration(deps.pool, tables, input.conversationId)),
-    ]);
+    if (read.status === 'rejected') throw read.reason;
+    const transcript = read.value;
     if (transcript.turnInput && guards.input.length > 0) {
       // The turn's first call: its user messages meet the input guardrails before the model is asked.
       const trip = await firstTrip('input', guards.input, { messages: transcript.turnInput }, guardContext);

@@ -212,6 +212,36 @@ export async function findModelResponse(pool: Pool, tables: AgentTables, key: st
   return rows[0] ? fromModelResponseRow(rows[0]) : undefined;
 }
 
+/**
+ * What a model call reads of `model_responses` before it asks the model, in
+ * one round trip: the response an earlier attempt stored under `key`, if any,
+ * and the conversation's prompt calibration: how many prompt tokens the
+ * provider counted per token the worker estimated, in its most recent
+ * response that has both (1 when none has); the worker's estimate is scaled by
+ * it next time.
+ */
+export async function readModelCallState(
+  pool: Pool,
+  tables: AgentTables,
+  key: string,
+  conversationId: string,
+): Promise<{ earlier?: StoredModelResponse; calibration: number }> {
+  const { rows } = await pool.query<Partial<ModelResponseRow> & { found: boolean; ratio: number | null }>(
+    `SELECT r.response_key IS NOT NULL AS found, r.message, r.finish_reason, r.usage, r.guardrail, c.ratio
+       FROM (SELECT 1) AS one
+       LEFT JOIN ${tables.modelResponses} r ON r.response_key = $1
+       LEFT JOIN LATERAL (
+         SELECT (usage ->> 'promptTokens')::float / prompt_estimate AS ratio FROM ${tables.modelResponses}
+          WHERE conversation_id = $2 AND usage IS NOT NULL AND prompt_estimate > 0
+          ORDER BY created_at DESC LIMIT 1) c ON true`,
+    [key, conversationId],
+  );
+  const row = rows[0];
+  const ratio = row?.ratio;
+  const calibration = typeof ratio === 'number' && Number.isFinite(ratio) && ratio > 0 ? ratio : 1;
+  return row?.found ? { earlier: fromModelResponseRow(row as ModelResponseRow), calibration } : { calibration };
+}
+
 /** A `model_responses` row as read back. */
 interface ModelResponseRow {
   message: AssistantMessage;
@@ -284,22 +314,6 @@ export async function withholdModelResponse(
   const stored = await findModelResponse(pool, tables, key);
   if (!stored) throw new Error(`No model response is stored under ${key}: nothing to withhold.`);
   return stored;
-}
-
-/**
- * How many prompt tokens the provider counted per token the worker estimated,
- * in the conversation's most recent response that has both (1 when none has):
- * the worker's estimate is scaled by it next time.
- */
-export async function promptCalibration(pool: Pool, tables: AgentTables, conversationId: string): Promise<number> {
-  const { rows } = await pool.query<{ ratio: number | null }>(
-    `SELECT (usage ->> 'promptTokens')::float / prompt_estimate AS ratio FROM ${tables.modelResponses}
-      WHERE conversation_id = $1 AND usage IS NOT NULL AND prompt_estimate > 0
-      ORDER BY created_at DESC LIMIT 1`,
-    [conversationId],
-  );
-  const ratio = rows[0]?.ratio;
-  return typeof ratio === 'number' && Number.isFinite(ratio) && ratio > 0 ? ratio : 1;
 }
 
 /** The stored model responses under `keys` (their messages as the transcript will hold them), in one round trip; missing ones are left out. */

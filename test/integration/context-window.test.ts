@@ -6,7 +6,7 @@ import { USER_MESSAGE_MAX_BYTES } from '../../src/contract';
 import type { ChatMessage } from '../../src/contract/messages';
 import { countPromptTokens } from '../../src/testing/context-window';
 import { fitToContext } from '../../src/activities/context-budget';
-import { promptCalibration } from '../../src/db/transcript-store';
+import { readModelCallState } from '../../src/db/transcript-store';
 import { tool } from '../../src/tools/tool';
 import { startHarness, type Harness } from '../support/harness';
 
@@ -155,7 +155,7 @@ describe('usage', () => {
     // The worker's estimate is the provider's count but for the 3 tokens that prime the reply; the ratio calibrates the next call.
     // The first request is so small that its byte bound shows it fits: sent uncounted, no estimate. The second is counted.
     expect(rows.map((r) => r.prompt_estimate)).toEqual([null, served[1] - 3]);
-    expect(await promptCalibration(h.pool, h.tables, id)).toBeCloseTo(served[1] / (served[1] - 3), 10);
+    expect((await readModelCallState(h.pool, h.tables, 'no such response', id)).calibration).toBeCloseTo(served[1] / (served[1] - 3), 10);
     const state = await h.client.state(id);
     expect(state.recentTurns[0].usage).toEqual({
       promptTokens: served[0] + served[1],

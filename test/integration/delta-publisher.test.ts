@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Pool } from 'pg';
+import { Pool, type PoolClient } from 'pg';
 import { DeltaPublisher } from '../../src/activities/deltas';
 import { freePort } from '../../src/common/free-port';
 import { logger } from '../../src/common/logger';
@@ -43,15 +43,21 @@ describe('DeltaPublisher while the database is down', () => {
   });
 });
 
+/** A migrated test database, and the stream events a listener on it receives. */
+async function listening(): Promise<{ pool: Pool; listener: PoolClient; events: StreamEvent[] }> {
+  const pool = new Pool({ connectionString: await createTestDatabase() });
+  await migrate(pool);
+  const listener = await pool.connect();
+  const events: StreamEvent[] = [];
+  listener.on('notification', (n) => events.push(JSON.parse(n.payload ?? '{}') as StreamEvent));
+  await listener.query(`LISTEN ${STREAM_CHANNEL}`);
+  return { pool, listener, events };
+}
+
 describe('DeltaPublisher text', () => {
   it('never splits a surrogate pair across events and sends U+FFFD where the stored answer has it', async () => {
-    const pool = new Pool({ connectionString: await createTestDatabase() });
-    await migrate(pool);
-    const listener = await pool.connect();
+    const { pool, listener, events } = await listening();
     try {
-      const events: StreamEvent[] = [];
-      listener.on('notification', (n) => events.push(JSON.parse(n.payload ?? '{}') as StreamEvent));
-      await listener.query(`LISTEN ${STREAM_CHANNEL}`);
       const ids = { conversationId: 'conv-text', responseKey: 'resp-text', attempt: 1 };
       const publisher = new DeltaPublisher(pool, agentTables(), ids);
       // A pair across the 2,000-character piece limit, a pair split across two pushes, a NUL, a lone surrogate.
@@ -68,6 +74,28 @@ describe('DeltaPublisher text', () => {
       expect(deltas.map((d) => d.text).join('')).toBe(toStorableText(pushes.join('')));
       // Offsets count what was sent before each event.
       expect(deltas.map((d) => d.offset)).toEqual(deltas.map((_, i) => deltas.slice(0, i).reduce((n, d) => n + d.text.length, 0)));
+    } finally {
+      listener.release();
+      await pool.end();
+    }
+  });
+});
+
+describe('DeltaPublisher without text', () => {
+  it('sends nothing for a first attempt that streamed no text and succeeded, and an end for a later or failed one', async () => {
+    const { pool, listener, events } = await listening();
+    try {
+      const ended = async (attempt: number, ok: boolean): Promise<void> =>
+        new DeltaPublisher(pool, agentTables(), { conversationId: 'conv-calls', responseKey: `resp-${attempt}-${ok}`, attempt }).end(ok);
+      await ended(1, true); // tool calls only: nobody saw anything, nothing was kept
+      await ended(1, false);
+      await ended(2, true); // an earlier attempt may have left pieces: they are dropped, and listeners told
+      await expect.poll(() => events.length, { timeout: 5_000 }).toBe(2);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(events.map((e) => [e.type, e.responseKey])).toEqual([
+        ['end', 'resp-1-false'],
+        ['end', 'resp-2-true'],
+      ]);
     } finally {
       listener.release();
       await pool.end();

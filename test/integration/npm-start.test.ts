@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postgresDataDir } from '../../src/db/embedded-postgres';
+import { workflowBundleFingerprint } from '../../src/worker/workflow-bundle';
 import { freePort } from '../../src/common/free-port';
 import { npmStart, stopWithSigterm, type NpmStart } from '../support/npm-start';
 import { NOTHING_CONFIGURED } from '../support/worker-process';
@@ -90,6 +91,10 @@ describe('npm start', () => {
     else expect(cluster.startsWith('/var/lib/durable-agent-worker/')).toBe(true);
 
     expect(await stop(first.child)).toEqual([]);
+    // The first start left its bundle's fingerprint; sources that changed since (here, a fingerprint of others) make the next start bundle again.
+    const fingerprintFile = path.join(dataDir, 'workflow-bundle.fingerprint');
+    expect(fs.readFileSync(fingerprintFile, 'utf8')).toBe(workflowBundleFingerprint());
+    fs.writeFileSync(fingerprintFile, 'the sources of an earlier version');
 
     const second = await npmStartWithNothingConfigured(dataDir, 'debug');
     try {
