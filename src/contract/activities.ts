@@ -246,6 +246,13 @@ export const ActivityErrorType = {
    * ({@link StoreRefusedDetails}) when it was a transcript write.
    */
   StoreRefused: 'StoreRefused',
+  /**
+   * The attempt's worker stopped without shutting down (killed, its host
+   * lost), and another worker failed the attempt so that it is retried at
+   * once (lost-worker takeover). Like a heartbeat timeout, the attempt was
+   * cut off: its effect may have applied.
+   */
+  WorkerLost: 'WorkerLost',
 } as const;
 
 /** The details of a `StoreRefused` failure of a transcript write: the seqs PostgreSQL refused (the others of the write are stored). */

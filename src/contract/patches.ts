@@ -38,4 +38,11 @@ export const WORKFLOW_PATCHES: readonly WorkflowPatch[] = [
     fixture: 'decision-verified-after-deadline',
     deprecateWhen: 'once no run begun before this patch was deployed is still open (docs/changing-workflow-code.md, Retiring a patch)',
   },
+  {
+    id: 'worker-lost-is-cut-off',
+    guards:
+      'A tool call whose last attempt failed as WorkerLost (its worker was killed; another worker failed the attempt) was cut off, like a heartbeat timeout: a tool that is not idempotent settles as effect_unknown. Before: it settled as tool_failed, though its effect may have applied; a run begun before keeps that.',
+    fixture: 'crash-recovery',
+    deprecateWhen: 'once no run begun before this patch was deployed is still open (docs/changing-workflow-code.md, Retiring a patch)',
+  },
 ];

@@ -37,9 +37,10 @@ import type { Client } from '@temporalio/client';
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 import type { AgentTables } from '../db/schema';
 import { logger } from '../common/logger';
+import { ActivityErrorType } from '../contract/activities';
 
 /** The failure type of an attempt failed because its worker was lost. */
-export const WORKER_LOST_ERROR_TYPE = 'WorkerLost';
+export const WORKER_LOST_ERROR_TYPE = ActivityErrorType.WorkerLost;
 
 /** The advisory lock class of worker liveness locks (the key is per worker). */
 const LOCK_CLASS = 0x44415754;

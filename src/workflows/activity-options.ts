@@ -12,6 +12,7 @@ import {
   proxyActivities,
   proxyLocalActivities,
   TimeoutFailure,
+  patched,
   type ActivityOptions,
   type LocalActivityOptions,
 } from '@temporalio/workflow';
@@ -189,6 +190,10 @@ export function describeSubAgentFailure(err: unknown, agent: string): ToolFailur
  */
 function whyCutOff(cause: unknown, timeoutMs: number): string | undefined {
   if (cause instanceof ApplicationFailure && cause.type === ActivityErrorType.ToolEffectUnknown) return cause.message;
+  // The last attempt's worker was lost and another failed it: cut off like a heartbeat timeout (a run begun before read it as failed).
+  if (cause instanceof ApplicationFailure && cause.type === ActivityErrorType.WorkerLost && patched('worker-lost-is-cut-off')) {
+    return 'its worker stopped while it ran (lost, and its attempt failed by another worker)';
+  }
   if (!(cause instanceof TimeoutFailure)) return undefined;
   if (cause.timeoutType === TimeoutType.HEARTBEAT) return 'its worker stopped answering while it ran (heartbeat timeout)';
   if (cause.timeoutType === TimeoutType.START_TO_CLOSE) return `it ran longer than its timeout of ${timeoutMs} ms`;

@@ -1,4 +1,6 @@
+import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { temporal } from '@temporalio/proto';
 import { startHarness, type Harness } from '../support/harness';
@@ -128,6 +130,44 @@ describe('lost-worker takeover', () => {
     } finally {
       h.model.setResponder(undefined);
     }
+    h.expectOnlyValidModelRequests();
+  });
+
+  it('a worker killed while a tool that is not idempotent runs its one attempt: the peer fails it over, and the call settles as effect_unknown', async () => {
+    await h.pool.query('CREATE TABLE IF NOT EXISTS letters (customer_id text NOT NULL, idempotency_key text NOT NULL)');
+    const marker = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'lost-letter-')), 'letter-running');
+    const env = { AGENT_TOOLS_MODULE: path.join(__dirname, '..', 'support', 'unknown-effect-tools.ts'), LETTER_MARKER_FILE: marker };
+    for (const w of workers.splice(0)) await w.stop('SIGKILL');
+    await start(env);
+    await start(env);
+    const id = h.newConversationId('lost-letter');
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_letter', name: 'send_letter', arguments: { customer_id: 'cus_ada' } }] },
+      { content: 'The letter may have gone out; please check before sending another.' },
+    );
+    const messageId = await h.client.sendMessage(id, 'Send Ada a letter', { input });
+    await expect.poll(() => fs.existsSync(marker), { timeout: 20_000 }).toBe(true);
+    let runner: WorkerProcess | undefined;
+    await expect.poll(async () => (runner = await runnerOf(id)), { timeout: 10_000 }).toBeDefined();
+    await waitPastDatabaseStartGrace();
+    await runner!.stop('SIGKILL');
+    // Well before the 60 s heartbeat timeout: the peer failed the attempt as WorkerLost.
+    const turn = await h.client.waitForTurn(id, messageId, HEARTBEAT_MS / 2);
+    expect(turn.outcome).toBe('answered');
+    const tools = (await h.client.transcript(id)).flatMap(({ message: m }) => (m.role === 'tool' ? [m.content] : []));
+    expect(tools).toHaveLength(1);
+    const result = JSON.parse(tools[0]) as { kind: string; error?: string };
+    // The letter was written before the kill: a call reported as failed would read as "not sent".
+    expect(result).toMatchObject({ kind: 'effect_unknown', started: true });
+    expect(String(result.error)).toMatch(/worker stopped while it ran/);
+    const letters = await h.pool.query('SELECT idempotency_key FROM letters WHERE idempotency_key LIKE $1', [`${id}/%`]);
+    expect(letters.rows).toEqual([{ idempotency_key: `${id}/msg-1/call-0` }]);
+    const history = (await h.temporal.workflow.getHandle(id).fetchHistory()).events ?? [];
+    const failed = history.find((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED);
+    expect(
+      failed?.activityTaskFailedEventAttributes?.failure?.cause?.applicationFailureInfo?.type ??
+        failed?.activityTaskFailedEventAttributes?.failure?.applicationFailureInfo?.type,
+    ).toBe('WorkerLost');
     h.expectOnlyValidModelRequests();
   });
 
