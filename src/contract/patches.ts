@@ -45,4 +45,11 @@ export const WORKFLOW_PATCHES: readonly WorkflowPatch[] = [
     fixture: 'crash-recovery',
     deprecateWhen: 'once no run begun before this patch was deployed is still open (docs/changing-workflow-code.md, Retiring a patch)',
   },
+  {
+    id: 'idempotent-call-runs-again-after-lost-worker',
+    guards:
+      'An idempotent tool call whose last attempt lost its worker (heartbeat timeout or WorkerLost) is run once more under the same key: its effect may have applied, and `once` reports the recorded result (or applies it once). Before: it settled as tool_failed, its applied effect read as not run; a run begun before keeps that.',
+    fixture: 'crash-recovery',
+    deprecateWhen: 'once no run begun before this patch was deployed is still open (docs/changing-workflow-code.md, Retiring a patch)',
+  },
 ];

@@ -92,9 +92,10 @@ export interface ConversationSchedules {
    * One tool call, with its own timeout and attempts; cancelled without
    * waiting (effect unknown). A local activity when the conversation asks for
    * local idempotent tools and the tool declared itself idempotent (run again
-   * after a crash, which it allows); an ordinary one otherwise.
+   * after a crash, which it allows); an ordinary one otherwise. `attempts`:
+   * the call's own (`maxAttempts`) unless given.
    */
-  tool(call: BatchCall): SummarizedActivities;
+  tool(call: BatchCall, attempts?: number): SummarizedActivities;
   /**
    * Listing the tools of a conversation's MCP servers at a turn's start: a
    * few attempts (a server briefly down), none for a server the worker lacks
@@ -122,14 +123,14 @@ export function conversationSchedules(input: ConversationInput): ConversationSch
       },
       input.localActivities?.modelCalls === true,
     ),
-    tool: (call) =>
+    tool: (call, attempts = call.maxAttempts) =>
       conversationActivities(
         {
           startToCloseTimeout: call.timeoutMs,
           heartbeatTimeout,
           retry: {
             ...RETRY_BACKOFF,
-            maximumAttempts: call.maxAttempts,
+            maximumAttempts: attempts,
             nonRetryableErrorTypes: [ActivityErrorType.UnknownTool, ActivityErrorType.InvalidToolArguments, ActivityErrorType.ToolFailedPermanently],
           },
         },
@@ -181,6 +182,17 @@ export function describeSubAgentFailure(err: unknown, agent: string): ToolFailur
   if (cause instanceof TimeoutFailure) return { message, reason: 'error', cutOff: `the ${agent} agent's conversation ran past its timeout` };
   if (cause instanceof CancelledFailure) return { message, reason: 'error', cutOff: `the ${agent} agent's conversation was cancelled` };
   return { message, reason: 'error' };
+}
+
+/**
+ * Whether an activity's last attempt ended because its worker stopped (a
+ * heartbeat timeout, or lost-worker takeover's `WorkerLost`), not because it
+ * failed or ran past its timeout.
+ */
+export function workerStopped(err: unknown): boolean {
+  const cause = err instanceof ActivityFailure ? err.cause : undefined;
+  if (cause instanceof ApplicationFailure) return cause.type === ActivityErrorType.WorkerLost;
+  return cause instanceof TimeoutFailure && cause.timeoutType === TimeoutType.HEARTBEAT;
 }
 
 /**

@@ -18,6 +18,7 @@ import {
   conversationSchedules,
   describeSubAgentFailure,
   describeToolFailure,
+  workerStopped,
   failureMessage,
   storeRefusal,
   type ConversationSchedules,
@@ -243,7 +244,16 @@ async function runCall(edge: Edge, call: BatchCall): Promise<void> {
   } catch (err) {
     // A child conversation cancelled from outside (not by this turn's stop) settles its call like one cut off.
     if (isCancellation(err) && (call.subAgent === undefined || CancellationScope.current().consideredCancelled)) throw err;
-    const failure = call.subAgent === undefined ? describeToolFailure(err, call.timeoutMs) : describeSubAgentFailure(err, call.subAgent);
+    let failure = call.subAgent === undefined ? describeToolFailure(err, call.timeoutMs) : describeSubAgentFailure(err, call.subAgent);
+    if (call.subAgent === undefined && call.idempotent !== false && workerStopped(err) && wf.patched('idempotent-call-runs-again-after-lost-worker')) {
+      // Its last attempt lost its worker, maybe after its effect applied: one more run under the same key reports it (or applies it, once).
+      try {
+        return core.callSucceeded(call, await act.tool(call, 1).runTool(request, core.toolCallSummary(call)));
+      } catch (again) {
+        if (isCancellation(again)) throw again;
+        failure = describeToolFailure(again, call.timeoutMs);
+      }
+    }
     if (core.callFailed(call, failure) === 'effect_unknown') publish();
   }
 }

@@ -86,6 +86,41 @@ async function retriedAttempts(conversationId: string): Promise<{ attempt: numbe
     });
 }
 
+/**
+ * Two worker processes with the tools of `unknown-effect-tools.ts`; a
+ * conversation whose model calls `tool` once, then answers `answer`; the
+ * worker running the tool is killed once the tool has written its row.
+ * Returns the conversation and its tool messages, once its turn answered
+ * (well before the 60 s heartbeat timeout: the peer took over).
+ */
+async function killWhileToolRuns(tool: string, answer: string): Promise<{ id: string; tools: string[] }> {
+  await h.pool.query('CREATE TABLE IF NOT EXISTS letters (customer_id text NOT NULL, idempotency_key text NOT NULL)');
+  const marker = path.join(fs.mkdtempSync(path.join(os.tmpdir(), `lost-${tool}-`)), 'running');
+  const env = { AGENT_TOOLS_MODULE: path.join(__dirname, '..', 'support', 'unknown-effect-tools.ts'), LETTER_MARKER_FILE: marker };
+  for (const w of workers.splice(0)) await w.stop('SIGKILL');
+  await start(env);
+  await start(env);
+  const id = h.newConversationId(`lost-${tool}`);
+  h.model.enqueue({ toolCalls: [{ id: `call_${tool}`, name: tool, arguments: { customer_id: 'cus_ada' } }] }, { content: answer });
+  const messageId = await h.client.sendMessage(id, `Run ${tool} for Ada`, { input });
+  await expect.poll(() => fs.existsSync(marker), { timeout: 20_000 }).toBe(true);
+  let runner: WorkerProcess | undefined;
+  await expect.poll(async () => (runner = await runnerOf(id)), { timeout: 10_000 }).toBeDefined();
+  await waitPastDatabaseStartGrace();
+  await runner!.stop('SIGKILL');
+  const turn = await h.client.waitForTurn(id, messageId, HEARTBEAT_MS / 2);
+  expect(turn.outcome).toBe('answered');
+  const tools = (await h.client.transcript(id)).flatMap(({ message: m }) => (m.role === 'tool' ? [m.content] : []));
+  expect(tools).toHaveLength(1);
+  return { id, tools };
+}
+
+/** The idempotency keys of the rows the tools wrote for the conversation. */
+async function lettersOf(id: string): Promise<string[]> {
+  const { rows } = await h.pool.query<{ idempotency_key: string }>('SELECT idempotency_key FROM letters WHERE idempotency_key LIKE $1', [`${id}/%`]);
+  return rows.map((r) => r.idempotency_key);
+}
+
 describe('lost-worker takeover', () => {
   it('a worker killed during a model call: its peer fails the attempt over and the call is retried at once, not at the heartbeat timeout', async () => {
     await start();
@@ -134,40 +169,25 @@ describe('lost-worker takeover', () => {
   });
 
   it('a worker killed while a tool that is not idempotent runs its one attempt: the peer fails it over, and the call settles as effect_unknown', async () => {
-    await h.pool.query('CREATE TABLE IF NOT EXISTS letters (customer_id text NOT NULL, idempotency_key text NOT NULL)');
-    const marker = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'lost-letter-')), 'letter-running');
-    const env = { AGENT_TOOLS_MODULE: path.join(__dirname, '..', 'support', 'unknown-effect-tools.ts'), LETTER_MARKER_FILE: marker };
-    for (const w of workers.splice(0)) await w.stop('SIGKILL');
-    await start(env);
-    await start(env);
-    const id = h.newConversationId('lost-letter');
-    h.model.enqueue(
-      { toolCalls: [{ id: 'call_letter', name: 'send_letter', arguments: { customer_id: 'cus_ada' } }] },
-      { content: 'The letter may have gone out; please check before sending another.' },
-    );
-    const messageId = await h.client.sendMessage(id, 'Send Ada a letter', { input });
-    await expect.poll(() => fs.existsSync(marker), { timeout: 20_000 }).toBe(true);
-    let runner: WorkerProcess | undefined;
-    await expect.poll(async () => (runner = await runnerOf(id)), { timeout: 10_000 }).toBeDefined();
-    await waitPastDatabaseStartGrace();
-    await runner!.stop('SIGKILL');
-    // Well before the 60 s heartbeat timeout: the peer failed the attempt as WorkerLost.
-    const turn = await h.client.waitForTurn(id, messageId, HEARTBEAT_MS / 2);
-    expect(turn.outcome).toBe('answered');
-    const tools = (await h.client.transcript(id)).flatMap(({ message: m }) => (m.role === 'tool' ? [m.content] : []));
-    expect(tools).toHaveLength(1);
+    const { id, tools } = await killWhileToolRuns('send_letter', 'The letter may have gone out; please check before sending another.');
     const result = JSON.parse(tools[0]) as { kind: string; error?: string };
     // The letter was written before the kill: a call reported as failed would read as "not sent".
     expect(result).toMatchObject({ kind: 'effect_unknown', started: true });
     expect(String(result.error)).toMatch(/worker stopped while it ran/);
-    const letters = await h.pool.query('SELECT idempotency_key FROM letters WHERE idempotency_key LIKE $1', [`${id}/%`]);
-    expect(letters.rows).toEqual([{ idempotency_key: `${id}/msg-1/call-0` }]);
+    expect(await lettersOf(id)).toEqual([`${id}/msg-1/call-0`]);
     const history = (await h.temporal.workflow.getHandle(id).fetchHistory()).events ?? [];
-    const failed = history.find((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED);
-    expect(
-      failed?.activityTaskFailedEventAttributes?.failure?.cause?.applicationFailureInfo?.type ??
-        failed?.activityTaskFailedEventAttributes?.failure?.applicationFailureInfo?.type,
-    ).toBe('WorkerLost');
+    const failed = history.find((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED)?.activityTaskFailedEventAttributes?.failure;
+    expect(failed?.cause?.applicationFailureInfo?.type ?? failed?.applicationFailureInfo?.type).toBe('WorkerLost');
+    h.expectOnlyValidModelRequests();
+  });
+
+  it('a worker killed after an idempotent call applied its effect on its last attempt: the call runs once more under its key and reports the recorded result', async () => {
+    const { id, tools } = await killWhileToolRuns('post_invoice', 'The invoice is posted.');
+    // The effect applied before the kill is reported as done, from the ledger, and applied once.
+    expect(tools.map((t) => JSON.parse(t) as unknown)).toEqual([{ posted: true }]);
+    expect(await lettersOf(id)).toEqual([`${id}/msg-1/call-0`]);
+    const history = (await h.temporal.workflow.getHandle(id).fetchHistory()).events ?? [];
+    expect(history.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name?.endsWith('runTool'))).toHaveLength(2);
     h.expectOnlyValidModelRequests();
   });
 
