@@ -42,14 +42,14 @@ export const WORKFLOW_PATCHES: readonly WorkflowPatch[] = [
     id: 'worker-lost-is-cut-off',
     guards:
       'A tool call whose last attempt failed as WorkerLost (its worker was killed; another worker failed the attempt) was cut off, like a heartbeat timeout: a tool that is not idempotent settles as effect_unknown. Before: it settled as tool_failed, though its effect may have applied; a run begun before keeps that.',
-    fixture: 'crash-recovery',
+    fixture: 'lost-worker-send-letter',
     deprecateWhen: 'once no run begun before this patch was deployed is still open (docs/changing-workflow-code.md, Retiring a patch)',
   },
   {
     id: 'idempotent-call-runs-again-after-lost-worker',
     guards:
       'An idempotent tool call whose last attempt lost its worker (heartbeat timeout or WorkerLost) is run once more under the same key: its effect may have applied, and `once` reports the recorded result (or applies it once). Before: it settled as tool_failed, its applied effect read as not run; a run begun before keeps that.',
-    fixture: 'crash-recovery',
+    fixture: 'lost-worker-post-invoice',
     deprecateWhen: 'once no run begun before this patch was deployed is still open (docs/changing-workflow-code.md, Retiring a patch)',
   },
 ];
