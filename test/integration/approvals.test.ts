@@ -168,7 +168,7 @@ describe('the approval gate', () => {
     h.model.enqueue({ toolCalls: [refund('call_cli', 'ord_2001', 10_200)] }, { content: 'Approved refund issued.' });
     const messageId = await h.client.sendMessage(id, 'Refund through the CLI');
     await waitForPending(id, 1);
-    const env = { TEMPORAL_ADDRESS: h.temporalAddress, DATABASE_URL: h.databaseUrl, TEMPORAL_TASK_QUEUE: h.taskQueue };
+    const env = { ...h.temporalEnv, DATABASE_URL: h.databaseUrl, TEMPORAL_TASK_QUEUE: h.taskQueue };
     await expect.poll(async () => (await runCli(['pending'], env)).stdout, { timeout: 30_000, interval: 1_000 }).toContain(id);
     const { stdout } = await runCli(['pending'], env);
     expect(stdout).toMatch(new RegExp(`call_cli\\s+issue_refund\\(\\{"order_id":"ord_2001","amount_cents":10200`));

@@ -195,6 +195,10 @@ describe('docker-compose.yml', () => {
     expect(dependsOn(temporal).postgresql).toBe('service_healthy');
     expect(dependsOn(temporal)['temporal-schema']).toBe('service_completed_successfully');
     expect(asText(temporal.ports as string[] | undefined)).toContain('127.0.0.1:7233:7233');
+    // The server configuration the cluster project runs (deploy/temporal/config.yaml), mounted where the variable points.
+    const mounted = asText(temporal.volumes as string[] | undefined);
+    expect(mounted).toContain(`./deploy/temporal/config.yaml:${tenv.TEMPORAL_SERVER_CONFIG_FILE_PATH}:ro`);
+    expect(read('deploy/temporal/config.yaml').split('\n')[0]).toBe('# enable-template');
 
     const schema = service('temporal-schema');
     expect(dependsOn(schema).postgresql).toBe('service_healthy');
@@ -202,8 +206,8 @@ describe('docker-compose.yml', () => {
     const script = scriptOf(schema);
     for (const db of ['temporal', 'temporal_visibility']) expect(script).toContain(db);
     for (const step of ['create', 'setup-schema -v 0.0', 'update-schema -d']) expect(script).toContain(step);
-    // The versioned schemas the admin-tools image ships for PostgreSQL 12+.
-    for (const part of ['/etc/temporal/schema/postgresql/v12', '/temporal/versioned', '/visibility/versioned']) expect(script).toContain(part);
+    // The versioned schemas the admin-tools image ships for PostgreSQL 12+ (the cluster project runs the same script on the server's own module's schemas).
+    for (const part of ['/etc/temporal/schema/postgresql/v12', '$kind/versioned']) expect(script).toContain(part);
     execFileSync('sh', ['-n', path.join(root, 'deploy', 'temporal', 'setup-schema.sh')]);
   });
 

@@ -13,6 +13,7 @@ import { Client as PgClient, type Pool } from 'pg';
 import { expect, inject } from 'vitest';
 import { createOpenAIClient } from '../../src/activities/openai-client';
 import { AgentClient } from '../../src/client/client';
+import { connectionOptions, loadTemporalConnection } from '../../src/app/temporal-connection';
 import { migrate } from '../../src/db/migrations';
 import { createPool } from '../../src/db/pool';
 import { agentTables, type AgentTables } from '../../src/db/schema';
@@ -74,6 +75,12 @@ export interface HarnessOptions {
 /** What a test file works with. */
 export interface Harness {
   temporalAddress: string;
+  /**
+   * The standard variables that reach this harness's Temporal server:
+   * TEMPORAL_ADDRESS, and against the cluster its TEMPORAL_TLS_* (CA, client
+   * certificate), for a CLI or worker process.
+   */
+  temporalEnv: Record<string, string>;
   /** The namespace of the worker and the clients. */
   namespace: string;
   databaseUrl: string;
@@ -114,6 +121,8 @@ export async function createTestDatabase(): Promise<string> {
 /** Builds a harness; call `stop()` in `afterAll`. */
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const temporalAddress = options.temporalAddress ?? inject('temporalAddress');
+  const temporalEnv = options.temporalAddress ? { TEMPORAL_ADDRESS: options.temporalAddress } : inject('temporalEnv');
+  const { tls } = connectionOptions(loadTemporalConnection(temporalEnv));
   const databaseUrl = await createTestDatabase();
   const pool = createPool(databaseUrl);
   await migrate(pool);
@@ -132,15 +141,15 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   }
   const taskQueue = `test-${randomUUID()}`;
   const namespace = options.namespace ?? 'default';
-  const clientConnection = await Connection.connect({ address: temporalAddress });
+  const clientConnection = await Connection.connect({ address: temporalAddress, tls });
   const temporal = new Client({ connection: clientConnection, namespace });
-  const client = await AgentClient.connect({ temporalAddress, databaseUrl, taskQueue, namespace, searchAttributes: options.searchAttributes });
+  const client = await AgentClient.connect({ temporalAddress, tls, databaseUrl, taskQueue, namespace, searchAttributes: options.searchAttributes });
 
   let worker: Worker | undefined;
   let running: Promise<void> | undefined;
   let workerConnection: NativeConnection | undefined;
   if (options.worker !== false) {
-    workerConnection = await NativeConnection.connect({ address: temporalAddress });
+    workerConnection = await NativeConnection.connect({ address: temporalAddress, tls });
     worker = await createAgentWorker({
       connection: workerConnection,
       namespace,
@@ -169,11 +178,12 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
 
   return {
     temporalAddress,
+    temporalEnv,
     namespace,
     databaseUrl,
     taskQueue,
     workerEnv: (extra = {}) => ({
-      TEMPORAL_ADDRESS: temporalAddress,
+      ...temporalEnv,
       TEMPORAL_NAMESPACE: namespace,
       TEMPORAL_TASK_QUEUE: taskQueue,
       DATABASE_URL: databaseUrl,
