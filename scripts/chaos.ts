@@ -23,7 +23,8 @@ const program = new Command()
   .description('Drive conversations while killing workers, restarting Temporal and injecting model and tool faults; print one summary.')
   .option('--conversations <n>', 'conversations to drive', count(1), 50)
   .option('--kills <n>', 'worker processes to SIGKILL (each replaced at once)', count(0), 20)
-  .option('--server-restarts <n>', 'Temporal dev server restarts', count(0), 1)
+  .option('--server-restarts <n>', 'Temporal server restarts (stop the process, start it again in place)', count(0), 1)
+  .option('--cluster', "run on Temporal's own server binaries (PostgreSQL, 4 shards, mutual TLS; docs/temporal-cluster.md), not the dev server", false)
   .option('--db-restarts <n>', 'PostgreSQL restarts (down 5-20 s each)', count(0), 1)
   .option('--concurrency <n>', 'conversations driven at once', count(1), 8)
   .option('--seed <seed>', 'seed of every random choice (default: random)')
@@ -49,6 +50,7 @@ async function main(): Promise<void> {
     quiet: boolean;
     takeover: boolean;
     control: boolean;
+    cluster: boolean;
   }>();
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const { runChaos } = await import('../test/chaos/run-chaos');
@@ -64,6 +66,7 @@ async function main(): Promise<void> {
     keepFiles: opts.keepFiles,
     lostWorkerTakeover: opts.takeover,
     controls: opts.control,
+    cluster: opts.cluster,
     log: opts.quiet ? undefined : (line) => process.stderr.write(`${line}\n`),
   });
   process.stdout.write(`\n${summary.text}\n`);

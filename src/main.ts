@@ -11,8 +11,9 @@ import { createOpenAIClient } from './activities/openai-client';
 import { createPool } from './db/pool';
 import { ConfigError, loadConfig, type WorkerConfig } from './app/config';
 import { logger } from './common/logger';
+import { TEMPORAL_START_WAIT_MS } from './common/wait-for-server';
 import { recordApi, startServices } from './app/services';
-import { connectionOptions, EMBEDDED_DEV_SERVER, explainConnectionFailure } from './app/temporal-connection';
+import { connectionOptions, EMBEDDED_DEV_SERVER, explainConnectionFailure, waitForNamespace } from './app/temporal-connection';
 import { createAgentWorker } from './worker/worker';
 import { SearchAttributeLimitError } from './worker/search-attributes';
 import { PreReleaseConversationsError } from './worker/pre-release-conversations';
@@ -51,7 +52,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 /** How long a starting worker waits for a Temporal server that does not answer. */
-const TEMPORAL_WAIT_MS = 60_000;
+const TEMPORAL_WAIT_MS = TEMPORAL_START_WAIT_MS;
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -86,6 +87,8 @@ async function main(): Promise<void> {
     // while the worker is created, before it polls.
     // A server restarting (a deploy, a failover) delays the start rather than failing it.
     connection = await explainConnectionFailure(settings, services.temporalAddress, () => NativeConnection.connect(options), { waitMs: TEMPORAL_WAIT_MS });
+    // A cluster that has just started (or lost its database a moment) may not know the namespace yet.
+    await waitForNamespace(connection, services.namespace, services.temporalAddress, TEMPORAL_WAIT_MS);
     const { codePath, reused } = await bundling;
     if (reused) logger.debug({ codePath }, 'reused the workflow bundle of an earlier start: nothing it is made of changed');
     const workflowBundle = { codePath };

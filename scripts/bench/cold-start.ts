@@ -26,7 +26,7 @@ export async function benchColdStart(ctx: BenchContext): Promise<ColdStart[]> {
   try {
     for (let i = 0; i < options.coldStarts; i++) {
       const taskQueue = `bench-cold-${ctx.runTag}-${i}`;
-      const client = await AgentClient.connect({ temporalAddress: stack.temporal.address, taskQueue, databaseUrl: stack.databaseUrl });
+      const client = await AgentClient.connect({ temporalAddress: stack.temporal.address, tls: stack.temporal.tls, taskQueue, databaseUrl: stack.databaseUrl });
       const closeClient = ctx.cleanup.add('cold-start client', () => client.close());
       const id = `bench-${ctx.runTag}-cold-${i}`;
       const worker = spawnWorker({ worker: PROJECT_WORKER, env: projectWorkerEnv(ctx, taskQueue), dir: stack.scratch, name: `cold-worker-${i}` });

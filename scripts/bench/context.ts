@@ -18,7 +18,7 @@ export interface BenchContext {
 /** Environment of a project worker process (`src/main.ts`) on `taskQueue`, against the run's servers and the bench tools. */
 export function projectWorkerEnv(ctx: BenchContext, taskQueue: string): Record<string, string> {
   return {
-    TEMPORAL_ADDRESS: ctx.stack.temporal.address,
+    ...ctx.stack.temporal.clientEnv,
     TEMPORAL_TASK_QUEUE: taskQueue,
     DATABASE_URL: ctx.stack.databaseUrl,
     OPENAI_API_KEY: 'bench-key',

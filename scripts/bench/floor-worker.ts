@@ -3,9 +3,11 @@
  * and its no-op activities, and the project worker's settings
  * (`createAgentWorker` and the plugin's: sticky queue timeout, shutdown grace,
  * heartbeat throttle; every other option the SDK's default). Configured by
- * `TEMPORAL_ADDRESS` and `TEMPORAL_TASK_QUEUE`; prints a ready line once it polls.
+ * `TEMPORAL_ADDRESS` (and the standard `TEMPORAL_TLS_*` variables) and
+ * `TEMPORAL_TASK_QUEUE`; prints a ready line once it polls.
  */
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { connectionOptions, loadTemporalConnection } from '../../src/app/temporal-connection';
 import { activities } from './floor-worker-activities';
 
 async function main(): Promise<void> {
@@ -13,7 +15,7 @@ async function main(): Promise<void> {
   const address = process.env.TEMPORAL_ADDRESS;
   const taskQueue = process.env.TEMPORAL_TASK_QUEUE;
   if (!address || !taskQueue) throw new Error('Set TEMPORAL_ADDRESS and TEMPORAL_TASK_QUEUE.');
-  const connection = await NativeConnection.connect({ address });
+  const connection = await NativeConnection.connect({ address, tls: connectionOptions(loadTemporalConnection()).tls });
   try {
     const worker = await Worker.create({
       connection,

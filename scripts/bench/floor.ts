@@ -23,12 +23,12 @@ export async function benchFloor(ctx: BenchContext): Promise<FloorFigures[]> {
   const taskQueue = `bench-floor-${ctx.runTag}`;
   const worker = spawnWorker({
     worker: FLOOR_WORKER,
-    env: { TEMPORAL_ADDRESS: stack.temporal.address, TEMPORAL_TASK_QUEUE: taskQueue },
+    env: { ...stack.temporal.clientEnv, TEMPORAL_TASK_QUEUE: taskQueue },
     dir: stack.scratch,
     name: 'floor-worker',
   });
   const stopWorker = ctx.cleanup.add('floor worker', () => worker.stop());
-  const connection = await Connection.connect({ address: stack.temporal.address });
+  const connection = await Connection.connect({ address: stack.temporal.address, tls: stack.temporal.tls });
   const closeConnection = ctx.cleanup.add('floor client', () => connection.close());
   const client = new Client({ connection, namespace: 'default' });
   try {

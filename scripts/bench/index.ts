@@ -52,13 +52,19 @@ async function main(): Promise<void> {
       waiting: options.waiting,
       dynamicConfig: options.dynamicConfig,
       sqlitePragmas: options.sqlitePragmas,
+      temporal: options.cluster ? 'cluster' : 'dev server',
     },
     definitions: DEFINITIONS,
     machine: machineInfo(undefined, loadAverageAtStart),
     warnings: [],
   };
   try {
-    stack = await startStack(cleanup, log, options.dynamicConfig, options.sqlitePragmas);
+    if (options.cluster && (options.dynamicConfig.length > 0 || options.sqlitePragmas.length > 0)) {
+      throw new Error(
+        '--dynamic-config and --sqlite-pragma tune the dev server; with --cluster, edit deploy/temporal/dynamicconfig/development-sql.yaml instead.',
+      );
+    }
+    stack = await startStack(cleanup, log, options.dynamicConfig, options.sqlitePragmas, options.cluster);
     results.machine = machineInfo(stack, loadAverageAtStart);
     const ctx: BenchContext = { stack, options, cleanup, log, runTag: randomBytes(3).toString('hex') };
     if (options.parts.has('project')) results.project = await (await import('./project')).benchProject(ctx);

@@ -39,6 +39,8 @@ export interface BenchOptions {
   dynamicConfig: string[];
   /** SQLite pragmas for the dev server (`PRAGMA=VALUE`); none by default. */
   sqlitePragmas: string[];
+  /** Run on Temporal's own server binaries (PostgreSQL, 4 shards, mutual TLS) instead of the dev server. */
+  cluster: boolean;
 }
 
 const integer =
@@ -99,6 +101,11 @@ export function parseOptions(argv: string[] = process.argv): BenchOptions {
       },
       [] as string[],
     );
+  program.option(
+    '--cluster',
+    "run on Temporal's own server binaries (built by scripts/ensure-temporal-server.sh) on the run's PostgreSQL, 4 history shards, mutual TLS, instead of the dev server (docs/temporal-cluster.md)",
+    false,
+  );
   program.parse(argv);
   const o = program.opts<{
     quick: boolean;
@@ -110,6 +117,7 @@ export function parseOptions(argv: string[] = process.argv): BenchOptions {
     out: string;
     dynamicConfig: string[];
     sqlitePragma: string[];
+    cluster: boolean;
   }>();
   const quick = o.quick;
   const waiting = o.waiting ?? (quick ? 50 : 1_000);
@@ -128,5 +136,6 @@ export function parseOptions(argv: string[] = process.argv): BenchOptions {
     outDir: path.resolve(o.out),
     dynamicConfig: o.dynamicConfig,
     sqlitePragmas: o.sqlitePragma,
+    cluster: o.cluster,
   };
 }

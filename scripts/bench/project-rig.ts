@@ -22,7 +22,7 @@ export async function startProjectRig(ctx: BenchContext, name: string): Promise<
   const taskQueue = `bench-${name}-${ctx.runTag}`;
   const worker = spawnWorker({ worker: PROJECT_WORKER, env: projectWorkerEnv(ctx, taskQueue), dir: stack.scratch, name: `${name}-worker` });
   const stopWorker = ctx.cleanup.add(`${name} worker`, () => worker.stop());
-  const client = await AgentClient.connect({ temporalAddress: stack.temporal.address, taskQueue, databaseUrl: stack.databaseUrl });
+  const client = await AgentClient.connect({ temporalAddress: stack.temporal.address, tls: stack.temporal.tls, taskQueue, databaseUrl: stack.databaseUrl });
   const closeClient = ctx.cleanup.add(`${name} client`, () => client.close());
   const watcher = new AnswerWatcher(stack.pool);
   return {

@@ -29,6 +29,8 @@ export interface BenchResults {
     dynamicConfig: string[];
     /** SQLite pragmas given to the dev server (none: as `npm start` runs it). */
     sqlitePragmas: string[];
+    /** The Temporal server the run used. */
+    temporal: 'dev server' | 'cluster';
   };
   /** What each figure means. */
   definitions: Record<string, string>;

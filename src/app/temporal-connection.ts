@@ -11,7 +11,7 @@
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import type { NativeConnectionOptions } from '@temporalio/worker';
 import { ConfigError } from '../common/errors';
-import { waitForServer } from '../common/wait-for-server';
+import { isTemporalNotReady, waitForServer } from '../common/wait-for-server';
 
 /** Connection settings of a Temporal frontend, as the SDK's connection options take them. */
 export interface TemporalConnectionSettings {
@@ -97,5 +97,38 @@ export async function explainConnectionFailure<T>(
       "check TEMPORAL_ADDRESS (or the profile's address) and that the server is up",
     ].filter(Boolean);
     throw new ConfigError(`Could not connect to Temporal at ${address} ${how} (profile "${settings.profile}"): ${cause}\n  - ${hints.join('\n  - ')}`);
+  }
+}
+
+/** The part of a connection {@link waitForNamespace} uses (`NativeConnection` and `Connection` both have it). */
+export interface NamespaceLookup {
+  workflowService: { describeNamespace(request: { namespace: string }): Promise<unknown> };
+}
+
+/**
+ * Waits until Temporal knows `namespace`, for at most `waitMs`. A server
+ * that has just started, or whose database was down a moment, answers
+ * "Namespace … is not found" until its namespace registry has loaded (the
+ * dev server never does; a cluster on PostgreSQL does, seconds long), and a
+ * server whose database is down answers "unavailable"; a worker starting
+ * then waits instead of exiting. A namespace that still does
+ * not exist after the wait is a `ConfigError` saying how to create it.
+ */
+export async function waitForNamespace(connection: NamespaceLookup, namespace: string, address: string, waitMs: number): Promise<void> {
+  try {
+    await waitForServer(
+      `namespace "${namespace}" on Temporal at ${address}`,
+      () => connection.workflowService.describeNamespace({ namespace }),
+      isTemporalNotReady,
+      waitMs,
+    );
+  } catch (err) {
+    // Still unavailable: the error says so; still not found: the namespace is missing.
+    if ((err as { code?: unknown }).code !== 5) throw err;
+    throw new ConfigError(
+      `Temporal at ${address} has no namespace "${namespace}" (asked for ${Math.round(waitMs / 1000)} s). ` +
+        `Create it (temporal operator namespace create --namespace ${namespace}), or set TEMPORAL_NAMESPACE to one that exists.`,
+      { cause: err },
+    );
   }
 }

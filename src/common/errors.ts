@@ -5,8 +5,8 @@
 
 /** Base of every error the project throws on purpose. */
 export abstract class AgentError extends Error {
-  constructor(message: string) {
-    super(message);
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
     this.name = new.target.name;
   }
 }

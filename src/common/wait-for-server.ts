@@ -6,6 +6,22 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { logger } from './logger';
 
+/** How long a starting worker waits for Temporal to answer, or to know its namespace. */
+export const TEMPORAL_START_WAIT_MS = 60_000;
+
+/**
+ * True for a Temporal answer that means "not ready yet", not "no": the
+ * namespace not found (a server that has just started, or whose database was
+ * down, answers so until its namespace registry has loaded) or the service
+ * unavailable (its database down: "GetNamespace operation failed … no usable
+ * database connection found"). gRPC NOT_FOUND (5) and UNAVAILABLE (14).
+ */
+export function isTemporalNotReady(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  if (code === 14) return true;
+  return code === 5 && err instanceof Error && /namespace/i.test(err.message);
+}
+
 /**
  * Runs `attempt` until it succeeds. While it fails in a way `unreachable`
  * recognises, it tries again (every 0.25 s, growing to 2 s) for at most

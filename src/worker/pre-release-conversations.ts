@@ -9,6 +9,7 @@
 import type { NativeConnection } from '@temporalio/worker';
 import type { Connection } from '@temporalio/client';
 import { AgentError } from '../common/errors';
+import { isTemporalNotReady, TEMPORAL_START_WAIT_MS, waitForServer } from '../common/wait-for-server';
 
 /** The workflow type of conversations started by builds before 1.0. */
 export const PRE_RELEASE_WORKFLOW_TYPE = 'conversationWorkflow';
@@ -23,7 +24,13 @@ export class PreReleaseConversationsError extends AgentError {}
  */
 export async function refusePreReleaseConversations(connection: NativeConnection | Connection, namespace: string, taskQueue: string): Promise<void> {
   const query = `WorkflowType = '${PRE_RELEASE_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue.replace(/'/g, "''")}'`;
-  const { count } = await connection.workflowService.countWorkflowExecutions({ namespace, query });
+  // A server that has just started, or whose database is down, may not know the namespace for a moment.
+  const { count } = await waitForServer(
+    `the conversations of task queue "${taskQueue}"`,
+    () => connection.workflowService.countWorkflowExecutions({ namespace, query }),
+    isTemporalNotReady,
+    TEMPORAL_START_WAIT_MS,
+  );
   const open = Number(count ?? 0);
   if (open === 0) return;
   const cliQuery = query.replace(/"/g, '\\"');

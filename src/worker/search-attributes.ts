@@ -10,6 +10,7 @@
 import type { OperatorService } from '@temporalio/client';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
 import { AgentError } from '../common/errors';
+import { isTemporalNotReady, TEMPORAL_START_WAIT_MS, waitForServer } from '../common/wait-for-server';
 import {
   type SearchAttributeOptions,
   CONVERSATION_SEARCH_ATTRIBUTES,
@@ -78,7 +79,14 @@ export async function ensureSearchAttributes(
   const badPrefix = describeBadSearchAttributePrefix(prefix);
   if (badPrefix) throw new TypeError(`Search attribute prefix: ${badPrefix}.`);
   const asked = options.groups;
-  const listed = await connection.operatorService.listSearchAttributes({ namespace });
+  // A Temporal server that has just started, or whose database is down, may not know the namespace for a
+  // moment: the worker's start waits for it (TEMPORAL_START_WAIT_MS) rather than failing.
+  const listed = await waitForServer(
+    `the search attributes of namespace "${namespace}"`,
+    () => connection.operatorService.listSearchAttributes({ namespace }),
+    isTemporalNotReady,
+    TEMPORAL_START_WAIT_MS,
+  );
   const existing = new Map(Object.entries(listed.customAttributes ?? {}).map(([name, type]) => [name, TYPE_NAMES[Number(type)] ?? String(type)]));
   for (const name of Object.keys(listed.systemAttributes ?? {})) existing.set(name, 'system');
   const wanted = (group: SearchAttributeGroup): Wanted[] =>

@@ -32,7 +32,8 @@ export interface DecisionRoutes {
   cliToken: string;
   /** The key the API signs with, also held by a trusted service of the run (signed signals). */
   key: DecisionKey;
-  temporalAddress: string;
+  /** The standard variables that reach the run's Temporal server (TEMPORAL_ADDRESS, and TEMPORAL_TLS_* on the cluster). */
+  temporalEnv: Record<string, string>;
   /** The Temporal CLI, for `temporal workflow signal`. */
   temporalCli: string;
 }
@@ -462,8 +463,8 @@ class ConversationPlayer {
 
   /** Decides each of `targets` with the project's CLI (`npm run cli -- approve <id> --key <callKey> --json`) through the API. */
   private async throughCli(decision: Pick<DecisionInput, 'decision' | 'reason'>, targets: Target[]): Promise<boolean> {
-    const { apiUrl, cliToken, temporalAddress } = this.ctx.decisions;
-    const env = { AGENT_API_URL: apiUrl, AGENT_API_TOKEN: cliToken, TEMPORAL_ADDRESS: temporalAddress };
+    const { apiUrl, cliToken, temporalEnv } = this.ctx.decisions;
+    const env = { AGENT_API_URL: apiUrl, AGENT_API_TOKEN: cliToken, ...temporalEnv };
     let acknowledged = false;
     for (const target of targets) {
       const args = [decision.decision, target.conversationId, '--key', target.callKey, '--json', ...(decision.reason ? ['--reason', decision.reason] : [])];
@@ -530,20 +531,10 @@ class ConversationPlayer {
         await retrying(this.ctx, () => this.ctx.client.signalDecision(first.conversationId, unsigned));
       } else if (path === 'temporal_cli_unsigned') {
         faults.unsigned_decision++;
-        const { temporalCli, temporalAddress } = this.ctx.decisions;
-        const args = [
-          'workflow',
-          'signal',
-          '--workflow-id',
-          first.conversationId,
-          '--name',
-          'decision',
-          '--input',
-          JSON.stringify(unsigned),
-          '--address',
-          temporalAddress,
-        ];
-        await retrying(this.ctx, () => execFileAsync(temporalCli, args, { timeout: 20_000 }));
+        const { temporalCli, temporalEnv } = this.ctx.decisions;
+        const args = ['workflow', 'signal', '--workflow-id', first.conversationId, '--name', 'decision', '--input', JSON.stringify(unsigned)];
+        // The address (and TLS, on the cluster) from the standard variables, as a team's CLI reads them.
+        await retrying(this.ctx, () => execFileAsync(temporalCli, args, { timeout: 20_000, env: { ...process.env, ...temporalEnv } }));
       } else {
         faults.malformed_signal++;
         const malformed = this.paths.pick([{ decision: 'maybe', toolCallId: first.toolCallId }, { decisionId: 42 }, 'approve everything']);

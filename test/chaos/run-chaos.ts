@@ -1,6 +1,8 @@
 /**
  * A bounded chaos run against real parts, all on loopback: its own Temporal
- * dev server (SQLite file, so a restart keeps its state), its own embedded
+ * server (the dev server with a SQLite file, so a restart keeps its state,
+ * or with `cluster` the server's own binaries on PostgreSQL with 4 shards
+ * and mutual TLS, test/support/temporal-cluster.ts), its own embedded
  * PostgreSQL, the scripted model server, and two real worker processes.
  * Conversations are driven through the project's client while worker
  * processes are SIGKILLed, the Temporal server is restarted, the model
@@ -23,7 +25,8 @@ import { startModelServer, type ModelServer } from '../../src/testing';
 import { findTemporalCli, startDevServer, type DevServer } from '../../src/app/temporal-server';
 import { startApiServer } from '../../src/api/server';
 import type { ApiTokenConfig } from '../../src/api/tokens';
-import { restartPostgres, startLocalServers, stopPostgres } from '../support/local-servers';
+import { restartPostgres, startLocalCluster, startLocalServers, stopPostgres } from '../support/local-servers';
+import { connectionOptions, type TemporalConnectionSettings } from '../../src/app/temporal-connection';
 import type { EmbeddedPostgresServer } from '../../src/db/embedded-postgres';
 import type { ConversationInput } from '../../src/contract';
 import { runFinalChecks, type CheckResults } from './checks';
@@ -43,8 +46,14 @@ export interface ChaosOptions {
   conversations?: number;
   /** Worker processes to SIGKILL (each replaced at once). Default 20. */
   kills?: number;
-  /** Times to stop and restart the Temporal dev server. Default 1. */
+  /** Times to stop and restart the Temporal server process. Default 1. */
   serverRestarts?: number;
+  /**
+   * Run on Temporal's own server binaries (built by
+   * scripts/ensure-temporal-server.sh) on the run's PostgreSQL, 4 history
+   * shards, mutual TLS, instead of the dev server. Default false.
+   */
+  cluster?: boolean;
   /** Times to stop PostgreSQL for 5–20 s (`databaseDownMs`) and start it again. Default 1. */
   databaseRestarts?: number;
   /** How long PostgreSQL stays down, [min, max] ms. Default [5000, 20000]. */
@@ -126,7 +135,16 @@ export interface ChaosSummary {
   options: Required<
     Pick<
       ChaosOptions,
-      'conversations' | 'kills' | 'serverRestarts' | 'databaseRestarts' | 'concurrency' | 'maxMinutes' | 'workers' | 'lostWorkerTakeover' | 'controls'
+      | 'conversations'
+      | 'kills'
+      | 'serverRestarts'
+      | 'databaseRestarts'
+      | 'concurrency'
+      | 'maxMinutes'
+      | 'workers'
+      | 'lostWorkerTakeover'
+      | 'controls'
+      | 'cluster'
     >
   >;
   durationMs: number;
@@ -191,6 +209,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
     workers: options.workers ?? 2,
     lostWorkerTakeover: options.lostWorkerTakeover ?? true,
     controls: options.controls ?? true,
+    cluster: options.cluster ?? false,
   };
   const seed = options.seed ?? String(randomBytes(4).readUInt32BE());
   const runId = randomBytes(3).toString('hex');
@@ -216,26 +235,19 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
 
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-chaos-'));
   const cleanups: { name: string; run: () => Promise<void> | void }[] = [];
-  const servers: { temporal?: DevServer; postgres?: EmbeddedPostgresServer } = {};
+  const servers: { temporal?: RunTemporal; postgres?: EmbeddedPostgresServer } = {};
   try {
     log(`seed ${seed}, run ${runId}, scratch ${scratch}`);
 
-    // Servers: Temporal (persisted in SQLite, on a fixed port so it can restart in place) and PostgreSQL.
-    const temporalPort = await freePort();
-    const dbFilename = path.join(scratch, 'temporal.sqlite');
-    const { temporal, postgres } = await startLocalServers({
-      temporal: { dbFilename, port: temporalPort },
-      label: 'agent-chaos',
-      runId,
-      database: 'chaos',
-      restartablePostgres: true,
-    });
+    // Servers: Temporal (restartable in place: the dev server on a fixed port and SQLite file, or the
+    // cluster on its ports and PostgreSQL databases) and PostgreSQL.
+    const { temporal, postgres } = o.cluster ? await startClusterServers(runId, scratch) : await startDevServers(runId, scratch, log);
     servers.temporal = temporal;
     servers.postgres = postgres;
     // Both are restarted in place during the run: stop whichever one runs at the end (a stopped one's cluster is still removed).
-    cleanups.push({ name: 'Temporal dev server', run: () => servers.temporal?.stop() });
+    cleanups.push({ name: `Temporal ${temporal.kind}`, run: () => servers.temporal?.stop() });
     cleanups.push({ name: 'PostgreSQL', run: () => stopPostgres(servers.postgres ?? postgres) });
-    log(`Temporal ${temporal.address}, PostgreSQL port ${postgres.port}`);
+    log(`Temporal ${temporal.kind} ${temporal.address}, PostgreSQL port ${postgres.port}`);
 
     const pool = createPool(postgres.databaseUrl, 4);
     cleanups.push({ name: 'PostgreSQL pool', run: () => pool.end() });
@@ -261,7 +273,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
     const decisionKey = { id: 'chaos', secret: randomBytes(32).toString('hex') };
     const workers = new WorkerPool({
       env: {
-        TEMPORAL_ADDRESS: temporal.address,
+        ...temporal.clientEnv,
         TEMPORAL_TASK_QUEUE: taskQueue,
         DATABASE_URL: postgres.databaseUrl,
         OPENAI_API_KEY: 'chaos-key',
@@ -282,7 +294,12 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
     cleanups.push({ name: 'worker processes', run: () => workers.stop() });
     await workers.start();
 
-    const client = await AgentClient.connect({ temporalAddress: temporal.address, databaseUrl: postgres.databaseUrl, taskQueue });
+    const client = await AgentClient.connect({
+      temporalAddress: temporal.address,
+      ...connectionOptions(temporal.connection),
+      databaseUrl: postgres.databaseUrl,
+      taskQueue,
+    });
     cleanups.push({ name: 'client', run: () => client.close() });
     const token = (subject: string): ApiTokenConfig => ({ subject, roles: ['approver'], token: randomBytes(24).toString('hex') });
     const approvers = [token('alice@chaos.example'), token('bob@chaos.example'), token('carol@chaos.example')];
@@ -348,19 +365,16 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
             await turnToHit();
             const at = Date.now();
             await tracker.begin('server_restart', at);
-            await servers.temporal!.stop();
-            servers.temporal = undefined;
             runLog.faults.server_restart++;
-            log('Temporal dev server stopped');
-            await sleep(faultRng.int(500, 2_000));
+            log(`Temporal ${temporal.kind}: stopping it`);
             try {
-              servers.temporal = await startAgain(dbFilename, temporalPort, log);
+              await servers.temporal!.restart(faultRng.int(500, 2_000));
             } catch (err) {
-              log(`the Temporal dev server did not start again: ${(err as Error).message}; stopping the run`);
+              log(`the Temporal ${temporal.kind} did not start again: ${(err as Error).message}; stopping the run`);
               hardStop.abort();
               throw err;
             }
-            log(`Temporal dev server running again after ${Date.now() - at} ms`);
+            log(`Temporal ${temporal.kind} running again after ${Date.now() - at} ms`);
           } else {
             await sleep(faultRng.int(gapMin, gapMax), undefined, { signal: stopFaults });
             await turnToHit();
@@ -420,7 +434,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
         approverTokens: approvers.slice(0, 2).map((a) => a.token),
         cliToken: approvers[2].token,
         key: decisionKey,
-        temporalAddress: temporal.address,
+        temporalEnv: temporal.clientEnv,
         temporalCli,
       },
       turnTimeoutMs: options.turnTimeoutMs ?? 150_000,
@@ -537,6 +551,63 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
 async function until(predicate: () => boolean, timeoutMs: number, signal: AbortSignal): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!predicate() && !signal.aborted && Date.now() < deadline) await sleep(100);
+}
+
+/** The run's Temporal server, whichever kind, as the run uses it. */
+interface RunTemporal {
+  kind: 'dev server' | 'cluster';
+  address: string;
+  /** The standard variables that reach it (address, and TLS on the cluster). */
+  clientEnv: Record<string, string>;
+  connection: TemporalConnectionSettings;
+  /** Stops its process, waits `downMs`, starts it again in place; resolves once it answers. */
+  restart(downMs: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** The dev server (SQLite file, fixed port) and PostgreSQL. */
+async function startDevServers(
+  runId: string,
+  scratch: string,
+  log: (line: string) => void,
+): Promise<{ temporal: RunTemporal; postgres: EmbeddedPostgresServer }> {
+  const port = await freePort();
+  const dbFilename = path.join(scratch, 'temporal.sqlite');
+  const started = await startLocalServers({ temporal: { dbFilename, port }, label: 'agent-chaos', runId, database: 'chaos', restartablePostgres: true });
+  let dev: DevServer | undefined = started.temporal;
+  const address = dev.address;
+  return {
+    postgres: started.postgres,
+    temporal: {
+      kind: 'dev server',
+      address,
+      clientEnv: { TEMPORAL_ADDRESS: address },
+      connection: { address, profile: 'chaos dev server' },
+      async restart(downMs) {
+        await dev?.stop();
+        dev = undefined;
+        await sleep(downMs);
+        dev = await startAgain(dbFilename, port, log);
+      },
+      stop: async () => dev?.stop(),
+    },
+  };
+}
+
+/** Temporal's own server binaries on the run's PostgreSQL (4 shards, mutual TLS). */
+async function startClusterServers(runId: string, scratch: string): Promise<{ temporal: RunTemporal; postgres: EmbeddedPostgresServer }> {
+  const { temporal: cluster, postgres } = await startLocalCluster({ label: 'agent-chaos', runId, database: 'chaos', restartablePostgres: true, dir: scratch });
+  return {
+    postgres,
+    temporal: {
+      kind: 'cluster',
+      address: cluster.address,
+      clientEnv: cluster.clientEnv,
+      connection: cluster.connection,
+      restart: (downMs) => cluster.restart({ downMs }),
+      stop: () => cluster.stop(),
+    },
+  };
 }
 
 /** Starts the dev server again on its port and SQLite file, retrying while the port is still held. */

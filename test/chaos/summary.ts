@@ -55,6 +55,7 @@ export function formatSummary(s: ChaosSummary): string {
   const lines = [
     '══════════════════ chaos run summary ══════════════════',
     `run ${s.runId} · seed ${s.seed} · ${minutes}m ${secs}s · ${s.conversations} conversations (concurrency ${s.options.concurrency}) · ${s.options.workers} worker processes` +
+      (s.options.cluster ? ' · Temporal cluster (server binaries, PostgreSQL, 4 shards, mTLS)' : ' · Temporal dev server') +
       (s.options.lostWorkerTakeover ? '' : ' · lost-worker takeover off') +
       (s.hardStopped ? ` · HARD STOP after ${s.options.maxMinutes} min (${s.notStarted} conversation(s) never started)` : ''),
     `requested     ${s.options.kills} worker kills, ${s.options.serverRestarts} server restart(s), ${s.options.databaseRestarts} database restart(s)` +
@@ -86,7 +87,7 @@ export function formatSummary(s: ChaosSummary): string {
   ];
   for (const exit of s.workers.unexpectedExits.slice(0, 5)) {
     lines.push(
-      `  worker ${exit.workerId} exited on its own (code ${exit.code}, signal ${exit.signal}, ${exit.wasReady ? 'after' : 'before'} ready): ${exit.tail.split('\n').filter(Boolean).slice(-1)[0] ?? ''}`,
+      `  worker ${exit.workerId} exited on its own (code ${exit.code}, signal ${exit.signal}, ${exit.wasReady ? 'after' : 'before'} ready): ${lastWords(exit.tail)}`,
     );
   }
   const warnings = s.workers.loggedWarnings;
@@ -104,4 +105,12 @@ export function formatSummary(s: ChaosSummary): string {
   if (s.keptFiles) lines.push(`files kept in ${s.keptFiles}`);
   lines.push(`result        ${verdict}`);
   return lines.join('\n');
+}
+
+/** What a worker that exited on its own said last: the error line of an uncaught exception (Node prints its version after it), else its last line. */
+function lastWords(tail: string): string {
+  const lines = tail.split('\n').filter(Boolean);
+  const error = [...lines].reverse().find((line) => /\b\w*Error\b|uncaught|unhandled/i.test(line) && !/^Node\.js v/.test(line));
+  const last = lines.at(-1) ?? '';
+  return error && error !== last ? `${error.slice(0, 400)} … ${last}` : last;
 }

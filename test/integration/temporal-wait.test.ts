@@ -1,9 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { msToTs } from '@temporalio/common/lib/time';
 import { NativeConnection } from '@temporalio/worker';
-import { afterAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../../src/common/free-port';
-import { EMBEDDED_DEV_SERVER, explainConnectionFailure } from '../../src/app/temporal-connection';
+import { EMBEDDED_DEV_SERVER, explainConnectionFailure, waitForNamespace } from '../../src/app/temporal-connection';
 import { startDevServer, type DevServer } from '../../src/app/temporal-server';
+import { ensureSearchAttributes } from '../../src/worker/search-attributes';
+import { refusePreReleaseConversations } from '../../src/worker/pre-release-conversations';
 
 // A worker starting while its Temporal server restarts waits for it (npm
 // start waits up to 60 s) instead of exiting: a dev server of the test's own
@@ -49,5 +53,70 @@ describe('a starting worker waits for Temporal', () => {
     tries = 0;
     await expect(explainConnectionFailure(EMBEDDED_DEV_SERVER, address, connect)).rejects.toThrow('and that the server is up');
     expect(tries).toBe(1);
+  });
+});
+
+// A cluster that has just started, or whose database was down a moment, answers "Namespace … is not
+// found" until its namespace registry loads (seen in the chaos run on the cluster: a worker started then
+// exited). npm start waits for the namespace as it waits for the server; here a namespace is registered
+// on the run's dev server while the wait runs.
+describe('a starting worker waits for its namespace', () => {
+  it('asks until the namespace exists, then goes on', async () => {
+    const address = inject('temporalAddress');
+    const connection = await NativeConnection.connect({ address });
+    try {
+      const namespace = `late-${randomUUID().slice(0, 8)}`;
+      let asked = 0;
+      const lookup = {
+        workflowService: {
+          describeNamespace: (request: { namespace: string }) => {
+            asked++;
+            return connection.workflowService.describeNamespace(request);
+          },
+        },
+      };
+      const waiting = waitForNamespace(lookup, namespace, address, 60_000);
+      await sleep(1_500);
+      expect(asked).toBeGreaterThan(1);
+      await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
+      await waiting;
+    } finally {
+      await connection.close();
+    }
+  });
+
+  it("registers the conversation's search attributes on a namespace the server learns of while the worker starts", async () => {
+    const address = inject('temporalAddress');
+    const connection = await NativeConnection.connect({ address });
+    try {
+      const namespace = `late-sa-${randomUUID().slice(0, 8)}`;
+      const registering = ensureSearchAttributes(connection, namespace);
+      const checking = refusePreReleaseConversations(connection, namespace, 'agent');
+      await sleep(1_500);
+      await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
+      const registration = await registering;
+      expect(registration.on).toContain('status');
+      expect(registration.added).toContain('AgentStatus');
+      // The start's visibility count (conversations of a build before 1.0) waited too, and found none.
+      await checking;
+    } finally {
+      await connection.close();
+    }
+  });
+
+  it('gives up after its wait, naming the namespace and how to create it', async () => {
+    const address = inject('temporalAddress');
+    const connection = await NativeConnection.connect({ address });
+    try {
+      const namespace = `missing-${randomUUID().slice(0, 8)}`;
+      const started = Date.now();
+      const err = (await waitForNamespace(connection, namespace, address, 1_500).catch((e: Error) => e)) as Error;
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1_500);
+      expect(err.message).toBe(
+        `Temporal at ${address} has no namespace "${namespace}" (asked for 2 s). Create it (temporal operator namespace create --namespace ${namespace}), or set TEMPORAL_NAMESPACE to one that exists.`,
+      );
+    } finally {
+      await connection.close();
+    }
   });
 });

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { EmbeddedPostgresServer } from '../../src/db/embedded-postgres';
 import { startDevServer, type DevServer, type DevServerOptions } from '../../src/app/temporal-server';
+import { startTemporalCluster, type TemporalCluster } from './temporal-cluster';
 
 /**
  * Starts both; PostgreSQL keeps its cluster in `<tmp>/<label>-pg-<runId>`
@@ -37,6 +38,34 @@ export async function startLocalServers(options: {
   if (temporal.status === 'fulfilled') await temporal.value.stop().catch(() => undefined);
   if (postgres.status === 'fulfilled') await stopPostgres(postgres.value).catch(() => undefined);
   throw temporal.status === 'rejected' ? temporal.reason : (postgres as PromiseRejectedResult).reason;
+}
+
+/**
+ * PostgreSQL as {@link startLocalServers} starts it, then a Temporal cluster
+ * of the server's own binaries on it (test/support/temporal-cluster.ts):
+ * PostgreSQL persistence and visibility, 4 history shards, mutual TLS. A
+ * restart of that PostgreSQL stops the cluster's persistence too.
+ */
+export async function startLocalCluster(options: {
+  label: string;
+  runId: string;
+  database: string;
+  restartablePostgres?: boolean;
+  dir: string;
+}): Promise<{ temporal: TemporalCluster; postgres: EmbeddedPostgresServer }> {
+  const { startEmbeddedPostgres } = await import('../../src/db/embedded-postgres');
+  const postgres = await startEmbeddedPostgres({
+    dataDir: path.join(os.tmpdir(), `${options.label}-pg-${options.runId}`),
+    database: options.database,
+    ephemeral: !options.restartablePostgres,
+  });
+  try {
+    const temporal = await startTemporalCluster({ postgresAdminUrl: postgres.databaseUrl, dir: options.dir });
+    return { temporal, postgres };
+  } catch (err) {
+    await stopPostgres(postgres).catch(() => undefined);
+    throw err;
+  }
 }
 
 /** Stops an embedded server started by {@link startLocalServers} and removes its cluster. */

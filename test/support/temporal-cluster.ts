@@ -47,6 +47,8 @@ export interface TemporalCluster {
   /** The same as the SDK's connection options (`tls`). */
   connection: TemporalConnectionSettings;
   certificates: TestCertificates;
+  /** The server's version (package.json, `config.temporalServerVersion`). */
+  serverVersion: string;
   /** The server's process id. */
   pid(): number | undefined;
   /** Stops the server process (SIGKILL with `kill`, else SIGTERM) and starts it again on the same ports and databases; resolves once it answers. */
@@ -186,6 +188,7 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
     clientEnv,
     connection,
     certificates,
+    serverVersion: path.basename(serverDir),
     pid: () => child?.pid,
     async restart({ kill = false, downMs = 0 } = {}) {
       const proc = child;
