@@ -351,11 +351,23 @@ export class AgentClient {
     }
   }
 
-  /** Waits until the turn that took `messageId` has finished. */
+  /**
+   * Waits until the turn that took `messageId` has finished. A state query
+   * that fails for want of an answer in time (the worker that cached the
+   * conversation was killed and its sticky queue is failing over, the server
+   * restarts) is asked again until `timeoutMs`.
+   */
   async waitForTurn(conversationId: string, messageId: string, timeoutMs = 120_000): Promise<TurnRecord> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const state = await this.state(conversationId);
+      let state: ConversationState;
+      try {
+        state = await this.state(conversationId);
+      } catch (err) {
+        if (!isTransientQueryFailure(err) || Date.now() > deadline) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        continue;
+      }
       const turn = state.recentTurns.find((t) => t.messageIds.includes(messageId));
       if (turn) return turn;
       if (Date.now() > deadline) {
@@ -737,4 +749,16 @@ function uncompilableOutput(spec: NonNullable<ConversationInput['output']>): str
   } catch (err) {
     return [(err as Error).message.replace(/\.$/, '')];
   }
+}
+
+/**
+ * A query that failed for want of an answer in time, not for what it asked:
+ * gRPC CANCELLED, DEADLINE_EXCEEDED or UNAVAILABLE (as when the worker that
+ * cached the conversation was killed, or the server restarts), or no worker
+ * answering within the client's query timeout.
+ */
+function isTransientQueryFailure(err: unknown): boolean {
+  if (err instanceof NoWorkerAnsweredError) return true;
+  const grpc = isGrpcServiceError(err) ? err : err instanceof Error && isGrpcServiceError(err.cause) ? err.cause : undefined;
+  return grpc !== undefined && [1, 4, 14].includes(grpc.code);
 }

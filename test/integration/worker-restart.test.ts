@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AgentClient, NoWorkerAnsweredError } from '../../src/client/client';
+import { connectionOptions, loadTemporalConnection } from '../../src/app/temporal-connection';
 import { startHarness, type Harness } from '../support/harness';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
 
@@ -41,5 +43,41 @@ describe('worker process restarts', () => {
     expect(h.requestsFor('What did Alan order?')).toHaveLength(2);
     h.expectOnlyValidModelRequests();
     expect((await h.client.state(id)).transcriptRepairs).toBe(0);
+  });
+
+  it('waitForTurn keeps waiting while no worker answers its queries, and returns the turn once a worker runs it', async () => {
+    // A client whose queries give up after 1 s: while no worker runs, each state query ends in NoWorkerAnsweredError.
+    const impatient = await AgentClient.connect({
+      temporalAddress: h.temporalAddress,
+      ...connectionOptions(loadTemporalConnection(h.temporalEnv)),
+      databaseUrl: h.databaseUrl,
+      taskQueue: h.taskQueue,
+      queryTimeoutMs: 1_000,
+    });
+    try {
+      // The worker the test before left running would answer; this one starts its own.
+      await current?.stop('SIGTERM');
+      const id = h.newConversationId('patient');
+      current = await startWorkerProcess(workerEnv());
+      h.model.enqueue({ content: 'First answer.' });
+      expect((await h.client.ask(id, 'Hello')).answer).toBe('First answer.');
+      expect(await current.stop('SIGTERM')).toBe(0);
+      current = undefined;
+
+      h.model.enqueue({ content: 'Answered once a worker was back.' });
+      const messageId = await h.client.sendMessage(id, 'Anyone there?');
+      await expect(impatient.state(id)).rejects.toBeInstanceOf(NoWorkerAnsweredError);
+      let settled = false;
+      const waiting = impatient.waitForTurn(id, messageId, 60_000).finally(() => (settled = true));
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      expect(settled).toBe(false);
+      current = await startWorkerProcess(workerEnv());
+      const turn = await waiting;
+      expect(turn.outcome).toBe('answered');
+      expect((await h.client.transcript(id)).at(-1)?.message).toMatchObject({ role: 'assistant', content: 'Answered once a worker was back.' });
+      h.expectOnlyValidModelRequests();
+    } finally {
+      await impatient.close();
+    }
   });
 });
