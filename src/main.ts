@@ -51,9 +51,6 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-/** How long a starting worker waits for a Temporal server that does not answer. */
-const TEMPORAL_WAIT_MS = TEMPORAL_START_WAIT_MS;
-
 async function main(): Promise<void> {
   const config = loadConfig();
   // Before anything touches Temporal (the embedded server too): the runtime's logger and metrics endpoint are set once.
@@ -86,9 +83,11 @@ async function main(): Promise<void> {
     // The worker's plugin applies the migrations and registers the search attributes a namespace lacks
     // while the worker is created, before it polls.
     // A server restarting (a deploy, a failover) delays the start rather than failing it.
-    connection = await explainConnectionFailure(settings, services.temporalAddress, () => NativeConnection.connect(options), { waitMs: TEMPORAL_WAIT_MS });
+    connection = await explainConnectionFailure(settings, services.temporalAddress, () => NativeConnection.connect(options), {
+      waitMs: TEMPORAL_START_WAIT_MS,
+    });
     // A cluster that has just started (or lost its database a moment) may not know the namespace yet.
-    await waitForNamespace(connection, services.namespace, services.temporalAddress, TEMPORAL_WAIT_MS);
+    await waitForNamespace(connection, services.namespace, services.temporalAddress, TEMPORAL_START_WAIT_MS);
     const { codePath, reused } = await bundling;
     if (reused) logger.debug({ codePath }, 'reused the workflow bundle of an earlier start: nothing it is made of changed');
     const workflowBundle = { codePath };

@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { freePort } from '../common/free-port';
+import { freePort, isPortFree } from '../common/free-port';
 import { demoResponder, DEMO_LABEL } from '../demo/model';
 import { startModelServer } from '../testing';
 import type { WorkerConfig } from './config';
@@ -181,11 +181,5 @@ function codecEndpoint(config: WorkerConfig): string | undefined {
 
 /** `port` when it is free, else any free port. */
 async function preferredPort(port: number): Promise<number> {
-  const net = await import('node:net');
-  const free = await new Promise<boolean>((resolve) => {
-    const probe = net.createServer();
-    probe.once('error', () => resolve(false));
-    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
-  });
-  return free ? port : freePort();
+  return (await isPortFree(port)) ? port : freePort();
 }

@@ -60,11 +60,20 @@ describe('a starting worker waits for Temporal', () => {
 // found" until its namespace registry loads (seen in the chaos run on the cluster: a worker started then
 // exited). npm start waits for the namespace as it waits for the server; here a namespace is registered
 // on the run's dev server while the wait runs.
+/** Runs `use` with a connection to the run's dev server, closed afterwards. */
+async function withConnection(use: (connection: NativeConnection, address: string) => Promise<void>): Promise<void> {
+  const address = inject('temporalAddress');
+  const connection = await NativeConnection.connect({ address });
+  try {
+    await use(connection, address);
+  } finally {
+    await connection.close();
+  }
+}
+
 describe('a starting worker waits for its namespace', () => {
   it('asks until the namespace exists, then goes on', async () => {
-    const address = inject('temporalAddress');
-    const connection = await NativeConnection.connect({ address });
-    try {
+    await withConnection(async (connection, address) => {
       const namespace = `late-${randomUUID().slice(0, 8)}`;
       let asked = 0;
       const lookup = {
@@ -80,15 +89,11 @@ describe('a starting worker waits for its namespace', () => {
       expect(asked).toBeGreaterThan(1);
       await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
       await waiting;
-    } finally {
-      await connection.close();
-    }
+    });
   });
 
   it("registers the conversation's search attributes on a namespace the server learns of while the worker starts", async () => {
-    const address = inject('temporalAddress');
-    const connection = await NativeConnection.connect({ address });
-    try {
+    await withConnection(async (connection) => {
       const namespace = `late-sa-${randomUUID().slice(0, 8)}`;
       const registering = ensureSearchAttributes(connection, namespace);
       const checking = refusePreReleaseConversations(connection, namespace, 'agent');
@@ -99,15 +104,11 @@ describe('a starting worker waits for its namespace', () => {
       expect(registration.added).toContain('AgentStatus');
       // The start's visibility count (conversations of a build before 1.0) waited too, and found none.
       await checking;
-    } finally {
-      await connection.close();
-    }
+    });
   });
 
   it('gives up after its wait, naming the namespace and how to create it', async () => {
-    const address = inject('temporalAddress');
-    const connection = await NativeConnection.connect({ address });
-    try {
+    await withConnection(async (connection, address) => {
       const namespace = `missing-${randomUUID().slice(0, 8)}`;
       const started = Date.now();
       const err = (await waitForNamespace(connection, namespace, address, 1_500).catch((e: Error) => e)) as Error;
@@ -115,8 +116,6 @@ describe('a starting worker waits for its namespace', () => {
       expect(err.message).toBe(
         `Temporal at ${address} has no namespace "${namespace}" (asked for 2 s). Create it (temporal operator namespace create --namespace ${namespace}), or set TEMPORAL_NAMESPACE to one that exists.`,
       );
-    } finally {
-      await connection.close();
-    }
+    });
   });
 });

@@ -10,13 +10,13 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { findTemporalCli } from '../../src/app/temporal-server';
 import { connectionOptions, loadTemporalConnection, type TemporalConnectionSettings } from '../../src/app/temporal-connection';
+import { isPortFree } from '../../src/common/free-port';
 import { makeCertificates, type TestCertificates } from './tls';
 
 const run = promisify(execFile);
@@ -247,12 +247,7 @@ async function untilNamespaceTakesWork(address: string, settings: TemporalConnec
 async function serverPort(): Promise<number> {
   for (;;) {
     const port = 20_000 + Math.floor(Math.random() * 12_000);
-    const free = await new Promise<boolean>((resolve) => {
-      const probe = net.createServer();
-      probe.once('error', () => resolve(false));
-      probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
-    });
-    if (free) return port;
+    if (await isPortFree(port)) return port;
   }
 }
 
