@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { freePort, isPortFree } from '../common/free-port';
+import { startOnPreferredPorts } from '../common/free-port';
 import { demoResponder, DEMO_LABEL } from '../demo/model';
 import { startModelServer } from '../testing';
 import type { WorkerConfig } from './config';
@@ -101,16 +101,19 @@ export async function startServices(config: WorkerConfig): Promise<RunningServic
       const cliPath = findTemporalCli(config.temporal.cliPath);
       if (!cliPath) logger.warn('No temporal CLI found (run scripts/ensure-temporal-cli.sh); trying the SDK download');
       const dbFilename = path.join(config.dataDir, 'temporal.sqlite');
-      const server = await startDevServer({
-        cliPath,
-        dbFilename,
-        uiPort: config.temporal.uiPort,
-        uiCodecEndpoint: codecEndpoint(config),
-        port: await preferredPort(7233),
-        namespace: config.temporal.namespace,
-        // None at start: the worker registers those its configuration asks for (prefix, groups), within the limits.
-        searchAttributes: [],
-      });
+      // 7233 and the configured UI port, or free ones where those are taken (the banner says which).
+      const server = await startOnPreferredPorts([7233, config.temporal.uiPort], ([port, uiPort]) =>
+        startDevServer({
+          cliPath,
+          dbFilename,
+          uiPort,
+          uiCodecEndpoint: codecEndpoint(config),
+          port,
+          namespace: config.temporal.namespace,
+          // None at start: the worker registers those its configuration asks for (prefix, groups), within the limits.
+          searchAttributes: [],
+        }),
+      );
       stops.push(server.stop);
       temporalAddress = server.address;
       temporalUiUrl = server.uiUrl;
@@ -177,9 +180,4 @@ function codecEndpoint(config: WorkerConfig): string | undefined {
   if (!config.payloadKeys || port === 'off' || port === 0) return undefined;
   const reachable = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
   return `http://${reachable}:${port}/codec`;
-}
-
-/** `port` when it is free, else any free port. */
-async function preferredPort(port: number): Promise<number> {
-  return (await isPortFree(port)) ? port : freePort();
 }

@@ -1,5 +1,8 @@
 /** Free TCP ports on loopback. */
+import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 
 /** Whether `port` on loopback can be listened on now (a probe: another process may take it right after). */
 export async function isPortFree(port: number): Promise<boolean> {
@@ -21,4 +24,75 @@ export async function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/** Options of {@link startOnPreferredPorts}. */
+export interface PreferredPortOptions {
+  /** Folder of the machine-wide lock files; `/tmp` (ports are the machine's, whatever `TMPDIR` says). */
+  lockDir?: string;
+  /** How long to wait for another start holding the lock before going on without it (30 s). */
+  waitMs?: number;
+}
+
+/**
+ * Runs `start` with each of `ports` where it is free and any free port in
+ * place of each taken one (0 stays 0: "none"). Starts of other processes on
+ * this machine that prefer the same first port take turns through a lock
+ * file, held until `start` resolves (its server listens).
+ *
+ * A probe alone leaves a gap between it and the server's bind: two `npm
+ * start`s at once both found 7233 free, the second dev server could not
+ * bind it, and its worker ran against the first one's server.
+ */
+export async function startOnPreferredPorts<T>(
+  ports: readonly number[],
+  start: (ports: number[]) => Promise<T>,
+  options: PreferredPortOptions = {},
+): Promise<T> {
+  const lockDir = options.lockDir ?? (process.platform === 'win32' ? os.tmpdir() : '/tmp');
+  const lockFile = path.join(lockDir, `durable-agent-worker-port-${ports[0]}.lock`);
+  const held = await takeLock(lockFile, options.waitMs ?? 30_000);
+  try {
+    const chosen: number[] = [];
+    for (const port of ports) chosen.push(port === 0 ? 0 : (await isPortFree(port)) ? port : await freePort());
+    return await start(chosen);
+  } finally {
+    if (held) fs.rmSync(lockFile, { force: true });
+  }
+}
+/** Creates `file` with this process's id, waiting while a live process holds it; false when the wait ran out. */
+async function takeLock(file: string, waitMs: number): Promise<boolean> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      fs.writeFileSync(file, String(process.pid), { flag: 'wx', mode: 0o644 });
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') return false;
+    }
+    const owner = Number(readOrEmpty(file));
+    if (Number.isInteger(owner) && owner > 0 && !isAlive(owner)) {
+      fs.rmSync(file, { force: true });
+      continue;
+    }
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+function readOrEmpty(file: string): string {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
