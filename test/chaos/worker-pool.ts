@@ -7,6 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { workerNodeFlags, workerProcessEnv } from '../../src/app/worker-node-options';
 
 const ROOT = path.join(__dirname, '..', '..');
 const READY_LINE = 'Durable agent worker is running.';
@@ -133,10 +134,18 @@ export class WorkerPool {
     fs.mkdirSync(dataDir, { recursive: true });
     const logFile = path.join(this.options.dir, `worker-${id}.log`);
     const log = fs.createWriteStream(logFile);
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src', 'main.ts')], {
+    const child = spawn(process.execPath, [...workerNodeFlags(), '--import', 'tsx', path.join(ROOT, 'src', 'main.ts')], {
       cwd: ROOT,
       // No HTTP API (the run decides through the client, unsigned, so the workers accept unsigned decisions).
-      env: { ...process.env, LOG_LEVEL: 'warn', AGENT_API_PORT: 'off', AGENT_METRICS_ADDRESS: 'off', ...this.options.env, AGENT_DATA_DIR: dataDir },
+      env: {
+        ...process.env,
+        ...workerProcessEnv(),
+        LOG_LEVEL: 'warn',
+        AGENT_API_PORT: 'off',
+        AGENT_METRICS_ADDRESS: 'off',
+        ...this.options.env,
+        AGENT_DATA_DIR: dataDir,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let tail = '';

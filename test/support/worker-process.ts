@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { workerNodeFlags, workerProcessEnv } from '../../src/app/worker-node-options';
 
 const ROOT = path.join(__dirname, '..', '..');
 
@@ -36,12 +37,13 @@ export interface WorkerProcess {
 export async function startWorkerProcess(env: Record<string, string>, readyTimeoutMs = 60_000, root = ROOT): Promise<WorkerProcess> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-worker-'));
   // One process (no tsx wrapper), so a SIGKILL kills the worker itself.
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'src', 'main.ts')], {
+  const child = spawn(process.execPath, [...workerNodeFlags(), '--import', 'tsx', path.join(root, 'src', 'main.ts')], {
     cwd: root,
     // The API on a free port: tests run many workers at once, and none may take another's. Decisions
     // in these tests come from the test's client, unsigned (signed ones: test/integration/http-api.test.ts).
     env: {
       ...process.env,
+      ...workerProcessEnv(),
       AGENT_DATA_DIR: dataDir,
       LOG_LEVEL: 'warn',
       AGENT_API_PORT: '0',
