@@ -52,10 +52,20 @@ export async function benchWaiting(ctx: BenchContext): Promise<WaitingFigures> {
   const { stack, options, log } = ctx;
   const n = options.waiting;
   const { worker, client, watcher, taskQueue, stop } = await startProjectRig(ctx, 'waiting');
+  /** The worker's memory now; throws, naming its log, when it is gone (nothing would answer the conversations). */
+  const workerMemory = (): { rssMiB: number; peakMiB: number } => {
+    const memory = processMemoryMiB(worker.pid);
+    if (!memory || worker.child.exitCode !== null || worker.child.signalCode !== null) {
+      throw new Error(
+        `waiting: the worker (pid ${worker.pid}) exited (${worker.child.signalCode ?? `code ${worker.child.exitCode}`}); its log: ${worker.logFile}`,
+      );
+    }
+    return memory;
+  };
   try {
     await worker.ready;
     await sleep(3_000);
-    const idle = processMemoryMiB(worker.pid)!;
+    const idle = workerMemory();
     log(`waiting: worker idle at ${idle.rssMiB.toFixed(0)} MiB; starting ${n} conversations, 50 at a time`);
 
     const ids = Array.from({ length: n }, (_, i) => `bench-${ctx.runTag}-wait-${i}`);
@@ -77,6 +87,7 @@ export async function benchWaiting(ctx: BenchContext): Promise<WaitingFigures> {
     const giveUpMs = Math.max(10 * 60_000, n * 1_000);
     let waitingCount = 0;
     while (waitingCount < n) {
+      workerMemory();
       if (Date.now() - started > giveUpMs)
         throw new Error(`waiting: only ${waitingCount} of ${n} conversations awaiting approval after ${giveUpMs / 60_000} minutes.`);
       await sleep(250);
@@ -89,10 +100,10 @@ export async function benchWaiting(ctx: BenchContext): Promise<WaitingFigures> {
     const allWaitingMs = Date.now() - started;
     const cpuPerConversation = meter(n);
     await sleep(3_000);
-    const waiting = processMemoryMiB(worker.pid)!;
+    const waiting = workerMemory();
     log(`waiting: ${n} conversations awaiting approval after ${allWaitingMs} ms; worker at ${waiting.rssMiB.toFixed(0)} MiB`);
     await sleep(SETTLE_MS);
-    const settled = processMemoryMiB(worker.pid)!;
+    const settled = workerMemory();
     log(`waiting: worker at ${settled.rssMiB.toFixed(0)} MiB after ${SETTLE_MS / 1000} s more with nothing to do`);
 
     // Approve a sample spread over the whole range (the first started are the first a full cache evicts).
