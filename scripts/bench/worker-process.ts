@@ -57,25 +57,23 @@ export function spawnWorker(options: SpawnOptions): WorkerProcess {
   const spawnedAt = Date.now();
   // BENCH_WORKER_NODE_ARGS: extra node flags for the worker processes, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile them.
   const nodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-  const child = spawn(
-    process.execPath,
-    [...(options.worker === PROJECT_WORKER ? workerNodeFlags() : []), ...nodeArgs, '--import', 'tsx', options.worker.entry],
-    {
-      cwd: ROOT,
-      // No HTTP API: the bench measures the worker, and decides through its client (unsigned).
-      env: {
-        ...process.env,
-        ...(options.worker === PROJECT_WORKER ? workerProcessEnv() : {}),
-        LOG_LEVEL: 'warn',
-        AGENT_DATA_DIR: dataDir,
-        AGENT_API_PORT: 'off',
-        AGENT_METRICS_ADDRESS: 'off',
-        AGENT_REQUIRE_SIGNED_DECISIONS: 'false',
-        ...options.env,
-      },
-      stdio: options.ipc ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
+  // The project's worker runs as npm start runs it; the floor's and LangGraph's with Node's defaults.
+  const likeNpmStart = options.worker === PROJECT_WORKER;
+  const child = spawn(process.execPath, [...(likeNpmStart ? workerNodeFlags() : []), ...nodeArgs, '--import', 'tsx', options.worker.entry], {
+    cwd: ROOT,
+    // No HTTP API: the bench measures the worker, and decides through its client (unsigned).
+    env: {
+      ...process.env,
+      ...(likeNpmStart ? workerProcessEnv() : {}),
+      LOG_LEVEL: 'warn',
+      AGENT_DATA_DIR: dataDir,
+      AGENT_API_PORT: 'off',
+      AGENT_METRICS_ADDRESS: 'off',
+      AGENT_REQUIRE_SIGNED_DECISIONS: 'false',
+      ...options.env,
     },
-  );
+    stdio: options.ipc ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
+  });
   if (child.pid === undefined) throw new Error(`Could not spawn ${options.worker.entry}.`);
   let tail = '';
   const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));

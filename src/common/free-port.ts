@@ -60,6 +60,7 @@ export async function startOnPreferredPorts<T>(
     if (held) fs.rmSync(lockFile, { force: true });
   }
 }
+
 /** Creates `file` with this process's id, waiting while a live process holds it; false when the wait ran out. */
 async function takeLock(file: string, waitMs: number): Promise<boolean> {
   const deadline = Date.now() + waitMs;

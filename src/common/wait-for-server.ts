@@ -34,14 +34,14 @@ export async function waitForServer<T>(what: string, attempt: () => Promise<T>, 
   for (let tries = 1; ; tries++) {
     try {
       const result = await attempt();
-      if (warned) logger.info({ waitedMs: Date.now() - started }, `${what} is reachable again`);
+      if (warned) logger.info({ waitedMs: Date.now() - started }, `done waiting for ${what}`);
       return result;
     } catch (err) {
       if (!unreachable(err) || Date.now() - started >= forMs) {
         if (warned && err instanceof Error) err.message = `${err.message} (after waiting ${Math.round((Date.now() - started) / 1000)} s for ${what})`;
         throw err;
       }
-      if (!warned) logger.warn({ error: (err as Error).message, waitUpToMs: forMs }, `${what} does not answer; waiting for it before starting`);
+      if (!warned) logger.warn({ error: (err as Error).message, waitUpToMs: forMs }, `waiting for ${what} before starting: not ready yet`);
       warned = true;
       await sleep(Math.min(250 * tries, 2_000));
     }

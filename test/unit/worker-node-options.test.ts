@@ -16,12 +16,14 @@ describe('the worker process options', () => {
     expect((JSON.parse(run.stdout) as string[]).slice(0, flags.length)).toEqual(flags);
     const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
     expect(manifest.scripts.start).toContain('$npm_package_config_workerNodeOptions');
+    expect(manifest.scripts.start).toContain('MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-$npm_package_config_workerMallocArenaMax}');
   });
 
   it('are none for a package.json without them', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-options-'));
     fs.writeFileSync(path.join(dir, 'package.json'), '{"name":"x"}');
     expect(workerNodeFlags(path.join(dir, 'package.json'))).toEqual([]);
+    expect(workerProcessEnv({}, path.join(dir, 'package.json'))).toEqual({});
     fs.rmSync(dir, { recursive: true });
   });
 
