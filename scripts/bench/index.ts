@@ -72,6 +72,7 @@ async function main(): Promise<void> {
     if (options.parts.has('langgraph')) results.langgraph = await (await import('./langgraph')).benchLangGraph(ctx);
     if (options.parts.has('floor')) results.floor = await (await import('./floor')).benchFloor(ctx);
     if (options.parts.has('plain')) results.plain = await (await import('./plain')).benchPlain(ctx);
+    if (options.parts.has('interrupts')) results.interrupts = await (await import('./interrupts')).benchInterrupts(ctx);
     if (options.parts.has('startup')) results.startUp = await (await import('./startup')).benchStartUp(ctx, options.quick ? 1 : 2);
     if (options.parts.has('cold')) results.coldStart = await (await import('./cold-start')).benchColdStart(ctx);
     // Last: it leaves its conversations waiting on the server.

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 
 /** The parts a run can be limited to with `--only`. */
-export const PARTS = ['project', 'project-local', 'langgraph', 'floor', 'plain', 'waiting', 'cold', 'startup'] as const;
+export const PARTS = ['project', 'project-local', 'langgraph', 'floor', 'plain', 'interrupts', 'waiting', 'cold', 'startup'] as const;
 /** One part of the bench. */
 export type Part = (typeof PARTS)[number];
 

@@ -5,6 +5,7 @@
  * the answer is seen in PostgreSQL ({@link AnswerWatcher}); afterwards
  * `waitForTurn` checks every turn's record (answered, steps + 1 model calls).
  */
+import { temporal } from '@temporalio/proto';
 import { conversationActivityType } from '../../src/contract/activities';
 import { NOOP_TOOL } from './bench-tools';
 import { checkModelRequests, type BenchContext } from './context';
@@ -21,6 +22,14 @@ export interface SystemFigures {
   high: ConcurrencyResult;
   /** History of one turn of the single-conversation phase (Temporal systems). */
   history?: HistoryFigures;
+  /** Work lost in each phase (the project): workflow tasks that timed out, model calls made again. */
+  lost?: { single: LostWork; medium: LostWork; high: LostWork };
+}
+
+/** Work a phase lost: its conversations' workflow tasks that timed out, and model calls beyond one per call its turns needed. */
+export interface LostWork {
+  workflowTaskTimeouts: number;
+  repeatedModelCalls: number;
 }
 
 /**
@@ -50,15 +59,20 @@ export async function benchProject(ctx: BenchContext, modelCalls: 'activity' | '
       sent.push({ id, messageId, steps });
       return answeredAt - started;
     };
-    const check = async (phase: string): Promise<void> => {
+    /** Checks every turn sent since the last check; counts the workflow tasks that timed out and the model calls beyond a turn's steps + 1. */
+    const check = async (phase: string): Promise<LostWork> => {
       const turns = sent.splice(0);
+      let workflowTaskTimeouts = 0;
       await mapLimit(turns, 10, async ({ id, messageId, steps }) => {
         const turn = await client.waitForTurn(id, messageId, 60_000);
         if (turn.outcome !== 'answered' || turn.steps !== steps + 1) {
           throw new Error(`${phase}: conversation ${id} ended ${turn.outcome} after ${turn.steps} model calls (expected answered after ${steps + 1}).`);
         }
+        const events = (await client.temporal.workflow.getHandle(id).fetchHistory()).events ?? [];
+        workflowTaskTimeouts += events.filter((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT).length;
       });
-      checkModelRequests(ctx, phase);
+      const modelCalls = checkModelRequests(ctx, phase);
+      return { workflowTaskTimeouts, repeatedModelCalls: modelCalls - turns.reduce((n, t) => n + t.steps + 1, 0) };
     };
     const meter = { worker: worker.pid, temporal: stack.temporalPid, postmaster: stack.postmasterPid };
     const results: SystemFigures[] = [];
@@ -70,7 +84,7 @@ export async function benchProject(ctx: BenchContext, modelCalls: 'activity' | '
       await runConcurrent({ ...base, idPrefix: `${prefix}-warm10`, concurrency: options.mediumConcurrency, steps: 2 });
       await check('project warm-up');
       const single = await runConcurrent({ ...base, idPrefix: `${prefix}-c1`, concurrency: 1, rounds: options.singleTurns });
-      await check('project, 1 conversation');
+      const lostSingle = await check('project, 1 conversation');
       log(`, model ${latencyMs} ms: 1 conversation ${single.msPerStep.toFixed(1)} ms/step`);
       const history = await historyFigures(
         client.temporal,
@@ -81,12 +95,15 @@ export async function benchProject(ctx: BenchContext, modelCalls: 'activity' | '
           type === conversationActivityType(modelCalls === 'local' ? 'appendMessages' : 'callModel'),
       );
       const medium = await runConcurrent({ ...base, idPrefix: `${prefix}-c10`, concurrency: options.mediumConcurrency, rounds: options.mediumRounds });
-      await check(`project, ${options.mediumConcurrency} conversations`);
+      const lostMedium = await check(`project, ${options.mediumConcurrency} conversations`);
       log(`, model ${latencyMs} ms: ${options.mediumConcurrency} conversations ${medium.msPerStep.toFixed(1)} ms/step`);
       const high = await runConcurrent({ ...base, idPrefix: `${prefix}-c100`, concurrency: options.highConcurrency });
-      await check(`project, ${options.highConcurrency} conversations`);
-      log(`, model ${latencyMs} ms: ${options.highConcurrency} conversations ${high.stepsPerSecond.toFixed(1)} steps/s`);
-      results.push({ latencyMs, single, medium, high, history });
+      const lostHigh = await check(`project, ${options.highConcurrency} conversations`);
+      log(
+        `, model ${latencyMs} ms: ${options.highConcurrency} conversations ${high.stepsPerSecond.toFixed(1)} steps/s ` +
+          `(${lostHigh.workflowTaskTimeouts} workflow tasks timed out, ${lostHigh.repeatedModelCalls} model calls repeated)`,
+      );
+      results.push({ latencyMs, single, medium, high, history, lost: { single: lostSingle, medium: lostMedium, high: lostHigh } });
     }
     return results;
   } finally {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { ColdStart } from './cold-start';
 import type { StartUp } from './startup';
 import type { FloorFigures } from './floor';
+import type { InterruptFigures } from './interrupts';
 import type { LangGraphFigures } from './langgraph';
 import type { MachineInfo } from './machine';
 import { quantile } from './measure';
@@ -46,6 +47,8 @@ export interface BenchResults {
   coldStart?: ColdStart[];
   /** `npm start`'s process with nothing configured: a fresh data folder, then warm starts on it. */
   startUp?: StartUp[];
+  /** A cancel during a long model call, by mode and workflow task timeout, under load. */
+  interrupts?: InterruptFigures[];
   /** Warnings about the run (e.g. other processes busy on the machine). */
   warnings: string[];
 }
@@ -89,6 +92,12 @@ const FIGURES: Figure[] = [
   { title: (o) => `Temporal server CPU ms/step, ${o.highConcurrency} concurrent`, value: (f) => f.high.cpuPerStep?.temporal, ratio: false },
   { title: (o) => `PostgreSQL CPU ms/step, ${o.highConcurrency} concurrent`, value: (f) => f.high.cpuPerStep?.postgres },
   { title: (o) => `bench process CPU ms/step, ${o.highConcurrency} concurrent`, value: (f) => f.high.cpuPerStep?.driver, ratio: false },
+  {
+    title: (o) => `workflow tasks timed out, ${o.highConcurrency} concurrent (their work is done again)`,
+    value: (f) => f.lost?.high.workflowTaskTimeouts,
+    ratio: false,
+  },
+  { title: (o) => `model calls made again, ${o.highConcurrency} concurrent`, value: (f) => f.lost?.high.repeatedModelCalls, ratio: false },
   { title: () => 'worker CPU ms/step, 1 conversation', value: (f) => f.single.cpuPerStep?.worker },
   { title: () => 'history events/step', value: (f) => f.history?.eventsPerStep },
   { title: () => 'history bytes/step', value: (f) => f.history?.bytesPerStep },
@@ -200,6 +209,23 @@ export function formatTable(r: BenchResults): string {
   if (r.startUp && r.startUp.length > 0) {
     const say = (s: StartUp): string => `${s.kind} ready ${num(s.readyMs)} ms, first answer ${num(s.firstAnswerMs)} ms`;
     lines.push('', `npm start with nothing configured (its own dev server, PostgreSQL, demo model): ${r.startUp.map(say).join('; ')}`);
+  }
+  if (r.interrupts && r.interrupts.length > 0) {
+    lines.push(
+      '',
+      'A cancel while a model call runs 30 s (sent 0–4 s after the call began; to the turn seen cancelled), beside a load of 5-step turns, 200 ms model:',
+    );
+    for (const f of r.interrupts) {
+      const cpu = f.load.cpuPerStep;
+      lines.push(
+        `  ${f.mode === 'local' ? 'local activities' : 'activities'}, task timeout ${f.taskTimeoutMs} ms: p50 ${num(f.p50Ms)} ms, p90 ${num(f.p90Ms)}, max ${num(f.maxMs)} ` +
+          `(${f.latencyMs.length} cancels that took effect); a running local call renews its task ${num(f.renewalsPerSecond)}×/s; ` +
+          `load of ${f.load.conversations} conversations ${num(f.load.stepsPerSecond)} steps/s, CPU ms/step worker ${num(cpu.worker)}, server ${num(cpu.temporal)}, PostgreSQL ${num(cpu.postgres)}; ` +
+          `${f.workflowTaskTimeouts} workflow tasks timed out, ${f.repeatedModelCalls} model calls repeated; ` +
+          `cancels not in effect after a minute: ${f.stuck.firstTurn} of ${Math.ceil(f.samples / 2)} in a first turn, ${f.stuck.laterTurn} of ${Math.floor(f.samples / 2)} in a later one; load turns not answered in a minute: ${f.stuck.loadTurns}` +
+          (f.queryFailures > 0 ? `; ${f.queryFailures} state queries failed (${f.lastQueryFailure})` : ''),
+      );
+    }
   }
   for (const w of r.warnings) lines.push('', `WARNING: ${w}`);
   return lines.join('\n');

@@ -14,6 +14,8 @@ export interface TurnScript {
   latencyMs: number;
   /** The tool it calls. */
   tool: string;
+  /** A word that tells this turn's model requests apart (the model ignores it). */
+  tag?: string;
 }
 
 /** Start of every final answer, so a finished turn can be recognised in the transcript. */
@@ -21,13 +23,13 @@ export const ANSWER_PREFIX = 'bench answer';
 
 /** The user message that scripts a turn. */
 export function turnMessage(script: TurnScript): string {
-  return `bench steps=${script.steps} latency=${script.latencyMs} tool=${script.tool}`;
+  return `bench steps=${script.steps} latency=${script.latencyMs} tool=${script.tool}${script.tag ? ` tag=${script.tag}` : ''}`;
 }
 
 /** Reads a {@link turnMessage}; undefined for any other text. */
 export function parseTurnMessage(text: string): TurnScript | undefined {
-  const m = /^bench steps=(\d+) latency=(\d+) tool=([\w-]+)$/.exec(text.trim());
-  return m ? { steps: Number(m[1]), latencyMs: Number(m[2]), tool: m[3] } : undefined;
+  const m = /^bench steps=(\d+) latency=(\d+) tool=([\w-]+)(?: tag=([\w-]+))?$/.exec(text.trim());
+  return m ? { steps: Number(m[1]), latencyMs: Number(m[2]), tool: m[3], ...(m[4] ? { tag: m[4] } : {}) } : undefined;
 }
 
 interface WireMessage {

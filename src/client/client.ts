@@ -71,8 +71,14 @@ import {
 } from '../contract';
 import { STALE_QUERY_TASK_MESSAGE } from '../contract';
 
-/** The conversation's workflow task timeout: how long a task held by a dead worker blocks it. */
+/**
+ * The conversations' workflow task timeout unless {@link AgentClientOptions.workflowTaskTimeoutMs}
+ * says otherwise: how long a task held by a dead worker blocks its conversation.
+ */
 export const WORKFLOW_TASK_TIMEOUT = '5 seconds';
+
+/** The shortest and longest {@link AgentClientOptions.workflowTaskTimeoutMs} (Temporal caps a task timeout at 120 s). */
+export const WORKFLOW_TASK_TIMEOUT_LIMITS_MS = { min: 1_000, max: 120_000 } as const;
 
 /** How often {@link AgentClient.state} asks again when a worker declined a query it could not answer safely. */
 const STALE_QUERY_RETRIES = 20;
@@ -100,6 +106,15 @@ export interface AgentClientOptions {
   queryTimeoutMs?: number;
   /** How long {@link AgentClient.connect} tries to reach Temporal before it fails; unset: the SDK's 10 s. */
   connectTimeoutMs?: number;
+  /**
+   * The workflow task timeout of the conversations this client starts (kept
+   * through continue-as-new), 1,000 to 120,000 ms; default 5,000. A task
+   * held by a worker that died blocks its conversation this long. With local
+   * activities it also bounds how late a signal (a cancel, a new message)
+   * reaches a turn whose local model call runs: the task is renewed at 80%
+   * of it (docs/how-it-works.md, "Local activities").
+   */
+  workflowTaskTimeoutMs?: number;
   /** Payload codecs and failure converter, the same as the workers' (encrypted payloads: `encryptingDataConverter`). */
   dataConverter?: DataConverter;
   /** Plugins of the Temporal `Client`, e.g. Temporal's `OpenTelemetryPlugin`, whose span of each start roots the conversation's trace. */
@@ -228,10 +243,22 @@ export interface ConversationWithUnknownEffects {
   unknownEffects: UnknownEffect[];
 }
 
+/** The workflow task timeout to start conversations with; a `TypeError` when `ms` is outside {@link WORKFLOW_TASK_TIMEOUT_LIMITS_MS}. */
+function workflowTaskTimeoutOf(ms: number | undefined): string | number {
+  if (ms === undefined) return WORKFLOW_TASK_TIMEOUT;
+  const { min, max } = WORKFLOW_TASK_TIMEOUT_LIMITS_MS;
+  if (!Number.isInteger(ms) || ms < min || ms > max) {
+    throw new TypeError(`AgentClient: workflowTaskTimeoutMs must be a whole number of milliseconds from ${min} to ${max}, got ${String(ms)}.`);
+  }
+  return ms;
+}
+
 /** The client of the durable agent worker. */
 export class AgentClient {
   private readonly taskQueue: string;
   private readonly queryTimeoutMs: number | undefined;
+  /** Workflow task timeout of the conversations it starts: a duration string or milliseconds. */
+  private readonly workflowTaskTimeout: string | number;
   private readonly pool: Pool | undefined;
   private readonly databaseUrl: string | undefined;
   /** The attributes the workers may register, by field, under their names in the namespace. */
@@ -243,9 +270,10 @@ export class AgentClient {
     readonly temporal: Client,
     /** The connection this client opened, closed by {@link AgentClient.close}; unset for a `Client` of the caller's. */
     private readonly ownConnection: Connection | undefined,
-    options: Pick<AgentClientOptions, 'taskQueue' | 'databaseUrl' | 'queryTimeoutMs' | 'searchAttributes'>,
+    options: Pick<AgentClientOptions, 'taskQueue' | 'databaseUrl' | 'queryTimeoutMs' | 'searchAttributes' | 'workflowTaskTimeoutMs'>,
     private readonly tables: AgentTables,
   ) {
+    this.workflowTaskTimeout = workflowTaskTimeoutOf(options.workflowTaskTimeoutMs);
     const badPrefix = describeBadSearchAttributePrefix(options.searchAttributes?.prefix ?? '');
     if (badPrefix) throw new TypeError(`AgentClient: searchAttributes.prefix: ${badPrefix}.`);
     this.configuredNames = searchAttributeNames(options.searchAttributes?.prefix, options.searchAttributes?.groups);
@@ -261,6 +289,7 @@ export class AgentClient {
    */
   static async connect(options: AgentClientOptions): Promise<AgentClient> {
     const tables = agentTables(options.schema);
+    workflowTaskTimeoutOf(options.workflowTaskTimeoutMs); // before a connection is opened
     const { temporalAddress: address, tls, apiKey, metadata, connectTimeoutMs } = options;
     const connection = await Connection.connect({ address, tls, apiKey, metadata, ...(connectTimeoutMs ? { connectTimeout: connectTimeoutMs } : {}) });
     const temporal = new Client({
@@ -280,7 +309,7 @@ export class AgentClient {
    */
   static fromClient(
     temporal: Client,
-    options: Pick<AgentClientOptions, 'taskQueue' | 'databaseUrl' | 'schema' | 'queryTimeoutMs' | 'searchAttributes'> = {},
+    options: Pick<AgentClientOptions, 'taskQueue' | 'databaseUrl' | 'schema' | 'queryTimeoutMs' | 'searchAttributes' | 'workflowTaskTimeoutMs'> = {},
   ): AgentClient {
     return new AgentClient(temporal, undefined, options, agentTables(options.schema));
   }
@@ -319,7 +348,7 @@ export class AgentClient {
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
         // A workflow task held by a worker that died is handed to another one after this long
         // (Temporal's default is 10 s). Conversation tasks take milliseconds; continue-as-new keeps it.
-        workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT,
+        workflowTaskTimeout: this.workflowTaskTimeout,
       });
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) throw new ConversationClosedError(conversationId);

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { AgentClient } from '../../src/client/client';
 import { conversationActivityType } from '../../src/contract/activities';
 import { describeInvalidInput } from '../../src/contract';
 import { backofficeTools } from '../../src/demo/tools';
@@ -109,6 +110,48 @@ describe('local activities', () => {
     }
     expect((await h.client.transcript(id)).map((m) => m.message.role)).toEqual(['user', 'user', 'assistant']);
     h.expectOnlyValidModelRequests();
+  });
+
+  it('a client with a 3 s workflow task timeout starts conversations with it: a running local model call renews its task every 2.4 s, and a cancel gets in at a renewal', async () => {
+    const client = AgentClient.fromClient(h.temporal, { taskQueue: h.taskQueue, databaseUrl: h.databaseUrl, workflowTaskTimeoutMs: 3_000 });
+    const id = h.newConversationId('local-short-task');
+    h.model.setResponder((request) => {
+      const users = (request.body as { messages: { role: string; content: unknown }[] }).messages.filter((m) => m.role === 'user');
+      return users[users.length - 1]?.content === 'Think it over' ? { kind: 'delay', ms: 30_000, then: { content: 'Too late.' } } : { content: 'Next answer.' };
+    });
+    try {
+      const messageId = await client.sendMessage(id, 'Think it over', { input: LOCAL });
+      await expect.poll(() => h.requestsFor('Think it over').length, { timeout: 20_000 }).toBeGreaterThan(0);
+      // Long enough for a renewal before the cancel (renewals come at 80% of the 3 s timeout).
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      const cancelledAt = Date.now();
+      await client.cancelTurn(id);
+      const turn = await client.waitForTurn(id, messageId);
+      console.log(`local model call, 3 s task timeout: the cancel took effect after ${Date.now() - cancelledAt} ms`);
+      expect(turn).toMatchObject({ outcome: 'cancelled', steps: 0 });
+      expect(h.requestsFor('Think it over')).toHaveLength(1);
+    } finally {
+      h.model.setResponder(undefined);
+    }
+    const handle = h.temporal.workflow.getHandle(id);
+    const events = (await handle.fetchHistory()).events ?? [];
+    expect(events[0].workflowExecutionStartedEventAttributes?.workflowTaskTimeout?.seconds?.toString()).toBe('3');
+    // The task that started the call completed while the call still ran (a renewal), and no task timed out.
+    const cancelSignal = events.findIndex((e, n) => n > 1 && e.workflowExecutionSignaledEventAttributes?.signalName !== undefined);
+    const completedBefore = events.slice(0, cancelSignal).filter((e) => e.workflowTaskCompletedEventAttributes).length;
+    expect(completedBefore).toBeGreaterThanOrEqual(1);
+    expect(events.filter((e) => e.workflowTaskTimedOutEventAttributes)).toEqual([]);
+    expect(events.slice(0, cancelSignal).filter((e) => e.markerRecordedEventAttributes)).toEqual([]);
+    h.expectOnlyValidModelRequests();
+  });
+
+  it('refuses a workflow task timeout outside 1 to 120 s before it connects', async () => {
+    for (const bad of [999, 120_001, 1_500.5]) {
+      expect(() => AgentClient.fromClient(h.temporal, { workflowTaskTimeoutMs: bad })).toThrow(
+        `AgentClient: workflowTaskTimeoutMs must be a whole number of milliseconds from 1000 to 120000, got ${bad}.`,
+      );
+    }
+    await expect(AgentClient.connect({ temporalAddress: '127.0.0.1:1', workflowTaskTimeoutMs: 0 })).rejects.toThrow('got 0.');
   });
 
   it('refuses a malformed choice before anything starts', () => {
