@@ -8,10 +8,13 @@
  * heartbeat. For each setting: `load` conversations run turns of 5 steps
  * with a 200 ms model, while `samples` other conversations each start a turn
  * whose model call would take 30 s and cancel it at evenly spread moments
- * (0 to 4 s) after the model has the request. Measured: from the cancel
- * sent to the turn seen cancelled in the conversation's state; the load's
- * steps/s and CPU per step; workflow tasks that timed out; model calls made
- * twice; workflow tasks a running local model call adds per second.
+ * (0 to 4 s) after the model has the request; every other one first has a
+ * short turn answered, so that its long call runs in a later workflow task.
+ * Measured: from the cancel sent to the turn seen cancelled in the
+ * conversation's state; the load's steps/s and CPU per step; workflow tasks
+ * that timed out; model calls made again; cancels (and load turns) not in
+ * effect after a minute, whose conversations are then terminated; workflow
+ * tasks a running local model call adds per second.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { temporal } from '@temporalio/proto';
