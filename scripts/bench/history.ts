@@ -53,7 +53,8 @@ export interface HistoryFigures {
   };
 }
 
-function ms(event: HistoryEvent): number {
+/** An event's server time, ms since the epoch. */
+export function eventTimeMs(event: HistoryEvent): number {
   const t = event.eventTime;
   return Number(t?.seconds ?? 0) * 1000 + (t?.nanos ?? 0) / 1e6;
 }
@@ -105,15 +106,15 @@ export async function historyFigures(
     switch (event.eventType) {
       case EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED: {
         const scheduled = byId.get(Number(event.workflowTaskStartedEventAttributes?.scheduledEventId));
-        if (scheduled) wftWaits.push(ms(event) - ms(scheduled));
-        if (lastActivityCompletedAt !== undefined) completedToNext.push(ms(event) - lastActivityCompletedAt);
+        if (scheduled) wftWaits.push(eventTimeMs(event) - eventTimeMs(scheduled));
+        if (lastActivityCompletedAt !== undefined) completedToNext.push(eventTimeMs(event) - lastActivityCompletedAt);
         lastActivityCompletedAt = undefined;
         break;
       }
       case EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED: {
         workflowTasks++;
         const started = byId.get(Number(event.workflowTaskCompletedEventAttributes?.startedEventId));
-        if (started) wftRuns.push(ms(event) - ms(started));
+        if (started) wftRuns.push(eventTimeMs(event) - eventTimeMs(started));
         break;
       }
       case EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: {
@@ -124,10 +125,10 @@ export async function historyFigures(
         const type = scheduled?.activityTaskScheduledEventAttributes?.activityType?.name ?? '?';
         const entry = (activities[type] ??= { wait: [], run: [] });
         if (scheduled && started) {
-          entry.wait.push(ms(started) - ms(scheduled));
-          entry.run.push(ms(event) - ms(started));
+          entry.wait.push(eventTimeMs(started) - eventTimeMs(scheduled));
+          entry.run.push(eventTimeMs(event) - eventTimeMs(started));
         }
-        lastActivityCompletedAt ??= ms(event);
+        lastActivityCompletedAt ??= eventTimeMs(event);
         break;
       }
       case EventType.EVENT_TYPE_MARKER_RECORDED:

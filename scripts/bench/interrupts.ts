@@ -23,6 +23,7 @@ import type { RecordedRequest } from '../../src/testing';
 import { NOOP_TOOL } from './bench-tools';
 import type { BenchContext } from './context';
 import { mapLimit, quantile, startCpuMeter, type CpuPerStep } from './measure';
+import { eventTimeMs as ms } from './history';
 import { startProjectRig } from './project-rig';
 import { turnMessage } from './responder';
 
@@ -98,11 +99,6 @@ function lastUserText(request: RecordedRequest): string {
   return String([...messages].reverse().find((m) => m.role === 'user')?.content ?? '');
 }
 
-function ms(event: HistoryEvent): number {
-  const t = event.eventTime;
-  return Number(t?.seconds ?? 0) * 1000 + (t?.nanos ?? 0) / 1e6;
-}
-
 /** A history's events, one line each: time since the first event, type. */
 function describeEvents(events: HistoryEvent[]): string[] {
   return events.map((e) => `+${Math.round(ms(e) - ms(events[0]))} ms ${EventType[e.eventType ?? 0].replace('EVENT_TYPE_', '')}`);
@@ -144,7 +140,7 @@ export async function benchInterrupts(ctx: BenchContext): Promise<InterruptFigur
       const stuckIds = new Set<string>();
       let queryFailures = 0;
       let lastQueryFailure: string | undefined;
-      const expectedModelCalls = { count: 0 };
+      let expectedModelCalls = 0;
 
       // The load: each slot runs fresh conversations' turns, one after the other, until told to stop.
       let stopLoad = false;
@@ -155,7 +151,7 @@ export async function benchInterrupts(ctx: BenchContext): Promise<InterruptFigur
         for (let round = 0; !stopLoad; round++) {
           const id = `${prefix}-load-${slot}-${round}`;
           ids.push(id);
-          expectedModelCalls.count += LOAD_STEPS + 1;
+          expectedModelCalls += LOAD_STEPS + 1;
           await client.sendMessage(id, turnMessage({ steps: LOAD_STEPS, latencyMs: LOAD_LATENCY_MS, tool: NOOP_TOOL }), {
             input: { ...input, maxSteps: LOAD_STEPS + 1 },
           });
@@ -187,13 +183,13 @@ export async function benchInterrupts(ctx: BenchContext): Promise<InterruptFigur
           const tag = `${ctx.runTag}-${setting.mode}-${setting.taskTimeoutMs}-${i}`;
           const text = turnMessage({ steps: 1, latencyMs: LONG_CALL_MS, tool: NOOP_TOOL, tag });
           ids.push(id);
-          expectedModelCalls.count += 1;
+          expectedModelCalls += 1;
           // Every other sample first has a short turn answered, so that its long call runs in a later workflow task of the run.
           const laterTurn = i % 2 === 1;
           if (laterTurn) {
             await client.sendMessage(id, turnMessage({ steps: 1, latencyMs: 0, tool: NOOP_TOOL }), { input: { ...input, maxSteps: 2 } });
             await rig.watcher.answered(id);
-            expectedModelCalls.count += 2;
+            expectedModelCalls += 2;
           }
           let from = stack.model.requests.length;
           const messageId = await client.sendMessage(id, text, { input: { ...input, maxSteps: 2 } });
@@ -283,12 +279,17 @@ export async function benchInterrupts(ctx: BenchContext): Promise<InterruptFigur
           };
         }
         if (id.includes('-cancel-') && setting.mode === 'local' && !stuckIds.has(id)) {
-          // The turn's first workflow task starts the local model call; every task completed before the cancel arrived renewed it.
-          const firstStart = events.findIndex((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED);
-          const signalled = events.findIndex((e, n) => n > firstStart && e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED);
-          if (firstStart >= 0 && signalled > firstStart) {
-            renewals += events.slice(firstStart, signalled).filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED).length;
-            runningMs += ms(events[signalled]) - ms(events[firstStart]);
+          // By the events' times (a signal is written into the history only when the task open at its arrival ends):
+          // the long call's turn starts at the last message's signal, the cancel is the last signal; every task
+          // completed between its first task's start and the cancel's arrival renewed the task holding the call.
+          const signals = events.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED);
+          const [message, cancel] = signals.slice(-2);
+          const firstStart = events.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED && ms(e) >= ms(message));
+          if (cancel && firstStart && ms(cancel) > ms(firstStart)) {
+            renewals += events.filter(
+              (e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED && ms(e) > ms(firstStart) && ms(e) < ms(cancel),
+            ).length;
+            runningMs += ms(cancel) - ms(firstStart);
           }
         }
       });
@@ -313,7 +314,7 @@ export async function benchInterrupts(ctx: BenchContext): Promise<InterruptFigur
         ...(lastQueryFailure ? { lastQueryFailure } : {}),
         ...(stuckHistory ? { stuckHistory } : {}),
         ...(timedOutHistory ? { timedOutHistory } : {}),
-        repeatedModelCalls: modelRequests - expectedModelCalls.count,
+        repeatedModelCalls: modelRequests - expectedModelCalls,
       };
       ctx.log(
         `${label}: cancel → turn cancelled p50 ${figures.p50Ms.toFixed(0)} ms, p90 ${figures.p90Ms.toFixed(0)}, max ${figures.maxMs.toFixed(0)}; ` +
