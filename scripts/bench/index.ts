@@ -17,7 +17,7 @@ process.env.LOG_LEVEL ??= 'error';
 import { Cleanup, exitOnSignals } from './cleanup';
 import type { BenchContext } from './context';
 import { machineInfo } from './machine';
-import { parseOptions } from './options';
+import { parseOptions, type Part } from './options';
 import { contentionWarnings, DEFINITIONS, formatTable, writeResults, type BenchResults } from './report';
 import { startStack, type Stack } from './stack';
 
@@ -57,6 +57,7 @@ async function main(): Promise<void> {
     definitions: DEFINITIONS,
     machine: machineInfo(undefined, loadAverageAtStart),
     warnings: [],
+    failedParts: [],
   };
   try {
     if (options.cluster && (options.dynamicConfig.length > 0 || options.sqlitePragmas.length > 0)) {
@@ -67,16 +68,27 @@ async function main(): Promise<void> {
     stack = await startStack(cleanup, log, options.dynamicConfig, options.sqlitePragmas, options.cluster);
     results.machine = machineInfo(stack, loadAverageAtStart);
     const ctx: BenchContext = { stack, options, cleanup, log, runTag: randomBytes(3).toString('hex') };
-    if (options.parts.has('project')) results.project = await (await import('./project')).benchProject(ctx);
-    if (options.parts.has('project-local')) results.projectLocal = await (await import('./project')).benchProject(ctx, 'local');
-    if (options.parts.has('langgraph')) results.langgraph = await (await import('./langgraph')).benchLangGraph(ctx);
-    if (options.parts.has('floor')) results.floor = await (await import('./floor')).benchFloor(ctx);
-    if (options.parts.has('plain')) results.plain = await (await import('./plain')).benchPlain(ctx);
-    if (options.parts.has('interrupts')) results.interrupts = await (await import('./interrupts')).benchInterrupts(ctx);
-    if (options.parts.has('startup')) results.startUp = await (await import('./startup')).benchStartUp(ctx, options.quick ? 1 : 2);
-    if (options.parts.has('cold')) results.coldStart = await (await import('./cold-start')).benchColdStart(ctx);
+    // A part that throws is recorded and the run goes on: one failure must not throw away the figures of the others.
+    const part = async <K extends keyof BenchResults>(name: Part, key: K, run: () => Promise<BenchResults[K]>): Promise<void> => {
+      if (!options.parts.has(name)) return;
+      try {
+        results[key] = await run();
+      } catch (err) {
+        const error = err instanceof Error ? err.message : String(err);
+        results.failedParts.push({ part: name, error });
+        log(`part ${name} failed, going on with the others: ${err instanceof Error ? (err.stack ?? error) : error}`);
+      }
+    };
+    await part('project', 'project', async () => (await import('./project')).benchProject(ctx));
+    await part('project-local', 'projectLocal', async () => (await import('./project')).benchProject(ctx, 'local'));
+    await part('langgraph', 'langgraph', async () => (await import('./langgraph')).benchLangGraph(ctx));
+    await part('floor', 'floor', async () => (await import('./floor')).benchFloor(ctx));
+    await part('plain', 'plain', async () => (await import('./plain')).benchPlain(ctx));
+    await part('interrupts', 'interrupts', async () => (await import('./interrupts')).benchInterrupts(ctx));
+    await part('startup', 'startUp', async () => (await import('./startup')).benchStartUp(ctx, options.quick ? 1 : 2));
+    await part('cold', 'coldStart', async () => (await import('./cold-start')).benchColdStart(ctx));
     // Last: it leaves its conversations waiting on the server.
-    if (options.parts.has('waiting')) results.waiting = await (await import('./waiting')).benchWaiting(ctx);
+    await part('waiting', 'waiting', async () => (await import('./waiting')).benchWaiting(ctx));
   } finally {
     await cleanup.runAll();
   }
@@ -84,6 +96,7 @@ async function main(): Promise<void> {
   results.warnings = contentionWarnings(results);
   const file = writeResults(options.outDir, results);
   process.stdout.write(`\n${formatTable(results)}\n\nFull results: ${file} (run took ${(results.durationMs / 60_000).toFixed(1)} min)\n`);
+  if (results.failedParts.length > 0) process.exitCode = 1;
 }
 
 main()

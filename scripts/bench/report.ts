@@ -51,6 +51,8 @@ export interface BenchResults {
   interrupts?: InterruptFigures[];
   /** Warnings about the run (e.g. other processes busy on the machine). */
   warnings: string[];
+  /** Parts that threw (their figures are missing; the others were still measured). */
+  failedParts: { part: string; error: string }[];
 }
 
 /** What each figure means, written into the JSON and printed under the table. */
@@ -228,6 +230,7 @@ export function formatTable(r: BenchResults): string {
     }
   }
   for (const w of r.warnings) lines.push('', `WARNING: ${w}`);
+  for (const f of r.failedParts) lines.push('', `FAILED: part ${f.part} (no figures): ${f.error}`);
   return lines.join('\n');
 }
 

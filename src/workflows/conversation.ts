@@ -271,7 +271,7 @@ async function runSubAgent({ core, children }: Edge, call: BatchCall): Promise<C
     args: [start.input],
     cancellationType: wf.ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
     parentClosePolicy: wf.ParentClosePolicy.TERMINATE,
-    workflowTaskTimeout: '5 seconds',
+    workflowTaskTimeout: wf.workflowInfo().taskTimeoutMs, // the parent's: the client's `workflowTaskTimeoutMs`
     staticSummary: start.summary,
     ...(start.timeoutMs !== undefined ? { workflowExecutionTimeout: start.timeoutMs } : {}),
   });

@@ -96,6 +96,8 @@ export interface CheckContext {
   runLog: RunLog;
   conversationPrefix: string;
   approvalTimeoutMs: number;
+  /** The conversations (by root id) whose `approvalTimeoutMs` is not the run's. */
+  approvalTimeoutsMs?: ReadonlyMap<string, number>;
   invalidModelRequests: number;
   /** The huge answers the model sent. */
   hugeAnswers: readonly HugeAnswerSent[];
@@ -632,7 +634,7 @@ async function checkDecisions(
     for (const target of d.targets) {
       const callKey = target.callKey;
       const outcome = calls.get(callKey)?.outcome;
-      const deadline = target.requestedAt + ctx.approvalTimeoutMs;
+      const deadline = target.requestedAt + (ctx.approvalTimeoutsMs?.get(rootConversationOf(d.conversationId)) ?? ctx.approvalTimeoutMs);
       const byOther = (decidedBy.get(callKey) ?? []).some((id) => id !== d.decisionId);
       if (byOther) continue;
       // Acknowledged before the deadline means the signal is in history before the deadline's timer

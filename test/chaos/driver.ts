@@ -147,7 +147,12 @@ class ConversationPlayer {
   /** The conversation's start options: the run's, with its own continue-as-new threshold. */
   private get input(): ConversationInput {
     const low = this.plan.continueAsNewAfterEvents;
-    return { ...this.ctx.input, ...(low ? { continueAsNewAfterEvents: low } : {}), ...(this.plan.agent ? { agent: this.plan.agent } : {}) };
+    return {
+      ...this.ctx.input,
+      ...(low ? { continueAsNewAfterEvents: low } : {}),
+      ...(this.plan.agent ? { agent: this.plan.agent } : {}),
+      ...(this.plan.approvalTimeoutMs ? { approvalTimeoutMs: this.plan.approvalTimeoutMs } : {}),
+    };
   }
 
   async play(): Promise<void> {
@@ -292,7 +297,7 @@ class ConversationPlayer {
         faults.approval_timeout++;
         // Now and then a person decides too late: the decision must be refused and change nothing.
         if (coverage || this.rng.chance(0.4)) {
-          const deadline = Math.max(...pending.map((p) => Date.parse(p.requestedAt))) + (this.ctx.input.approvalTimeoutMs ?? 0);
+          const deadline = Math.max(...pending.map((p) => Date.parse(p.requestedAt))) + (this.input.approvalTimeoutMs ?? 0);
           this.lateDecisions.push({ at: deadline + this.rng.int(500, 1_500), targets: pending });
         }
         return undefined;

@@ -112,7 +112,7 @@ interface ConversationScript {
   subAgentRng: Rng;
   /** Whether the last request offered `ask_backdesk`. */
   agentToolOffered: boolean;
-  /** Whether the scenario's `childCalls` were sent (in the first agent called as a tool). */
+  /** Whether the scenario's `childCalls` were sent (in an agent called as a tool; again in later ones until its `firstAction` is done). */
   childCoverageSent: boolean;
 }
 
@@ -250,7 +250,9 @@ export class ChaosModel {
     const last = messages[messages.length - 1];
     const coverageDue =
       !inChild && plan.coverage?.firstAction ? !plan.coverageActionDone && last?.role === 'user' : isFirstRequest && !script.coverageCallsSent;
-    if (inChild && isFirstRequest && plan.coverage?.childCalls && !script.childCoverageSent) {
+    // Sent again in a later agent called as a tool while the scenario's action is not done (its call timed out unseen while a worker was down).
+    const childCoverageDue = plan.coverage?.firstAction ? !plan.coverageActionDone : !script.childCoverageSent;
+    if (inChild && isFirstRequest && plan.coverage?.childCalls && childCoverageDue) {
       script.childCoverageSent = true;
       return {
         toolCalls: this.withIds(

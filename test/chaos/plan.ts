@@ -60,6 +60,12 @@ export interface CoverageScenario {
   paths?: DecisionPath[];
   /** It is with the chaos run's agents (random when unset). */
   agent?: boolean;
+  /**
+   * Its own `approvalTimeoutMs` (the run's when unset), for a scenario whose
+   * decision must be applied: long enough to outlast a worker kill between
+   * the call's request and the driver's decision.
+   */
+  approvalTimeoutMs?: number;
 }
 
 /** One conversation of the run. */
@@ -76,6 +82,8 @@ export interface ConversationPlan {
   agent?: string;
   /** Set for the share of conversations that continue as new between most turns. */
   continueAsNewAfterEvents?: number;
+  /** Its `approvalTimeoutMs` when not the run's (its scenario's), inherited by the agents it calls as tools. */
+  approvalTimeoutMs?: number;
   /** A user message at or over the size limit, sent before its first turn. */
   userMessage?: UserMessageFault;
   /**
@@ -120,6 +128,7 @@ export const COVERAGE: readonly CoverageScenario[] = [
     firstRequestFault: 'model_slow',
     paths: ['api'],
     agent: true,
+    approvalTimeoutMs: 20_000,
   },
   {
     name: 'approve one of two around the API beside a handoff, continue as new',
@@ -151,6 +160,7 @@ export function planConversations(runId: string, seed: string, count: number): C
     const size = sizes.weighted({ none: 92, near_limit: 4, over_limit: 4 });
     plan.userMessage = plan.coverage?.userMessage ?? (size === 'none' ? undefined : size);
     if (plan.coverage?.lowContinueAsNew || renewals.chance(0.25)) plan.continueAsNewAfterEvents = LOW_CONTINUE_AS_NEW_EVENTS;
+    if (plan.coverage?.approvalTimeoutMs) plan.approvalTimeoutMs = plan.coverage.approvalTimeoutMs;
   }
   return plans;
 }

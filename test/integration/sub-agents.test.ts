@@ -5,6 +5,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { startApiServer } from '../../src/api/server';
+import { AgentClient } from '../../src/client/client';
 import { agent } from '../../src/tools/agents';
 import { backofficeTools } from '../../src/demo/tools';
 import type { ChatMessage } from '../../src/contract/messages';
@@ -118,6 +119,29 @@ describe('agents as tools', () => {
     const started = (events ?? []).find((e) => e.startChildWorkflowExecutionInitiatedEventAttributes);
     expect(started?.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId).toBe(child);
     expect(defaultPayloadConverter.fromPayload<string>(started!.userMetadata!.summary!)).toBe('checker agent for ask_checker, call 1 of turn 1');
+    h.expectOnlyValidModelRequests();
+  });
+
+  it("a child conversation runs with its caller's workflow task timeout (the client's workflowTaskTimeoutMs)", async () => {
+    const client = AgentClient.fromClient(h.temporal, { taskQueue: h.taskQueue, databaseUrl: h.databaseUrl, workflowTaskTimeoutMs: 7_000 });
+    const id = h.newConversationId('sub-task-timeout');
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_check', name: 'ask_checker', arguments: { input: 'SUB-TT check ord_1001' } }] },
+      { content: 'SUB-TT ord_1001 is fine.' },
+      { content: 'Fine.' },
+    );
+    try {
+      const { turn } = await client.ask(id, 'SUB-TT please check ord_1001', { input: { agent: 'desk' } });
+      expect(turn).toMatchObject({ outcome: 'answered', steps: 2 });
+    } finally {
+      await client.close();
+    }
+    const taskTimeoutOf = async (workflowId: string) =>
+      (
+        await h.temporal.workflow.getHandle(workflowId).fetchHistory()
+      ).events?.[0].workflowExecutionStartedEventAttributes?.workflowTaskTimeout?.seconds?.toString();
+    expect(await taskTimeoutOf(id)).toBe('7');
+    expect(await taskTimeoutOf(childOf(id, 'checker', 1))).toBe('7');
     h.expectOnlyValidModelRequests();
   });
 
