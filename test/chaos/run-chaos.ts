@@ -177,7 +177,12 @@ export interface ChaosSummary {
   };
   workers: {
     started: number;
+    /** Spawn → ready of the first workers (each bundles the workflow code). */
     startupP50Ms?: number;
+    /** Replacements of killed or exited workers, on their predecessors' data folders (the bundle reused). */
+    restarts: number;
+    restartP50Ms?: number;
+    restartMaxMs?: number;
     unexpectedExits: UnexpectedExit[];
     loggedWarnings: LoggedMessage[];
   };
@@ -521,6 +526,9 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
     const workerInfo = {
       started: workers.logFiles().length,
       startupP50Ms: quantile(workers.startupMs, 0.5),
+      restarts: workers.restartMs.length,
+      restartP50Ms: quantile(workers.restartMs, 0.5),
+      restartMaxMs: workers.restartMs.length > 0 ? Math.max(...workers.restartMs) : undefined,
       unexpectedExits: workers.unexpectedExits,
       loggedWarnings: scanWorkerLogs(workers.logFiles()),
     };

@@ -82,7 +82,8 @@ export function formatSummary(s: ChaosSummary): string {
       ? [`  ${recovery('control, no fault (every worker up, earlier faults recovered): the floor under the times above', s.recovery.controls, 'moment(s)')}`]
       : []),
     `  measured as: ${s.recovery.definition}`,
-    `workers       ${s.workers.started} processes started (start-up p50 ${seconds(s.workers.startupP50Ms)}), ` +
+    `workers       ${s.workers.started} processes started (first start-up p50 ${seconds(s.workers.startupP50Ms)}, bundling; ` +
+      `${s.workers.restarts} restarts on their predecessors' data folders, ready p50 ${seconds(s.workers.restartP50Ms)}, max ${seconds(s.workers.restartMaxMs)}), ` +
       `${s.workers.unexpectedExits.length} exited without being killed; client calls retried ${s.clientRetries} times`,
   ];
   for (const exit of s.workers.unexpectedExits.slice(0, 5)) {

@@ -2,7 +2,9 @@
  * The chaos run's worker processes: the real entry point (`src/main.ts`) run
  * as `node --import tsx` (one process, so SIGKILL kills the worker itself),
  * kept at a fixed count. A worker the run kills is replaced at once; a worker
- * that exits on its own is recorded and replaced too.
+ * that exits on its own is recorded and replaced too. A replacement starts on
+ * its predecessor's data folder, as a supervisor restarting a worker on the
+ * same machine would: it reuses the workflow bundle the first start made.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -19,6 +21,8 @@ interface ManagedWorker {
   logFile: string;
   dataDir: string;
   startedAt: number;
+  /** Started in place of a worker that was killed or exited, on its data folder. */
+  restart: boolean;
   readyAt?: number;
   killedByRun: boolean;
   exited: Promise<void>;
@@ -51,8 +55,10 @@ export interface WorkerPoolOptions {
 /** Keeps `size` worker processes running, and kills one when asked. */
 export class WorkerPool {
   readonly unexpectedExits: UnexpectedExit[] = [];
-  /** Start-up times (spawn → ready), ms. */
+  /** Start-up times (spawn → ready) of the first workers, which bundle the workflow code, ms. */
   readonly startupMs: number[] = [];
+  /** Start-up times of the replacements, on their predecessors' data folders (the bundle reused), ms. */
+  readonly restartMs: number[] = [];
   private readonly workers = new Set<ManagedWorker>();
   private readonly waiters = new Set<() => void>();
   private nextId = 1;
@@ -99,7 +105,7 @@ export class WorkerPool {
     victim.child.kill('SIGKILL');
     const at = Date.now();
     this.options.log(`worker ${victim.id} (pid ${victim.child.pid}) SIGKILLed`);
-    this.spawnWorker();
+    this.spawnWorker(0, victim.dataDir);
     return at;
   }
 
@@ -111,7 +117,7 @@ export class WorkerPool {
       if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
     }
     await Promise.all([...this.workers].map((w) => w.exited));
-    for (const w of this.workers) fs.rmSync(w.dataDir, { recursive: true, force: true });
+    for (const dir of new Set([...this.workers].map((w) => w.dataDir))) fs.rmSync(dir, { recursive: true, force: true });
   }
 
   /** Log files of every worker started so far. */
@@ -123,14 +129,15 @@ export class WorkerPool {
     for (const wake of [...this.waiters]) wake();
   }
 
-  private spawnWorker(delayMs = 0): void {
+  /** Starts a worker, on `reusedDataDir` when it replaces one (else on a new data folder). */
+  private spawnWorker(delayMs = 0, reusedDataDir?: string): void {
     if (this.stopping) return;
     if (delayMs > 0) {
-      setTimeout(() => this.spawnWorker(), delayMs).unref();
+      setTimeout(() => this.spawnWorker(0, reusedDataDir), delayMs).unref();
       return;
     }
     const id = this.nextId++;
-    const dataDir = path.join(this.options.dir, `worker-${id}`);
+    const dataDir = reusedDataDir ?? path.join(this.options.dir, `worker-${id}`);
     fs.mkdirSync(dataDir, { recursive: true });
     const logFile = path.join(this.options.dir, `worker-${id}.log`);
     const log = fs.createWriteStream(logFile);
@@ -155,6 +162,7 @@ export class WorkerPool {
       logFile,
       dataDir,
       startedAt: Date.now(),
+      restart: reusedDataDir !== undefined,
       killedByRun: false,
       exited: new Promise<void>((resolve) => child.once('close', () => resolve())),
     };
@@ -164,8 +172,8 @@ export class WorkerPool {
       tail = (tail + String(chunk)).slice(-4000);
       if (worker.readyAt === undefined && tail.includes(READY_LINE)) {
         worker.readyAt = Date.now();
-        this.startupMs.push(worker.readyAt - worker.startedAt);
-        this.options.log(`worker ${id} (pid ${child.pid}) ready after ${worker.readyAt - worker.startedAt} ms`);
+        (worker.restart ? this.restartMs : this.startupMs).push(worker.readyAt - worker.startedAt);
+        this.options.log(`worker ${id} (pid ${child.pid}) ready after ${worker.readyAt - worker.startedAt} ms${worker.restart ? ' (a restart)' : ''}`);
         this.notify();
       }
     };
@@ -193,7 +201,7 @@ export class WorkerPool {
         tail: tail.split('\n').slice(-15).join('\n'),
       });
       this.options.log(`worker ${id} exited on its own (code ${code}, signal ${signal}); starting a replacement`);
-      this.spawnWorker(1_000);
+      this.spawnWorker(1_000, dataDir);
     });
   }
 }
