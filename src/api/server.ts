@@ -9,7 +9,7 @@
  */
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { AgentClient } from '../client/client';
+import { isWorkerOutage, type AgentClient } from '../client/client';
 import { SENT_BY_MAX_CHARS } from '../contract';
 import { describeUnstorableText } from '../contract/text';
 import { ConfigError } from '../common/errors';
@@ -338,8 +338,13 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
         });
         if (!finished && waited) write('wait_ended', { waitSeconds, ...(messageId === undefined ? {} : { messageId }) });
       } catch (err) {
-        request.log.error({ err }, 'following a turn failed');
-        write('error', { code: 'internal', message: 'Following the turn failed inside the server; see its log.' });
+        if (!finished && waited && isWorkerOutage(err)) {
+          // No worker answered until the wait ended (one restarting): the turn is not lost, only not followed further.
+          write('wait_ended', { waitSeconds, ...(messageId === undefined ? {} : { messageId }) });
+        } else {
+          request.log.error({ err }, 'following a turn failed');
+          write('error', { code: 'internal', message: 'Following the turn failed inside the server; see its log.' });
+        }
       } finally {
         clearTimeout(timer);
       }

@@ -9,6 +9,7 @@
 import type { AgentClient } from '../client/client';
 import { TurnWatch } from './turn-watch';
 import { TurnReader } from './ui-turn';
+import { followedState } from './followed-state';
 import type { ConversationState, TurnRecord } from '../contract';
 
 /** One event of a turn, named like its SSE `event:` field. */
@@ -58,8 +59,8 @@ export async function followTurn(
     });
   });
   try {
-    const reader = new TurnReader(client, conversationId, watch.view);
-    const first = await client.state(conversationId);
+    const reader = new TurnReader(client, conversationId, watch.view, options.signal);
+    const first = await followedState(client, conversationId, options.signal);
     const finishedBefore = new Set(first.recentTurns.map((t) => t.messageIds.join('\n')));
     const isFollowed = (messageIds: readonly string[]) =>
       options.messageId ? messageIds.includes(options.messageId) : !finishedBefore.has(messageIds.join('\n'));
@@ -108,7 +109,7 @@ export async function followTurn(
       }
       await new Promise((resolve) => setTimeout(resolve, TURN_EVENTS_POLL_MS));
       if (options.signal.aborted) return;
-      state = await client.state(conversationId);
+      state = await followedState(client, conversationId, options.signal);
     }
   } finally {
     await watch.close();

@@ -8,6 +8,7 @@
 import type { AgentClient } from '../client/client';
 import type { StreamView } from '../client/stream';
 import { TurnWatch } from './turn-watch';
+import { followedState } from './followed-state';
 import type { AssistantMessage, ConversationState, MessageMeta } from '../contract';
 import { parseJsonOrText } from '../contract/text';
 import { callInstanceKey } from '../core/effect-keys';
@@ -49,12 +50,12 @@ export async function followTurnAsUi(
   const watch = await TurnWatch.open(client, conversationId);
   const sleep = () => watch.sleep(POLL_MS, signal);
   try {
-    const reader = new TurnReader(client, conversationId, watch.view);
+    const reader = new TurnReader(client, conversationId, watch.view, signal);
     let firstSeq: number | undefined;
     let messageId = target.messageId;
     for (;;) {
       if (signal.aborted) return true;
-      const state = await client.state(conversationId);
+      const state = await followedState(client, conversationId, signal);
       firstSeq = turnStart(state, messageId);
       if (firstSeq !== undefined) break;
       if (messageId === undefined) {
@@ -119,6 +120,8 @@ export class TurnReader {
     private readonly client: AgentClient,
     private readonly conversationId: string,
     private readonly view: StreamView,
+    /** The stream's end: until then, a worker outage is waited out ({@link followedState}). */
+    private readonly signal: AbortSignal,
   ) {}
 
   /**
@@ -128,7 +131,7 @@ export class TurnReader {
    * watch, not the state), else queried now.
    */
   async read(firstSeq: number, messageId: string | undefined, given?: ConversationState, maxAgeMs = 0): Promise<TurnFacts> {
-    const fresh = given ?? (this.last && Date.now() - this.last.at < maxAgeMs ? undefined : await this.client.state(this.conversationId));
+    const fresh = given ?? (this.last && Date.now() - this.last.at < maxAgeMs ? undefined : await followedState(this.client, this.conversationId, this.signal));
     if (fresh) this.last = { state: fresh, at: Date.now() };
     const state = this.last!.state;
     const record = state.recentTurns.find((t) => t.firstSeq === firstSeq && (messageId === undefined || t.messageIds.includes(messageId)));

@@ -788,6 +788,23 @@ function uncompilableOutput(spec: NonNullable<ConversationInput['output']>): str
  */
 function isTransientQueryFailure(err: unknown): boolean {
   if (err instanceof NoWorkerAnsweredError) return true;
-  const grpc = isGrpcServiceError(err) ? err : err instanceof Error && isGrpcServiceError(err.cause) ? err.cause : undefined;
+  const grpc = grpcCauseOf(err);
   return grpc !== undefined && [1, 4, 14].includes(grpc.code);
+}
+
+/**
+ * A query that failed because no worker could answer it now, not for what it
+ * asked: a {@link isTransientQueryFailure transient failure}, or the server
+ * saying no worker polls the task queue (gRPC FAILED_PRECONDITION "no poller
+ * seen", as while the only worker restarts). Something that follows a turn
+ * asks again; a one-off read fails with it.
+ */
+export function isWorkerOutage(err: unknown): boolean {
+  if (isTransientQueryFailure(err)) return true;
+  const grpc = grpcCauseOf(err);
+  return grpc !== undefined && grpc.code === 9 && /no poller/i.test(`${grpc.message} ${grpc.details}`);
+}
+
+function grpcCauseOf(err: unknown): { code: number; message: string; details: string } | undefined {
+  return isGrpcServiceError(err) ? err : err instanceof Error && isGrpcServiceError(err.cause) ? err.cause : undefined;
 }

@@ -1,6 +1,7 @@
 import { DefaultChatTransport, readUIMessageStream, type UIMessage } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer } from '../../src/api/server';
+import { AgentClient } from '../../src/client/client';
 import { TEST_TOKENS, token } from '../support/api';
 import { startHarness, type Harness } from '../support/harness';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
@@ -8,21 +9,26 @@ import { startWorkerProcess, type WorkerProcess } from '../support/worker-proces
 // Resuming a chat's stream with the real AI SDK client (ai 6): after a
 // dropped connection the transport's reconnect replays the running turn from
 // its start and follows it, from any API process, with no chunk lost or
-// doubled; after a SIGKILL of the worker mid-stream, the live stream ends
-// with an error chunk and the resumed one ends with the answer that stands.
+// doubled; after a SIGKILL of the worker mid-stream, the live stream waits
+// for a replacement, ends with an error chunk, and the resumed one ends with
+// the answer that stands.
 
 let h: Harness;
 let api: Awaited<ReturnType<typeof startApiServer>>;
 let other: Awaited<ReturnType<typeof startApiServer>>;
 let worker: WorkerProcess | undefined;
+let apiClient: AgentClient | undefined;
 beforeAll(async () => {
   h = await startHarness({ worker: false });
   worker = await startWorkerProcess(h.workerEnv());
-  api = await startApiServer({ client: h.client, tokens: TEST_TOKENS });
+  // As `npm run api` runs: a state query no worker answers fails after a while (10 s there, 3 s here).
+  apiClient = AgentClient.fromClient(h.temporal, { taskQueue: h.taskQueue, databaseUrl: h.databaseUrl, queryTimeoutMs: 3_000 });
+  api = await startApiServer({ client: apiClient, tokens: TEST_TOKENS });
   other = await startApiServer({ client: h.client, tokens: TEST_TOKENS }); // a second API process: resume may land on either
 });
 afterAll(async () => {
   await api?.stop();
+  await apiClient?.close();
   await other?.stop();
   await worker?.stop('SIGKILL');
   await h?.stop();
@@ -90,7 +96,7 @@ describe('resuming the chat stream', () => {
     h.expectOnlyValidModelRequests();
   });
 
-  it('after a SIGKILL of the worker mid-stream the live stream ends with an error chunk; the resumed stream ends with the answer the transcript holds', async () => {
+  it('after a SIGKILL of the worker mid-stream, its replacement starting 10 s later, the live stream waits it out and ends with an error chunk; the resumed stream ends with the answer the transcript holds', async () => {
     const id = h.newConversationId('resume-kill');
     h.model.enqueue({ content: 'Ready.' });
     await h.client.ask(id, 'Begin', { input: { timeouts: { heartbeatMs: 3_000 } } }); // a short heartbeat timeout: the killed call is noticed soon
@@ -103,6 +109,8 @@ describe('resuming the chat stream', () => {
     await expect.poll(() => shown, { timeout: 20_000 }).toBeGreaterThan(10); // the client shows part of the first attempt
     expect((await h.client.streamedSoFar(id)).length).toBeGreaterThan(0); // kept while the call runs
     await worker!.stop('SIGKILL');
+    // A slow restart: meanwhile no worker answers the stream's state queries (they time out after 3 s).
+    await new Promise((resolve) => setTimeout(resolve, 10_000));
     worker = await startWorkerProcess(h.workerEnv());
     const { seen, errors } = await live;
     expect(errors).toEqual(['The model call was retried and its text changed; reconnect to read the turn as it stands.']);
