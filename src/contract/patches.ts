@@ -52,4 +52,11 @@ export const WORKFLOW_PATCHES: readonly WorkflowPatch[] = [
     fixture: 'lost-worker-post-invoice',
     deprecateWhen: 'once no run begun before this patch was deployed is still open (docs/changing-workflow-code.md, Retiring a patch)',
   },
+  {
+    id: 'cancel-while-turn-ends-stops-next-turn',
+    guards:
+      'A cancel that arrives while a turn that already has its outcome writes its end, with a message waiting for the next turn, makes that turn start cancelled. Before: it was applied to the ending turn and lost, and the waiting message was answered; a run begun before keeps that.',
+    fixture: 'cancel-while-turn-ends',
+    deprecateWhen: 'once no run begun before this patch was deployed is still open (docs/changing-workflow-code.md, Retiring a patch)',
+  },
 ];

@@ -166,6 +166,10 @@ export class ConversationCore {
   private usage: ConversationUsage;
   /** Why the current (or the next, when set before it starts) turn stops. */
   private stopReason: string | undefined;
+  /** The current turn has its record (it answered, failed or stopped) and only writes its end. */
+  private turnRecorded = false;
+  /** A cancel that came while the turn wrote its end, with a message waiting: its turn starts cancelled. */
+  private cancelNextTurn: string | undefined;
   /** The calls of the last assistant message, until their results are stored. */
   private batch: ToolCallBatch | undefined;
   /** The open batch was asked for after the turn reached maxSteps: none of it ran, and the turn fails. */
@@ -507,12 +511,18 @@ export class ConversationCore {
   /**
    * The user asked to cancel the turn. Returns true when the running turn
    * stops (the edge cancels it). Messages received but not yet taken into a
-   * turn make their turn start cancelled; with neither, nothing happens.
+   * turn make their turn start cancelled (also while a turn that already has
+   * its outcome writes its end); with neither, nothing happens.
    */
   cancelTurn(request?: CancelTurnRequest): boolean {
     const unstorable = describeUnstorableCancel(request);
     if (unstorable) return this.refuse('cancelTurn signal', unstorable);
     const why = request?.reason ? `${STOP_REASONS.cancelledByUser} (${request.reason})` : STOP_REASONS.cancelledByUser;
+    // A turn that has its record only writes its end: the cancel is for the turn of a message that waits, if any.
+    if (this.turnActive && this.turnRecorded && this.inbox.length > 0 && this.env.allows('cancel-while-turn-ends-stops-next-turn')) {
+      this.cancelNextTurn ??= why;
+      return false;
+    }
     if (this.turnActive) return this.stopTurn(why);
     if (this.inbox.length > 0 && !this.stopReason) this.stopReason = why;
     else this.env.log.info('cancelTurn received while no turn runs; nothing to cancel', { conversationId: this.conversationId });
@@ -871,7 +881,9 @@ export class ConversationCore {
   /** The turn is over: keeps its record for clients, sets the status. */
   finishTurn(record: TurnRecord): void {
     this.turnActive = false;
-    this.stopReason = undefined;
+    this.turnRecorded = false;
+    this.stopReason = this.cancelNextTurn;
+    this.cancelNextTurn = undefined;
     this.recentTurns.push(record);
     if (this.recentTurns.length > RECENT_TURNS_KEPT) this.recentTurns.shift();
     if (record.outcome === 'failed' || record.outcome === 'invalid_output')
@@ -1216,6 +1228,7 @@ export class ConversationCore {
   }
 
   private record(outcome: TurnRecord['outcome'], extra: Pick<TurnRecord, 'error' | 'answerSeq' | 'output' | 'outputInAnswer' | 'guardrail'>): TurnRecord {
+    this.turnRecorded = true;
     const requestedBy = this.turnRequesters.length > 0 ? { requestedBy: [...this.turnRequesters] } : {};
     const usage = this.turnUsage ? { ...this.turnUsage, ...(this.turnCost.unpriced === 0 ? { costUsd: this.turnCost.usd } : {}) } : undefined;
     return {

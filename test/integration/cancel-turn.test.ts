@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backofficeTools } from '../../src/demo/tools';
 import { tool } from '../../src/tools/tool';
+import { exportHistoryFixture } from '../support/fixture-export';
 import { startHarness, type Harness } from '../support/harness';
 
 let h: Harness;
@@ -122,6 +123,45 @@ describe('cancelling the current turn', () => {
 });
 
 describe('cancelling right after sending', () => {
+  it('a cancel that comes while the answered turn still writes its end cancels the turn of the message that waits for it', async () => {
+    // The previous turn's final write is held (its table locked) while a message and then a cancel arrive: the
+    // cancel is meant for the message's turn, which is about to start, not for the turn that already answered.
+    const id = h.newConversationId('cancel-while-ending');
+    h.model.enqueue({ kind: 'delay', ms: 1_500, then: { content: 'First answer.' } });
+    const first = await h.client.sendMessage(id, 'CWE first question');
+    await expect.poll(() => h.requestsFor('CWE first question').length, { timeout: 20_000 }).toBe(1);
+    const table = h.tables.conversationMessages;
+    const lock = await h.pool.connect();
+    let second: string;
+    try {
+      await lock.query('BEGIN');
+      await lock.query(`LOCK TABLE ${table} IN EXCLUSIVE MODE`);
+      // The answer came, and the turn's final write waits for the lock.
+      const waiting = async () =>
+        (await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND relation = $1::regclass`, [table])).rows[0].n;
+      await expect.poll(waiting, { timeout: 20_000 }).toBeGreaterThan(0);
+      second = await h.client.sendMessage(id, 'CWE second question');
+      await h.client.cancelTurn(id, 'changed my mind');
+      // Both signals were handled by a workflow task while the write still waits.
+      const handled = async () => {
+        const events = (await h.temporal.workflow.getHandle(id).fetchHistory()).events ?? [];
+        const lastSignal = events.map((e) => Boolean(e.workflowExecutionSignaledEventAttributes)).lastIndexOf(true);
+        return events.slice(lastSignal).some((e) => e.workflowTaskCompletedEventAttributes);
+      };
+      await expect.poll(handled, { timeout: 20_000 }).toBe(true);
+    } finally {
+      await lock.query('COMMIT').catch(() => undefined);
+      lock.release();
+    }
+    expect(await h.client.waitForTurn(id, first)).toMatchObject({ outcome: 'answered' });
+    const turn = await h.client.waitForTurn(id, second);
+    await exportHistoryFixture(h.temporal, id, 'cancel-while-turn-ends');
+    expect(turn).toMatchObject({ outcome: 'cancelled', steps: 0, error: 'the user cancelled the turn (changed my mind)' });
+    expect(h.requestsFor('CWE second question')).toEqual([]);
+    expect((await transcript(id)).map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
+    h.expectOnlyValidModelRequests();
+  });
+
   it('a cancel sent right after a message cancels that turn; the message stays in the transcript, unanswered', async () => {
     const id = h.newConversationId('cancel-early');
     h.model.setResponder((request) =>

@@ -49,7 +49,8 @@ describe('replaying recorded histories', () => {
       // Histories the tests save (RECORD_FIXTURES_DIR): a decision verified after its deadline
       // (decision-deadline-crash), deferred writes, an effect_unknown, signed decisions (http-api),
       // local activities, an oversized message refused, reused and empty provider ids, a note
-      // stored in place of a refused message, raw signals holding U+0000 refused.
+      // stored in place of a refused message, raw signals holding U+0000 refused, a cancel lost while a turn
+      // wrote its end (before its patch).
       'decision-verified-after-deadline',
       'deferred-transcript-writes',
       'effect-unknown-timeout',
@@ -61,6 +62,7 @@ describe('replaying recorded histories', () => {
       'duplicated-and-empty-ids',
       'store-refused-note',
       'unstorable-signals-refused',
+      'cancel-while-turn-ends',
     ]) {
       expect(names).toContain(expected);
     }

@@ -119,8 +119,11 @@ export class CoreDriver {
         this.core.store(taken);
         const stoppedAlready = this.core.beginTurn();
         this.publish();
-        if (stoppedAlready) this.stop(false);
-        else this.askModel();
+        if (stoppedAlready) {
+          // A cancel that came before the turn began (the workflow's turn scope starts cancelled): it stops at once.
+          this.stage = 'model';
+          this.stop(false);
+        } else this.askModel();
         continue;
       }
       if (this.stage !== 'calls') return;
