@@ -382,9 +382,10 @@ export class AgentClient {
 
   /**
    * Waits until the turn that took `messageId` has finished. A state query
-   * that fails for want of an answer in time (the worker that cached the
-   * conversation was killed and its sticky queue is failing over, the server
-   * restarts) is asked again until `timeoutMs`.
+   * that fails for want of a worker to answer it ({@link isWorkerOutage}: the
+   * worker that cached the conversation was killed and its sticky queue is
+   * failing over, the only worker restarts, the server restarts) is asked
+   * again until `timeoutMs`.
    */
   async waitForTurn(conversationId: string, messageId: string, timeoutMs = 120_000): Promise<TurnRecord> {
     const deadline = Date.now() + timeoutMs;
@@ -393,7 +394,7 @@ export class AgentClient {
       try {
         state = await this.state(conversationId);
       } catch (err) {
-        if (!isTransientQueryFailure(err) || Date.now() > deadline) throw err;
+        if (!isWorkerOutage(err) || Date.now() > deadline) throw err;
         await new Promise((resolve) => setTimeout(resolve, 200));
         continue;
       }
@@ -781,30 +782,17 @@ function uncompilableOutput(spec: NonNullable<ConversationInput['output']>): str
 }
 
 /**
- * A query that failed for want of an answer in time, not for what it asked:
- * gRPC CANCELLED, DEADLINE_EXCEEDED or UNAVAILABLE (as when the worker that
- * cached the conversation was killed, or the server restarts), or no worker
- * answering within the client's query timeout.
- */
-function isTransientQueryFailure(err: unknown): boolean {
-  if (err instanceof NoWorkerAnsweredError) return true;
-  const grpc = grpcCauseOf(err);
-  return grpc !== undefined && [1, 4, 14].includes(grpc.code);
-}
-
-/**
  * A query that failed because no worker could answer it now, not for what it
- * asked: a {@link isTransientQueryFailure transient failure}, or the server
- * saying no worker polls the task queue (gRPC FAILED_PRECONDITION "no poller
- * seen", as while the only worker restarts). Something that follows a turn
- * asks again; a one-off read fails with it.
+ * asked: no worker answering within the client's query timeout; gRPC
+ * CANCELLED, DEADLINE_EXCEEDED or UNAVAILABLE (as when the worker that cached
+ * the conversation was killed, or the server restarts); or the server saying
+ * no worker polls the task queue (FAILED_PRECONDITION "no poller seen", as
+ * while the only worker restarts). What waits for a turn asks again; a
+ * one-off read fails with it.
  */
 export function isWorkerOutage(err: unknown): boolean {
-  if (isTransientQueryFailure(err)) return true;
-  const grpc = grpcCauseOf(err);
-  return grpc !== undefined && grpc.code === 9 && /no poller/i.test(`${grpc.message} ${grpc.details}`);
-}
-
-function grpcCauseOf(err: unknown): { code: number; message: string; details: string } | undefined {
-  return isGrpcServiceError(err) ? err : err instanceof Error && isGrpcServiceError(err.cause) ? err.cause : undefined;
+  if (err instanceof NoWorkerAnsweredError) return true;
+  const grpc = isGrpcServiceError(err) ? err : err instanceof Error && isGrpcServiceError(err.cause) ? err.cause : undefined;
+  if (grpc === undefined) return false;
+  return [1, 4, 14].includes(grpc.code) || (grpc.code === 9 && /no poller/i.test(`${grpc.message} ${grpc.details}`));
 }

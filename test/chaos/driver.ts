@@ -151,7 +151,7 @@ class ConversationPlayer {
       ...this.ctx.input,
       ...(low ? { continueAsNewAfterEvents: low } : {}),
       ...(this.plan.agent ? { agent: this.plan.agent } : {}),
-      ...(this.plan.approvalTimeoutMs ? { approvalTimeoutMs: this.plan.approvalTimeoutMs } : {}),
+      ...(this.plan.coverage?.approvalTimeoutMs ? { approvalTimeoutMs: this.plan.coverage.approvalTimeoutMs } : {}),
     };
   }
 

@@ -82,8 +82,6 @@ export interface ConversationPlan {
   agent?: string;
   /** Set for the share of conversations that continue as new between most turns. */
   continueAsNewAfterEvents?: number;
-  /** Its `approvalTimeoutMs` when not the run's (its scenario's), inherited by the agents it calls as tools. */
-  approvalTimeoutMs?: number;
   /** A user message at or over the size limit, sent before its first turn. */
   userMessage?: UserMessageFault;
   /**
@@ -160,7 +158,6 @@ export function planConversations(runId: string, seed: string, count: number): C
     const size = sizes.weighted({ none: 92, near_limit: 4, over_limit: 4 });
     plan.userMessage = plan.coverage?.userMessage ?? (size === 'none' ? undefined : size);
     if (plan.coverage?.lowContinueAsNew || renewals.chance(0.25)) plan.continueAsNewAfterEvents = LOW_CONTINUE_AS_NEW_EVENTS;
-    if (plan.coverage?.approvalTimeoutMs) plan.approvalTimeoutMs = plan.coverage.approvalTimeoutMs;
   }
   return plans;
 }

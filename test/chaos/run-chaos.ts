@@ -478,7 +478,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
       runLog,
       conversationPrefix,
       approvalTimeoutMs,
-      approvalTimeoutsMs: new Map(plans.flatMap((p) => (p.approvalTimeoutMs ? [[p.id, p.approvalTimeoutMs] as const] : []))),
+      approvalTimeoutsMs: new Map(plans.flatMap((p) => (p.coverage?.approvalTimeoutMs ? [[p.id, p.coverage.approvalTimeoutMs] as const] : []))),
       invalidModelRequests: model.invalidRequests().length,
       hugeAnswers: chaosModel.hugeAnswers,
       settleDeadline: Math.min(Date.now() + (options.settleTimeoutMs ?? 60_000), hardStopAt),

@@ -12,7 +12,7 @@ function queryFailure(code: number, details: string): ServiceError {
   return new ServiceError('Failed to query Workflow', { cause: grpc });
 }
 
-describe('a worker outage, as a follower of a turn tells it', () => {
+describe('a worker outage, as what waits for a turn (a stream, waitForTurn) tells it', () => {
   it('is no worker answering in time, a dropped or unavailable connection, or no poller on the task queue', () => {
     expect(isWorkerOutage(new NoWorkerAnsweredError('c-1', 'agent', 3_000))).toBe(true);
     expect(isWorkerOutage(queryFailure(14, 'UNAVAILABLE: No connection established'))).toBe(true);
