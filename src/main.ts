@@ -235,5 +235,8 @@ main().catch((err) => {
   if (err instanceof ConfigError || err instanceof SearchAttributeLimitError || err instanceof PreReleaseConversationsError)
     process.stderr.write(`The worker cannot start: ${err.message}\n`);
   else logger.error({ err }, 'worker failed');
-  process.exitCode = 1;
+  // Everything this process started has stopped by now (main's finally). Exit rather than wait for the event loop to
+  // empty: Temporal's runtime, once installed, keeps the process alive until a connection or worker it made closes, and a
+  // start that failed before making one (a tools module that does not load) would otherwise hang, ignoring SIGTERM.
+  process.exit(1);
 });

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import os from 'node:os';
 import path from 'node:path';
 import type { Pool } from 'pg';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
@@ -142,6 +143,16 @@ describe("the project's tables in a schema of their own", () => {
     );
     expect(await tablesIn(pool)).toEqual([]);
     expect(await schemasIn(pool)).toEqual(['public']);
+  });
+
+  it('a tools module that does not load stops the worker at once with exit code 1, naming the variable and the file', async () => {
+    // After Temporal's runtime is installed and the services are configured, before any connection: the process used to
+    // print the error and then hang, ignoring SIGTERM (the runtime held it alive).
+    const { databaseUrl } = await freshDatabase();
+    const missing = path.join(os.tmpdir(), `no-such-tools-${randomUUID()}.js`);
+    const error = await startWorkerProcess(workerEnv(databaseUrl, { AGENT_TOOLS_MODULE: missing }), 60_000).catch((err: Error) => err);
+    expect((error as Error).message).toMatch(/^worker exited with 1 before it was ready:/);
+    expect((error as Error).message).toContain(`The worker cannot start: AGENT_TOOLS_MODULE=${missing}: cannot load ${missing}`);
   });
 
   it("a team's own public.schema_migrations from another tool is left alone", async () => {
