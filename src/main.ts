@@ -54,7 +54,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 async function main(): Promise<void> {
   const config = loadConfig();
   // Before anything touches Temporal (the embedded server too): the runtime's logger and metrics endpoint are set once.
-  const { metricsUrl } = installRuntime(config.metricsAddress);
+  const { metricsUrl } = installRuntime(config.metricsAddress, config.coreLogLevel);
   // Tokens and decision keys are settled before anything starts: a bad token file stops here.
   const security = resolveApiSecurity(config);
   // Before anything starts too: a missing tracing package stops here. Nothing makes spans until the worker runs.

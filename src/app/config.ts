@@ -136,6 +136,12 @@ function checkTraceExport(
   }
 }
 
+/** The levels of `LOG_LEVEL` and `AGENT_CORE_LOG_LEVEL`, most verbose first. */
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
+
+/** A log level: `trace`, `debug`, `info`, `warn` or `error`. */
+export type LogLevelName = (typeof LOG_LEVELS)[number];
+
 const envSchema = z
   .object({
     TEMPORAL_ADDRESS: optional,
@@ -179,7 +185,8 @@ const envSchema = z
       'must be a whole number of conversations, at least 2',
       z.number().min(2, 'must be at least 2 (a worker needs room for the conversations it is working on)'),
     ),
-    LOG_LEVEL: optional.pipe(z.enum(['trace', 'debug', 'info', 'warn', 'error']).optional()),
+    LOG_LEVEL: optional.pipe(z.enum(LOG_LEVELS).optional()),
+    AGENT_CORE_LOG_LEVEL: optional.pipe(z.enum(LOG_LEVELS).optional()),
     AGENT_API_HOST: optional,
     AGENT_API_PORT: optional.pipe(
       z
@@ -302,7 +309,14 @@ export interface WorkerConfig {
   maxParallelToolCalls: number;
   /** Conversations the worker keeps in memory (Temporal's sticky cache); the others are rebuilt from history when they need the worker. */
   maxCachedConversations: number;
-  logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error';
+  logLevel: LogLevelName;
+  /**
+   * What the Temporal SDK's core (Rust: polling, workflow activations,
+   * evictions, local activities) logs, forwarded to the worker's log; default
+   * `warn` (`error` when `logLevel` is). `debug` shows each workflow activation's jobs, which is what
+   * tells why a conversation's workflow task timed out or was evicted.
+   */
+  coreLogLevel: LogLevelName;
   /** Keys that encrypt payloads (the first encrypts, all decrypt); unset: payloads are plain. */
   payloadKeys?: PayloadKey[];
   /** host:port of the Prometheus endpoint (`/metrics`), default 127.0.0.1:9464; `off` for none. */
@@ -436,6 +450,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     throw new ConfigError(`Invalid configuration in the environment:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
+  const logLevel = e.LOG_LEVEL ?? 'info';
+  // By default warn, or LOG_LEVEL when that is quieter (error).
+  const coreLogLevel = e.AGENT_CORE_LOG_LEVEL ?? (logLevel === 'error' ? 'error' : 'warn');
+  if (LOG_LEVELS.indexOf(coreLogLevel) < LOG_LEVELS.indexOf(logLevel)) {
+    throw new ConfigError(
+      `AGENT_CORE_LOG_LEVEL=${coreLogLevel} is more verbose than LOG_LEVEL=${logLevel}: the core's lines go through the worker's log, which would drop them. ` +
+        `Set LOG_LEVEL=${coreLogLevel} too.`,
+    );
+  }
   const connection = loadTemporalConnection(env);
   return {
     temporal: {
@@ -460,7 +483,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
     ...(e.AGENT_DEFAULT_AGENT ? { defaultAgent: e.AGENT_DEFAULT_AGENT } : {}),
     maxParallelToolCalls: e.AGENT_MAX_PARALLEL_TOOL_CALLS ?? DEFAULT_MAX_PARALLEL_TOOL_CALLS,
     maxCachedConversations: e.AGENT_MAX_CACHED_CONVERSATIONS ?? DEFAULT_MAX_CACHED_CONVERSATIONS,
-    logLevel: e.LOG_LEVEL ?? 'info',
+    logLevel,
+    coreLogLevel,
     metricsAddress: e.AGENT_METRICS_ADDRESS ?? DEFAULT_METRICS_ADDRESS,
     traces: traceExport(e),
     ...(e.AGENT_PAYLOAD_KEYS ? { payloadKeys: e.AGENT_PAYLOAD_KEYS } : {}),

@@ -5,19 +5,25 @@
  * on `AGENT_METRICS_ADDRESS`. A team's own worker installs its own runtime;
  * the agent's metrics reach it through the SDK's meters all the same.
  */
-import { Runtime, type Logger, type LogLevel, type LogMetadata } from '@temporalio/worker';
+import { makeTelemetryFilterString, Runtime, type Logger, type LogLevel, type LogMetadata } from '@temporalio/worker';
 import { ConfigError } from '../common/errors';
 import type { AgentClient } from '../client/client';
 import { AGENT_METRICS, agentHistogramBuckets } from '../contract/metrics';
 import { logger, sdkLogger } from '../common/logger';
+import type { LogLevelName } from './config';
 
-/** Installs the process's Temporal runtime. Call once, before anything connects to Temporal. Returns the metrics URL, if any. */
-export function installRuntime(metricsAddress: string | 'off'): { metricsUrl?: string } {
+/**
+ * Installs the process's Temporal runtime. Call once, before anything
+ * connects to Temporal. `coreLogLevel` (`AGENT_CORE_LOG_LEVEL`, default
+ * `warn`) is what the SDK's core forwards to the worker's log; its other
+ * crates stay at `error`. Returns the metrics URL, if any.
+ */
+export function installRuntime(metricsAddress: string | 'off', coreLogLevel: LogLevelName = 'warn'): { metricsUrl?: string } {
   try {
     Runtime.install({
       logger: pinoLogger(),
       telemetryOptions: {
-        logging: { forward: {} },
+        logging: { forward: {}, filter: coreLogFilter(coreLogLevel) },
         ...(metricsAddress === 'off' ? {} : { metrics: { prometheus: { bindAddress: metricsAddress, histogramBucketOverrides: agentHistogramBuckets() } } }),
       },
     });
@@ -35,6 +41,11 @@ export function installRuntime(metricsAddress: string | 'off'): { metricsUrl?: s
     throw err;
   }
   return metricsAddress === 'off' ? {} : { metricsUrl: `http://${metricsAddress}/metrics` };
+}
+
+/** The core's log filter for `level`: the SDK's own crates at `level`, everything else (its HTTP and gRPC libraries) at `error`, as the SDK's default. */
+export function coreLogFilter(level: LogLevelName): string {
+  return makeTelemetryFilterString({ core: level.toUpperCase() as LogLevel, other: 'ERROR' });
 }
 
 /** The SDK's logger interface over the worker's pino logger. */

@@ -20,6 +20,17 @@ describe('configuration from the environment', () => {
     expect(() => loadConfig({ AGENT_DEFAULT_AGENT: 'two words' })).toThrow(/AGENT_DEFAULT_AGENT.*must be the name of one of the agents/);
   });
 
+  it("forwards the SDK core's log at warn (error with LOG_LEVEL=error) unless AGENT_CORE_LOG_LEVEL says otherwise, and refuses a level LOG_LEVEL would drop, saying what to set", () => {
+    expect(loadConfig({})).toMatchObject({ logLevel: 'info', coreLogLevel: 'warn' });
+    expect(loadConfig({ LOG_LEVEL: 'debug', AGENT_CORE_LOG_LEVEL: 'debug' })).toMatchObject({ logLevel: 'debug', coreLogLevel: 'debug' });
+    expect(loadConfig({ AGENT_CORE_LOG_LEVEL: 'error' }).coreLogLevel).toBe('error');
+    expect(loadConfig({ LOG_LEVEL: 'error' })).toMatchObject({ logLevel: 'error', coreLogLevel: 'error' });
+    expect(() => loadConfig({ AGENT_CORE_LOG_LEVEL: 'debug' })).toThrow(
+      "AGENT_CORE_LOG_LEVEL=debug is more verbose than LOG_LEVEL=info: the core's lines go through the worker's log, which would drop them. Set LOG_LEVEL=debug too.",
+    );
+    expect(() => loadConfig({ AGENT_CORE_LOG_LEVEL: 'verbose' })).toThrow(/AGENT_CORE_LOG_LEVEL: Invalid option: expected one of "trace"\|"debug"/);
+  });
+
   it('refuses a DATABASE_URL that is not a PostgreSQL URL, naming the variable and the expected shape', () => {
     expect(() => loadConfig({ DATABASE_URL: 'mysql://localhost/agent' })).toThrow(ConfigError);
     expect(() => loadConfig({ DATABASE_URL: 'mysql://localhost/agent' })).toThrow(
