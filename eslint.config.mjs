@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.tools/**', 'examples/**/node_modules/**', 'test/fixtures/histories/**'] },
+  { ignores: ['dist/**', 'build/**', 'node_modules/**', '.tools/**', 'examples/**/node_modules/**', 'test/fixtures/histories/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

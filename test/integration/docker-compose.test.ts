@@ -405,10 +405,13 @@ describe('Dockerfile', () => {
     expect(major).toBeGreaterThanOrEqual(22);
   });
 
-  it('installs from the lockfile, copies the source and runs npm start', () => {
+  it('installs from the lockfile, copies the source, compiles the worker and runs it compiled', () => {
     expect(instructions.some((l) => /^COPY\s.*package\.json/.test(l) && l.includes('package-lock.json'))).toBe(true);
     expect(instructions.some((l) => /^RUN\s.*\bnpm (ci|install)\b/.test(l))).toBe(true);
-    expect(instructions.some((l) => /^COPY\s+\.\s+\.$/.test(l) || /^COPY\s+src\b/.test(l))).toBe(true);
+    const copied = instructions.findIndex((l) => /^COPY\s+\.\s+\.$/.test(l) || /^COPY\s+src\b/.test(l));
+    expect(copied).toBeGreaterThan(-1);
+    // npm run start:compiled refuses to start without build/main.js, which npm run build:app writes from the copied sources.
+    expect(instructions.findIndex((l) => /^RUN\s+npm run build:app$/.test(l))).toBeGreaterThan(copied);
     const cmd = instructions.filter((l) => /^CMD\s/.test(l)).pop() ?? '';
     expect(
       cmd
@@ -416,7 +419,7 @@ describe('Dockerfile', () => {
         .split(/\s+/)
         .filter(Boolean)
         .slice(1),
-    ).toEqual(['npm', 'start']);
+    ).toEqual(['npm', 'run', 'start:compiled']);
   });
 });
 
@@ -426,6 +429,6 @@ describe('.dockerignore', () => {
       .split(/\r?\n/)
       .map((l) => l.trim().replace(/^\/+|\/+$/g, ''))
       .filter((l) => l !== '' && !l.startsWith('#'));
-    expect(entries).toEqual(expect.arrayContaining(['node_modules', '.data', '.tools', 'dist', '.git']));
+    expect(entries).toEqual(expect.arrayContaining(['node_modules', '.data', '.tools', 'dist', 'build', '.git']));
   });
 });

@@ -1,12 +1,13 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postgresDataDir } from '../../src/db/embedded-postgres';
 import { workflowBundleFingerprint } from '../../src/worker/workflow-bundle';
 import { freePort } from '../../src/common/free-port';
-import { npmStart, stopWithSigterm, type NpmStart } from '../support/npm-start';
+import { descendants, npmStart, stopWithSigterm, type NpmStart } from '../support/npm-start';
 import { NOTHING_CONFIGURED } from '../support/worker-process';
 
 // `npm start` as a newcomer runs it, with nothing configured: embedded
@@ -14,7 +15,8 @@ import { NOTHING_CONFIGURED } from '../support/worker-process';
 // SIGTERM to npm stops every process it started; a second start on the same
 // data folder still has the first one's transcripts; runtime.json (which holds
 // the database's password) is readable by its owner only; the bundler's
-// progress shows at LOG_LEVEL=debug only.
+// progress shows at LOG_LEVEL=debug only. `npm run start:compiled` runs the
+// same worker compiled to JavaScript (`npm run build:app`), without tsx.
 
 const ROOT = path.join(__dirname, '..', '..');
 
@@ -35,19 +37,26 @@ function dataFolder(mode: number): string {
   return dir;
 }
 
-/** Runs `npm start` with nothing configured until its banner: the API on a free port, the given log level. */
-async function npmStartWithNothingConfigured(dataDir: string, logLevel: string): Promise<NpmStart> {
+const run = promisify(execFile);
+
+/** Runs `npm start` (or `npm run <script>`) with nothing configured but `env` until its banner: the API on a free port, the given log level. */
+async function npmStartWithNothingConfigured(dataDir: string, logLevel: string, script = 'start', env: Record<string, string> = {}): Promise<NpmStart> {
   const uiPort = await freePort();
   // Metrics on a free port: test files run at once, and the default 127.0.0.1:9464 could be taken.
   const metricsPort = await freePort();
-  return npmStart({
-    ...NOTHING_CONFIGURED,
-    AGENT_DATA_DIR: dataDir,
-    AGENT_API_PORT: '0',
-    AGENT_METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
-    TEMPORAL_UI_PORT: String(uiPort),
-    LOG_LEVEL: logLevel,
-  });
+  return npmStart(
+    {
+      ...NOTHING_CONFIGURED,
+      AGENT_DATA_DIR: dataDir,
+      AGENT_API_PORT: '0',
+      AGENT_METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
+      TEMPORAL_UI_PORT: String(uiPort),
+      LOG_LEVEL: logLevel,
+      ...env,
+    },
+    undefined,
+    script,
+  );
 }
 
 /** Stops `npm start` with SIGTERM; returns the processes it had started (npm's shell, node, Temporal, PostgreSQL, …) that are still alive 10 s later. */
@@ -125,5 +134,58 @@ describe('npm start', () => {
     expect(stderr).toContain('LOG_LEVEL');
     expect(stderr).not.toMatch(/at .*pino|TypeError/);
     expect(fs.readdirSync(dataDir)).toEqual([]);
+  });
+
+  it('npm run start:compiled refuses to start without a build, then runs the worker npm run build:app compiled, without tsx, and answers (payload encryption on)', async () => {
+    const build = path.join(ROOT, 'build');
+    fs.rmSync(build, { recursive: true, force: true });
+    const refused = await run('npm', ['run', 'start:compiled'], { cwd: ROOT, env: { ...process.env, ...NOTHING_CONFIGURED } }).catch(
+      (err: { code: number; stderr: string }) => err,
+    );
+    expect(refused).toMatchObject({ code: 1 });
+    expect((refused as { stderr: string }).stderr).toContain('build/main.js is missing: run npm run build:app first');
+
+    await run('npm', ['run', 'build:app'], { cwd: ROOT });
+    expect(fs.existsSync(path.join(build, 'main.js'))).toBe(true);
+    const dataDir = dataFolder(0o755);
+    // Encrypted payloads: the workflow bundle then takes the codec's failure converter, a module only the worker names by path.
+    const payloadKey = `k1:${Buffer.alloc(32, 7).toString('base64')}`;
+    const started = await npmStartWithNothingConfigured(dataDir, 'info', 'start:compiled', { AGENT_PAYLOAD_KEYS: payloadKey });
+    try {
+      const commandLines = descendants(started.child.pid!).map((pid) => {
+        try {
+          return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+        } catch {
+          return '';
+        }
+      });
+      const worker = commandLines.find((line) => line.includes(path.join('build', 'main.js')));
+      expect(worker).toMatch(/--max-semi-space-size=\d+ --heap-growing-percent=\d+ build\/main\.js/);
+      expect(commandLines.join('\n')).not.toContain('tsx');
+
+      const runtime = JSON.parse(fs.readFileSync(path.join(dataDir, 'runtime.json'), 'utf8')) as { apiUrl: string };
+      const [requester] = JSON.parse(fs.readFileSync(path.join(dataDir, 'api-tokens.json'), 'utf8')) as { token: string }[];
+      const headers = { authorization: `Bearer ${requester.token}`, 'content-type': 'application/json' };
+      const sent = await fetch(`${runtime.apiUrl}/v1/conversations/compiled-1/messages`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ text: 'find Ada' }),
+      });
+      expect(sent.status).toBe(202);
+      await expect
+        .poll(
+          async () => {
+            const page = (await (await fetch(`${runtime.apiUrl}/v1/conversations/compiled-1/transcript`, { headers })).json()) as {
+              messages?: { message: { role: string; content: string | null } }[];
+            };
+            const last = page.messages?.at(-1)?.message;
+            return last?.role === 'assistant' ? last.content : undefined;
+          },
+          { timeout: 30_000 },
+        )
+        .toContain('Ada Lovelace');
+    } finally {
+      expect(await stop(started.child)).toEqual([]);
+    }
   });
 });

@@ -57,6 +57,8 @@ describe('the packed package in a project of its own', () => {
       expect(files).toContain(`package/dist/${entry}.js`);
       expect(files).toContain(`package/dist/${entry}.d.ts`);
     }
+    // Modules the worker names by path only (its workflow bundle's), which no entry point imports.
+    for (const module of ['workflows/index', 'workflows/interceptors', 'codec/failure-converter']) expect(files).toContain(`package/dist/${module}.js`);
     expect(files.filter((f) => !f.startsWith('package/dist/') && f !== 'package/package.json' && f !== 'package/README.md')).toEqual([]);
     expect(files.some((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toBe(false);
   });

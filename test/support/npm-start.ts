@@ -11,14 +11,18 @@ export interface NpmStart {
   output(): string;
 }
 
-/** Runs `npm start` with `env` added to the test's environment, until its banner; rejects when it exits first or prints none within `readyTimeoutMs`. */
-export async function npmStart(env: Record<string, string>, readyTimeoutMs = 150_000): Promise<NpmStart> {
-  const child = spawn('npm', ['start'], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Runs `npm start` (or `npm run <script>`, e.g. `start:compiled`) with `env`
+ * added to the test's environment, until its banner; rejects when it exits
+ * first or prints none within `readyTimeoutMs`.
+ */
+export async function npmStart(env: Record<string, string>, readyTimeoutMs = 150_000, script = 'start'): Promise<NpmStart> {
+  const child = spawn('npm', ['run', script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (chunk) => (output += String(chunk)));
   child.stderr!.on('data', (chunk) => (output += String(chunk)));
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`npm start printed no banner within ${readyTimeoutMs / 1000} s:\n${output}`)), readyTimeoutMs);
+    const timer = setTimeout(() => reject(new Error(`npm run ${script} printed no banner within ${readyTimeoutMs / 1000} s:\n${output}`)), readyTimeoutMs);
     const check = setInterval(() => {
       if (output.includes('Press Ctrl-C to stop.')) {
         clearInterval(check);
@@ -29,7 +33,7 @@ export async function npmStart(env: Record<string, string>, readyTimeoutMs = 150
     child.once('exit', (code) => {
       clearInterval(check);
       clearTimeout(timer);
-      reject(new Error(`npm start exited (${code}) before its banner:\n${output}`));
+      reject(new Error(`npm run ${script} exited (${code}) before its banner:\n${output}`));
     });
   });
   return { child, output: () => output };

@@ -39,7 +39,8 @@ function importsOf(file: string): string[] {
 }
 
 function resolve(from: string, specifier: string): string {
-  const base = path.resolve(path.dirname(from), specifier);
+  // A `.js` specifier names the `.ts` source (compiled Node16 ESM `import()` needs the extension).
+  const base = path.resolve(path.dirname(from), specifier.replace(/\.js$/, ''));
   for (const candidate of [`${base}.ts`, path.join(base, 'index.ts')]) if (fs.existsSync(candidate)) return candidate;
   throw new Error(`cannot resolve ${specifier} from ${from}`);
 }
