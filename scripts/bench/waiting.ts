@@ -64,6 +64,8 @@ export async function benchWaiting(ctx: BenchContext): Promise<WaitingFigures> {
   };
   try {
     await worker.ready;
+    // Read first: a configuration the bench cannot read fails the part now, not after minutes of figures.
+    const workerCache = await workerCacheSize(projectWorkerEnv(ctx, taskQueue));
     await sleep(3_000);
     const idle = workerMemory();
     log(`waiting: worker idle at ${idle.rssMiB.toFixed(0)} MiB; starting ${n} conversations, 50 at a time`);
@@ -120,7 +122,6 @@ export async function benchWaiting(ctx: BenchContext): Promise<WaitingFigures> {
       if (turn.outcome !== 'answered') throw new Error(`waiting: conversation ${id} ended ${turn.outcome} after its approval.`);
     }
     checkModelRequests(ctx, 'waiting');
-    const workerCache = await workerCacheSize(projectWorkerEnv(ctx, taskQueue));
     return {
       conversations: n,
       startConcurrency: 50,
