@@ -4,6 +4,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../common/errors';
+import { LOG_LEVELS, type LogLevelName } from '../common/logger';
 import { DEFAULT_MAX_PARALLEL_TOOL_CALLS, MAX_PARALLEL_TOOL_CALLS_LIMIT } from '../contract/activities';
 import { loadTemporalConnection, type TemporalConnectionSettings } from './temporal-connection';
 import { DEFAULT_DATABASE_SCHEMA, describeBadSchemaName } from '../db/schema';
@@ -135,12 +136,6 @@ function checkTraceExport(
     });
   }
 }
-
-/** The levels of `LOG_LEVEL` and `AGENT_CORE_LOG_LEVEL`, most verbose first. */
-const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error'] as const;
-
-/** A log level: `trace`, `debug`, `info`, `warn` or `error`. */
-export type LogLevelName = (typeof LOG_LEVELS)[number];
 
 const envSchema = z
   .object({

@@ -9,21 +9,21 @@ import { makeTelemetryFilterString, Runtime, type Logger, type LogLevel, type Lo
 import { ConfigError } from '../common/errors';
 import type { AgentClient } from '../client/client';
 import { AGENT_METRICS, agentHistogramBuckets } from '../contract/metrics';
-import { logger, sdkLogger } from '../common/logger';
-import type { LogLevelName } from './config';
+import { logger, sdkLogger, type LogLevelName } from '../common/logger';
 
 /**
  * Installs the process's Temporal runtime. Call once, before anything
- * connects to Temporal. `coreLogLevel` (`AGENT_CORE_LOG_LEVEL`, default
- * `warn`) is what the SDK's core forwards to the worker's log; its other
- * crates stay at `error`. Returns the metrics URL, if any.
+ * connects to Temporal. `coreLogLevel` (`AGENT_CORE_LOG_LEVEL`) is what the
+ * SDK's core forwards to the worker's log; everything else in it (its HTTP
+ * and gRPC libraries) stays at `error`, as the SDK's default. Returns the
+ * metrics URL, if any.
  */
-export function installRuntime(metricsAddress: string | 'off', coreLogLevel: LogLevelName = 'warn'): { metricsUrl?: string } {
+export function installRuntime(metricsAddress: string | 'off', coreLogLevel: LogLevelName): { metricsUrl?: string } {
   try {
     Runtime.install({
       logger: pinoLogger(),
       telemetryOptions: {
-        logging: { forward: {}, filter: coreLogFilter(coreLogLevel) },
+        logging: { forward: {}, filter: makeTelemetryFilterString({ core: coreLogLevel.toUpperCase() as LogLevel, other: 'ERROR' }) },
         ...(metricsAddress === 'off' ? {} : { metrics: { prometheus: { bindAddress: metricsAddress, histogramBucketOverrides: agentHistogramBuckets() } } }),
       },
     });
@@ -41,11 +41,6 @@ export function installRuntime(metricsAddress: string | 'off', coreLogLevel: Log
     throw err;
   }
   return metricsAddress === 'off' ? {} : { metricsUrl: `http://${metricsAddress}/metrics` };
-}
-
-/** The core's log filter for `level`: the SDK's own crates at `level`, everything else (its HTTP and gRPC libraries) at `error`, as the SDK's default. */
-export function coreLogFilter(level: LogLevelName): string {
-  return makeTelemetryFilterString({ core: level.toUpperCase() as LogLevel, other: 'ERROR' });
 }
 
 /** The SDK's logger interface over the worker's pino logger. */

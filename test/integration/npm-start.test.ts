@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { postgresDataDir } from '../../src/db/embedded-postgres';
 import { workflowBundleFingerprint } from '../../src/worker/workflow-bundle';
 import { freePort } from '../../src/common/free-port';
-import { descendants, npmStart, stopWithSigterm, type NpmStart } from '../support/npm-start';
+import { commandLine, descendants, npmStart, stopWithSigterm, type NpmStart } from '../support/npm-start';
 import { NOTHING_CONFIGURED } from '../support/worker-process';
 
 // `npm start` as a newcomer runs it, with nothing configured: embedded
@@ -152,13 +152,7 @@ describe('npm start', () => {
     const payloadKey = `k1:${Buffer.alloc(32, 7).toString('base64')}`;
     const started = await npmStartWithNothingConfigured(dataDir, 'info', 'start:compiled', { AGENT_PAYLOAD_KEYS: payloadKey });
     try {
-      const commandLines = descendants(started.child.pid!).map((pid) => {
-        try {
-          return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
-        } catch {
-          return '';
-        }
-      });
+      const commandLines = descendants(started.child.pid!).map(commandLine);
       const worker = commandLines.find((line) => line.includes(path.join('build', 'main.js')));
       expect(worker).toMatch(/--max-semi-space-size=\d+ --heap-growing-percent=\d+ build\/main\.js/);
       expect(commandLines.join('\n')).not.toContain('tsx');

@@ -63,6 +63,15 @@ export function descendants(pid: number): number[] {
   return found;
 }
 
+/** The command line of `pid`, its arguments joined by spaces; empty once it is gone. */
+export function commandLine(pid: number): string {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+  } catch {
+    return '';
+  }
+}
+
 /** True while `pid` runs (a zombie has exited; only its entry remains until its parent reaps it). */
 export const alive = (pid: number): boolean => {
   try {
@@ -85,12 +94,6 @@ export async function stopWithSigterm(child: ChildProcess): Promise<{ code: numb
   const code = await exited;
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline && started.some(alive)) await new Promise((resolve) => setTimeout(resolve, 200));
-  const leftBehind = started.filter(alive).map((pid) => {
-    try {
-      return `${pid} ${fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').slice(0, 160)}`;
-    } catch {
-      return String(pid);
-    }
-  });
+  const leftBehind = started.filter(alive).map((pid) => `${pid} ${commandLine(pid).slice(0, 160)}`.trimEnd());
   return { code, started, leftBehind };
 }
