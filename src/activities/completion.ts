@@ -78,23 +78,26 @@ async function unstreamed(openai: OpenAI, request: ChatCompletionCreateParamsNon
 
 async function streamed(openai: OpenAI, request: ChatCompletionCreateParamsNonStreaming, options: CompletionOptions): Promise<ModelCompletion> {
   const context = Context.current();
-  const idle = new AbortController();
+  // One plain signal for both reasons to stop (a cancel, a stall). Not AbortSignal.any: the OpenAI SDK
+  // leaves its abort listener on the signal it is given, and Node keeps a composite signal that has a
+  // listener alive until it aborts, so every streamed call that ended normally stayed in memory for good.
+  const stop = new AbortController();
+  const cancelled = (): void => stop.abort(context.cancellationSignal.reason);
+  if (context.cancellationSignal.aborted) cancelled();
+  else context.cancellationSignal.addEventListener('abort', cancelled, { once: true });
   let stalled = false;
   let timer: NodeJS.Timeout | undefined;
   const armIdleTimer = (): void => {
     clearTimeout(timer);
     timer = setTimeout(() => {
       stalled = true;
-      idle.abort();
+      stop.abort();
     }, options.idleTimeoutMs);
   };
   const assembler = new StreamAssembler();
   armIdleTimer();
   try {
-    const stream = await openai.chat.completions.create(
-      { ...request, stream: true, stream_options: { include_usage: true } },
-      { signal: AbortSignal.any([context.cancellationSignal, idle.signal]) },
-    );
+    const stream = await openai.chat.completions.create({ ...request, stream: true, stream_options: { include_usage: true } }, { signal: stop.signal });
     for await (const chunk of stream) {
       armIdleTimer();
       beat(context);
@@ -115,6 +118,7 @@ async function streamed(openai: OpenAI, request: ChatCompletionCreateParamsNonSt
     );
   } finally {
     clearTimeout(timer);
+    context.cancellationSignal.removeEventListener('abort', cancelled);
   }
   const assembled = assembler.finish();
   if (assembled.problems.length > 0) {
