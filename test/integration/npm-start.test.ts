@@ -136,7 +136,7 @@ describe('npm start', () => {
     expect(fs.readdirSync(dataDir)).toEqual([]);
   });
 
-  it('npm run start:compiled refuses to start without a build, then runs the worker npm run build:app compiled, without tsx, and answers (payload encryption on)', async () => {
+  it('npm run start:compiled refuses to start without a build or with one older than src/, then runs the worker npm run build:app compiled, without tsx, and answers (payload encryption on)', async () => {
     const build = path.join(ROOT, 'build');
     fs.rmSync(build, { recursive: true, force: true });
     const refused = await run('npm', ['run', 'start:compiled'], { cwd: ROOT, env: { ...process.env, ...NOTHING_CONFIGURED } }).catch(
@@ -147,6 +147,21 @@ describe('npm start', () => {
 
     await run('npm', ['run', 'build:app'], { cwd: ROOT });
     expect(fs.existsSync(path.join(build, 'main.js'))).toBe(true);
+
+    // A build older than the sources is refused too: here the record says src/main.ts held something else at build time.
+    const recordFile = path.join(build, 'sources.json');
+    const record = fs.readFileSync(recordFile, 'utf8');
+    const older = JSON.parse(record) as { files: Record<string, string> };
+    expect(Object.keys(older.files)).toEqual(expect.arrayContaining(['src/main.ts', 'src/workflows/conversation.ts', 'tsconfig.app.json']));
+    older.files['src/main.ts'] = '0'.repeat(64);
+    fs.writeFileSync(recordFile, JSON.stringify(older));
+    const stale = await run('npm', ['run', 'start:compiled'], { cwd: ROOT, env: { ...process.env, ...NOTHING_CONFIGURED } }).catch(
+      (err: { code: number; stderr: string }) => err,
+    );
+    expect(stale).toMatchObject({ code: 1 });
+    expect((stale as { stderr: string }).stderr).toContain('build/ is older than the sources (src/main.ts changed since npm run build:app)');
+    fs.writeFileSync(recordFile, record);
+
     const dataDir = dataFolder(0o755);
     // Encrypted payloads: the workflow bundle then takes the codec's failure converter, a module only the worker names by path.
     const payloadKey = `k1:${Buffer.alloc(32, 7).toString('base64')}`;
