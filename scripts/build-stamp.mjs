@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 /** The build's inputs, relative to the project's root. */
 const CONFIG_FILES = ['tsconfig.json', 'tsconfig.build.json', 'tsconfig.app.json'];
 /** The record, inside the build. */
-export const RECORD = path.join('build', 'sources.json');
+const RECORD = path.join('build', 'sources.json');
 
 /** Every file under `dir` (relative to `root`), sorted, with `/` separators. */
 function filesUnder(root, dir) {
@@ -36,7 +36,7 @@ function filesUnder(root, dir) {
 }
 
 /** The SHA-256 of each input file now in `root`. */
-export function sourceDigests(root) {
+function sourceDigests(root) {
   const files = [...CONFIG_FILES.filter((file) => fs.existsSync(path.join(root, file))), ...filesUnder(root, 'src')];
   return Object.fromEntries(
     files.map((file) => [
