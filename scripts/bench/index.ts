@@ -84,6 +84,7 @@ async function main(): Promise<void> {
     };
     await part('project', 'project', async () => (await import('./project')).benchProject(ctx));
     await part('project-local', 'projectLocal', async () => (await import('./project')).benchProject(ctx, 'local'));
+    await part('project-local-tools', 'projectLocalTools', async () => (await import('./project')).benchProject(ctx, 'local-tools'));
     await part('langgraph', 'langgraph', async () => (await import('./langgraph')).benchLangGraph(ctx));
     await part('floor', 'floor', async () => (await import('./floor')).benchFloor(ctx));
     await part('plain', 'plain', async () => (await import('./plain')).benchPlain(ctx));

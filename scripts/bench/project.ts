@@ -33,15 +33,25 @@ export interface LostWork {
 }
 
 /**
- * Measures the project at every latency of the options; one worker process
- * serves them all. `'local'`: the conversations run their model calls and
- * their (idempotent, no-op) tool calls as local activities.
+ * How the project's conversations run their calls: `'activity'`, every call
+ * an ordinary activity (the default); `'local'`, model calls and the
+ * (idempotent, no-op) tool calls as local activities; `'local-tools'`, model
+ * calls as ordinary activities and tool calls as local ones.
  */
-export async function benchProject(ctx: BenchContext, modelCalls: 'activity' | 'local' = 'activity'): Promise<SystemFigures[]> {
+export type ProjectMode = 'activity' | 'local' | 'local-tools';
+
+const MODES: Record<ProjectMode, { label: string; rig: string; idTag: string; localActivities?: { modelCalls?: boolean; idempotentTools: boolean } }> = {
+  activity: { label: 'project', rig: 'project', idTag: '' },
+  local: { label: 'project (local activities)', rig: 'project-local', idTag: 'local-', localActivities: { modelCalls: true, idempotentTools: true } },
+  'local-tools': { label: 'project (local tool calls)', rig: 'project-local-tools', idTag: 'ltools-', localActivities: { idempotentTools: true } },
+};
+
+/** Measures the project at every latency of the options, its calls run as `mode` says; one worker process serves them all. */
+export async function benchProject(ctx: BenchContext, mode: ProjectMode = 'activity'): Promise<SystemFigures[]> {
   const { stack, options } = ctx;
-  const label = modelCalls === 'local' ? 'project (local activities)' : 'project';
+  const { label, rig, idTag, localActivities } = MODES[mode];
   const log = (line: string): void => ctx.log(`${label}${line}`);
-  const { worker, client, watcher, stop } = await startProjectRig(ctx, modelCalls === 'local' ? 'project-local' : 'project');
+  const { worker, client, watcher, stop } = await startProjectRig(ctx, rig);
   try {
     await worker.ready;
     log(` worker ready (pid ${worker.pid}) after ${Date.now() - worker.spawnedAt} ms`);
@@ -52,7 +62,7 @@ export async function benchProject(ctx: BenchContext, modelCalls: 'activity' | '
         input: {
           systemPrompt: 'You are a benchmark. Call the tool when told.',
           maxSteps: steps + 1,
-          ...(modelCalls === 'local' ? { localActivities: { modelCalls: true, idempotentTools: true } } : {}),
+          ...(localActivities ? { localActivities } : {}),
         },
       });
       const answeredAt = await watcher.answered(id);
@@ -77,7 +87,7 @@ export async function benchProject(ctx: BenchContext, modelCalls: 'activity' | '
     const meter = { worker: worker.pid, temporal: stack.temporalPid, postmaster: stack.postmasterPid };
     const results: SystemFigures[] = [];
     for (const latencyMs of options.latencies) {
-      const prefix = `bench-${ctx.runTag}-${modelCalls === 'local' ? 'local-' : ''}l${latencyMs}`;
+      const prefix = `bench-${ctx.runTag}-${idTag}l${latencyMs}`;
       const base = { runTurn, steps: options.steps, latencyMs, meter };
       log(`, model ${latencyMs} ms: warming up`);
       await runConcurrent({ ...base, idPrefix: `${prefix}-warm1`, concurrency: 1 });
@@ -91,8 +101,8 @@ export async function benchProject(ctx: BenchContext, modelCalls: 'activity' | '
         `${prefix}-c1-0-0`,
         options.steps,
         (type) =>
-          // With local activities a step has none but its markers: read the whole turn as one step.
-          type === conversationActivityType(modelCalls === 'local' ? 'appendMessages' : 'callModel'),
+          // With local model calls a step has no activity but its markers: read the whole turn as one step.
+          type === conversationActivityType(mode === 'local' ? 'appendMessages' : 'callModel'),
       );
       const medium = await runConcurrent({ ...base, idPrefix: `${prefix}-c10`, concurrency: options.mediumConcurrency, rounds: options.mediumRounds });
       const lostMedium = await check(`project, ${options.mediumConcurrency} conversations`);

@@ -41,6 +41,8 @@ export interface BenchResults {
   project?: SystemFigures[];
   /** The project with `localActivities: { modelCalls: true, idempotentTools: true }`. */
   projectLocal?: SystemFigures[];
+  /** The project with `localActivities: { idempotentTools: true }`: model calls ordinary activities, tool calls local ones. */
+  projectLocalTools?: SystemFigures[];
   /** LangGraph JS + PostgresSaver, durability "async" (its default) and "sync". */
   langgraph?: LangGraphFigures[];
   floor?: FloorFigures[];
@@ -118,6 +120,7 @@ function systems(r: BenchResults): { name: string; figures: SystemFigures[] }[] 
   const list: { name: string; figures: SystemFigures[] }[] = [];
   if (r.project) list.push({ name: 'project', figures: r.project });
   if (r.projectLocal) list.push({ name: 'project, local activities', figures: r.projectLocal });
+  if (r.projectLocalTools) list.push({ name: 'project, local tool calls', figures: r.projectLocalTools });
   for (const l of r.langgraph ?? []) list.push({ name: `LangGraph + PostgresSaver, durability ${l.durability}`, figures: l.perLatency });
   for (const f of [...(r.floor ?? [])].sort((a, b) => b.activitiesPerStep - a.activitiesPerStep)) {
     list.push({ name: `Temporal floor, ${f.activitiesPerStep} activities/step`, figures: f.perLatency });
@@ -178,6 +181,7 @@ export function formatTable(r: BenchResults): string {
   for (const [name, f] of [
     ...(r.project ?? []).map((f) => ['project', f] as const),
     ...(r.projectLocal ?? []).map((f) => ['project with local activities', f] as const),
+    ...(r.projectLocalTools ?? []).map((f) => ['project with local tool calls', f] as const),
   ]) {
     const a = f.history?.anatomy;
     if (!a) continue;
@@ -281,6 +285,7 @@ export function contentionWarnings(r: BenchResults): string[] {
   };
   check('project', r.project);
   check('project, local activities', r.projectLocal);
+  check('project, local tool calls', r.projectLocalTools);
   for (const l of r.langgraph ?? []) check(`LangGraph (${l.durability})`, l.perLatency);
   for (const f of r.floor ?? []) check(`floor ${f.activitiesPerStep}`, f.perLatency);
   for (const p of r.plain ?? []) check(p.postgres ? 'plain + PostgreSQL' : 'plain', p.perLatency);

@@ -81,6 +81,30 @@ describe('local activities', () => {
     h.expectOnlyValidModelRequests();
   });
 
+  it('with idempotentTools alone, model calls stay ordinary activities and only the idempotent tool runs locally', async () => {
+    const id = h.newConversationId('local-tools');
+    const runsBefore = noteRuns;
+    h.model.enqueue(
+      {
+        toolCalls: [
+          { id: 'call_find', name: 'find_customer', arguments: { query: 'Ada' } },
+          { id: 'call_note', name: 'add_note', arguments: { text: 'looked her up' } },
+        ],
+      },
+      { content: 'Found Ada.' },
+    );
+    const messageId = await h.client.sendMessage(id, 'Find Ada', { input: { localActivities: { idempotentTools: true } } });
+    expect(await h.client.waitForTurn(id, messageId)).toMatchObject({ outcome: 'answered', steps: 2 });
+    expect((await h.client.transcript(id)).map((m) => m.message.role)).toEqual(['user', 'assistant', 'tool', 'tool', 'assistant']);
+    expect(noteRuns).toBe(runsBefore + 1);
+    const { scheduled, localActivities } = await shape(id);
+    // Both model calls and add_note (not idempotent) are ordinary activities; find_customer is the one local call.
+    expect(scheduled.filter((t) => t === 'callModel' || t === 'runTool')).toEqual(['callModel', 'runTool', 'callModel']);
+    expect(localActivities).toBe(1);
+    await exportHistoryFixture(h.temporal, id, 'local-tool-calls');
+    h.expectOnlyValidModelRequests();
+  });
+
   it('a cancel sent while a long local model call runs reaches the turn at the workflow task heartbeat and cancels the call; the transcript stays valid', async () => {
     const id = h.newConversationId('local-cancel');
     // Longer than the workflow task heartbeat (80% of the 5 s workflow task timeout), so the call still runs when the cancel gets in.

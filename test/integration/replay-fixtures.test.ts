@@ -48,7 +48,7 @@ describe('replaying recorded histories', () => {
       'guardrails',
       // Histories the tests save (RECORD_FIXTURES_DIR): a decision verified after its deadline
       // (decision-deadline-crash), deferred writes, an effect_unknown, signed decisions (http-api),
-      // local activities, an oversized message refused, reused and empty provider ids, a note
+      // local activities (all calls, and tool calls alone), an oversized message refused, reused and empty provider ids, a note
       // stored in place of a refused message, raw signals holding U+0000 refused, a cancel lost while a turn
       // wrote its end (before its patch).
       'decision-verified-after-deadline',
@@ -57,6 +57,7 @@ describe('replaying recorded histories', () => {
       'signed-decisions',
       'local-activities',
       'local-activities-cancel',
+      'local-tool-calls',
       'oversized-user-message',
       'reused-tool-call-ids',
       'duplicated-and-empty-ids',
