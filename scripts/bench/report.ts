@@ -207,12 +207,15 @@ export function formatTable(r: BenchResults): string {
         `${num(w.cpuPerConversation.worker)} ms worker CPU each); approval → answer p50 ${num(w.approvals.p50Ms)} ms, max ${num(w.approvals.maxMs)} ms (${w.approvals.count} approved)`,
     );
   }
-  if (r.coldStart && r.coldStart.length > 0) {
-    const ready = r.coldStart.map((c) => c.readyMs);
-    const first = r.coldStart.map((c) => c.firstAnswerMs);
+  for (const bundle of ['made', 'reused'] as const) {
+    const starts = (r.coldStart ?? []).filter((c) => c.bundle === bundle);
+    if (starts.length === 0) continue;
+    const ready = starts.map((c) => c.readyMs);
+    const first = starts.map((c) => c.firstAnswerMs);
     lines.push(
       '',
-      `Cold start (${r.coldStart.length}×): spawn → worker ready p50 ${num(quantile(ready, 0.5))} ms; spawn → first conversation answered ` +
+      `Cold start, ${bundle === 'made' ? 'fresh data folder (workflow bundle made)' : 'restarted on its data folder (workflow bundle reused)'} (${starts.length}×): ` +
+        `spawn → worker ready p50 ${num(quantile(ready, 0.5))} ms; spawn → first conversation answered ` +
         `p50 ${num(quantile(first, 0.5))} ms (max ${num(Math.max(...first))} ms)`,
     );
   }
