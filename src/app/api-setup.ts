@@ -15,7 +15,7 @@ import type { WorkerConfig } from './config';
 import type { DecisionPolicy } from '../api/decisions';
 import type { AgentClient } from '../client/client';
 import { createJwtVerifier } from '../api/jwt';
-import { startApiServer } from '../api/server';
+import type { startApiServer } from '../api/server';
 import { DEVELOPMENT_TOKENS_FILE, readTokenFile, type ApiPrincipal, type ApiTokenConfig } from '../api/tokens';
 
 /** The API's and the workers' security settings, resolved. */
@@ -86,9 +86,23 @@ export function resolveApiSecurity(config: WorkerConfig): ApiSecurity {
   };
 }
 
+let apiServerModule: Promise<typeof import('../api/server')> | undefined;
+
+/**
+ * Loads the HTTP API's modules (the web framework and the routes: about a
+ * third of a second of a start's CPU), once. Loaded only by a process that
+ * serves the API; `npm start` begins this while the worker is created, when
+ * its main thread mostly waits.
+ */
+export function loadApiServer(): Promise<typeof import('../api/server')> {
+  apiServerModule ??= import('../api/server.js');
+  return apiServerModule;
+}
+
 /** Serves the API and inbox page as configured, deciding through `client`. */
-export function serveConfiguredApi(config: WorkerConfig, security: ApiSecurity, client: AgentClient): ReturnType<typeof startApiServer> {
+export async function serveConfiguredApi(config: WorkerConfig, security: ApiSecurity, client: AgentClient): ReturnType<typeof startApiServer> {
   if (config.api.port === 'off') throw new ConfigError('AGENT_API_PORT is "off": set a port for the API to listen on.');
+  const { startApiServer } = await loadApiServer();
   return startApiServer({
     client,
     tokens: security.tokens,
