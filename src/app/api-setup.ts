@@ -89,10 +89,10 @@ export function resolveApiSecurity(config: WorkerConfig): ApiSecurity {
 let apiServerModule: Promise<typeof import('../api/server')> | undefined;
 
 /**
- * Loads the HTTP API's modules (the web framework and the routes: about a
- * third of a second of a start's CPU), once. Loaded only by a process that
- * serves the API; `npm start` begins this while the worker is created, when
- * its main thread mostly waits.
+ * Loads the HTTP API's modules (the web framework and the routes: about
+ * 0.1 s of a start's CPU beyond the worker's own modules), once. Loaded only
+ * by a process that serves the API; `npm start` begins this while the worker
+ * is created, when its main thread mostly waits.
  */
 export function loadApiServer(): Promise<typeof import('../api/server')> {
   apiServerModule ??= import('../api/server.js');
