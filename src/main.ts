@@ -4,7 +4,7 @@
  * Ctrl-C shuts everything down cleanly.
  */
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import { loadApiServer, resolveApiSecurity, serveConfiguredApi, type ApiSecurity } from './app/api-setup';
+import { resolveApiSecurity, serveConfiguredApi, type ApiSecurity } from './app/api-setup';
 import { AgentClient } from './client/client';
 import type { Pool } from 'pg';
 import { createOpenAIClient } from './activities/openai-client';
@@ -91,9 +91,6 @@ async function main(): Promise<void> {
     const { codePath, reused } = await bundling;
     if (reused) logger.debug({ codePath }, 'reused the workflow bundle of an earlier start: nothing it is made of changed');
     const workflowBundle = { codePath };
-    // The API's modules load while the worker is created (migrations, search attributes, its workflow thread):
-    // the main thread mostly waits then. A process without the API never loads them.
-    if (config.api.port !== 'off') loadApiServer().catch(() => undefined); // awaited (and its failure told) when the API starts
     const worker = await createAgentWorker({
       connection,
       namespace: services.namespace,

@@ -29,13 +29,17 @@ export class AnswerWatcher {
   /**
    * Resolves with `Date.now()` at the poll that first saw an assistant
    * message starting with the answer prefix in `conversationId` (every bench
-   * conversation answers once); rejects after `timeoutMs`.
+   * conversation answers once); rejects after `timeoutMs`, or when the
+   * watcher stops. A caller that throws before awaiting it leaves that
+   * rejection handled: it must not end the run, whose cleanup would not run.
    */
   answered(conversationId: string, timeoutMs = 600_000): Promise<number> {
-    return new Promise<number>((resolve, reject) => {
+    const answer = new Promise<number>((resolve, reject) => {
       this.waiters.set(conversationId, { resolve, reject, deadline: Date.now() + timeoutMs });
       if (!this.running) void this.loop();
     });
+    answer.catch(() => undefined);
+    return answer;
   }
 
   /** Stops polling; waiting promises reject. */

@@ -41,8 +41,6 @@ export async function benchColdStart(ctx: BenchContext): Promise<ColdStart[]> {
       const stopWorker = ctx.cleanup.add('cold-start worker', () => worker.stop());
       try {
         const answered = watcher.answered(id, 180_000);
-        // Awaited below; when what comes first throws, the watcher's stop rejects it, which must not end the run unhandled (its cleanup would not run).
-        answered.catch(() => undefined);
         await client.sendMessage(id, turnMessage({ steps: 1, latencyMs: 0, tool: NOOP_TOOL }));
         const readyAt = await worker.ready;
         const answeredAt = await answered;

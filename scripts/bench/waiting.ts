@@ -116,8 +116,6 @@ export async function benchWaiting(ctx: BenchContext): Promise<WaitingFigures> {
       const id = ids[index];
       const t0 = Date.now();
       const answered = watcher.answered(id, 120_000);
-      // Awaited below; when what comes first throws, the watcher's stop rejects it, which must not end the run unhandled (its cleanup would not run).
-      answered.catch(() => undefined);
       await client.decide(id, { decision: 'approve', decidedBy: 'bench' });
       approvalMs.push((await answered) - t0);
       const turn = await client.waitForTurn(id, messageIds[index], 60_000);

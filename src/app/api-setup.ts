@@ -86,23 +86,12 @@ export function resolveApiSecurity(config: WorkerConfig): ApiSecurity {
   };
 }
 
-let apiServerModule: Promise<typeof import('../api/server')> | undefined;
-
-/**
- * Loads the HTTP API's modules (the web framework and the routes: about
- * 0.1 s of a start's CPU beyond the worker's own modules), once. Loaded only
- * by a process that serves the API; `npm start` begins this while the worker
- * is created, when its main thread mostly waits.
- */
-export function loadApiServer(): Promise<typeof import('../api/server')> {
-  apiServerModule ??= import('../api/server.js');
-  return apiServerModule;
-}
-
 /** Serves the API and inbox page as configured, deciding through `client`. */
 export async function serveConfiguredApi(config: WorkerConfig, security: ApiSecurity, client: AgentClient): ReturnType<typeof startApiServer> {
   if (config.api.port === 'off') throw new ConfigError('AGENT_API_PORT is "off": set a port for the API to listen on.');
-  const { startApiServer } = await loadApiServer();
+  // Loaded here, so a process without the API never loads the web framework and the routes
+  // (about 0.1 s of a start's CPU beyond the worker's own modules).
+  const { startApiServer } = await import('../api/server.js');
   return startApiServer({
     client,
     tokens: security.tokens,
