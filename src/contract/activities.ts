@@ -2,8 +2,11 @@
  * Inputs and results of the activities, shared with the workflow as types.
  * Type-only module: safe to import from workflow code.
  */
-import type { ApprovalDecision, DecisionKind, GuardrailTrip, ModelSettings, OutputSpec, TokenUsage } from './conversation';
+import type { ModelSettings, OutputSpec } from './conversation-input';
+import type { ApprovalDecision, DecisionKind } from './decisions';
+import type { GuardrailTrip, TokenUsage } from './turn-records';
 import type { ChatMessage } from './messages';
+import type { WaitingCall } from './waiting-calls';
 
 /** An assistant message as returned by the model. */
 export type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>;
@@ -54,7 +57,8 @@ export interface ModelCallInput {
  * asked for: its value (inline when its JSON is short, else only
  * `inAnswer`), or what is wrong with it and how many re-asks the turn allows.
  */
-export type OutputCheck = { ok: true; value?: unknown; inAnswer?: true } | { ok: false; problem: string; retries: number; schemaName: string };
+export type OutputCheck =
+  { ok: true; value?: unknown; inAnswer?: true } | { ok: false; problem: string; retries: number; schemaName: string };
 
 /** How the worker will run one tool call, decided from its registry. */
 export interface ToolCallPlan {
@@ -64,7 +68,10 @@ export interface ToolCallPlan {
   problem?: { reason: 'unknown_tool' | 'invalid_arguments' | 'too_many_calls'; message: string };
   /** Set when a tool guardrail blocked the call: it is settled as `guardrail_blocked` without running, saying why. */
   blocked?: { guardrail: string; reason: string };
-  /** Set when the call is a handoff (`transfer_to_<agent>`): the agent it transfers the conversation to. No activity runs it. */
+  /**
+   * Set when the call is a handoff (`transfer_to_<agent>`): the agent it transfers the conversation to. No activity
+   * runs it.
+   */
   handoff?: string;
   /**
    * Set when the call runs another agent as a tool (`agent.asTool()`): the
@@ -72,7 +79,10 @@ export interface ToolCallPlan {
    */
   subAgent?: string;
   needsApproval: boolean;
-  /** What a person may decide on it when it waits for approval (its tool's `decisions`). Absent in plans of older workers: approve or reject. */
+  /**
+   * What a person may decide on it when it waits for approval (its tool's `decisions`). Absent in plans of older
+   * workers: approve or reject.
+   */
   decisions?: DecisionKind[];
   /**
    * Whether running the tool again is safe (it only reads, or writes through
@@ -129,28 +139,24 @@ export interface AppendMessagesInput {
   waiting?: ApprovalRequest[];
 }
 
-/** A tool call waiting for a person's decision, as approvers' lists hold it. */
-export interface ApprovalRequest {
-  /** The call instance's effect key. */
-  callKey: string;
-  /** The provider's id, which the tool message answering the call carries. */
-  toolCallId: string;
-  toolName: string;
-  /** Seq of the assistant message that asked for it. */
-  assistantSeq: number;
-  /** Its position among that message's tool calls. */
-  callIndex: number;
-  /** Workflow time the model asked for it, ms since the epoch. */
-  requestedAt: number;
-  /** Who sent the messages of the turn that asked (their `sentBy`). */
-  requestedBy: string[];
-  /** For a call inside an agent called as a tool: the top-level conversation. */
-  rootConversationId?: string;
-  /** The agents from the top-level conversation's down to the one asking (absent for one unnamed agent). */
-  agentPath?: string[];
-  /** What may be decided on it (its tool's `decisions`); absent: approve or reject. */
-  decisions?: DecisionKind[];
-}
+/**
+ * A tool call waiting for a person's decision, as the workflow lists it for
+ * approvers (`src/db/approval-store.ts`): a {@link WaitingCall} without what
+ * the list reads from the transcript (the arguments) or works out when read
+ * (the age), with its time in workflow milliseconds and where the message
+ * that asked for it is stored. `rootConversationId` is absent for a call of
+ * a top-level conversation, `agentPath` for a call of one unnamed agent.
+ */
+export type ApprovalRequest = Pick<
+  WaitingCall<number>,
+  'callKey' | 'toolCallId' | 'toolName' | 'requestedAt' | 'requestedBy' | 'decisions'
+> &
+  Partial<Pick<WaitingCall, 'rootConversationId' | 'agentPath'>> & {
+    /** Seq of the assistant message that asked for it. */
+    assistantSeq: number;
+    /** Its position among that message's tool calls. */
+    callIndex: number;
+  };
 
 /** One tool call to execute. */
 export interface ToolCallInput {
@@ -177,7 +183,10 @@ export interface ToolCallInput {
   edited?: { by?: string; modelArguments: string };
 }
 
-/** A tool's result. The full body is stored in PostgreSQL under `storedResultKey`; `content` is it, or a preview when large. */
+/**
+ * A tool's result. The full body is stored in PostgreSQL under `storedResultKey`; `content` is it, or a preview when
+ * large.
+ */
 export interface ToolCallResult {
   content: string;
   storedResultKey?: string;
@@ -191,7 +200,10 @@ export const DEFAULT_MAX_PARALLEL_TOOL_CALLS = 16;
 /** The highest limit a worker may set for tool calls per response (providers offer at most 128 tools). */
 export const MAX_PARALLEL_TOOL_CALLS_LIMIT = 128;
 
-/** The largest tool call arguments, in UTF-8 bytes: a call over it is not run, and its arguments cross history as a stub. */
+/**
+ * The largest tool call arguments, in UTF-8 bytes: a call over it is not run, and its arguments cross history as a
+ * stub.
+ */
 export const TOOL_ARGUMENTS_MAX_BYTES = 256 * 1024;
 
 /** How often long activities (model calls, tools) heartbeat: a cancelled turn reaches them within about this long. */
@@ -255,7 +267,10 @@ export const ActivityErrorType = {
   WorkerLost: 'WorkerLost',
 } as const;
 
-/** The details of a `StoreRefused` failure of a transcript write: the seqs PostgreSQL refused (the others of the write are stored). */
+/**
+ * The details of a `StoreRefused` failure of a transcript write: the seqs PostgreSQL refused (the others of the write
+ * are stored).
+ */
 export interface StoreRefusedDetails {
   refusedSeqs: number[];
 }
@@ -302,7 +317,9 @@ export interface ToolDiscoveryInput {
   conversationId: string;
   /** Names of the worker's MCP servers the conversation uses (`ConversationInput.mcpServers`). */
   servers: string[];
-  /** The worker's own tools the conversation offers (`ConversationInput.tools`), to count against the providers' limit. */
+  /**
+   * The worker's own tools the conversation offers (`ConversationInput.tools`), to count against the providers' limit.
+   */
   tools?: string[];
 }
 

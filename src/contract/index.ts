@@ -4,9 +4,14 @@
  * clients; it imports nothing of the project's outside it. Workflow-safe: no
  * I/O, no Node imports.
  *
- * - `conversation`: the conversation's input and defaults, its state, user
- *   messages, decisions, turn records, and the validators that say what is
- *   wrong with each;
+ * - `conversation-input`: what a conversation is started with;
+ *   `conversation-input-checks`: what is wrong with an input;
+ * - `limits`: the conversation's defaults and limits;
+ * - `conversation-state`: the state it shows and the summary it ends with;
+ *   `turn-records`: finished turns, tokens and cost; `waiting-calls`: calls
+ *   waiting for a person; `carried-conversation`: what continue-as-new carries;
+ * - `user-messages`, `decisions`: what people send it, and the checks on each;
+ * - `search-attribute-names`: the names its search attributes have;
  * - `messages`: the transcript's messages and their structure;
  * - `text`: the one rule for text PostgreSQL cannot store;
  * - `workflow`: the workflow's type name, signals, update, query and search
@@ -16,10 +21,19 @@
  * - `patches`: the one list of the workflow's patches.
  */
 export * from './activities';
-export * from './conversation';
+export * from './carried-conversation';
+export * from './conversation-input';
+export * from './conversation-input-checks';
+export * from './conversation-state';
+export * from './decisions';
+export * from './limits';
 export * from './messages';
 export * from './metrics';
 export * from './patches';
+export * from './search-attribute-names';
 export * from './text';
 export * from './tool-defaults';
+export * from './turn-records';
+export * from './user-messages';
+export * from './waiting-calls';
 export * from './workflow';

@@ -15,7 +15,9 @@ export interface MetricSpec {
   kind: 'counter' | 'histogram' | 'gauge';
   unit: string;
   description: string;
-  /** The labels the agent sets (the SDK adds `namespace`, `task_queue` and, in workflows and activities, their type). */
+  /**
+   * The labels the agent sets (the SDK adds `namespace`, `task_queue` and, in workflows and activities, their type).
+   */
   labels: readonly string[];
   /** Histogram bucket bounds, when the SDK's defaults (50 ms to 10 s) do not fit what it measures. */
   buckets?: readonly number[];
@@ -27,7 +29,8 @@ export const AGENT_METRICS = {
     name: 'agent_turns_total',
     kind: 'counter',
     unit: 'turns',
-    description: 'Turns that ended, by outcome (answered, failed, cancelled, interrupted, budget_exceeded, invalid_output, guardrail_tripped).',
+    description:
+      'Turns that ended, by outcome (answered, failed, cancelled, interrupted, budget_exceeded, invalid_output, guardrail_tripped).',
     labels: ['outcome'],
   },
   toolCalls: {
@@ -50,7 +53,8 @@ export const AGENT_METRICS = {
     name: 'agent_approval_wait',
     kind: 'histogram',
     unit: 'ms',
-    description: 'How long a tool call waited for its decision, from the model asking to the decision being applied, by decision.',
+    description:
+      'How long a tool call waited for its decision, from the model asking to the decision being applied, by decision.',
     labels: ['decision'],
     // A person answers in seconds or in days: 1 s to 7 days.
     buckets: [1_000, 10_000, 60_000, 600_000, 3_600_000, 14_400_000, 86_400_000, 259_200_000, 604_800_000],
@@ -67,7 +71,8 @@ export const AGENT_METRICS = {
     name: 'agent_model_call_latency',
     kind: 'histogram',
     unit: 'ms',
-    description: 'Duration of a model call attempt that reached the provider, by model, outcome and whether it streamed.',
+    description:
+      'Duration of a model call attempt that reached the provider, by model, outcome and whether it streamed.',
     labels: ['model', 'outcome', 'streamed'],
     // A model answers in a fraction of a second or, reasoning, in minutes: 100 ms to 5 min.
     buckets: [100, 250, 500, 1_000, 2_500, 5_000, 10_000, 20_000, 40_000, 80_000, 160_000, 300_000],
@@ -92,7 +97,8 @@ export const AGENT_METRICS = {
     name: 'agent_tool_runs_total',
     kind: 'counter',
     unit: 'attempts',
-    description: 'Attempts to run a tool, by tool and outcome (ok, failed, failed_permanently, cancelled). A retried call counts each attempt.',
+    description:
+      'Attempts to run a tool, by tool and outcome (ok, failed, failed_permanently, cancelled). A retried call counts each attempt.',
     labels: ['tool', 'outcome'],
   },
   toolLatency: {
@@ -107,7 +113,8 @@ export const AGENT_METRICS = {
     name: 'agent_effects_from_ledger_total',
     kind: 'counter',
     unit: 'effects',
-    description: 'Side effects not applied again because the ledger held them already (a retry or a second worker), by tool.',
+    description:
+      'Side effects not applied again because the ledger held them already (a retry or a second worker), by tool.',
     labels: ['tool'],
   },
   conversationsAwaitingApproval: {

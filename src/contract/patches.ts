@@ -28,7 +28,7 @@ export interface WorkflowPatch {
 }
 
 /** The patches in force, oldest first. */
-export const WORKFLOW_PATCHES: readonly WorkflowPatch[] = [
+export const WORKFLOW_PATCHES = [
   {
     id: 'decision-keeps-its-calls',
     guards:
@@ -36,27 +36,34 @@ export const WORKFLOW_PATCHES: readonly WorkflowPatch[] = [
       'without a call id (or with a provider id reused by a later response), verified while its turn ended and a new turn asked ' +
       'for approval, applied to the new calls; a run begun before keeps that.',
     fixture: 'decision-verified-after-deadline',
-    deprecateWhen: 'once no run begun before this patch was deployed is still open (docs/changing-workflow-code.md, Retiring a patch)',
+    deprecateWhen:
+      'once no run begun before this patch was deployed is still open (docs/changing-workflow-code.md, Retiring a patch)',
   },
   {
     id: 'worker-lost-is-cut-off',
     guards:
       'A tool call whose last attempt failed as WorkerLost (its worker was killed; another worker failed the attempt) was cut off, like a heartbeat timeout: a tool that is not idempotent settles as effect_unknown. Before: it settled as tool_failed, though its effect may have applied; a run begun before keeps that.',
     fixture: 'lost-worker-send-letter',
-    deprecateWhen: 'once no run begun before this patch was deployed is still open (docs/changing-workflow-code.md, Retiring a patch)',
+    deprecateWhen:
+      'once no run begun before this patch was deployed is still open (docs/changing-workflow-code.md, Retiring a patch)',
   },
   {
     id: 'idempotent-call-runs-again-after-lost-worker',
     guards:
       'An idempotent tool call whose last attempt lost its worker (heartbeat timeout or WorkerLost) is run once more under the same key: its effect may have applied, and `once` reports the recorded result (or applies it once). Before: it settled as tool_failed, its applied effect read as not run; a run begun before keeps that.',
     fixture: 'lost-worker-post-invoice',
-    deprecateWhen: 'once no run begun before this patch was deployed is still open (docs/changing-workflow-code.md, Retiring a patch)',
+    deprecateWhen:
+      'once no run begun before this patch was deployed is still open (docs/changing-workflow-code.md, Retiring a patch)',
   },
   {
     id: 'cancel-while-turn-ends-stops-next-turn',
     guards:
       'A cancel that arrives while a turn that already has its outcome writes its end, with a message waiting for the next turn, makes that turn start cancelled. Before: it was applied to the ending turn and lost, and the waiting message was answered; a run begun before keeps that.',
     fixture: 'cancel-while-turn-ends',
-    deprecateWhen: 'once no run begun before this patch was deployed is still open (docs/changing-workflow-code.md, Retiring a patch)',
+    deprecateWhen:
+      'once no run begun before this patch was deployed is still open (docs/changing-workflow-code.md, Retiring a patch)',
   },
-];
+] as const satisfies readonly WorkflowPatch[];
+
+/** The id of a patch in force: the only ids the core may ask about (`CoreEnvironment.allows`). */
+export type PatchId = (typeof WORKFLOW_PATCHES)[number]['id'];

@@ -72,7 +72,12 @@ export function describeUnstorableFields(record: unknown, fields: readonly strin
   if (typeof record !== 'object' || record === null) return undefined;
   for (const field of fields) {
     const value = (record as Record<string, unknown>)[field];
-    const texts = typeof value === 'string' ? [value] : Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+    const texts =
+      typeof value === 'string'
+        ? [value]
+        : Array.isArray(value)
+          ? value.filter((v): v is string => typeof v === 'string')
+          : [];
     for (const [i, text] of texts.entries()) {
       const problem = describeUnstorableText(Array.isArray(value) ? `"${field}[${i}]"` : `"${field}"`, text);
       if (problem) return problem;
@@ -81,7 +86,10 @@ export function describeUnstorableFields(record: unknown, fields: readonly strin
   return undefined;
 }
 
-/** `text` with every character PostgreSQL cannot store replaced by {@link REPLACEMENT_CHARACTER}, and how many were replaced. */
+/**
+ * `text` with every character PostgreSQL cannot store replaced by {@link REPLACEMENT_CHARACTER}, and how many were
+ * replaced.
+ */
 export function replaceUnstorable(text: string): { text: string; replaced: number } {
   if (findUnstorableCharacter(text) === undefined) return { text, replaced: 0 };
   let out = '';

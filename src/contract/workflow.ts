@@ -1,26 +1,24 @@
 /**
  * The conversation workflow's public surface: its signals, update, query and
  * search attributes, beside the contract's plain data types and validators
- * (`src/core/contract.ts`, re-exported here). Defined once, imported by the
+ * (the other modules of `src/contract`). Defined once, imported by the
  * workflow and by clients. Workflow-safe: no I/O, no Node imports.
  */
 import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributeUpdatePair } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import {
-  CONVERSATION_SEARCH_ATTRIBUTE_FIELDS,
-  type ApprovalDecision,
-  type CancelTurnRequest,
-  type ConversationSearchAttributes,
-  type ConversationState,
-  type DecisionResult,
-  type SubAgentWaitingReport,
-  type UserMessage,
-} from './conversation';
+import type { ConversationState } from './conversation-state';
+import type { ApprovalDecision, DecisionResult } from './decisions';
+import { CONVERSATION_SEARCH_ATTRIBUTE_FIELDS, type ConversationSearchAttributes } from './search-attribute-names';
+import type { CancelTurnRequest, UserMessage } from './user-messages';
+import type { SubAgentWaitingReport } from './waiting-calls';
 
 /** A user message. The client uses signal-with-start, so the first message also starts the conversation. */
 export const userMessageSignal = defineSignal<[UserMessage]>('userMessage');
 
-/** A decision on tool calls awaiting approval. Invalid or stale decisions change nothing and are listed in the state's `refusedDecisions`. */
+/**
+ * A decision on tool calls awaiting approval. Invalid or stale decisions change nothing and are listed in the state's
+ * `refusedDecisions`.
+ */
 export const decisionSignal = defineSignal<[ApprovalDecision]>('decision');
 
 /**
@@ -66,10 +64,16 @@ export const UnknownEffectsAttribute = defineSearchAttributeKey('UnknownEffects'
  * none waits). E.g. `PendingApprovalTags = 'tool:issue_refund'`. One
  * KeywordList holds all three, since SQL visibility offers only three lists.
  */
-export const PendingApprovalTagsAttribute = defineSearchAttributeKey('PendingApprovalTags', SearchAttributeType.KEYWORD_LIST);
+export const PendingApprovalTagsAttribute = defineSearchAttributeKey(
+  'PendingApprovalTags',
+  SearchAttributeType.KEYWORD_LIST,
+);
 
 /** Search attribute with the time the oldest call awaiting approval was asked for (unset when none waits). */
-export const AwaitingApprovalSinceAttribute = defineSearchAttributeKey('AwaitingApprovalSince', SearchAttributeType.DATETIME);
+export const AwaitingApprovalSinceAttribute = defineSearchAttributeKey(
+  'AwaitingApprovalSince',
+  SearchAttributeType.DATETIME,
+);
 
 /**
  * Search attribute with the tokens the whole conversation used (prompt and
@@ -113,7 +117,9 @@ export const CONVERSATION_SEARCH_ATTRIBUTES = {
 } as const satisfies Record<ConversationSearchAttributeField, unknown>;
 
 /** The keys a conversation sets, by field (see {@link conversationSearchAttributeKeys}). */
-export type ConversationSearchAttributeKeys = { [F in ConversationSearchAttributeField]?: (typeof CONVERSATION_SEARCH_ATTRIBUTES)[F] };
+export type ConversationSearchAttributeKeys = {
+  [F in ConversationSearchAttributeField]?: (typeof CONVERSATION_SEARCH_ATTRIBUTES)[F];
+};
 
 /** A field of {@link ConversationSearchAttributes}. */
 export type ConversationSearchAttributeField = (typeof CONVERSATION_SEARCH_ATTRIBUTE_FIELDS)[number];
@@ -144,18 +150,27 @@ export const SEARCH_ATTRIBUTE_GROUP_ORDER = Object.keys(SEARCH_ATTRIBUTE_GROUPS)
  * that registered them under `prefix` (default none): e.g. prefix `Support_`
  * gives `{ status: 'Support_AgentStatus', ... }`.
  */
-export function searchAttributeNames(prefix = '', groups: readonly SearchAttributeGroup[] = SEARCH_ATTRIBUTE_GROUP_ORDER): ConversationSearchAttributes {
+export function searchAttributeNames(
+  prefix = '',
+  groups: readonly SearchAttributeGroup[] = SEARCH_ATTRIBUTE_GROUP_ORDER,
+): ConversationSearchAttributes {
   const names: ConversationSearchAttributes = {};
-  for (const group of groups) for (const field of SEARCH_ATTRIBUTE_GROUPS[group]) names[field] = `${prefix}${CONVERSATION_SEARCH_ATTRIBUTES[field].name}`;
+  for (const group of groups)
+    for (const field of SEARCH_ATTRIBUTE_GROUPS[group])
+      names[field] = `${prefix}${CONVERSATION_SEARCH_ATTRIBUTES[field].name}`;
   return names;
 }
 
-/** The longest prefix of the attributes' names: with it, the longest name (AwaitingApprovalSince) still has 61 characters. */
+/**
+ * The longest prefix of the attributes' names: with it, the longest name (AwaitingApprovalSince) still has 61
+ * characters.
+ */
 export const SEARCH_ATTRIBUTE_PREFIX_MAX_CHARS = 40;
 
 /** Why `prefix` cannot prefix the attributes' names, or undefined when it can (the empty prefix can). */
 export function describeBadSearchAttributePrefix(prefix: string): string | undefined {
-  if (prefix === '' || new RegExp(`^[A-Za-z][A-Za-z0-9_]{0,${SEARCH_ATTRIBUTE_PREFIX_MAX_CHARS - 1}}$`).test(prefix)) return undefined;
+  if (prefix === '' || new RegExp(`^[A-Za-z][A-Za-z0-9_]{0,${SEARCH_ATTRIBUTE_PREFIX_MAX_CHARS - 1}}$`).test(prefix))
+    return undefined;
   return `"${prefix}" cannot prefix search attribute names: use a letter, then letters, digits or _, at most ${SEARCH_ATTRIBUTE_PREFIX_MAX_CHARS} characters in all, e.g. Support_`;
 }
 
@@ -188,7 +203,9 @@ export function parseSearchAttributeGroups(text: string): SearchAttributeGroup[]
  * input: every attribute under its own name (conversations begun before the
  * field existed). Workflow-safe.
  */
-export function conversationSearchAttributeKeys(names: ConversationSearchAttributes | undefined): ConversationSearchAttributeKeys {
+export function conversationSearchAttributeKeys(
+  names: ConversationSearchAttributes | undefined,
+): ConversationSearchAttributeKeys {
   if (names === undefined) return { ...CONVERSATION_SEARCH_ATTRIBUTES };
   const keys: Record<string, unknown> = {};
   for (const field of CONVERSATION_SEARCH_ATTRIBUTE_FIELDS) {
@@ -210,7 +227,12 @@ export function searchAttributeUpdates(
   return updates.flatMap(({ field, value }) => {
     const key = keys[field];
     if (!key) return [];
-    return [{ key, value: key.type === SearchAttributeType.DATETIME && typeof value === 'number' ? new Date(value) : value } as SearchAttributeUpdatePair];
+    return [
+      {
+        key,
+        value: key.type === SearchAttributeType.DATETIME && typeof value === 'number' ? new Date(value) : value,
+      } as SearchAttributeUpdatePair,
+    ];
   });
 }
 

@@ -1,0 +1,45 @@
+/**
+ * What a conversation carries into its next run when it continues as new
+ * ({@link CarriedConversation}, the input's `carried`). Types only;
+ * workflow-safe.
+ */
+import type { UnknownEffect } from './conversation-state';
+import type { DecisionResult, RefusedDecision } from './decisions';
+import type { ConversationUsage, TurnRecord } from './turn-records';
+
+/**
+ * What a conversation carries into its next run when it continues as new,
+ * always at an idle point (every call settled, everything stored).
+ */
+export interface CarriedConversation {
+  /** Seq of the next message: messages 0..nextSeq-1 are stored in PostgreSQL and settled. */
+  nextSeq: number;
+  steps: number;
+  transcriptRepairs: number;
+  lastError?: string;
+  phase: 'idle' | 'failed';
+  recentTurns: TurnRecord[];
+  /** The most recent user message ids, for deduplication (at most {@link DEDUP_MEMORY}). */
+  receivedMessageIds: string[];
+  /** The most recent applied decisions, for deduplication (at most {@link DEDUP_MEMORY}). */
+  decisions: DecisionResult[];
+  /** The most recent refused decision signals (absent in runs started by older versions). */
+  refusedDecisions?: RefusedDecision[];
+  /** Messages received and not yet answered. */
+  inbox: { text: string; messageId: string; sentBy?: string }[];
+  /** A cancel that arrived for the queued messages before their turn started. */
+  pendingCancel?: string;
+  /**
+   * Calls settled as `effect_unknown` so far, and the most recent of them (absent in runs started by older versions).
+   */
+  unknownEffects?: { count: number; recent: UnknownEffect[] };
+  ending: boolean;
+  /** Runs so far, this one included. */
+  runs: number;
+  /** Tokens and cost so far (absent in runs started by older versions: counting starts there). */
+  usage?: ConversationUsage;
+  /** Turns taken so far (absent in runs started by older versions: numbering starts again there). */
+  turns?: number;
+  /** The agent that answers now, when it is not the input's `agent` (a handoff moved the conversation). */
+  agent?: string;
+}
