@@ -20,7 +20,8 @@ import {
 } from './outcomes';
 import { TOOL_DEFAULTS } from '../contract/tool-defaults';
 import type { ToolCallPlan } from '../contract/activities';
-import type { DecisionKind, PendingApproval } from '../contract/conversation';
+import type { DecisionKind } from '../contract/decisions';
+import type { PendingApproval } from '../contract/waiting-calls';
 import { callInstanceKey } from './effect-keys';
 import { parseJsonOrText } from '../contract/text';
 import type { ToolCall } from '../contract/messages';
@@ -145,8 +146,16 @@ export class ToolCallBatch {
       ...(r.blocked && !r.problem ? { blocked: { ...r.blocked } } : {}),
     }));
     for (const call of this.calls) {
-      if (call.problem) this.settle(call.id, { kind: 'tool_failed', content: toolFailedContent(call.problem.message, call.problem.reason) });
-      else if (call.blocked) this.settle(call.id, { kind: 'guardrail_blocked', content: guardrailBlockedContent(call.blocked.guardrail, call.blocked.reason) });
+      if (call.problem)
+        this.settle(call.id, {
+          kind: 'tool_failed',
+          content: toolFailedContent(call.problem.message, call.problem.reason),
+        });
+      else if (call.blocked)
+        this.settle(call.id, {
+          kind: 'guardrail_blocked',
+          content: guardrailBlockedContent(call.blocked.guardrail, call.blocked.reason),
+        });
       else if (call.needsApproval) call.phase = 'awaiting_approval';
     }
   }
@@ -160,7 +169,13 @@ export class ToolCallBatch {
 
   /** Plain-data copy of the state. */
   snapshot(): BatchSnapshot {
-    return { calls: this.calls.map((c) => ({ ...c, decision: c.decision && { ...c.decision }, outcome: c.outcome && { ...c.outcome } })) };
+    return {
+      calls: this.calls.map((c) => ({
+        ...c,
+        decision: c.decision && { ...c.decision },
+        outcome: c.outcome && { ...c.outcome },
+      })),
+    };
   }
 
   /** Every call, in the model's order. */
@@ -229,12 +244,19 @@ export class ToolCallBatch {
    * (`stamped`), so a decision sent in time while no worker ran still counts,
    * whichever of the deadline's timer and the decision is handled first.
    */
-  inTime(ids: readonly string[], sentAt: number, timeoutMs: number, stamped: boolean): { ids: string[] } | DecisionRefusal {
+  inTime(
+    ids: readonly string[],
+    sentAt: number,
+    timeoutMs: number,
+    stamped: boolean,
+  ): { ids: string[] } | DecisionRefusal {
     const inTime = ids.filter((id) => sentAt < (this.get(id)?.requestedAt ?? 0) + timeoutMs);
     if (inTime.length > 0) return { ids: inTime };
     const deadline = new Date((this.get(ids[0])?.requestedAt ?? 0) + timeoutMs).toISOString();
     const when = stamped ? `was sent (${new Date(sentAt).toISOString()})` : 'came';
-    return { message: `The decision ${when} after the approval deadline (${deadline}); the call settles as approval_timeout.` };
+    return {
+      message: `The decision ${when} after the approval deadline (${deadline}); the call settles as approval_timeout.`,
+    };
   }
 
   /**
@@ -246,7 +268,8 @@ export class ToolCallBatch {
       const call = this.get(id);
       if (!call || call.phase !== 'awaiting_approval') continue;
       call.decision = { ...decision };
-      if (decision.kind === 'respond') this.settle(id, { kind: 'responded', content: respondedContent(decision.response ?? '', decision.decidedBy) });
+      if (decision.kind === 'respond')
+        this.settle(id, { kind: 'responded', content: respondedContent(decision.response ?? '', decision.decidedBy) });
       else if (decision.approved) call.phase = 'ready';
       else this.settle(id, { kind: 'rejected', content: rejectedContent(decision.reason) });
     }
@@ -338,7 +361,11 @@ export function requestedCalls(
 }
 
 /** A call waiting for a person, as the state shows it (arguments parsed when they are JSON). */
-export function describePendingApproval(call: BatchCall, now: number, requestedBy: readonly string[] = []): PendingApproval {
+export function describePendingApproval(
+  call: BatchCall,
+  now: number,
+  requestedBy: readonly string[] = [],
+): PendingApproval {
   return {
     toolCallId: call.id,
     toolName: call.name,

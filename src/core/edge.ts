@@ -4,10 +4,11 @@
  * asks the edge to do. Pure.
  */
 import type { StoredMessageRef } from '../contract/activities';
-import type { BatchCall } from './batch';
-import type { ConversationInput, ConversationStatus, TurnRecord } from '../contract/conversation';
+import type { ConversationInput } from '../contract/conversation-input';
+import type { ConversationStatus } from '../contract/conversation-state';
 import type { ChatMessage } from '../contract/messages';
 import type { ToolFailureReason } from './outcomes';
+import type { PatchId } from '../contract/patches';
 
 /** What the core needs from the world: a clock, fresh ids and a log. The workflow passes its deterministic ones. */
 export interface CoreEnvironment {
@@ -25,7 +26,7 @@ export interface CoreEnvironment {
    * `WORKFLOW_PATCHES` in src/contract/patches.ts): asked only where the rule
    * would change what happens, so runs recorded before it replay as they ran.
    */
-  allows(patchId: string): boolean;
+  allows(patchId: PatchId): boolean;
 }
 
 /** A message to store: its body, and a reference when an activity already stored the body. */
@@ -34,15 +35,28 @@ export interface StoreEntry {
   ref?: StoredMessageRef;
 }
 
-/** Why a tool call's activity failed, as the edge read it from the failure. */
+/** Why a tool call's activity failed, as the edge read it from the failure: facts only, the core draws the rules. */
 export interface ToolFailure {
   message: string;
   reason: ToolFailureReason;
-  /** Set when the run was cut off (timed out, worker lost) rather than failed by the tool: why. */
+  /**
+   * Set when the run was cut off (timed out, stopped heartbeating, lost its answer) rather than failed by the tool:
+   * why.
+   */
   cutOff?: string;
+  /** The last attempt failed as `WorkerLost`: its worker was killed and another worker failed the attempt. */
+  workerLost?: boolean;
+  /**
+   * The last attempt ended because its worker stopped (a heartbeat timeout, or `WorkerLost`), maybe after its effect
+   * applied.
+   */
+  workerStopped?: boolean;
 }
 
-/** The child conversation that runs a call of an agent as a tool: the edge starts it as a child workflow and awaits its summary. */
+/**
+ * The child conversation that runs a call of an agent as a tool: the edge starts it as a child workflow and awaits its
+ * summary.
+ */
 export interface SubAgentStart {
   /** `<conversation id>~<agent>~<assistant seq>-<call index>`: one per call instance, never reused. */
   workflowId: string;
@@ -52,13 +66,6 @@ export interface SubAgentStart {
   /** How long it may take in all, ms; unset: no limit. */
   timeoutMs?: number;
 }
-
-/**
- * What follows a stored assistant message: the turn's end, or calls to run.
- * No calls means "call the model again" (an answer that did not match the
- * typed output was said to the model): the closing of the empty step changes nothing.
- */
-export type AfterAnswer = { finished: TurnRecord } | { calls: readonly BatchCall[] };
 
 /** The values of the search attributes that changed since they were last published. */
 export interface SearchAttributeValues {

@@ -2,7 +2,8 @@
  * The user messages a conversation has received and not yet taken into a
  * turn, with the ids it remembers so a resent message is taken once. Pure.
  */
-import { DEDUP_MEMORY, utf8Bytes, type CarriedConversation } from '../contract/conversation';
+import type { CarriedConversation } from '../contract/carried-conversation';
+import { DEDUP_MEMORY, utf8Bytes } from '../contract/limits';
 
 /** One queued message. */
 export interface QueuedMessage {

@@ -5,10 +5,26 @@
 
 /** How a tool call ended. */
 export type OutcomeKind =
-  'ok' | 'tool_failed' | 'rejected' | 'approval_timeout' | 'cancelled' | 'interrupted' | 'effect_unknown' | 'repaired' | 'responded' | 'guardrail_blocked';
+  | 'ok'
+  | 'tool_failed'
+  | 'rejected'
+  | 'approval_timeout'
+  | 'cancelled'
+  | 'interrupted'
+  | 'effect_unknown'
+  | 'repaired'
+  | 'responded'
+  | 'guardrail_blocked';
 
 /** Why a tool failed, for the model and for people reading the transcript. */
-export type ToolFailureReason = 'error' | 'unknown_tool' | 'invalid_arguments' | 'not_run_max_steps' | 'too_many_calls' | 'handoff_refused' | 'agent_too_deep';
+export type ToolFailureReason =
+  | 'error'
+  | 'unknown_tool'
+  | 'invalid_arguments'
+  | 'not_run_max_steps'
+  | 'too_many_calls'
+  | 'handoff_refused'
+  | 'agent_too_deep';
 
 /** Content for a call whose tool failed: retries spent, non-retryable, bad arguments or unknown tool. */
 export function toolFailedContent(error: string, reason: ToolFailureReason = 'error'): string {
@@ -29,19 +45,35 @@ export function rejectedContent(reason: string | undefined): string {
   });
 }
 
-/** Content for a call a person answered in the tool's place (`respond`): their text, marked as a person's answer; the tool did not run. */
+/**
+ * Content for a call a person answered in the tool's place (`respond`): their text, marked as a person's answer; the
+ * tool did not run.
+ */
 export function respondedContent(response: string, by: string | undefined): string {
-  return JSON.stringify({ kind: 'responded', note: 'A person answered this call in place of the tool; the tool did not run.', by: by ?? null, response });
+  return JSON.stringify({
+    kind: 'responded',
+    note: 'A person answered this call in place of the tool; the tool did not run.',
+    by: by ?? null,
+    response,
+  });
 }
 
 /** Content for a call a tool guardrail blocked: it did not run; the reason is the guardrail's. */
 export function guardrailBlockedContent(guardrail: string, reason: string): string {
-  return JSON.stringify({ error: `The guardrail "${guardrail}" blocked this tool call; it was not run.`, kind: 'guardrail_blocked', guardrail, reason });
+  return JSON.stringify({
+    error: `The guardrail "${guardrail}" blocked this tool call; it was not run.`,
+    kind: 'guardrail_blocked',
+    guardrail,
+    reason,
+  });
 }
 
 /** Content for a call whose approval did not come in time. */
 export function approvalTimeoutContent(): string {
-  return JSON.stringify({ error: 'No decision arrived before the approval timeout; the call was not run.', kind: 'approval_timeout' });
+  return JSON.stringify({
+    error: 'No decision arrived before the approval timeout; the call was not run.',
+    kind: 'approval_timeout',
+  });
 }
 
 /** Content for a call that never started because its turn was cancelled or interrupted. */
@@ -65,7 +97,9 @@ export function interruptedContent(why: string): string {
  */
 export function effectUnknownContent(why: string): string {
   return JSON.stringify({
-    error: `The call started but did not report back (${why}); it may or may not have taken effect. ` + 'Do not call it again before checking whether it did.',
+    error:
+      `The call started but did not report back (${why}); it may or may not have taken effect. ` +
+      'Do not call it again before checking whether it did.',
     kind: 'effect_unknown',
     started: true,
   });
@@ -86,6 +120,10 @@ export function repairedContent(): string {
  * every other result.
  */
 export function notStoredContent(role: string, error: string): string {
-  if (role === 'tool') return JSON.stringify({ error: `This tool result could not be stored, so it is lost: ${error}`, kind: 'not_stored' });
+  if (role === 'tool')
+    return JSON.stringify({
+      error: `This tool result could not be stored, so it is lost: ${error}`,
+      kind: 'not_stored',
+    });
   return `[This message could not be stored, so its text is lost: ${error}]`;
 }

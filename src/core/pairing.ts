@@ -74,7 +74,9 @@ export function planPairingRepair(items: readonly PairingItem[]): PairingRepair 
   return {
     problems,
     omit: problems.filter((p) => p.kind !== 'missing_result').map((p) => p.index),
-    synthesize: problems.filter((p) => p.kind === 'missing_result').map((p) => ({ afterIndex: p.index, toolCallId: p.toolCallId })),
+    synthesize: problems
+      .filter((p) => p.kind === 'missing_result')
+      .map((p) => ({ afterIndex: p.index, toolCallId: p.toolCallId })),
   };
 }
 
@@ -120,10 +122,16 @@ export function planStoredRepair(messages: readonly MessageMeta[]): {
   omitSeqs: number[];
   synthesized: { afterSeq: number; toolCallId: string; content: string }[];
 } {
-  const repair = planPairingRepair(messages.map((m) => ({ role: m.role, callIds: m.toolCalls?.map((c) => c.id), answers: m.toolCallId })));
+  const repair = planPairingRepair(
+    messages.map((m) => ({ role: m.role, callIds: m.toolCalls?.map((c) => c.id), answers: m.toolCallId })),
+  );
   return {
     problems: repair.problems,
     omitSeqs: repair.omit.map((index) => messages[index].seq),
-    synthesized: repair.synthesize.map((s) => ({ afterSeq: messages[s.afterIndex].seq, toolCallId: s.toolCallId, content: repairedContent() })),
+    synthesized: repair.synthesize.map((s) => ({
+      afterSeq: messages[s.afterIndex].seq,
+      toolCallId: s.toolCallId,
+      content: repairedContent(),
+    })),
   };
 }

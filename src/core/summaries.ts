@@ -38,7 +38,11 @@ export function storeSummary(firstSeq: number, count: number): string {
 }
 
 /** `record: approve issue_refund (call_1) by alice`. */
-export function decisionRecordSummary(decision: string, calls: readonly { name: string; id: string }[], decidedBy?: string): string {
+export function decisionRecordSummary(
+  decision: string,
+  calls: readonly { name: string; id: string }[],
+  decidedBy?: string,
+): string {
   const what = calls.map((c) => `${c.name} (${c.id})`).join(', ');
   return `record: ${decision} ${what}${decidedBy ? ` by ${decidedBy}` : ''}`;
 }

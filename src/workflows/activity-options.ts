@@ -12,7 +12,6 @@ import {
   proxyActivities,
   proxyLocalActivities,
   TimeoutFailure,
-  patched,
   type ActivityOptions,
   type LocalActivityOptions,
 } from '@temporalio/workflow';
@@ -29,8 +28,14 @@ import type { BatchCall } from '../core/batch';
 import type { ToolFailure } from '../core/conversation';
 import { CONVERSATION_DEFAULTS, type ConversationInput } from '../contract';
 
-/** The backoff every activity of the conversation retries with; each adds its own attempt limit and non-retryable types. */
-export const RETRY_BACKOFF = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' } as const;
+/**
+ * The backoff every activity of the conversation retries with; each adds its own attempt limit and non-retryable types.
+ */
+export const RETRY_BACKOFF = {
+  initialInterval: '1 second',
+  backoffCoefficient: 2,
+  maximumInterval: '30 seconds',
+} as const;
 
 /**
  * The conversation activities, each taking an optional summary: the line the
@@ -38,7 +43,10 @@ export const RETRY_BACKOFF = { initialInterval: '1 second', backoffCoefficient: 
  * it is scheduled ("model call 2 of turn 5 (gpt-4.1)").
  */
 export type SummarizedActivities = {
-  [K in keyof ConversationActivities]: (input: Parameters<ConversationActivities[K]>[0], summary?: string) => ReturnType<ConversationActivities[K]>;
+  [K in keyof ConversationActivities]: (
+    input: Parameters<ConversationActivities[K]>[0],
+    summary?: string,
+  ) => ReturnType<ConversationActivities[K]>;
 };
 
 /**
@@ -50,7 +58,9 @@ export type SummarizedActivities = {
  */
 function conversationActivities(options: ActivityOptions, local = false): SummarizedActivities {
   const localOptions: LocalActivityOptions = { startToCloseTimeout: options.startToCloseTimeout, retry: options.retry };
-  const proxy = local ? proxyLocalActivities<PrefixedConversationActivities>(localOptions) : proxyActivities<PrefixedConversationActivities>(options);
+  const proxy = local
+    ? proxyLocalActivities<PrefixedConversationActivities>(localOptions)
+    : proxyActivities<PrefixedConversationActivities>(options);
   type Scheduled = ((input: unknown) => Promise<unknown>) & {
     executeWithOptions(options: ActivityOptions | LocalActivityOptions, args: [unknown]): Promise<unknown>;
   };
@@ -59,7 +69,9 @@ function conversationActivities(options: ActivityOptions, local = false): Summar
     CONVERSATION_ACTIVITY_NAMES.map((name) => {
       const activity = byType[conversationActivityType(name)];
       const run = (input: unknown, summary?: string) =>
-        summary === undefined ? activity(input) : activity.executeWithOptions({ ...(local ? localOptions : options), summary }, [input]);
+        summary === undefined
+          ? activity(input)
+          : activity.executeWithOptions({ ...(local ? localOptions : options), summary }, [input]);
       return [name, run];
     }),
   ) as unknown as SummarizedActivities;
@@ -109,7 +121,10 @@ export function conversationSchedules(input: ConversationInput): ConversationSch
   // How fast a crashed worker running a model call or a tool is noticed.
   const heartbeatTimeout = input.timeouts?.heartbeatMs ?? CONVERSATION_DEFAULTS.heartbeatMs;
   return {
-    store: conversationActivities({ startToCloseTimeout: '5 seconds', retry: { ...RETRY_BACKOFF, maximumInterval: '5 seconds' } }),
+    store: conversationActivities({
+      startToCloseTimeout: '5 seconds',
+      retry: { ...RETRY_BACKOFF, maximumInterval: '5 seconds' },
+    }),
     decisions: conversationActivities({ startToCloseTimeout: '5 seconds', retry: RETRY_BACKOFF }),
     model: conversationActivities(
       {
@@ -131,14 +146,22 @@ export function conversationSchedules(input: ConversationInput): ConversationSch
           retry: {
             ...RETRY_BACKOFF,
             maximumAttempts: attempts,
-            nonRetryableErrorTypes: [ActivityErrorType.UnknownTool, ActivityErrorType.InvalidToolArguments, ActivityErrorType.ToolFailedPermanently],
+            nonRetryableErrorTypes: [
+              ActivityErrorType.UnknownTool,
+              ActivityErrorType.InvalidToolArguments,
+              ActivityErrorType.ToolFailedPermanently,
+            ],
           },
         },
         input.localActivities?.idempotentTools === true && call.idempotent === true,
       ),
     discovery: conversationActivities({
       startToCloseTimeout: '30 seconds',
-      retry: { ...RETRY_BACKOFF, maximumAttempts: 3, nonRetryableErrorTypes: [ActivityErrorType.UnknownMcpServer, ActivityErrorType.TooManyTools] },
+      retry: {
+        ...RETRY_BACKOFF,
+        maximumAttempts: 3,
+        nonRetryableErrorTypes: [ActivityErrorType.UnknownMcpServer, ActivityErrorType.TooManyTools],
+      },
     }),
   };
 }
@@ -166,8 +189,16 @@ export function describeToolFailure(err: unknown, timeoutMs: number): ToolFailur
   const cause = err instanceof ActivityFailure ? err.cause : undefined;
   let reason: ToolFailure['reason'] = 'error';
   if (cause instanceof ApplicationFailure && cause.type === ActivityErrorType.UnknownTool) reason = 'unknown_tool';
-  if (cause instanceof ApplicationFailure && cause.type === ActivityErrorType.InvalidToolArguments) reason = 'invalid_arguments';
-  return { message: failureMessage(err), reason, cutOff: whyCutOff(cause, timeoutMs) };
+  if (cause instanceof ApplicationFailure && cause.type === ActivityErrorType.InvalidToolArguments)
+    reason = 'invalid_arguments';
+  const workerLost = cause instanceof ApplicationFailure && cause.type === ActivityErrorType.WorkerLost;
+  return {
+    message: failureMessage(err),
+    reason,
+    cutOff: whyCutOff(cause, timeoutMs),
+    workerLost,
+    workerStopped: workerStopped(err),
+  };
 }
 
 /**
@@ -178,9 +209,12 @@ export function describeToolFailure(err: unknown, timeoutMs: number): ToolFailur
 export function describeSubAgentFailure(err: unknown, agent: string): ToolFailure {
   const cause = err instanceof ChildWorkflowFailure ? err.cause : err;
   const message = `The ${agent} agent's conversation failed: ${cause instanceof Error ? cause.message : String(cause)}`;
-  if (cause instanceof TerminatedFailure) return { message, reason: 'error', cutOff: `the ${agent} agent's conversation was terminated` };
-  if (cause instanceof TimeoutFailure) return { message, reason: 'error', cutOff: `the ${agent} agent's conversation ran past its timeout` };
-  if (cause instanceof CancelledFailure) return { message, reason: 'error', cutOff: `the ${agent} agent's conversation was cancelled` };
+  if (cause instanceof TerminatedFailure)
+    return { message, reason: 'error', cutOff: `the ${agent} agent's conversation was terminated` };
+  if (cause instanceof TimeoutFailure)
+    return { message, reason: 'error', cutOff: `the ${agent} agent's conversation ran past its timeout` };
+  if (cause instanceof CancelledFailure)
+    return { message, reason: 'error', cutOff: `the ${agent} agent's conversation was cancelled` };
   return { message, reason: 'error' };
 }
 
@@ -189,7 +223,7 @@ export function describeSubAgentFailure(err: unknown, agent: string): ToolFailur
  * heartbeat timeout, or lost-worker takeover's `WorkerLost`), not because it
  * failed or ran past its timeout.
  */
-export function workerStopped(err: unknown): boolean {
+function workerStopped(err: unknown): boolean {
   const cause = err instanceof ActivityFailure ? err.cause : undefined;
   if (cause instanceof ApplicationFailure) return cause.type === ActivityErrorType.WorkerLost;
   return cause instanceof TimeoutFailure && cause.timeoutType === TimeoutType.HEARTBEAT;
@@ -202,12 +236,9 @@ export function workerStopped(err: unknown): boolean {
  */
 function whyCutOff(cause: unknown, timeoutMs: number): string | undefined {
   if (cause instanceof ApplicationFailure && cause.type === ActivityErrorType.ToolEffectUnknown) return cause.message;
-  // The last attempt's worker was lost and another failed it: cut off like a heartbeat timeout (a run begun before read it as failed).
-  if (cause instanceof ApplicationFailure && cause.type === ActivityErrorType.WorkerLost && patched('worker-lost-is-cut-off')) {
-    return 'its worker stopped while it ran (lost, and its attempt failed by another worker)';
-  }
   if (!(cause instanceof TimeoutFailure)) return undefined;
-  if (cause.timeoutType === TimeoutType.HEARTBEAT) return 'its worker stopped answering while it ran (heartbeat timeout)';
+  if (cause.timeoutType === TimeoutType.HEARTBEAT)
+    return 'its worker stopped answering while it ran (heartbeat timeout)';
   if (cause.timeoutType === TimeoutType.START_TO_CLOSE) return `it ran longer than its timeout of ${timeoutMs} ms`;
   return 'it timed out';
 }

@@ -1,24 +1,31 @@
 /**
  * The conversation workflow: one per conversation, workflow ID = conversation
- * ID. It translates what `ConversationCore` (src/core/conversation.ts, pure,
- * all of the conversation's state) decides into activities, timers,
- * cancellation scopes, handlers and search attributes, and nothing else.
- * Deterministic sandbox: no I/O here (activity-options.ts says how each
- * activity is scheduled). Every exit from a turn settles its open batch, so an
- * assistant message with tool calls is always answered by one tool message
- * per call. Changing it: docs/changing-workflow-code.md.
+ * ID. It performs the steps `ConversationCore` (src/core, pure, all of the
+ * conversation's state and rules) says, as activities, timers, cancellation
+ * scopes, handlers and search attributes (src/core/steps.ts), and nothing
+ * else: failures are read into facts here, the rules drawn from them are the
+ * core's. Deterministic sandbox: no I/O here (activity-options.ts says how
+ * each activity is scheduled). Every exit from a turn settles its open batch,
+ * so an assistant message with tool calls is always answered by one tool
+ * message per call. Changing it: docs/changing-workflow-code.md.
  */
 import * as wf from '@temporalio/workflow';
-import { ApplicationFailure, CancellationScope, CancelledFailure, condition, isCancellation, workflowInfo } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  CancellationScope,
+  CancelledFailure,
+  condition,
+  isCancellation,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { AppendEntry, ApprovalRequest, ModelCallResult } from '../contract/activities';
 import type { BatchCall } from '../core/batch';
-import { ConversationCore } from '../core/conversation';
-import { storeSummary, verifySummary } from '../core/summaries';
+import { ConversationCore, type SubAgentStart, type TurnStep } from '../core/conversation';
+import { storeSummary } from '../core/summaries';
 import {
   conversationSchedules,
   describeSubAgentFailure,
   describeToolFailure,
-  workerStopped,
   failureMessage,
   storeRefusal,
   type ConversationSchedules,
@@ -34,7 +41,12 @@ export type { ConversationSummary };
 export async function agentConversation(input: ConversationInput = {}): Promise<ConversationSummary> {
   refuseInvalidInput(input);
   // Date.now() is the workflow's deterministic clock (the time of the current workflow task).
-  const core = new ConversationCore(workflowInfo().workflowId, input, { now: () => Date.now(), newId: wf.uuid4, log: wf.log, allows: wf.patched });
+  const core = new ConversationCore(workflowInfo().workflowId, input, {
+    now: () => Date.now(),
+    newId: wf.uuid4,
+    log: wf.log,
+    allows: wf.patched,
+  });
   const act = conversationSchedules(input);
   const metrics = new WorkflowMetrics();
   const root = CancellationScope.current();
@@ -47,7 +59,7 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
     wf.setCurrentDetails(core.currentDetails()); // not a command: what the UI shows as the workflow's details
     report();
   };
-  const edge: Edge = { core, act, publish, children: new Set() };
+  const edge: Edge = { core, act, metrics, publish, children: new Set() };
 
   /** Writes what is unwritten, before anyone may read it: a turn's end, a wait for a person, the end. */
   const flush = async (waiting?: ApprovalRequest[]): Promise<void> => {
@@ -55,83 +67,69 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
     if (messages.length > 0) await write(edge, messages, waiting).finally(() => core.writesDone());
   };
   /** Calls the model, which writes the unwritten messages before it reads the transcript. */
-  const callModel = (): Promise<ModelCallResult> =>
-    act.model.callModel(core.modelRequest(), core.modelCallSummary()).catch(async (err: unknown) => {
+  const callModel = ({ request, summary }: TurnStep & { kind: 'callModel' }): Promise<ModelCallResult> =>
+    act.model.callModel(request, summary).catch(async (err: unknown) => {
       if (!storeRefusal(err)?.refusedSeqs.length) throw err;
       await flush(); // PostgreSQL refused some of those messages: notes take their place, then the model is asked
-      return act.model.callModel(core.modelRequest(), core.modelCallSummary());
+      return act.model.callModel(core.modelRequest(), summary);
     });
-  const closeBatch = (): TurnRecord | undefined => {
-    const { settled, finished } = core.closeBatch();
-    metrics.callsSettled(settled);
+  const closeBatch = (): void => {
+    metrics.callsSettled(core.closeBatch().settled);
     publish();
-    return finished;
-  };
-
-  /** One way in for a decision, signal or update: checked, verified by an activity, checked again (time passed), applied. */
-  const decide = async (decision: ApprovalDecision, via: 'signal' | 'update'): Promise<DecisionResult | undefined> => {
-    const refuse = (problem: string): undefined => {
-      if (via === 'update') throw ApplicationFailure.nonRetryable(problem, 'DecisionRefused');
-      core.refuseDecision(decision, problem);
-      return undefined;
-    };
-    const checked = core.checkDecision(decision);
-    if ('refusal' in checked) return refuse(checked.refusal);
-    const scope = core.verificationStarted(checked.ids);
-    const verdict = await nonCancellable(() => act.decisions.verifyDecision(core.verificationInput(decision, checked.ids), verifySummary())).finally(() =>
-      core.verificationEnded(),
-    );
-    if (verdict.refusal) return refuse(verdict.refusal);
-    const now = core.checkDecision(decision, scope);
-    if ('refusal' in now) return refuse(now.refusal);
-    const { result, record } = core.applyDecision(decision, now.ids, via, verdict.authenticated);
-    if (!record) return result;
-    metrics.decided(record.decision, core.approvalWaits(record.toolCallIds));
-    publish();
-    await nonCancellable(() => act.store.recordDecision(record, core.decisionRecordSummary(record))).catch((err: unknown) =>
-      core.decisionNotRecorded(record, (storeRefusal(err) ?? throwAgain(err)).message),
-    );
-    return result;
   };
 
   // Registered in this order: signals buffered before registration are delivered in it.
   wf.setHandler(api.userMessageSignal, (message) => void (core.receiveUserMessage(message) && turn.cancel()));
   wf.setHandler(api.cancelTurnSignal, (request) => void (core.cancelTurn(request) && turn.cancel()));
-  wf.setHandler(api.decisionSignal, async (decision) => void (await decide(decision, 'signal')));
-  wf.setHandler(api.decisionUpdate, async (decision) => (await decide(decision, 'update'))!, {
+  wf.setHandler(api.decisionSignal, async (decision) => void (await decide(edge, decision, 'signal')));
+  wf.setHandler(api.decisionUpdate, async (decision) => (await decide(edge, decision, 'update'))!, {
     validator: (decision) => core.validateDecision(decision),
   });
   wf.setHandler(api.endConversationSignal, () => core.end());
   wf.setHandler(api.subAgentWaitingSignal, (waiting) => void (core.subAgentWaiting(waiting) && publish()));
   wf.setHandler(api.stateQuery, () => core.state());
 
-  /** The model/tool loop of one turn, until a final answer or a failure. Cancellable. */
+  /** The steps of one turn, as the core says them, until its record. Cancellable. */
   const turnLoop = async (): Promise<TurnRecord> => {
-    const tooling = core.toolDiscovery(); // conversations with MCP servers list their tools once per turn
-    if (tooling) {
-      const listed = await act.discovery
-        .discoverTools(tooling, core.toolDiscoverySummary())
-        .catch((err: unknown) => (isCancellation(err) ? throwAgain(err) : failureMessage(err)));
-      if (typeof listed === 'string') return core.toolDiscoveryFailed(listed);
-      core.toolsDiscovered(listed);
-    }
     for (;;) {
-      const overBudget = core.budgetStop();
-      if (overBudget) return overBudget;
-      const result = await callModel().catch((err: unknown) => (isCancellation(err) ? throwAgain(err) : failureMessage(err)));
-      if (typeof result === 'string') return core.modelFailed(result);
-      const next = core.modelAnswered(result);
-      publish();
-      if ('finished' in next) return next.finished;
-      const waiting = core.approvalRequests();
-      if (waiting.length > 0) await flush(waiting).then(report); // whoever decides may read the transcript: its calls are written first
-      await Promise.all(next.calls.map((call) => runCall(edge, call)));
-      const finished = closeBatch();
-      if (finished) return finished;
+      const step = core.nextTurnStep();
+      switch (step.kind) {
+        case 'discoverTools': {
+          const listed = await act.discovery
+            .discoverTools(step.input, step.summary)
+            .catch((err: unknown) => (isCancellation(err) ? throwAgain(err) : failureMessage(err)));
+          if (typeof listed === 'string') core.toolDiscoveryFailed(listed);
+          else core.toolsDiscovered(listed);
+          break;
+        }
+        case 'callModel': {
+          const result = await callModel(step).catch((err: unknown) =>
+            isCancellation(err) ? throwAgain(err) : failureMessage(err),
+          );
+          if (typeof result === 'string') core.modelFailed(result);
+          else {
+            core.modelAnswered(result);
+            publish();
+          }
+          break;
+        }
+        case 'write':
+          await flush(step.waiting).then(report); // whoever decides may read the transcript: its calls are written first
+          break;
+        case 'runCalls':
+          await Promise.all(step.calls.map((call) => runCall(edge, call)));
+          closeBatch();
+          break;
+        case 'endTurn':
+          return step.record;
+      }
     }
   };
 
-  /** A turn in its own cancellation scope; a stop settles whatever it left pending. Its answer is written before its record shows. */
+  /**
+   * A turn in its own cancellation scope; a stop settles whatever it left pending. Its answer is written before its
+   * record shows.
+   */
   const runTurn = async (): Promise<void> => {
     const stoppedAlready = core.beginTurn();
     publish();
@@ -150,13 +148,10 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
 
   publish();
   try {
-    const system = core.systemMessage();
-    if (system) core.store([system]);
+    core.start();
     for (;;) {
       await condition(() => core.hasWork());
-      const taken = core.takeTurn();
-      if (!taken) break;
-      core.store(taken);
+      if (!core.takeTurn()) break;
       await runTurn();
       if (root.consideredCancelled) throw new CancelledFailure('the conversation was cancelled');
       if (core.shouldContinueAsNew(workflowInfo())) {
@@ -186,6 +181,7 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
 interface Edge {
   core: ConversationCore;
   act: ConversationSchedules;
+  metrics: WorkflowMetrics;
   publish(): void;
   /** The child conversations of agents called as tools now running, each settled (never rejected) when it ends. */
   children: Set<Promise<void>>;
@@ -195,66 +191,116 @@ interface Edge {
 function refuseInvalidInput(input: ConversationInput): void {
   const problems = api.describeInvalidInput(input);
   if (problems.length > 0)
-    throw ApplicationFailure.nonRetryable(`Invalid conversation input: ${problems.join('; ')}.`, api.ConversationErrorType.InvalidConversationInput);
+    throw ApplicationFailure.nonRetryable(
+      `Invalid conversation input: ${problems.join('; ')}.`,
+      api.ConversationErrorType.InvalidConversationInput,
+    );
 }
 
-/** For an agent called as a tool: reports to its caller what waits for a person in it and below it, when that changed. A no-op otherwise. */
+/**
+ * For an agent called as a tool: reports to its caller what waits for a person in it and below it, when that changed. A
+ * no-op otherwise.
+ */
 function reporterToCaller(core: ConversationCore, input: ConversationInput): () => void {
   const caller = input.calledBy && wf.getExternalWorkflowHandle(input.calledBy.conversationId);
   return () => {
     const waiting = caller && core.reportForCaller();
-    if (waiting) void caller.signal(api.subAgentWaitingSignal, waiting).catch((err: unknown) => wf.log.warn('Could not report to the caller', { err }));
+    if (waiting)
+      void caller
+        .signal(api.subAgentWaitingSignal, waiting)
+        .catch((err: unknown) => wf.log.warn('Could not report to the caller', { err }));
   };
 }
 
-/** Agents called as tools were cancelled with the turn: they settle their own calls before the turn's calls are settled. */
+/**
+ * Agents called as tools were cancelled with the turn: they settle their own calls before the turn's calls are settled.
+ */
 async function childrenSettled({ children }: Edge): Promise<void> {
   if (children.size > 0) await nonCancellable(() => Promise.all(children));
 }
 
-/** Writes messages, with the calls that now wait for a person, never cancelled half-way; what PostgreSQL refuses gets a note in its place. */
+/**
+ * Writes messages, with the calls that now wait for a person, never cancelled half-way; what PostgreSQL refuses gets a
+ * note in its place.
+ */
 async function write({ core, act }: Edge, messages: AppendEntry[], waiting?: ApprovalRequest[]): Promise<void> {
   for (let entries = messages; entries.length > 0;) {
     const request = { conversationId: core.conversationId, messages: entries, ...(waiting ? { waiting } : {}) };
     try {
-      return await nonCancellable(() => act.store.appendMessages(request, storeSummary(entries[0].seq, entries.length)));
+      return await nonCancellable(() =>
+        act.store.appendMessages(request, storeSummary(entries[0].seq, entries.length)),
+      );
     } catch (err) {
       entries = core.writeRefused(entries, storeRefusal(err) ?? throwAgain(err));
     }
   }
 }
 
-/** One call: waits for its decision (until its deadline, and any decision sent in time being verified), then runs. */
+/**
+ * One way in for a decision, signal or update: the core says each step (check, verify, check again, apply, record).
+ */
+async function decide(
+  { core, act, metrics, publish }: Edge,
+  decision: ApprovalDecision,
+  via: 'signal' | 'update',
+): Promise<DecisionResult | undefined> {
+  const refuse = (problem: string): undefined => {
+    if (via === 'update') throw ApplicationFailure.nonRetryable(problem, 'DecisionRefused');
+    return undefined;
+  };
+  const first = core.receiveDecision(decision, via);
+  if (first.kind !== 'verify') return first.kind === 'refused' ? refuse(first.problem) : first.result;
+  const verdict = await nonCancellable(() => act.decisions.verifyDecision(first.input, first.summary)).finally(() =>
+    core.verificationEnded(),
+  );
+  const next = core.decisionVerified(first.pending, verdict);
+  if (next.kind === 'refused') return refuse(next.problem);
+  if (next.kind !== 'record') return next.kind === 'answered' ? next.result : undefined;
+  const { record, summary, result } = next;
+  metrics.decided(record.decision, core.approvalWaits(record.toolCallIds));
+  publish();
+  await nonCancellable(() => act.store.recordDecision(record, summary)).catch((err: unknown) =>
+    core.decisionNotRecorded(record, (storeRefusal(err) ?? throwAgain(err)).message),
+  );
+  return result;
+}
+
+/**
+ * One call, as the core says its steps: waits for its decision (until its deadline, and any decision sent in time being
+ * verified), then runs.
+ */
 async function runCall(edge: Edge, call: BatchCall): Promise<void> {
-  const { core, act, publish } = edge;
+  const { core, publish } = edge;
+  const wait = core.nextCallStep(call);
   if (
-    core.awaitsApproval(call) &&
-    !(await condition(() => !core.awaitsApproval(call), core.approvalWaitMs(call), { summary: core.approvalTimerSummary(call) }))
+    wait.kind === 'waitForPerson' &&
+    !(await condition(() => !core.awaitsApproval(call), wait.timeoutMs, { summary: wait.summary }))
   ) {
     await condition(() => !core.decisionsVerifying() || !core.awaitsApproval(call));
     if (core.approvalDeadlinePassed(call)) publish();
   }
-  if (!core.isReady(call)) return;
+  if (core.nextCallStep(call).kind !== 'start') return;
   // A call counts as possibly started only once its activity is really scheduled.
   if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('the turn was stopped');
-  const request = core.startCall(call);
-  try {
-    if (call.subAgent !== undefined) core.subAgentEnded(call, await runSubAgent(edge, call));
-    else core.callSucceeded(call, await act.tool(call).runTool(request, core.toolCallSummary(call)));
-  } catch (err) {
-    // A child conversation cancelled from outside (not by this turn's stop) settles its call like one cut off.
-    if (isCancellation(err) && (call.subAgent === undefined || CancellationScope.current().consideredCancelled)) throw err;
-    let failure = call.subAgent === undefined ? describeToolFailure(err, call.timeoutMs) : describeSubAgentFailure(err, call.subAgent);
-    if (call.subAgent === undefined && call.idempotent !== false && workerStopped(err) && wf.patched('idempotent-call-runs-again-after-lost-worker')) {
-      // Its last attempt lost its worker, maybe after its effect applied: one more run under the same key reports it (or applies it, once).
-      try {
-        return core.callSucceeded(call, await act.tool(call, 1).runTool(request, core.toolCallSummary(call)));
-      } catch (again) {
-        if (isCancellation(again)) throw again;
-        failure = describeToolFailure(again, call.timeoutMs);
+  let run = core.startCall(call);
+  for (let rerun = false; ; rerun = true) {
+    try {
+      if (run.kind === 'startAgent') return core.subAgentEnded(call, await runSubAgent(edge, run.start));
+      return core.callSucceeded(call, await edge.act.tool(call, run.attempts).runTool(run.request, run.summary));
+    } catch (err) {
+      // A child conversation cancelled from outside (not by this turn's stop) settles its call like one cut off.
+      if (isCancellation(err) && (run.kind === 'runTool' || CancellationScope.current().consideredCancelled)) throw err;
+      const failure =
+        run.kind === 'runTool'
+          ? describeToolFailure(err, call.timeoutMs)
+          : describeSubAgentFailure(err, call.subAgent ?? '');
+      const next = core.callFailed(call, failure, rerun);
+      if (next.kind === 'settled') {
+        if (next.outcome === 'effect_unknown') publish();
+        return;
       }
+      run = next;
     }
-    if (core.callFailed(call, failure) === 'effect_unknown') publish();
   }
 }
 
@@ -264,8 +310,7 @@ async function runCall(edge: Edge, call: BatchCall): Promise<void> {
  * it never outlives the turn (the conversation continues as new only between
  * turns; closing would terminate it).
  */
-async function runSubAgent({ core, children }: Edge, call: BatchCall): Promise<ConversationSummary> {
-  const start = core.subAgentStart(call);
+async function runSubAgent({ children }: Edge, start: SubAgentStart): Promise<ConversationSummary> {
   const child = wf.executeChild(agentConversation, {
     workflowId: start.workflowId,
     args: [start.input],

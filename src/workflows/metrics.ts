@@ -9,7 +9,7 @@
 import { metricMeter } from '@temporalio/workflow';
 import { AGENT_METRICS, type MetricSpec } from '../contract/metrics';
 import type { OutcomeKind } from '../core/outcomes';
-import type { DecisionKind } from '../contract/conversation';
+import type { DecisionKind } from '../contract/decisions';
 
 const counter = (spec: MetricSpec) => metricMeter.createCounter(spec.name, spec.unit, spec.description);
 

@@ -48,7 +48,8 @@ describe('replaying recorded histories', () => {
       'guardrails',
       // Histories the tests save (RECORD_FIXTURES_DIR): a decision verified after its deadline
       // (decision-deadline-crash), deferred writes, an effect_unknown, signed decisions (http-api),
-      // local activities (all calls, and tool calls alone), an oversized message refused, reused and empty provider ids, a note
+      // local activities (all calls, and tool calls alone), an oversized message refused, reused and empty provider
+      // ids, a note
       // stored in place of a refused message, raw signals holding U+0000 refused, a cancel lost while a turn
       // wrote its end (before its patch).
       'decision-verified-after-deadline',
@@ -64,6 +65,7 @@ describe('replaying recorded histories', () => {
       'store-refused-note',
       'unstorable-signals-refused',
       'cancel-while-turn-ends',
+      'budget-exceeded',
     ]) {
       expect(names).toContain(expected);
     }
@@ -72,14 +74,17 @@ describe('replaying recorded histories', () => {
   it('every patch of the one patch list has its recorded history, and the code asks about listed patches only', () => {
     const names = new Set(fixtures.map((f) => f.replace(/(\.run\d+)?\.json$/, '')));
     for (const patch of WORKFLOW_PATCHES) expect(names, patch.id).toContain(patch.fixture);
-    const listed = new Set(WORKFLOW_PATCHES.map((p) => p.id));
+    const listed = new Set<string>(WORKFLOW_PATCHES.map((p) => p.id));
     const asked: string[] = [];
     const visit = (dir: string): void => {
       for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
         const file = path.join(dir, entry.name);
         if (entry.isDirectory()) visit(file);
         else if (file.endsWith('.ts')) {
-          for (const m of fs.readFileSync(file, 'utf8').matchAll(/\b(?:patched|deprecatePatch|allows)\(\s*['"`]([^'"`]+)['"`]/g)) asked.push(m[1]);
+          for (const m of fs
+            .readFileSync(file, 'utf8')
+            .matchAll(/\b(?:patched|deprecatePatch|allows)\(\s*['"`]([^'"`]+)['"`]/g))
+            asked.push(m[1]);
         }
       }
     };
@@ -98,7 +103,10 @@ describe('replaying recorded histories', () => {
     });
     const failures: string[] = [];
     let replayed = 0;
-    for await (const result of Worker.runReplayHistories({ workflowBundle: { codePath: inject('workflowBundlePath') } }, histories)) {
+    for await (const result of Worker.runReplayHistories(
+      { workflowBundle: { codePath: inject('workflowBundlePath') } },
+      histories,
+    )) {
       replayed++;
       if (result.error) failures.push(`${fileOf.get(result.workflowId) ?? result.workflowId}: ${result.error.message}`);
     }

@@ -1,21 +1,28 @@
 import { describe, expect, it } from 'vitest';
 import { ConversationCore } from '../../src/core/conversation';
 import { DEDUP_MEMORY } from '../../src/contract';
-import { assistantWithCalls, CoreDriver } from '../support/core-driver';
+import { assistantWithCalls, CoreDriver, deadlinePasses, decide, verdict } from '../support/core-driver';
 
 // Unit tests of the conversation core (src/core/conversation.ts): no Temporal, no database.
 // CoreDriver sequences the core's methods as the workflow edge does; the rules are the core's.
 
 const answer = (content: string) => ({ role: 'assistant' as const, content });
 const kindOf = (content: string) => (JSON.parse(content) as { kind?: string }).kind;
-const toolMessages = (d: CoreDriver) => d.transcript().filter((m) => m.role === 'tool') as { tool_call_id: string; content: string }[];
+const toolMessages = (d: CoreDriver) =>
+  d.transcript().filter((m) => m.role === 'tool') as { tool_call_id: string; content: string }[];
 
 describe('ConversationCore: turns', () => {
   it('answers a message: stores it, asks the model by reference with tools on, and records the answered turn', () => {
     const d = new CoreDriver({ systemPrompt: 'Be brief.' });
     d.userMessage({ text: 'hello', messageId: 'm-1' });
     expect(d.transcript().map((m) => m.role)).toEqual(['system', 'user']);
-    expect(d.request).toMatchObject({ conversationId: 'conv-1', throughSeq: 1, omitSeqs: [], synthesized: [], toolChoice: 'auto' });
+    expect(d.request).toMatchObject({
+      conversationId: 'conv-1',
+      throughSeq: 1,
+      omitSeqs: [],
+      synthesized: [],
+      toolChoice: 'auto',
+    });
     expect(d.published.status).toBe('running');
     d.modelAnswers(answer('hi'), []);
     expect(d.turns).toEqual([{ messageIds: ['m-1'], firstSeq: 1, outcome: 'answered', steps: 1, answerSeq: 2 }]);
@@ -64,13 +71,20 @@ describe('ConversationCore: turns', () => {
     const last = toolMessages(d).at(-1)!;
     expect(JSON.parse(last.content)).toMatchObject({ kind: 'tool_failed', reason: 'not_run_max_steps' });
     expect(d.starts.has('conv-1/msg-4/call-0')).toBe(false);
-    expect(d.turns.at(-1)).toMatchObject({ outcome: 'failed', steps: 2, error: expect.stringContaining('maxSteps (1)') });
+    expect(d.turns.at(-1)).toMatchObject({
+      outcome: 'failed',
+      steps: 2,
+      error: expect.stringContaining('maxSteps (1)'),
+    });
   });
 
   it('settles a call the worker could not plan, or could not run, as tool_failed without running it', () => {
     const d = new CoreDriver();
     d.userMessage({ text: 'go' });
-    const { message, plans } = assistantWithCalls([{ id: 'call_x', problem: { reason: 'unknown_tool', message: 'No tool "x".' } }, { id: 'call_y' }]);
+    const { message, plans } = assistantWithCalls([
+      { id: 'call_x', problem: { reason: 'unknown_tool', message: 'No tool "x".' } },
+      { id: 'call_y' },
+    ]);
     d.modelAnswers(message, plans.slice(0, 1)); // no plan for call_y
     expect(toolMessages(d).map((m) => JSON.parse(m.content))).toEqual([
       { kind: 'tool_failed', reason: 'unknown_tool', error: 'No tool "x".' },
@@ -84,12 +98,24 @@ describe('ConversationCore: the inbox', () => {
   it('interrupt: a new message stops the turn, keeps finished results, settles the rest, then answers the new message', () => {
     const d = new CoreDriver({ onNewMessage: 'interrupt' });
     d.userMessage({ text: 'refund both', messageId: 'm-1' });
-    const { message, plans } = assistantWithCalls([{ id: 'call_1' }, { id: 'call_2' }, { id: 'call_3', needsApproval: true }]);
+    const { message, plans } = assistantWithCalls([
+      { id: 'call_1' },
+      { id: 'call_2' },
+      { id: 'call_3', needsApproval: true },
+    ]);
     d.modelAnswers(message, plans);
     d.toolReports(d.calls[0], { content: '"first done"' });
     d.userMessage({ text: 'stop, only the first', messageId: 'm-2' });
-    expect(toolMessages(d).map((m) => (m.content.startsWith('"') ? m.content : kindOf(m.content)))).toEqual(['"first done"', 'interrupted', 'cancelled']);
-    expect(d.turns[0]).toMatchObject({ messageIds: ['m-1'], outcome: 'interrupted', error: 'a new user message interrupted the turn' });
+    expect(toolMessages(d).map((m) => (m.content.startsWith('"') ? m.content : kindOf(m.content)))).toEqual([
+      '"first done"',
+      'interrupted',
+      'cancelled',
+    ]);
+    expect(d.turns[0]).toMatchObject({
+      messageIds: ['m-1'],
+      outcome: 'interrupted',
+      error: 'a new user message interrupted the turn',
+    });
     expect(d.stage).toBe('model'); // the new message's turn started
     expect(d.transcript().at(-1)).toEqual({ role: 'user', content: 'stop, only the first' });
   });
@@ -180,20 +206,25 @@ describe('ConversationCore: decisions', () => {
       },
       usage: { tokens: 0, costUsd: 0 },
     });
-    d.decide({ decisionId: 'd-1', decision: 'approve', toolCallId: 'call_1' });
+    decide(d, { decisionId: 'd-1', decision: 'approve', toolCallId: 'call_1' });
     expect(d.published.approvals?.tags).toEqual(['call:conv-1/msg-1/call-1', 'tool:issue_refund', 'requester:rita']);
-    d.decide({ decisionId: 'd-2', decision: 'reject', toolCallId: 'call_2' });
+    decide(d, { decisionId: 'd-2', decision: 'reject', toolCallId: 'call_2' });
     expect(d.published.approvals).toEqual({ tags: [], since: null });
   });
 });
 
 describe('ConversationCore: tokens and cost in the search attributes', () => {
-  const spent = (promptTokens: number, completionTokens: number, costUsd?: number) => ({ usage: { promptTokens, completionTokens }, costUsd });
+  const spent = (promptTokens: number, completionTokens: number, costUsd?: number) => ({
+    usage: { promptTokens, completionTokens },
+    costUsd,
+  });
 
   it("publishes the conversation's tokens and priced cost with the turn's end, and adds no upsert of their own after a model call", () => {
     const d = new CoreDriver();
     // The run's first publish carries them.
-    expect(d.upserts).toEqual([{ status: 'idle', pendingApprovals: 0, approvals: { tags: [], since: null }, usage: { tokens: 0, costUsd: 0 } }]);
+    expect(d.upserts).toEqual([
+      { status: 'idle', pendingApprovals: 0, approvals: { tags: [], since: null }, usage: { tokens: 0, costUsd: 0 } },
+    ]);
     d.userMessage({ text: 'look up Ada' });
     expect(d.upserts.at(-1)).toEqual({ status: 'running', pendingApprovals: 0, approvals: { tags: [], since: null } });
     const upserts = d.upserts.length;
@@ -203,8 +234,18 @@ describe('ConversationCore: tokens and cost in the search attributes', () => {
     expect(d.upserts).toHaveLength(upserts); // the status stayed running: nothing published for the first call
     d.modelAnswers(answer('Ada is cus_ada.'), [], spent(1300, 20)); // a model without a price: tokens, no cost
     expect(d.upserts).toHaveLength(upserts + 1);
-    expect(d.upserts.at(-1)).toEqual({ status: 'idle', pendingApprovals: 0, approvals: { tags: [], since: null }, usage: { tokens: 2550, costUsd: 0.00264 } });
-    expect(d.core.state().usage).toEqual({ promptTokens: 2500, completionTokens: 50, costUsd: 0.00264, unpricedCalls: 1 });
+    expect(d.upserts.at(-1)).toEqual({
+      status: 'idle',
+      pendingApprovals: 0,
+      approvals: { tags: [], since: null },
+      usage: { tokens: 2550, costUsd: 0.00264 },
+    });
+    expect(d.core.state().usage).toEqual({
+      promptTokens: 2500,
+      completionTokens: 50,
+      costUsd: 0.00264,
+      unpricedCalls: 1,
+    });
 
     d.userMessage({ text: 'and her orders?' });
     d.modelAnswers(answer('Two orders.'), [], spent(100, 10, 0.00028));
@@ -217,7 +258,7 @@ describe('ConversationCore: tokens and cost in the search attributes', () => {
     const { message, plans } = assistantWithCalls([{ id: 'call_1', name: 'issue_refund', needsApproval: true }]);
     d.modelAnswers(message, plans, spent(500, 40, 0.00132));
     expect(d.upserts.at(-1)).toMatchObject({ status: 'awaiting_approval', usage: { tokens: 540, costUsd: 0.00132 } });
-    d.decide({ decisionId: 'd-1', decision: 'approve' });
+    decide(d, { decisionId: 'd-1', decision: 'approve' });
     expect(d.upserts.at(-1)).toMatchObject({ status: 'running', pendingApprovals: 0 });
     expect(d.upserts.at(-1)).not.toHaveProperty('usage');
     d.toolReports(d.calls[0], { content: '"refunded"' });
@@ -252,11 +293,22 @@ describe('ConversationCore: outcomes of calls that did not report back', () => {
   it('a tool that is not idempotent and was cut off settles as effect_unknown, listed and counted for operators', () => {
     const d = running(false);
     const call = d.calls[0];
-    d.toolReports(call, { message: 'timed out', reason: 'error', cutOff: 'it ran longer than its timeout of 60000 ms' });
+    d.toolReports(call, {
+      message: 'timed out',
+      reason: 'error',
+      cutOff: 'it ran longer than its timeout of 60000 ms',
+    });
     expect(kindOf(toolMessages(d)[0].content)).toBe('effect_unknown');
     expect(d.core.state()).toMatchObject({
       unknownEffectsCount: 1,
-      unknownEffects: [{ toolCallId: 'call_1', callKey: call.key, toolName: 'charge_card', why: 'it ran longer than its timeout of 60000 ms' }],
+      unknownEffects: [
+        {
+          toolCallId: 'call_1',
+          callKey: call.key,
+          toolName: 'charge_card',
+          why: 'it ran longer than its timeout of 60000 ms',
+        },
+      ],
     });
     expect(d.published.unknownEffects).toBe(1);
     expect(d.warnings).toContain('A tool that is not idempotent did not report back; its effect is unknown');
@@ -265,7 +317,11 @@ describe('ConversationCore: outcomes of calls that did not report back', () => {
   it('an idempotent tool cut off, or any tool that failed, settles as tool_failed with the reason', () => {
     const d = running(true);
     d.toolReports(d.calls[0], { message: 'timed out', reason: 'error', cutOff: 'it timed out' });
-    expect(JSON.parse(toolMessages(d)[0].content)).toEqual({ error: 'timed out', kind: 'tool_failed', reason: 'error' });
+    expect(JSON.parse(toolMessages(d)[0].content)).toEqual({
+      error: 'timed out',
+      kind: 'tool_failed',
+      reason: 'error',
+    });
     const e = running(false);
     e.toolReports(e.calls[0], { message: 'Invalid arguments: amount', reason: 'invalid_arguments' });
     expect(JSON.parse(toolMessages(e)[0].content)).toMatchObject({ kind: 'tool_failed', reason: 'invalid_arguments' });
@@ -286,7 +342,7 @@ describe('ConversationCore: continue-as-new and repair', () => {
     for (let i = 0; i < DEDUP_MEMORY + 5; i++) d.core.receiveUserMessage({ text: `m${i}`, messageId: `id-${i}` });
     d.advance();
     d.modelAnswers(answer('all at once'), []);
-    d.decide({ decisionId: 'd-x', decision: 'approve' });
+    decide(d, { decisionId: 'd-x', decision: 'approve' });
     const before = d.core.state();
     const carried = d.core.carryOver();
     expect(carried.receivedMessageIds).toHaveLength(DEDUP_MEMORY);
@@ -311,7 +367,10 @@ describe('ConversationCore: continue-as-new and repair', () => {
     d.core.store([{ message: { role: 'user', content: 'x' } }]);
     const { message } = assistantWithCalls([{ id: 'call_lost' }]);
     d.core.store([{ message }, { message: { role: 'user', content: 'y' } }]); // a bug: no result for call_lost
-    expect(d.core.modelRequest()).toMatchObject({ omitSeqs: [], synthesized: [{ afterSeq: 1, toolCallId: 'call_lost' }] });
+    expect(d.core.modelRequest()).toMatchObject({
+      omitSeqs: [],
+      synthesized: [{ afterSeq: 1, toolCallId: 'call_lost' }],
+    });
     expect(d.core.state().transcriptRepairs).toBe(1);
     expect(d.warnings).toContain('Transcript broke the pairing rules before a model call; repaired it (this is a bug)');
   });
@@ -323,19 +382,26 @@ describe('ConversationCore: sizes', () => {
   it('refuses a user message over USER_MESSAGE_MAX_BYTES with its size and the limit', () => {
     const d = new CoreDriver();
     d.userMessage({ text: text(300, 'big') });
-    expect(d.core.state().lastError).toMatch(/^Ignored a userMessage signal: the message is \d+ bytes; a user message may be at most 262144 bytes$/);
+    expect(d.core.state().lastError).toMatch(
+      /^Ignored a userMessage signal: the message is \d+ bytes; a user message may be at most 262144 bytes$/,
+    );
     expect(d.core.state().messageCount).toBe(0);
   });
 
   it('takes at most TURN_INPUT_MAX_BYTES of queued messages into one turn (at least one); the rest get the next turn', () => {
     const core = new ConversationCore('c', {}, new CoreDriver().env);
     for (let i = 0; i < 6; i++) core.receiveUserMessage({ text: text(200, `m${i}`), messageId: `m${i}` });
-    expect(core.takeTurn()).toHaveLength(5);
+    expect(core.takeTurn()).toBe(true);
+    expect(core.state().messages.map((m) => m.role)).toEqual(['user', 'user', 'user', 'user', 'user']);
     expect(core.state().queuedMessages).toBe(1);
   });
 
   it('does not continue as new while the queued messages are over CARRIED_INBOX_MAX_BYTES; it answers them first', () => {
-    const core = new ConversationCore('c', { continueAsNewAfterEvents: 10, onNewMessage: 'queue' }, new CoreDriver().env);
+    const core = new ConversationCore(
+      'c',
+      { continueAsNewAfterEvents: 10, onNewMessage: 'queue' },
+      new CoreDriver().env,
+    );
     for (let i = 0; i < 5; i++) core.receiveUserMessage({ text: text(250, `m${i}`), messageId: `m${i}` });
     expect(core.shouldContinueAsNew({ historyLength: 50, continueAsNewSuggested: false })).toBe(false);
     core.takeTurn();
@@ -353,18 +419,21 @@ describe('ConversationCore: decisions in verification', () => {
     ]);
     d.modelAnswers(message, plans);
     const sentAt = new Date(d.clock).toISOString();
-    expect(d.decide({ decisionId: 'd-1', decision: 'reject', toolCallId: 'call_a', reason: 'no', sentAt }, 'signal', { verified: false })).toEqual({
+    expect(
+      decide(d, { decisionId: 'd-1', decision: 'reject', toolCallId: 'call_a', reason: 'no', sentAt }, 'signal', {
+        verified: false,
+      }),
+    ).toEqual({
       verifying: true,
     });
     expect(d.core.decisionsVerifying()).toBe(true);
-    d.deadlinePasses();
+    deadlinePasses(d);
     // The deadline waits for the verdict: both calls still wait.
     expect(d.core.state().pendingApprovals.map((p) => p.toolCallId)).toEqual(['call_a', 'call_b']);
-    expect(d.verdict()).toEqual({ applied: true, ids: ['call_a'] });
-    const results = (d.transcript().filter((m) => m.role === 'tool') as { tool_call_id: string; content: string }[]).map((m) => [
-      m.tool_call_id,
-      kindOf(m.content),
-    ]);
+    expect(verdict(d)).toEqual({ applied: true, ids: ['call_a'] });
+    const results = (
+      d.transcript().filter((m) => m.role === 'tool') as { tool_call_id: string; content: string }[]
+    ).map((m) => [m.tool_call_id, kindOf(m.content)]);
     expect(results).toEqual([
       ['call_a', 'rejected'],
       ['call_b', 'approval_timeout'],
@@ -374,37 +443,42 @@ describe('ConversationCore: decisions in verification', () => {
   it.each([
     ['a run begun after the patch', [] as string[]],
     ['a run begun before it', ['decision-keeps-its-calls']],
-  ])('a decision verified after its turn ended never decides the calls of the next turn (%s keeps its rule)', (_, before) => {
-    const d = new CoreDriver({ onNewMessage: 'interrupt' });
-    d.before = before;
-    d.userMessage({ text: 'refund', messageId: 'm-1' });
-    const first = assistantWithCalls([{ id: 'call_0', needsApproval: true }]);
-    d.modelAnswers(first.message, first.plans);
-    // Sent for every waiting call (no id), while call_0 of the first turn waits.
-    expect(d.decide({ decisionId: 'd-1', decision: 'approve' }, 'signal', { verified: false })).toEqual({ verifying: true });
-    d.userMessage({ text: 'no, another thing', messageId: 'm-2' }); // the first turn ends (interrupted)
-    const second = assistantWithCalls([{ id: 'call_0', needsApproval: true }]); // the provider reuses the id
-    d.modelAnswers(second.message, second.plans);
-    const outcome = d.verdict();
-    if (before.length === 0) {
-      expect(outcome).toMatchObject({ refusal: expect.stringContaining('no longer wait') });
-      expect(d.core.state().pendingApprovals.map((p) => p.toolCallId)).toEqual(['call_0']); // the new call still waits for its own decision
-      expect(d.starts.size).toBe(0);
-    } else {
-      expect(outcome).toEqual({ applied: true, ids: ['call_0'] }); // the old rule, as the run recorded it
-    }
-    expect(d.asked).toContain('decision-keeps-its-calls');
-  });
+  ])(
+    'a decision verified after its turn ended never decides the calls of the next turn (%s keeps its rule)',
+    (_, before) => {
+      const d = new CoreDriver({ onNewMessage: 'interrupt' });
+      d.before = before;
+      d.userMessage({ text: 'refund', messageId: 'm-1' });
+      const first = assistantWithCalls([{ id: 'call_0', needsApproval: true }]);
+      d.modelAnswers(first.message, first.plans);
+      // Sent for every waiting call (no id), while call_0 of the first turn waits.
+      expect(decide(d, { decisionId: 'd-1', decision: 'approve' }, 'signal', { verified: false })).toEqual({
+        verifying: true,
+      });
+      d.userMessage({ text: 'no, another thing', messageId: 'm-2' }); // the first turn ends (interrupted)
+      const second = assistantWithCalls([{ id: 'call_0', needsApproval: true }]); // the provider reuses the id
+      d.modelAnswers(second.message, second.plans);
+      const outcome = verdict(d);
+      if (before.length === 0) {
+        expect(outcome).toMatchObject({ refusal: expect.stringContaining('no longer wait') });
+        expect(d.core.state().pendingApprovals.map((p) => p.toolCallId)).toEqual(['call_0']); // the new call still waits for its own decision
+        expect(d.starts.size).toBe(0);
+      } else {
+        expect(outcome).toEqual({ applied: true, ids: ['call_0'] }); // the old rule, as the run recorded it
+      }
+      expect(d.asked).toContain('decision-keeps-its-calls');
+    },
+  );
 
   it('the state hides a waiting call while the message that asked for it is being written', () => {
     const d = new CoreDriver();
-    d.holdFlushes = true;
+    d.db.holdFlushes = true;
     d.userMessage({ text: 'refund' });
     const { message, plans } = assistantWithCalls([{ id: 'call_1', needsApproval: true }]);
     d.modelAnswers(message, plans);
-    expect(d.flushHeld).toBe(true);
+    expect(d.db.flushHeld).toBe(true);
     expect(d.core.state()).toMatchObject({ status: 'awaiting_approval', pendingApprovals: [] });
-    d.completeFlush();
+    d.db.completeFlush();
     expect(d.core.state().pendingApprovals.map((p) => p.toolCallId)).toEqual(['call_1']);
     expect(d.stored.map((m) => m.role)).toEqual(['user', 'assistant']);
   });
@@ -416,10 +490,12 @@ describe('ConversationCore: decision sizes', () => {
     d.userMessage({ text: 'refund' });
     const { message, plans } = assistantWithCalls([{ id: 'call_1', needsApproval: true }]);
     d.modelAnswers(message, plans);
-    expect(d.decide({ decisionId: 'd-1', decision: 'reject', reason: 'r'.repeat(5000) })).toEqual({
+    expect(decide(d, { decisionId: 'd-1', decision: 'reject', reason: 'r'.repeat(5000) })).toEqual({
       refusal: '"reason" is 5000 characters; it may have at most 4096',
     });
-    expect(d.decide({ decisionId: 'd'.repeat(300), decision: 'approve' })).toEqual({ refusal: '"decisionId" is 300 characters; it may have at most 256' });
+    expect(decide(d, { decisionId: 'd'.repeat(300), decision: 'approve' })).toEqual({
+      refusal: '"decisionId" is 300 characters; it may have at most 256',
+    });
     expect(d.core.state().pendingApprovals).toHaveLength(1);
   });
 });
@@ -435,7 +511,7 @@ describe('ConversationCore: text PostgreSQL cannot store', () => {
     d.userMessage({ text: 'refund', messageId: 'm-1' });
     const { message, plans } = assistantWithCalls([{ id: 'call_1', needsApproval: true }]);
     d.modelAnswers(message, plans);
-    expect(d.decide({ decisionId: 'd-1', decision: 'reject', reason: 'no\ud800' })).toEqual({
+    expect(decide(d, { decisionId: 'd-1', decision: 'reject', reason: 'no\ud800' })).toEqual({
       refusal: expect.stringContaining('"reason" contains U+D800 (an unpaired high surrogate) at offset 2'),
     });
     expect(d.core.cancelTurn({ reason: '\udc00' })).toBe(false);
@@ -464,13 +540,23 @@ describe('ConversationCore: text PostgreSQL cannot store', () => {
           ],
         },
       },
-      { seq: 0, message: { role: 'user', content: '[This message could not be stored, so its text is lost: constraint says no]' } },
+      {
+        seq: 0,
+        message: {
+          role: 'user',
+          content: '[This message could not be stored, so its text is lost: constraint says no]',
+        },
+      },
     ]);
-    expect(d.core.state().lastError).toBe('PostgreSQL refused to store messages 1, 0, stored a note in their place: constraint says no');
+    expect(d.core.state().lastError).toBe(
+      'PostgreSQL refused to store messages 1, 0, stored a note in their place: constraint says no',
+    );
     for (const call of d.calls) d.toolReports(call, { content: '"ok"' });
     d.modelAnswers(answer('done'), []);
     expect(d.turns.at(-1)?.outcome).toBe('answered');
-    expect(d.core.state().lastError).toBe('PostgreSQL refused to store messages 1, 0, stored a note in their place: constraint says no');
+    expect(d.core.state().lastError).toBe(
+      'PostgreSQL refused to store messages 1, 0, stored a note in their place: constraint says no',
+    );
     d.userMessage({ text: 'again' });
     d.modelAnswers(answer('fine'), []);
     expect(d.core.state().lastError).toBeUndefined();
@@ -506,14 +592,18 @@ describe('ConversationCore: handoffs', () => {
     expect(d.core.state()).toMatchObject({ status: 'awaiting_approval', agent: 'triage' });
     expect(d.core.state().pendingApprovals.map((p) => p.toolCallId)).toEqual(['call_refund']);
     expect(d.core.state().messages.at(-1)).toMatchObject({ role: 'assistant', agent: 'triage' });
-    d.decide({ decisionId: 'd-1', decision: 'approve', toolCallId: 'call_refund' });
+    decide(d, { decisionId: 'd-1', decision: 'approve', toolCallId: 'call_refund' });
     d.toolReports(d.calls[0], { content: '"refunded"' });
     expect(toolMessages(d).map((m) => [m.tool_call_id, JSON.parse(m.content)])).toEqual([
       ['call_refund', 'refunded'],
       ['call_h1', { assistant: 'refunds' }],
       [
         'call_h2',
-        { kind: 'tool_failed', reason: 'handoff_refused', error: expect.stringContaining('Only the first handoff of a response is taken (to refunds)') },
+        {
+          kind: 'tool_failed',
+          reason: 'handoff_refused',
+          error: expect.stringContaining('Only the first handoff of a response is taken (to refunds)'),
+        },
       ],
     ]);
     expect(d.request?.agent).toBe('refunds');
@@ -546,7 +636,10 @@ describe('ConversationCore: handoffs', () => {
   it('a turn cancelled while a call of the handoff response waits settles every call, and the handoff holds (its result is stored)', () => {
     const d = new CoreDriver({ agent: 'triage' });
     d.userMessage({ text: 'refund' });
-    const { message, plans } = assistantWithCalls([{ id: 'call_refund', needsApproval: true }, transfer('call_h', 'refunds')]);
+    const { message, plans } = assistantWithCalls([
+      { id: 'call_refund', needsApproval: true },
+      transfer('call_h', 'refunds'),
+    ]);
     d.modelAnswers(message, plans);
     d.cancelTurn('changed my mind');
     expect(toolMessages(d).map((m) => [m.tool_call_id, kindOf(m.content) ?? 'handoff'])).toEqual([
@@ -606,16 +699,31 @@ describe('ConversationCore: agents called as tools', () => {
   };
 
   it('starts the child with the task, its path and the settings it inherits; its answer settles the call by reference', () => {
-    const d = new CoreDriver({ agent: 'desk', budget: { turnTokens: 5000 }, maxSteps: 4, model: { model: 'm' }, systemPrompt: 'not inherited' });
+    const d = new CoreDriver({
+      agent: 'desk',
+      budget: { turnTokens: 5000 },
+      maxSteps: 4,
+      model: { model: 'm' },
+      systemPrompt: 'not inherited',
+    });
     d.userMessage({ text: 'check ord_1', sentBy: 'alice' });
     const { message, plans } = assistantWithCalls([ask('call_a', 'auditor', 'check ord_1')]);
     d.modelAnswers({ ...message, name: 'desk' }, plans);
     const [call] = d.calls;
-    expect(d.core.subAgentStart(call)).toEqual({
-      workflowId: 'conv-1~auditor~2-0',
-      input: { model: { model: 'm' }, maxSteps: 4, budget: { turnTokens: 5000 }, agent: 'auditor', calledBy: { ...caller, callKey: 'conv-1/msg-2/call-0' } },
-      summary: 'auditor agent for ask_auditor, call 1 of turn 1',
-      timeoutMs: 60_000, // the agent tool's timeoutMs, from its plan
+    expect(d.runs.get(call)).toEqual({
+      kind: 'startAgent',
+      start: {
+        workflowId: 'conv-1~auditor~2-0',
+        input: {
+          model: { model: 'm' },
+          maxSteps: 4,
+          budget: { turnTokens: 5000 },
+          agent: 'auditor',
+          calledBy: { ...caller, callKey: 'conv-1/msg-2/call-0' },
+        },
+        summary: 'auditor agent for ask_auditor, call 1 of turn 1',
+        timeoutMs: 60_000, // the agent tool's timeoutMs, from its plan
+      },
     });
     d.subAgentEnds(call, {
       conversationId: 'conv-1~auditor~2-0',
@@ -671,13 +779,17 @@ describe('ConversationCore: agents called as tools', () => {
     d.userMessage({ text: 'a message for the child', sentBy: 'mallory' });
     expect(d.core.state().lastError).toContain('answers only that task; send messages to conv-1');
     expect(d.core.state().queuedMessages).toBe(0);
-    d.decide({ decisionId: 'd-1', decision: 'reject', toolCallId: 'call_r', reason: 'no' });
+    decide(d, { decisionId: 'd-1', decision: 'reject', toolCallId: 'call_r', reason: 'no' });
     expect(d.core.shouldContinueAsNew({ historyLength: 10_000, continueAsNewSuggested: true })).toBe(false);
     d.modelAnswers({ role: 'assistant', content: 'ord_1 is fine', name: 'auditor' }, []);
     expect(d.closed).toBe(true);
     expect(d.core.summary()).toMatchObject({
       conversationId: 'conv-1~auditor~1-0',
-      lastTurn: { agent: 'auditor', outcome: 'answered', answer: { responseKey: expect.any(String), text: 'ord_1 is fine' } },
+      lastTurn: {
+        agent: 'auditor',
+        outcome: 'answered',
+        answer: { responseKey: expect.any(String), text: 'ord_1 is fine' },
+      },
     });
   });
 
@@ -691,7 +803,13 @@ describe('ConversationCore: agents called as tools', () => {
     expect(report).toMatchObject({
       callKey: caller.callKey,
       waiting: [
-        { conversationId: 'conv-1~auditor~1-0', agentPath: ['desk', 'auditor'], toolCallId: 'call_r', toolName: 'issue_refund', requestedBy: ['alice'] },
+        {
+          conversationId: 'conv-1~auditor~1-0',
+          agentPath: ['desk', 'auditor'],
+          toolCallId: 'call_r',
+          toolName: 'issue_refund',
+          requestedBy: ['alice'],
+        },
       ],
     });
     expect(child.core.reportForCaller()).toBeUndefined(); // unchanged: said once
@@ -709,9 +827,12 @@ describe('ConversationCore: agents called as tools', () => {
       pendingApprovals: [],
       waitingBelow: [{ toolCallId: 'call_r', agentPath: ['desk', 'auditor'] }],
     });
-    expect(parent.published).toMatchObject({ pendingApprovals: 1, approvals: { tags: expect.arrayContaining(['tool:issue_refund', 'requester:alice']) } });
+    expect(parent.published).toMatchObject({
+      pendingApprovals: 1,
+      approvals: { tags: expect.arrayContaining(['tool:issue_refund', 'requester:alice']) },
+    });
 
-    child.decide({ decisionId: 'd-1', decision: 'approve', toolCallId: 'call_r' });
+    decide(child, { decisionId: 'd-1', decision: 'approve', toolCallId: 'call_r' });
     const cleared = child.core.reportForCaller()!;
     expect(cleared.waiting).toEqual([]);
     parent.core.subAgentWaiting(cleared);
@@ -732,18 +853,28 @@ describe('ConversationCore: edit and respond', () => {
     d.modelAnswers(message, plans);
     expect(d.core.state().pendingApprovals[0].decisions).toEqual([...all]);
     const [call] = d.calls;
-    expect(d.core.verificationInput({ decisionId: 'd-1', decision: 'edit', toolCallId: 'call_r', arguments: { amount: 120 } }, ['call_r'])).toEqual({
-      conversationId: 'conv-1',
-      decision: { decisionId: 'd-1', decision: 'edit', toolCallId: 'call_r', arguments: { amount: 120 } },
-      edit: { toolName: 'issue_refund' },
+    const edit = {
+      decisionId: 'd-1',
+      decision: 'edit',
+      toolCallId: 'call_r',
+      arguments: { amount: 120 },
+      decidedBy: 'bob',
+    } as const;
+    const verify = d.core.receiveDecision(edit, 'update');
+    expect(verify).toMatchObject({
+      kind: 'verify',
+      input: { conversationId: 'conv-1', decision: edit, edit: { toolName: 'issue_refund' } },
     });
-    const { record } = d.core.applyDecision(
-      { decisionId: 'd-1', decision: 'edit', toolCallId: 'call_r', arguments: { amount: 120 }, decidedBy: 'bob' },
-      ['call_r'],
-      'update',
-    );
-    expect(record).toMatchObject({ decision: 'edit', arguments: '{"amount":120}', modelArguments: '{"amount":150}', decidedBy: 'bob' });
-    expect(d.core.startCall(call)).toMatchObject({ arguments: '{"amount":120}', edited: { by: 'bob', modelArguments: '{"amount":150}' } });
+    if (verify.kind !== 'verify') throw new Error('the edit was not sent to verification');
+    d.core.verificationEnded();
+    expect(d.core.decisionVerified(verify.pending, {})).toMatchObject({
+      kind: 'record',
+      record: { decision: 'edit', arguments: '{"amount":120}', modelArguments: '{"amount":150}', decidedBy: 'bob' },
+    });
+    expect(d.core.startCall(call)).toMatchObject({
+      kind: 'runTool',
+      request: { arguments: '{"amount":120}', edited: { by: 'bob', modelArguments: '{"amount":150}' } },
+    });
   });
 
   it('respond settles the call with the person’s answer without running it; a kind the tool does not allow is refused and changes nothing', () => {
@@ -754,12 +885,16 @@ describe('ConversationCore: edit and respond', () => {
       { id: 'call_b', needsApproval: true, decisions: ['approve', 'reject', 'edit'] },
     ]);
     d.modelAnswers(message, plans);
-    expect(d.decide({ decisionId: 'd-1', decision: 'respond', toolCallId: 'call_b', response: 'done by hand' }, 'update')).toEqual({
+    expect(
+      decide(d, { decisionId: 'd-1', decision: 'respond', toolCallId: 'call_b', response: 'done by hand' }, 'update'),
+    ).toEqual({
       refusal:
         'Tool call "call_b" (tool) does not allow "respond": its tool allows approve, reject, edit. Nothing was decided; the call still waits (conversation conv-1).',
     });
-    expect(d.decide({ decisionId: 'd-2', decision: 'respond', toolCallId: 'call_a', response: 'done by hand' }, 'update')).toMatchObject({ applied: true });
-    d.decide({ decisionId: 'd-3', decision: 'reject', toolCallId: 'call_b' }, 'update');
+    expect(
+      decide(d, { decisionId: 'd-2', decision: 'respond', toolCallId: 'call_a', response: 'done by hand' }, 'update'),
+    ).toMatchObject({ applied: true });
+    decide(d, { decisionId: 'd-3', decision: 'reject', toolCallId: 'call_b' }, 'update');
     expect(d.starts.size).toBe(0);
     expect(JSON.parse(toolMessages(d)[0].content)).toEqual({
       kind: 'responded',
@@ -771,7 +906,10 @@ describe('ConversationCore: edit and respond', () => {
 });
 
 describe('ConversationCore: typed output', () => {
-  const spec = { schema: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'], additionalProperties: false }, name: 'count' };
+  const spec = {
+    schema: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'], additionalProperties: false },
+    name: 'count',
+  };
   const mismatch = (problem: string) => ({ ok: false as const, problem, retries: 1, schemaName: 'count' });
 
   it('asks for the output in every model call, and records the checked value with the answered turn', () => {
@@ -779,7 +917,9 @@ describe('ConversationCore: typed output', () => {
     d.userMessage({ text: 'count', messageId: 'm-1' });
     expect(d.request?.output).toEqual(spec);
     d.modelAnswers(answer('{"n":3}'), [], undefined, { output: { ok: true, value: { n: 3 } } });
-    expect(d.turns).toEqual([{ messageIds: ['m-1'], firstSeq: 0, outcome: 'answered', steps: 1, answerSeq: 1, output: { n: 3 } }]);
+    expect(d.turns).toEqual([
+      { messageIds: ['m-1'], firstSeq: 0, outcome: 'answered', steps: 1, answerSeq: 1, output: { n: 3 } },
+    ]);
   });
 
   it('says a mismatch to the model in a user message and asks again; the turn answers with the second answer', () => {

@@ -5,7 +5,7 @@ import { roundUsd } from '../../src/core/pricing';
 import type { ChatMessage } from '../../src/contract/messages';
 import type { DecisionKind } from '../../src/contract';
 import { findPairingProblems, type PairingItem } from '../../src/core/pairing';
-import { assistantWithCalls, CoreDriver, STORE_REFUSAL } from '../support/core-driver';
+import { assistantWithCalls, CoreDriver, deadlinePasses, decide, verdict, STORE_REFUSAL } from '../support/core-driver';
 
 // The conversation core (src/core/conversation.ts), the same class the workflow runs, driven by
 // random event sequences through a synchronous stand-in for the workflow edge: user messages
@@ -25,9 +25,18 @@ type Event =
   | { type: 'cancel' }
   | {
       type: 'model';
-      calls: { approval: boolean; broken: boolean; idempotent: boolean; handoff: string | undefined; blocked: boolean }[];
+      calls: {
+        approval: boolean;
+        broken: boolean;
+        idempotent: boolean;
+        handoff: string | undefined;
+        blocked: boolean;
+      }[];
       spent?: { promptTokens: number; completionTokens: number; priced: boolean };
-      /** For an answer without calls: what the activity found (a typed output that did not match, a guardrail that stopped the turn). */
+      /**
+       * For an answer without calls: what the activity found (a typed output that did not match, a guardrail that
+       * stopped the turn).
+       */
       final: 'plain' | 'mismatch' | 'inputTrip' | 'outputTrip';
     }
   | { type: 'modelFails' }
@@ -73,10 +82,24 @@ const eventArbitrary: fc.Arbitrary<Event> = fc.oneof(
         }),
         { maxLength: 4 },
       ),
-      final: fc.constantFrom('plain' as const, 'plain' as const, 'plain' as const, 'mismatch' as const, 'inputTrip' as const, 'outputTrip' as const),
-      spent: fc.option(fc.record({ promptTokens: fc.nat(5000), completionTokens: fc.nat(2000), priced: fc.constantFrom(true, true, false) }), {
-        nil: undefined,
-      }),
+      final: fc.constantFrom(
+        'plain' as const,
+        'plain' as const,
+        'plain' as const,
+        'mismatch' as const,
+        'inputTrip' as const,
+        'outputTrip' as const,
+      ),
+      spent: fc.option(
+        fc.record({
+          promptTokens: fc.nat(5000),
+          completionTokens: fc.nat(2000),
+          priced: fc.constantFrom(true, true, false),
+        }),
+        {
+          nil: undefined,
+        },
+      ),
     }),
   },
   { weight: 1, arbitrary: fc.constant({ type: 'modelFails' as const }) },
@@ -84,7 +107,12 @@ const eventArbitrary: fc.Arbitrary<Event> = fc.oneof(
     weight: 4,
     arbitrary: fc.record({
       type: fc.constant('decide' as const),
-      target: fc.oneof(fc.nat(3), fc.constant('all' as const), fc.constant('unknown' as const), fc.constant('stale' as const)),
+      target: fc.oneof(
+        fc.nat(3),
+        fc.constant('all' as const),
+        fc.constant('unknown' as const),
+        fc.constant('stale' as const),
+      ),
       kind: fc.constantFrom('approve' as const, 'reject' as const, 'edit' as const, 'respond' as const),
       via: fc.constantFrom('signal' as const, 'update' as const),
       repeatId: fc.constantFrom(false, false, true),
@@ -141,14 +169,20 @@ interface SentDecision {
 const NOTE = `[This message could not be stored, so its text is lost: ${STORE_REFUSAL}]`;
 
 /** What a decision did, checked against what was true when it was sent. */
-function checkDecided(run: Run, sent: SentDecision, outcome: { refusal: string } | { applied: boolean; ids: string[] }): void {
+function checkDecided(
+  run: Run,
+  sent: SentDecision,
+  outcome: { refusal: string } | { applied: boolean; ids: string[] },
+): void {
   if ('refusal' in outcome) return;
   if (!run.decisionIds.includes(sent.decisionId)) {
     run.decisionIds.push(sent.decisionId);
     expect(outcome.applied).toBe(true);
     expect(sent.late).toBe(false); // a decision sent after the deadline never applies
     for (const id of outcome.ids) {
-      const decided = [...run.driver.calls, ...run.driver.closedCalls].find((c) => c.id === id && sent.waiting.has(c.key));
+      const decided = [...run.driver.calls, ...run.driver.closedCalls].find(
+        (c) => c.id === id && sent.waiting.has(c.key),
+      );
       expect(decided).toBeDefined(); // only calls waiting for a person when it was sent are decided
       if (sent.kind === 'reject') run.calls.get(decided!.key)!.expectedKind = 'rejected';
       if (sent.kind === 'respond') run.calls.get(decided!.key)!.expectedKind = 'responded'; // answered by a person: never started
@@ -192,21 +226,40 @@ function apply(run: Run, event: Event): void {
         run.calls.set(callInstanceKey(d.conversationId, seq, i), {
           id: c.id,
           // Calls asked for past maxSteps (tools off) are not run, blocked or not.
-          ...(c.problem || d.request!.toolChoice === 'none' ? { expectedKind: 'tool_failed' } : c.blocked ? { expectedKind: 'guardrail_blocked' } : {}),
+          ...(c.problem || d.request!.toolChoice === 'none'
+            ? { expectedKind: 'tool_failed' }
+            : c.blocked
+              ? { expectedKind: 'guardrail_blocked' }
+              : {}),
           ...(c.handoff ? { handoff: true } : {}),
         }),
       );
       const { message, plans } = assistantWithCalls(spec);
       const spent = event.spent && {
         usage: { promptTokens: event.spent.promptTokens, completionTokens: event.spent.completionTokens },
-        costUsd: event.spent.priced ? roundUsd((event.spent.promptTokens * 2 + event.spent.completionTokens * 8) / 1e6) : undefined,
+        costUsd: event.spent.priced
+          ? roundUsd((event.spent.promptTokens * 2 + event.spent.completionTokens * 8) / 1e6)
+          : undefined,
       };
       const found =
         spec.length > 0 || event.final === 'plain'
           ? undefined
           : event.final === 'mismatch'
-            ? { output: { ok: false as const, problem: 'The answer is not JSON.', retries: response % 2, schemaName: 'out' } }
-            : { guardrail: { on: event.final === 'inputTrip' ? ('input' as const) : ('output' as const), guardrail: 'screen', reason: 'not allowed' } };
+            ? {
+                output: {
+                  ok: false as const,
+                  problem: 'The answer is not JSON.',
+                  retries: response % 2,
+                  schemaName: 'out',
+                },
+              }
+            : {
+                guardrail: {
+                  on: event.final === 'inputTrip' ? ('input' as const) : ('output' as const),
+                  guardrail: 'screen',
+                  reason: 'not allowed',
+                },
+              };
       d.modelAnswers(message, plans, spent, found);
       if (found?.output && d.stage === 'model') run.askedAgain++; // the mismatch was said to the model, which is asked again
       return;
@@ -217,8 +270,11 @@ function apply(run: Run, event: Event): void {
     case 'decide': {
       const open = d.calls;
       const call = typeof event.target === 'number' ? open[event.target % Math.max(open.length, 1)] : undefined;
-      const stale = [...run.calls.entries()].find(([key, c]) => !open.some((o) => o.key === key) && open.some((o) => o.id === c.id));
-      const decisionId = event.repeatId && run.decisionIds.length > 0 ? run.decisionIds.at(-1)! : `d-${run.decisionIds.length + 1}`;
+      const stale = [...run.calls.entries()].find(
+        ([key, c]) => !open.some((o) => o.key === key) && open.some((o) => o.id === c.id),
+      );
+      const decisionId =
+        event.repeatId && run.decisionIds.length > 0 ? run.decisionIds.at(-1)! : `d-${run.decisionIds.length + 1}`;
       const decision = {
         decisionId,
         decision: event.kind,
@@ -235,7 +291,7 @@ function apply(run: Run, event: Event): void {
         late: event.late,
         waiting: new Set(d.calls.filter((c) => d.core.awaitsApproval(c)).map((c) => c.key)),
       };
-      const outcome = d.decide(decision, event.via, { verified: event.verified });
+      const outcome = decide(d, decision, event.via, { verified: event.verified });
       if ('verifying' in outcome) {
         run.verifying.push(sent);
         return;
@@ -243,7 +299,11 @@ function apply(run: Run, event: Event): void {
       if ('refusal' in outcome) {
         // A refused decision changes nothing but the record of refusals.
         const after = d.core.state();
-        expect({ ...after, refusedDecisions: [], lastError: undefined }).toEqual({ ...before, refusedDecisions: [], lastError: undefined });
+        expect({ ...after, refusedDecisions: [], lastError: undefined }).toEqual({
+          ...before,
+          refusedDecisions: [],
+          lastError: undefined,
+        });
         if (event.target === 'stale' && stale) expect(outcome.refusal).toMatch(/different call|No tool call/);
         return;
       }
@@ -254,13 +314,14 @@ function apply(run: Run, event: Event): void {
       if (!sent) return;
       // Calls still waiting when the last verification ends after their deadline passed time out then.
       const waiting = d.calls.filter((c) => d.core.awaitsApproval(c)).map((c) => c.key);
-      const outcome = d.verdict();
+      const outcome = verdict(d);
       checkDecided(run, sent, outcome);
       if (run.deadlineHeld) run.verdictsAfterDeadline++;
       if (run.deadlineHeld && run.verifying.length === 0) {
         const decided = 'ids' in outcome ? outcome.ids : [];
         for (const key of waiting) {
-          if (!decided.some((id) => run.calls.get(key)?.id === id)) run.calls.get(key)!.expectedKind = 'approval_timeout';
+          if (!decided.some((id) => run.calls.get(key)?.id === id))
+            run.calls.get(key)!.expectedKind = 'approval_timeout';
         }
         run.deadlineHeld = false;
       }
@@ -290,8 +351,10 @@ function apply(run: Run, event: Event): void {
       if (d.stage !== 'calls' || !d.calls.some((c) => d.core.awaitsApproval(c))) return;
       // A decision being verified (sent in time) holds the deadline until its verdict.
       if (run.verifying.length > 0) run.deadlineHeld = true;
-      else for (const call of d.calls.filter((c) => d.core.awaitsApproval(c))) run.calls.get(call.key)!.expectedKind = 'approval_timeout';
-      return d.deadlinePasses();
+      else
+        for (const call of d.calls.filter((c) => d.core.awaitsApproval(c)))
+          run.calls.get(call.key)!.expectedKind = 'approval_timeout';
+      return deadlinePasses(d);
     case 'continueAsNew': {
       if (d.stage !== 'idle' || d.closed) return;
       const before = d.core.state();
@@ -312,13 +375,13 @@ function apply(run: Run, event: Event): void {
       return;
     }
     case 'refuseNextWrite':
-      d.refuseNextWrite = true;
+      d.db.refuseNextWrite = true;
       return;
     case 'holdFlush':
-      d.holdFlushes = true;
+      d.db.holdFlushes = true;
       return;
     case 'completeFlush':
-      return d.completeFlush();
+      return d.db.completeFlush();
     case 'end':
       d.core.end();
       return d.advance();
@@ -365,8 +428,9 @@ function checkAfterEvent(run: Run): void {
   // What the search attributes say is what the state says.
   expect(d.published.status).toBe(state.status);
   // (While the write before a wait is under way, the state does not show the waiting calls yet.)
-  if (!d.flushHeld) expect(d.published.pendingApprovals).toBe(state.pendingApprovals.length);
-  // A call is shown waiting for a person only once the message that asked for it is stored: whoever sees it may read it.
+  if (!d.db.flushHeld) expect(d.published.pendingApprovals).toBe(state.pendingApprovals.length);
+  // A call is shown waiting for a person only once the message that asked for it is stored: whoever sees it may read
+  // it.
   for (const pending of state.pendingApprovals) {
     const assistantSeq = Number(/\/msg-(\d+)\//.exec(pending.callKey)?.[1]);
     const asked = d.stored[assistantSeq];
@@ -395,10 +459,10 @@ function checkAfterEvent(run: Run): void {
 
 function checkAtEnd(run: Run): void {
   const d = run.driver;
-  while (d.flushHeld) d.completeFlush(); // every write ends
+  while (d.db.flushHeld) d.db.completeFlush(); // every write ends
   if (d.stage !== 'idle') d.stop(true); // the workflow is cancelled with a turn open
   expect(findPairingProblems(pairingItems(d.stored))).toEqual([]);
-  const refused = new Set(d.refusedSeqs);
+  const refused = new Set(d.db.refusedSeqs);
   const { results, notStored } = resultsByKey(d.conversationId, d.stored, refused);
   expect([...results.keys()].sort()).toEqual([...run.calls.keys()].sort()); // every call instance answered...
   for (const [key, known] of run.calls) {
@@ -410,7 +474,8 @@ function checkAtEnd(run: Run): void {
       continue;
     }
     if (known.handoff) {
-      // A handoff never runs: it is the agent it moved to, refused, or (asked past maxSteps, or cut off by a stop) not run.
+      // A handoff never runs: it is the agent it moved to, refused, or (asked past maxSteps, or cut off by a stop) not
+      // run.
       expect(d.starts.has(key)).toBe(false);
       if (kind === undefined) expect(Object.keys(JSON.parse(answers[0]) as object)).toEqual(['assistant']);
       else expect(['tool_failed', 'cancelled']).toContain(kind);
@@ -424,10 +489,14 @@ function checkAtEnd(run: Run): void {
   }
   // Every accepted user message is stored once, in order, and answered by exactly one turn.
   // (The core's own notes asking again for a typed output are user messages too; no sender sent them.)
-  const userSeqs = d.stored.flatMap((m, seq) => (m.role === 'user' && !m.content.startsWith('[output check]') ? [seq] : []));
+  const userSeqs = d.stored.flatMap((m, seq) =>
+    m.role === 'user' && !m.content.startsWith('[output check]') ? [seq] : [],
+  );
   const users = userSeqs.map((seq) => d.stored[seq].content);
   const queued = d.core.state().queuedMessages;
-  expect(users).toEqual(run.messages.slice(0, run.messages.length - queued).map((m, i) => (refused.has(userSeqs[i]) ? NOTE : m.text)));
+  expect(users).toEqual(
+    run.messages.slice(0, run.messages.length - queued).map((m, i) => (refused.has(userSeqs[i]) ? NOTE : m.text)),
+  );
   const answered = d.turns.flatMap((t) => t.messageIds);
   expect(answered).toHaveLength(users.length);
   expect(new Set(answered).size).toBe(answered.length);
@@ -461,7 +530,10 @@ describe('the conversation core under random events (property)', () => {
         fc.constantFrom('interrupt' as const, 'queue' as const),
         fc.integer({ min: 1, max: 4 }),
         (sequence, reusedIds, onNewMessage, maxSteps) => {
-          const driver = new CoreDriver({ systemPrompt: 'You help.', onNewMessage, maxSteps, approvalTimeoutMs: 60_000 }, 'conv-1');
+          const driver = new CoreDriver(
+            { systemPrompt: 'You help.', onNewMessage, maxSteps, approvalTimeoutMs: 60_000 },
+            'conv-1',
+          );
           const run: Run = {
             driver,
             reusedIds,
@@ -482,7 +554,9 @@ describe('the conversation core under random events (property)', () => {
             checkAfterEvent(run);
           }
           checkAtEnd(run);
-          totals.upsertsWithSpending += driver.upserts.filter((u) => u.usage && u.usage.tokens > 0 && u.usage.costUsd > 0).length;
+          totals.upsertsWithSpending += driver.upserts.filter(
+            (u) => u.usage && u.usage.tokens > 0 && u.usage.costUsd > 0,
+          ).length;
           totals.cases++;
           totals.events += sequence.length;
           totals.calls += run.calls.size;
@@ -492,15 +566,22 @@ describe('the conversation core under random events (property)', () => {
           totals.cancelled += driver.turns.filter((t) => t.outcome === 'cancelled').length;
           totals.started += driver.starts.size;
           totals.decisions += run.decisionIds.length;
-          totals.flushesHeld += driver.flushesHeld;
+          totals.flushesHeld += driver.db.flushesHeld;
           totals.verdictsAfterDeadline += run.verdictsAfterDeadline;
-          totals.editedRuns += [...driver.calls, ...driver.closedCalls].filter((c) => c.decision?.kind === 'edit' && driver.starts.has(c.key)).length;
+          totals.editedRuns += [...driver.calls, ...driver.closedCalls].filter(
+            (c) => c.decision?.kind === 'edit' && driver.starts.has(c.key),
+          ).length;
           totals.outputRetries += run.askedAgain;
           for (const t of driver.turns) totals.turnOutcomes[t.outcome] = (totals.turnOutcomes[t.outcome] ?? 0) + 1;
           for (const m of driver.stored) {
             if (m.role !== 'tool') continue;
             const parsed = JSON.parse(m.content) as { kind?: string; assistant?: string; reason?: string };
-            const kind = parsed.assistant !== undefined ? 'handoff' : parsed.reason === 'handoff_refused' ? 'handoff_refused' : (parsed.kind ?? 'ok');
+            const kind =
+              parsed.assistant !== undefined
+                ? 'handoff'
+                : parsed.reason === 'handoff_refused'
+                  ? 'handoff_refused'
+                  : (parsed.kind ?? 'ok');
             totals.outcomes[kind] = (totals.outcomes[kind] ?? 0) + 1;
           }
         },
@@ -527,7 +608,8 @@ describe('the conversation core under random events (property)', () => {
     ]) {
       expect(totals.outcomes[kind], kind).toBeGreaterThan(0); // every way a call ends was exercised
     }
-    for (const outcome of ['answered', 'invalid_output', 'guardrail_tripped']) expect(totals.turnOutcomes[outcome], outcome).toBeGreaterThan(0);
+    for (const outcome of ['answered', 'invalid_output', 'guardrail_tripped'])
+      expect(totals.turnOutcomes[outcome], outcome).toBeGreaterThan(0);
     expect(totals.outputRetries).toBeGreaterThan(0);
   });
 });

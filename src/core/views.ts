@@ -1,0 +1,154 @@
+/**
+ * What others see of a conversation: its status, the state query, the calls
+ * listed for approvers, the workflow's current details and what the
+ * conversation returns when it ends. Pure reads of the state.
+ */
+import type { ApprovalRequest } from '../contract/activities';
+import type {
+  ConversationState,
+  ConversationStatus,
+  ConversationSummary,
+  OpenCall,
+  SubAgentTurn,
+} from '../contract/conversation-state';
+import { agentPath, waitingBelow } from './agents';
+import { describePendingApproval, type BatchCall } from './batch';
+import type { CoreState } from './state';
+import { currentDetails as describeDetails } from './summaries';
+
+/** Where the conversation stands. */
+export function status(s: CoreState): ConversationStatus {
+  return s.kept.phase === 'running' && pendingCount(s) > 0 ? 'awaiting_approval' : s.kept.phase;
+}
+
+/** The calls this conversation waits on a person for: its own, and those below its agents called as tools. */
+export function pendingCount(s: CoreState): number {
+  return (s.batch?.awaitingApproval().length ?? 0) + waitingBelow(s).length;
+}
+
+/** The calls of the open batch waiting for a person, as approvers' lists hold them. */
+export function approvalRequests(s: CoreState): ApprovalRequest[] {
+  const calls = s.batch?.all() ?? [];
+  const path = agentPath(s);
+  const caller = s.input.calledBy;
+  return calls.flatMap((call, callIndex) =>
+    call.phase === 'awaiting_approval'
+      ? [
+          {
+            callKey: call.key,
+            toolCallId: call.id,
+            toolName: call.name,
+            assistantSeq: s.answerSeq,
+            callIndex,
+            requestedAt: call.requestedAt,
+            requestedBy: [...s.turn.requesters],
+            ...(caller ? { rootConversationId: caller.rootConversationId } : {}),
+            ...(path ? { agentPath: path } : {}),
+            ...(call.decisions ? { decisions: [...call.decisions] } : {}),
+          },
+        ]
+      : [],
+  );
+}
+
+/** The state shown to clients (the `state` query). */
+export function conversationState(s: CoreState): ConversationState {
+  const below = waitingBelow(s);
+  const k = s.kept;
+  const calls = s.batch?.all() ?? [];
+  const now = s.env.now();
+  return {
+    conversationId: s.id,
+    status: status(s),
+    steps: k.steps,
+    lastError: k.lastError,
+    messages: s.messages.map((m) => ({ ...m })),
+    messageCount: s.writes.nextSeq,
+    runs: k.runs,
+    ...(k.agent !== undefined ? { agent: k.agent } : {}),
+    ...(s.input.calledBy ? { calledBy: { ...s.input.calledBy, task: s.input.calledBy.task.slice(0, 500) } } : {}),
+    queuedMessages: s.inbox.length,
+    // A call is shown waiting for a person once the message that asked for it is written: whoever sees it may read the
+    // transcript.
+    pendingApprovals: s.writes.inProgress
+      ? []
+      : (s.batch?.awaitingApproval() ?? []).map((call) => describePendingApproval(call, now, s.turn.requesters)),
+    ...(below.length > 0 ? { waitingBelow: below.map((b) => ({ ...b, ageMs: now - Date.parse(b.requestedAt) })) } : {}),
+    ...(s.batch ? { openCalls: calls.map(describeOpenCall) } : {}),
+    runningToolCalls: calls.filter((c) => c.phase === 'running').map((c) => c.id),
+    decisionsApplied: s.decisions.size,
+    refusedDecisions: k.refusedDecisions.map((r) => ({ ...r })),
+    recentTurns: k.recentTurns.map((t) => ({ ...t })),
+    ...(s.turn.active ? { currentTurn: { messageIds: [...s.turn.messageIds], firstSeq: s.turn.firstSeq } } : {}),
+    unknownEffects: k.unknownEffects.recent.map((u) => ({ ...u })),
+    unknownEffectsCount: k.unknownEffects.count,
+    transcriptRepairs: k.transcriptRepairs,
+    usage: { ...k.usage },
+  };
+}
+
+/** A call of the open batch as the state shows it: settled ones with their outcome. */
+function describeOpenCall(call: BatchCall): OpenCall {
+  return {
+    callKey: call.key,
+    toolCallId: call.id,
+    toolName: call.name,
+    ...(call.outcome ? { outcome: { kind: call.outcome.kind, content: call.outcome.content } } : {}),
+  };
+}
+
+/** The workflow's current details: what it does or waits for, and how the last calls ended. */
+export function currentDetails(s: CoreState): string {
+  const waiting = [
+    ...(s.batch?.awaitingApproval() ?? []).map((c) => ({ name: c.name, id: c.id, since: c.requestedAt })),
+    ...waitingBelow(s).map((b) => ({
+      name: `${b.toolName} (in ${b.agentPath.join(' > ')})`,
+      id: b.toolCallId,
+      since: Date.parse(b.requestedAt),
+    })),
+  ];
+  const label = {
+    idle: 'Idle',
+    running: 'Running a turn',
+    awaiting_approval: 'Waiting for approval',
+    failed: 'Last turn failed',
+    closed: 'Ended',
+  };
+  return describeDetails({ status: label[status(s)], turn: s.kept.turns, waiting }, s.lastCalls);
+}
+
+/** For each of the calls, its tool and how long it has waited for a decision (ms, workflow time). */
+export function approvalWaits(s: CoreState, ids: readonly string[]): { tool: string; waitedMs: number }[] {
+  return ids.flatMap((id) => {
+    const call = s.batch?.get(id);
+    return call ? [{ tool: call.name, waitedMs: Math.max(s.env.now() - call.requestedAt, 0) }] : [];
+  });
+}
+
+/** What the workflow returns when the conversation ends. */
+export function summary(s: CoreState): ConversationSummary {
+  const k = s.kept;
+  const summary = {
+    conversationId: s.id,
+    steps: k.steps,
+    messages: s.writes.nextSeq,
+    transcriptRepairs: k.transcriptRepairs,
+  };
+  return s.input.calledBy ? { ...summary, ...subAgentTurn(s) } : summary;
+}
+
+/** How the one turn of an agent called as a tool ended, for its caller. */
+function subAgentTurn(s: CoreState): { lastTurn?: SubAgentTurn } {
+  const recent = s.kept.recentTurns;
+  const last = recent[recent.length - 1];
+  if (!last) return {};
+  const answered = last.outcome === 'answered' && s.lastAnswer;
+  return {
+    lastTurn: {
+      ...(s.kept.agent !== undefined ? { agent: s.kept.agent } : {}),
+      outcome: last.outcome,
+      ...(last.error !== undefined ? { error: last.error } : {}),
+      ...(answered ? { answer: { ...s.lastAnswer! } } : {}),
+    },
+  };
+}
