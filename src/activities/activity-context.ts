@@ -55,8 +55,14 @@ export function releaseStickyWorker(context: Context): void {
     return; // an activity environment without a client (tests)
   }
   void client.workflowService
-    .resetStickyTaskQueue({ namespace: info.workflowNamespace ?? client.options.namespace, execution: info.workflowExecution })
+    .resetStickyTaskQueue({
+      namespace: info.workflowNamespace ?? client.options.namespace,
+      execution: info.workflowExecution,
+    })
     .catch((err: Error) =>
-      logger.debug({ err: err.message, workflowId: info.workflowExecution?.workflowId }, 'could not reset the sticky queue of a retried activity'),
+      logger.debug(
+        { err: err.message, workflowId: info.workflowExecution?.workflowId },
+        'could not reset the sticky queue of a retried activity',
+      ),
     );
 }

@@ -42,8 +42,14 @@ export interface CompletionOptions {
   publisher?: DeltaPublisher;
 }
 
-/** Sends the request and assembles the answer. Heartbeats while waiting; stops at once when the activity is cancelled. */
-export async function requestCompletion(openai: OpenAI, request: ChatCompletionCreateParamsNonStreaming, options: CompletionOptions): Promise<ModelCompletion> {
+/**
+ * Sends the request and assembles the answer. Heartbeats while waiting; stops at once when the activity is cancelled.
+ */
+export async function requestCompletion(
+  openai: OpenAI,
+  request: ChatCompletionCreateParamsNonStreaming,
+  options: CompletionOptions,
+): Promise<ModelCompletion> {
   const context = Context.current();
   const stopHeartbeats = heartbeatWhileRunning(context);
   try {
@@ -55,7 +61,11 @@ export async function requestCompletion(openai: OpenAI, request: ChatCompletionC
   }
 }
 
-async function unstreamed(openai: OpenAI, request: ChatCompletionCreateParamsNonStreaming, options: CompletionOptions): Promise<ModelCompletion> {
+async function unstreamed(
+  openai: OpenAI,
+  request: ChatCompletionCreateParamsNonStreaming,
+  options: CompletionOptions,
+): Promise<ModelCompletion> {
   let response;
   try {
     response = await openai.chat.completions.create(request, { signal: Context.current().cancellationSignal });
@@ -63,20 +73,29 @@ async function unstreamed(openai: OpenAI, request: ChatCompletionCreateParamsNon
     throw toActivityFailure(err);
   }
   const choice = response.choices?.[0];
-  if (!choice?.message) throw ApplicationFailure.retryable('The model returned no choices.', ActivityErrorType.ModelBehavior);
+  if (!choice?.message)
+    throw ApplicationFailure.retryable('The model returned no choices.', ActivityErrorType.ModelBehavior);
   const raw = choice.message as typeof choice.message & { reasoning_content?: string };
   const completion = toCompletion({
     content: raw.content ?? null,
     reasoningContent: raw.reasoning_content,
-    toolCalls: (raw.tool_calls ?? []).flatMap((c) => (c.type === 'function' ? [{ id: c.id, name: c.function.name, arguments: c.function.arguments }] : [])),
+    toolCalls: (raw.tool_calls ?? []).flatMap((c) =>
+      c.type === 'function' ? [{ id: c.id, name: c.function.name, arguments: c.function.arguments }] : [],
+    ),
     finishReason: choice.finish_reason ?? null,
-    usage: response.usage ? { promptTokens: response.usage.prompt_tokens, completionTokens: response.usage.completion_tokens } : undefined,
+    usage: response.usage
+      ? { promptTokens: response.usage.prompt_tokens, completionTokens: response.usage.completion_tokens }
+      : undefined,
   });
   options.publisher?.push(completion.message.content ?? '');
   return completion;
 }
 
-async function streamed(openai: OpenAI, request: ChatCompletionCreateParamsNonStreaming, options: CompletionOptions): Promise<ModelCompletion> {
+async function streamed(
+  openai: OpenAI,
+  request: ChatCompletionCreateParamsNonStreaming,
+  options: CompletionOptions,
+): Promise<ModelCompletion> {
   const context = Context.current();
   // One plain signal for both reasons to stop (a cancel, a stall). Not AbortSignal.any: the OpenAI SDK
   // leaves its abort listener on the signal it is given, and Node keeps a composite signal that has a
@@ -97,7 +116,10 @@ async function streamed(openai: OpenAI, request: ChatCompletionCreateParamsNonSt
   const assembler = new StreamAssembler();
   armIdleTimer();
   try {
-    const stream = await openai.chat.completions.create({ ...request, stream: true, stream_options: { include_usage: true } }, { signal: stop.signal });
+    const stream = await openai.chat.completions.create(
+      { ...request, stream: true, stream_options: { include_usage: true } },
+      { signal: stop.signal },
+    );
     for await (const chunk of stream) {
       armIdleTimer();
       beat(context);
@@ -153,7 +175,10 @@ function toCompletion(parts: {
     function: { name: c.name, arguments: c.arguments.trim() === '' ? '{}' : c.arguments },
   }));
   if (toolCalls.some((call) => !call.function.name)) {
-    throw ApplicationFailure.retryable('The model returned a tool call without a function name.', ActivityErrorType.ModelBehavior);
+    throw ApplicationFailure.retryable(
+      'The model returned a tool call without a function name.',
+      ActivityErrorType.ModelBehavior,
+    );
   }
   const reassignedIds = assignUniqueIds(toolCalls);
   if (toolCalls.length > 0 && parts.finishReason === 'length') {
@@ -167,7 +192,9 @@ function toCompletion(parts: {
     content: toolCalls.length > 0 ? parts.content || null : (parts.content ?? ''),
     ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
     // DeepSeek thinking mode: the reasoning of a tool-calling message must be sent back in later requests.
-    ...(toolCalls.length > 0 && parts.reasoningContent !== undefined ? { reasoning_content: parts.reasoningContent } : {}),
+    ...(toolCalls.length > 0 && parts.reasoningContent !== undefined
+      ? { reasoning_content: parts.reasoningContent }
+      : {}),
   };
   return { message, finishReason: parts.finishReason, usage: parts.usage, reassignedIds };
 }
@@ -232,7 +259,10 @@ function toActivityFailure(err: unknown): unknown {
   });
 }
 
-/** The wait a provider asks for (`retry-after-ms`, or `retry-after` in seconds or as a date), capped at {@link MAX_RETRY_AFTER_MS}. */
+/**
+ * The wait a provider asks for (`retry-after-ms`, or `retry-after` in seconds or as a date), capped at {@link
+ * MAX_RETRY_AFTER_MS}.
+ */
 export function retryAfter(headers: Headers | undefined, now = Date.now()): number | undefined {
   const ms = Number(headers?.get('retry-after-ms') ?? NaN);
   if (Number.isFinite(ms) && ms >= 0) return Math.min(Math.ceil(ms), MAX_RETRY_AFTER_MS);

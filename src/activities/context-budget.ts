@@ -25,7 +25,9 @@
 import { countTokens, takeTokens, tokenBound } from '../common/tokens';
 import type { ChatMessage } from '../contract/messages';
 
-/** Context windows of well-known models, in tokens; `ModelSettings.contextWindow` or `OPENAI_CONTEXT_WINDOW` set others. */
+/**
+ * Context windows of well-known models, in tokens; `ModelSettings.contextWindow` or `OPENAI_CONTEXT_WINDOW` set others.
+ */
 export const KNOWN_CONTEXT_WINDOWS: { prefix: string; tokens: number }[] = [
   { prefix: 'gpt-4.1', tokens: 1_047_576 },
   { prefix: 'gpt-5', tokens: 400_000 },
@@ -97,7 +99,10 @@ export interface BudgetOptions {
  * done. Counts from the newest turn back and stops at the first turn that
  * does not fit, so a long conversation costs about one window of counting.
  */
-export function fitToContext(messages: readonly ChatMessage[], options: BudgetOptions): { messages: ChatMessage[]; report: BudgetReport } {
+export function fitToContext(
+  messages: readonly ChatMessage[],
+  options: BudgetOptions,
+): { messages: ChatMessage[]; report: BudgetReport } {
   const calibration = Math.max(1, options.calibration ?? 1);
   if (!options.alwaysCount) {
     const fits = fitsUncounted(messages, options, calibration);
@@ -170,7 +175,10 @@ export function fitToContext(messages: readonly ChatMessage[], options: BudgetOp
   };
 }
 
-/** Tokens left for messages: the window less the reply's reserve and a margin, scaled down by the calibration, less the tools. */
+/**
+ * Tokens left for messages: the window less the reply's reserve and a margin, scaled down by the calibration, less the
+ * tools.
+ */
 function messageBudget(options: BudgetOptions, calibration: number, toolTokens: number): number {
   const margin = Math.ceil(options.windowTokens * 0.02) + 16;
   return Math.floor((options.windowTokens - options.replyTokens - margin) / calibration) - toolTokens;
@@ -182,7 +190,11 @@ function messageBudget(options: BudgetOptions, calibration: number, toolTokens: 
  * share and the whole within the budget, the counted path would send every
  * message whole, so counting would change nothing.
  */
-function fitsUncounted(messages: readonly ChatMessage[], options: BudgetOptions, calibration: number): BudgetReport | undefined {
+function fitsUncounted(
+  messages: readonly ChatMessage[],
+  options: BudgetOptions,
+  calibration: number,
+): BudgetReport | undefined {
   const toolBound = options.tools && options.tools.length > 0 ? tokenBound(JSON.stringify(options.tools)) : 0;
   const budget = messageBudget(options, calibration, toolBound);
   const share = Math.floor(budget * MESSAGE_SHARE);
@@ -226,7 +238,11 @@ export function truncationMarker(shownChars: number, totalChars: number, seq: nu
 }
 
 /** One message within `maxTokens`: its tokens, cut with a marker when over. */
-function fitMessage(message: ChatMessage, maxTokens: number, seq: number): { message: ChatMessage; tokens: number; cut: boolean } {
+function fitMessage(
+  message: ChatMessage,
+  maxTokens: number,
+  seq: number,
+): { message: ChatMessage; tokens: number; cut: boolean } {
   const fixed = TOKENS_PER_MESSAGE + fixedTokens(message);
   const content = typeof message.content === 'string' ? message.content : '';
   const room = Math.max(FLOOR_TOKENS, maxTokens - fixed);

@@ -19,7 +19,11 @@ export const DATABASE_RETRY_FOR_MS = 2 * 60_000;
  * Runs `operation`, retrying it (1 s, 2 s, … up to 5 s apart) while the
  * database is unreachable, for at most `retryForMs`. Call only inside an activity.
  */
-export async function withDatabaseRetry<T>(what: string, operation: () => Promise<T>, retryForMs = DATABASE_RETRY_FOR_MS): Promise<T> {
+export async function withDatabaseRetry<T>(
+  what: string,
+  operation: () => Promise<T>,
+  retryForMs = DATABASE_RETRY_FOR_MS,
+): Promise<T> {
   const context = Context.current();
   const started = Date.now();
   for (let attempt = 1; ; attempt++) {
@@ -28,7 +32,8 @@ export async function withDatabaseRetry<T>(what: string, operation: () => Promis
     } catch (err) {
       if (!isConnectionError(err) || Date.now() - started >= retryForMs) throw err;
       const waitMs = Math.min(1000 * attempt, 5000);
-      if (attempt === 1) logger.warn({ what, error: (err as Error).message }, 'PostgreSQL is unreachable; retrying until it is back');
+      if (attempt === 1)
+        logger.warn({ what, error: (err as Error).message }, 'PostgreSQL is unreachable; retrying until it is back');
       beat(context);
       await context.sleep(waitMs); // throws when the activity is cancelled
       beat(context);

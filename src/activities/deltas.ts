@@ -29,7 +29,10 @@ export class DeltaPublisher {
     private readonly pool: Pool,
     private readonly tables: Pick<AgentTables, 'streamDeltas'>,
     private readonly ids: { conversationId: string; responseKey: string; attempt: number },
-    /** Hold every delta until {@link end} (an output guardrail checks the answer first): nothing is sent while the model speaks. */
+    /**
+     * Hold every delta until {@link end} (an output guardrail checks the answer first): nothing is sent while the model
+     * speaks.
+     */
     private readonly held = false,
   ) {}
 
@@ -54,7 +57,10 @@ export class DeltaPublisher {
   private async finished(): Promise<void> {
     await this.chain;
     if (this.failures > 1) {
-      logger.warn({ ...this.ids, failed: this.failures }, 'stream events of this response were not published; clients read the stored answer instead');
+      logger.warn(
+        { ...this.ids, failed: this.failures },
+        'stream events of this response were not published; clients read the stored answer instead',
+      );
     }
   }
 
@@ -93,7 +99,8 @@ export class DeltaPublisher {
         () => undefined,
         (err: Error) => {
           // The first failure of a response is logged; the rest are counted and reported once by end().
-          if (this.failures++ === 0) logger.warn({ error: err.message, ...this.ids }, 'could not publish a stream event');
+          if (this.failures++ === 0)
+            logger.warn({ error: err.message, ...this.ids }, 'could not publish a stream event');
         },
       );
   }
@@ -107,7 +114,15 @@ export class DeltaPublisher {
     const { responseKey, attempt, conversationId } = this.ids;
     return [
       statement,
-      [STREAM_CHANNEL, responseKey, attempt, conversationId, pieces.map((p) => p.offset), pieces.map((p) => p.text), pieces.map((p) => JSON.stringify(p))],
+      [
+        STREAM_CHANNEL,
+        responseKey,
+        attempt,
+        conversationId,
+        pieces.map((p) => p.offset),
+        pieces.map((p) => p.text),
+        pieces.map((p) => JSON.stringify(p)),
+      ],
     ];
   }
 
@@ -120,6 +135,9 @@ export class DeltaPublisher {
     const statement = `WITH dropped AS (
         DELETE FROM ${this.tables.streamDeltas} WHERE (response_key = $3 AND (attempt = $4 OR $5)) OR created_at < now() - interval '1 hour')
       SELECT pg_notify($1, $2)`;
-    return [statement, [STREAM_CHANNEL, JSON.stringify(event), event.responseKey, event.attempt, event.type === 'end' && event.ok]];
+    return [
+      statement,
+      [STREAM_CHANNEL, JSON.stringify(event), event.responseKey, event.attempt, event.type === 'end' && event.ok],
+    ];
   }
 }

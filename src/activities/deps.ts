@@ -14,8 +14,12 @@ export interface ActivityDeps extends Pick<
   ActivityOptions,
   'schema' | 'inlineResultLimit' | 'maxParallelToolCalls' | 'decisionTrust' | 'defaultAgent' | 'guardrails'
 > {
-  /** The model options the activities read, with the client: `model.client`, or one built on `model.apiKey` and `model.baseUrl`. */
-  model: Pick<DurableAgentModelOptions, 'name' | 'contextWindow' | 'prices'> & Required<Pick<DurableAgentModelOptions, 'client'>>;
+  /**
+   * The model options the activities read, with the client: `model.client`, or one built on `model.apiKey` and
+   * `model.baseUrl`.
+   */
+  model: Pick<DurableAgentModelOptions, 'name' | 'contextWindow' | 'prices'> &
+    Required<Pick<DurableAgentModelOptions, 'client'>>;
   /** The pool of `database`: its `pool`, or one opened on its `url`. */
   pool: Pool;
   /** The registry of `tools`. */
@@ -29,7 +33,16 @@ export interface ActivityDeps extends Pick<
 /** What the model activity needs. */
 export type ModelActivityDeps = Pick<
   ActivityDeps,
-  'model' | 'pool' | 'tools' | 'mcp' | 'agents' | 'defaultAgent' | 'schema' | 'inlineResultLimit' | 'maxParallelToolCalls' | 'guardrails'
+  | 'model'
+  | 'pool'
+  | 'tools'
+  | 'mcp'
+  | 'agents'
+  | 'defaultAgent'
+  | 'schema'
+  | 'inlineResultLimit'
+  | 'maxParallelToolCalls'
+  | 'guardrails'
 >;
 
 /** What the tool activity needs. */

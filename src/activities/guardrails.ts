@@ -8,7 +8,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { ActivityErrorType, type AssistantMessage } from '../contract/activities';
-import type { GuardrailTrip } from '../contract/conversation';
+import type { GuardrailTrip } from '../contract/turn-records';
 import { guardrailsOn, type Guardrail, type GuardrailContext } from '../tools/guardrails';
 import type { Agent } from '../tools/agents';
 import type { Tool } from '../tools/tool';
@@ -28,7 +28,9 @@ export interface ApplicableGuardrails {
  * once per agent (not per model call): `of(speaker)` is the list for a call
  * answered by `speaker` (undefined: one unnamed agent).
  */
-export function guardrailsByAgent(worker: readonly Guardrail[] | undefined): (speaker: Agent | undefined) => ApplicableGuardrails {
+export function guardrailsByAgent(
+  worker: readonly Guardrail[] | undefined,
+): (speaker: Agent | undefined) => ApplicableGuardrails {
   const sorted = new Map<string | undefined, ApplicableGuardrails>();
   return (speaker) => {
     let found = sorted.get(speaker?.name);
@@ -45,14 +47,25 @@ export function guardrailsByAgent(worker: readonly Guardrail[] | undefined): (sp
 }
 
 /** What a check gets besides its subject: the conversation, and the worker's model for a guardrail that asks one. */
-export function guardrailContext(deps: Pick<ModelActivityDeps, 'model'>, conversationId: string, agent: string | undefined): GuardrailContext {
+export function guardrailContext(
+  deps: Pick<ModelActivityDeps, 'model'>,
+  conversationId: string,
+  agent: string | undefined,
+): GuardrailContext {
   return {
     conversationId,
     ...(agent !== undefined ? { agent } : {}),
     signal: Context.current().cancellationSignal,
     async complete(prompt, options = {}) {
-      const messages = [...(options.system ? [{ role: 'system' as const, content: options.system }] : []), { role: 'user' as const, content: prompt }];
-      const done = await requestCompletion(deps.model.client, { model: deps.model.name, messages }, { stream: false, idleTimeoutMs: 60_000 });
+      const messages = [
+        ...(options.system ? [{ role: 'system' as const, content: options.system }] : []),
+        { role: 'user' as const, content: prompt },
+      ];
+      const done = await requestCompletion(
+        deps.model.client,
+        { model: deps.model.name, messages },
+        { stream: false, idleTimeoutMs: 60_000 },
+      );
       return done.message.content ?? '';
     },
   };
@@ -68,12 +81,16 @@ export async function firstTrip<Subject>(
   const verdicts = await Promise.all(
     guardrails.map(async (g) => ({
       g,
-      verdict: (await guarded(g.name, () => g.check(subject, context))) as { tripwire?: unknown; reason?: unknown } | undefined,
+      verdict: (await guarded(g.name, () => g.check(subject, context))) as
+        { tripwire?: unknown; reason?: unknown } | undefined,
     })),
   );
   const tripped = verdicts.find(({ verdict }) => verdict?.tripwire === true);
   if (!tripped) return undefined;
-  const reason = typeof tripped.verdict?.reason === 'string' && tripped.verdict.reason.trim() !== '' ? tripped.verdict.reason : 'no reason given';
+  const reason =
+    typeof tripped.verdict?.reason === 'string' && tripped.verdict.reason.trim() !== ''
+      ? tripped.verdict.reason
+      : 'no reason given';
   return { on, guardrail: tripped.g.name, reason };
 }
 
@@ -83,7 +100,9 @@ export async function toolVerdict(
   call: { toolName: string; arguments: unknown },
   context: GuardrailContext,
 ): Promise<{ action: 'allow' } | { action: 'block' | 'require_approval'; guardrail: string; reason: string }> {
-  const verdicts = await Promise.all(guardrails.map(async (g) => ({ g, verdict: await guarded(g.name, () => g.check(call, context)) })));
+  const verdicts = await Promise.all(
+    guardrails.map(async (g) => ({ g, verdict: await guarded(g.name, () => g.check(call, context)) })),
+  );
   for (const action of ['block', 'require_approval'] as const) {
     const hit = verdicts.find(({ verdict }) => verdict?.action === action);
     if (hit) return { action, guardrail: hit.g.name, reason: hit.verdict.reason?.trim() || 'no reason given' };
@@ -96,10 +115,17 @@ export function toolGuardrailsOf(applicable: ApplicableGuardrails, tool: Tool): 
   return tool.guardrails?.length ? [...applicable.tool, ...guardrailsOn('tool', tool.guardrails)] : applicable.tool;
 }
 
-/** The assistant message stored in place of an answer when a guardrail stopped the turn: what the user and the model read. */
+/**
+ * The assistant message stored in place of an answer when a guardrail stopped the turn: what the user and the model
+ * read.
+ */
 export function guardrailNote(trip: GuardrailTrip, agent: string | undefined): AssistantMessage {
   const what = trip.on === 'input' ? 'This request was not answered' : 'The answer was withheld';
-  return { role: 'assistant', content: `[guardrail ${trip.guardrail}] ${what}: ${trip.reason}`, ...(agent !== undefined ? { name: agent } : {}) };
+  return {
+    role: 'assistant',
+    content: `[guardrail ${trip.guardrail}] ${what}: ${trip.reason}`,
+    ...(agent !== undefined ? { name: agent } : {}),
+  };
 }
 
 /** Runs one check, turning a throw into a failure that names the guardrail. */

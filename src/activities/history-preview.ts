@@ -11,7 +11,12 @@ export const DEFAULT_INLINE_LIMIT = 4096;
 /** Characters a preview keeps. */
 export const PREVIEW_LENGTH = 512;
 
-/** `text` when it is at most `limit` characters, else its first {@link PREVIEW_LENGTH} and where the whole is (`stored`, e.g. "result is stored under …"). */
+/**
+ * `text` when it is at most `limit` characters, else its first {@link PREVIEW_LENGTH} and where the whole is (`stored`,
+ * e.g. "result is stored under …").
+ */
 export function inlineOrPreview(text: string, limit: number, stored: string): string {
-  return text.length <= limit ? text : `${text.slice(0, PREVIEW_LENGTH)}… [${text.length} characters; the full ${stored}]`;
+  return text.length <= limit
+    ? text
+    : `${text.slice(0, PREVIEW_LENGTH)}… [${text.length} characters; the full ${stored}]`;
 }

@@ -2,8 +2,19 @@
  * Activities: everything the conversation does with I/O. Built by a factory
  * from real dependencies, so tests pass theirs instead of mocking modules.
  */
-import { CONVERSATION_ACTIVITY_NAMES, conversationActivityType, type ConversationActivities, type VerifyDecisionInput } from '../contract/activities';
-import { guardrailContext, guardrailsByAgent, toolGuardrailsOf, toolVerdict, type ApplicableGuardrails } from './guardrails';
+import {
+  CONVERSATION_ACTIVITY_NAMES,
+  conversationActivityType,
+  type ConversationActivities,
+  type VerifyDecisionInput,
+} from '../contract/activities';
+import {
+  guardrailContext,
+  guardrailsByAgent,
+  toolGuardrailsOf,
+  toolVerdict,
+  type ApplicableGuardrails,
+} from './guardrails';
 import { createModelActivity } from './model';
 import { createToolActivity } from './tools';
 import { recordDecision } from '../db/transcript-store';
@@ -55,12 +66,20 @@ async function describeRefusedEdit(
   const speaker = edit.agent !== undefined ? deps.agents?.get(edit.agent) : undefined;
   const guards = toolGuardrailsOf(guardrailsOf(speaker), checked.tool);
   if (guards.length === 0) return undefined;
-  const verdict = await toolVerdict(guards, { toolName: checked.tool.name, arguments: checked.args }, guardrailContext(deps, conversationId, edit.agent));
+  const verdict = await toolVerdict(
+    guards,
+    { toolName: checked.tool.name, arguments: checked.args },
+    guardrailContext(deps, conversationId, edit.agent),
+  );
   if (verdict.action !== 'block') return undefined;
   return `Edit refused: the guardrail "${verdict.guardrail}" blocks these arguments: ${verdict.reason} ${still}`;
 }
 
 /** The activities under the types a worker registers them as: `durableAgent.<name>`. */
-export function activityRegistrations(activities: ConversationActivities): Record<string, ConversationActivities[keyof ConversationActivities]> {
-  return Object.fromEntries(CONVERSATION_ACTIVITY_NAMES.map((name) => [conversationActivityType(name), activities[name]]));
+export function activityRegistrations(
+  activities: ConversationActivities,
+): Record<string, ConversationActivities[keyof ConversationActivities]> {
+  return Object.fromEntries(
+    CONVERSATION_ACTIVITY_NAMES.map((name) => [conversationActivityType(name), activities[name]]),
+  );
 }

@@ -18,9 +18,20 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ToolListChangedNotificationSchema, type CallToolResult, type Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ToolListChangedNotificationSchema,
+  type CallToolResult,
+  type Tool as McpTool,
+} from '@modelcontextprotocol/sdk/types.js';
 import { logger } from '../common/logger';
-import { DEFAULT_MCP_RECONNECT, isStdioServer, MCP_EFFECT_KEY_CAPABILITY, MCP_EFFECT_KEY_META, type McpServerConfig, type McpServers } from '../mcp/protocol';
+import {
+  DEFAULT_MCP_RECONNECT,
+  isStdioServer,
+  MCP_EFFECT_KEY_CAPABILITY,
+  MCP_EFFECT_KEY_META,
+  type McpServerConfig,
+  type McpServers,
+} from '../mcp/protocol';
 
 /** How long a server's tool list is trusted without a change notification, by default. */
 export const DEFAULT_MCP_LIST_TTL_MS = 60_000;
@@ -43,11 +54,22 @@ class McpConnectError extends Error {
 }
 
 /** Error codes meaning a request never reached the server. */
-const NOT_DELIVERED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+const NOT_DELIVERED = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
 
 /** The code of `err` or of one of its causes that says the request never left, if any. */
 function notDeliveredCode(err: unknown): string | undefined {
-  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+  for (
+    let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0;
+    e && depth < 5;
+    e = e.cause as typeof e, depth++
+  ) {
     if (typeof e.code === 'string' && NOT_DELIVERED.has(e.code)) return e.code;
   }
   return undefined;
@@ -120,20 +142,32 @@ export class McpConnections {
         cursor = listed.nextCursor;
         if (!cursor) break;
       }
-      const list = { tools, effectKeys: client.getServerCapabilities()?.experimental?.[MCP_EFFECT_KEY_CAPABILITY] !== undefined };
+      const list = {
+        tools,
+        effectKeys: client.getServerCapabilities()?.experimental?.[MCP_EFFECT_KEY_CAPABILITY] !== undefined,
+      };
       this.lists.set(server, { ...list, readAt: Date.now() });
       return list;
     });
   }
 
   /** Calls `tool` of `server` with `args`; the server's result as it sent it (`isError` included). */
-  async callTool(server: string, tool: string, args: Record<string, unknown>, options: McpCallOptions): Promise<CallToolResult> {
+  async callTool(
+    server: string,
+    tool: string,
+    args: Record<string, unknown>,
+    options: McpCallOptions,
+  ): Promise<CallToolResult> {
     return this.reaching(server, options.signal, options.onConnected, async ({ client }) => {
-      const result = await client.callTool({ name: tool, arguments: args, _meta: { [MCP_EFFECT_KEY_META]: options.effectKey } }, undefined, {
-        signal: options.signal,
-        timeout: options.timeoutMs,
-        ...(options.onProgress ? { onprogress: options.onProgress, resetTimeoutOnProgress: false } : {}),
-      });
+      const result = await client.callTool(
+        { name: tool, arguments: args, _meta: { [MCP_EFFECT_KEY_META]: options.effectKey } },
+        undefined,
+        {
+          signal: options.signal,
+          timeout: options.timeoutMs,
+          ...(options.onProgress ? { onprogress: options.onProgress, resetTimeoutOnProgress: false } : {}),
+        },
+      );
       return result as CallToolResult;
     });
   }
@@ -245,7 +279,9 @@ export class McpConnections {
     } catch (err) {
       await client.close().catch(() => undefined);
       const code = notDeliveredCode(err);
-      throw new McpConnectError(`could not connect: ${(err as Error).message}${code ? ` (${code})` : ''}`, { cause: err });
+      throw new McpConnectError(`could not connect: ${(err as Error).message}${code ? ` (${code})` : ''}`, {
+        cause: err,
+      });
     }
     return connection;
   }

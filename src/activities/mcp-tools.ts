@@ -36,12 +36,18 @@ export function toolsetRef(tools: readonly McpToolDescriptor[]): string {
 }
 
 /** The descriptor of a server's tool, or why it is not offered. */
-export function describeMcpTool(server: string, tool: McpTool, effectKeys = false): { descriptor: McpToolDescriptor } | { problem: string } {
+export function describeMcpTool(
+  server: string,
+  tool: McpTool,
+  effectKeys = false,
+): { descriptor: McpToolDescriptor } | { problem: string } {
   const named = mcpToolName(server, tool.name);
   if ('problem' in named) return named;
   const a = tool.annotations ?? {};
   const hints = Object.fromEntries(
-    (['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const).flatMap((k) => (typeof a[k] === 'boolean' ? [[k, a[k]]] : [])),
+    (['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const).flatMap((k) =>
+      typeof a[k] === 'boolean' ? [[k, a[k]]] : [],
+    ),
   );
   return {
     descriptor: {
@@ -67,7 +73,9 @@ export function mcpResultText(result: CallToolResult): string {
       case 'audio':
         return `[${part.type} ${part.mimeType}, ${Math.floor((part.data.length * 3) / 4)} bytes, not shown]`;
       case 'resource':
-        return 'text' in part.resource ? part.resource.text : `[resource ${part.resource.uri}, ${part.resource.mimeType ?? 'binary'}, not shown]`;
+        return 'text' in part.resource
+          ? part.resource.text
+          : `[resource ${part.resource.uri}, ${part.resource.mimeType ?? 'binary'}, not shown]`;
       case 'resource_link':
         return `[resource ${part.uri}${part.name ? ` (${part.name})` : ''}]`;
       default:
@@ -93,10 +101,14 @@ export class McpToolsets {
 
   /** Stores `tools` (once per content) and returns their reference. */
   async save(listed: McpToolDescriptor[]): Promise<string> {
-    // A server's text PostgreSQL cannot store (in a description, a schema) is replaced with U+FFFD, as for tool results.
+    // A server's text PostgreSQL cannot store (in a description, a schema) is replaced with U+FFFD, as for tool
+    // results.
     const tools = toStorableValue(listed).value;
     const ref = toolsetRef(tools);
-    await this.pool.query(`INSERT INTO ${this.tables.mcpToolsets} (ref, tools) VALUES ($1, $2) ON CONFLICT (ref) DO NOTHING`, [ref, JSON.stringify(tools)]);
+    await this.pool.query(
+      `INSERT INTO ${this.tables.mcpToolsets} (ref, tools) VALUES ($1, $2) ON CONFLICT (ref) DO NOTHING`,
+      [ref, JSON.stringify(tools)],
+    );
     this.remember(ref, tools);
     return ref;
   }
@@ -105,7 +117,10 @@ export class McpToolsets {
   async load(ref: string): Promise<McpToolDescriptor[]> {
     const cached = this.cache.get(ref);
     if (cached) return cached;
-    const { rows } = await this.pool.query<{ tools: McpToolDescriptor[] }>(`SELECT tools FROM ${this.tables.mcpToolsets} WHERE ref = $1`, [ref]);
+    const { rows } = await this.pool.query<{ tools: McpToolDescriptor[] }>(
+      `SELECT tools FROM ${this.tables.mcpToolsets} WHERE ref = $1`,
+      [ref],
+    );
     if (rows.length === 0) throw new Error(`No MCP tool list is stored under ${ref} in ${this.tables.mcpToolsets}.`);
     this.remember(ref, rows[0].tools);
     return rows[0].tools;
@@ -157,21 +172,34 @@ export class McpToolsets {
       execute: async (args, context) => {
         let connected = false;
         try {
-          const result = await this.connections.callTool(descriptor.server, descriptor.tool, args as Record<string, unknown>, {
-            effectKey: context.idempotencyKey,
-            signal: context.signal,
-            timeoutMs: timeoutMs + SDK_TIMEOUT_MARGIN_MS,
-            onConnected: () => (connected = true),
-          });
+          const result = await this.connections.callTool(
+            descriptor.server,
+            descriptor.tool,
+            args as Record<string, unknown>,
+            {
+              effectKey: context.idempotencyKey,
+              signal: context.signal,
+              timeoutMs: timeoutMs + SDK_TIMEOUT_MARGIN_MS,
+              onConnected: () => (connected = true),
+            },
+          );
           const text = mcpResultText(result);
           if (result.isError) throw new ToolError(text || `${descriptor.name} failed (the MCP server gave no reason).`);
           return text;
         } catch (err) {
-          // Never sent (a server this worker lacks, or one it cannot reach): a clear failure, whatever kind of tool it is.
-          if (err instanceof UnknownMcpServerError) throw new ToolError(`${descriptor.name} was not sent: ${err.message}`);
+          // Never sent (a server this worker lacks, or one it cannot reach): a clear failure, whatever kind of tool it
+          // is.
+          if (err instanceof UnknownMcpServerError)
+            throw new ToolError(`${descriptor.name} was not sent: ${err.message}`);
           if (err instanceof McpServerUnreachableError) throw new ToolError(err.message);
           // Sent, then the connection went (the server died mid-call): whether it acted is unknown.
-          if (!idempotent && connected && err instanceof McpError && err.code === ErrorCode.ConnectionClosed && !context.signal.aborted) {
+          if (
+            !idempotent &&
+            connected &&
+            err instanceof McpError &&
+            err.code === ErrorCode.ConnectionClosed &&
+            !context.signal.aborted
+          ) {
             throw new ToolEffectUnknownError(
               `The connection to MCP server "${descriptor.server}" closed while ${descriptor.tool} ran: whether it took effect is unknown. Check before trying again.`,
             );
@@ -189,7 +217,11 @@ export class McpToolsets {
  * servers given a turn that has some fails the call for good, saying so (the
  * rule: every worker of a task queue configures the same servers).
  */
-export async function turnRegistry(tools: ToolRegistry, mcp: McpToolsets | undefined, toolset: string | undefined): Promise<ToolRegistry> {
+export async function turnRegistry(
+  tools: ToolRegistry,
+  mcp: McpToolsets | undefined,
+  toolset: string | undefined,
+): Promise<ToolRegistry> {
   if (!toolset) return tools;
   if (!mcp) {
     throw ApplicationFailure.nonRetryable(
@@ -207,7 +239,9 @@ export async function turnRegistry(tools: ToolRegistry, mcp: McpToolsets | undef
  * more tools than providers accept, fails it for good with what to change; a
  * server that cannot be reached fails the attempt (retried).
  */
-export function createToolDiscoveryActivity(deps: ToolDiscoveryDeps): (input: ToolDiscoveryInput) => Promise<ToolDiscoveryResult> {
+export function createToolDiscoveryActivity(
+  deps: ToolDiscoveryDeps,
+): (input: ToolDiscoveryInput) => Promise<ToolDiscoveryResult> {
   return async function discoverTools(input: ToolDiscoveryInput): Promise<ToolDiscoveryResult> {
     const mcp = deps.mcp;
     const descriptors: McpToolDescriptor[] = [];
@@ -223,15 +257,18 @@ export function createToolDiscoveryActivity(deps: ToolDiscoveryDeps): (input: To
       try {
         mcp.connections.config(server);
       } catch (err) {
-        if (err instanceof UnknownMcpServerError) throw ApplicationFailure.nonRetryable(err.message, ActivityErrorType.UnknownMcpServer);
+        if (err instanceof UnknownMcpServerError)
+          throw ApplicationFailure.nonRetryable(err.message, ActivityErrorType.UnknownMcpServer);
         throw err;
       }
       let listed;
       try {
         listed = await mcp.connections.listTools(server);
       } catch (err) {
-        // Already tried under the server's reconnect policy: the turn fails now, saying so, rather than after more retries.
-        if (err instanceof McpServerUnreachableError) throw ApplicationFailure.nonRetryable(err.message, ActivityErrorType.McpServerUnreachable);
+        // Already tried under the server's reconnect policy: the turn fails now, saying so, rather than after more
+        // retries.
+        if (err instanceof McpServerUnreachableError)
+          throw ApplicationFailure.nonRetryable(err.message, ActivityErrorType.McpServerUnreachable);
         throw err;
       }
       fromServers[server] = 0;
@@ -239,7 +276,9 @@ export function createToolDiscoveryActivity(deps: ToolDiscoveryDeps): (input: To
         const described = describeMcpTool(server, tool, listed.effectKeys);
         if ('problem' in described) skipped.push(described.problem);
         else if (deps.tools.get(described.descriptor.name))
-          skipped.push(`MCP tool "${described.descriptor.name}" has the name of one of the worker's own tools, so it is not offered.`);
+          skipped.push(
+            `MCP tool "${described.descriptor.name}" has the name of one of the worker's own tools, so it is not offered.`,
+          );
         else {
           descriptors.push(described.descriptor);
           fromServers[server]++;

@@ -54,12 +54,17 @@ export function modelCallMeasured(call: {
   if (!m) return;
   const agent = call.agent ?? '';
   count(m, AGENT_METRICS.modelCalls, 1, { model: call.model, agent, outcome: call.outcome });
-  record(m, AGENT_METRICS.modelLatency, call.ms, { model: call.model, outcome: call.outcome, streamed: String(call.streamed) });
+  record(m, AGENT_METRICS.modelLatency, call.ms, {
+    model: call.model,
+    outcome: call.outcome,
+    streamed: String(call.streamed),
+  });
   const prompt = call.usage?.promptTokens ?? 0;
   const completion = call.usage?.completionTokens ?? 0;
   if (prompt > 0) count(m, AGENT_METRICS.modelTokens, prompt, { model: call.model, agent, kind: 'prompt' });
   if (completion > 0) count(m, AGENT_METRICS.modelTokens, completion, { model: call.model, agent, kind: 'completion' });
-  if (call.costUsd !== undefined && call.costUsd > 0) count(m, AGENT_METRICS.modelCost, Math.round(call.costUsd * 1e6), { model: call.model });
+  if (call.costUsd !== undefined && call.costUsd > 0)
+    count(m, AGENT_METRICS.modelCost, Math.round(call.costUsd * 1e6), { model: call.model });
 }
 
 /** An earlier attempt's stored answer was used instead of calling the provider again. */
@@ -69,7 +74,11 @@ export function modelResponseReused(model: string, agent?: string): void {
 }
 
 /** A tool run attempt ended. */
-export function toolRunMeasured(tool: string, outcome: 'ok' | 'failed' | 'failed_permanently' | 'cancelled', ms: number): void {
+export function toolRunMeasured(
+  tool: string,
+  outcome: 'ok' | 'failed' | 'failed_permanently' | 'cancelled',
+  ms: number,
+): void {
   const m = meter();
   if (!m) return;
   count(m, AGENT_METRICS.toolRuns, 1, { tool, outcome });

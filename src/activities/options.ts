@@ -21,7 +21,10 @@ export interface DurableAgentModelOptions {
   apiKey?: string;
   /** Base URL of an OpenAI-compatible endpoint for a client built here; the SDK's default when unset. */
   baseUrl?: string;
-  /** Context window of the models used, in tokens, when a conversation does not say. Default: known per model name, else 128000. */
+  /**
+   * Context window of the models used, in tokens, when a conversation does not say. Default: known per model name, else
+   * 128000.
+   */
   contextWindow?: number;
   /**
    * Prices by model name in US dollars per million tokens, e.g.
@@ -55,7 +58,10 @@ export interface ActivityOptions {
    * your own queries is fine. Default `durable_agent`.
    */
   schema?: string;
-  /** Tool results and answers longer than this many characters travel through workflow history as a preview only. Default 4096. */
+  /**
+   * Tool results and answers longer than this many characters travel through workflow history as a preview only.
+   * Default 4096.
+   */
   inlineResultLimit?: number;
   /**
    * Tool calls of one model response that run; the calls after them are

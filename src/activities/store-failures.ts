@@ -12,7 +12,8 @@ import { ActivityErrorType, type StoreRefusedDetails } from '../contract/activit
 export function asStoreFailure(err: unknown): unknown {
   if (!isRefusedValue(err)) return err;
   const details: StoreRefusedDetails = { refusedSeqs: err instanceof ValuesRefusedError ? err.refusedSeqs : [] };
-  const message = err instanceof ValuesRefusedError ? err.message : `PostgreSQL refused a value: ${describeRefusal(err)}`;
+  const message =
+    err instanceof ValuesRefusedError ? err.message : `PostgreSQL refused a value: ${describeRefusal(err)}`;
   return ApplicationFailure.create({
     message: `${message} (retrying cannot help)`,
     type: ActivityErrorType.StoreRefused,
@@ -21,7 +22,10 @@ export function asStoreFailure(err: unknown): unknown {
   });
 }
 
-/** Runs a store operation of an activity; a value PostgreSQL refuses fails it as `StoreRefused` ({@link asStoreFailure}). */
+/**
+ * Runs a store operation of an activity; a value PostgreSQL refuses fails it as `StoreRefused` ({@link
+ * asStoreFailure}).
+ */
 export async function failOnRefusal<T>(operation: () => Promise<T>): Promise<T> {
   try {
     return await operation();

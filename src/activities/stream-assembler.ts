@@ -99,7 +99,8 @@ export class StreamAssembler {
   finish(): AssembledResponse {
     const toolCalls = [...this.calls.values()].sort((a, b) => a.index - b.index);
     const problems: string[] = [];
-    if (this.finishReason === null) problems.push('the stream ended without a finish_reason (connection cut mid-response)');
+    if (this.finishReason === null)
+      problems.push('the stream ended without a finish_reason (connection cut mid-response)');
     if (this.finishReason === 'length' && toolCalls.length > 0) {
       problems.push('finish_reason "length" in the middle of tool calls: their arguments may be truncated');
     }

@@ -42,7 +42,8 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
       attempt: activity.info.attempt,
       signal: activity.cancellationSignal,
       db: deps.pool,
-      once: (effect) => applyOnce(deps.pool, tables, input.idempotencyKey, input.name, effect, () => (fromLedger = true)),
+      once: (effect) =>
+        applyOnce(deps.pool, tables, input.idempotencyKey, input.name, effect, () => (fromLedger = true)),
     };
     const attributes = {
       'agent.conversation_id': input.conversationId,
@@ -62,12 +63,22 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
       } catch (err) {
         // Cancelled: reported as such whatever the tool threw when its signal aborted (a failure would be retried).
         const cancelled = asCancellation(activity);
-        // The effect is in the ledger (an earlier attempt applied it, then its worker died; or the tool failed after it):
+        // The effect is in the ledger (an earlier attempt applied it, then its worker died; or the tool failed after
+        // it):
         // it happened, so the call reports what it recorded, never a failure that would read as "not run".
-        const recorded = cancelled ? undefined : await withDatabaseRetry('read the tool ledger', () => recordedEffect(deps.pool, tables, input.idempotencyKey));
+        const recorded = cancelled
+          ? undefined
+          : await withDatabaseRetry('read the tool ledger', () =>
+              recordedEffect(deps.pool, tables, input.idempotencyKey),
+            );
         if (recorded) {
           logger.warn(
-            { idempotencyKey: input.idempotencyKey, tool: checked.tool.name, attempt: activity.info.attempt, error: (err as Error).message },
+            {
+              idempotencyKey: input.idempotencyKey,
+              tool: checked.tool.name,
+              attempt: activity.info.attempt,
+              error: (err as Error).message,
+            },
             'the tool failed, but its effect is in the ledger (applied by this or an earlier attempt); reporting the recorded result',
           );
           effectFromLedger(checked.tool.name);
@@ -76,7 +87,11 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
           span.setAttributes({ 'agent.outcome': 'ok', 'agent.from_ledger': true });
           return recorded.result;
         }
-        const outcome = cancelled ? 'cancelled' : err instanceof ToolError || err instanceof ToolEffectUnknownError ? 'failed_permanently' : 'failed';
+        const outcome = cancelled
+          ? 'cancelled'
+          : err instanceof ToolError || err instanceof ToolEffectUnknownError
+            ? 'failed_permanently'
+            : 'failed';
         toolRunMeasured(checked.tool.name, outcome, Date.now() - started);
         span.setAttribute('agent.outcome', outcome);
         if (cancelled) throw cancelled;
@@ -84,7 +99,10 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
           throw ApplicationFailure.nonRetryable(err.message, ActivityErrorType.ToolFailedPermanently);
         }
         if (isRefusedValue(err)) {
-          throw ApplicationFailure.nonRetryable(`PostgreSQL refused a value the tool wrote: ${describeRefusal(err)}`, ActivityErrorType.ToolFailedPermanently);
+          throw ApplicationFailure.nonRetryable(
+            `PostgreSQL refused a value the tool wrote: ${describeRefusal(err)}`,
+            ActivityErrorType.ToolFailedPermanently,
+          );
         }
         if (err instanceof ToolEffectUnknownError) {
           throw ApplicationFailure.nonRetryable(err.message, ActivityErrorType.ToolEffectUnknown);
@@ -101,7 +119,11 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
         conversationId: input.conversationId,
         toolCallId: input.toolCallId,
         toolName: input.name,
-        content: input.edited ? editedResult(input, result) : typeof result === 'string' ? result : JSON.stringify(result ?? null),
+        content: input.edited
+          ? editedResult(input, result)
+          : typeof result === 'string'
+            ? result
+            : JSON.stringify(result ?? null),
       }),
     ).catch((err: unknown) => {
       if (!isRefusedValue(err)) throw err;
@@ -132,7 +154,10 @@ function editedResult(input: ToolCallInput, result: unknown): string {
 
 /** The result recorded under `key` in the tool ledger, if an effect was applied under it. */
 async function recordedEffect(pool: Pool, tables: AgentTables, key: string): Promise<{ result: unknown } | undefined> {
-  const { rows } = await pool.query<{ result: unknown }>(`SELECT result FROM ${tables.toolLedger} WHERE idempotency_key = $1`, [key]);
+  const { rows } = await pool.query<{ result: unknown }>(
+    `SELECT result FROM ${tables.toolLedger} WHERE idempotency_key = $1`,
+    [key],
+  );
   return rows[0];
 }
 
@@ -151,13 +176,19 @@ export async function applyOnce<T>(
   onFound?: () => void,
 ): Promise<T> {
   return inTransaction(pool, async (client) => {
-    const claim = await client.query(`INSERT INTO ${tables.toolLedger} (idempotency_key, tool_name) VALUES ($1, $2) ON CONFLICT (idempotency_key) DO NOTHING`, [
-      key,
-      toolName,
-    ]);
+    const claim = await client.query(
+      `INSERT INTO ${tables.toolLedger} (idempotency_key, tool_name) VALUES ($1, $2) ON CONFLICT (idempotency_key) DO NOTHING`,
+      [key, toolName],
+    );
     if (claim.rowCount === 0) {
-      const { rows } = await client.query<{ result: T }>(`SELECT result FROM ${tables.toolLedger} WHERE idempotency_key = $1`, [key]);
-      logger.info({ idempotencyKey: key, tool: toolName }, 'side effect already applied; returning the recorded result');
+      const { rows } = await client.query<{ result: T }>(
+        `SELECT result FROM ${tables.toolLedger} WHERE idempotency_key = $1`,
+        [key],
+      );
+      logger.info(
+        { idempotencyKey: key, tool: toolName },
+        'side effect already applied; returning the recorded result',
+      );
       effectFromLedger(toolName);
       onFound?.();
       return rows[0].result;

@@ -1,0 +1,159 @@
+/**
+ * The plan the workflow gets for each tool call of an answer: a handoff, an
+ * agent run as a tool, a tool with its approval, timeout and attempts, or a
+ * call that cannot run and why. Tool guardrails may block a call or make it
+ * wait for a person.
+ */
+import {
+  DEFAULT_MAX_PARALLEL_TOOL_CALLS,
+  TOOL_ARGUMENTS_MAX_BYTES,
+  type AssistantMessage,
+  type ToolCallPlan,
+} from '../../contract/activities';
+import { defaultDecisions } from '../../contract';
+import type { ToolCall } from '../../contract/messages';
+import { TOOL_DEFAULTS } from '../../contract/tool-defaults';
+import type { AgentTool } from '../../tools/agents';
+import type { Guardrail, GuardrailContext } from '../../tools/guardrails';
+import type { ToolRegistry } from '../../tools/registry';
+import type { Tool } from '../../tools/tool';
+import { toolVerdict } from '../guardrails';
+import { checkToolCall } from '../tool-calls';
+import type { ToolOffer } from './offer';
+
+/** The tool guardrails that check a call of `tool`. */
+export type ToolGuards = (tool: Tool) => Extract<Guardrail, { on: 'tool' }>[];
+
+/** A plan per tool call of `message`; calls past the worker's limit per response are not run. */
+export async function planToolCalls(
+  registry: ToolRegistry,
+  maxParallelToolCalls: number | undefined,
+  offer: ToolOffer,
+  message: AssistantMessage,
+  guards: ToolGuards,
+  context: GuardrailContext,
+): Promise<ToolCallPlan[]> {
+  const calls = message.tool_calls ?? [];
+  const limit = maxParallelToolCalls ?? DEFAULT_MAX_PARALLEL_TOOL_CALLS;
+  const plans = calls.map((call, index) =>
+    index < limit
+      ? planToolCall(registry, offer, call, guards, context)
+      : unrunnable(call, {
+          reason: 'too_many_calls',
+          message:
+            `The response asked for ${calls.length} tool calls; this worker runs at most ${limit} per response ` +
+            '(AGENT_MAX_PARALLEL_TOOL_CALLS). This call was not run: ask for it again in a later step.',
+        }),
+  );
+  return Promise.all(plans);
+}
+
+/** The size of a call's arguments in bytes, when over {@link TOOL_ARGUMENTS_MAX_BYTES} (such a call is not run). */
+export function argumentsOverLimit(call: ToolCall): number | undefined {
+  const bytes = Buffer.byteLength(call.function.arguments, 'utf8');
+  return bytes > TOOL_ARGUMENTS_MAX_BYTES ? bytes : undefined;
+}
+
+/** The plan of one call; its tool guardrails may block it or make it wait for a person. */
+async function planToolCall(
+  registry: ToolRegistry,
+  offer: ToolOffer,
+  call: ToolCall,
+  guards: ToolGuards,
+  context: GuardrailContext,
+): Promise<ToolCallPlan> {
+  const handoff = offer.handoffTarget(call.function.name);
+  if (handoff !== undefined) {
+    return {
+      toolCallId: call.id,
+      name: call.function.name,
+      handoff,
+      needsApproval: false,
+      idempotent: true,
+      timeoutMs: TOOL_DEFAULTS.timeoutMs,
+      maxAttempts: 1,
+    };
+  }
+  const allowed = offer.allowed;
+  const bytes = argumentsOverLimit(call);
+  const asTool = offer.agentTool(call.function.name);
+  if (asTool && bytes === undefined) return planAgentCall(asTool, call);
+  if (bytes !== undefined) {
+    return unrunnable(call, {
+      reason: 'invalid_arguments',
+      message: `The arguments are ${bytes} bytes; a tool call's arguments may be at most ${TOOL_ARGUMENTS_MAX_BYTES} bytes. Ask for less at once, or refer to data by an id the tool can look up.`,
+    });
+  }
+  const checked = checkToolCall(registry, allowed, call.function.name, call.function.arguments);
+  if (!checked.ok) return unrunnable(call, { reason: checked.reason, message: checked.message });
+  const { tool, args } = checked;
+  const asked = approvalAsked(tool, args);
+  const checks = guards(tool);
+  const verdict =
+    checks.length > 0
+      ? await toolVerdict(checks, { toolName: tool.name, arguments: args }, context)
+      : { action: 'allow' as const };
+  const needsApproval = asked || verdict.action === 'require_approval';
+  return {
+    toolCallId: call.id,
+    name: tool.name,
+    ...(verdict.action === 'block' ? { blocked: { guardrail: verdict.guardrail, reason: verdict.reason } } : {}),
+    needsApproval,
+    ...(needsApproval ? { decisions: [...(tool.decisions ?? defaultDecisions(tool.idempotent))] } : {}),
+    idempotent: tool.idempotent !== false,
+    timeoutMs: tool.timeoutMs ?? TOOL_DEFAULTS.timeoutMs,
+    maxAttempts: tool.idempotent === false ? 1 : (tool.maxAttempts ?? TOOL_DEFAULTS.maxAttempts),
+  };
+}
+
+/** Whether the tool asks a person to approve a call with these arguments. */
+function approvalAsked(tool: Tool, args: unknown): boolean {
+  try {
+    return typeof tool.needsApproval === 'function' ? tool.needsApproval(args) : (tool.needsApproval ?? false);
+  } catch {
+    return true; // a predicate that throws must not let a call skip its approval
+  }
+}
+
+/**
+ * The plan of a call of an agent as a tool: its task must be `{"input": "<text>"}`.
+ * Never idempotent: the agent's conversation runs once, and one cut off
+ * (terminated, timed out) may have done part of its work.
+ */
+function planAgentCall(asTool: AgentTool, call: ToolCall): ToolCallPlan {
+  let task: unknown;
+  try {
+    task = (JSON.parse(call.function.arguments) as { input?: unknown } | null)?.input;
+  } catch {
+    task = undefined;
+  }
+  if (typeof task !== 'string' || task.trim() === '') {
+    return unrunnable(call, {
+      reason: 'invalid_arguments',
+      message: `${asTool.toolName} runs the ${asTool.agent} agent with a task: give arguments {"input": "<the task, in words>"}.`,
+    });
+  }
+  return {
+    toolCallId: call.id,
+    name: call.function.name,
+    subAgent: asTool.agent,
+    needsApproval: asTool.needsApproval,
+    ...(asTool.needsApproval ? { decisions: ['approve' as const, 'reject' as const] } : {}),
+    idempotent: false,
+    timeoutMs: asTool.timeoutMs ?? 0,
+    maxAttempts: 1,
+  };
+}
+
+/** The plan of a call that cannot run: the workflow settles it as `tool_failed` with the problem's words. */
+function unrunnable(call: ToolCall, problem: NonNullable<ToolCallPlan['problem']>): ToolCallPlan {
+  return {
+    toolCallId: call.id,
+    name: call.function.name,
+    problem,
+    needsApproval: false,
+    idempotent: true,
+    timeoutMs: TOOL_DEFAULTS.timeoutMs,
+    maxAttempts: 1,
+  };
+}
