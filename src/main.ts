@@ -7,13 +7,19 @@ import { NativeConnection, type Worker } from '@temporalio/worker';
 import { resolveApiSecurity, serveConfiguredApi, type ApiSecurity } from './app/api-setup';
 import { AgentClient } from './client/client';
 import type { Pool } from 'pg';
-import { createOpenAIClient } from './activities/openai-client';
 import { createPool } from './db/pool';
 import { ConfigError, loadConfig, type WorkerConfig } from './app/config';
+import { pluginOptionsFrom } from './app/plugin-options';
 import { logger } from './common/logger';
 import { TEMPORAL_START_WAIT_MS } from './common/wait-for-server';
-import { recordApi, startServices } from './app/services';
-import { connectionOptions, EMBEDDED_DEV_SERVER, explainConnectionFailure, waitForNamespace } from './app/temporal-connection';
+import { recordApi } from './app/runtime-file';
+import { startServices } from './app/services';
+import {
+  connectionOptions,
+  EMBEDDED_DEV_SERVER,
+  explainConnectionFailure,
+  waitForNamespace,
+} from './app/temporal-connection';
 import { createAgentWorker } from './worker/worker';
 import { SearchAttributeLimitError } from './worker/search-attributes';
 import { PreReleaseConversationsError } from './worker/pre-release-conversations';
@@ -41,7 +47,8 @@ let runningWorker: Worker | undefined;
 let traceExport: TraceExport | undefined;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
-    if (!stopRequested.signal.aborted) logger.info({ signal }, 'stopping: the worker drains, then the services it started stop');
+    if (!stopRequested.signal.aborted)
+      logger.info({ signal }, 'stopping: the worker drains, then the services it started stop');
     stopRequested.abort();
     try {
       runningWorker?.shutdown();
@@ -76,45 +83,35 @@ async function main(): Promise<void> {
   let api: Awaited<ReturnType<typeof serveConfiguredApi>> | undefined;
   let stopBacklog: (() => void) | undefined;
   try {
-    const { tools, agents, guardrails } = await loadTools(config, pool);
+    const loaded = await loadTools(config, pool);
     // The embedded dev server takes plain connections; a configured one gets TLS, API key and metadata.
     const settings = services.temporalEmbedded ? EMBEDDED_DEV_SERVER : config.temporal.connection;
     const options = { address: services.temporalAddress, ...connectionOptions(settings) };
     // The worker's plugin applies the migrations and registers the search attributes a namespace lacks
     // while the worker is created, before it polls.
     // A server restarting (a deploy, a failover) delays the start rather than failing it.
-    connection = await explainConnectionFailure(settings, services.temporalAddress, () => NativeConnection.connect(options), {
-      waitMs: TEMPORAL_START_WAIT_MS,
-    });
+    connection = await explainConnectionFailure(
+      settings,
+      services.temporalAddress,
+      () => NativeConnection.connect(options),
+      {
+        waitMs: TEMPORAL_START_WAIT_MS,
+      },
+    );
     // A cluster that has just started (or lost its database a moment) may not know the namespace yet.
     await waitForNamespace(connection, services.namespace, services.temporalAddress, TEMPORAL_START_WAIT_MS);
     const { codePath, reused } = await bundling;
-    if (reused) logger.debug({ codePath }, 'reused the workflow bundle of an earlier start: nothing it is made of changed');
+    if (reused)
+      logger.debug({ codePath }, 'reused the workflow bundle of an earlier start: nothing it is made of changed');
     const workflowBundle = { codePath };
     const worker = await createAgentWorker({
+      ...pluginOptionsFrom(config, { pool, model: services.model, ...loaded, decisionTrust: security.decisionTrust }),
       connection,
       namespace: services.namespace,
       taskQueue: services.taskQueue,
-      database: { pool },
-      model: {
-        name: services.model.name,
-        client: createOpenAIClient({ apiKey: services.model.apiKey, baseUrl: services.model.baseUrl }),
-        contextWindow: config.openai.contextWindow,
-        prices: config.openai.prices,
-      },
       dataConverter,
-      tools,
-      agents,
-      guardrails,
-      ...defaultAgentOf(config, agents),
-      maxParallelToolCalls: config.maxParallelToolCalls,
       maxCachedConversations: config.maxCachedConversations,
-      schema: config.databaseSchema,
       workflowBundle,
-      decisionTrust: security.decisionTrust,
-      mcp: config.mcpServers ? { servers: config.mcpServers } : undefined,
-      lostWorkers: config.lostWorkers,
-      searchAttributes: config.searchAttributes,
       plugins: traceExport ? [traceExport.plugin] : [],
     });
     if (config.api.port !== 'off' || metricsUrl) {
@@ -157,24 +154,15 @@ async function main(): Promise<void> {
   }
 }
 
-/** The agent of conversations that name none: AGENT_DEFAULT_AGENT (`none`: one unnamed agent), else the first agent. */
-function defaultAgentOf(config: WorkerConfig, agents: readonly Agent[]): { defaultAgent?: string } {
-  const chosen = config.defaultAgent ?? agents[0]?.name;
-  if (chosen === undefined || chosen === 'none') return {};
-  if (!agents.some((a) => a.name === chosen)) {
-    throw new ConfigError(
-      `AGENT_DEFAULT_AGENT=${chosen}: no such agent (the agents: ${agents.map((a) => a.name).join(', ') || 'none'}). Name one of them, or "none".`,
-    );
-  }
-  return { defaultAgent: chosen };
-}
-
 /**
  * The tools and agents of AGENT_TOOLS_MODULE, else the demo's, with the
  * demo's tables set up (migrations never create them). Conversations that
  * name no agent are with the first agent.
  */
-async function loadTools(config: WorkerConfig, pool: Pool): Promise<{ tools: Tool[]; agents: Agent[]; guardrails: Guardrail[] }> {
+async function loadTools(
+  config: WorkerConfig,
+  pool: Pool,
+): Promise<{ tools: Tool[]; agents: Agent[]; guardrails: Guardrail[] }> {
   if (config.toolsModule) return loadToolsModule(config.toolsModule);
   await setupBackofficeDemo(pool);
   const tools = backofficeTools();
@@ -189,7 +177,9 @@ function printBanner(
   config: WorkerConfig,
 ): void {
   const payloadsEncrypted = config.payloadKeys !== undefined;
-  const mcp = Object.entries(config.mcpServers ?? {}).map(([name, s]) => `${name} (${'command' in s ? 'stdio' : 'http'})`);
+  const mcp = Object.entries(config.mcpServers ?? {}).map(
+    ([name, s]) => `${name} (${'command' in s ? 'stdio' : 'http'})`,
+  );
   const api = apiUrl
     ? [
         `  HTTP API     ${apiUrl}/v1  (OpenAPI: ${apiUrl}/openapi.json)`,
@@ -197,14 +187,21 @@ function printBanner(
         ...(security.developmentTokensFile
           ? [
               `  Tokens       made for local development, in ${security.developmentTokensFile} (mode 0600)${process.stdout.isTTY ? ':' : ''}`,
-              // Printed to a terminal only: where output is collected (a container's log), it would leave the file's protection.
+              // Printed to a terminal only: where output is collected (a container's log), it would leave the file's
+              // protection.
               ...(process.stdout.isTTY
-                ? security.tokens.map((t) => `                 ${t.subject.padEnd(16)} ${t.roles.join(', ').padEnd(22)} ${t.token}`)
+                ? security.tokens.map(
+                    (t) => `                 ${t.subject.padEnd(16)} ${t.roles.join(', ').padEnd(22)} ${t.token}`,
+                  )
                 : ['               (not printed: the output is not a terminal)']),
             ]
-          : [`  Tokens       ${security.tokens.length} from AGENT_API_TOKENS_FILE${security.authenticate ? ', and OIDC tokens' : ''}`]),
+          : [
+              `  Tokens       ${security.tokens.length} from AGENT_API_TOKENS_FILE${security.authenticate ? ', and OIDC tokens' : ''}`,
+            ]),
         `  Decisions    signed with a key from ${security.decisionKeysOrigin}; unsigned ones ${security.decisionTrust.requireSigned === false ? 'recorded as unauthenticated' : 'refused'}`,
-        ...(payloadsEncrypted ? [`  Codec        ${apiUrl}/codec  (decodes encrypted payloads for operators: README, "Encrypted payloads")`] : []),
+        ...(payloadsEncrypted
+          ? [`  Codec        ${apiUrl}/codec  (decodes encrypted payloads for operators: README, "Encrypted payloads")`]
+          : []),
       ]
     : ['  HTTP API     off (AGENT_API_PORT=off)'];
   const lines = [
@@ -232,11 +229,16 @@ function printBanner(
 
 main().catch((err) => {
   // A configuration or database layout problem is said plainly, as written for the person starting the worker.
-  if (err instanceof ConfigError || err instanceof SearchAttributeLimitError || err instanceof PreReleaseConversationsError)
+  if (
+    err instanceof ConfigError ||
+    err instanceof SearchAttributeLimitError ||
+    err instanceof PreReleaseConversationsError
+  )
     process.stderr.write(`The worker cannot start: ${err.message}\n`);
   else logger.error({ err }, 'worker failed');
   // Everything this process started has stopped by now (main's finally). Exit rather than wait for the event loop to
-  // empty: Temporal's runtime, once installed, keeps the process alive until a connection or worker it made closes, and a
+  // empty: Temporal's runtime, once installed, keeps the process alive until a connection or worker it made closes, and
+  // a
   // start that failed before making one (a tools module that does not load) would otherwise hang, ignoring SIGTERM.
   process.exit(1);
 });
