@@ -11,7 +11,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { AgentClient } from '../../src/client/client';
-import { readRuntimeInfo } from '../../src/app/services';
+import { readRuntimeInfo } from '../../src/app/runtime-file';
 import type { BenchContext } from './context';
 import { PROJECT_WORKER, spawnWorker } from './worker-process';
 
@@ -35,7 +35,15 @@ export async function benchStartUp(ctx: BenchContext, warm = 2): Promise<StartUp
   // As with nothing configured: no model, database or Temporal server of the bench's.
   const env: Record<string, string> = { AGENT_DATA_DIR: dataDir, AGENT_API_PORT: 'off', AGENT_METRICS_ADDRESS: 'off' };
   const saved = { ...process.env };
-  for (const key of ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'OPENAI_MODEL', 'DATABASE_URL', 'TEMPORAL_ADDRESS', 'TEMPORAL_TASK_QUEUE', 'AGENT_TOOLS_MODULE']) {
+  for (const key of [
+    'OPENAI_API_KEY',
+    'OPENAI_BASE_URL',
+    'OPENAI_MODEL',
+    'DATABASE_URL',
+    'TEMPORAL_ADDRESS',
+    'TEMPORAL_TASK_QUEUE',
+    'AGENT_TOOLS_MODULE',
+  ]) {
     delete process.env[key];
   }
   try {
@@ -47,11 +55,17 @@ export async function benchStartUp(ctx: BenchContext, warm = 2): Promise<StartUp
       try {
         const readyAt = await worker.ready;
         const runtime = readRuntimeInfo(dataDir);
-        if (!runtime?.databaseUrl) throw new Error(`start-up ${i}: no runtime.json with the embedded database in ${dataDir}.`);
-        const client = await AgentClient.connect({ temporalAddress: runtime.temporalAddress, taskQueue: runtime.taskQueue, databaseUrl: runtime.databaseUrl });
+        if (!runtime?.databaseUrl)
+          throw new Error(`start-up ${i}: no runtime.json with the embedded database in ${dataDir}.`);
+        const client = await AgentClient.connect({
+          temporalAddress: runtime.temporalAddress,
+          taskQueue: runtime.taskQueue,
+          databaseUrl: runtime.databaseUrl,
+        });
         try {
           const answer = await client.ask(`start-up-${ctx.runTag}-${i}`, 'find Ada', { timeoutMs: 120_000 });
-          if (answer.turn.outcome !== 'answered') throw new Error(`start-up ${i}: the first turn ended as ${answer.turn.outcome}.`);
+          if (answer.turn.outcome !== 'answered')
+            throw new Error(`start-up ${i}: the first turn ended as ${answer.turn.outcome}.`);
         } finally {
           await client.close();
         }
@@ -62,7 +76,9 @@ export async function benchStartUp(ctx: BenchContext, warm = 2): Promise<StartUp
           firstAnswerMs: answeredAt - worker.spawnedAt,
           bundleCached: bundleBefore,
         });
-        ctx.log(`start-up ${i + 1} (${kind}): ready after ${readyAt - worker.spawnedAt} ms, first answer after ${answeredAt - worker.spawnedAt} ms`);
+        ctx.log(
+          `start-up ${i + 1} (${kind}): ready after ${readyAt - worker.spawnedAt} ms, first answer after ${answeredAt - worker.spawnedAt} ms`,
+        );
       } finally {
         await stopWorker();
       }

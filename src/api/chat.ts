@@ -37,11 +37,17 @@ const UI_STREAM_HEADERS = {
 /** How long after a turn ended a reconnect still replays it (then 204). */
 export const CHAT_RESUME_AFTER_END_MS = 60_000;
 
-/** The most messages a request may carry (the transport resends the chat unless told otherwise; only the last is read). */
+/**
+ * The most messages a request may carry (the transport resends the chat unless told otherwise; only the last is read).
+ */
 const CHAT_MAX_MESSAGES = 10_000;
 
 const uiPart = z.looseObject({ type: z.string() });
-const uiMessage = z.looseObject({ id: z.string(), role: z.enum(['system', 'user', 'assistant']), parts: z.array(uiPart) });
+const uiMessage = z.looseObject({
+  id: z.string(),
+  role: z.enum(['system', 'user', 'assistant']),
+  parts: z.array(uiPart),
+});
 
 /** The body `DefaultChatTransport` sends (extra fields are ignored). */
 const chatBody = z.looseObject({
@@ -80,7 +86,10 @@ export function chatRoutes(app: FastifyInstance, options: ChatRoutesOptions): vo
   const { client, policy, allow, sessions } = options;
   const typed = app.withTypeProvider<ZodTypeProvider>();
 
-  /** A bearer token with one of `roles`; or, without one, a browser session with one (and, for a write, its CSRF token from this host). */
+  /**
+   * A bearer token with one of `roles`; or, without one, a browser session with one (and, for a write, its CSRF token
+   * from this host).
+   */
   const signedIn =
     (write: boolean, ...roles: ApiRole[]) =>
     async (request: FastifyRequest): Promise<void> => {
@@ -89,7 +98,8 @@ export function chatRoutes(app: FastifyInstance, options: ChatRoutesOptions): vo
       if (!session) throw new ApiError('unauthorized', 'Your session has ended: sign in again (reload the chat page).');
       if (write) {
         const origin = foreignOrigin(request);
-        if (origin !== undefined) throw new ApiError('forbidden', `Refused: this request came from another site (${origin}).`);
+        if (origin !== undefined)
+          throw new ApiError('forbidden', `Refused: this request came from another site (${origin}).`);
         const csrf = request.headers['x-csrf-token'];
         if (typeof csrf !== 'string' || !csrfMatches(session, csrf)) {
           throw new ApiError(
@@ -99,43 +109,65 @@ export function chatRoutes(app: FastifyInstance, options: ChatRoutesOptions): vo
         }
       }
       if (!roles.some((r) => session.roles.includes(r))) {
-        throw new ApiError('forbidden', `This needs one of the roles ${roles.join(', ')}; ${session.subject} has ${session.roles.join(', ')}.`);
+        throw new ApiError(
+          'forbidden',
+          `This needs one of the roles ${roles.join(', ')}; ${session.subject} has ${session.roles.join(', ')}.`,
+        );
       }
       request.principal = { subject: session.subject, roles: new Set(session.roles) };
     };
 
-  typed.post('/v1/chat', { onRequest: signedIn(true, 'requester', 'approver'), schema: { hide: true, body: chatBody } }, async (request, reply) => {
-    const { id, messages, trigger } = request.body;
-    const principal = request.principal!;
-    if (trigger === 'regenerate-message') {
-      throw new ApiError('invalid_request', 'Regenerating an answer is not supported: the transcript is append-only. Send a new message instead.');
-    }
-    const last = messages[messages.length - 1];
-    if (last.role === 'user') {
-      if (!principal.roles.has('requester'))
-        throw new ApiError('forbidden', `Sending a message needs the role requester; ${principal.subject} has ${[...principal.roles].join(', ')}.`);
-      const text = last.parts.flatMap((p) => (p.type === 'text' && typeof p.text === 'string' ? [p.text] : [])).join('\n');
-      if (text.trim() === '') throw new ApiError('invalid_request', 'The last message has no text: send a user message with a text part.');
-      const messageId = await client.sendMessage(id, text, { messageId: last.id, sentBy: principal.subject });
-      return stream(request, reply, id, { messageId });
-    }
-    if (last.role === 'assistant') {
-      const responses = approvalResponses(last.parts);
-      if (responses.length === 0) {
+  typed.post(
+    '/v1/chat',
+    { onRequest: signedIn(true, 'requester', 'approver'), schema: { hide: true, body: chatBody } },
+    async (request, reply) => {
+      const { id, messages, trigger } = request.body;
+      const principal = request.principal!;
+      if (trigger === 'regenerate-message') {
         throw new ApiError(
           'invalid_request',
-          'The last message is an answer with no approval response: send a user message, or approve or reject a waiting call.',
+          'Regenerating an answer is not supported: the transcript is append-only. Send a new message instead.',
         );
       }
-      await client.state(id); // a conversation that does not exist answers 404 before the stream starts
-      return stream(request, reply, id, { continuing: { prepare: () => decide(principal, id, responses) } });
-    }
-    throw new ApiError('invalid_request', 'The last message must be a user message or an answer carrying approval responses.');
-  });
+      const last = messages[messages.length - 1];
+      if (last.role === 'user') {
+        if (!principal.roles.has('requester'))
+          throw new ApiError(
+            'forbidden',
+            `Sending a message needs the role requester; ${principal.subject} has ${[...principal.roles].join(', ')}.`,
+          );
+        const text = last.parts
+          .flatMap((p) => (p.type === 'text' && typeof p.text === 'string' ? [p.text] : []))
+          .join('\n');
+        if (text.trim() === '')
+          throw new ApiError('invalid_request', 'The last message has no text: send a user message with a text part.');
+        const messageId = await client.sendMessage(id, text, { messageId: last.id, sentBy: principal.subject });
+        return stream(request, reply, id, { messageId });
+      }
+      if (last.role === 'assistant') {
+        const responses = approvalResponses(last.parts);
+        if (responses.length === 0) {
+          throw new ApiError(
+            'invalid_request',
+            'The last message is an answer with no approval response: send a user message, or approve or reject a waiting call.',
+          );
+        }
+        await client.state(id); // a conversation that does not exist answers 404 before the stream starts
+        return stream(request, reply, id, { continuing: { prepare: () => decide(principal, id, responses) } });
+      }
+      throw new ApiError(
+        'invalid_request',
+        'The last message must be a user message or an answer carrying approval responses.',
+      );
+    },
+  );
 
   typed.get(
     '/v1/chat/:id/stream',
-    { onRequest: signedIn(false, 'requester', 'approver', 'operator'), schema: { hide: true, params: z.object({ id: idText('id', 'The chat id.') }) } },
+    {
+      onRequest: signedIn(false, 'requester', 'approver', 'operator'),
+      schema: { hide: true, params: z.object({ id: idText('id', 'The chat id.') }) },
+    },
     async (request, reply) => {
       try {
         await client.state(request.params.id);
@@ -144,7 +176,13 @@ export function chatRoutes(app: FastifyInstance, options: ChatRoutesOptions): vo
         if ((err as { name?: string }).name === 'WorkflowNotFoundError') return reply.status(204).send();
         throw err;
       }
-      return stream(request, reply, request.params.id, { endedWithinMs: options.replayEndedTurnMs ?? CHAT_RESUME_AFTER_END_MS }, true);
+      return stream(
+        request,
+        reply,
+        request.params.id,
+        { endedWithinMs: options.replayEndedTurnMs ?? CHAT_RESUME_AFTER_END_MS },
+        true,
+      );
     },
   );
 
@@ -190,7 +228,11 @@ export function chatRoutes(app: FastifyInstance, options: ChatRoutesOptions): vo
   }
 
   /** Sends each approval response as a decision by `principal`; what was refused is said in the stream as text. */
-  async function decide(principal: ApiPrincipal, conversationId: string, responses: readonly ApprovalResponse[]): Promise<UiChunk[]> {
+  async function decide(
+    principal: ApiPrincipal,
+    conversationId: string,
+    responses: readonly ApprovalResponse[],
+  ): Promise<UiChunk[]> {
     const notes: string[] = [];
     if (!principal.roles.has('approver')) {
       notes.push(
@@ -203,7 +245,11 @@ export function chatRoutes(app: FastifyInstance, options: ChatRoutesOptions): vo
             client,
             principal,
             conversationId,
-            { decision: r.approved ? 'approve' : 'reject', callKeys: [r.approvalId], ...(r.reason ? { reason: r.reason } : {}) },
+            {
+              decision: r.approved ? 'approve' : 'reject',
+              callKeys: [r.approvalId],
+              ...(r.reason ? { reason: r.reason } : {}),
+            },
             policy,
           );
         } catch (err) {
@@ -223,13 +269,25 @@ export function chatRoutes(app: FastifyInstance, options: ChatRoutesOptions): vo
   }
 }
 
-/** The approval responses on a message's tool parts (`state: "approval-responded"`), each naming its call by the approval id. */
+/**
+ * The approval responses on a message's tool parts (`state: "approval-responded"`), each naming its call by the
+ * approval id.
+ */
 function approvalResponses(parts: readonly Record<string, unknown>[]): ApprovalResponse[] {
   return parts.flatMap((part) => {
     const approval = part.approval as { id?: unknown; approved?: unknown; reason?: unknown } | undefined;
-    if (part.state !== 'approval-responded' || typeof approval?.id !== 'string' || typeof approval.approved !== 'boolean') return [];
+    if (
+      part.state !== 'approval-responded' ||
+      typeof approval?.id !== 'string' ||
+      typeof approval.approved !== 'boolean'
+    )
+      return [];
     return [
-      { approvalId: approval.id, approved: approval.approved, ...(typeof approval.reason === 'string' && approval.reason ? { reason: approval.reason } : {}) },
+      {
+        approvalId: approval.id,
+        approved: approval.approved,
+        ...(typeof approval.reason === 'string' && approval.reason ? { reason: approval.reason } : {}),
+      },
     ];
   });
 }

@@ -60,11 +60,15 @@ const payloadsBody = z.object({ payloads: z.array(payloadJson).max(CODEC_MAX_PAY
 type PayloadJson = z.infer<typeof payloadJson>;
 
 const fromJson = (p: PayloadJson): Payload => ({
-  metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, new Uint8Array(Buffer.from(v, 'base64'))])),
+  metadata: Object.fromEntries(
+    Object.entries(p.metadata ?? {}).map(([k, v]) => [k, new Uint8Array(Buffer.from(v, 'base64'))]),
+  ),
   data: new Uint8Array(Buffer.from(p.data ?? '', 'base64')),
 });
 const toJson = (p: Payload): PayloadJson => ({
-  metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v ?? new Uint8Array()).toString('base64')])),
+  metadata: Object.fromEntries(
+    Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v ?? new Uint8Array()).toString('base64')]),
+  ),
   data: Buffer.from(p.data ?? new Uint8Array()).toString('base64'),
 });
 
@@ -96,7 +100,10 @@ export async function codecRoutes(app: FastifyInstance, options: CodecContext): 
               'The token is not valid (unknown, expired, or not for this API). Send "Authorization: Bearer <token>" with an operator\'s token.',
             );
           if (!principal.roles.has('operator')) {
-            throw refusal('forbidden', `Decoding payloads needs the operator role; the token of ${principal.subject} has ${[...principal.roles].join(', ')}.`);
+            throw refusal(
+              'forbidden',
+              `Decoding payloads needs the operator role; the token of ${principal.subject} has ${[...principal.roles].join(', ')}.`,
+            );
           }
           return { subject: principal.subject, via: 'token' };
         }
@@ -115,7 +122,10 @@ export async function codecRoutes(app: FastifyInstance, options: CodecContext): 
           );
         }
         if (!session.roles.includes('operator'))
-          throw refusal('forbidden', `Decoding payloads needs the operator role; ${session.subject} has ${session.roles.join(', ')}.`);
+          throw refusal(
+            'forbidden',
+            `Decoding payloads needs the operator role; ${session.subject} has ${session.roles.join(', ')}.`,
+          );
         return { subject: session.subject, via: 'session' };
       };
 
@@ -131,7 +141,10 @@ export async function codecRoutes(app: FastifyInstance, options: CodecContext): 
           }
           const namespace = request.headers['x-namespace'];
           if (typeof namespace === 'string' && namespace !== '' && namespace !== options.namespace) {
-            throw refusal('invalid_request', `This codec server serves namespace "${options.namespace}", not "${namespace}".`);
+            throw refusal(
+              'invalid_request',
+              `This codec server serves namespace "${options.namespace}", not "${namespace}".`,
+            );
           }
           const parsed = payloadsBody.safeParse(request.body);
           if (!parsed.success) {
@@ -148,7 +161,10 @@ export async function codecRoutes(app: FastifyInstance, options: CodecContext): 
             if (err instanceof EncryptedPayloadError) throw refusal('payload_undecodable', (err as Error).message);
             throw err;
           }
-          logger.info({ subject: caller.subject, via: caller.via, namespace: options.namespace, payloads: payloads.length }, `codec: ${direction}d payloads`);
+          logger.info(
+            { subject: caller.subject, via: caller.via, namespace: options.namespace, payloads: payloads.length },
+            `codec: ${direction}d payloads`,
+          );
           return { payloads: result.map(toJson) };
         });
       route('decode');

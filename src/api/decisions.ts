@@ -12,7 +12,8 @@ import type { ApprovalDecision, DecisionKind, DecisionResult } from '../contract
 import type { ApiPrincipal } from './tokens';
 
 /** Why a decision that names no calls, or names them both ways, is refused. */
-export const NAME_THE_CALLS = 'Name the calls you decide, either by "toolCallIds" or by "callKeys" (as listed by GET /v1/approvals), not both.';
+export const NAME_THE_CALLS =
+  'Name the calls you decide, either by "toolCallIds" or by "callKeys" (as listed by GET /v1/approvals), not both.';
 
 /** Why a decision was not sent, with the API's stable code. */
 export class DecisionProblem extends Error {
@@ -44,7 +45,10 @@ export interface DecideRequest {
 
 /** How decisions are made: who may approve their own requests, and the key that signs. */
 export interface DecisionPolicy {
-  /** Let whoever sent a turn's messages approve its calls. Default false (four eyes). Rejecting one's own is always allowed. */
+  /**
+   * Let whoever sent a turn's messages approve its calls. Default false (four eyes). Rejecting one's own is always
+   * allowed.
+   */
   allowSelfApproval?: boolean;
   /** Signs every decision; workers holding the key refuse decisions without a valid signature. */
   signingKey?: DecisionKey;
@@ -56,7 +60,10 @@ export interface DecisionPolicy {
   workerWaitMs?: number;
 }
 
-/** How long a decision waits for a worker to answer before it is queued: short enough that a person hears back within 5 s. */
+/**
+ * How long a decision waits for a worker to answer before it is queued: short enough that a person hears back within 5
+ * s.
+ */
 export const DECISION_WORKER_WAIT_MS = 3_000;
 
 /** One call's decision as applied, or as queued. */
@@ -103,9 +110,16 @@ export async function decideCalls(
     throw new DecisionProblem('invalid_request', NAME_THE_CALLS);
   }
   if ((request.decision === 'edit' || request.decision === 'respond') && byId.length + byKey.length !== 1) {
-    throw new DecisionProblem('invalid_request', `An "${request.decision}" decision names exactly one call (one toolCallIds or callKeys entry).`);
+    throw new DecisionProblem(
+      'invalid_request',
+      `An "${request.decision}" decision names exactly one call (one toolCallIds or callKeys entry).`,
+    );
   }
-  const { calls: pending, workerAnswered } = await client.waitingCalls(conversationId, policy.workerWaitMs ?? DECISION_WORKER_WAIT_MS);
+  const { calls: pending, workerAnswered } = await client.waitingCalls({
+    conversationId,
+    below: false,
+    workerWaitMs: policy.workerWaitMs ?? DECISION_WORKER_WAIT_MS,
+  });
   const queued = !workerAnswered;
   const named = [
     ...byId.map((id) => ({ name: `tool call "${id}"`, found: pending.find((p) => p.toolCallId === id) })),
@@ -145,9 +159,20 @@ export async function decideCalls(
     };
     if (policy.signingKey) decision.signature = signDecision(policy.signingKey, conversationId, decision);
     const result: DecisionResult = queued
-      ? { decisionId: await client.signalDecision(conversationId, decision), applied: false, toolCallIds: [call.toolCallId] }
+      ? {
+          decisionId: await client.signalDecision(conversationId, decision),
+          applied: false,
+          toolCallIds: [call.toolCallId],
+        }
       : await client.decide(conversationId, decision);
-    results.push({ ...result, toolCallId: call.toolCallId, callKey: call.callKey, toolName: call.toolName, arguments: call.arguments, queued });
+    results.push({
+      ...result,
+      toolCallId: call.toolCallId,
+      callKey: call.callKey,
+      toolName: call.toolName,
+      arguments: call.arguments,
+      queued,
+    });
   }
   return { decidedBy: subject, queued, results };
 }

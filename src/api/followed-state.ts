@@ -16,7 +16,11 @@ export const OUTAGE_RETRY_MS = 1_000;
  * asked again every {@link OUTAGE_RETRY_MS} until `signal` aborts (then the
  * last failure is thrown). Any other failure is thrown at once.
  */
-export async function followedState(client: AgentClient, conversationId: string, signal: AbortSignal): Promise<ConversationState> {
+export async function followedState(
+  client: AgentClient,
+  conversationId: string,
+  signal: AbortSignal,
+): Promise<ConversationState> {
   for (;;) {
     try {
       return await client.state(conversationId);

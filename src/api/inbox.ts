@@ -40,9 +40,9 @@ import {
   type Html,
   type InboxGroup,
   type ShownCall,
-  type ShownMessage,
   type Viewer,
 } from './inbox-page';
+import { field, messagesBefore, PageRefusal, RECENT_MESSAGES, sendHtml } from './inbox-http';
 import { BrowserSessions, csrfMatches, foreignOrigin, type BrowserSession } from './sessions';
 import { chatPage } from './chat-page';
 import type { ApiPrincipal, ApiRole } from './tokens';
@@ -56,36 +56,20 @@ export interface InboxOptions {
   policy: DecisionPolicy;
   /** The API's browser sessions (shared with the codec server and the chat endpoint). */
   sessions: BrowserSessions;
-  /** The example chat page's bundled script (`npm run build:chat-page`): served with the page at `/chat`. Unset: no page. */
+  /**
+   * The example chat page's bundled script (`npm run build:chat-page`): served with the page at `/chat`. Unset: no
+   * page.
+   */
   chatPageBundle?: string;
 }
 
 /** The chat page's address, with a conversation id a workflow id may be. */
 const CHAT_PAGE_PATH = /^\/chat\?conversation=[A-Za-z0-9._~:-]{1,128}$/;
 
-/** Messages shown with each conversation. */
-const RECENT_MESSAGES = 6;
 /** Roles that may sign in: approvers decide, operators read. */
 const INBOX_ROLES: readonly ApiRole[] = ['approver', 'operator'];
 
 type Session = BrowserSession;
-
-/** One form field as a string (a field sent twice, or absent, is undefined). */
-const field = (body: unknown, name: string): string | undefined => {
-  const value = body && typeof body === 'object' ? (body as Record<string, unknown>)[name] : undefined;
-  return typeof value === 'string' ? value : undefined;
-};
-
-/** Refusals of the page, rendered as HTML with their status. */
-class PageRefusal extends Error {
-  constructor(
-    readonly status: number,
-    readonly title: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 /** Registers the inbox's routes (`/inbox...`) on the API's app. */
 export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): Promise<void> {
@@ -108,24 +92,15 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
     return flash;
   };
 
-  /** Sends a page with its security headers: a CSP whose nonce admits the inline style and script, no caching, no framing. */
-  const sendPage = (reply: FastifyReply, status: number, frame: { title: string; viewer?: Viewer; live: boolean; main: Html }) =>
-    sendHtml(reply, status, (nonce) => page({ ...frame, nonce }));
-  const sendHtml = (reply: FastifyReply, status: number, build: (nonce: string) => string) => {
-    const nonce = randomBytes(16).toString('base64');
-    return reply
-      .status(status)
-      .header('content-type', 'text/html; charset=utf-8')
-      .header(
-        'content-security-policy',
-        `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
-      )
-      .header('x-content-type-options', 'nosniff')
-      .header('x-frame-options', 'DENY')
-      .header('referrer-policy', 'same-origin')
-      .header('cache-control', 'no-store')
-      .send(build(nonce));
-  };
+  /**
+   * Sends a page with its security headers: a CSP whose nonce admits the inline style and script, no caching, no
+   * framing.
+   */
+  const sendPage = (
+    reply: FastifyReply,
+    status: number,
+    frame: { title: string; viewer?: Viewer; live: boolean; main: Html },
+  ) => sendHtml(reply, status, (nonce) => page({ ...frame, nonce }));
   const signInPage = (reply: FastifyReply, status: number, problem?: string, next?: string) =>
     sendPage(reply, status, { title: 'Sign in · Approval inbox', live: false, main: signInMain({ problem, next }) });
 
@@ -133,7 +108,11 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
   const checkOrigin = (request: FastifyRequest) => {
     const origin = foreignOrigin(request);
     if (origin !== undefined) {
-      throw new PageRefusal(403, 'Refused', `This form was sent from another site (${origin}); nothing was done. Use the inbox at ${request.host}.`);
+      throw new PageRefusal(
+        403,
+        'Refused',
+        `This form was sent from another site (${origin}); nothing was done. Use the inbox at ${request.host}.`,
+      );
     }
   };
   /** The session's synchronizer token must come back with the form. */
@@ -152,7 +131,12 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
     const session = sessionOf(request);
     const viewer = session ? viewerOf(session) : undefined;
     if (err instanceof PageRefusal)
-      return sendPage(reply, err.status, { title: `${err.title} · Approval inbox`, viewer, live: false, main: problemMain(err.title, err.message) });
+      return sendPage(reply, err.status, {
+        title: `${err.title} · Approval inbox`,
+        viewer,
+        live: false,
+        main: problemMain(err.title, err.message),
+      });
     const status = (err as { statusCode?: number }).statusCode;
     if (status && status >= 400 && status < 500) {
       return sendPage(reply, status, {
@@ -181,7 +165,11 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
   const inboxSession = (request: FastifyRequest): Session | undefined => {
     const session = sessionOf(request);
     if (session && !session.roles.some((r) => INBOX_ROLES.includes(r))) {
-      throw new PageRefusal(403, 'Not for this role', `The inbox is for approvers and operators; ${session.subject} has the role ${session.roles.join(', ')}.`);
+      throw new PageRefusal(
+        403,
+        'Not for this role',
+        `The inbox is for approvers and operators; ${session.subject} has the role ${session.roles.join(', ')}.`,
+      );
     }
     return session;
   };
@@ -189,18 +177,23 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
 
   app.get('/inbox', { schema: hide }, async (request, reply) => {
     const session = inboxSession(request);
-    if (!session) return signInPage(reply, 200, cookieOf(request) ? 'Your session has ended; sign in again.' : undefined);
+    if (!session)
+      return signInPage(reply, 200, cookieOf(request) ? 'Your session has ended; sign in again.' : undefined);
     const viewer = viewerOf(session);
     const flash = takeFlash(session);
     const now = Date.now();
-    const calls = await client.pendingApprovals();
+    const { calls } = await client.waitingCalls();
     const groups = new Map<string, InboxGroup>();
     for (const c of calls) {
       const group = groups.get(c.conversationId) ?? { conversationId: c.conversationId, calls: [] };
       group.calls.push(c);
       groups.set(c.conversationId, group);
     }
-    await Promise.all([...groups.values()].map(async (g) => (g.messages = await messagesBefore(client, g.conversationId, g.calls).catch(() => undefined))));
+    await Promise.all(
+      [...groups.values()].map(
+        async (g) => (g.messages = await messagesBefore(client, g.conversationId, g.calls).catch(() => undefined)),
+      ),
+    );
     return sendPage(reply, 200, {
       title: `${calls.length > 0 ? `(${calls.length}) ` : ''}Pending approvals · Approval inbox`,
       viewer,
@@ -212,7 +205,13 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
   app.get<{ Params: { id: string } }>('/inbox/conversations/:id', { schema: hide }, async (request, reply) => {
     const id = request.params.id;
     const session = inboxSession(request);
-    if (!session) return signInPage(reply, 200, cookieOf(request) ? 'Your session has ended; sign in again.' : undefined, conversationPath(id));
+    if (!session)
+      return signInPage(
+        reply,
+        200,
+        cookieOf(request) ? 'Your session has ended; sign in again.' : undefined,
+        conversationPath(id),
+      );
     if (id.length > 200) throw new PageRefusal(404, 'Not found', 'There is no such conversation.');
     const viewer = viewerOf(session);
     const flash = takeFlash(session);
@@ -220,23 +219,43 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
     try {
       state = await client.state(id);
     } catch (err) {
-      if ((err as { name?: string }).name === 'WorkflowNotFoundError') throw new PageRefusal(404, 'Not found', `There is no conversation ${id}.`);
+      if ((err as { name?: string }).name === 'WorkflowNotFoundError')
+        throw new PageRefusal(404, 'Not found', `There is no conversation ${id}.`);
       throw err;
     }
     const lastTurn = state.recentTurns.at(-1);
     // A little more than shown: the bodies of the newest messages may be written a moment after the state counts them.
-    const recent = await client.transcriptPage(id, Math.max(-1, state.messageCount - RECENT_MESSAGES - 1), RECENT_MESSAGES + 1).catch(() => undefined);
+    const recent = await client
+      .transcriptPage(id, Math.max(-1, state.messageCount - RECENT_MESSAGES - 1), RECENT_MESSAGES + 1)
+      .catch(() => undefined);
     let answer: string | undefined;
     if (lastTurn?.answerSeq !== undefined) {
-      const stored = recent?.find((m) => m.seq === lastTurn.answerSeq) ?? (await client.transcriptPage(id, lastTurn.answerSeq - 1, 1).catch(() => []))[0];
-      if (stored?.seq === lastTurn.answerSeq && stored.message.role === 'assistant') answer = stored.message.content ?? '';
+      const stored =
+        recent?.find((m) => m.seq === lastTurn.answerSeq) ??
+        (await client.transcriptPage(id, lastTurn.answerSeq - 1, 1).catch(() => []))[0];
+      if (stored?.seq === lastTurn.answerSeq && stored.message.role === 'assistant')
+        answer = stored.message.content ?? '';
     }
     const root = state.calledBy?.rootConversationId ?? id;
-    const agentPath = state.calledBy ? [...state.calledBy.path.slice(0, -1), state.agent ?? ''] : state.agent ? [state.agent] : [];
+    const agentPath = state.calledBy
+      ? [...state.calledBy.path.slice(0, -1), state.agent ?? '']
+      : state.agent
+        ? [state.agent]
+        : [];
     // Its own waiting calls, then those inside agents it called as tools (each decided in its own conversation).
     const calls: ShownCall[] = [
-      ...state.pendingApprovals.map((p) => ({ ...p, conversationId: id, rootConversationId: root, agentPath, requestedAt: new Date(p.requestedAt) })),
-      ...(state.waitingBelow ?? []).map((b) => ({ ...b, rootConversationId: root, requestedAt: new Date(b.requestedAt) })),
+      ...state.pendingApprovals.map((p) => ({
+        ...p,
+        conversationId: id,
+        rootConversationId: root,
+        agentPath,
+        requestedAt: new Date(p.requestedAt),
+      })),
+      ...(state.waitingBelow ?? []).map((b) => ({
+        ...b,
+        rootConversationId: root,
+        requestedAt: new Date(b.requestedAt),
+      })),
     ];
     // Live while a turn runs, and until the last turn's answer is readable.
     const live = turnInProgress(state) || (lastTurn?.answerSeq !== undefined && answer === undefined);
@@ -264,7 +283,13 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
         return signInPage(reply, 503, 'The identity provider cannot be reached just now; try again shortly.', next);
       throw err;
     }
-    if (!principal) return signInPage(reply, 401, 'That token is not valid (unknown, expired, or not for this API). Nothing was kept; paste it again.', next);
+    if (!principal)
+      return signInPage(
+        reply,
+        401,
+        'That token is not valid (unknown, expired, or not for this API). Nothing was kept; paste it again.',
+        next,
+      );
     const roles = [...principal.roles];
     const allowed: readonly ApiRole[] = next.startsWith('/chat') ? [...INBOX_ROLES, 'requester'] : INBOX_ROLES;
     if (!roles.some((r) => allowed.includes(r))) {
@@ -282,7 +307,11 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
   // The example chat page (examples/chat-page): useChat against /v1/chat with this session.
   app.get('/chat', { schema: hide }, async (request, reply) => {
     if (!chatPageBundle) {
-      throw new PageRefusal(404, 'No chat page', 'The example chat page is not built here: run "npm run build:chat-page", then restart.');
+      throw new PageRefusal(
+        404,
+        'No chat page',
+        'The example chat page is not built here: run "npm run build:chat-page", then restart.',
+      );
     }
     const conversation = (request.query as { conversation?: unknown }).conversation;
     if (typeof conversation !== 'string' || !CHAT_PAGE_PATH.test(`/chat?conversation=${conversation}`)) {
@@ -290,10 +319,17 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
     }
     const session = sessionOf(request);
     if (!session) return signInPage(reply, 200, undefined, `/chat?conversation=${conversation}`);
-    return sendHtml(reply, 200, (nonce) => chatPage({ nonce, conversationId: conversation, csrf: session.csrf, subject: session.subject }));
+    return sendHtml(reply, 200, (nonce) =>
+      chatPage({ nonce, conversationId: conversation, csrf: session.csrf, subject: session.subject }),
+    );
   });
   app.get('/chat/app.js', { schema: hide }, async (_request, reply) => {
-    if (!chatPageBundle) throw new PageRefusal(404, 'No chat page', 'The example chat page is not built here: run "npm run build:chat-page".');
+    if (!chatPageBundle)
+      throw new PageRefusal(
+        404,
+        'No chat page',
+        'The example chat page is not built here: run "npm run build:chat-page".',
+      );
     return reply
       .header('content-type', 'text/javascript; charset=utf-8')
       .header('cache-control', 'no-cache')
@@ -308,92 +344,119 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
     return reply.redirect('/inbox', 303);
   });
 
-  app.post<{ Params: { id: string } }>('/inbox/conversations/:id/decisions', { schema: hide }, async (request, reply) => {
-    checkOrigin(request);
-    const id = request.params.id;
-    const session = inboxSession(request);
-    if (!session) throw new PageRefusal(401, 'Signed out', 'Your session has ended, so nothing was decided. Sign in again.');
-    checkCsrf(request, session);
-    if (!session.roles.includes('approver'))
-      throw new PageRefusal(403, 'Refused', `Deciding needs the approver role; ${session.subject} has ${session.roles.join(', ')}. Nothing was decided.`);
-    const callKey = field(request.body, 'callKey');
-    const decision = field(request.body, 'decision');
-    const reason = field(request.body, 'reason')?.trim() ?? '';
-    const back = field(request.body, 'back') === 'inbox' ? '/inbox' : conversationPath(id);
-    const kinds = ['approve', 'reject', 'edit', 'respond'] as const;
-    if (!callKey || callKey.length > 1000 || !kinds.includes(decision as DecisionKind) || reason.length > 2000 || id.length > 200) {
-      throw new PageRefusal(
-        400,
-        'Bad request',
-        'The form needs a call, a decision (approve, reject, edit or respond) and a reason of at most 2000 characters. Nothing was decided.',
-      );
-    }
-    const kind = decision as DecisionKind;
-    const response = kind === 'respond' ? (field(request.body, 'response')?.trim() ?? '') : undefined;
-    const editedText = kind === 'edit' ? (field(request.body, 'arguments') ?? '') : undefined;
-    const unstorable =
-      describeUnstorableText('The reason', reason) ??
-      describeUnstorableText('The call key', callKey) ??
-      (response === undefined ? undefined : describeUnstorableText('The response', response)) ??
-      (editedText === undefined ? undefined : describeUnstorableText('The arguments', editedText));
-    if (unstorable) throw new PageRefusal(400, 'Bad request', `${unstorable}. Nothing was decided.`);
-    // What the person typed goes back to the form with the refusal, so nothing they wrote is lost.
-    const refuse = (message: string) => {
-      session.flash = { kind: 'error', message, callKey, reason };
-      return reply.redirect(back, 303);
-    };
-    let edited: Record<string, unknown> | undefined;
-    if (editedText !== undefined) {
-      try {
-        edited = JSON.parse(editedText) as Record<string, unknown>;
-      } catch (err) {
-        return refuse(`The edited arguments are not JSON (${(err as Error).message}). Nothing was decided; the call still waits.`);
+  app.post<{ Params: { id: string } }>(
+    '/inbox/conversations/:id/decisions',
+    { schema: hide },
+    async (request, reply) => {
+      checkOrigin(request);
+      const id = request.params.id;
+      const session = inboxSession(request);
+      if (!session)
+        throw new PageRefusal(401, 'Signed out', 'Your session has ended, so nothing was decided. Sign in again.');
+      checkCsrf(request, session);
+      if (!session.roles.includes('approver'))
+        throw new PageRefusal(
+          403,
+          'Refused',
+          `Deciding needs the approver role; ${session.subject} has ${session.roles.join(', ')}. Nothing was decided.`,
+        );
+      const callKey = field(request.body, 'callKey');
+      const decision = field(request.body, 'decision');
+      const reason = field(request.body, 'reason')?.trim() ?? '';
+      const back = field(request.body, 'back') === 'inbox' ? '/inbox' : conversationPath(id);
+      const kinds = ['approve', 'reject', 'edit', 'respond'] as const;
+      if (
+        !callKey ||
+        callKey.length > 1000 ||
+        !kinds.includes(decision as DecisionKind) ||
+        reason.length > 2000 ||
+        id.length > 200
+      ) {
+        throw new PageRefusal(
+          400,
+          'Bad request',
+          'The form needs a call, a decision (approve, reject, edit or respond) and a reason of at most 2000 characters. Nothing was decided.',
+        );
       }
-      if (typeof edited !== 'object' || edited === null || Array.isArray(edited))
-        return refuse('The edited arguments must be a JSON object. Nothing was decided.');
-    }
-    if (response !== undefined && (response === '' || response.length > DECISION_FIELD_MAX_CHARS.response)) {
-      return refuse(`A response needs 1 to ${DECISION_FIELD_MAX_CHARS.response} characters. Nothing was decided; the call still waits.`);
-    }
-    const principal: ApiPrincipal = { subject: session.subject, roles: new Set(session.roles) };
-    try {
-      const { results, queued } = await decideCalls(
-        client,
-        principal,
-        id,
-        { decision: kind, callKeys: [callKey], ...(reason ? { reason } : {}), ...(edited ? { arguments: edited } : {}), ...(response ? { response } : {}) },
-        policy,
-      );
-      const verb = { approve: 'approved', reject: 'rejected', edit: 'approved with your arguments', respond: 'answered' }[kind];
-      const calls = results.map((r) => `call ${r.toolCallId}`).join(', ');
-      session.flash = {
-        kind: 'ok',
-        message: queued
-          ? `You ${verb} ${calls}. No worker answers for this conversation right now: your decision is queued and applies when a worker runs, if the call still waits then.`
-          : `You ${verb} ${calls}. The turn goes on below.`,
+      const kind = decision as DecisionKind;
+      const response = kind === 'respond' ? (field(request.body, 'response')?.trim() ?? '') : undefined;
+      const editedText = kind === 'edit' ? (field(request.body, 'arguments') ?? '') : undefined;
+      const unstorable =
+        describeUnstorableText('The reason', reason) ??
+        describeUnstorableText('The call key', callKey) ??
+        (response === undefined ? undefined : describeUnstorableText('The response', response)) ??
+        (editedText === undefined ? undefined : describeUnstorableText('The arguments', editedText));
+      if (unstorable) throw new PageRefusal(400, 'Bad request', `${unstorable}. Nothing was decided.`);
+      // What the person typed goes back to the form with the refusal, so nothing they wrote is lost.
+      const refuse = (message: string) => {
+        session.flash = { kind: 'error', message, callKey, reason };
+        return reply.redirect(back, 303);
       };
-      return reply.redirect(conversationPath(id), 303);
-    } catch (err) {
-      const refused =
-        err instanceof DecisionProblem ||
-        err instanceof DecisionRefusedError ||
-        err instanceof ConversationClosedError ||
-        (err as { name?: string }).name === 'WorkflowNotFoundError';
-      if (!refused) throw err;
-      const why = (err as { name?: string }).name === 'WorkflowNotFoundError' ? `There is no conversation ${id}.` : (err as Error).message;
-      session.flash = { kind: 'error', message: `${why}${reason ? ` Your reason was: “${reason}”.` : ''}`, callKey, reason };
-      return reply.redirect(back, 303);
-    }
-  });
-}
-
-/**
- * The messages that led to a conversation's waiting calls: the last few up to
- * the newest message that asked (its seq is in the call's key, `…/msg-N/call-I`),
- * else the conversation's last few.
- */
-async function messagesBefore(client: AgentClient, conversationId: string, calls: readonly ShownCall[]): Promise<ShownMessage[]> {
-  const seqs = calls.map((c) => /\/msg-(\d+)\/call-\d+$/.exec(c.callKey)).map((m) => (m ? Number(m[1]) : NaN));
-  const through = seqs.every((s) => Number.isInteger(s)) ? Math.max(...seqs) : (await client.state(conversationId)).messageCount - 1;
-  return client.transcriptPage(conversationId, Math.max(-1, through - RECENT_MESSAGES), RECENT_MESSAGES);
+      let edited: Record<string, unknown> | undefined;
+      if (editedText !== undefined) {
+        try {
+          edited = JSON.parse(editedText) as Record<string, unknown>;
+        } catch (err) {
+          return refuse(
+            `The edited arguments are not JSON (${(err as Error).message}). Nothing was decided; the call still waits.`,
+          );
+        }
+        if (typeof edited !== 'object' || edited === null || Array.isArray(edited))
+          return refuse('The edited arguments must be a JSON object. Nothing was decided.');
+      }
+      if (response !== undefined && (response === '' || response.length > DECISION_FIELD_MAX_CHARS.response)) {
+        return refuse(
+          `A response needs 1 to ${DECISION_FIELD_MAX_CHARS.response} characters. Nothing was decided; the call still waits.`,
+        );
+      }
+      const principal: ApiPrincipal = { subject: session.subject, roles: new Set(session.roles) };
+      try {
+        const { results, queued } = await decideCalls(
+          client,
+          principal,
+          id,
+          {
+            decision: kind,
+            callKeys: [callKey],
+            ...(reason ? { reason } : {}),
+            ...(edited ? { arguments: edited } : {}),
+            ...(response ? { response } : {}),
+          },
+          policy,
+        );
+        const verb = {
+          approve: 'approved',
+          reject: 'rejected',
+          edit: 'approved with your arguments',
+          respond: 'answered',
+        }[kind];
+        const calls = results.map((r) => `call ${r.toolCallId}`).join(', ');
+        session.flash = {
+          kind: 'ok',
+          message: queued
+            ? `You ${verb} ${calls}. No worker answers for this conversation right now: your decision is queued and applies when a worker runs, if the call still waits then.`
+            : `You ${verb} ${calls}. The turn goes on below.`,
+        };
+        return reply.redirect(conversationPath(id), 303);
+      } catch (err) {
+        const refused =
+          err instanceof DecisionProblem ||
+          err instanceof DecisionRefusedError ||
+          err instanceof ConversationClosedError ||
+          (err as { name?: string }).name === 'WorkflowNotFoundError';
+        if (!refused) throw err;
+        const why =
+          (err as { name?: string }).name === 'WorkflowNotFoundError'
+            ? `There is no conversation ${id}.`
+            : (err as Error).message;
+        session.flash = {
+          kind: 'error',
+          message: `${why}${reason ? ` Your reason was: “${reason}”.` : ''}`,
+          callKey,
+          reason,
+        };
+        return reply.redirect(back, 303);
+      }
+    },
+  );
 }

@@ -10,11 +10,17 @@ import { API_ROLES, type ApiPrincipal, type ApiRole } from './tokens';
 
 /** How a {@link createJwtVerifier} checks tokens and reads their subject and roles. */
 export interface JwtVerifierOptions {
-  /** The IdP's issuer URL, compared exactly with the token's `iss`; https, or http only for localhost, 127.0.0.1 or [::1]. */
+  /**
+   * The IdP's issuer URL, compared exactly with the token's `iss`; https, or http only for localhost, 127.0.0.1 or
+   * [::1].
+   */
   issuer: string;
   /** The value the token's `aud` must hold (the API's client id or resource name). */
   audience: string;
-  /** The IdP's JWKS URL. Default: the `jwks_uri` of `${issuer}/.well-known/openid-configuration`, fetched on the first verify. */
+  /**
+   * The IdP's JWKS URL. Default: the `jwks_uri` of `${issuer}/.well-known/openid-configuration`, fetched on the first
+   * verify.
+   */
   jwksUrl?: string;
   /**
    * The claim holding the caller's IdP roles or groups (default `roles`). A dotted path such as
@@ -57,13 +63,27 @@ export class IdentityProviderUnavailableError extends AgentError {
     detail: string,
     options?: { cause?: unknown },
   ) {
-    super(`The identity provider at ${url} could not be reached: ${detail}. Tokens cannot be checked until it answers.`);
+    super(
+      `The identity provider at ${url} could not be reached: ${detail}. Tokens cannot be checked until it answers.`,
+    );
     if (options && 'cause' in options) this.cause = options.cause;
   }
 }
 
 /** Asymmetric JWS algorithms that may be configured; `none` and HMAC (HS*) are never accepted. */
-const ALLOWED_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+const ALLOWED_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+];
 const DEFAULT_ALGORITHMS = ['RS256', 'ES256', 'EdDSA', 'PS256'];
 const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 const FETCH_TIMEOUT_MS = 5_000;
@@ -89,39 +109,69 @@ function idpUrl(option: string, value: unknown): URL {
 
 function nonEmpty(option: string, value: unknown, example: string): string {
   if (typeof value !== 'string' || value.trim() === '') {
-    throw new ConfigError(`JWT option ${option} must be a non-empty string; got ${JSON.stringify(value)}. Set it to e.g. ${example}.`);
+    throw new ConfigError(
+      `JWT option ${option} must be a non-empty string; got ${JSON.stringify(value)}. Set it to e.g. ${example}.`,
+    );
   }
   return value;
 }
 
-type Settings = Required<Omit<JwtVerifierOptions, 'jwksUrl' | 'roleMap'>> & { jwksUrl?: URL; roleMap?: Record<string, ApiRole[]> };
+type Settings = Required<Omit<JwtVerifierOptions, 'jwksUrl' | 'roleMap'>> & {
+  jwksUrl?: URL;
+  roleMap?: Record<string, ApiRole[]>;
+};
 
 function validate(options: JwtVerifierOptions): Settings {
   idpUrl('issuer', options?.issuer);
-  const audience = nonEmpty('audience', options.audience, '"agent-api" (the client id or resource the IdP issues tokens for)');
+  const audience = nonEmpty(
+    'audience',
+    options.audience,
+    '"agent-api" (the client id or resource the IdP issues tokens for)',
+  );
   const jwksUrl = options.jwksUrl === undefined ? undefined : idpUrl('jwksUrl', options.jwksUrl);
   const rolesClaim = nonEmpty('rolesClaim', options.rolesClaim ?? 'roles', '"roles" or "realm_access.roles"');
   const subjectClaim = nonEmpty('subjectClaim', options.subjectClaim ?? 'sub', '"sub" or "email"');
   const clockToleranceSeconds = options.clockToleranceSeconds ?? 30;
-  if (typeof clockToleranceSeconds !== 'number' || !Number.isFinite(clockToleranceSeconds) || clockToleranceSeconds < 0) {
+  if (
+    typeof clockToleranceSeconds !== 'number' ||
+    !Number.isFinite(clockToleranceSeconds) ||
+    clockToleranceSeconds < 0
+  ) {
     throw new ConfigError(
       `JWT option clockToleranceSeconds must be a number of seconds, 0 or more; got ${JSON.stringify(clockToleranceSeconds)}. Leave it out for 30.`,
     );
   }
   const algorithms = options.algorithms ?? DEFAULT_ALGORITHMS;
-  if (!Array.isArray(algorithms) || algorithms.length === 0 || algorithms.some((a) => !ALLOWED_ALGORITHMS.includes(a))) {
+  if (
+    !Array.isArray(algorithms) ||
+    algorithms.length === 0 ||
+    algorithms.some((a) => !ALLOWED_ALGORITHMS.includes(a))
+  ) {
     throw new ConfigError(
       `JWT option algorithms must list some of ${ALLOWED_ALGORITHMS.join(', ')} ('none' and HS* are never accepted); got ${JSON.stringify(algorithms)}. Leave it out for ${DEFAULT_ALGORITHMS.join(', ')}.`,
     );
   }
   const roleMap = options.roleMap;
-  const isRoleList = (roles: unknown) => Array.isArray(roles) && roles.every((r) => (API_ROLES as readonly string[]).includes(r));
-  if (roleMap !== undefined && (typeof roleMap !== 'object' || roleMap === null || !Object.values(roleMap).every(isRoleList))) {
+  const isRoleList = (roles: unknown) =>
+    Array.isArray(roles) && roles.every((r) => (API_ROLES as readonly string[]).includes(r));
+  if (
+    roleMap !== undefined &&
+    (typeof roleMap !== 'object' || roleMap === null || !Object.values(roleMap).every(isRoleList))
+  ) {
     throw new ConfigError(
       `JWT option roleMap must map IdP role names to lists of ${API_ROLES.join(', ')}; got ${JSON.stringify(roleMap)}. E.g. {"support-leads": ["approver"]}.`,
     );
   }
-  return { issuer: options.issuer, audience, jwksUrl, rolesClaim, subjectClaim, clockToleranceSeconds, algorithms, roleMap };
+  return {
+    issuer: options.issuer,
+    audience,
+    jwksUrl,
+    rolesClaim,
+    subjectClaim,
+    clockToleranceSeconds,
+    algorithms,
+    roleMap,
+  };
 }
 
 /** The claim named `name`, or else the value at its dotted path (`realm_access.roles`). */
@@ -140,18 +190,26 @@ async function discoverJwksUrl(issuer: string): Promise<URL> {
   const url = `${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`;
   let body: unknown;
   try {
-    const response = await fetch(url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
+    const response = await fetch(url, {
+      headers: { accept: 'application/json' },
+      signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+    });
     if (!response.ok) throw new Error(`HTTP ${response.status}`);
     body = await response.json();
   } catch (err) {
-    const reason = (err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message;
+    const reason =
+      (err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message;
     throw new IdentityProviderUnavailableError(url, reason, { cause: err });
   }
   const jwksUri = (body as { jwks_uri?: unknown } | null)?.jwks_uri;
   try {
     return idpUrl('jwks_uri', jwksUri);
   } catch (err) {
-    throw new IdentityProviderUnavailableError(url, `its discovery document names no usable jwks_uri (${JSON.stringify(jwksUri)})`, { cause: err });
+    throw new IdentityProviderUnavailableError(
+      url,
+      `its discovery document names no usable jwks_uri (${JSON.stringify(jwksUri)})`,
+      { cause: err },
+    );
   }
 }
 
@@ -186,14 +244,21 @@ export function createJwtVerifier(options: JwtVerifierOptions): JwtVerifier {
     try {
       return await keys(header, token);
     } catch (err) {
-      const idpFault = !(err instanceof errors.JOSEError) || ['ERR_JOSE_GENERIC', 'ERR_JWKS_TIMEOUT', 'ERR_JWKS_INVALID'].includes(err.code);
+      const idpFault =
+        !(err instanceof errors.JOSEError) ||
+        ['ERR_JOSE_GENERIC', 'ERR_JWKS_TIMEOUT', 'ERR_JWKS_INVALID'].includes(err.code);
       if (idpFault) throw new IdentityProviderUnavailableError(url.href, (err as Error).message, { cause: err });
       throw err;
     }
   };
 
   const toRoles = (value: unknown): Set<ApiRole> => {
-    const names = typeof value === 'string' ? value.split(' ') : Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+    const names =
+      typeof value === 'string'
+        ? value.split(' ')
+        : Array.isArray(value)
+          ? value.filter((v): v is string => typeof v === 'string')
+          : [];
     const roles = new Set<ApiRole>();
     for (const name of names) {
       if (o.roleMap) for (const role of Object.hasOwn(o.roleMap, name) ? o.roleMap[name] : []) roles.add(role);

@@ -25,13 +25,17 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
     },
     transform: jsonSchemaTransform,
-    transformObject: ({ openapiObject }: { openapiObject: unknown }) => shareErrorBody(openapiObject as OpenApiDocument),
+    transformObject: ({ openapiObject }: { openapiObject: unknown }) =>
+      shareErrorBody(openapiObject as OpenApiDocument),
   } as Parameters<typeof fastifySwagger>[1]);
 }
 
 type Json = Record<string, unknown>;
 interface OpenApiDocument extends Json {
-  paths?: Record<string, Record<string, { responses?: Record<string, { content?: Record<string, { schema?: unknown }> }> }>>;
+  paths?: Record<
+    string,
+    Record<string, { responses?: Record<string, { content?: Record<string, { schema?: unknown }> }> }>
+  >;
   components?: Json & { schemas?: Json };
 }
 
@@ -50,10 +54,18 @@ function shareErrorBody(document: OpenApiDocument): OpenApiDocument {
         const json = response.content?.['application/json'];
         if (Number(status) < 400 || !json) continue;
         if (JSON.stringify(json.schema) !== expected)
-          throw new Error(`${method.toUpperCase()} ${path} answers ${status} with a body other than ${API_ERROR_COMPONENT}.`);
+          throw new Error(
+            `${method.toUpperCase()} ${path} answers ${status} with a body other than ${API_ERROR_COMPONENT}.`,
+          );
         json.schema = ref;
       }
     }
   }
-  return { ...document, components: { ...document.components, schemas: { ...document.components?.schemas, [API_ERROR_COMPONENT]: component } } };
+  return {
+    ...document,
+    components: {
+      ...document.components,
+      schemas: { ...document.components?.schemas, [API_ERROR_COMPONENT]: component },
+    },
+  };
 }

@@ -33,7 +33,10 @@ export function sendRefusal(reply: FastifyReply, code: ApiErrorCode, message: st
   return reply.status(API_ERROR_CODES[code]).send({ error: { code, message } });
 }
 
-/** The longest path parameter the router reads (decoded, in UTF-16 code units): well over any documented id, so ids a little too long get 400 naming the limit; past this, 414. */
+/**
+ * The longest path parameter the router reads (decoded, in UTF-16 code units): well over any documented id, so ids a
+ * little too long get 400 naming the limit; past this, 414.
+ */
 export const MAX_PARAM_LENGTH = 2000;
 
 /** The code of a Fastify error that carries an HTTP status, by that status. */
@@ -51,7 +54,11 @@ export function refuse(err: unknown, request: FastifyRequest, reply: FastifyRepl
   if (err instanceof ApiError || err instanceof DecisionProblem) return sendRefusal(reply, err.code, err.message);
   if (e.validation) return sendRefusal(reply, 'invalid_request', `The request is not valid: ${e.message}`);
   if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
-    return sendRefusal(reply, 'message_too_large', `The request body is over ${request.routeOptions.bodyLimit ?? bodyLimit} bytes.`);
+    return sendRefusal(
+      reply,
+      'message_too_large',
+      `The request body is over ${request.routeOptions.bodyLimit ?? bodyLimit} bytes.`,
+    );
   if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
     return sendRefusal(
       reply,
@@ -60,10 +67,12 @@ export function refuse(err: unknown, request: FastifyRequest, reply: FastifyRepl
     );
   }
   if (err instanceof MessageTooLargeError) return sendRefusal(reply, 'message_too_large', err.message);
-  if (err instanceof InvalidConversationInputError || err instanceof UnstorableTextError) return sendRefusal(reply, 'invalid_request', err.message);
+  if (err instanceof InvalidConversationInputError || err instanceof UnstorableTextError)
+    return sendRefusal(reply, 'invalid_request', err.message);
   if (err instanceof ConversationClosedError) return sendRefusal(reply, 'conversation_closed', err.message);
   if (err instanceof DecisionRefusedError) return sendRefusal(reply, 'decision_refused', err.message);
-  if ((err as { name?: string }).name === 'WorkflowNotFoundError') return sendRefusal(reply, 'not_found', 'No such conversation.');
+  if ((err as { name?: string }).name === 'WorkflowNotFoundError')
+    return sendRefusal(reply, 'not_found', 'No such conversation.');
   if (err instanceof NoWorkerAnsweredError) return sendRefusal(reply, 'no_worker', err.message);
   if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) {
     return sendRefusal(reply, FASTIFY_STATUS_CODES[e.statusCode] ?? 'invalid_request', e.message ?? 'Bad request.');
@@ -76,7 +85,10 @@ export function refuse(err: unknown, request: FastifyRequest, reply: FastifyRepl
   return sendRefusal(reply, 'internal', 'The request failed inside the server; see its log.');
 }
 
-/** Fastify's `frameworkErrors`: refusals before any route is found (a path that cannot be decoded, a parameter too long). */
+/**
+ * Fastify's `frameworkErrors`: refusals before any route is found (a path that cannot be decoded, a parameter too
+ * long).
+ */
 export function refuseBeforeRouting(err: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const path = request.url.split('?')[0];
   if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
@@ -87,7 +99,11 @@ export function refuseBeforeRouting(err: FastifyError, request: FastifyRequest, 
     );
   }
   if (err.code === 'FST_ERR_BAD_URL')
-    return sendRefusal(reply, 'invalid_request', `The path ${shorten(path)} is not a valid URL (its percent-encoding does not decode).`);
+    return sendRefusal(
+      reply,
+      'invalid_request',
+      `The path ${shorten(path)} is not a valid URL (its percent-encoding does not decode).`,
+    );
   return sendRefusal(reply, 'internal', 'The request failed inside the server; see its log.');
 }
 

@@ -5,8 +5,7 @@
  * operation lists every status it can answer.
  */
 import { z } from 'zod';
-import type { PendingApprovalView } from '../client/client';
-import type { ConversationState } from '../contract';
+import type { ConversationState, PendingApproval, PendingBelow, WaitingCall } from '../contract';
 import type { StoredMessage } from '../db/transcript-store';
 import type { DecisionOutcome } from './decisions';
 
@@ -48,7 +47,9 @@ export const API_ERROR_COMPONENT = 'ApiError';
 /** Every refusal's body. */
 export const apiErrorBody = z.strictObject({
   error: z.strictObject({
-    code: z.enum(Object.keys(API_ERROR_CODES) as [ApiErrorCode, ...ApiErrorCode[]]).describe('Stable: programs may rely on it.'),
+    code: z
+      .enum(Object.keys(API_ERROR_CODES) as [ApiErrorCode, ...ApiErrorCode[]])
+      .describe('Stable: programs may rely on it.'),
     message: z.string().describe('What was wrong and how to fix it, for people.'),
   }),
 });
@@ -83,7 +84,10 @@ export function refusals(...statuses: RefusalStatus[]) {
   return Object.fromEntries(
     statuses.map((status) => [
       status,
-      { description: `${codesOf(status)}: ${REFUSAL_MEANING[status]}`, content: { 'application/json': { schema: apiErrorBody } } },
+      {
+        description: `${codesOf(status)}: ${REFUSAL_MEANING[status]}`,
+        content: { 'application/json': { schema: apiErrorBody } },
+      },
     ]),
   ) as Record<RefusalStatus, { description: string; content: { 'application/json': { schema: typeof apiErrorBody } } }>;
 }
@@ -98,25 +102,73 @@ const pendingApproval = z.looseObject({
   requestedBy: z.array(z.string()).describe('Who sent the messages of the turn that asked for it.'),
 });
 
+/** A call waiting inside an agent called as a tool, in its callers' states. */
+const pendingBelow = pendingApproval.extend({ conversationId: z.string(), agentPath: z.array(z.string()) });
+
+/** A call in the list of waiting calls (`GET /v1/approvals`). */
+const waitingCall = pendingApproval.extend({
+  conversationId: z.string().describe('Where the call waits: decide it there.'),
+  rootConversationId: z
+    .string()
+    .describe(
+      'The top-level conversation it serves: conversationId, unless it waits inside an agent called as a tool.',
+    ),
+  agentPath: z
+    .array(z.string())
+    .describe('The agents from the top-level conversation down to the one asking; empty for one unnamed agent.'),
+});
+
+/** The fields a loose schema lists, without the index signature through which the others pass. */
+type Listed<T> = { [K in keyof T as string extends K ? never : K]: T[K] };
+/** `true` when `A` and `B` are the same type. */
+type Same<A, B> = (<V>() => V extends A ? 1 : 2) extends <V>() => V extends B ? 1 : 2 ? true : false;
+
+/**
+ * The schemas of a waiting call list every field of the contract's views of
+ * it but `decisions`, which passes through as it is: `tsc` fails here when
+ * a view and its schema part.
+ */
+const _waitingCallSchemasMatch: [
+  Same<Listed<z.infer<typeof pendingApproval>>, Omit<PendingApproval, 'decisions'>>,
+  Same<Listed<z.infer<typeof pendingBelow>>, Omit<PendingBelow, 'decisions'>>,
+  Same<Listed<z.infer<typeof waitingCall>>, Omit<WaitingCall, 'decisions'>>,
+] = [true, true, true];
+
 const conversationStatus = z.enum(['idle', 'running', 'awaiting_approval', 'failed', 'closed']);
 
 const turnRecord = z.looseObject({
   messageIds: z.array(z.string()),
-  outcome: z.enum(['answered', 'failed', 'cancelled', 'interrupted', 'budget_exceeded', 'invalid_output', 'guardrail_tripped']),
+  outcome: z.enum([
+    'answered',
+    'failed',
+    'cancelled',
+    'interrupted',
+    'budget_exceeded',
+    'invalid_output',
+    'guardrail_tripped',
+  ]),
   guardrail: z
     .strictObject({ on: z.enum(['input', 'output']), guardrail: z.string(), reason: z.string() })
     .optional()
     .describe('The guardrail that stopped the turn (guardrail_tripped).'),
   answerSeq: z.number().int().optional(),
-  output: z.unknown().optional().describe("The typed output (input.output, or the agent's outputType), checked against its schema."),
-  outputInAnswer: z.boolean().optional().describe('The typed output is too large for the record: parse the answer at answerSeq.'),
+  output: z
+    .unknown()
+    .optional()
+    .describe("The typed output (input.output, or the agent's outputType), checked against its schema."),
+  outputInAnswer: z
+    .boolean()
+    .optional()
+    .describe('The typed output is too large for the record: parse the answer at answerSeq.'),
   error: z.string().optional(),
   steps: z.number().int(),
   requestedBy: z.array(z.string()).optional(),
 });
 
 /** `202` of `POST /v1/conversations/{id}/messages`. */
-export const messageAccepted = z.strictObject({ conversationId: z.string(), messageId: z.string() }).describe('Taken: the conversation runs a turn for it.');
+export const messageAccepted = z
+  .strictObject({ conversationId: z.string(), messageId: z.string() })
+  .describe('Taken: the conversation runs a turn for it.');
 
 /** `200` of `GET /v1/conversations/{id}`: the `state` query's answer (more fields than listed here). */
 export const conversationStateReply = describing<ConversationState>(
@@ -131,22 +183,32 @@ export const conversationStateReply = describing<ConversationState>(
         z.looseObject({
           seq: z.number().int(),
           role: z.enum(['system', 'user', 'assistant', 'tool']),
-          agent: z.string().optional().describe('Assistant messages of conversations with agents: the agent that wrote it.'),
+          agent: z
+            .string()
+            .optional()
+            .describe('Assistant messages of conversations with agents: the agent that wrote it.'),
         }),
       )
       .describe("The structure of this run's messages (bodies: the transcript)."),
     queuedMessages: z.number().int(),
     pendingApprovals: z.array(pendingApproval),
     waitingBelow: z
-      .array(pendingApproval.extend({ conversationId: z.string(), agentPath: z.array(z.string()) }))
+      .array(pendingBelow)
       .optional()
       .describe(
         'Calls waiting for a person inside agents this conversation called as tools (decide each in its conversationId); the conversation waits on them.',
       ),
     calledBy: z
-      .looseObject({ conversationId: z.string(), rootConversationId: z.string(), toolName: z.string(), path: z.array(z.string()) })
+      .looseObject({
+        conversationId: z.string(),
+        rootConversationId: z.string(),
+        toolName: z.string(),
+        path: z.array(z.string()),
+      })
       .optional()
-      .describe('Set when this conversation runs an agent called as a tool: its caller, the top-level conversation and the path of agents.'),
+      .describe(
+        'Set when this conversation runs an agent called as a tool: its caller, the top-level conversation and the path of agents.',
+      ),
     runningToolCalls: z.array(z.string()),
     recentTurns: z.array(turnRecord).describe('The most recent turns, newest last.'),
   }),
@@ -161,34 +223,37 @@ export const transcriptPageReply = describing<{ messages: StoredMessage[]; next:
         message: z
           .looseObject({
             role: z.enum(['system', 'user', 'assistant', 'tool']),
-            name: z.string().optional().describe('Assistant messages of conversations with agents: the agent that wrote it (not sent to the model).'),
+            name: z
+              .string()
+              .optional()
+              .describe(
+                'Assistant messages of conversations with agents: the agent that wrote it (not sent to the model).',
+              ),
           })
           .describe('The message as the model sees it.'),
         createdAt: z.date(),
       }),
     ),
-    next: z.number().int().nullable().describe('The seq to ask for after=, when there may be more; null on the last page.'),
+    next: z
+      .number()
+      .int()
+      .nullable()
+      .describe('The seq to ask for after=, when there may be more; null on the last page.'),
   }),
 ).describe('A page of stored messages, in order.');
 
 /** `200` of `GET /v1/approvals`. */
-export const approvalsReply = describing<{ approvals: (Omit<PendingApprovalView, 'requestedAt'> & { requestedAt: string })[] }>(
-  z.strictObject({
-    approvals: z.array(
-      pendingApproval.extend({
-        conversationId: z.string().describe('Where the call waits: decide it there.'),
-        rootConversationId: z.string().describe('The top-level conversation it serves: conversationId, unless it waits inside an agent called as a tool.'),
-        agentPath: z.array(z.string()).describe('The agents from the top-level conversation down to the one asking; empty for one unnamed agent.'),
-      }),
-    ),
-  }),
+export const approvalsReply = describing<{ approvals: WaitingCall[] }>(
+  z.strictObject({ approvals: z.array(waitingCall) }),
 ).describe('Tool calls waiting for a decision, oldest first.');
 
 /** `200` (applied) and `202` (queued) of `POST /v1/conversations/{id}/decisions`. */
 export const decisionOutcomeReply = describing<DecisionOutcome>(
   z.strictObject({
     decidedBy: z.string().describe("The token's subject."),
-    queued: z.boolean().describe("True when no worker answered in time: the signed decisions wait in the conversation's history."),
+    queued: z
+      .boolean()
+      .describe("True when no worker answered in time: the signed decisions wait in the conversation's history."),
     results: z.array(
       z.looseObject({
         decisionId: z.string(),
@@ -204,21 +269,31 @@ export const decisionOutcomeReply = describing<DecisionOutcome>(
 );
 
 /** `202` of `POST /v1/conversations/{id}/cancel`. */
-export const cancelAccepted = z.strictObject({ cancelled: z.literal(true) }).describe('The cancel was sent; the running turn, if any, ends as cancelled.');
+export const cancelAccepted = z
+  .strictObject({ cancelled: z.literal(true) })
+  .describe('The cancel was sent; the running turn, if any, ends as cancelled.');
 
 /** The data of each server-sent event of `GET /v1/conversations/{id}/events`, by event name. */
 export const TURN_EVENT_DATA = {
   delta: z
     .strictObject({ responseKey: z.string(), attempt: z.number().int(), text: z.string(), reset: z.boolean() })
     .describe("The model's text as it streams."),
-  tool_call: z.strictObject({ toolCallId: z.string(), toolName: z.string(), seq: z.number().int() }).describe('A call the model asked for.'),
+  tool_call: z
+    .strictObject({ toolCallId: z.string(), toolName: z.string(), seq: z.number().int() })
+    .describe('A call the model asked for.'),
   approval: pendingApproval
     .pick({ toolCallId: true, toolName: true, arguments: true, callKey: true, requestedBy: true })
     .describe('A call that waits for a decision.'),
   status: z
-    .strictObject({ status: conversationStatus, pendingApprovals: z.number().int(), runningToolCalls: z.array(z.string()) })
+    .strictObject({
+      status: conversationStatus,
+      pendingApprovals: z.number().int(),
+      runningToolCalls: z.array(z.string()),
+    })
     .describe("The conversation's status, when it changes."),
-  turn: turnRecord.extend({ answer: z.string().optional() }).describe('Last: the turn finished, with its outcome and answer.'),
+  turn: turnRecord
+    .extend({ answer: z.string().optional() })
+    .describe('Last: the turn finished, with its outcome and answer.'),
   wait_ended: z
     .strictObject({ waitSeconds: z.number().int(), messageId: z.string().optional() })
     .describe('Last: waitSeconds passed before the turn finished; ask again to go on following.'),
@@ -237,7 +312,10 @@ export const serverSentEvent = z
     (Object.entries(TURN_EVENT_DATA) as [TurnEventName, z.ZodType][]).map(([name, data]) =>
       z.strictObject({
         event: z.literal(name),
-        data: z.string().meta({ contentMediaType: 'application/json', contentSchema: z.toJSONSchema(data, { io: 'output', unrepresentable: 'any' }) }),
+        data: z.string().meta({
+          contentMediaType: 'application/json',
+          contentSchema: z.toJSONSchema(data, { io: 'output', unrepresentable: 'any' }),
+        }),
       }),
     ) as unknown as [z.ZodType, z.ZodType, ...z.ZodType[]],
   )

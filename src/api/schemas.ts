@@ -69,20 +69,26 @@ const REFUSED_CHARACTERS =
  * description only: a `maxLength` that large makes schemathesis's generator
  * give up on the whole body.
  */
-export function personText(field: string, options: { maxChars: number; minChars?: number; nonBlank?: boolean; maxBytes?: boolean; description: string }) {
+export function personText(
+  field: string,
+  options: { maxChars: number; minChars?: number; nonBlank?: boolean; maxBytes?: boolean; description: string },
+) {
   const { maxChars, minChars = 0, nonBlank = false } = options;
   return z
     .string()
     .superRefine((text, ctx) => {
       const chars = codePoints(text);
       if (chars < minChars || (!options.maxBytes && chars > maxChars)) {
-        const limits = options.maxBytes ? `at least ${minChars} character${minChars === 1 ? '' : 's'}` : `${minChars} to ${maxChars} characters`;
+        const limits = options.maxBytes
+          ? `at least ${minChars} character${minChars === 1 ? '' : 's'}`
+          : `${minChars} to ${maxChars} characters`;
         ctx.addIssue({ code: 'custom', message: `${field} must be ${limits} long, got ${chars}` });
         return;
       }
       const unstorable = describeUnstorableText(field, text);
       if (unstorable) ctx.addIssue({ code: 'custom', message: unstorable });
-      else if (nonBlank && text.trim() === '') ctx.addIssue({ code: 'custom', message: `${field} needs a character other than white space` });
+      else if (nonBlank && text.trim() === '')
+        ctx.addIssue({ code: 'custom', message: `${field} needs a character other than white space` });
     })
     .meta({
       minLength: minChars,
@@ -100,7 +106,8 @@ function codePoints(text: string): number {
 }
 
 /** An id: 1 to {@link ID_MAX_CHARS} characters that can be stored. */
-export const idText = (field: string, description: string) => personText(field, { minChars: 1, maxChars: ID_MAX_CHARS, description });
+export const idText = (field: string, description: string) =>
+  personText(field, { minChars: 1, maxChars: ID_MAX_CHARS, description });
 
 /**
  * An integer of the query string, `min` to `max`: only plain decimal digits
@@ -119,7 +126,10 @@ export function queryInteger(min: number, max: number) {
 const filterValue = (field: string, description: string) =>
   personText(field, { minChars: 1, maxChars: 256, description })
     .regex(new RegExp(FILTER_PATTERN, 'u'), 'may not contain quotes or backslashes')
-    .meta({ pattern: FILTER_PATTERN, description: `${description} 1 to 256 characters; quotes and backslashes are refused. ${REFUSED_CHARACTERS}` });
+    .meta({
+      pattern: FILTER_PATTERN,
+      description: `${description} 1 to 256 characters; quotes and backslashes are refused. ${REFUSED_CHARACTERS}`,
+    });
 
 /** The path of every conversation route. */
 export const conversationParams = z.object({ id: idText('id', 'The conversation id (its workflow id).') });
@@ -128,7 +138,9 @@ export const conversationParams = z.object({ id: idText('id', 'The conversation 
 export const transcriptQuery = z.object({
   after: queryInteger(-1, SEQ_MAX)
     .optional()
-    .meta({ description: `Seq after which the page starts: -1 (the default) for the first page, else the previous page's next (at most ${SEQ_MAX}).` }),
+    .meta({
+      description: `Seq after which the page starts: -1 (the default) for the first page, else the previous page's next (at most ${SEQ_MAX}).`,
+    }),
   limit: queryInteger(1, 500).optional().meta({ description: 'Messages in the page: 1 to 500, default 100.' }),
 });
 
@@ -139,12 +151,17 @@ export const approvalsQuery = z.object({
   requester: filterValue('requester', 'Only calls of turns this subject started.').optional(),
   minAgeSeconds: queryInteger(0, MIN_AGE_MAX_SECONDS)
     .optional()
-    .meta({ description: `Only calls waiting at least this long, in seconds (0 to ${MIN_AGE_MAX_SECONDS}, ten years).` }),
+    .meta({
+      description: `Only calls waiting at least this long, in seconds (0 to ${MIN_AGE_MAX_SECONDS}, ten years).`,
+    }),
 });
 
 /** `GET /v1/conversations/{id}/events`. */
 export const eventsQuery = z.object({
-  messageId: idText('messageId', 'Follow the turn that takes this message; without it, the next turn to finish.').optional(),
+  messageId: idText(
+    'messageId',
+    'Follow the turn that takes this message; without it, the next turn to finish.',
+  ).optional(),
   waitSeconds: queryInteger(1, EVENTS_WAIT_SECONDS.max)
     .optional()
     .meta({
@@ -154,7 +171,8 @@ export const eventsQuery = z.object({
     }),
 });
 
-const positiveInt = (max: number, description: string) => z.number().int().min(1).max(max).describe(`${description} 1 to ${max}.`);
+const positiveInt = (max: number, description: string) =>
+  z.number().int().min(1).max(max).describe(`${description} 1 to ${max}.`);
 const INT32_MAX = 2_147_483_647;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -166,10 +184,17 @@ const DAY_MS = 24 * 60 * 60 * 1000;
  */
 export const conversationInputSchema = z
   .strictObject({
-    systemPrompt: personText('input.systemPrompt', { maxChars: SYSTEM_PROMPT_MAX_CHARS, description: 'The system prompt, stored as message 0.' }).optional(),
+    systemPrompt: personText('input.systemPrompt', {
+      maxChars: SYSTEM_PROMPT_MAX_CHARS,
+      description: 'The system prompt, stored as message 0.',
+    }).optional(),
     model: z
       .strictObject({
-        model: personText('input.model.model', { minChars: 1, maxChars: 200, description: "Model name; the worker's OPENAI_MODEL when unset." }).optional(),
+        model: personText('input.model.model', {
+          minChars: 1,
+          maxChars: 200,
+          description: "Model name; the worker's OPENAI_MODEL when unset.",
+        }).optional(),
         temperature: z.number().optional(),
         maxTokens: positiveInt(INT32_MAX, 'Largest completion, in tokens.').optional(),
         stream: z.boolean().optional().describe('Stream the response. Default true.'),
@@ -193,9 +218,14 @@ export const conversationInputSchema = z
       .string()
       .regex(AGENT_NAME_PATTERN)
       .optional()
-      .describe("The agent that answers first: one of the worker's agents (docs/agents.md). Default: the worker's default agent, if it has one."),
+      .describe(
+        "The agent that answers first: one of the worker's agents (docs/agents.md). Default: the worker's default agent, if it has one.",
+      ),
     maxHandoffsPerTurn: positiveInt(CONVERSATION_LIMITS.maxHandoffsPerTurn, 'Handoffs one turn may make.').optional(),
-    maxAgentDepth: positiveInt(CONVERSATION_LIMITS.maxAgentDepth, 'How deep agents called as tools may nest.').optional(),
+    maxAgentDepth: positiveInt(
+      CONVERSATION_LIMITS.maxAgentDepth,
+      'How deep agents called as tools may nest.',
+    ).optional(),
     timeouts: z
       .strictObject({
         modelCallMs: positiveInt(DAY_MS, 'Timeout of one model call attempt, in ms.').optional(),
@@ -205,8 +235,13 @@ export const conversationInputSchema = z
       .optional(),
     approvalTimeoutMs: positiveInt(365 * DAY_MS, 'How long calls wait for a decision, in ms.').optional(),
     onNewMessage: z.enum(['interrupt', 'queue']).optional(),
-    localActivities: z.strictObject({ modelCalls: z.boolean().optional(), idempotentTools: z.boolean().optional() }).optional(),
-    continueAsNewAfterEvents: positiveInt(50_000, 'History events after which the conversation continues as new.').optional(),
+    localActivities: z
+      .strictObject({ modelCalls: z.boolean().optional(), idempotentTools: z.boolean().optional() })
+      .optional(),
+    continueAsNewAfterEvents: positiveInt(
+      50_000,
+      'History events after which the conversation continues as new.',
+    ).optional(),
     budget: z
       .strictObject({
         turnTokens: positiveInt(Number.MAX_SAFE_INTEGER, 'Tokens of one turn.').optional(),
@@ -222,7 +257,11 @@ export const conversationInputSchema = z
           .describe(
             `A JSON Schema (2020-12, or draft-07 when its $schema says so) the final answer must match; at most ${OUTPUT_SCHEMA_MAX_BYTES} bytes as JSON.`,
           ),
-        name: z.string().regex(FUNCTION_NAME_PATTERN).optional().describe('Its name in the model request. Default "output".'),
+        name: z
+          .string()
+          .regex(FUNCTION_NAME_PATTERN)
+          .optional()
+          .describe('Its name in the model request. Default "output".'),
         retries: z
           .number()
           .int()
@@ -236,7 +275,10 @@ export const conversationInputSchema = z
   })
   .describe('ConversationInput: used when this message starts the conversation, ignored otherwise.');
 
-/** `POST /v1/conversations/{id}/messages`. Strict: a field such as `sentBy` is refused, never used (the sender is the token's subject). */
+/**
+ * `POST /v1/conversations/{id}/messages`. Strict: a field such as `sentBy` is refused, never used (the sender is the
+ * token's subject).
+ */
 export const messageBody = z.strictObject({
   text: personText('text', {
     minChars: 1,
@@ -245,7 +287,10 @@ export const messageBody = z.strictObject({
     nonBlank: true,
     description: `The message: some character other than white space, at most ${USER_MESSAGE_MAX_BYTES} bytes in UTF-8 (413 message_too_large above).`,
   }),
-  messageId: idText('messageId', 'For deduplication: a message whose id the conversation has seen is ignored. A random one when absent.').optional(),
+  messageId: idText(
+    'messageId',
+    'For deduplication: a message whose id the conversation has seen is ignored. A random one when absent.',
+  ).optional(),
   input: conversationInputSchema.optional(),
 });
 
@@ -254,7 +299,8 @@ const callNames = (field: string, description: string) =>
     .array(personText(field, { minChars: 1, maxChars: CALL_NAME_MAX_CHARS, description }))
     .min(1)
     .max(DECISION_MAX_CALLS);
-const reason = (field: string) => personText(field, { maxChars: REASON_MAX_CHARS, description: 'Why; sent to the model with a rejection.' });
+const reason = (field: string) =>
+  personText(field, { maxChars: REASON_MAX_CHARS, description: 'Why; sent to the model with a rejection.' });
 
 /**
  * `POST /v1/conversations/{id}/decisions`: the calls named either by
@@ -272,8 +318,14 @@ export const decisionBody = z
     arguments: z
       .record(z.string(), z.unknown())
       .optional()
-      .describe(`edit only: the arguments the call runs with (a JSON object, checked against the tool's schema; at most ${EDITED_ARGUMENTS_MAX_BYTES} bytes).`),
-    response: personText('response', { minChars: 1, maxChars: DECISION_FIELD_MAX_CHARS.response, description: "respond only: the call's result." }).optional(),
+      .describe(
+        `edit only: the arguments the call runs with (a JSON object, checked against the tool's schema; at most ${EDITED_ARGUMENTS_MAX_BYTES} bytes).`,
+      ),
+    response: personText('response', {
+      minChars: 1,
+      maxChars: DECISION_FIELD_MAX_CHARS.response,
+      description: "respond only: the call's result.",
+    }).optional(),
     toolCallIds: callNames('toolCallIds[]', 'A tool-call id.').optional().describe('The calls, by tool-call id.'),
     callKeys: callNames('callKeys[]', 'A callKey of GET /v1/approvals.')
       .optional()
@@ -281,20 +333,35 @@ export const decisionBody = z
     reason: reason('reason').optional(),
   })
   .superRefine((body, ctx) => {
-    if ((body.toolCallIds === undefined) === (body.callKeys === undefined)) ctx.addIssue({ code: 'custom', message: NAME_THE_CALLS });
+    if ((body.toolCallIds === undefined) === (body.callKeys === undefined))
+      ctx.addIssue({ code: 'custom', message: NAME_THE_CALLS });
     if ((body.decision === 'edit') !== (body.arguments !== undefined)) {
-      ctx.addIssue({ code: 'custom', message: '"arguments" go with an "edit" decision, which needs them (the object the call runs with).' });
+      ctx.addIssue({
+        code: 'custom',
+        message: '"arguments" go with an "edit" decision, which needs them (the object the call runs with).',
+      });
     }
     if ((body.decision === 'respond') !== (body.response !== undefined)) {
-      ctx.addIssue({ code: 'custom', message: '"response" goes with a "respond" decision, which needs it (the text that becomes the result).' });
+      ctx.addIssue({
+        code: 'custom',
+        message: '"response" goes with a "respond" decision, which needs it (the text that becomes the result).',
+      });
     }
   })
   .meta({
     oneOf: [{ required: ['toolCallIds'] }, { required: ['callKeys'] }],
     // `arguments` with an edit (required there) and `response` with a respond (required there), never elsewhere.
     allOf: [
-      { if: { properties: { decision: { const: 'edit' } } }, then: { required: ['arguments'] }, else: { not: { required: ['arguments'] } } },
-      { if: { properties: { decision: { const: 'respond' } } }, then: { required: ['response'] }, else: { not: { required: ['response'] } } },
+      {
+        if: { properties: { decision: { const: 'edit' } } },
+        then: { required: ['arguments'] },
+        else: { not: { required: ['arguments'] } },
+      },
+      {
+        if: { properties: { decision: { const: 'respond' } } },
+        then: { required: ['response'] },
+        else: { not: { required: ['response'] } },
+      },
       // An edit and a response decide one call.
       {
         if: { properties: { decision: { enum: ['edit', 'respond'] } } },

@@ -18,7 +18,14 @@ import { chatRoutes } from './chat';
 import { codecRoutes, type CodecOptions } from './codec';
 import { inboxRoutes } from './inbox';
 import { registerOpenApi } from './openapi';
-import { ApiError, MAX_PARAM_LENGTH, refuse, refuseBeforeRouting, refuseOtherMethods, refuseUnknownRoute } from './refusals';
+import {
+  ApiError,
+  MAX_PARAM_LENGTH,
+  refuse,
+  refuseBeforeRouting,
+  refuseOtherMethods,
+  refuseUnknownRoute,
+} from './refusals';
 import {
   approvalsReply,
   cancelAccepted,
@@ -29,7 +36,16 @@ import {
   serverSentEvent,
   transcriptPageReply,
 } from './replies';
-import { approvalsQuery, cancelBody, conversationParams, decisionBody, EVENTS_WAIT_SECONDS, eventsQuery, messageBody, transcriptQuery } from './schemas';
+import {
+  approvalsQuery,
+  cancelBody,
+  conversationParams,
+  decisionBody,
+  EVENTS_WAIT_SECONDS,
+  eventsQuery,
+  messageBody,
+  transcriptQuery,
+} from './schemas';
 import { BrowserSessions } from './sessions';
 import { TokenVerifier, type ApiPrincipal, type ApiRole, type ApiTokenConfig } from './tokens';
 import { followTurn } from './turn-events';
@@ -87,7 +103,8 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
     try {
       return await options.authenticate(token);
     } catch (err) {
-      if ((err as Error).name === 'IdentityProviderUnavailableError') throw new ApiError('identity_provider_unavailable', (err as Error).message);
+      if ((err as Error).name === 'IdentityProviderUnavailableError')
+        throw new ApiError('identity_provider_unavailable', (err as Error).message);
       throw err;
     }
   };
@@ -105,7 +122,10 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
   app.setErrorHandler((err, request, reply) => refuse(err, request, reply, API_BODY_LIMIT_BYTES));
   app.setNotFoundHandler(refuseUnknownRoute);
 
-  /** The onRequest hook of a `/v1` route (before validation, so a caller without a token learns nothing about the request's shape): a valid bearer token with one of `roles`. */
+  /**
+   * The onRequest hook of a `/v1` route (before validation, so a caller without a token learns nothing about the
+   * request's shape): a valid bearer token with one of `roles`.
+   */
   const allow =
     (...roles: ApiRole[]) =>
     async (request: FastifyRequest): Promise<void> => {
@@ -113,7 +133,8 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
       const match = /^Bearer (\S+)$/i.exec(header);
       if (!match) throw new ApiError('unauthorized', 'Send a token: "Authorization: Bearer <token>".');
       const principal = await authenticate(match[1]);
-      if (!principal) throw new ApiError('unauthorized', 'The token is not valid (unknown, expired, or not for this API).');
+      if (!principal)
+        throw new ApiError('unauthorized', 'The token is not valid (unknown, expired, or not for this API).');
       const unrecordable = describeUnrecordableSubject(principal.subject);
       if (unrecordable) throw new ApiError('unauthorized', `The token cannot be used here: ${unrecordable}.`);
       if (!roles.some((r) => principal.roles.has(r))) {
@@ -125,7 +146,10 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
       request.principal = principal;
     };
   const security = [{ bearer: [] }];
-  /** The refusals every /v1 operation may answer: a bad request, no or a wrong token, a failure inside, no identity provider or worker in time. */
+  /**
+   * The refusals every /v1 operation may answer: a bad request, no or a wrong token, a failure inside, no identity
+   * provider or worker in time.
+   */
   const always = [400, 401, 403, 500, 503] as const;
   /** And those of an operation with a body. */
   const withBody = [413, 415] as const;
@@ -134,7 +158,11 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
   /** The operations a conversation's links lead to, with the conversation's id. */
   const conversationLinks = (id: string) => ({
     getConversation: { operationId: 'getConversation', parameters: { id }, description: "The conversation's state." },
-    getTranscript: { operationId: 'getTranscript', parameters: { id }, description: "The conversation's stored messages." },
+    getTranscript: {
+      operationId: 'getTranscript',
+      parameters: { id },
+      description: "The conversation's stored messages.",
+    },
     cancelTurn: { operationId: 'cancelTurn', parameters: { id }, description: 'Cancel its running turn.' },
   });
   /** A link to a decision on one call of a conversation, named by its key. */
@@ -173,7 +201,11 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
     },
     async (request, reply) => {
       const { text, messageId, input } = request.body;
-      const id = await client.sendMessage(request.params.id, text, { messageId, input, sentBy: request.principal!.subject });
+      const id = await client.sendMessage(request.params.id, text, {
+        messageId,
+        input,
+        sentBy: request.principal!.subject,
+      });
       reply.status(202);
       return { conversationId: request.params.id, messageId: id };
     },
@@ -193,7 +225,12 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
       },
       links: {
         200: {
-          decide: decideLink('$request.path.id', '$response.body#/pendingApprovals/0/callKey', 'reject', 'Reject the first call waiting for a decision.'),
+          decide: decideLink(
+            '$request.path.id',
+            '$response.body#/pendingApprovals/0/callKey',
+            'reject',
+            'Reject the first call waiting for a decision.',
+          ),
         },
       },
     },
@@ -215,7 +252,11 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
       },
       links: {
         200: {
-          nextPage: { operationId: 'getTranscript', parameters: { id: '$request.path.id', after: '$response.body#/next' }, description: 'The next page.' },
+          nextPage: {
+            operationId: 'getTranscript',
+            parameters: { id: '$request.path.id', after: '$response.body#/next' },
+            description: 'The next page.',
+          },
         },
       },
     },
@@ -257,13 +298,13 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
     },
     async (request) => {
       const { conversationId, tool, requester, minAgeSeconds } = request.query;
-      const approvals = await client.pendingApprovals({
+      const { calls } = await client.waitingCalls({
         conversationId,
         tool,
         requester,
         minAgeMs: minAgeSeconds === undefined ? undefined : minAgeSeconds * 1000,
       });
-      return { approvals: approvals.map((a) => ({ ...a, requestedAt: a.requestedAt.toISOString() })) };
+      return { approvals: calls.map((a) => ({ ...a, requestedAt: a.requestedAt.toISOString() })) };
     },
   );
   refuseOtherMethods(app, '/v1/approvals', ['GET']);
@@ -311,7 +352,10 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
         params: conversationParams,
         querystring: eventsQuery,
         response: {
-          200: { description: 'The events, as they happen.', content: { 'text/event-stream': { schema: serverSentEvent } } },
+          200: {
+            description: 'The events, as they happen.',
+            content: { 'text/event-stream': { schema: serverSentEvent } },
+          },
           ...refusals(...always, ...onConversation, 404),
         },
       },
@@ -328,15 +372,21 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
       }, waitSeconds * 1000);
       request.raw.on('close', () => stop.abort());
       reply.hijack();
-      reply.raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
-      const write = (event: string, data: unknown) => reply.raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+      reply.raw.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+      });
+      const write = (event: string, data: unknown) =>
+        reply.raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
       let finished = false;
       try {
         await followTurn(client, conversationId, { messageId, signal: stop.signal }, ({ event, data }) => {
           if (event === 'turn') finished = true;
           write(event, data);
         });
-        if (!finished && waited) write('wait_ended', { waitSeconds, ...(messageId === undefined ? {} : { messageId }) });
+        if (!finished && waited)
+          write('wait_ended', { waitSeconds, ...(messageId === undefined ? {} : { messageId }) });
       } catch (err) {
         if (!finished && waited && isWorkerOutage(err)) {
           // No worker answered until the wait ended (one restarting): the turn is not lost, only not followed further.
@@ -381,7 +431,14 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
   refuseOtherMethods(app, '/v1/chat', ['POST']);
   refuseOtherMethods(app, '/v1/chat/:id/stream', ['GET']);
 
-  if (sessions) await app.register(inboxRoutes, { client, authenticate, policy, sessions, chatPageBundle: options.chat?.pageBundle });
+  if (sessions)
+    await app.register(inboxRoutes, {
+      client,
+      authenticate,
+      policy,
+      sessions,
+      chatPageBundle: options.chat?.pageBundle,
+    });
   if (options.codec) {
     await codecRoutes(app, {
       ...options.codec,
@@ -396,7 +453,8 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
 
 /** Why a token's subject cannot be recorded as a message's sender or a decider; undefined when it can. */
 function describeUnrecordableSubject(subject: string): string | undefined {
-  if (subject.length > SENT_BY_MAX_CHARS) return `its subject is ${subject.length} characters long, and at most ${SENT_BY_MAX_CHARS} are recorded`;
+  if (subject.length > SENT_BY_MAX_CHARS)
+    return `its subject is ${subject.length} characters long, and at most ${SENT_BY_MAX_CHARS} are recorded`;
   return describeUnstorableText('its subject', subject);
 }
 
@@ -409,7 +467,9 @@ export interface StartApiOptions extends ApiServerOptions {
 }
 
 /** Builds the API and listens; returns its base URL and a stop function. */
-export async function startApiServer(options: StartApiOptions): Promise<{ url: string; app: FastifyInstance; stop: () => Promise<void> }> {
+export async function startApiServer(
+  options: StartApiOptions,
+): Promise<{ url: string; app: FastifyInstance; stop: () => Promise<void> }> {
   const app = await buildApiServer(options);
   const host = options.host ?? '127.0.0.1';
   try {

@@ -43,7 +43,10 @@ export function csrfMatches(session: BrowserSession, sent: string | undefined): 
   return timingSafeEqual(digest(sent), digest(session.csrf));
 }
 
-/** The request's `Origin` when it names another site than this host (a write a session cookie must not carry); undefined when it names none or this one. */
+/**
+ * The request's `Origin` when it names another site than this host (a write a session cookie must not carry); undefined
+ * when it names none or this one.
+ */
 export function foreignOrigin(request: FastifyRequest): string | undefined {
   const origin = request.headers.origin;
   if (origin === undefined) return undefined;
@@ -112,7 +115,13 @@ export class BrowserSessions {
   private setCookie(request: FastifyRequest, reply: FastifyReply, value: string, maxAgeSeconds: number): void {
     reply.header(
       'set-cookie',
-      serializeCookie(SESSION_COOKIE, value, { httpOnly: true, sameSite: 'strict', path: '/', secure: request.protocol === 'https', maxAge: maxAgeSeconds }),
+      serializeCookie(SESSION_COOKIE, value, {
+        httpOnly: true,
+        sameSite: 'strict',
+        path: '/',
+        secure: request.protocol === 'https',
+        maxAge: maxAgeSeconds,
+      }),
     );
   }
 }

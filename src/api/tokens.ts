@@ -44,11 +44,18 @@ export class TokenVerifier {
     const seen = new Set<string>();
     this.entries = tokens.map((t, i) => {
       const where = `API token ${i + 1}${t?.subject ? ` (${t.subject})` : ''}`;
-      if (!t || typeof t.subject !== 'string' || t.subject.trim() === '') throw new ConfigError(`${where} has no subject: name whom it belongs to.`);
+      if (!t || typeof t.subject !== 'string' || t.subject.trim() === '')
+        throw new ConfigError(`${where} has no subject: name whom it belongs to.`);
       if (typeof t.token !== 'string' || t.token.length < MIN_TOKEN_CHARS) {
-        throw new ConfigError(`${where} is shorter than ${MIN_TOKEN_CHARS} characters: make one with \`openssl rand -hex 32\`.`);
+        throw new ConfigError(
+          `${where} is shorter than ${MIN_TOKEN_CHARS} characters: make one with \`openssl rand -hex 32\`.`,
+        );
       }
-      if (!Array.isArray(t.roles) || t.roles.length === 0 || t.roles.some((r) => !(API_ROLES as readonly string[]).includes(r))) {
+      if (
+        !Array.isArray(t.roles) ||
+        t.roles.length === 0 ||
+        t.roles.some((r) => !(API_ROLES as readonly string[]).includes(r))
+      ) {
         throw new ConfigError(`${where} needs roles from ${API_ROLES.join(', ')}; got ${JSON.stringify(t.roles)}.`);
       }
       const hex = digest(t.token).toString('hex');
@@ -81,6 +88,7 @@ export function readTokenFile(file: string): ApiTokenConfig[] {
   } catch (err) {
     throw new ConfigError(`The API token file ${file} is not valid JSON: ${(err as Error).message}.`);
   }
-  if (!Array.isArray(parsed)) throw new ConfigError(`The API token file ${file} must hold a list: [{"subject": …, "roles": […], "token": …}].`);
+  if (!Array.isArray(parsed))
+    throw new ConfigError(`The API token file ${file} must hold a list: [{"subject": …, "roles": […], "token": …}].`);
   return parsed as ApiTokenConfig[];
 }

@@ -16,8 +16,14 @@ import type { ConversationState, TurnRecord } from '../contract';
 export type TurnEvent =
   | { event: 'delta'; data: { responseKey: string; attempt: number; text: string; reset: boolean } }
   | { event: 'tool_call'; data: { toolCallId: string; toolName: string; seq: number } }
-  | { event: 'approval'; data: { toolCallId: string; toolName: string; arguments: unknown; callKey: string; requestedBy: string[] } }
-  | { event: 'status'; data: { status: ConversationState['status']; pendingApprovals: number; runningToolCalls: string[] } }
+  | {
+      event: 'approval';
+      data: { toolCallId: string; toolName: string; arguments: unknown; callKey: string; requestedBy: string[] };
+    }
+  | {
+      event: 'status';
+      data: { status: ConversationState['status']; pendingApprovals: number; runningToolCalls: string[] };
+    }
   | { event: 'turn'; data: TurnRecord & { answer?: string } };
 
 /** How often the state is read while following. */
@@ -53,7 +59,12 @@ export async function followTurn(
       if (changed.appended || changed.reset) {
         emit({
           event: 'delta',
-          data: { responseKey: changed.response.responseKey, attempt: changed.response.attempt, text: changed.appended, reset: changed.reset },
+          data: {
+            responseKey: changed.response.responseKey,
+            attempt: changed.response.attempt,
+            text: changed.appended,
+            reset: changed.reset,
+          },
         });
       }
     });
@@ -69,14 +80,18 @@ export async function followTurn(
     let lastStatus = '';
     emitNow = async (state) => {
       // The followed turn's calls so far: running (its first seq), or just ended (its record's).
-      const current = state.currentTurn && isFollowed(state.currentTurn.messageIds) ? state.currentTurn.firstSeq : undefined;
+      const current =
+        state.currentTurn && isFollowed(state.currentTurn.messageIds) ? state.currentTurn.firstSeq : undefined;
       const firstSeq = current ?? state.recentTurns.find((t) => isFollowed(t.messageIds))?.firstSeq;
       if (firstSeq !== undefined) {
         for (const step of (await reader.read(firstSeq, options.messageId, state)).steps) {
           for (const call of step.calls) {
             if (seenCalls.has(call.callKey)) continue;
             seenCalls.add(call.callKey);
-            emit({ event: 'tool_call', data: { toolCallId: call.toolCallId, toolName: call.name, seq: call.assistantSeq } });
+            emit({
+              event: 'tool_call',
+              data: { toolCallId: call.toolCallId, toolName: call.name, seq: call.assistantSeq },
+            });
           }
         }
       }
@@ -85,10 +100,20 @@ export async function followTurn(
         seenApprovals.add(p.callKey);
         emit({
           event: 'approval',
-          data: { toolCallId: p.toolCallId, toolName: p.toolName, arguments: p.arguments, callKey: p.callKey, requestedBy: p.requestedBy },
+          data: {
+            toolCallId: p.toolCallId,
+            toolName: p.toolName,
+            arguments: p.arguments,
+            callKey: p.callKey,
+            requestedBy: p.requestedBy,
+          },
         });
       }
-      const status = { status: state.status, pendingApprovals: state.pendingApprovals.length, runningToolCalls: state.runningToolCalls };
+      const status = {
+        status: state.status,
+        pendingApprovals: state.pendingApprovals.length,
+        runningToolCalls: state.runningToolCalls,
+      };
       if (JSON.stringify(status) !== lastStatus) {
         lastStatus = JSON.stringify(status);
         emit({ event: 'status', data: status });

@@ -10,7 +10,9 @@ import type { AgentClient } from '../client/client';
 import { StreamView } from '../client/stream';
 import type { StreamEvent } from '../db/stream-channel';
 
-/** What one stream event changed: the response, the text it added, and whether a newer attempt replaced the text shown. */
+/**
+ * What one stream event changed: the response, the text it added, and whether a newer attempt replaced the text shown.
+ */
 export type TextChange = NonNullable<ReturnType<StreamView['apply']>>;
 
 /** A conversation's streamed text, and a wait for the next change. Close it when done. */
@@ -26,7 +28,11 @@ export class TurnWatch {
    * Starts watching: listens for live pieces, replays the kept ones, then the
    * live ones that came meanwhile; `onChange` hears each change in order.
    */
-  static async open(client: AgentClient, conversationId: string, onChange: (change: TextChange) => void = () => undefined): Promise<TurnWatch> {
+  static async open(
+    client: AgentClient,
+    conversationId: string,
+    onChange: (change: TextChange) => void = () => undefined,
+  ): Promise<TurnWatch> {
     let early: StreamEvent[] | undefined = [];
     const view = new StreamView();
     const wakeUp: { wake?: () => void } = {};

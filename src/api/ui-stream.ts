@@ -29,7 +29,11 @@ export type UiChunk =
   | { type: 'tool-output-error'; toolCallId: string; errorText: string; dynamic: true }
   | { type: 'tool-output-denied'; toolCallId: string }
   | { type: 'error'; errorText: string }
-  | { type: 'finish'; finishReason: 'stop' | 'tool-calls' | 'error' | 'other'; messageMetadata?: Record<string, unknown> };
+  | {
+      type: 'finish';
+      finishReason: 'stop' | 'tool-calls' | 'error' | 'other';
+      messageMetadata?: Record<string, unknown>;
+    };
 
 /** How a settled call shows in the stream. */
 export type CallOutput = { kind: 'available'; value: unknown } | { kind: 'denied' } | { kind: 'error'; text: string };
@@ -67,7 +71,9 @@ export interface TurnFacts {
 }
 
 /** One item of a projection: a chunk, or a text part that may still grow. */
-type Item = { key: string; chunk: UiChunk } | { key: string; text: { id: string; kind: 'text' | 'reasoning'; text: string; done: boolean } };
+type Item =
+  | { key: string; chunk: UiChunk }
+  | { key: string; text: { id: string; kind: 'text' | 'reasoning'; text: string; done: boolean } };
 
 /** The turn as stream items, in their fixed order: a step is shown once the one before it settled. */
 export function projectTurn(facts: TurnFacts): Item[] {
@@ -77,30 +83,43 @@ export function projectTurn(facts: TurnFacts): Item[] {
     if (!settledSoFar) break;
     const k = step.responseKey;
     items.push({ key: `${k}/start`, chunk: { type: 'start-step' } });
-    if (step.reasoning) items.push({ key: `${k}/reasoning`, text: { id: `${k}/reasoning`, kind: 'reasoning', text: step.reasoning, done: step.stored } });
-    if (step.text) items.push({ key: `${k}/text`, text: { id: `${k}/text`, kind: 'text', text: step.text, done: step.stored } });
+    if (step.reasoning)
+      items.push({
+        key: `${k}/reasoning`,
+        text: { id: `${k}/reasoning`, kind: 'reasoning', text: step.reasoning, done: step.stored },
+      });
+    if (step.text)
+      items.push({ key: `${k}/text`, text: { id: `${k}/text`, kind: 'text', text: step.text, done: step.stored } });
     for (const c of step.calls) {
       items.push({
         key: `${c.callKey}/input`,
         chunk: { type: 'tool-input-available', toolCallId: c.callKey, toolName: c.name, input: c.input, dynamic: true },
       });
       if (c.approvalRequested)
-        items.push({ key: `${c.callKey}/approval`, chunk: { type: 'tool-approval-request', approvalId: c.callKey, toolCallId: c.callKey } });
+        items.push({
+          key: `${c.callKey}/approval`,
+          chunk: { type: 'tool-approval-request', approvalId: c.callKey, toolCallId: c.callKey },
+        });
     }
-    for (const c of step.calls) if (c.output) items.push({ key: `${c.callKey}/output`, chunk: outputChunk(c.callKey, c.output) });
+    for (const c of step.calls)
+      if (c.output) items.push({ key: `${c.callKey}/output`, chunk: outputChunk(c.callKey, c.output) });
     settledSoFar = step.stored && step.calls.every((c) => c.output);
     if (settledSoFar) items.push({ key: `${k}/finish`, chunk: { type: 'finish-step' } });
   }
   const end = facts.end;
   if (end && 'record' in end && settledSoFar) items.push({ key: 'finish', chunk: finishChunk(end.record) });
   if (end && 'waiting' in end)
-    items.push({ key: 'finish', chunk: { type: 'finish', finishReason: 'tool-calls', messageMetadata: { outcome: 'awaiting_approval' } } });
+    items.push({
+      key: 'finish',
+      chunk: { type: 'finish', finishReason: 'tool-calls', messageMetadata: { outcome: 'awaiting_approval' } },
+    });
   return items;
 }
 
 function outputChunk(callKey: string, output: CallOutput): UiChunk {
   if (output.kind === 'denied') return { type: 'tool-output-denied', toolCallId: callKey };
-  if (output.kind === 'error') return { type: 'tool-output-error', toolCallId: callKey, errorText: output.text, dynamic: true };
+  if (output.kind === 'error')
+    return { type: 'tool-output-error', toolCallId: callKey, errorText: output.text, dynamic: true };
   return { type: 'tool-output-available', toolCallId: callKey, output: output.value, dynamic: true };
 }
 
@@ -115,16 +134,31 @@ function finishChunk(record: TurnRecord): UiChunk {
 }
 
 /** Kinds of a call's result that say it did not produce one (`src/core/outcomes.ts`); `rejected` shows as denied. */
-const FAILED_KINDS = new Set(['tool_failed', 'approval_timeout', 'cancelled', 'interrupted', 'effect_unknown', 'repaired', 'not_stored', 'guardrail_blocked']);
+const FAILED_KINDS = new Set([
+  'tool_failed',
+  'approval_timeout',
+  'cancelled',
+  'interrupted',
+  'effect_unknown',
+  'repaired',
+  'not_stored',
+  'guardrail_blocked',
+]);
 
 /** How a call's result text shows: denied, an error naming how it ended, or the output (parsed when JSON). */
 export function callOutputOf(content: string, kind?: string): CallOutput {
   const parsed: unknown = parseJsonOrText(content);
-  const body = typeof parsed === 'object' && parsed !== null ? (parsed as { kind?: unknown; error?: unknown; reason?: unknown }) : undefined;
+  const body =
+    typeof parsed === 'object' && parsed !== null
+      ? (parsed as { kind?: unknown; error?: unknown; reason?: unknown })
+      : undefined;
   const said = kind ?? (typeof body?.kind === 'string' && typeof body.error === 'string' ? body.kind : undefined);
   if (said === 'rejected') return { kind: 'denied' };
   if (said !== undefined && FAILED_KINDS.has(said)) {
-    const why = [typeof body?.error === 'string' ? body.error : undefined, typeof body?.reason === 'string' ? body.reason : undefined]
+    const why = [
+      typeof body?.error === 'string' ? body.error : undefined,
+      typeof body?.reason === 'string' ? body.reason : undefined,
+    ]
       .filter(Boolean)
       .join(' ');
     return { kind: 'error', text: `${said}: ${why || content}` };
@@ -145,7 +179,8 @@ export class UiStreamEmitter {
 
   /** Marks everything of `items` as sent without sending it (what a client already has). */
   baseline(items: readonly Item[]): void {
-    for (const item of items) this.sent.set(item.key, 'text' in item ? { text: item.text.text, done: item.text.done } : true);
+    for (const item of items)
+      this.sent.set(item.key, 'text' in item ? { text: item.text.text, done: item.text.done } : true);
   }
 
   /** Sends what `items` adds. */

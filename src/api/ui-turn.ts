@@ -12,7 +12,15 @@ import { followedState } from './followed-state';
 import type { AssistantMessage, ConversationState, MessageMeta } from '../contract';
 import { parseJsonOrText } from '../contract/text';
 import { callInstanceKey } from '../core/effect-keys';
-import { callOutputOf, projectTurn, UiStreamEmitter, type CallFacts, type StepFacts, type TurnFacts, type UiChunk } from './ui-stream';
+import {
+  callOutputOf,
+  projectTurn,
+  UiStreamEmitter,
+  type CallFacts,
+  type StepFacts,
+  type TurnFacts,
+  type UiChunk,
+} from './ui-stream';
 
 /** How often the state is read while a turn is followed (a live delta also wakes the follower). */
 const POLL_MS = 250;
@@ -59,7 +67,8 @@ export async function followTurnAsUi(
       firstSeq = turnStart(state, messageId);
       if (firstSeq !== undefined) break;
       if (messageId === undefined) {
-        const last = target.endedWithinMs === undefined ? undefined : await endedRecently(client, state, target.endedWithinMs);
+        const last =
+          target.endedWithinMs === undefined ? undefined : await endedRecently(client, state, target.endedWithinMs);
         if (!last) return false;
         [firstSeq, messageId] = [last.firstSeq, last.messageId];
         break;
@@ -78,7 +87,10 @@ export async function followTurnAsUi(
       const facts = await reader.read(firstSeq, messageId, undefined, maxAgeMs);
       const items = projectTurn(facts);
       if (emitter.update(items) === 'conflict') {
-        write({ type: 'error', errorText: 'The model call was retried and its text changed; reconnect to read the turn as it stands.' });
+        write({
+          type: 'error',
+          errorText: 'The model call was retried and its text changed; reconnect to read the turn as it stands.',
+        });
         return true;
       }
       if (items.some((i) => i.key === 'finish')) return true;
@@ -91,7 +103,11 @@ export async function followTurnAsUi(
 }
 
 /** The last turn, when its last message was written at most `withinMs` ago. */
-async function endedRecently(client: AgentClient, state: ConversationState, withinMs: number): Promise<{ firstSeq: number; messageId: string } | undefined> {
+async function endedRecently(
+  client: AgentClient,
+  state: ConversationState,
+  withinMs: number,
+): Promise<{ firstSeq: number; messageId: string } | undefined> {
   const last = state.recentTurns[state.recentTurns.length - 1];
   if (last?.firstSeq === undefined || last.messageIds.length === 0) return undefined;
   const [end] = await client.transcriptPage(state.conversationId, state.messageCount - 2, 1);
@@ -107,7 +123,10 @@ function turnStart(state: ConversationState, messageId: string | undefined): num
   return state.recentTurns.find((t) => t.messageIds.includes(messageId))?.firstSeq;
 }
 
-/** Reads a turn's facts, keeping what does not change (stored responses, written messages); shared by both of the API's streams. */
+/**
+ * Reads a turn's facts, keeping what does not change (stored responses, written messages); shared by both of the API's
+ * streams.
+ */
 export class TurnReader {
   private readonly responses = new Map<string, AssistantMessage>();
   private readonly written = new Map<number, string>();
@@ -130,11 +149,22 @@ export class TurnReader {
    * queried when that was less than `maxAgeMs` ago (live text comes from the
    * watch, not the state), else queried now.
    */
-  async read(firstSeq: number, messageId: string | undefined, given?: ConversationState, maxAgeMs = 0): Promise<TurnFacts> {
-    const fresh = given ?? (this.last && Date.now() - this.last.at < maxAgeMs ? undefined : await followedState(this.client, this.conversationId, this.signal));
+  async read(
+    firstSeq: number,
+    messageId: string | undefined,
+    given?: ConversationState,
+    maxAgeMs = 0,
+  ): Promise<TurnFacts> {
+    const fresh =
+      given ??
+      (this.last && Date.now() - this.last.at < maxAgeMs
+        ? undefined
+        : await followedState(this.client, this.conversationId, this.signal));
     if (fresh) this.last = { state: fresh, at: Date.now() };
     const state = this.last!.state;
-    const record = state.recentTurns.find((t) => t.firstSeq === firstSeq && (messageId === undefined || t.messageIds.includes(messageId)));
+    const record = state.recentTurns.find(
+      (t) => t.firstSeq === firstSeq && (messageId === undefined || t.messageIds.includes(messageId)),
+    );
     // The turn's messages: from its first, up to the first of a turn after it (one may have begun since it ended).
     const later = [state.currentTurn?.firstSeq, ...state.recentTurns.map((t) => t.firstSeq)].filter(
       (seq): seq is number => seq !== undefined && seq > firstSeq,
@@ -146,8 +176,11 @@ export class TurnReader {
     await this.readWritten(metas);
     for (const p of state.pendingApprovals) this.askedFor.add(p.callKey);
     const steps = this.steps(metas, state, firstSeq);
-    const waiting = state.pendingApprovals.length > 0 && (state.openCalls ?? []).every((c) => c.outcome || this.askedFor.has(c.callKey));
-    const end: TurnFacts['end'] = record && this.allWritten(metas) ? { record } : !record && waiting ? { waiting: true } : undefined;
+    const waiting =
+      state.pendingApprovals.length > 0 &&
+      (state.openCalls ?? []).every((c) => c.outcome || this.askedFor.has(c.callKey));
+    const end: TurnFacts['end'] =
+      record && this.allWritten(metas) ? { record } : !record && waiting ? { waiting: true } : undefined;
     return { messageId: `turn-${firstSeq}`, steps, ...(end ? { end } : {}) };
   }
 
@@ -155,7 +188,11 @@ export class TurnReader {
   private async readWritten(metas: readonly MessageMeta[]): Promise<void> {
     const missing = metas.filter((m) => m.role === 'tool' && !this.written.has(m.seq));
     if (missing.length === 0) return;
-    const page = await this.client.transcriptPage(this.conversationId, missing[0].seq - 1, metas[metas.length - 1].seq - missing[0].seq + 1);
+    const page = await this.client.transcriptPage(
+      this.conversationId,
+      missing[0].seq - 1,
+      metas[metas.length - 1].seq - missing[0].seq + 1,
+    );
     for (const m of page) if (m.message.role === 'tool') this.written.set(m.seq, m.message.content);
   }
 
@@ -177,7 +214,8 @@ export class TurnReader {
         const answer = answers.find((m) => m.toolCallId === call.id);
         const text = answer ? this.written.get(answer.seq) : undefined;
         const settled = open.get(callKey)?.outcome;
-        const output = text !== undefined ? callOutputOf(text) : settled ? callOutputOf(settled.content, settled.kind) : undefined;
+        const output =
+          text !== undefined ? callOutputOf(text) : settled ? callOutputOf(settled.content, settled.kind) : undefined;
         if (answer) answers.splice(answers.indexOf(answer), 1);
         return {
           callKey,
@@ -201,7 +239,8 @@ export class TurnReader {
     // The model call running now: its text as streamed, when its beginning was seen (else it shows once stored).
     const live = this.view.all().filter((r) => !known.has(r.responseKey) && r.text !== '' && r.ok !== false);
     const last = live[live.length - 1];
-    if (last && state.currentTurn?.firstSeq === firstSeq) steps.push({ responseKey: last.responseKey, text: last.text, stored: false, calls: [] });
+    if (last && state.currentTurn?.firstSeq === firstSeq)
+      steps.push({ responseKey: last.responseKey, text: last.text, stored: false, calls: [] });
     return steps;
   }
 }

@@ -9,37 +9,9 @@ import { startOnPreferredPorts } from '../common/free-port';
 import { demoResponder, DEMO_LABEL } from '../demo/model';
 import { startModelServer } from '../testing';
 import type { WorkerConfig } from './config';
+import { runtimeFilePath, writeRuntimeInfo, type RuntimeInfo } from './runtime-file';
 import { findTemporalCli, startDevServer } from './temporal-server';
 import { logger } from '../common/logger';
-import type { SearchAttributeOptions } from '../contract';
-
-/** Where the services are, as written to `<dataDir>/runtime.json` for the CLI. */
-export interface RuntimeInfo {
-  temporalAddress: string;
-  namespace: string;
-  taskQueue: string;
-  /**
-   * The embedded database's URL. Absent when `DATABASE_URL` is configured: a
-   * configured secret stays where it was configured (the CLI reads the same
-   * variable).
-   */
-  databaseUrl?: string;
-  /** PostgreSQL schema of the project's tables. */
-  databaseSchema: string;
-  /** The search attribute groups and prefix the worker was configured with (absent in files of earlier releases). */
-  searchAttributes?: SearchAttributeOptions;
-  temporalUiUrl?: string;
-  /** Base URL of the HTTP API, once it listens. */
-  apiUrl?: string;
-  /**
-   * The development tokens' file (mode 0600) when the API's tokens are the
-   * ones `npm start` made (no `AGENT_API_TOKENS_FILE`): the CLI on this
-   * machine decides through the API with its approver's token. Absent when
-   * the tokens are configured, so a stale file of an earlier start is not used.
-   */
-  developmentTokensFile?: string;
-  pid: number;
-}
 
 /** The services in use, and how to stop the ones started here. */
 export interface RunningServices extends RuntimeInfo {
@@ -52,41 +24,13 @@ export interface RunningServices extends RuntimeInfo {
   stop(): Promise<void>;
 }
 
-/** Path of the runtime file that tells the CLI where a running worker's services are. */
-export function runtimeFilePath(dataDir: string): string {
-  return path.join(dataDir, 'runtime.json');
-}
-
-/** Adds where the HTTP API listens (and its development tokens' file, when it made them) to the runtime file, once the API listens. */
-export function recordApi(dataDir: string, api: Pick<RuntimeInfo, 'apiUrl' | 'developmentTokensFile'>): void {
-  const file = runtimeFilePath(dataDir);
-  const info = JSON.parse(fs.readFileSync(file, 'utf8')) as RuntimeInfo;
-  // Still owner only (the file keeps the mode it was made with): it holds the database's URL.
-  fs.writeFileSync(file, `${JSON.stringify({ ...info, ...api }, null, 2)}\n`, { mode: 0o600 });
-}
-
-/** Reads the runtime file of a running `npm start`; undefined when there is none or its process is gone. */
-export function readRuntimeInfo(dataDir: string): RuntimeInfo | undefined {
-  let info: RuntimeInfo;
-  try {
-    info = JSON.parse(fs.readFileSync(runtimeFilePath(dataDir), 'utf8')) as RuntimeInfo;
-  } catch {
-    return undefined;
-  }
-  try {
-    process.kill(info.pid, 0);
-    return info;
-  } catch {
-    return undefined;
-  }
-}
-
 /** Starts what is not configured, in order, and stops what it started if a later step fails. */
 export async function startServices(config: WorkerConfig): Promise<RunningServices> {
   const stops: (() => Promise<void>)[] = [];
   const stopAll = async (): Promise<void> => {
     fs.rmSync(runtimeFilePath(config.dataDir), { force: true });
-    for (const stop of stops.reverse()) await stop().catch((err) => logger.warn({ err }, 'error while stopping a service'));
+    for (const stop of stops.reverse())
+      await stop().catch((err) => logger.warn({ err }, 'error while stopping a service'));
   };
   try {
     fs.mkdirSync(config.dataDir, { recursive: true });
@@ -135,7 +79,12 @@ export async function startServices(config: WorkerConfig): Promise<RunningServic
     let model: RunningServices['model'];
     let modelOrigin: string;
     if (config.openai.apiKey) {
-      model = { baseUrl: config.openai.baseUrl, apiKey: config.openai.apiKey, name: config.openai.model, offlineDemo: false };
+      model = {
+        baseUrl: config.openai.baseUrl,
+        apiKey: config.openai.apiKey,
+        name: config.openai.model,
+        offlineDemo: false,
+      };
       modelOrigin = `${config.openai.model} at ${config.openai.baseUrl ?? 'api.openai.com'}`;
     } else {
       const server = await startModelServer({ responder: demoResponder });
@@ -154,10 +103,8 @@ export async function startServices(config: WorkerConfig): Promise<RunningServic
       temporalUiUrl,
       pid: process.pid,
     };
-    // Owner only: the embedded database's URL carries its password. A configured one is not written.
-    const recorded: RuntimeInfo = { ...info, databaseUrl: config.databaseUrl ? undefined : databaseUrl };
-    fs.writeFileSync(runtimeFilePath(config.dataDir), `${JSON.stringify(recorded, null, 2)}\n`, { mode: 0o600 });
-    fs.chmodSync(runtimeFilePath(config.dataDir), 0o600);
+    // A configured database URL is not written: it stays where it was configured.
+    writeRuntimeInfo(config.dataDir, { ...info, databaseUrl: config.databaseUrl ? undefined : databaseUrl });
     return {
       ...info,
       model,

@@ -94,7 +94,8 @@ export async function sayThroughApi(
       signal: stop.signal,
     });
     if (!response.ok || !response.body) {
-      const json = (await response.json().catch(() => undefined)) as { error?: { code: string; message: string } } | undefined;
+      const json = (await response.json().catch(() => undefined)) as
+        { error?: { code: string; message: string } } | undefined;
       throw new Error(
         `The message was sent (id ${messageId}), but its turn cannot be followed: ${json?.error ? `${json.error.message} (${json.error.code})` : `the API answered ${response.status}`}.`,
       );

@@ -10,7 +10,7 @@
 // tokens.ts, not setup.ts: the CLI must not load the API server (Fastify, jose, the inbox) to read a token file.
 import { readTokenFile } from '../api/tokens';
 import type { RunningApi } from './running-api';
-import type { DecisionKind } from '../contract';
+import type { DecisionKind, WaitingCall } from '../contract';
 
 /** Where and as whom the CLI decides through the API. */
 export interface ApiDecider {
@@ -40,7 +40,7 @@ export function findApiDecider(env: NodeJS.ProcessEnv, running: RunningApi): Api
 
 /** One call as the API decided it. */
 export interface ApiCallDecision {
-  /** The decision's id (one per call), as recorded in `approval_decisions`; absent in listings of waiting calls. */
+  /** The decision's id (one per call), as recorded in `approval_decisions`. */
   decisionId?: string;
   toolCallId: string;
   callKey: string;
@@ -59,12 +59,18 @@ export interface ApiDecisionOutcome {
 export async function callApi<T>(api: ApiDecider, method: 'GET' | 'POST', route: string, body?: unknown): Promise<T> {
   const response = await fetch(`${api.url}${route}`, {
     method,
-    headers: { authorization: `Bearer ${api.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${api.token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   }).catch((err: Error) => {
-    throw new Error(`The HTTP API at ${api.url} did not answer (${err.message}). Is npm start (or npm run api) running? Nothing was decided.`);
+    throw new Error(
+      `The HTTP API at ${api.url} did not answer (${err.message}). Is npm start (or npm run api) running? Nothing was decided.`,
+    );
   });
-  const json = (await response.json().catch(() => undefined)) as (T & { error?: undefined }) | { error?: { code: string; message: string } } | undefined;
+  const json = (await response.json().catch(() => undefined)) as
+    (T & { error?: undefined }) | { error?: { code: string; message: string } } | undefined;
   if (!response.ok || !json || json.error) {
     const error = json?.error;
     throw new Error(error ? `${error.message} (${error.code})` : `The API at ${api.url} answered ${response.status}.`);
@@ -72,23 +78,15 @@ export async function callApi<T>(api: ApiDecider, method: 'GET' | 'POST', route:
   return json as T;
 }
 
-/** A call waiting for a decision, as `GET /v1/approvals` lists it. */
-export interface ApiPendingApproval extends ApiCallDecision {
-  conversationId: string;
-  requestedAt: string;
-  ageMs: number;
-  requestedBy: string[];
-  /** The top-level conversation the call serves (conversationId, unless it waits inside an agent called as a tool). */
-  rootConversationId: string;
-  /** The agents from the top-level conversation's down to the one asking. */
-  agentPath: string[];
-}
-
-/** The calls waiting for a decision, of one conversation or of all, as the API lists them (from the list in PostgreSQL: no worker needed). */
-export async function waitingThroughApi(api: ApiDecider, conversationId?: string): Promise<ApiPendingApproval[]> {
+/**
+ * The calls waiting for a decision, of one conversation or of all, as the API lists them (from the list in PostgreSQL:
+ * no worker needed).
+ */
+export async function waitingThroughApi(api: ApiDecider, conversationId?: string): Promise<WaitingCall[]> {
   const query = conversationId === undefined ? '' : `?conversationId=${encodeURIComponent(conversationId)}`;
-  const { approvals } = await callApi<{ approvals: ApiPendingApproval[] }>(api, 'GET', `/v1/approvals${query}`);
-  // The list of a top-level conversation has the calls of the agents it called as tools too; those are decided in their own.
+  const { approvals } = await callApi<{ approvals: WaitingCall[] }>(api, 'GET', `/v1/approvals${query}`);
+  // The list of a top-level conversation has the calls of the agents it called as tools too; those are decided in their
+  // own.
   return conversationId === undefined ? approvals : approvals.filter((a) => a.conversationId === conversationId);
 }
 
@@ -104,7 +102,10 @@ export function remoteApi(env: NodeJS.ProcessEnv): ApiDecider | undefined {
   return { url: url.replace(/\/+$/, ''), token };
 }
 
-/** Decides named calls through the API; throws with the API's message when it refuses. Returns whom the API recorded, the calls, and whether they were queued. */
+/**
+ * Decides named calls through the API; throws with the API's message when it refuses. Returns whom the API recorded,
+ * the calls, and whether they were queued.
+ */
 export async function decideThroughApi(
   api: ApiDecider,
   conversationId: string,
@@ -117,6 +118,11 @@ export async function decideThroughApi(
     response?: string;
   },
 ): Promise<ApiDecisionOutcome> {
-  const outcome = await callApi<ApiDecisionOutcome>(api, 'POST', `/v1/conversations/${encodeURIComponent(conversationId)}/decisions`, body);
+  const outcome = await callApi<ApiDecisionOutcome>(
+    api,
+    'POST',
+    `/v1/conversations/${encodeURIComponent(conversationId)}/decisions`,
+    body,
+  );
   return { decidedBy: outcome.decidedBy, queued: outcome.queued === true, results: outcome.results };
 }

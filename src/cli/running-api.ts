@@ -8,7 +8,7 @@
  * token) to that API. Pure, so it is tested alone.
  */
 import type { WorkerConfig } from '../app/config';
-import type { RuntimeInfo } from '../app/services';
+import type { RuntimeInfo } from '../app/runtime-file';
 import { resolveCliTarget, type CliTarget } from './target';
 
 /** What a running `npm start` must serve for the CLI to use its API. */
@@ -32,18 +32,27 @@ export type RunningApi =
  * the CLI finds its API; a target that differs in address, namespace or task
  * queue does not.
  */
-export function findRunningApi(config: WorkerConfig, env: NodeJS.ProcessEnv, runtime: RuntimeInfo | undefined): RunningApi {
+export function findRunningApi(
+  config: WorkerConfig,
+  env: NodeJS.ProcessEnv,
+  runtime: RuntimeInfo | undefined,
+): RunningApi {
   if (!runtime) return { found: 'nothing', dataDir: config.dataDir };
   const { temporalAddress, namespace, taskQueue } = resolveCliTarget(config, env, runtime);
   const target = { temporalAddress, namespace, taskQueue };
-  if (runtime.temporalAddress !== temporalAddress || runtime.namespace !== namespace || runtime.taskQueue !== taskQueue) {
+  if (
+    runtime.temporalAddress !== temporalAddress ||
+    runtime.namespace !== namespace ||
+    runtime.taskQueue !== taskQueue
+  ) {
     return { found: 'other-target', runtime, target };
   }
   if (!runtime.apiUrl) return { found: 'no-api', runtime };
   return { found: 'api', url: runtime.apiUrl, developmentTokensFile: runtime.developmentTokensFile, runtime };
 }
 
-const describeTarget = (t: ApiTarget): string => `task queue "${t.taskQueue}" of namespace "${t.namespace}" at ${t.temporalAddress}`;
+const describeTarget = (t: ApiTarget): string =>
+  `task queue "${t.taskQueue}" of namespace "${t.namespace}" at ${t.temporalAddress}`;
 
 /**
  * What to set so the CLI decides through an API, when it found none it can

@@ -3,7 +3,7 @@
  * `npm start` found through its runtime file. Pure, so it is tested alone.
  */
 import type { WorkerConfig } from '../app/config';
-import type { RuntimeInfo } from '../app/services';
+import type { RuntimeInfo } from '../app/runtime-file';
 import type { SearchAttributeOptions } from '../contract';
 
 /** The servers, namespace, task queue and schema the CLI uses. */
@@ -25,7 +25,11 @@ export interface CliTarget {
  * `TEMPORAL_TASK_QUEUE=billing` is found without repeating it), and only then
  * from the defaults. Throws when neither says where Temporal and PostgreSQL are.
  */
-export function resolveCliTarget(config: WorkerConfig, env: NodeJS.ProcessEnv, runtime: RuntimeInfo | undefined): CliTarget {
+export function resolveCliTarget(
+  config: WorkerConfig,
+  env: NodeJS.ProcessEnv,
+  runtime: RuntimeInfo | undefined,
+): CliTarget {
   const given = (name: string) => (env[name]?.trim() ?? '') !== '';
   const temporalAddress = config.temporal.address ?? runtime?.temporalAddress;
   const databaseUrl = config.databaseUrl ?? runtime?.databaseUrl;

@@ -5,7 +5,14 @@
  *
  * @packageDocumentation
  */
-export { AgentClient, NoWorkerAnsweredError, type AgentClientOptions, type AskOptions, type PendingApprovalView, type TurnAnswer } from './client';
+export {
+  AgentClient,
+  NoWorkerAnsweredError,
+  type AgentClientOptions,
+  type AskOptions,
+  type TurnAnswer,
+  type WaitingCall,
+} from './client';
 export { StreamView } from './stream';
 export type { StreamEvent } from '../db/stream-channel';
 export {

@@ -1,37 +1,9 @@
 /**
- * Following a conversation's model text as it streams, through PostgreSQL
- * LISTEN on the channel the model activity NOTIFYs.
+ * Showing a conversation's model text as it streams: {@link StreamView} turns
+ * the stream events into text. Following them from PostgreSQL is
+ * `stream-listener.ts`, loaded only when a client subscribes.
  */
-import { Client as PgClient } from 'pg';
-import { STREAM_CHANNEL, type StreamEvent } from '../db/stream-channel';
-
-/** Stops a subscription. */
-export type Unsubscribe = () => Promise<void>;
-
-/**
- * Calls `onEvent` for every stream event of `conversationId`, until the
- * returned function is called. Uses its own connection (LISTEN holds one).
- */
-export async function subscribeToStream(databaseUrl: string, conversationId: string, onEvent: (event: StreamEvent) => void): Promise<Unsubscribe> {
-  const client = new PgClient({ connectionString: databaseUrl });
-  await client.connect();
-  client.on('notification', (message) => {
-    if (message.channel !== STREAM_CHANNEL || !message.payload) return;
-    let event: StreamEvent;
-    try {
-      event = JSON.parse(message.payload) as StreamEvent;
-    } catch {
-      return;
-    }
-    if (event.conversationId === conversationId) onEvent(event);
-  });
-  client.on('error', () => undefined);
-  await client.query(`LISTEN ${STREAM_CHANNEL}`);
-  return async () => {
-    await client.query(`UNLISTEN ${STREAM_CHANNEL}`).catch(() => undefined);
-    await client.end().catch(() => undefined);
-  };
-}
+import type { StreamEvent } from '../db/stream-channel';
 
 /** What a client shows of one model response. */
 export interface StreamedText {
@@ -56,7 +28,8 @@ export class StreamView {
     const current = this.responses.get(event.responseKey);
     if (current && event.attempt < current.attempt) return undefined;
     const reset = current !== undefined && event.attempt > current.attempt;
-    const response: StreamedText = !current || reset ? { responseKey: event.responseKey, attempt: event.attempt, text: '', done: false } : current;
+    const response: StreamedText =
+      !current || reset ? { responseKey: event.responseKey, attempt: event.attempt, text: '', done: false } : current;
     this.responses.set(event.responseKey, response);
     if (event.type === 'end') {
       response.done = true;

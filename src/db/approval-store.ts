@@ -14,7 +14,8 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import type { AppendMessagesInput, ApprovalRequest } from '../contract/activities';
-import type { DecisionKind } from '../contract/conversation';
+import type { DecisionKind } from '../contract/decisions';
+import type { WaitingCall } from '../contract/waiting-calls';
 import type { AgentTables } from './schema';
 import { appendMessages, insertMessages } from './transcript-store';
 import { describeRefusal, isRefusedValue } from './errors';
@@ -31,7 +32,11 @@ import { inTransaction } from './transaction';
  * when it refused only the list, the messages are stored and the calls are
  * left out of approvers' lists, with a warning.
  */
-export async function appendMessagesListingWaits(pool: Pool, tables: AgentTables, input: AppendMessagesInput): Promise<void> {
+export async function appendMessagesListingWaits(
+  pool: Pool,
+  tables: AgentTables,
+  input: AppendMessagesInput,
+): Promise<void> {
   const waiting = input.waiting ?? [];
   if (waiting.length === 0) return appendMessages(pool, tables, input);
   try {
@@ -59,12 +64,19 @@ export async function appendMessagesListingWaits(pool: Pool, tables: AgentTables
  * that the removal triggers take, so a decision recorded at the same moment
  * is seen, or removes what this wrote.
  */
-async function listWaitingCalls(client: PoolClient, tables: AgentTables, conversationId: string, waiting: readonly ApprovalRequest[]): Promise<void> {
-  await client.query("SELECT pg_advisory_xact_lock(hashtext('durable-agent-worker.approvals:' || $1))", [conversationId]);
-  await client.query(`DELETE FROM ${tables.pendingApprovals} WHERE conversation_id = $1 AND NOT (call_key = ANY ($2::text[]))`, [
+async function listWaitingCalls(
+  client: PoolClient,
+  tables: AgentTables,
+  conversationId: string,
+  waiting: readonly ApprovalRequest[],
+): Promise<void> {
+  await client.query("SELECT pg_advisory_xact_lock(hashtext('durable-agent-worker.approvals:' || $1))", [
     conversationId,
-    waiting.map((w) => w.callKey),
   ]);
+  await client.query(
+    `DELETE FROM ${tables.pendingApprovals} WHERE conversation_id = $1 AND NOT (call_key = ANY ($2::text[]))`,
+    [conversationId, waiting.map((w) => w.callKey)],
+  );
   await client.query(
     `INSERT INTO ${tables.pendingApprovals}
             (conversation_id, call_key, tool_call_id, tool_name, assistant_seq, call_index, requested_at, requested_by, root_conversation_id, agent_path, decisions)
@@ -100,30 +112,24 @@ export interface WaitingCallFilter {
   requestedBefore?: Date;
 }
 
-/** A listed call, with the arguments read from the message that asked for it. */
-export interface WaitingCall {
-  conversationId: string;
-  callKey: string;
-  toolCallId: string;
-  toolName: string;
-  /** The raw JSON arguments, as the model sent them. */
-  arguments: string;
-  requestedAt: Date;
-  requestedBy: string[];
-  /** The top-level conversation: `conversationId` itself, unless the call waits inside an agent called as a tool. */
-  rootConversationId: string;
-  /** The agents from the top-level conversation's down to the one asking; empty for one unnamed agent. */
-  agentPath: string[];
-  /** What may be decided on it; absent for calls listed before this was kept (approve or reject). */
-  decisions?: DecisionKind[];
-}
+/**
+ * A listed call, with the arguments read from the message that asked for it:
+ * the contract's waiting call as PostgreSQL holds it (a `Date`, the raw JSON
+ * arguments as the model sent them, no age). `decisions` is absent for calls
+ * listed before it was kept (approve or reject).
+ */
+export type ListedCall = Omit<WaitingCall<Date>, 'arguments' | 'ageMs'> & { arguments: string };
 
 /**
  * The listed calls, oldest first, each with its arguments from the stored
  * assistant message that asked for it: one query. Includes rows of
  * conversations that no longer run; callers keep the running ones.
  */
-export async function readWaitingCalls(pool: Pool, tables: AgentTables, filter: WaitingCallFilter = {}): Promise<WaitingCall[]> {
+export async function readWaitingCalls(
+  pool: Pool,
+  tables: AgentTables,
+  filter: WaitingCallFilter = {},
+): Promise<ListedCall[]> {
   const { rows } = await pool.query<{
     conversation_id: string;
     call_key: string;
@@ -145,7 +151,12 @@ export async function readWaitingCalls(pool: Pool, tables: AgentTables, filter: 
         AND ($3::text IS NULL OR $3 = ANY (p.requested_by))
         AND ($4::timestamptz IS NULL OR p.requested_at <= $4)
       ORDER BY p.requested_at, p.conversation_id, p.call_index`,
-    [filter.conversationId ?? null, filter.toolName ?? null, filter.requestedBy ?? null, filter.requestedBefore ?? null],
+    [
+      filter.conversationId ?? null,
+      filter.toolName ?? null,
+      filter.requestedBy ?? null,
+      filter.requestedBefore ?? null,
+    ],
   );
   return rows.map((r) => ({
     conversationId: r.conversation_id,

@@ -58,15 +58,16 @@ export async function setupBackofficeDemo(pool: Pool): Promise<void> {
       );
     `);
     for (const c of DEMO_CUSTOMERS) {
-      await client.query('INSERT INTO public.customers (id, name, email) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING', [c.id, c.name, c.email]);
+      await client.query(
+        'INSERT INTO public.customers (id, name, email) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING',
+        [c.id, c.name, c.email],
+      );
     }
     for (const o of DEMO_ORDERS) {
-      await client.query('INSERT INTO public.orders (id, customer_id, description, total_cents) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING', [
-        o.id,
-        o.customerId,
-        o.description,
-        o.totalCents,
-      ]);
+      await client.query(
+        'INSERT INTO public.orders (id, customer_id, description, total_cents) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING',
+        [o.id, o.customerId, o.description, o.totalCents],
+      );
     }
   });
 }

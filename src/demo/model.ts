@@ -23,17 +23,26 @@ export const demoResponder: Responder = (request: RecordedRequest): ScriptedRepl
   const userText = String(messages[lastUser]?.content ?? '');
   const since = messages.slice(lastUser + 1);
   // A handoff's result only says which agent answers now: the new agent starts as if nothing ran yet.
-  const handoffIds = new Set(since.flatMap((m) => m.tool_calls?.filter((c) => c.function.name.startsWith('transfer_to_')).map((c) => c.id) ?? []));
+  const handoffIds = new Set(
+    since.flatMap(
+      (m) => m.tool_calls?.filter((c) => c.function.name.startsWith('transfer_to_')).map((c) => c.id) ?? [],
+    ),
+  );
   const results = since.filter((m) => m.role === 'tool' && !handoffIds.has(m.tool_call_id ?? ''));
   const calledTools = since.flatMap((m) => m.tool_calls?.map((c) => c.function.name) ?? []);
-  const offered = ((request.body as { tools?: { function: { name: string } }[] }).tools ?? []).map((t) => t.function.name);
+  const offered = ((request.body as { tools?: { function: { name: string } }[] }).tools ?? []).map(
+    (t) => t.function.name,
+  );
   const toolsOffered = offered.length > 0;
   const toolChoice = (request.body as { tool_choice?: unknown }).tool_choice;
 
   const first = toolsOffered && toolChoice !== 'none' ? planFromUserText(userText) : undefined;
   if (first?.toolCalls && !first.toolCalls.every((c) => calledTools.includes(c.name))) {
     // A refunds agent that can ask the auditor does so before it refunds.
-    const refund = first.toolCalls[0].name === 'issue_refund' ? (first.toolCalls[0].arguments as { order_id: string; amount_cents: number }) : undefined;
+    const refund =
+      first.toolCalls[0].name === 'issue_refund'
+        ? (first.toolCalls[0].arguments as { order_id: string; amount_cents: number })
+        : undefined;
     if (refund && offered.includes('audit_order') && !calledTools.includes('audit_order')) {
       const task = `Check order ${refund.order_id} before a refund of ${refund.amount_cents} cents.`;
       return { toolCalls: [{ name: 'audit_order', arguments: { input: task } }] };
@@ -41,7 +50,8 @@ export const demoResponder: Responder = (request: RecordedRequest): ScriptedRepl
     // An agent without the tools the request needs hands the conversation to one that may have them.
     const handoff = offered.find((name) => name.startsWith('transfer_to_'));
     if (first.toolCalls.every((c) => offered.includes(c.name))) return first;
-    if (handoff && !calledTools.includes(handoff) && results.length === 0) return { toolCalls: [{ name: handoff, arguments: {} }] };
+    if (handoff && !calledTools.includes(handoff) && results.length === 0)
+      return { toolCalls: [{ name: handoff, arguments: {} }] };
   }
   if (results.length > 0 && toolsOffered && toolChoice !== 'none' && !calledTools.includes('list_orders')) {
     const found = lastJson(results);
@@ -63,7 +73,8 @@ export const demoResponder: Responder = (request: RecordedRequest): ScriptedRepl
 
 function planFromUserText(text: string): ScriptedMessageReply | undefined {
   const order = /\bord_\d+\b/.exec(text)?.[0];
-  if (order && /^check order/i.test(text)) return { toolCalls: [{ name: 'get_order', arguments: { order_id: order } }] };
+  if (order && /^check order/i.test(text))
+    return { toolCalls: [{ name: 'get_order', arguments: { order_id: order } }] };
   if (order && /refund/i.test(text)) {
     const amount = /\$\s?(\d+(?:\.\d{1,2})?)/.exec(text)?.[1];
     const amountCents = amount ? Math.round(Number(amount) * 100) : 500;

@@ -1,7 +1,7 @@
 /**
  * A small back-office domain for demos and tests: customers, orders and
  * refunds in PostgreSQL's `public` schema, created and seeded by
- * `setupBackofficeDemo` (./backoffice-data), which must run before these
+ * `setupBackofficeDemo` (./data), which must run before these
  * tools do. `find_customer` and `list_orders` read; `issue_refund` writes its
  * effect and its ledger row in one transaction.
  */
@@ -34,9 +34,10 @@ export function backofficeTools(): Tool[] {
       description: "List a customer's orders with amounts already refunded.",
       parameters: z.object({ customer_id: z.string().min(1).describe('Customer id, e.g. cus_ada') }),
       async execute({ customer_id }, { db }) {
-        const { rows } = await db.query(`SELECT id, description, total_cents, refunded_cents FROM public.orders WHERE customer_id = $1 ORDER BY id`, [
-          customer_id,
-        ]);
+        const { rows } = await db.query(
+          `SELECT id, description, total_cents, refunded_cents FROM public.orders WHERE customer_id = $1 ORDER BY id`,
+          [customer_id],
+        );
         return { customer_id, orders: rows };
       },
     }),
@@ -59,13 +60,18 @@ export function backofficeTools(): Tool[] {
           if (order.rowCount === 0) throw new ToolError(`Order ${order_id} does not exist.`);
           const { total_cents, refunded_cents } = order.rows[0];
           if (refunded_cents + amount_cents > total_cents) {
-            throw new ToolError(`Refund of ${amount_cents} cents on ${order_id} exceeds what is left to refund (${total_cents - refunded_cents} cents).`);
+            throw new ToolError(
+              `Refund of ${amount_cents} cents on ${order_id} exceeds what is left to refund (${total_cents - refunded_cents} cents).`,
+            );
           }
           const refund = await tx.query<{ id: string }>(
             'INSERT INTO public.refunds (order_id, amount_cents, reason, idempotency_key) VALUES ($1, $2, $3, $4) RETURNING id',
             [order_id, amount_cents, reason, idempotencyKey],
           );
-          await tx.query('UPDATE public.orders SET refunded_cents = refunded_cents + $2 WHERE id = $1', [order_id, amount_cents]);
+          await tx.query('UPDATE public.orders SET refunded_cents = refunded_cents + $2 WHERE id = $1', [
+            order_id,
+            amount_cents,
+          ]);
           return {
             refund_id: refund.rows[0].id,
             order_id,
@@ -85,9 +91,15 @@ export function orderAuditTool(): Tool {
     description: 'One order by id: its customer, total, what was refunded so far, and each refund with its reason.',
     parameters: z.object({ order_id: z.string().min(1).describe('Order id, e.g. ord_1001') }),
     async execute({ order_id }, { db }) {
-      const order = await db.query('SELECT id, customer_id, description, total_cents, refunded_cents FROM public.orders WHERE id = $1', [order_id]);
+      const order = await db.query(
+        'SELECT id, customer_id, description, total_cents, refunded_cents FROM public.orders WHERE id = $1',
+        [order_id],
+      );
       if (order.rowCount === 0) throw new ToolError(`Order ${order_id} does not exist.`);
-      const refunds = await db.query('SELECT amount_cents, reason FROM public.refunds WHERE order_id = $1 ORDER BY id', [order_id]);
+      const refunds = await db.query(
+        'SELECT amount_cents, reason FROM public.refunds WHERE order_id = $1 ORDER BY id',
+        [order_id],
+      );
       return { order: order.rows[0], refunds: refunds.rows };
     },
   });
@@ -104,7 +116,8 @@ export function backofficeAgents(tools: readonly Tool[] = backofficeTools()): Ag
   const named = (...names: string[]) => tools.filter((t) => names.includes(t.name));
   const auditor = agent({
     name: 'auditor',
-    instructions: 'You audit orders before refunds: look the order up and say whether the refund asked for fits what is left to refund. Do not refund.',
+    instructions:
+      'You audit orders before refunds: look the order up and say whether the refund asked for fits what is left to refund. Do not refund.',
     handoffDescription: 'Checks an order and its earlier refunds before a refund; answers with what it found.',
     tools: [orderAuditTool()],
   });

@@ -15,13 +15,20 @@ afterAll(async () => {
   await h?.stop();
 });
 
-const refund = (id: string, cents: number) => ({ id, name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: cents, reason: 'listed' } });
+const refund = (id: string, cents: number) => ({
+  id,
+  name: 'issue_refund',
+  arguments: { order_id: 'ord_2001', amount_cents: cents, reason: 'listed' },
+});
 
 /** The rows of the list a conversation has in PostgreSQL, whatever became of the conversation. */
 const rowsOf = async (conversationId: string): Promise<string[]> =>
-  (await h.pool.query<{ call_key: string }>('SELECT call_key FROM durable_agent.pending_approvals WHERE conversation_id = $1', [conversationId])).rows.map(
-    (r) => r.call_key,
-  );
+  (
+    await h.pool.query<{ call_key: string }>(
+      'SELECT call_key FROM durable_agent.pending_approvals WHERE conversation_id = $1',
+      [conversationId],
+    )
+  ).rows.map((r) => r.call_key);
 
 /**
  * Starts a conversation whose model asks for one refund that waits; resolves
@@ -29,14 +36,19 @@ const rowsOf = async (conversationId: string): Promise<string[]> =>
  * order they call it, so each test enqueues a turn's next answer just before
  * what makes the turn call the model again.
  */
-async function waitingConversation(prefix: string, options: { sentBy?: string; approvalTimeoutMs?: number } = {}): Promise<{ id: string; messageId: string }> {
+async function waitingConversation(
+  prefix: string,
+  options: { sentBy?: string; approvalTimeoutMs?: number } = {},
+): Promise<{ id: string; messageId: string }> {
   const id = h.newConversationId(prefix);
   h.model.enqueue({ toolCalls: [refund(`call_${prefix}`, 11_000)] });
   const messageId = await h.client.sendMessage(id, `Refund for ${prefix}`, {
     ...(options.sentBy ? { sentBy: options.sentBy } : {}),
     ...(options.approvalTimeoutMs ? { input: { approvalTimeoutMs: options.approvalTimeoutMs } } : {}),
   });
-  await expect.poll(async () => (await h.client.pendingApprovals({ conversationId: id })).length, { timeout: 30_000 }).toBe(1);
+  await expect
+    .poll(async () => (await h.client.waitingCalls({ conversationId: id })).calls.length, { timeout: 30_000 })
+    .toBe(1);
   return { id, messageId };
 }
 
@@ -63,12 +75,14 @@ describe('the list of calls waiting for a person', () => {
     const conversationCancelled = await waitingConversation('wf-cancelled');
     await h.temporal.workflow.getHandle(conversationCancelled.id).cancel();
     await expect
-      .poll(async () => (await h.temporal.workflow.getHandle(conversationCancelled.id).describe()).status.name, { timeout: 30_000 })
+      .poll(async () => (await h.temporal.workflow.getHandle(conversationCancelled.id).describe()).status.name, {
+        timeout: 30_000,
+      })
       .toBe('CANCELLED');
 
     for (const { id } of [rejected, timedOut, cancelled, interrupted, conversationCancelled]) {
       expect(await rowsOf(id), id).toEqual([]);
-      expect(await h.client.pendingApprovals({ conversationId: id })).toEqual([]);
+      expect((await h.client.waitingCalls({ conversationId: id })).calls).toEqual([]);
     }
   });
 
@@ -76,10 +90,12 @@ describe('the list of calls waiting for a person', () => {
     const id = h.newConversationId('two-calls');
     h.model.enqueue({ toolCalls: [refund('call_one', 11_000), refund('call_two', 12_000)] });
     const messageId = await h.client.sendMessage(id, 'Two refunds please');
-    await expect.poll(async () => (await h.client.pendingApprovals({ conversationId: id })).length, { timeout: 30_000 }).toBe(2);
+    await expect
+      .poll(async () => (await h.client.waitingCalls({ conversationId: id })).calls.length, { timeout: 30_000 })
+      .toBe(2);
     await h.client.decide(id, { decision: 'reject', toolCallId: 'call_one', decidedBy: 'ops' });
     // No tool message is stored before the batch ends: the decision's record took the row away.
-    expect((await h.client.pendingApprovals({ conversationId: id })).map((p) => p.toolCallId)).toEqual(['call_two']);
+    expect((await h.client.waitingCalls({ conversationId: id })).calls.map((p) => p.toolCallId)).toEqual(['call_two']);
     expect(await rowsOf(id)).toEqual([`${id}/msg-1/call-1`]);
     expect((await h.client.transcript(id)).filter((m) => m.message.role === 'tool')).toEqual([]);
     h.model.enqueue({ content: 'Neither refunded.' });
@@ -92,23 +108,28 @@ describe('the list of calls waiting for a person', () => {
     const { id } = await waitingConversation('terminated');
     await h.temporal.workflow.getHandle(id).terminate('operator ended it');
     expect(await rowsOf(id)).toHaveLength(1);
-    expect(await h.client.pendingApprovals({ conversationId: id })).toEqual([]);
-    expect((await h.client.listAwaitingApproval()).map((c) => c.conversationId)).not.toContain(id);
+    expect((await h.client.waitingCalls({ conversationId: id })).calls).toEqual([]);
+    expect((await h.client.waitingCalls()).calls.map((c) => c.rootConversationId)).not.toContain(id);
   });
 
   it('narrows by tool, requester, age and conversation, oldest first', async () => {
     const older = await waitingConversation('older', { sentBy: 'ann@example.com' });
     const newer = await waitingConversation('newer', { sentBy: 'bea@example.com' });
-    const ids = (list: { conversationId: string }[]) => list.map((c) => c.conversationId).filter((id) => id === older.id || id === newer.id);
+    const ids = (list: { conversationId: string }[]) =>
+      list.map((c) => c.conversationId).filter((id) => id === older.id || id === newer.id);
 
-    expect(ids(await h.client.pendingApprovals())).toEqual([older.id, newer.id]);
-    expect(ids(await h.client.pendingApprovals({ requester: 'bea@example.com' }))).toEqual([newer.id]);
-    expect(ids(await h.client.pendingApprovals({ tool: 'issue_refund' }))).toEqual([older.id, newer.id]);
-    expect(ids(await h.client.pendingApprovals({ tool: 'find_customer' }))).toEqual([]);
-    expect(ids(await h.client.pendingApprovals({ minAgeMs: 60 * 60_000 }))).toEqual([]);
-    expect(ids(await h.client.pendingApprovals({ conversationId: newer.id }))).toEqual([newer.id]);
-    const [listed] = await h.client.pendingApprovals({ conversationId: older.id });
-    expect(listed).toMatchObject({ toolName: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 11_000 }, requestedBy: ['ann@example.com'] });
+    expect(ids((await h.client.waitingCalls()).calls)).toEqual([older.id, newer.id]);
+    expect(ids((await h.client.waitingCalls({ requester: 'bea@example.com' })).calls)).toEqual([newer.id]);
+    expect(ids((await h.client.waitingCalls({ tool: 'issue_refund' })).calls)).toEqual([older.id, newer.id]);
+    expect(ids((await h.client.waitingCalls({ tool: 'find_customer' })).calls)).toEqual([]);
+    expect(ids((await h.client.waitingCalls({ minAgeMs: 60 * 60_000 })).calls)).toEqual([]);
+    expect(ids((await h.client.waitingCalls({ conversationId: newer.id })).calls)).toEqual([newer.id]);
+    const [listed] = (await h.client.waitingCalls({ conversationId: older.id })).calls;
+    expect(listed).toMatchObject({
+      toolName: 'issue_refund',
+      arguments: { order_id: 'ord_2001', amount_cents: 11_000 },
+      requestedBy: ['ann@example.com'],
+    });
     expect(listed.callKey).toBe(`${older.id}/msg-1/call-0`);
 
     for (const { id, messageId } of [older, newer]) {

@@ -36,8 +36,14 @@ afterAll(async () => {
 
 const call = apiCaller(() => api.url);
 
-/** A requester's message (through the API) whose turn asks for `issue_refund` over the approval limit; resolves once the call waits in the inbox's list. */
-async function refundWaiting(prefix: string, options: { who?: string; text: string; args: Record<string, unknown>; answer: string; slowAnswer?: boolean }) {
+/**
+ * A requester's message (through the API) whose turn asks for `issue_refund` over the approval limit; resolves once the
+ * call waits in the inbox's list.
+ */
+async function refundWaiting(
+  prefix: string,
+  options: { who?: string; text: string; args: Record<string, unknown>; answer: string; slowAnswer?: boolean },
+) {
   const id = h.newConversationId(prefix);
   const toolCallId = `call_${prefix.replace(/\W/g, '_')}`;
   h.model.enqueue(
@@ -45,10 +51,16 @@ async function refundWaiting(prefix: string, options: { who?: string; text: stri
     // A slow answer (keep-alive lines a second apart before the first chunk) arrives only after the page has loaded.
     { content: options.answer, ...(options.slowAnswer ? { stream: { keepAlive: 4, chunkDelayMs: 1_000 } } : {}) },
   );
-  const sent = await call('POST', `/v1/conversations/${id}/messages`, options.who ?? token('a'), { text: options.text });
+  const sent = await call('POST', `/v1/conversations/${id}/messages`, options.who ?? token('a'), {
+    text: options.text,
+  });
   expect(sent.status).toBe(202);
-  await expect.poll(async () => (await h.client.pendingApprovals()).filter((a) => a.conversationId === id).length, { timeout: 30_000 }).toBe(1);
-  const [pending] = (await h.client.pendingApprovals()).filter((a) => a.conversationId === id);
+  await expect
+    .poll(async () => (await h.client.waitingCalls()).calls.filter((a) => a.conversationId === id).length, {
+      timeout: 30_000,
+    })
+    .toBe(1);
+  const [pending] = (await h.client.waitingCalls()).calls.filter((a) => a.conversationId === id);
   return { id, toolCallId, callKey: pending.callKey, messageId: sent.json.messageId as string };
 }
 
@@ -64,7 +76,12 @@ async function signedIn(secret: string): Promise<{ context: BrowserContext; page
 }
 
 async function decisionsRecorded(id: string): Promise<{ decided_by: string; authenticated: boolean }[]> {
-  return (await h.pool.query('SELECT decided_by, authenticated FROM durable_agent.approval_decisions WHERE conversation_id = $1', [id])).rows;
+  return (
+    await h.pool.query(
+      'SELECT decided_by, authenticated FROM durable_agent.approval_decisions WHERE conversation_id = $1',
+      [id],
+    )
+  ).rows;
 }
 
 describe('the approval inbox', () => {
@@ -113,7 +130,8 @@ describe('the approval inbox', () => {
       await item.locator('button:has-text("Approve")').click();
       await page.waitForURL(`${api.url}/inbox/conversations/${waiting.id}`);
       expect(await page.textContent('[data-flash]')).toContain(`You approved call ${waiting.toolCallId}`);
-      // The answer streams in seconds later: the page was loaded without it and shows it by refreshing itself, without a reload.
+      // The answer streams in seconds later: the page was loaded without it and shows it by refreshing itself, without
+      // a reload.
       const landed = navigations;
       expect(await page.locator('[data-testid=answer]').count()).toBe(0);
       expect(await page.locator('main').getAttribute('data-live')).toBe('true');
@@ -136,7 +154,10 @@ describe('the approval inbox', () => {
 
       expect((await h.client.waitForTurn(waiting.id, waiting.messageId)).outcome).toBe('answered');
       expect(await decisionsRecorded(waiting.id)).toEqual([{ decided_by: 'bob@example.com', authenticated: true }]);
-      const reasons = await h.pool.query('SELECT reason FROM durable_agent.approval_decisions WHERE conversation_id = $1', [waiting.id]);
+      const reasons = await h.pool.query(
+        'SELECT reason FROM durable_agent.approval_decisions WHERE conversation_id = $1',
+        [waiting.id],
+      );
       expect(reasons.rows).toEqual([{ reason: 'Kettle arrived broken; photo in ticket 4411' }]);
     } finally {
       await context.close();
@@ -163,13 +184,21 @@ describe('the approval inbox', () => {
     try {
       await page.goto(`${api.url}/inbox`);
       await page.fill('input[name=token]', token('z'));
-      const [wrong] = await Promise.all([page.waitForResponse((r) => r.url().endsWith('/inbox/sign-in')), page.click('button:has-text("Sign in")')]);
+      const [wrong] = await Promise.all([
+        page.waitForResponse((r) => r.url().endsWith('/inbox/sign-in')),
+        page.click('button:has-text("Sign in")'),
+      ]);
       expect(wrong.status()).toBe(401);
       expect(await page.textContent('[role=alert]')).toContain('That token is not valid');
       await page.fill('input[name=token]', token('a'));
-      const [requester] = await Promise.all([page.waitForResponse((r) => r.url().endsWith('/inbox/sign-in')), page.click('button:has-text("Sign in")')]);
+      const [requester] = await Promise.all([
+        page.waitForResponse((r) => r.url().endsWith('/inbox/sign-in')),
+        page.click('button:has-text("Sign in")'),
+      ]);
       expect(requester.status()).toBe(403);
-      expect(await page.textContent('[role=alert]')).toContain('for approvers and operators; the token of alice@example.com has the role requester');
+      expect(await page.textContent('[role=alert]')).toContain(
+        'for approvers and operators; the token of alice@example.com has the role requester',
+      );
       expect(await context.cookies(api.url)).toEqual([]);
       expect(await page.locator('[data-testid=subject]').count()).toBe(0);
     } finally {
@@ -189,7 +218,10 @@ describe('the approval inbox', () => {
     expect(refused.status).toBe(401);
     expect((await h.client.state(waiting.id)).pendingApprovals.map((p) => p.callKey)).toEqual([waiting.callKey]);
     expect(await decisionsRecorded(waiting.id)).toEqual([]);
-    await call('POST', `/v1/conversations/${waiting.id}/decisions`, token('b'), { decision: 'reject', callKeys: [waiting.callKey] });
+    await call('POST', `/v1/conversations/${waiting.id}/decisions`, token('b'), {
+      decision: 'reject',
+      callKeys: [waiting.callKey],
+    });
     await expect.poll(async () => (await h.client.state(waiting.id)).status, { timeout: 20_000 }).toBe('idle');
   });
 
@@ -208,7 +240,11 @@ describe('the approval inbox', () => {
         fetch(`${api.url}/inbox/conversations/${waiting.id}/decisions`, {
           method: 'POST',
           redirect: 'manual',
-          headers: { cookie: `agent_session=${cookie.value}`, 'content-type': 'application/x-www-form-urlencoded', ...headers },
+          headers: {
+            cookie: `agent_session=${cookie.value}`,
+            'content-type': 'application/x-www-form-urlencoded',
+            ...headers,
+          },
           body: new URLSearchParams(fields).toString(),
         });
       const form = { callKey: waiting.callKey, decision: 'approve', reason: 'forged' };
@@ -254,19 +290,28 @@ describe('the approval inbox', () => {
       const flash = await page.textContent('[data-flash]');
       expect(flash).toContain('dave@example.com sent the request that asked for');
       expect(flash).toContain('(four eyes)');
-      expect(await page.locator(`[data-call-key="${waiting.callKey}"] textarea[name=reason]`).inputValue()).toBe('I checked it myself');
+      expect(await page.locator(`[data-call-key="${waiting.callKey}"] textarea[name=reason]`).inputValue()).toBe(
+        'I checked it myself',
+      );
       // Still there after the page has refreshed itself (a new rendering swapped in, no reload).
       const rendered = await page.locator('main').getAttribute('data-rendered');
-      await expect.poll(async () => page.locator('main').getAttribute('data-rendered'), { timeout: 10_000 }).not.toBe(rendered);
+      await expect
+        .poll(async () => page.locator('main').getAttribute('data-rendered'), { timeout: 10_000 })
+        .not.toBe(rendered);
       expect(page.url()).toBe(`${api.url}/inbox`);
       expect(await page.textContent('[data-flash]')).toContain('(four eyes)');
-      expect(await page.locator(`[data-call-key="${waiting.callKey}"] textarea[name=reason]`).inputValue()).toBe('I checked it myself');
+      expect(await page.locator(`[data-call-key="${waiting.callKey}"] textarea[name=reason]`).inputValue()).toBe(
+        'I checked it myself',
+      );
       expect((await h.client.state(waiting.id)).pendingApprovals.map((p) => p.callKey)).toEqual([waiting.callKey]);
       expect(await decisionsRecorded(waiting.id)).toEqual([]);
     } finally {
       await context.close();
     }
-    const other = await call('POST', `/v1/conversations/${waiting.id}/decisions`, token('b'), { decision: 'approve', callKeys: [waiting.callKey] });
+    const other = await call('POST', `/v1/conversations/${waiting.id}/decisions`, token('b'), {
+      decision: 'approve',
+      callKeys: [waiting.callKey],
+    });
     expect(other.status).toBe(200);
     expect((await h.client.waitForTurn(waiting.id, waiting.messageId)).outcome).toBe('answered');
   });
@@ -287,7 +332,10 @@ describe('the approval inbox', () => {
     } finally {
       await context.close();
     }
-    await call('POST', `/v1/conversations/${waiting.id}/decisions`, token('b'), { decision: 'reject', callKeys: [waiting.callKey] });
+    await call('POST', `/v1/conversations/${waiting.id}/decisions`, token('b'), {
+      decision: 'reject',
+      callKeys: [waiting.callKey],
+    });
     await expect.poll(async () => (await h.client.state(waiting.id)).status, { timeout: 20_000 }).toBe('idle');
   });
 
@@ -303,17 +351,24 @@ describe('the approval inbox', () => {
       const card = page.locator(`section[data-conversation="${waiting.id}"]`);
       await card.waitFor();
       expect(await card.locator('.msg.user .text').textContent()).toBe(text);
-      expect(await card.locator('[data-testid=arguments]').textContent()).toContain('</pre><script>window.__xss=2</script>⟨U+202E⟩evil');
+      expect(await card.locator('[data-testid=arguments]').textContent()).toContain(
+        '</pre><script>window.__xss=2</script>⟨U+202E⟩evil',
+      );
       expect(await page.locator('main img, main script').count()).toBe(0);
       const rendered = await page.locator('main').getAttribute('data-rendered');
-      await expect.poll(async () => page.locator('main').getAttribute('data-rendered'), { timeout: 10_000 }).not.toBe(rendered); // and after a live refresh
+      await expect
+        .poll(async () => page.locator('main').getAttribute('data-rendered'), { timeout: 10_000 })
+        .not.toBe(rendered); // and after a live refresh
       expect(await card.locator('.msg.user .text').textContent()).toBe(text);
       expect(await page.locator('main img, main script').count()).toBe(0);
       expect(await page.evaluate(() => (globalThis as { __xss?: number }).__xss)).toBeUndefined();
     } finally {
       await context.close();
     }
-    await call('POST', `/v1/conversations/${waiting.id}/decisions`, token('b'), { decision: 'reject', callKeys: [waiting.callKey] });
+    await call('POST', `/v1/conversations/${waiting.id}/decisions`, token('b'), {
+      decision: 'reject',
+      callKeys: [waiting.callKey],
+    });
     await expect.poll(async () => (await h.client.state(waiting.id)).status, { timeout: 20_000 }).toBe('idle');
   });
 

@@ -41,9 +41,14 @@ async function namespaceWith(taken: Taken): Promise<string> {
   const namespace = `limits-${randomUUID().slice(0, 8)}`;
   await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
   const own = Object.entries(taken).flatMap(([type, count]) =>
-    Array.from({ length: count }, (_, i) => [`Team_${type.toLowerCase()}_${i + 1}`, encodeSearchAttributeIndexedValueType(type as keyof Taken)!] as const),
+    Array.from(
+      { length: count },
+      (_, i) =>
+        [`Team_${type.toLowerCase()}_${i + 1}`, encodeSearchAttributeIndexedValueType(type as keyof Taken)!] as const,
+    ),
   );
-  if (own.length > 0) await connection.operatorService.addSearchAttributes({ namespace, searchAttributes: Object.fromEntries(own) });
+  if (own.length > 0)
+    await connection.operatorService.addSearchAttributes({ namespace, searchAttributes: Object.fromEntries(own) });
   return namespace;
 }
 
@@ -70,7 +75,9 @@ async function firstListed(h: Harness, query: string): Promise<string | undefine
 
 /** What the tool message answering `toolCallId` says. */
 async function toolResult(h: Harness, conversationId: string, toolCallId: string): Promise<unknown> {
-  const answer = (await h.client.transcript(conversationId)).find((m) => m.message.role === 'tool' && m.message.tool_call_id === toolCallId);
+  const answer = (await h.client.transcript(conversationId)).find(
+    (m) => m.message.role === 'tool' && m.message.tool_call_id === toolCallId,
+  );
   return answer && answer.message.role === 'tool' ? JSON.parse(answer.message.content) : undefined;
 }
 
@@ -86,19 +93,28 @@ describe('search attributes within the visibility store limits', () => {
     const namespace = await namespaceWith({ INT: 2, KEYWORD: 9, KEYWORD_LIST: 2, DATETIME: 2 });
     const warn = vi.spyOn(logger, 'warn');
     const h = await harness({ namespace, decisionTrust: { keys: [TEST_DECISION_KEY] } });
-    const api = await startApiServer({ client: h.client, tokens: TEST_TOKENS, decisions: { signingKey: TEST_DECISION_KEY } });
+    const api = await startApiServer({
+      client: h.client,
+      tokens: TEST_TOKENS,
+      decisions: { signingKey: TEST_DECISION_KEY },
+    });
     cleanups.push(() => api.stop());
     const call = apiCaller(() => api.url);
 
     const registered = await customAttributes(namespace);
-    expect(registered).toEqual(expect.arrayContaining(['AgentStatus', 'PendingApprovals', 'PendingApprovalTags', 'AwaitingApprovalSince']));
+    expect(registered).toEqual(
+      expect.arrayContaining(['AgentStatus', 'PendingApprovals', 'PendingApprovalTags', 'AwaitingApprovalSince']),
+    );
     for (const name of ['UnknownEffects', 'AgentTokens', 'AgentCostUsd']) expect(registered).not.toContain(name);
     const offLines = warn.mock.calls.map((args) => String(args[1])).filter((line) => line.includes(' is off: '));
     expect(offLines).toHaveLength(2);
-    for (const line of offLines) expect(line).toContain('To have it, free an Int attribute no workflow uses, or raise the limit');
+    for (const line of offLines)
+      expect(line).toContain('To have it, free an Int attribute no workflow uses, or raise the limit');
     for (const group of ['unknownEffects', 'usage']) {
       expect(offLines.find((line) => line.startsWith(`search attribute group "${group}" is off`))).toMatch(
-        new RegExp(`allows 3 custom search attributes of type Int per namespace; namespace "${namespace}" has 3 already \\(.*Team_int_1.*Team_int_2.*\\)`),
+        new RegExp(
+          `allows 3 custom search attributes of type Int per namespace; namespace "${namespace}" has 3 already \\(.*Team_int_1.*Team_int_2.*\\)`,
+        ),
       );
     }
 
@@ -106,11 +122,18 @@ describe('search attributes within the visibility store limits', () => {
     h.model.enqueue({ toolCalls: [refund('call_fit', 15_000)] }, { content: 'Refunded.' });
     const sent = await call('POST', `/v1/conversations/${id}/messages`, token('a'), { text: 'Refund 150 on ord_2001' });
     expect(sent.status).toBe(202);
-    await expect.poll(async () => (await call('GET', '/v1/approvals', token('b'))).json?.approvals?.length, { timeout: 30_000 }).toBe(1);
+    await expect
+      .poll(async () => (await call('GET', '/v1/approvals', token('b'))).json?.approvals?.length, { timeout: 30_000 })
+      .toBe(1);
     const [listed] = (await call('GET', '/v1/approvals', token('b'))).json.approvals;
-    expect(listed).toMatchObject({ conversationId: id, toolCallId: 'call_fit', toolName: 'issue_refund', requestedBy: ['alice@example.com'] });
+    expect(listed).toMatchObject({
+      conversationId: id,
+      toolCallId: 'call_fit',
+      toolName: 'issue_refund',
+      requestedBy: ['alice@example.com'],
+    });
     expect(listed.arguments).toMatchObject({ order_id: 'ord_2001', amount_cents: 15_000 });
-    expect((await h.client.pendingApprovals()).map((p) => p.callKey)).toEqual([listed.callKey]);
+    expect((await h.client.waitingCalls()).calls.map((p) => p.callKey)).toEqual([listed.callKey]);
 
     // The conversation names the four attributes the namespace has, and sets them.
     expect((await startInput(h, id)).searchAttributes).toEqual({
@@ -119,13 +142,20 @@ describe('search attributes within the visibility store limits', () => {
       pendingApprovalTags: 'PendingApprovalTags',
       awaitingApprovalSince: 'AwaitingApprovalSince',
     });
-    await expect.poll(() => firstListed(h, `PendingApprovalTags = 'tool:issue_refund' AND AgentStatus = 'awaiting_approval'`), { timeout: 20_000 }).toBe(id);
+    await expect
+      .poll(() => firstListed(h, `PendingApprovalTags = 'tool:issue_refund' AND AgentStatus = 'awaiting_approval'`), {
+        timeout: 20_000,
+      })
+      .toBe(id);
 
-    const decided = await call('POST', `/v1/conversations/${id}/decisions`, token('b'), { decision: 'approve', callKeys: [listed.callKey] });
+    const decided = await call('POST', `/v1/conversations/${id}/decisions`, token('b'), {
+      decision: 'approve',
+      callKeys: [listed.callKey],
+    });
     expect(decided.status).toBe(200);
     expect((await h.client.waitForTurn(id, sent.json.messageId)).outcome).toBe('answered');
     expect(await toolResult(h, id, 'call_fit')).toMatchObject({ order_id: 'ord_2001', amount_cents: 15_000 });
-    expect(await h.client.pendingApprovals()).toEqual([]);
+    expect((await h.client.waitingCalls()).calls).toEqual([]);
     h.expectOnlyValidModelRequests();
   });
 
@@ -150,25 +180,40 @@ describe('search attributes within the visibility store limits', () => {
       ['usage', 'Int|Double'],
     ]) {
       expect(offLines.find((line) => line.includes(`search attribute group \\"${group}\\" is off`))).toMatch(
-        new RegExp(`allows (10|3) custom search attributes of type (${types}) per namespace; namespace \\\\"${namespace}\\\\" has (10|3) already`),
+        new RegExp(
+          `allows (10|3) custom search attributes of type (${types}) per namespace; namespace \\\\"${namespace}\\\\" has (10|3) already`,
+        ),
       );
     }
 
     const id = h.newConversationId('all-off');
     h.model.enqueue({ toolCalls: [refund('call_full', 16_000)] }, { content: 'Refunded without a search attribute.' });
     const messageId = await h.client.sendMessage(id, 'Refund 160 on ord_2001', { sentBy: 'alice@example.com' });
-    await expect.poll(async () => (await h.client.pendingApprovals({ conversationId: id })).length, { timeout: 30_000 }).toBe(1);
-    const [waiting] = await h.client.pendingApprovals({ requester: 'alice@example.com', tool: 'issue_refund' });
-    expect(waiting).toMatchObject({ conversationId: id, toolCallId: 'call_full', arguments: { order_id: 'ord_2001', amount_cents: 16_000 } });
-    expect(await h.client.listAwaitingApproval()).toEqual([{ conversationId: id, pendingApprovals: 1, runStartedAt: expect.any(Date) }]);
+    await expect
+      .poll(async () => (await h.client.waitingCalls({ conversationId: id })).calls.length, { timeout: 30_000 })
+      .toBe(1);
+    const [waiting] = (await h.client.waitingCalls({ requester: 'alice@example.com', tool: 'issue_refund' })).calls;
+    expect(waiting).toMatchObject({
+      conversationId: id,
+      toolCallId: 'call_full',
+      arguments: { order_id: 'ord_2001', amount_cents: 16_000 },
+    });
+    expect((await h.client.waitingCalls()).calls.map((c) => c.rootConversationId)).toEqual([id]);
     // The backlog metric counts from PostgreSQL when the namespace has no approvals group.
     expect(await h.client.approvalBacklog([{ waited: '1h', ms: 3_600_000 }])).toEqual([
       { waited: 'any', conversations: 1 },
       { waited: '1h', conversations: 0 },
     ]);
 
-    const env = { TEMPORAL_ADDRESS: h.temporalAddress, TEMPORAL_NAMESPACE: namespace, DATABASE_URL: h.databaseUrl, TEMPORAL_TASK_QUEUE: h.taskQueue };
-    expect((await runCli(['pending'], env)).stdout).toContain(`${id}  call_full  issue_refund({"order_id":"ord_2001","amount_cents":16000`);
+    const env = {
+      TEMPORAL_ADDRESS: h.temporalAddress,
+      TEMPORAL_NAMESPACE: namespace,
+      DATABASE_URL: h.databaseUrl,
+      TEMPORAL_TASK_QUEUE: h.taskQueue,
+    };
+    expect((await runCli(['pending'], env)).stdout).toContain(
+      `${id}  call_full  issue_refund({"order_id":"ord_2001","amount_cents":16000`,
+    );
     const unknownEffects = await runCli(['unknown-effects'], env).catch((err: { stderr: string }) => err);
     expect((unknownEffects as { stderr: string }).stderr).toContain(
       `needs the search attribute UnknownEffects (group unknownEffects), which namespace "${namespace}" does not have`,
@@ -177,11 +222,14 @@ describe('search attributes within the visibility store limits', () => {
     await h.client.decide(id, { decision: 'approve', callKey: waiting.callKey, decidedBy: 'ops' });
     expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('answered');
     expect(await toolResult(h, id, 'call_full')).toMatchObject({ order_id: 'ord_2001', amount_cents: 16_000 });
-    expect(await h.client.pendingApprovals()).toEqual([]);
-    // Nothing to set, so no attribute of the agent was upserted (the SDK's own TemporalChangeVersion is), as its input said.
+    expect((await h.client.waitingCalls()).calls).toEqual([]);
+    // Nothing to set, so no attribute of the agent was upserted (the SDK's own TemporalChangeVersion is), as its input
+    // said.
     expect((await startInput(h, id)).searchAttributes).toEqual({});
     const history = await h.temporal.workflow.getHandle(id).fetchHistory();
-    const upserted = (history.events ?? []).flatMap((e) => Object.keys(e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {}));
+    const upserted = (history.events ?? []).flatMap((e) =>
+      Object.keys(e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {}),
+    );
     expect(upserted.filter((name) => name !== 'TemporalChangeVersion')).toEqual([]);
     h.expectOnlyValidModelRequests();
   });
@@ -207,7 +255,9 @@ describe('search attributes within the visibility store limits', () => {
     );
     expect(failure).toBeInstanceOf(SearchAttributeLimitError);
     const message = (failure as Error).message;
-    expect(message).toContain(`Namespace "${namespace}" cannot take the search attribute group "usage": it needs AgentTokens (Int), AgentCostUsd (Double)`);
+    expect(message).toContain(
+      `Namespace "${namespace}" cannot take the search attribute group "usage": it needs AgentTokens (Int), AgentCostUsd (Double)`,
+    );
     expect(message).toContain(
       `allows 3 custom search attributes of type Int per namespace; namespace "${namespace}" has 3 already (Team_int_1, Team_int_2, Team_int_3)`,
     );
@@ -225,11 +275,19 @@ describe('search attributes within the visibility store limits', () => {
     expect(await customAttributes(namespace)).toEqual(SEARCH_ATTRIBUTES.map((key) => `Support_${key.name}`).sort());
 
     const id = h.newConversationId('prefixed');
-    h.model.enqueue({ toolCalls: [refund('call_pre', 17_000)] }, { content: 'Refunded.' }, { content: 'Second answer.' });
+    h.model.enqueue(
+      { toolCalls: [refund('call_pre', 17_000)] },
+      { content: 'Refunded.' },
+      { content: 'Second answer.' },
+    );
     const first = await h.client.sendMessage(id, 'Refund 170 on ord_2001', { input: { continueAsNewAfterEvents: 10 } });
-    await expect.poll(async () => (await h.client.pendingApprovals({ conversationId: id })).length, { timeout: 30_000 }).toBe(1);
-    const [waiting] = await h.client.pendingApprovals({ conversationId: id });
-    await expect.poll(() => firstListed(h, `Support_PendingApprovalTags = 'tool:issue_refund'`), { timeout: 20_000 }).toBe(id);
+    await expect
+      .poll(async () => (await h.client.waitingCalls({ conversationId: id })).calls.length, { timeout: 30_000 })
+      .toBe(1);
+    const [waiting] = (await h.client.waitingCalls({ conversationId: id })).calls;
+    await expect
+      .poll(() => firstListed(h, `Support_PendingApprovalTags = 'tool:issue_refund'`), { timeout: 20_000 })
+      .toBe(id);
     expect(await h.client.approvalBacklog([])).toEqual([{ waited: 'any', conversations: 1 }]);
     await h.client.decide(id, { decision: 'approve', callKey: waiting.callKey, decidedBy: 'ops' });
     expect((await h.client.waitForTurn(id, first)).outcome).toBe('answered');
@@ -240,17 +298,28 @@ describe('search attributes within the visibility store limits', () => {
     expect((await h.client.waitForTurn(id, second)).outcome).toBe('answered');
     const state = await h.client.state(id);
     expect(state.runs).toBeGreaterThan(1);
-    const namesSet = async () => (await h.temporal.workflow.getHandle(id).describe()).typedSearchAttributes.getAll().map((pair) => pair.key.name);
+    const namesSet = async () =>
+      (await h.temporal.workflow.getHandle(id).describe()).typedSearchAttributes.getAll().map((pair) => pair.key.name);
     await expect
       .poll(namesSet, { timeout: 20_000 })
       .toEqual(expect.arrayContaining(['Support_AgentStatus', 'Support_PendingApprovals', 'Support_AgentTokens']));
-    expect((await namesSet()).filter((name) => !name.startsWith('Support_') && !name.startsWith('Build') && !name.startsWith('Temporal'))).toEqual([]);
+    expect(
+      (await namesSet()).filter(
+        (name) => !name.startsWith('Support_') && !name.startsWith('Build') && !name.startsWith('Temporal'),
+      ),
+    ).toEqual([]);
     h.expectOnlyValidModelRequests();
   });
 
   it("a conversation's input names only attributes it sets, each under a plain name of its own", () => {
-    expect(describeInvalidInput({ searchAttributes: { status: 'Support_AgentStatus', tokens: 'Support_AgentTokens' } })).toEqual([]);
-    expect(describeInvalidInput({ searchAttributes: { status: 'A', pendingApprovals: 'A', colour: 'B', tokens: 'my-tokens' } })).toEqual([
+    expect(
+      describeInvalidInput({ searchAttributes: { status: 'Support_AgentStatus', tokens: 'Support_AgentTokens' } }),
+    ).toEqual([]);
+    expect(
+      describeInvalidInput({
+        searchAttributes: { status: 'A', pendingApprovals: 'A', colour: 'B', tokens: 'my-tokens' },
+      }),
+    ).toEqual([
       'searchAttributes.pendingApprovals and searchAttributes.status both name A; each attribute needs a name of its own',
       'searchAttributes.colour is not an attribute the conversation sets (known: status, pendingApprovals, unknownEffects, pendingApprovalTags, awaitingApprovalSince, tokens, costUsd)',
       'searchAttributes.tokens must be a search attribute name (a letter or _, then letters, digits or _, at most 64 characters), got "my-tokens"',

@@ -27,28 +27,41 @@ const labelMaker = tool({
 let h: Harness;
 beforeAll(async () => {
   h = await startHarness({ tools: [...backofficeTools(), labelMaker] });
-  await h.pool.query(`ALTER TABLE durable_agent.conversation_messages ADD CONSTRAINT test_refuse_message CHECK (message::text NOT LIKE '%REFUSED-MESSAGE%')`);
-  await h.pool.query(`ALTER TABLE durable_agent.tool_results ADD CONSTRAINT test_refuse_result CHECK (content NOT LIKE 'REFUSED-RESULT%')`);
+  await h.pool.query(
+    `ALTER TABLE durable_agent.conversation_messages ADD CONSTRAINT test_refuse_message CHECK (message::text NOT LIKE '%REFUSED-MESSAGE%')`,
+  );
+  await h.pool.query(
+    `ALTER TABLE durable_agent.tool_results ADD CONSTRAINT test_refuse_result CHECK (content NOT LIKE 'REFUSED-RESULT%')`,
+  );
   await h.pool.query(
     `ALTER TABLE durable_agent.approval_decisions ADD CONSTRAINT test_refuse_reason CHECK (reason IS NULL OR reason NOT LIKE '%REFUSED-REASON%')`,
   );
-  await h.pool.query(`ALTER TABLE durable_agent.conversation_messages ADD CONSTRAINT test_refuse_all CHECK (conversation_id NOT LIKE 'doomed-%')`);
+  await h.pool.query(
+    `ALTER TABLE durable_agent.conversation_messages ADD CONSTRAINT test_refuse_all CHECK (conversation_id NOT LIKE 'doomed-%')`,
+  );
 });
 afterAll(async () => {
   await h?.stop();
 });
 
 /** The failures of the conversation's activities of `type`, as recorded in its history: attempt and failure type. */
-async function activityFailures(id: string, type: string): Promise<{ attempt: number; failureType: string | undefined; nonRetryable: boolean }[]> {
+async function activityFailures(
+  id: string,
+  type: string,
+): Promise<{ attempt: number; failureType: string | undefined; nonRetryable: boolean }[]> {
   const history = await h.temporal.workflow.getHandle(id).fetchHistory();
   const scheduled = new Map<string, string>();
   const failures: { attempt: number; failureType: string | undefined; nonRetryable: boolean }[] = [];
   const started = new Map<string, number>();
   for (const event of history.events ?? []) {
     const id = String(event.eventId);
-    if (event.activityTaskScheduledEventAttributes) scheduled.set(id, event.activityTaskScheduledEventAttributes.activityType?.name ?? '');
+    if (event.activityTaskScheduledEventAttributes)
+      scheduled.set(id, event.activityTaskScheduledEventAttributes.activityType?.name ?? '');
     if (event.activityTaskStartedEventAttributes)
-      started.set(String(event.activityTaskStartedEventAttributes.scheduledEventId), event.activityTaskStartedEventAttributes.attempt ?? 0);
+      started.set(
+        String(event.activityTaskStartedEventAttributes.scheduledEventId),
+        event.activityTaskStartedEventAttributes.attempt ?? 0,
+      );
     const failed = event.activityTaskFailedEventAttributes;
     if (failed && scheduled.get(String(failed.scheduledEventId)) === type) {
       const info = failed.failure?.applicationFailureInfo;
@@ -75,11 +88,17 @@ describe('values PostgreSQL refuses', () => {
       /^\[This message could not be stored, so its text is lost: PostgreSQL refused to store message 0 of conversation .*test_refuse_message/,
     );
     const state = await h.client.state(id);
-    expect(state.lastError).toMatch(/^PostgreSQL refused to store message 0, stored a note in their place: .*test_refuse_message/);
+    expect(state.lastError).toMatch(
+      /^PostgreSQL refused to store message 0, stored a note in their place: .*test_refuse_message/,
+    );
     // The model call that carried the write failed once, not retried; the one after the note answered.
-    expect(await activityFailures(id, 'durableAgent.callModel')).toEqual([{ attempt: 1, failureType: ActivityErrorType.StoreRefused, nonRetryable: true }]);
+    expect(await activityFailures(id, 'durableAgent.callModel')).toEqual([
+      { attempt: 1, failureType: ActivityErrorType.StoreRefused, nonRetryable: true },
+    ]);
     // The model was asked with the note, never with a gap.
-    const asked = h.model.requests.filter((r) => JSON.stringify(r.body).includes('could not be stored, so its text is lost'));
+    const asked = h.model.requests.filter((r) =>
+      JSON.stringify(r.body).includes('could not be stored, so its text is lost'),
+    );
     expect(asked).toHaveLength(1);
     await expectAnswersNextMessage(h, id);
     expect((await h.client.state(id)).lastError).toBeUndefined();
@@ -101,7 +120,9 @@ describe('values PostgreSQL refuses', () => {
     const content = JSON.parse((result as { content: string }).content) as { kind: string; error: string };
     expect(content.kind).toBe('effect_unknown');
     expect(content.error).toContain('The tool ran, but PostgreSQL refused to store its result, so the result is lost');
-    expect(await activityFailures(id, 'durableAgent.runTool')).toEqual([{ attempt: 1, failureType: ActivityErrorType.ToolEffectUnknown, nonRetryable: true }]);
+    expect(await activityFailures(id, 'durableAgent.runTool')).toEqual([
+      { attempt: 1, failureType: ActivityErrorType.ToolEffectUnknown, nonRetryable: true },
+    ]);
     expect((await h.client.state(id)).unknownEffectsCount).toBe(1);
     await expectAnswersNextMessage(h, id);
     h.expectOnlyValidModelRequests();
@@ -109,7 +130,15 @@ describe('values PostgreSQL refuses', () => {
 
   it('a decision record it refuses leaves the decision applied, and lastError says only its record is missing', async () => {
     const id = h.newConversationId('refused-record');
-    h.model.enqueue({ toolCalls: [{ id: 'call_big', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 15000, reason: 'late' } }] });
+    h.model.enqueue({
+      toolCalls: [
+        {
+          id: 'call_big',
+          name: 'issue_refund',
+          arguments: { order_id: 'ord_2001', amount_cents: 15000, reason: 'late' },
+        },
+      ],
+    });
     await h.client.sendMessage(id, 'refund 150 on ord_2001');
     await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 15_000 }).toBe(1);
     h.model.enqueue({ content: 'The refund was rejected.' });
@@ -120,7 +149,9 @@ describe('values PostgreSQL refuses', () => {
     expect(state.lastError).toMatch(
       /^PostgreSQL refused the record of decision .* \(reject call_big\); it applied, only its record is missing: .*test_refuse_reason/,
     );
-    const rejected = (await h.client.transcript(id)).find((m) => m.message.role === 'tool')?.message as { content: string };
+    const rejected = (await h.client.transcript(id)).find((m) => m.message.role === 'tool')?.message as {
+      content: string;
+    };
     expect(JSON.parse(rejected.content)).toMatchObject({ kind: 'rejected', reason: 'REFUSED-REASON: too much' });
     expect(await activityFailures(id, 'durableAgent.recordDecision')).toEqual([
       { attempt: 1, failureType: ActivityErrorType.StoreRefused, nonRetryable: true },
@@ -132,26 +163,38 @@ describe('values PostgreSQL refuses', () => {
   it('an assistant message it refuses before a wait for a person gets its note, and the call is listed and decided as usual', async () => {
     const id = h.newConversationId('refused-ask');
     h.model.enqueue({
-      toolCalls: [{ id: 'call_big', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 15000, reason: 'REFUSED-MESSAGE' } }],
+      toolCalls: [
+        {
+          id: 'call_big',
+          name: 'issue_refund',
+          arguments: { order_id: 'ord_2001', amount_cents: 15000, reason: 'REFUSED-MESSAGE' },
+        },
+      ],
     });
     const messageId = await h.client.sendMessage(id, 'refund 150 on ord_2001');
     await expect
-      .poll(async () => (await h.client.pendingApprovals({ conversationId: id })).map((a) => a.toolCallId), { timeout: 15_000 })
+      .poll(async () => (await h.client.waitingCalls({ conversationId: id })).calls.map((a) => a.toolCallId), {
+        timeout: 15_000,
+      })
       .toEqual(['call_big']);
     const asked = (await h.client.transcript(id))[1].message as { content: string; tool_calls: { id: string }[] };
     expect(asked.content).toMatch(/^\[This message could not be stored/);
     expect(asked.tool_calls.map((c) => c.id)).toEqual(['call_big']);
-    expect((await h.client.state(id)).lastError).toMatch(/^PostgreSQL refused to store message 1, stored a note in their place/);
+    expect((await h.client.state(id)).lastError).toMatch(
+      /^PostgreSQL refused to store message 1, stored a note in their place/,
+    );
     h.model.enqueue({ content: 'Not refunded.' });
     await h.client.decide(id, { decision: 'reject', toolCallId: 'call_big', reason: 'no' });
     expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('answered');
-    expect(await h.client.pendingApprovals({ conversationId: id })).toEqual([]);
+    expect((await h.client.waitingCalls({ conversationId: id })).calls).toEqual([]);
     h.expectOnlyValidModelRequests();
   });
 
   it('when it refuses even the notes, the turn ends failed saying what is missing instead of waiting forever', async () => {
     const id = h.newConversationId('doomed');
-    const messageId = await h.client.sendMessage(id, `hello from ${id}`, { input: { timeouts: { modelCallAttempts: 2 } } });
+    const messageId = await h.client.sendMessage(id, `hello from ${id}`, {
+      input: { timeouts: { modelCallAttempts: 2 } },
+    });
     const turn = await h.client.waitForTurn(id, messageId, 60_000);
     expect(turn.outcome).toBe('failed');
     expect(turn.error).toContain('PostgreSQL holds 0 messages through seq 0, expected 1');

@@ -5,7 +5,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { startApiServer } from '../../src/api/server';
-import { AgentClient } from '../../src/client/client';
+import { AgentClient, type WaitingCall } from '../../src/client/client';
 import { agent } from '../../src/tools/agents';
 import { backofficeTools } from '../../src/demo/tools';
 import type { ChatMessage } from '../../src/contract/messages';
@@ -18,7 +18,12 @@ import { startHarness, type Harness } from '../support/harness';
 
 const tools = backofficeTools();
 const named = (...names: string[]) => tools.filter((t) => names.includes(t.name));
-const refunder = agent({ name: 'refunder', instructions: 'REFUNDER: issue refunds.', handoffDescription: 'Issues one refund.', tools: named('issue_refund') });
+const refunder = agent({
+  name: 'refunder',
+  instructions: 'REFUNDER: issue refunds.',
+  handoffDescription: 'Issues one refund.',
+  tools: named('issue_refund'),
+});
 const checker = agent({
   name: 'checker',
   instructions: 'CHECKER: check orders.',
@@ -41,7 +46,12 @@ let browser: Browser | undefined;
 let scratch: string;
 beforeAll(async () => {
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'sub-agents-'));
-  h = await startHarness({ tools, agents: [desk, refunder, checker], inlineResultLimit: 200, decisionTrust: { keys: [TEST_DECISION_KEY] } });
+  h = await startHarness({
+    tools,
+    agents: [desk, refunder, checker],
+    inlineResultLimit: 200,
+    decisionTrust: { keys: [TEST_DECISION_KEY] },
+  });
   api = await startApiServer({ client: h.client, tokens: TEST_TOKENS, decisions: { signingKey: TEST_DECISION_KEY } });
 });
 afterAll(async () => {
@@ -52,18 +62,30 @@ afterAll(async () => {
 });
 
 const call = apiCaller(() => api.url);
-type WireBody = { messages: { role: string; content: unknown }[]; tools?: { function: { name: string; parameters: unknown } }[] };
+type WireBody = {
+  messages: { role: string; content: unknown }[];
+  tools?: { function: { name: string; parameters: unknown } }[];
+};
 const body = (request: Record<string, unknown>) => request as unknown as WireBody;
 const messagesOf = async (id: string): Promise<ChatMessage[]> => (await h.client.transcript(id)).map((m) => m.message);
 const resultOf = async (id: string, toolCallId: string) =>
-  (await messagesOf(id)).find((m): m is Extract<ChatMessage, { role: 'tool' }> => m.role === 'tool' && m.tool_call_id === toolCallId)?.content;
+  (await messagesOf(id)).find(
+    (m): m is Extract<ChatMessage, { role: 'tool' }> => m.role === 'tool' && m.tool_call_id === toolCallId,
+  )?.content;
 const refundedCents = async (order: string) =>
-  Number((await h.pool.query<{ refunded_cents: number }>('SELECT refunded_cents FROM public.orders WHERE id = $1', [order])).rows[0].refunded_cents);
+  Number(
+    (await h.pool.query<{ refunded_cents: number }>('SELECT refunded_cents FROM public.orders WHERE id = $1', [order]))
+      .rows[0].refunded_cents,
+  );
 /** The child conversation the parent's call at `seq`/`index` started. */
 const childOf = (parent: string, agentName: string, seq: number, index = 0) => `${parent}~${agentName}~${seq}-${index}`;
 /** The tool-call ids waiting in the child conversation `id`, once one waits (the child may not have started yet). */
 const callsWaitingIn = async (id: string): Promise<string[]> => {
-  await expect.poll(async () => (await h.client.state(id).catch(() => undefined))?.pendingApprovals.length ?? 0, { timeout: 20_000 }).toBeGreaterThan(0);
+  await expect
+    .poll(async () => (await h.client.state(id).catch(() => undefined))?.pendingApprovals.length ?? 0, {
+      timeout: 20_000,
+    })
+    .toBeGreaterThan(0);
   return (await h.client.state(id)).pendingApprovals.map((p) => p.toolCallId);
 };
 const statusOf = async (id: string) => (await h.temporal.workflow.getHandle(id).describe()).status.name;
@@ -78,7 +100,10 @@ describe('agents as tools', () => {
       { content: longAnswer },
       { content: 'The checker says it is fine.' },
     );
-    const { turn, answer } = await h.client.ask(id, 'SUB-1 please check ord_1001', { input: { agent: 'desk' }, sentBy: 'alice' });
+    const { turn, answer } = await h.client.ask(id, 'SUB-1 please check ord_1001', {
+      input: { agent: 'desk' },
+      sentBy: 'alice',
+    });
     expect(turn).toMatchObject({ outcome: 'answered', steps: 2 });
     expect(answer).toBe('The checker says it is fine.');
 
@@ -90,7 +115,12 @@ describe('agents as tools', () => {
       'DESK: delegate.',
     ]);
     const deskTools = body(requests[0]).tools!;
-    expect(deskTools.map((t) => t.function.name)).toEqual(['find_customer', 'ask_refunder', 'ask_refunder_quickly', 'ask_checker']);
+    expect(deskTools.map((t) => t.function.name)).toEqual([
+      'find_customer',
+      'ask_refunder',
+      'ask_refunder_quickly',
+      'ask_checker',
+    ]);
     expect(deskTools[1].function.parameters).toMatchObject({ required: ['input'], additionalProperties: false });
     // The child's transcript: its task as the user message, its own tool call, its answer named by its agent.
     const child = childOf(id, 'checker', 1);
@@ -118,12 +148,18 @@ describe('agents as tools', () => {
     const { events } = await h.temporal.workflow.getHandle(id).fetchHistory();
     const started = (events ?? []).find((e) => e.startChildWorkflowExecutionInitiatedEventAttributes);
     expect(started?.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId).toBe(child);
-    expect(defaultPayloadConverter.fromPayload<string>(started!.userMetadata!.summary!)).toBe('checker agent for ask_checker, call 1 of turn 1');
+    expect(defaultPayloadConverter.fromPayload<string>(started!.userMetadata!.summary!)).toBe(
+      'checker agent for ask_checker, call 1 of turn 1',
+    );
     h.expectOnlyValidModelRequests();
   });
 
   it("a child conversation runs with its caller's workflow task timeout (the client's workflowTaskTimeoutMs)", async () => {
-    const client = AgentClient.fromClient(h.temporal, { taskQueue: h.taskQueue, databaseUrl: h.databaseUrl, workflowTaskTimeoutMs: 7_000 });
+    const client = AgentClient.fromClient(h.temporal, {
+      taskQueue: h.taskQueue,
+      databaseUrl: h.databaseUrl,
+      workflowTaskTimeoutMs: 7_000,
+    });
     const id = h.newConversationId('sub-task-timeout');
     h.model.enqueue(
       { toolCalls: [{ id: 'call_check', name: 'ask_checker', arguments: { input: 'SUB-TT check ord_1001' } }] },
@@ -149,18 +185,36 @@ describe('agents as tools', () => {
     const id = h.newConversationId('sub-approve');
     const before = await refundedCents('ord_2001');
     h.model.enqueue(
-      { toolCalls: [{ id: 'call_delegate', name: 'ask_refunder', arguments: { input: 'SUB-2 refund $150 on ord_2001' } }] },
-      { toolCalls: [{ id: 'call_refund', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 15_000, reason: 'late' } }] },
+      {
+        toolCalls: [
+          { id: 'call_delegate', name: 'ask_refunder', arguments: { input: 'SUB-2 refund $150 on ord_2001' } },
+        ],
+      },
+      {
+        toolCalls: [
+          {
+            id: 'call_refund',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_2001', amount_cents: 15_000, reason: 'late' },
+          },
+        ],
+      },
       { content: 'SUB-2 refunded 150.00.' },
       { content: 'Done: the refunder refunded it.' },
     );
-    const sent = await call('POST', `/v1/conversations/${id}/messages`, token('d'), { text: 'SUB-2 refund ord_2001', input: { agent: 'desk' } });
+    const sent = await call('POST', `/v1/conversations/${id}/messages`, token('d'), {
+      text: 'SUB-2 refund ord_2001',
+      input: { agent: 'desk' },
+    });
     expect(sent.status).toBe(202);
     const child = childOf(id, 'refunder', 1);
     expect(await callsWaitingIn(child)).toEqual(['call_refund']);
     expect((await h.client.state(child)).pendingApprovals[0].requestedBy).toEqual(['dave@example.com']);
-    // One inbox for every level: the caller waits on the call below it, and every list names the top-level conversation and the agents.
-    await expect.poll(async () => (await h.client.state(id)).waitingBelow?.map((b) => b.toolCallId), { timeout: 10_000 }).toEqual(['call_refund']);
+    // One inbox for every level: the caller waits on the call below it, and every list names the top-level conversation
+    // and the agents.
+    await expect
+      .poll(async () => (await h.client.state(id)).waitingBelow?.map((b) => b.toolCallId), { timeout: 10_000 })
+      .toEqual(['call_refund']);
     const parent = await h.client.state(id);
     expect(parent.status).toBe('awaiting_approval');
     expect(parent.pendingApprovals).toEqual([]);
@@ -173,9 +227,18 @@ describe('agents as tools', () => {
     });
     const listed = await call('GET', `/v1/approvals?conversationId=${encodeURIComponent(id)}`, token('b'));
     expect(listed.json.approvals).toEqual([
-      expect.objectContaining({ conversationId: child, rootConversationId: id, agentPath: ['desk', 'refunder'], toolCallId: 'call_refund' }),
+      expect.objectContaining({
+        conversationId: child,
+        rootConversationId: id,
+        agentPath: ['desk', 'refunder'],
+        toolCallId: 'call_refund',
+      }),
     ]);
-    const printed = await runCli(['pending'], { AGENT_API_URL: api.url, AGENT_API_TOKEN: token('b'), AGENT_DATA_DIR: scratch });
+    const printed = await runCli(['pending'], {
+      AGENT_API_URL: api.url,
+      AGENT_API_TOKEN: token('b'),
+      AGENT_DATA_DIR: scratch,
+    });
     expect(printed.stdout).toContain(`${child}  call_refund  issue_refund(`);
     expect(printed.stdout).toMatch(new RegExp(`asked by dave@example.com  for ${id}  agents desk > refunder  key `));
     const own = await call('POST', `/v1/conversations/${encodeURIComponent(child)}/decisions`, token('d'), {
@@ -199,7 +262,10 @@ describe('agents as tools', () => {
     expect(turn.outcome).toBe('answered');
     expect(await refundedCents('ord_2001')).toBe(before + 15_000);
     expect(await resultOf(id, 'call_delegate')).toBe('SUB-2 refunded 150.00.');
-    const records = await h.pool.query('SELECT decided_by, authenticated FROM durable_agent.approval_decisions WHERE conversation_id = $1', [child]);
+    const records = await h.pool.query(
+      'SELECT decided_by, authenticated FROM durable_agent.approval_decisions WHERE conversation_id = $1',
+      [child],
+    );
     expect(records.rows).toEqual([{ decided_by: 'bob@example.com', authenticated: true }]);
     h.expectOnlyValidModelRequests();
   });
@@ -208,8 +274,20 @@ describe('agents as tools', () => {
     const id = h.newConversationId('sub-reject');
     const before = await refundedCents('ord_2001');
     h.model.enqueue(
-      { toolCalls: [{ id: 'call_delegate', name: 'ask_refunder', arguments: { input: 'SUB-3 refund $140 on ord_2001' } }] },
-      { toolCalls: [{ id: 'call_refund', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 14_000, reason: 'late' } }] },
+      {
+        toolCalls: [
+          { id: 'call_delegate', name: 'ask_refunder', arguments: { input: 'SUB-3 refund $140 on ord_2001' } },
+        ],
+      },
+      {
+        toolCalls: [
+          {
+            id: 'call_refund',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_2001', amount_cents: 14_000, reason: 'late' },
+          },
+        ],
+      },
       { content: 'SUB-3 the refund was rejected by a person.' },
       { content: 'No refund was made.' },
     );
@@ -224,7 +302,10 @@ describe('agents as tools', () => {
     expect(rejected.status).toBe(200);
     expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('answered');
     expect(await refundedCents('ord_2001')).toBe(before);
-    expect(JSON.parse((await resultOf(child, 'call_refund'))!)).toMatchObject({ kind: 'rejected', reason: 'not eligible' });
+    expect(JSON.parse((await resultOf(child, 'call_refund'))!)).toMatchObject({
+      kind: 'rejected',
+      reason: 'not eligible',
+    });
     expect(await resultOf(id, 'call_delegate')).toBe('SUB-3 the refund was rejected by a person.');
     h.expectOnlyValidModelRequests();
   });
@@ -238,7 +319,15 @@ describe('agents as tools', () => {
           { id: 'call_find', name: 'find_customer', arguments: { query: 'ada' } },
         ],
       },
-      { toolCalls: [{ id: 'call_refund', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 13_000, reason: 'late' } }] },
+      {
+        toolCalls: [
+          {
+            id: 'call_refund',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_2001', amount_cents: 13_000, reason: 'late' },
+          },
+        ],
+      },
     );
     const messageId = await h.client.sendMessage(id, 'SUB-4 refund ord_2001', { input: { agent: 'desk' } });
     const child = childOf(id, 'refunder', 1);
@@ -258,12 +347,29 @@ describe('agents as tools', () => {
   it('a child past its timeout settles the call as effect_unknown; one whose turn fails settles it as tool_failed', async () => {
     const id = h.newConversationId('sub-timeout');
     h.model.enqueue(
-      { toolCalls: [{ id: 'call_quick', name: 'ask_refunder_quickly', arguments: { input: 'SUB-5 refund $160 on ord_2001' } }] },
-      { toolCalls: [{ id: 'call_refund', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 16_000, reason: 'late' } }] },
+      {
+        toolCalls: [
+          { id: 'call_quick', name: 'ask_refunder_quickly', arguments: { input: 'SUB-5 refund $160 on ord_2001' } },
+        ],
+      },
+      {
+        toolCalls: [
+          {
+            id: 'call_refund',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_2001', amount_cents: 16_000, reason: 'late' },
+          },
+        ],
+      },
       { content: 'SUB-5 the refunder ran out of time.' },
     );
-    expect((await h.client.ask(id, 'SUB-5 refund ord_2001', { input: { agent: 'desk' } })).turn.outcome).toBe('answered');
-    expect(JSON.parse((await resultOf(id, 'call_quick'))!)).toMatchObject({ kind: 'effect_unknown', error: expect.stringContaining('ran past its timeout') });
+    expect((await h.client.ask(id, 'SUB-5 refund ord_2001', { input: { agent: 'desk' } })).turn.outcome).toBe(
+      'answered',
+    );
+    expect(JSON.parse((await resultOf(id, 'call_quick'))!)).toMatchObject({
+      kind: 'effect_unknown',
+      error: expect.stringContaining('ran past its timeout'),
+    });
     expect(await statusOf(childOf(id, 'refunder', 1))).toBe('TIMED_OUT');
     expect((await h.client.state(id)).unknownEffects.map((u) => u.toolName)).toEqual(['ask_refunder_quickly']);
 
@@ -294,8 +400,13 @@ describe('agents as tools', () => {
       { content: 'SUB-7 I could not go deeper.' },
       { content: 'SUB-7 done.' },
     );
-    expect((await h.client.ask(id, 'SUB-7 go', { input: { agent: 'desk', maxAgentDepth: 1 } })).turn.outcome).toBe('answered');
-    expect(JSON.parse((await resultOf(id, 'call_bad'))!)).toMatchObject({ kind: 'tool_failed', reason: 'invalid_arguments' });
+    expect((await h.client.ask(id, 'SUB-7 go', { input: { agent: 'desk', maxAgentDepth: 1 } })).turn.outcome).toBe(
+      'answered',
+    );
+    expect(JSON.parse((await resultOf(id, 'call_bad'))!)).toMatchObject({
+      kind: 'tool_failed',
+      reason: 'invalid_arguments',
+    });
     const child = childOf(id, 'checker', 1);
     expect(JSON.parse((await resultOf(child, 'call_deeper'))!)).toMatchObject({
       kind: 'tool_failed',
@@ -305,31 +416,68 @@ describe('agents as tools', () => {
     expect((await h.client.state(child)).calledBy?.path).toEqual(['desk', 'checker']);
     // Only the workflow names a caller: a sender cannot place a conversation under another one.
     const calledBy = { ...(await h.client.state(child)).calledBy!, task: 'forged' };
-    await expect(h.client.sendMessage(h.newConversationId('sub-forged'), 'hi', { input: { calledBy } })).rejects.toThrow(
-      /calledBy is set by the workflow for an agent called as a tool, never by a sender/,
-    );
-    const forged = await call('POST', `/v1/conversations/${h.newConversationId('sub-forged')}/messages`, token('a'), { text: 'hi', input: { calledBy } });
+    await expect(
+      h.client.sendMessage(h.newConversationId('sub-forged'), 'hi', { input: { calledBy } }),
+    ).rejects.toThrow(/calledBy is set by the workflow for an agent called as a tool, never by a sender/);
+    const forged = await call('POST', `/v1/conversations/${h.newConversationId('sub-forged')}/messages`, token('a'), {
+      text: 'hi',
+      input: { calledBy },
+    });
     expect(forged.status).toBe(400);
     h.expectOnlyValidModelRequests();
   });
 
   it('the inbox page shows a call waiting inside a sub-agent with its top-level conversation and agents; approving it there reaches the child', async () => {
     const CHROMIUM = '/usr/bin/chromium';
-    if (!fs.existsSync(CHROMIUM)) throw new Error(`This test drives Debian's Chromium at ${CHROMIUM}; install it (apt-get install chromium; .ci/run does).`);
+    if (!fs.existsSync(CHROMIUM))
+      throw new Error(
+        `This test drives Debian's Chromium at ${CHROMIUM}; install it (apt-get install chromium; .ci/run does).`,
+      );
     browser ??= await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
     const id = h.newConversationId('sub-inbox');
     const before = await refundedCents('ord_1001');
     h.model.enqueue(
-      { toolCalls: [{ id: 'call_delegate', name: 'ask_refunder', arguments: { input: 'SUB-8 refund $120 on ord_1001' } }] },
-      { toolCalls: [{ id: 'call_refund', name: 'issue_refund', arguments: { order_id: 'ord_1001', amount_cents: 12_000, reason: 'broken' } }] },
+      {
+        toolCalls: [
+          { id: 'call_delegate', name: 'ask_refunder', arguments: { input: 'SUB-8 refund $120 on ord_1001' } },
+        ],
+      },
+      {
+        toolCalls: [
+          {
+            id: 'call_refund',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_1001', amount_cents: 12_000, reason: 'broken' },
+          },
+        ],
+      },
       { content: 'SUB-8 refunded 120.00.' },
       { content: 'SUB-8 done.' },
     );
-    const sent = await call('POST', `/v1/conversations/${id}/messages`, token('a'), { text: 'SUB-8 refund the kettle', input: { agent: 'desk' } });
+    const sent = await call('POST', `/v1/conversations/${id}/messages`, token('a'), {
+      text: 'SUB-8 refund the kettle',
+      input: { agent: 'desk' },
+    });
     const child = childOf(id, 'refunder', 1);
-    await expect.poll(async () => (await h.client.pendingApprovals()).filter((a) => a.conversationId === child).length, { timeout: 20_000 }).toBe(1);
-    const [waiting] = (await h.client.pendingApprovals()).filter((a) => a.conversationId === child);
+    await expect
+      .poll(async () => (await h.client.waitingCalls()).calls.filter((a) => a.conversationId === child).length, {
+        timeout: 20_000,
+      })
+      .toBe(1);
+    const [waiting] = (await h.client.waitingCalls()).calls.filter((a) => a.conversationId === child);
     await expect.poll(async () => (await h.client.state(id)).status, { timeout: 10_000 }).toBe('awaiting_approval');
+    // One list in every scope: the top-level conversation's has the call waiting below it, read from PostgreSQL or
+    // asked of its
+    // worker alike (the age aside: each source measures it at its own time); without the calls below, it has none of
+    // its own.
+    const sameCall = ({ ageMs: _age, ...rest }: WaitingCall<Date>) => rest;
+    expect((await h.client.waitingCalls({ conversationId: id })).calls.map(sameCall)).toEqual([sameCall(waiting)]);
+    expect((await h.client.waitingCalls({ conversationId: id, below: false })).calls).toEqual([]);
+    const asked = await h.client.waitingCalls({ conversationId: id, workerWaitMs: 10_000 });
+    expect(asked.workerAnswered).toBe(true);
+    expect(asked.calls.map(sameCall)).toEqual([sameCall(waiting)]);
+    const askedChild = await h.client.waitingCalls({ conversationId: child, below: false, workerWaitMs: 10_000 });
+    expect(askedChild.calls.map(sameCall)).toEqual([sameCall(waiting)]);
 
     const context = await browser.newContext();
     try {
@@ -341,7 +489,9 @@ describe('agents as tools', () => {
       // The caller's own page lists the call waiting below it.
       await page.goto(`${api.url}/inbox/conversations/${encodeURIComponent(id)}`);
       expect(await page.textContent('[data-testid=status]')).toBe('awaiting approval');
-      expect(await page.locator(`[data-call-key="${waiting.callKey}"] [data-testid=agent-path]`).textContent()).toBe('desk › refunder');
+      expect(await page.locator(`[data-call-key="${waiting.callKey}"] [data-testid=agent-path]`).textContent()).toBe(
+        'desk › refunder',
+      );
       await page.goto(`${api.url}/inbox`);
       const item = page.locator(`section[data-conversation="${child}"] [data-call-key="${waiting.callKey}"]`);
       await item.waitFor();
@@ -357,8 +507,13 @@ describe('agents as tools', () => {
     }
     expect((await h.client.waitForTurn(id, sent.json.messageId)).outcome).toBe('answered');
     expect(await refundedCents('ord_1001')).toBe(before + 12_000);
-    const records = await h.pool.query('SELECT decided_by, authenticated, reason FROM durable_agent.approval_decisions WHERE conversation_id = $1', [child]);
-    expect(records.rows).toEqual([{ decided_by: 'bob@example.com', authenticated: true, reason: 'kettle photo checked' }]);
+    const records = await h.pool.query(
+      'SELECT decided_by, authenticated, reason FROM durable_agent.approval_decisions WHERE conversation_id = $1',
+      [child],
+    );
+    expect(records.rows).toEqual([
+      { decided_by: 'bob@example.com', authenticated: true, reason: 'kettle photo checked' },
+    ]);
     expect(await resultOf(id, 'call_delegate')).toBe('SUB-8 refunded 120.00.');
     h.expectOnlyValidModelRequests();
   });
@@ -374,7 +529,8 @@ describe('agents as tools', () => {
     h.model.enqueue({ content: 'SUB-9 second turn.' });
     expect((await h.client.ask(id, 'SUB-9 again')).answer).toBe('SUB-9 second turn.');
     expect((await h.client.state(id)).runs).toBeGreaterThan(1);
-    // The caller's first run closed after the child had ended: the child completed, it was not terminated by the parent close policy.
+    // The caller's first run closed after the child had ended: the child completed, it was not terminated by the parent
+    // close policy.
     expect(await statusOf(childOf(id, 'checker', 1))).toBe('COMPLETED');
     expect(await resultOf(id, 'call_check')).toBe('SUB-9 fine.');
     h.expectOnlyValidModelRequests();

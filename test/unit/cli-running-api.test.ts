@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { findApiDecider } from '../../src/cli/api-decisions';
 import { findRunningApi, howToDecideThroughApi } from '../../src/cli/running-api';
 import { loadConfig } from '../../src/app/config';
-import type { RuntimeInfo } from '../../src/app/services';
+import type { RuntimeInfo } from '../../src/app/runtime-file';
 
 // Which API the CLI decides through: the running npm start's (found through
 // its runtime file) only when it serves the CLI's own Temporal address,
@@ -39,7 +39,8 @@ const EMBEDDED: RuntimeInfo = {
   databaseUrl: 'postgres://postgres:pw@127.0.0.1:5999/agent',
   taskQueue: 'agent',
 };
-const find = (env: Record<string, string>, runtime: RuntimeInfo | undefined) => findRunningApi(loadConfig(env), env, runtime);
+const find = (env: Record<string, string>, runtime: RuntimeInfo | undefined) =>
+  findRunningApi(loadConfig(env), env, runtime);
 
 const APPROVER_TOKEN = 'a'.repeat(43);
 fs.writeFileSync(
@@ -54,8 +55,17 @@ fs.writeFileSync(
 describe('the API the CLI decides through', () => {
   it("is the API of an npm start on a team's cluster when the CLI has the same environment", () => {
     const running = find(TEAM, ON_TEAM_CLUSTER);
-    expect(running).toEqual({ found: 'api', url: 'http://127.0.0.1:8787', developmentTokensFile: tokensFile, runtime: ON_TEAM_CLUSTER });
-    expect(findApiDecider(TEAM, running)).toEqual({ url: 'http://127.0.0.1:8787', token: APPROVER_TOKEN, subject: 'local-approver' });
+    expect(running).toEqual({
+      found: 'api',
+      url: 'http://127.0.0.1:8787',
+      developmentTokensFile: tokensFile,
+      runtime: ON_TEAM_CLUSTER,
+    });
+    expect(findApiDecider(TEAM, running)).toEqual({
+      url: 'http://127.0.0.1:8787',
+      token: APPROVER_TOKEN,
+      subject: 'local-approver',
+    });
   });
 
   it('is the API of an npm start with embedded servers when the environment names none', () => {
@@ -79,9 +89,15 @@ describe('the API the CLI decides through', () => {
   });
 
   it("takes AGENT_API_TOKEN with the running npm start's URL, and AGENT_API_URL with AGENT_API_TOKEN over everything", () => {
-    expect(findApiDecider({ ...TEAM, AGENT_API_TOKEN: 'mine' }, find(TEAM, ON_TEAM_CLUSTER))).toEqual({ url: 'http://127.0.0.1:8787', token: 'mine' });
+    expect(findApiDecider({ ...TEAM, AGENT_API_TOKEN: 'mine' }, find(TEAM, ON_TEAM_CLUSTER))).toEqual({
+      url: 'http://127.0.0.1:8787',
+      token: 'mine',
+    });
     const remote = { ...TEAM, AGENT_API_URL: 'https://agents.example.com/', AGENT_API_TOKEN: 'mine' };
-    expect(findApiDecider(remote, find(remote, undefined))).toEqual({ url: 'https://agents.example.com', token: 'mine' });
+    expect(findApiDecider(remote, find(remote, undefined))).toEqual({
+      url: 'https://agents.example.com',
+      token: 'mine',
+    });
   });
 
   it("has no approver's token when the npm start's tokens come from AGENT_API_TOKENS_FILE, even with an earlier start's development tokens in the data folder", () => {
@@ -97,12 +113,15 @@ describe('the API the CLI decides through', () => {
     fs.writeFileSync(exposed, fs.readFileSync(tokensFile), { mode: 0o644 });
     fs.chmodSync(exposed, 0o644);
     const running = find(TEAM, { ...ON_TEAM_CLUSTER, developmentTokensFile: exposed });
-    expect(() => findApiDecider(TEAM, running)).toThrow(`The API token file ${exposed} can be read by others (mode 644): run \`chmod 600 ${exposed}\`.`);
+    expect(() => findApiDecider(TEAM, running)).toThrow(
+      `The API token file ${exposed} can be read by others (mode 644): run \`chmod 600 ${exposed}\`.`,
+    );
   });
 });
 
 describe('what the CLI says to set when it finds no API it can use', () => {
-  const setBoth = "set AGENT_API_URL to the URL of the HTTP API beside these workers (npm start's or npm run api's) and AGENT_API_TOKEN to an approver's token";
+  const setBoth =
+    "set AGENT_API_URL to the URL of the HTTP API beside these workers (npm start's or npm run api's) and AGENT_API_TOKEN to an approver's token";
 
   it('names both variables and the data folder when no npm start runs there', () => {
     expect(howToDecideThroughApi(find(TEAM, undefined))).toBe(

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { resolveCliTarget } from '../../src/cli/target';
 import { loadConfig } from '../../src/app/config';
-import type { RuntimeInfo } from '../../src/app/services';
+import type { RuntimeInfo } from '../../src/app/runtime-file';
 
 // Where the CLI connects: the environment's settings win; what it leaves
 // unset comes from the running `npm start` (its runtime file), task queue and
@@ -16,7 +16,8 @@ const RUNNING: RuntimeInfo = {
   searchAttributes: { prefix: 'Billing_' },
   pid: 1,
 };
-const resolve = (env: Record<string, string>, runtime: RuntimeInfo | undefined) => resolveCliTarget(loadConfig(env), env, runtime);
+const resolve = (env: Record<string, string>, runtime: RuntimeInfo | undefined) =>
+  resolveCliTarget(loadConfig(env), env, runtime);
 
 describe('the CLI target', () => {
   it("uses a running npm start's server, namespace, task queue and schema when the environment names none", () => {
@@ -33,7 +34,10 @@ describe('the CLI target', () => {
 
   it("takes the running npm start's search attribute prefix and groups unless the environment names them", () => {
     expect(resolve({ AGENT_SEARCH_ATTRIBUTES: 'status' }, RUNNING).searchAttributes).toEqual({ groups: ['status'] });
-    expect(resolve({ TEMPORAL_ADDRESS: 'temporal.example:7233', DATABASE_URL: 'postgres://u:p@db:5432/agent' }, RUNNING).searchAttributes).toEqual({});
+    expect(
+      resolve({ TEMPORAL_ADDRESS: 'temporal.example:7233', DATABASE_URL: 'postgres://u:p@db:5432/agent' }, RUNNING)
+        .searchAttributes,
+    ).toEqual({});
   });
 
   it('lets the environment override the task queue of the running npm start', () => {
@@ -41,7 +45,10 @@ describe('the CLI target', () => {
   });
 
   it("uses the environment's server with its own namespace and task queue (defaults when unset), not the runtime file's", () => {
-    const target = resolve({ TEMPORAL_ADDRESS: 'temporal.example:7233', DATABASE_URL: 'postgres://u:p@db:5432/agent' }, RUNNING);
+    const target = resolve(
+      { TEMPORAL_ADDRESS: 'temporal.example:7233', DATABASE_URL: 'postgres://u:p@db:5432/agent' },
+      RUNNING,
+    );
     expect(target).toMatchObject({
       temporalAddress: 'temporal.example:7233',
       namespace: 'default',

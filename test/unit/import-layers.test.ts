@@ -35,7 +35,56 @@ const LAYERS: Record<string, number> = {
 /** The module specifiers a file imports or re-exports (type-only ones included). */
 function importsOf(file: string): string[] {
   const text = fs.readFileSync(file, 'utf8');
-  return [...text.matchAll(/^\s*(?:import|export)\s[^'"]*?from\s+'([^']+)'|\bimport\(\s*'([^']+)'\s*\)/gm)].map((m) => m[1] ?? m[2]);
+  return [...text.matchAll(/^\s*(?:import|export)\s[^'"]*?from\s+'([^']+)'|\bimport\(\s*'([^']+)'\s*\)/gm)].map(
+    (m) => m[1] ?? m[2],
+  );
+}
+
+/**
+ * The module specifiers a file loads when it is loaded: its static imports and
+ * re-exports that bring a value (an `import type`, or one naming only types,
+ * is erased), not its dynamic `import()`s, which load only when they run.
+ */
+function loadedOnImport(file: string): string[] {
+  const text = fs.readFileSync(file, 'utf8');
+  const loaded: string[] = [];
+  for (const m of text.matchAll(/^\s*(?:import|export)\s+([^'"]*?)\s*from\s+'([^']+)'|^\s*import\s+'([^']+)'/gm)) {
+    if (m[3] !== undefined) {
+      loaded.push(m[3]);
+      continue;
+    }
+    const clause = m[1];
+    const names = /^\{([^}]*)\}$/
+      .exec(clause)?.[1]
+      .split(',')
+      .map((n) => n.trim())
+      .filter((n) => n !== '');
+    const typesOnly =
+      clause.startsWith('type ') ||
+      (names !== undefined && names.length > 0 && names.every((n) => n.startsWith('type ')));
+    if (!typesOnly) loaded.push(m[2]);
+  }
+  return loaded;
+}
+
+/** Every source file and package that loading `entry` loads, following {@link loadedOnImport}. */
+function loadedFrom(entry: string): { files: string[]; packages: string[] } {
+  const files = new Set<string>();
+  const packages = new Set<string>();
+  const queue = [entry];
+  while (queue.length > 0) {
+    const file = queue.pop()!;
+    if (files.has(file)) continue;
+    files.add(file);
+    for (const specifier of loadedOnImport(file)) {
+      if (specifier.startsWith('.')) queue.push(resolve(file, specifier));
+      else packages.add(`${path.relative(SRC, file)} loads ${specifier}`);
+    }
+  }
+  return {
+    files: [...files].map((f) => path.relative(SRC, f).split(path.sep).join('/')).sort(),
+    packages: [...packages].sort(),
+  };
 }
 
 function resolve(from: string, specifier: string): string {
@@ -48,7 +97,9 @@ function resolve(from: string, specifier: string): string {
 function sourceFiles(dir: string): string[] {
   return fs
     .readdirSync(dir, { withFileTypes: true })
-    .flatMap((e) => (e.isDirectory() ? sourceFiles(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []));
+    .flatMap((e) =>
+      e.isDirectory() ? sourceFiles(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : [],
+    );
 }
 
 const folderOf = (file: string) => {
@@ -66,7 +117,9 @@ describe('the layers of src', () => {
         if (!specifier.startsWith('.')) continue;
         const to = folderOf(resolve(file, specifier));
         if (to !== from && LAYERS[to] >= LAYERS[from])
-          uphill.push(`${path.relative(SRC, file)} (${from}, layer ${LAYERS[from]}) imports ${specifier} (${to}, layer ${LAYERS[to]})`);
+          uphill.push(
+            `${path.relative(SRC, file)} (${from}, layer ${LAYERS[from]}) imports ${specifier} (${to}, layer ${LAYERS[to]})`,
+          );
       }
     }
     expect(uphill).toEqual([]);
@@ -89,5 +142,16 @@ describe('the layers of src', () => {
     const reached = [...seen].map((f) => path.relative(SRC, f)).sort();
     expect(reached).toContain('core/conversation.ts');
     expect(reached.filter((f) => !f.startsWith('core/') && !f.startsWith('contract/'))).toEqual([]);
+  });
+
+  it('the CLI loads neither the demo nor the scripted model server, and the client loads no pg until it reads the database', () => {
+    const cli = loadedFrom(path.join(SRC, 'cli', 'cli.ts'));
+    expect(cli.files).toContain('client/client.ts');
+    expect(cli.files.filter((f) => f.startsWith('demo/') || f.startsWith('testing/'))).toEqual([]);
+
+    const client = loadedFrom(path.join(SRC, 'client', 'index.ts'));
+    expect(client.files).toContain('client/client.ts');
+    expect(client.files.filter((f) => f.startsWith('demo/') || f.startsWith('testing/'))).toEqual([]);
+    expect(client.packages.filter((p) => / loads pg(-[a-z]+)?(\/|$)/.test(p))).toEqual([]);
   });
 });

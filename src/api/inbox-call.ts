@@ -1,0 +1,111 @@
+/**
+ * A call waiting for a person, as the inbox shows it: what, for whom, since
+ * when, the arguments as the tool receives them, and the form that decides
+ * it (approve, reject, and where its tool allows, edit or respond).
+ */
+import { DECISION_FIELD_MAX_CHARS, type DecisionKind, type WaitingCall } from '../contract';
+import { html, humanDuration, prettyArguments, visible, type Html } from './html';
+import type { Flash, Viewer } from './inbox-frame';
+
+/** One waiting call as the inbox shows it (its age is computed when shown). */
+export type ShownCall = Omit<WaitingCall<Date>, 'ageMs'>;
+
+/** The address of a conversation's page. */
+export const conversationPath = (id: string): string => `/inbox/conversations/${encodeURIComponent(id)}`;
+
+/** A waiting call: what, for whom, how long, and the form to decide it (for approvers). */
+export function callBlock(
+  call: ShownCall,
+  ctx: { viewer: Viewer; flash?: Flash; back: 'inbox' | 'conversation'; fourEyes: boolean; now: number },
+): Html {
+  const own = ctx.fourEyes && call.requestedBy.includes(ctx.viewer.subject);
+  const reason = ctx.flash?.callKey === call.callKey ? (ctx.flash.reason ?? '') : '';
+  return html`<article class="call" data-call-key="${call.callKey}">
+    <div>
+      <span class="name">${visible(call.toolName)}</span> <span class="badge waiting">waiting ${humanDuration(ctx.now - call.requestedAt.getTime())}</span>
+    </div>
+    <dl class="facts">
+      <dt>Asked by</dt>
+      <dd data-testid="requested-by">${call.requestedBy.length > 0 ? visible(call.requestedBy.join(', ')) : html`<span class="muted">nobody named</span>`}</dd>
+      <dt>Since</dt>
+      <dd>${call.requestedAt.toISOString().replace('T', ' ').slice(0, 19)} UTC</dd>
+      <dt>Call</dt>
+      <dd><code>${visible(call.toolCallId)}</code></dd>
+      ${
+        call.agentPath.length > 0 &&
+        html`<dt>Agents</dt>
+          <dd data-testid="agent-path">${visible(call.agentPath.join(' › '))}</dd>`
+      }
+      ${
+        call.rootConversationId !== call.conversationId &&
+        html`<dt>For</dt>
+          <dd data-testid="root-conversation">
+            conversation <a href="${conversationPath(call.rootConversationId)}"><code>${visible(call.rootConversationId)}</code></a
+            >, inside the agent's own
+            <a href="${conversationPath(call.conversationId)}"><code>${visible(call.conversationId)}</code></a>
+          </dd>`
+      }
+    </dl>
+    <pre class="args" data-testid="arguments">${prettyArguments(call.arguments)}</pre>
+    ${own && html`<div class="note">You sent the request that asked for this call: another approver has to approve it (four eyes). You may reject it.</div>`}
+    ${
+      ctx.viewer.canDecide
+        ? html`<form method="post" action="${conversationPath(call.conversationId)}/decisions">
+            <input type="hidden" name="_csrf" value="${ctx.viewer.csrf}" />
+            <input type="hidden" name="callKey" value="${call.callKey}" />
+            <input type="hidden" name="back" value="${ctx.back}" />
+            <label
+              >Reason (recorded with the decision)<textarea name="reason" maxlength="2000" placeholder="Why you approve or reject">${reason}</textarea>
+            </label>
+            <div class="actions">
+              <button class="approve" type="submit" name="decision" value="approve">Approve</button>
+              <button class="reject" type="submit" name="decision" value="reject">Reject</button>
+            </div>
+            ${
+              allows(call, 'edit') &&
+              html`<details class="alt" data-testid="edit">
+                <summary>Edit the arguments, then approve</summary>
+                <label
+                  >Arguments the call runs with (JSON, checked against the tool before it runs)<textarea name="arguments" rows="6" spellcheck="false">
+${editableArguments(call.arguments)}</textarea>
+                </label>
+                <p class="error-text" data-testid="edit-problem" role="alert"></p>
+                <button class="approve" type="submit" name="decision" value="edit">Run with these arguments</button>
+              </details>`
+            }
+            ${
+              allows(call, 'respond') &&
+              html`<details class="alt" data-testid="respond">
+                <summary>Answer in the tool's place</summary>
+                <label
+                  >Your answer becomes the call's result; the tool does not run<textarea
+                    name="response"
+                    rows="3"
+                    maxlength="${DECISION_FIELD_MAX_CHARS.response}"
+                  ></textarea>
+                </label>
+                <button type="submit" name="decision" value="respond">Respond</button>
+              </details>`
+            }
+          </form>`
+        : html`<p class="readonly">Read only: deciding needs the approver role.</p>`
+    }
+  </article>`;
+}
+
+/**
+ * Whether a person may decide `kind` on the call (its tool's `decisions`; approve and reject only when it says none).
+ */
+function allows(call: ShownCall, kind: DecisionKind): boolean {
+  return (call.decisions ?? ['approve', 'reject']).includes(kind);
+}
+
+/** The arguments as the editor starts with them: pretty JSON (the raw text when the model's were not JSON). */
+function editableArguments(args: unknown): string {
+  const text = typeof args === 'string' ? args : (JSON.stringify(args, null, 2) ?? '');
+  // Invisible and direction-changing characters as JSON escapes: the person sees them, and the JSON means the same.
+  return text.replace(
+    /[\u200b-\u200f\u202a-\u202e\u2066-\u2069]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}

@@ -1,0 +1,134 @@
+/**
+ * `approve`, `reject` and `respond`: deciding waiting tool calls, saying what
+ * was decided, as whom, and whether it was queued for a worker.
+ */
+import type { Command } from 'commander';
+import { CLI_DECISION_WAIT_MS, decideCalls, parseEdit } from '../decide';
+
+/** Adds `approve`, `reject` and `respond` to the program. */
+export function addDecisionCommands(program: Command): void {
+  for (const decision of ['approve', 'reject'] as const) {
+    program
+      .command(decision)
+      .description(`${decision} one pending tool call, or all of them with --all`)
+      .argument('<conversationId>')
+      .argument('[toolCallId]', 'the call to decide (see "pending")')
+      .option('--all', `${decision} every call waiting for approval`)
+      .option(
+        '--key <callKey>',
+        'the key of the call meant (see "pending"): refused if another call with the same id waits now',
+      )
+      .option('--reason <text>', 'why (sent to the model with a rejection)')
+      .option(
+        '--edit <json>',
+        'approve only: run the call with these arguments instead of the model\'s, e.g. \'{"order_id":"ord_1001","amount_cents":12000}\' (checked against the tool first)',
+      )
+      .option(
+        '--by <name>',
+        'who decides, for the records (only without the HTTP API; through it, the token names who decides)',
+        process.env.USER,
+      )
+      .option(
+        '--json',
+        'print what was decided as JSON (the calls with their decision ids, as whom, queued or not) for scripts',
+      )
+      .action(
+        async (
+          conversationId: string,
+          toolCallId: string | undefined,
+          options: { all?: boolean; key?: string; reason?: string; by?: string; json?: boolean; edit?: string },
+        ) => {
+          if (!toolCallId && !options.key && !options.all)
+            throw new Error(`Name the tool call to ${decision} (see "pending"), or pass --all.`);
+          if ((toolCallId || options.key) && options.all)
+            throw new Error('Give a tool call id or key, or --all, not both.');
+          const edited = options.edit === undefined ? undefined : parseEdit(decision, options.edit, options.all);
+          const result = await decideCalls(conversationId, {
+            decision: edited ? 'edit' : decision,
+            toolCallId,
+            callKey: options.key,
+            reason: options.reason,
+            decidedBy: options.by,
+            ...(edited ? { arguments: edited } : {}),
+          });
+          if (options.json) {
+            const calls = result.calls.map(({ decisionId, toolCallId: id, callKey, toolName }) => ({
+              decisionId,
+              toolCallId: id,
+              callKey,
+              toolName,
+            }));
+            process.stdout.write(
+              `${JSON.stringify({ decision, decidedBy: result.decidedBy, queued: result.queued, unsigned: result.unsigned, calls })}\n`,
+            );
+            return;
+          }
+          const as = result.decidedBy ? ` as ${result.decidedBy}` : '';
+          const decided = result.calls
+            .map((call) => `${call.toolName}(${JSON.stringify(call.arguments)}) [${call.toolCallId}]`)
+            .join(', ');
+          const verb = edited
+            ? `Approved with edited arguments ${JSON.stringify(edited)}`
+            : decision === 'approve'
+              ? 'Approved'
+              : 'Rejected';
+          const follow = `Follow the turn: npm run cli -- show ${conversationId}`;
+          if (!result.queued) {
+            const next = decision === 'approve' ? 'it runs now' : 'the model is told';
+            process.stdout.write(`${verb}${as}: ${decided}; ${next}. ${follow}\n`);
+            return;
+          }
+          process.stdout.write(
+            `Queued${as}: ${decision} ${decided}. No worker answered for conversation ${conversationId} within ${CLI_DECISION_WAIT_MS / 1000} s, ` +
+              `so the decision waits in the conversation's history and applies when a worker runs (npm start), if the call still waits then. ${follow}\n`,
+          );
+          if (result.unsigned) {
+            process.stdout.write(
+              `It was sent without the HTTP API, unsigned: a worker that requires signed decisions will refuse it. ${result.howToSign}\n`,
+            );
+          }
+        },
+      );
+  }
+
+  program
+    .command('respond')
+    .description(
+      "answer one pending tool call in the tool's place: your text becomes its result and the tool does not run (where its tool allows it)",
+    )
+    .argument('<conversationId>')
+    .argument('[toolCallId]', 'the call to answer (see "pending")')
+    .requiredOption('--text <text>', "the answer, which the model reads as the call's result (marked as a person's)")
+    .option(
+      '--key <callKey>',
+      'the key of the call meant (see "pending"): refused if another call with the same id waits now',
+    )
+    .option('--reason <text>', 'why, for the records')
+    .option(
+      '--by <name>',
+      'who decides, for the records (only without the HTTP API; through it, the token names who decides)',
+      process.env.USER,
+    )
+    .action(
+      async (
+        conversationId: string,
+        toolCallId: string | undefined,
+        options: { text: string; key?: string; reason?: string; by?: string },
+      ) => {
+        if (!toolCallId && !options.key) throw new Error('Name the tool call to answer (see "pending").');
+        const result = await decideCalls(conversationId, {
+          decision: 'respond',
+          toolCallId,
+          callKey: options.key,
+          reason: options.reason,
+          decidedBy: options.by,
+          response: options.text,
+        });
+        const as = result.decidedBy ? ` as ${result.decidedBy}` : '';
+        const answered = result.calls.map((call) => `${call.toolName} [${call.toolCallId}]`).join(', ');
+        process.stdout.write(
+          `${result.queued ? 'Queued' : 'Answered'}${as}: ${answered}; the tool does not run and the model reads your answer. Follow the turn: npm run cli -- show ${conversationId}\n`,
+        );
+      },
+    );
+}

@@ -1,0 +1,65 @@
+/**
+ * `pending` and `unknown-effects`: the tool calls that need a person, across
+ * conversations.
+ */
+import type { Command } from 'commander';
+import type { WaitingCall } from '../../contract';
+import { remoteApi, waitingThroughApi } from '../api-decisions';
+import { withClient } from '../connect';
+
+/** Adds `pending` and `unknown-effects` to the program. */
+export function addPendingCommands(program: Command): void {
+  program
+    .command('pending')
+    .description(
+      'list every tool call waiting for a decision, oldest first (from PostgreSQL; no search attribute needed)',
+    )
+    .action(async () => {
+      const remote = remoteApi(process.env);
+      // Through the API its time is ISO text, from the client a Date; neither is printed.
+      const waiting: Omit<WaitingCall, 'requestedAt'>[] = remote
+        ? await waitingThroughApi(remote)
+        : await withClient(async (client) => (await client.waitingCalls()).calls);
+      if (waiting.length === 0) {
+        process.stdout.write('No tool call is waiting for approval.\n');
+        return;
+      }
+      for (const p of waiting) {
+        const by = p.requestedBy.length > 0 ? `  asked by ${p.requestedBy.join(', ')}` : '';
+        // A call inside an agent called as a tool: the top-level conversation it serves, and the agents down to it.
+        const below = p.rootConversationId !== p.conversationId ? `  for ${p.rootConversationId}` : '';
+        const agents = p.agentPath.length > 0 ? `  agents ${p.agentPath.join(' > ')}` : '';
+        process.stdout.write(
+          `${p.conversationId}  ${p.toolCallId}  ${p.toolName}(${JSON.stringify(p.arguments)})  waiting ${formatAge(p.ageMs)}${by}${below}${agents}  key ${p.callKey}\n`,
+        );
+      }
+    });
+
+  program
+    .command('unknown-effects')
+    .description(
+      'list tool calls whose effect is unknown (found by the UnknownEffects search attribute, group unknownEffects): check each before acting again',
+    )
+    .action(async () => {
+      await withClient(async (client) => {
+        const found = await client.withUnknownEffects();
+        if (found.length === 0) {
+          process.stdout.write('No conversation has a tool call whose effect is unknown.\n');
+          return;
+        }
+        for (const { conversationId, count, unknownEffects } of found) {
+          process.stdout.write(`${conversationId}  ${count} call(s) with unknown effect\n`);
+          for (const u of unknownEffects) {
+            process.stdout.write(`  ${u.toolCallId}  ${u.toolName}  key ${u.callKey}  ${u.settledAt}  ${u.why}\n`);
+          }
+        }
+      });
+    });
+}
+
+function formatAge(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 120) return `${s}s`;
+  if (s < 7200) return `${Math.round(s / 60)}m`;
+  return `${Math.round(s / 3600)}h`;
+}

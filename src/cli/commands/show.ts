@@ -1,0 +1,45 @@
+/**
+ * `show` and `state`: what a conversation holds, as text or as the state
+ * query's JSON.
+ */
+import type { Command } from 'commander';
+import { stateThroughApi, transcriptThroughApi } from '../api-conversation';
+import { remoteApi } from '../api-decisions';
+import { withClient } from '../connect';
+import { formatTranscript } from '../format';
+
+/** Adds `show` and `state` to the program. */
+export function addShowCommands(program: Command): void {
+  program
+    .command('show')
+    .description('print the transcript and status')
+    .argument('<conversationId>')
+    .action(async (conversationId: string) => {
+      const remote = remoteApi(process.env);
+      const { state, transcript } = remote
+        ? {
+            state: await stateThroughApi(remote, conversationId),
+            transcript: await transcriptThroughApi(remote, conversationId),
+          }
+        : await withClient(async (client) => ({
+            state: await client.state(conversationId),
+            transcript: await client.transcript(conversationId),
+          }));
+      process.stdout.write(
+        `${conversationId}: ${state.status}, ${state.steps} model calls${state.lastError ? `, last error: ${state.lastError}` : ''}\n`,
+      );
+      process.stdout.write(`${formatTranscript(transcript)}\n`);
+    });
+
+  program
+    .command('state')
+    .description('print the state query result as JSON')
+    .argument('<conversationId>')
+    .action(async (conversationId: string) => {
+      const remote = remoteApi(process.env);
+      const state = remote
+        ? await stateThroughApi(remote, conversationId)
+        : await withClient((client) => client.state(conversationId));
+      process.stdout.write(`${JSON.stringify(state, null, 2)}\n`);
+    });
+}
