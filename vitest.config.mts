@@ -1,12 +1,16 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
-// Three projects: `unit` needs no server (the core, the validators, the scripted model server
+// Four projects: `unit` needs no server (the core, the validators, the scripted model server
 // in-process, the layers and the public surface), `integration` runs against a real Temporal
-// dev server and real PostgreSQL that test/support/global-setup.ts starts once per run, and
+// dev server and real PostgreSQL that test/support/global-setup.ts starts once per run,
 // `cluster` runs a subset of the integration tests again against Temporal's own server
 // binaries (built by scripts/ensure-temporal-server.sh) on PostgreSQL with 4 history shards
-// and mutual TLS (docs/temporal-cluster.md).
-// `npm test` runs all three; `npm run test:unit` the first alone, `npm run test:cluster` the last.
+// and mutual TLS (docs/temporal-cluster.md), and `fuzz` runs schemathesis against the HTTP API
+// on the dev server and PostgreSQL, as `integration` does (about three minutes,
+// docs/http-api-fuzzing.md).
+// `npm test` runs `unit` and `integration` together, then `cluster`, then `fuzz`, each step
+// printing its own duration; `npm run test:unit`, `test:cluster` and `test:fuzz` run one alone.
 
 /** The integration tests that run against the cluster too: conversations, approvals, interruptions, crashes, MCP. */
 const CLUSTER_SUBSET = [
@@ -20,6 +24,45 @@ const CLUSTER_SUBSET = [
   'mcp-tools',
   'mcp-crash',
 ].map((name) => `test/integration/${name}.test.ts`);
+
+/** The fuzzer: a step of its own after the others, not part of `integration`. */
+const FUZZ = ['test/integration/api-fuzz.test.ts'];
+
+/**
+ * The longest test files, longest first: 50 to 110 s each, measured one at a time on two cores busy with other
+ * work (so only their order counts). They start before every other file of their project.
+ */
+const SLOW_FILES = [
+  'npm-start',
+  'package-install',
+  'crash-recovery',
+  'decision-deadline-crash',
+  'chaos-small',
+  'lost-worker',
+].map((name) => `test/integration/${name}.test.ts`);
+
+/**
+ * Vitest's order (on a fresh clone, larger files first; with the cache of an earlier run, failed and then
+ * longer ones first), with {@link SLOW_FILES} moved to the front of their project. The two forks take files
+ * from one queue: a two-minute file taken last keeps one fork busy while the other has nothing left to run,
+ * and on a fresh clone nothing told vitest which files are long.
+ */
+class SlowFilesFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const rank = (spec: TestSpecification): number => {
+      const at = SLOW_FILES.findIndex((file) => spec.moduleId.endsWith(`/${file}`));
+      return at < 0 ? SLOW_FILES.length : at;
+    };
+    // The base order keeps each project's files together; only the order within a project changes.
+    const projects = [...new Set(sorted.map((spec) => spec.project.name))];
+    const project = (spec: TestSpecification): number => projects.indexOf(spec.project.name);
+    return sorted
+      .map((spec, index) => ({ spec, index }))
+      .sort((a, b) => project(a.spec) - project(b.spec) || rank(a.spec) - rank(b.spec) || a.index - b.index)
+      .map(({ spec }) => spec);
+  }
+}
 
 export default defineConfig({
   test: {
@@ -37,6 +80,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, ...FUZZ],
           globalSetup: ['test/support/global-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 180_000,
@@ -56,7 +100,19 @@ export default defineConfig({
           maxWorkers: 2,
         },
       },
+      {
+        test: {
+          name: 'fuzz',
+          include: FUZZ,
+          globalSetup: ['test/support/global-setup.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+          pool: 'forks',
+          maxWorkers: 2,
+        },
+      },
     ],
     reporters: ['default'],
+    sequence: { sequencer: SlowFilesFirst },
   },
 });

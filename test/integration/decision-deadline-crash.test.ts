@@ -13,7 +13,8 @@ import type { ScriptedReply } from '../../src/testing';
 // gets to it; and however the new worker receives the deadline's timer and the
 // decision, the history it writes replays without nondeterminism.
 
-const APPROVAL_TIMEOUT_MS = 8_000;
+// Long enough to kill the worker holding the conversation before the first query, sent 2.9 s before the deadline.
+const APPROVAL_TIMEOUT_MS = 6_000;
 const input = { timeouts: { heartbeatMs: 3_000 }, approvalTimeoutMs: APPROVAL_TIMEOUT_MS };
 
 let h: Harness;
@@ -30,16 +31,29 @@ afterAll(async () => {
 });
 
 const startWorker = async (): Promise<WorkerProcess> => {
-  const worker = await startWorkerProcess(h.workerEnv({ AGENT_TOOLS_MODULE: path.join(__dirname, '..', 'support', 'crash-tools.ts') }));
+  const worker = await startWorkerProcess(
+    h.workerEnv({ AGENT_TOOLS_MODULE: path.join(__dirname, '..', 'support', 'crash-tools.ts') }),
+  );
   workers.push(worker);
   return worker;
 };
 const sleepUntil = (at: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, at - Date.now())));
 
 /** Starts a conversation whose refund waits for approval; returns its message id and the call's deadline. */
-async function awaitingApproval(id: string, after: ScriptedReply = { content: 'Done.' }): Promise<{ messageId: string; deadline: number }> {
+async function awaitingApproval(
+  id: string,
+  after: ScriptedReply = { content: 'Done.' },
+): Promise<{ messageId: string; deadline: number }> {
   h.model.enqueue(
-    { toolCalls: [{ id: 'call_big', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 11_000, reason: 'deadline test' } }] },
+    {
+      toolCalls: [
+        {
+          id: 'call_big',
+          name: 'issue_refund',
+          arguments: { order_id: 'ord_2001', amount_cents: 11_000, reason: 'deadline test' },
+        },
+      ],
+    },
     after,
   );
   const messageId = await h.client.sendMessage(id, 'Refund 110.00 on ord_2001', { input });
@@ -76,8 +90,7 @@ async function splitByQueries(
   after?: ScriptedReply,
 ): Promise<{ messageId: string; queryOutcomes: Promise<string[]> }> {
   while (workers.length > 0) await workers.pop()!.stop('SIGKILL'); // none left from a failed attempt
-  const a = await startWorker();
-  const b = await startWorker();
+  const [a, b] = await Promise.all([startWorker(), startWorker()]);
   const { messageId, deadline } = await awaitingApproval(id, after);
   const victim = await holder(id, [a, b]);
   await workers.splice(workers.indexOf(victim), 1)[0].stop('SIGKILL');
@@ -106,7 +119,10 @@ async function expectNoSplit(id: string): Promise<void> {
   expect((history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
 }
 
-/** True when the decision signal was in the history before the workflow task that handled the fired approval timer started. */
+/**
+ * True when the decision signal was in the history before the workflow task that handled the fired approval timer
+ * started.
+ */
 async function signalReachedTimerTask(id: string): Promise<boolean> {
   const events = (await h.temporal.workflow.getHandle(id).fetchHistory()).events ?? [];
   const fired = events.findIndex((e) => e.timerFiredEventAttributes);
@@ -116,7 +132,11 @@ async function signalReachedTimerTask(id: string): Promise<boolean> {
 }
 
 const refunds = async (id: string) =>
-  (await h.pool.query('SELECT amount_cents FROM refunds WHERE idempotency_key = $1', [await effectKeyOf(h.pool, id, 'call_big')])).rows;
+  (
+    await h.pool.query('SELECT amount_cents FROM refunds WHERE idempotency_key = $1', [
+      await effectKeyOf(h.pool, id, 'call_big'),
+    ])
+  ).rows;
 const toolContent = async (id: string) => {
   const tool = (await h.client.transcript(id)).map((m) => m.message).find((m) => m.role === 'tool');
   return (tool as { content: string } | undefined)?.content ?? '';
@@ -136,7 +156,10 @@ describe('approval deadline passing while the worker is dead', () => {
     const turn = await h.client.waitForTurn(id, messageId, 60_000);
     expect(turn.outcome).toBe('answered');
     expect(await refunds(id)).toEqual([{ amount_cents: 11_000 }]);
-    const records = await h.pool.query('SELECT decision_id FROM durable_agent.approval_decisions WHERE conversation_id = $1', [id]);
+    const records = await h.pool.query(
+      'SELECT decision_id FROM durable_agent.approval_decisions WHERE conversation_id = $1',
+      [id],
+    );
     expect(records.rows).toEqual([{ decision_id: 'approved-in-time' }]);
     await expectReplaysCleanly(id);
     // Its decision was verified (verifyDecision) after the deadline's timer fired: the deadline waited for the verdict.
@@ -159,7 +182,11 @@ describe('approval deadline passing while the worker is dead', () => {
     expect(JSON.parse(await toolContent(id))).toMatchObject({ kind: 'approval_timeout' });
     const { refusedDecisions } = await h.client.state(id);
     expect(refusedDecisions).toEqual([
-      { decisionId: 'approved-late', toolCallId: undefined, problem: expect.stringMatching(/was sent \(.+\) after the approval deadline/) },
+      {
+        decisionId: 'approved-late',
+        toolCallId: undefined,
+        problem: expect.stringMatching(/was sent \(.+\) after the approval deadline/),
+      },
     ]);
     await expectReplaysCleanly(id);
   });

@@ -44,7 +44,9 @@ const start = async (env: Record<string, string> = {}): Promise<WorkerProcess> =
  * a database start, during which workers judge no peer lost.
  */
 async function waitPastDatabaseStartGrace(): Promise<void> {
-  const { rows } = await h.pool.query<{ ms: number }>('SELECT extract(epoch FROM now() - pg_postmaster_start_time()) * 1000 AS ms');
+  const { rows } = await h.pool.query<{ ms: number }>(
+    'SELECT extract(epoch FROM now() - pg_postmaster_start_time()) * 1000 AS ms',
+  );
   const left = DEFAULT_GRACE_MS + 500 - Number(rows[0].ms);
   if (left > 0) await new Promise((resolve) => setTimeout(resolve, left));
 }
@@ -72,10 +74,16 @@ const HELD_LOCK = `FROM pg_locks l JOIN durable_agent.workers w ON l.objid = w.l
   WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.granted AND w.identity = $1`;
 
 /** The retried attempts of the conversation's activities: attempt number and the failure of the attempt before. */
-async function retriedAttempts(conversationId: string): Promise<{ attempt: number; type?: string; message?: string }[]> {
+async function retriedAttempts(
+  conversationId: string,
+): Promise<{ attempt: number; type?: string; message?: string }[]> {
   const history = await h.temporal.workflow.getHandle(conversationId).fetchHistory();
   return (history.events ?? [])
-    .filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED && (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1)
+    .filter(
+      (e) =>
+        e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED &&
+        (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1,
+    )
     .map((e) => {
       const failure = e.activityTaskStartedEventAttributes?.lastFailure;
       return {
@@ -96,12 +104,17 @@ async function retriedAttempts(conversationId: string): Promise<{ attempt: numbe
 async function killWhileToolRuns(tool: string, answer: string): Promise<{ id: string; tools: string[] }> {
   await h.pool.query('CREATE TABLE IF NOT EXISTS letters (customer_id text NOT NULL, idempotency_key text NOT NULL)');
   const marker = path.join(fs.mkdtempSync(path.join(os.tmpdir(), `lost-${tool}-`)), 'running');
-  const env = { AGENT_TOOLS_MODULE: path.join(__dirname, '..', 'support', 'unknown-effect-tools.ts'), LETTER_MARKER_FILE: marker };
+  const env = {
+    AGENT_TOOLS_MODULE: path.join(__dirname, '..', 'support', 'unknown-effect-tools.ts'),
+    LETTER_MARKER_FILE: marker,
+  };
   for (const w of workers.splice(0)) await w.stop('SIGKILL');
-  await start(env);
-  await start(env);
+  await Promise.all([start(env), start(env)]);
   const id = h.newConversationId(`lost-${tool}`);
-  h.model.enqueue({ toolCalls: [{ id: `call_${tool}`, name: tool, arguments: { customer_id: 'cus_ada' } }] }, { content: answer });
+  h.model.enqueue(
+    { toolCalls: [{ id: `call_${tool}`, name: tool, arguments: { customer_id: 'cus_ada' } }] },
+    { content: answer },
+  );
   const messageId = await h.client.sendMessage(id, `Run ${tool} for Ada`, { input });
   await expect.poll(() => fs.existsSync(marker), { timeout: 20_000 }).toBe(true);
   let runner: WorkerProcess | undefined;
@@ -117,14 +130,16 @@ async function killWhileToolRuns(tool: string, answer: string): Promise<{ id: st
 
 /** The idempotency keys of the rows the tools wrote for the conversation. */
 async function lettersOf(id: string): Promise<string[]> {
-  const { rows } = await h.pool.query<{ idempotency_key: string }>('SELECT idempotency_key FROM letters WHERE idempotency_key LIKE $1', [`${id}/%`]);
+  const { rows } = await h.pool.query<{ idempotency_key: string }>(
+    'SELECT idempotency_key FROM letters WHERE idempotency_key LIKE $1',
+    [`${id}/%`],
+  );
   return rows.map((r) => r.idempotency_key);
 }
 
 describe('lost-worker takeover', () => {
   it('a worker killed during a model call: its peer fails the attempt over and the call is retried at once, not at the heartbeat timeout', async () => {
-    await start();
-    await start();
+    await Promise.all([start(), start()]);
     const id = h.newConversationId('lost-model');
     let calls = 0;
     h.model.setResponder((request) => {
@@ -143,10 +158,13 @@ describe('lost-worker takeover', () => {
       await runner!.stop('SIGKILL');
       const turn = await h.client.waitForTurn(id, messageId, HEARTBEAT_MS / 2);
       const events = (await h.temporal.workflow.getHandle(id).fetchHistory()).events ?? [];
-      const atMs = (e: (typeof events)[number]) => Number(e.eventTime!.seconds) * 1000 + Math.round((e.eventTime!.nanos ?? 0) / 1e6);
+      const atMs = (e: (typeof events)[number]) =>
+        Number(e.eventTime!.seconds) * 1000 + Math.round((e.eventTime!.nanos ?? 0) / 1e6);
       const retryStarted = events.find((e) => (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1);
       const lastTask = events.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED).at(-1);
-      recoveries.push(`kill → retry started ${atMs(retryStarted!) - killedAt} ms, → turn's last workflow task ${atMs(lastTask!) - killedAt} ms (history)`);
+      recoveries.push(
+        `kill → retry started ${atMs(retryStarted!) - killedAt} ms, → turn's last workflow task ${atMs(lastTask!) - killedAt} ms (history)`,
+      );
       const takeover = workers
         .map((w) => w.output())
         .join('\n')
@@ -169,14 +187,18 @@ describe('lost-worker takeover', () => {
   });
 
   it('a worker killed while a tool that is not idempotent runs its one attempt: the peer fails it over, and the call settles as effect_unknown', async () => {
-    const { id, tools } = await killWhileToolRuns('send_letter', 'The letter may have gone out; please check before sending another.');
+    const { id, tools } = await killWhileToolRuns(
+      'send_letter',
+      'The letter may have gone out; please check before sending another.',
+    );
     const result = JSON.parse(tools[0]) as { kind: string; error?: string };
     // The letter was written before the kill: a call reported as failed would read as "not sent".
     expect(result).toMatchObject({ kind: 'effect_unknown', started: true });
     expect(String(result.error)).toMatch(/worker stopped while it ran/);
     expect(await lettersOf(id)).toEqual([`${id}/msg-1/call-0`]);
     const history = (await h.temporal.workflow.getHandle(id).fetchHistory()).events ?? [];
-    const failed = history.find((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED)?.activityTaskFailedEventAttributes?.failure;
+    const failed = history.find((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED)
+      ?.activityTaskFailedEventAttributes?.failure;
     expect(failed?.cause?.applicationFailureInfo?.type ?? failed?.applicationFailureInfo?.type).toBe('WorkerLost');
     h.expectOnlyValidModelRequests();
   });
@@ -187,7 +209,9 @@ describe('lost-worker takeover', () => {
     expect(tools.map((t) => JSON.parse(t) as unknown)).toEqual([{ posted: true }]);
     expect(await lettersOf(id)).toEqual([`${id}/msg-1/call-0`]);
     const history = (await h.temporal.workflow.getHandle(id).fetchHistory()).events ?? [];
-    expect(history.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name?.endsWith('runTool'))).toHaveLength(2);
+    expect(
+      history.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name?.endsWith('runTool')),
+    ).toHaveLength(2);
     h.expectOnlyValidModelRequests();
   });
 
@@ -195,8 +219,7 @@ describe('lost-worker takeover', () => {
     for (const w of workers.splice(0)) await w.stop('SIGKILL');
     // A generous confirmation window: the cut worker must reconnect within it, whatever the machine's load.
     const env = { AGENT_LOST_WORKER_CONFIRM_MS: '4000' };
-    await start(env);
-    await start(env);
+    await Promise.all([start(env), start(env)]);
     const id = h.newConversationId('lost-session');
     let calls = 0;
     let release: (() => void) | undefined;
@@ -213,9 +236,12 @@ describe('lost-worker takeover', () => {
       let runner: WorkerProcess | undefined;
       await expect.poll(async () => (runner = await runnerOf(id)), { timeout: 10_000 }).toBeDefined();
       await waitPastDatabaseStartGrace();
-      const cut = await h.pool.query<{ ok: boolean }>(`SELECT pg_terminate_backend(l.pid) AS ok ${HELD_LOCK}`, [identityOf(runner!)]);
+      const cut = await h.pool.query<{ ok: boolean }>(`SELECT pg_terminate_backend(l.pid) AS ok ${HELD_LOCK}`, [
+        identityOf(runner!),
+      ]);
       expect(cut.rows).toEqual([{ ok: true }]);
-      // Longer than the peer's confirmation window: a peer that judged the cut worker lost would have failed its attempt by now.
+      // Longer than the peer's confirmation window: a peer that judged the cut worker lost would have failed its
+      // attempt by now.
       await new Promise((resolve) => setTimeout(resolve, 8_000));
       release!();
       const turn = await h.client.waitForTurn(id, messageId, 20_000);
@@ -241,9 +267,9 @@ describe('lost-worker takeover', () => {
     await expect
       .poll(
         async () =>
-          (await h.pool.query<{ sticky_queue: string | null }>('SELECT sticky_queue FROM durable_agent.workers')).rows.filter(
-            (r) => r.sticky_queue && stickyQueues.has(r.sticky_queue),
-          ).length,
+          (
+            await h.pool.query<{ sticky_queue: string | null }>('SELECT sticky_queue FROM durable_agent.workers')
+          ).rows.filter((r) => r.sticky_queue && stickyQueues.has(r.sticky_queue)).length,
         {
           timeout: 10_000,
         },
@@ -256,7 +282,15 @@ describe('lost-worker takeover', () => {
     const holder = await start();
     const id = h.newConversationId('lost-cache');
     h.model.enqueue(
-      { toolCalls: [{ id: 'call_big', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 11_000, reason: 'approved after a takeover' } }] },
+      {
+        toolCalls: [
+          {
+            id: 'call_big',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_2001', amount_cents: 11_000, reason: 'approved after a takeover' },
+          },
+        ],
+      },
       { content: 'Refund issued.' },
     );
     const messageId = await h.client.sendMessage(id, 'Big refund, cached by a worker that dies', { input });
@@ -266,7 +300,12 @@ describe('lost-worker takeover', () => {
     expect(sticky.length).toBeGreaterThan(0);
     await expect
       .poll(
-        async () => (await h.pool.query('SELECT sticky_queue FROM durable_agent.workers WHERE identity = $1', [identityOf(holder)])).rows[0]?.sticky_queue,
+        async () =>
+          (
+            await h.pool.query('SELECT sticky_queue FROM durable_agent.workers WHERE identity = $1', [
+              identityOf(holder),
+            ])
+          ).rows[0]?.sticky_queue,
         { timeout: 10_000 },
       )
       .toBe(sticky.at(-1));
@@ -276,13 +315,21 @@ describe('lost-worker takeover', () => {
     await holder.stop('SIGKILL');
     // The peer took it over (its row is gone) before the decision arrives.
     await expect
-      .poll(async () => (await h.pool.query('SELECT 1 FROM durable_agent.workers WHERE identity = $1', [identityOf(holder)])).rowCount, { timeout: 10_000 })
+      .poll(
+        async () =>
+          (await h.pool.query('SELECT 1 FROM durable_agent.workers WHERE identity = $1', [identityOf(holder)]))
+            .rowCount,
+        { timeout: 10_000 },
+      )
       .toBe(0);
     await h.client.signalDecision(id, { decisionId: 'approve-after-takeover', decision: 'approve', decidedBy: 'ops' });
     const turn = await h.client.waitForTurn(id, messageId, 30_000);
     expect(turn.outcome).toBe('answered');
-    const after = ((await h.temporal.workflow.getHandle(id).fetchHistory()).events ?? []).filter((e) => Number(e.eventTime!.seconds) * 1000 >= killedAt - 1000);
-    // Without the release, the decision's workflow task waits on the dead worker's sticky queue and times out (schedule-to-start).
+    const after = ((await h.temporal.workflow.getHandle(id).fetchHistory()).events ?? []).filter(
+      (e) => Number(e.eventTime!.seconds) * 1000 >= killedAt - 1000,
+    );
+    // Without the release, the decision's workflow task waits on the dead worker's sticky queue and times out
+    // (schedule-to-start).
     expect(after.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT)).toEqual([]);
     expect(after.some((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)).toBe(true);
   });

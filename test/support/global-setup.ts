@@ -16,11 +16,15 @@ import { startEmbeddedPostgres } from '../../src/db/embedded-postgres';
 import { startDevServer } from '../../src/app/temporal-server';
 import { WORKFLOW_INTERCEPTOR_MODULES, WORKFLOWS_PATH } from '../../src/worker/plugin';
 import { startTemporalCluster } from './temporal-cluster';
+import { WORKER_BUNDLE_CACHE_VARIABLE } from './worker-process';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     temporalAddress: string;
-    /** The standard variables that reach the run's Temporal server (TEMPORAL_ADDRESS, and TEMPORAL_TLS_* for the cluster). */
+    /**
+     * The standard variables that reach the run's Temporal server (TEMPORAL_ADDRESS, and TEMPORAL_TLS_* for the
+     * cluster).
+     */
     temporalEnv: Record<string, string>;
     postgresAdminUrl: string;
     workflowBundlePath: string;
@@ -37,18 +41,29 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const devServer = cluster ? undefined : startDevServer();
   const [postgres, bundle] = await Promise.all([
     startEmbeddedPostgres({ dataDir: path.join(scratch, 'postgres'), database: 'postgres', ephemeral: true }),
-    bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES, logger: quietLogger }),
+    bundleWorkflowCode({
+      workflowsPath: WORKFLOWS_PATH,
+      workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
+      logger: quietLogger,
+    }),
   ]);
   const temporal = cluster
     ? await startTemporalCluster({ postgresAdminUrl: postgres.databaseUrl, dir: scratch })
-    : await devServer!.then((s) => ({ address: s.address, clientEnv: { TEMPORAL_ADDRESS: s.address }, stop: () => s.stop() }));
+    : await devServer!.then((s) => ({
+        address: s.address,
+        clientEnv: { TEMPORAL_ADDRESS: s.address },
+        stop: () => s.stop(),
+      }));
   const workflowBundlePath = path.join(scratch, 'workflow-bundle.js');
   fs.writeFileSync(workflowBundlePath, bundle.code);
   project.provide('temporalAddress', temporal.address);
   project.provide('temporalEnv', temporal.clientEnv);
   project.provide('postgresAdminUrl', postgres.databaseUrl);
   project.provide('workflowBundlePath', workflowBundlePath);
+  // Read by startWorkerProcess in the test files' processes, which inherit this environment.
+  process.env[WORKER_BUNDLE_CACHE_VARIABLE] = path.join(scratch, 'worker-bundles');
   return async () => {
+    delete process.env[WORKER_BUNDLE_CACHE_VARIABLE];
     await temporal.stop();
     await postgres.stop();
     fs.rmSync(scratch, { recursive: true, force: true });
