@@ -65,7 +65,8 @@ export function refusal(root) {
   const rebuild = 'run npm run build:app first (and again after every change to src/).';
   if (!fs.existsSync(path.join(root, 'build', 'main.js'))) return `build/main.js is missing: ${rebuild}`;
   if (!fs.existsSync(path.join(root, 'src'))) return undefined; // build/ shipped alone: nothing to compare with
-  if (!fs.existsSync(path.join(root, RECORD))) return `build/ has no record of the sources it was compiled from (${RECORD}): ${rebuild}`;
+  if (!fs.existsSync(path.join(root, RECORD)))
+    return `build/ has no record of the sources it was compiled from (${RECORD}): ${rebuild}`;
   let recorded;
   try {
     recorded = JSON.parse(fs.readFileSync(path.join(root, RECORD), 'utf8')).files ?? {};

@@ -14,23 +14,37 @@ const count =
   (min: number) =>
   (value: string): number => {
     const n = Number(value);
-    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`expected an integer ≥ ${min}, got "${value}".`);
+    if (!Number.isInteger(n) || n < min)
+      throw new InvalidArgumentError(`expected an integer ≥ ${min}, got "${value}".`);
     return n;
   };
 
 const program = new Command()
   .name('npm run chaos --')
-  .description('Drive conversations while killing workers, restarting Temporal and injecting model and tool faults; print one summary.')
+  .description(
+    'Drive conversations while killing workers, restarting Temporal and injecting model and tool faults; print one summary.',
+  )
   .option('--conversations <n>', 'conversations to drive', count(1), 50)
   .option('--kills <n>', 'worker processes to SIGKILL (each replaced at once)', count(0), 20)
   .option('--server-restarts <n>', 'Temporal server restarts (stop the process, start it again in place)', count(0), 1)
-  .option('--cluster', "run on Temporal's own server binaries (PostgreSQL, 4 shards, mutual TLS; docs/temporal-cluster.md), not the dev server", false)
+  .option(
+    '--cluster',
+    "run on Temporal's own server binaries (PostgreSQL, 4 shards, mutual TLS; docs/temporal-cluster.md), not the dev server",
+    false,
+  )
   .option('--db-restarts <n>', 'PostgreSQL restarts (down 5-20 s each)', count(0), 1)
   .option('--concurrency <n>', 'conversations driven at once', count(1), 8)
   .option('--seed <seed>', 'seed of every random choice (default: random)')
   .option('--max-minutes <n>', 'hard stop: end (and fail) the run after this many minutes', count(1), 10)
-  .option('--continue-as-new-after <events>', "conversations' continueAsNewAfterEvents (e.g. 40: continue as new between most turns)", count(1))
-  .option('--no-takeover', 'turn lost-worker takeover off in the workers (a killed worker waits for the heartbeat timeouts)')
+  .option(
+    '--continue-as-new-after <events>',
+    "conversations' continueAsNewAfterEvents (e.g. 40: continue as new between most turns)",
+    count(1),
+  )
+  .option(
+    '--no-takeover',
+    'turn lost-worker takeover off in the workers (a killed worker waits for the heartbeat timeouts)',
+  )
   .option('--no-control', 'measure no control before each kill (the time turns in flight take to move with no fault)')
   .option('--keep-files', 'keep the scratch folder (worker logs, Temporal SQLite file)', false)
   .option('--quiet', 'print only the summary', false);

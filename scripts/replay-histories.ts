@@ -29,7 +29,9 @@ async function bundleAt(rev: string | undefined) {
   let srcRoot = ROOT;
   if (rev) {
     srcRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-replay-'));
-    execFileSync('tar', ['-x', '-C', srcRoot], { input: execFileSync('git', ['-C', ROOT, 'archive', '--format=tar', rev, 'src']) });
+    execFileSync('tar', ['-x', '-C', srcRoot], {
+      input: execFileSync('git', ['-C', ROOT, 'archive', '--format=tar', rev, 'src']),
+    });
     fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(srcRoot, 'node_modules'), 'dir');
   }
   const quiet = () => undefined;
@@ -47,7 +49,8 @@ async function bundleAt(rev: string | undefined) {
 async function main(): Promise<number> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const { commit, dir } = program.parse().opts<{ commit?: string; dir: string }>();
-  if (!fs.existsSync(dir)) throw new Error(`No folder ${dir}; record histories first (RECORD_FIXTURES_DIR=${dir} npm run fixtures:record).`);
+  if (!fs.existsSync(dir))
+    throw new Error(`No folder ${dir}; record histories first (RECORD_FIXTURES_DIR=${dir} npm run fixtures:record).`);
   const files = fs
     .readdirSync(dir)
     .filter((f) => f.endsWith('.json'))
@@ -66,7 +69,9 @@ async function main(): Promise<number> {
     failed++;
     console.log(`FAILED ${fileOf.get(result.workflowId) ?? result.workflowId}: ${result.error.message}`);
   }
-  console.log(`${files.length - failed} of ${files.length} histories in ${dir} replay against ${commit ?? 'the working tree'}`);
+  console.log(
+    `${files.length - failed} of ${files.length} histories in ${dir} replay against ${commit ?? 'the working tree'}`,
+  );
   return failed === 0 ? 0 : 1;
 }
 

@@ -32,7 +32,13 @@ type ToolPart = {
   approval?: { id: string };
 };
 
-function Part({ part, onDecide }: { part: UIMessage['parts'][number]; onDecide: (id: string, approved: boolean) => void }) {
+function Part({
+  part,
+  onDecide,
+}: {
+  part: UIMessage['parts'][number];
+  onDecide: (id: string, approved: boolean) => void;
+}) {
   if (part.type === 'text') return <p className="text">{part.text}</p>;
   if (part.type !== 'dynamic-tool') return null;
   const tool = part as unknown as ToolPart;

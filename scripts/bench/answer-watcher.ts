@@ -15,7 +15,10 @@ import { ANSWER_PREFIX } from './responder';
 
 /** Resolves promises when a conversation's final answer is stored. */
 export class AnswerWatcher {
-  private readonly waiters = new Map<string, { resolve: (at: number) => void; reject: (err: Error) => void; deadline: number }>();
+  private readonly waiters = new Map<
+    string,
+    { resolve: (at: number) => void; reject: (err: Error) => void; deadline: number }
+  >();
   private running = false;
   private stopped = false;
   private readonly table = agentTables().conversationMessages;

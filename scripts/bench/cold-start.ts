@@ -15,11 +15,16 @@ import { PROJECT_WORKER, spawnWorker } from './worker-process';
 
 /** One cold start. */
 export interface ColdStart {
-  /** Spawn → the worker printed its ready line (configuration, migrations, search attributes, workflow bundle, connection). */
+  /**
+   * Spawn → the worker printed its ready line (configuration, migrations, search attributes, workflow bundle,
+   * connection).
+   */
   readyMs: number;
   /** Spawn → the first conversation's answer stored. */
   firstAnswerMs: number;
-  /** Whether the worker made its workflow bundle (a fresh data folder) or reused the one an earlier start made there. */
+  /**
+   * Whether the worker made its workflow bundle (a fresh data folder) or reused the one an earlier start made there.
+   */
   bundle: 'made' | 'reused';
 }
 
@@ -32,12 +37,22 @@ export async function benchColdStart(ctx: BenchContext): Promise<ColdStart[]> {
     for (let i = 0; i < 2 * options.coldStarts; i++) {
       const bundle = i < options.coldStarts ? 'made' : 'reused';
       const taskQueue = `bench-cold-${ctx.runTag}-${i}`;
-      const client = await AgentClient.connect({ temporalAddress: stack.temporal.address, tls: stack.temporal.tls, taskQueue, databaseUrl: stack.databaseUrl });
+      const client = await AgentClient.connect({
+        temporalAddress: stack.temporal.address,
+        tls: stack.temporal.tls,
+        taskQueue,
+        databaseUrl: stack.databaseUrl,
+      });
       const closeClient = ctx.cleanup.add('cold-start client', () => client.close());
       const id = `bench-${ctx.runTag}-cold-${i}`;
       // The name is the data folder: a restart runs in the first start's, where its bundle is.
       const name = `cold-worker-${bundle === 'made' ? i : 0}`;
-      const worker = spawnWorker({ worker: PROJECT_WORKER, env: projectWorkerEnv(ctx, taskQueue), dir: stack.scratch, name });
+      const worker = spawnWorker({
+        worker: PROJECT_WORKER,
+        env: projectWorkerEnv(ctx, taskQueue),
+        dir: stack.scratch,
+        name,
+      });
       const stopWorker = ctx.cleanup.add('cold-start worker', () => worker.stop());
       try {
         const answered = watcher.answered(id, 180_000);

@@ -15,7 +15,10 @@ export interface BenchContext {
   runTag: string;
 }
 
-/** Environment of a project worker process (`src/main.ts`) on `taskQueue`, against the run's servers and the bench tools. */
+/**
+ * Environment of a project worker process (`src/main.ts`) on `taskQueue`, against the run's servers and the bench
+ * tools.
+ */
 export function projectWorkerEnv(ctx: BenchContext, taskQueue: string): Record<string, string> {
   return {
     ...ctx.stack.temporal.clientEnv,
@@ -28,13 +31,18 @@ export function projectWorkerEnv(ctx: BenchContext, taskQueue: string): Record<s
   };
 }
 
-/** Fails when the scripted model server answered any request with an error (the request was invalid), then forgets the requests. */
+/**
+ * Fails when the scripted model server answered any request with an error (the request was invalid), then forgets the
+ * requests.
+ */
 export function checkModelRequests(ctx: BenchContext, phase: string): number {
   const model = ctx.stack.model;
   const invalid = model.invalidRequests();
   const count = model.requests.length;
   if (invalid.length > 0) {
-    throw new Error(`${phase}: the model server refused ${invalid.length} request(s), e.g. ${JSON.stringify(invalid[0].error?.body).slice(0, 300)}`);
+    throw new Error(
+      `${phase}: the model server refused ${invalid.length} request(s), e.g. ${JSON.stringify(invalid[0].error?.body).slice(0, 300)}`,
+    );
   }
   model.requests.length = 0; // the recorded bodies would only grow
   return count;

@@ -50,10 +50,30 @@ export async function benchFloor(ctx: BenchContext): Promise<FloorFigures[]> {
         const prefix = `bench-${ctx.runTag}-floor${activitiesPerStep}-l${latencyMs}`;
         const base = { runTurn, steps: options.steps, latencyMs, meter };
         await runConcurrent({ ...base, idPrefix: `${prefix}-warm1`, concurrency: 1 });
-        await runConcurrent({ ...base, idPrefix: `${prefix}-warm10`, concurrency: options.mediumConcurrency, steps: 2 });
-        const single = await runConcurrent({ ...base, idPrefix: `${prefix}-c1`, concurrency: 1, rounds: options.singleTurns });
-        const history = await historyFigures(client, `${prefix}-c1-0-0`, options.steps, (type) => type === 'floorModel');
-        const medium = await runConcurrent({ ...base, idPrefix: `${prefix}-c10`, concurrency: options.mediumConcurrency, rounds: options.mediumRounds });
+        await runConcurrent({
+          ...base,
+          idPrefix: `${prefix}-warm10`,
+          concurrency: options.mediumConcurrency,
+          steps: 2,
+        });
+        const single = await runConcurrent({
+          ...base,
+          idPrefix: `${prefix}-c1`,
+          concurrency: 1,
+          rounds: options.singleTurns,
+        });
+        const history = await historyFigures(
+          client,
+          `${prefix}-c1-0-0`,
+          options.steps,
+          (type) => type === 'floorModel',
+        );
+        const medium = await runConcurrent({
+          ...base,
+          idPrefix: `${prefix}-c10`,
+          concurrency: options.mediumConcurrency,
+          rounds: options.mediumRounds,
+        });
         const high = await runConcurrent({ ...base, idPrefix: `${prefix}-c100`, concurrency: options.highConcurrency });
         log(
           `floor ${activitiesPerStep} activities, model ${latencyMs} ms: ${single.msPerStep.toFixed(1)} ms/step (1), ` +

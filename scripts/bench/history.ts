@@ -61,7 +61,12 @@ export function eventTimeMs(event: HistoryEvent): number {
 
 function spread(values: number[]): Spread {
   const r = (v: number): number => Math.round(v * 10) / 10;
-  return { count: values.length, p50: r(quantile(values, 0.5)), p90: r(quantile(values, 0.9)), max: r(values.length ? Math.max(...values) : NaN) };
+  return {
+    count: values.length,
+    p50: r(quantile(values, 0.5)),
+    p90: r(quantile(values, 0.9)),
+    max: r(values.length ? Math.max(...values) : NaN),
+  };
 }
 
 /**
@@ -155,7 +160,12 @@ export async function historyFigures(
     anatomy: {
       workflowTaskScheduleToStart: spread(wftWaits),
       workflowTaskStartToClose: spread(wftRuns),
-      activities: Object.fromEntries(Object.entries(activities).map(([type, v]) => [type, { scheduleToStart: spread(v.wait), startToClose: spread(v.run) }])),
+      activities: Object.fromEntries(
+        Object.entries(activities).map(([type, v]) => [
+          type,
+          { scheduleToStart: spread(v.wait), startToClose: spread(v.run) },
+        ]),
+      ),
       activityCompletedToNextTaskStart: spread(completedToNext),
       workflowTaskWaits: wftWaits.map((v) => Math.round(v * 10) / 10),
     },

@@ -34,7 +34,9 @@ async function main(): Promise<void> {
   const cleanup = new Cleanup(log);
   exitOnSignals(cleanup, log);
   if (loadAverageAtStart[0] > 0.5) {
-    log(`note: load average ${loadAverageAtStart.join(' ')} at start: other work on this machine will skew the figures`);
+    log(
+      `note: load average ${loadAverageAtStart.join(' ')} at start: other work on this machine will skew the figures`,
+    );
   }
 
   let stack: Stack | undefined;
@@ -72,7 +74,11 @@ async function main(): Promise<void> {
     results.machine = machineInfo(stack, loadAverageAtStart);
     const ctx: BenchContext = { stack, options, cleanup, log, runTag: randomBytes(3).toString('hex') };
     // A part that throws is recorded and the run goes on: one failure must not throw away the figures of the others.
-    const part = async <K extends keyof BenchResults>(name: Part, key: K, run: () => Promise<BenchResults[K]>): Promise<void> => {
+    const part = async <K extends keyof BenchResults>(
+      name: Part,
+      key: K,
+      run: () => Promise<BenchResults[K]>,
+    ): Promise<void> => {
       if (!options.parts.has(name)) return;
       try {
         results[key] = await run();
@@ -84,7 +90,9 @@ async function main(): Promise<void> {
     };
     await part('project', 'project', async () => (await import('./project')).benchProject(ctx));
     await part('project-local', 'projectLocal', async () => (await import('./project')).benchProject(ctx, 'local'));
-    await part('project-local-tools', 'projectLocalTools', async () => (await import('./project')).benchProject(ctx, 'local-tools'));
+    await part('project-local-tools', 'projectLocalTools', async () =>
+      (await import('./project')).benchProject(ctx, 'local-tools'),
+    );
     await part('langgraph', 'langgraph', async () => (await import('./langgraph')).benchLangGraph(ctx));
     await part('floor', 'floor', async () => (await import('./floor')).benchFloor(ctx));
     await part('plain', 'plain', async () => (await import('./plain')).benchPlain(ctx));
@@ -99,7 +107,9 @@ async function main(): Promise<void> {
   results.durationMs = Date.now() - startedAt;
   results.warnings = contentionWarnings(results);
   const file = writeResults(options.outDir, results);
-  process.stdout.write(`\n${formatTable(results)}\n\nFull results: ${file} (run took ${(results.durationMs / 60_000).toFixed(1)} min)\n`);
+  process.stdout.write(
+    `\n${formatTable(results)}\n\nFull results: ${file} (run took ${(results.durationMs / 60_000).toFixed(1)} min)\n`,
+  );
   if (results.failedParts.length > 0) process.exitCode = 1;
 }
 

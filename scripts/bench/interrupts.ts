@@ -101,7 +101,9 @@ function lastUserText(request: RecordedRequest): string {
 
 /** A history's events, one line each: time since the first event, type. */
 function describeEvents(events: HistoryEvent[]): string[] {
-  return events.map((e) => `+${Math.round(ms(e) - ms(events[0]))} ms ${EventType[e.eventType ?? 0].replace('EVENT_TYPE_', '')}`);
+  return events.map(
+    (e) => `+${Math.round(ms(e) - ms(events[0]))} ms ${EventType[e.eventType ?? 0].replace('EVENT_TYPE_', '')}`,
+  );
 }
 
 /** The events of a conversation's history, as {@link describeEvents} writes them. */
@@ -152,9 +154,13 @@ export async function benchInterrupts(ctx: BenchContext): Promise<InterruptFigur
           const id = `${prefix}-load-${slot}-${round}`;
           ids.push(id);
           expectedModelCalls += LOAD_STEPS + 1;
-          await client.sendMessage(id, turnMessage({ steps: LOAD_STEPS, latencyMs: LOAD_LATENCY_MS, tool: NOOP_TOOL }), {
-            input: { ...input, maxSteps: LOAD_STEPS + 1 },
-          });
+          await client.sendMessage(
+            id,
+            turnMessage({ steps: LOAD_STEPS, latencyMs: LOAD_LATENCY_MS, tool: NOOP_TOOL }),
+            {
+              input: { ...input, maxSteps: LOAD_STEPS + 1 },
+            },
+          );
           const answered = await rig.watcher.answered(id, STUCK_AFTER_MS).then(
             () => true,
             () => false,
@@ -170,7 +176,11 @@ export async function benchInterrupts(ctx: BenchContext): Promise<InterruptFigur
         }
       });
       await sleep(3_000); // the load reaches its pace
-      const meter = startCpuMeter({ worker: rig.worker.pid, temporal: stack.temporalPid, postmaster: stack.postmasterPid });
+      const meter = startCpuMeter({
+        worker: rig.worker.pid,
+        temporal: stack.temporalPid,
+        postmaster: stack.postmasterPid,
+      });
       loadWindow.counting = true;
       const windowStarted = Date.now();
 
@@ -184,10 +194,13 @@ export async function benchInterrupts(ctx: BenchContext): Promise<InterruptFigur
           const text = turnMessage({ steps: 1, latencyMs: LONG_CALL_MS, tool: NOOP_TOOL, tag });
           ids.push(id);
           expectedModelCalls += 1;
-          // Every other sample first has a short turn answered, so that its long call runs in a later workflow task of the run.
+          // Every other sample first has a short turn answered, so that its long call runs in a later workflow task of
+          // the run.
           const laterTurn = i % 2 === 1;
           if (laterTurn) {
-            await client.sendMessage(id, turnMessage({ steps: 1, latencyMs: 0, tool: NOOP_TOOL }), { input: { ...input, maxSteps: 2 } });
+            await client.sendMessage(id, turnMessage({ steps: 1, latencyMs: 0, tool: NOOP_TOOL }), {
+              input: { ...input, maxSteps: 2 },
+            });
             await rig.watcher.answered(id);
             expectedModelCalls += 2;
           }
@@ -212,7 +225,8 @@ export async function benchInterrupts(ctx: BenchContext): Promise<InterruptFigur
           const sentAt = Date.now();
           await client.cancelTurn(id);
           for (;;) {
-            // A query fails while the conversation's workflow tasks fail or time out: asked again until the cancel counts as stuck.
+            // A query fails while the conversation's workflow tasks fail or time out: asked again until the cancel
+            // counts as stuck.
             const state = await client.state(id).catch((err: unknown) => {
               queryFailures++;
               lastQueryFailure = err instanceof Error ? err.message : String(err);
@@ -221,7 +235,9 @@ export async function benchInterrupts(ctx: BenchContext): Promise<InterruptFigur
             const turn = state?.recentTurns.find((t) => t.messageIds.includes(messageId));
             if (turn) {
               if (turn.outcome !== 'cancelled' || turn.steps !== 0) {
-                throw new Error(`${label}: conversation ${id} ended ${turn.outcome} after ${turn.steps} model calls (expected cancelled after 0).`);
+                throw new Error(
+                  `${label}: conversation ${id} ended ${turn.outcome} after ${turn.steps} model calls (expected cancelled after 0).`,
+                );
               }
               return { laterTurn, ms: Date.now() - sentAt };
             }
@@ -229,7 +245,9 @@ export async function benchInterrupts(ctx: BenchContext): Promise<InterruptFigur
               // Measured, not thrown: the conversation is ended so that it does not load the next settings.
               stuckIds.add(id);
               stuckHistory ??= { workflowId: id, events: await eventLines(client, id) };
-              await client.temporal.workflow.getHandle(id).terminate('bench: its cancel did not take effect within a minute');
+              await client.temporal.workflow
+                .getHandle(id)
+                .terminate('bench: its cancel did not take effect within a minute');
               return { laterTurn, ms: undefined };
             }
             await sleep(50);
@@ -270,7 +288,9 @@ export async function benchInterrupts(ctx: BenchContext): Promise<InterruptFigur
           const a = e.workflowTaskTimedOutEventAttributes;
           const started = events.find((x) => Number(x.eventId) === Number(a?.startedEventId));
           const first = events.find((x) => x.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED) === started;
-          const type = temporal.api.enums.v1.TimeoutType[a?.timeoutType ?? 0].replace('TIMEOUT_TYPE_', '').toLowerCase();
+          const type = temporal.api.enums.v1.TimeoutType[a?.timeoutType ?? 0]
+            .replace('TIMEOUT_TYPE_', '')
+            .toLowerCase();
           const kind = `${id.includes('-cancel-') ? 'cancel' : 'load'}, ${first ? 'first' : 'later'} task, ${type}${started ? `, after ${Math.round((ms(e) - ms(started)) / 500) / 2} s` : ''}`;
           timeoutKinds[kind] = (timeoutKinds[kind] ?? 0) + 1;
           timedOutHistory ??= {
@@ -284,10 +304,15 @@ export async function benchInterrupts(ctx: BenchContext): Promise<InterruptFigur
           // completed between its first task's start and the cancel's arrival renewed the task holding the call.
           const signals = events.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED);
           const [message, cancel] = signals.slice(-2);
-          const firstStart = events.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED && ms(e) >= ms(message));
+          const firstStart = events.find(
+            (e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED && ms(e) >= ms(message),
+          );
           if (cancel && firstStart && ms(cancel) > ms(firstStart)) {
             renewals += events.filter(
-              (e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED && ms(e) > ms(firstStart) && ms(e) < ms(cancel),
+              (e) =>
+                e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED &&
+                ms(e) > ms(firstStart) &&
+                ms(e) < ms(cancel),
             ).length;
             runningMs += ms(cancel) - ms(firstStart);
           }
@@ -296,7 +321,9 @@ export async function benchInterrupts(ctx: BenchContext): Promise<InterruptFigur
       const modelRequests = stack.model.requests.length;
       const invalid = stack.model.invalidRequests();
       if (invalid.length > 0)
-        throw new Error(`${label}: the model server refused ${invalid.length} request(s), e.g. ${JSON.stringify(invalid[0].error?.body).slice(0, 300)}`);
+        throw new Error(
+          `${label}: the model server refused ${invalid.length} request(s), e.g. ${JSON.stringify(invalid[0].error?.body).slice(0, 300)}`,
+        );
       stack.model.requests.length = 0;
       const figures: InterruptFigures = {
         ...setting,
@@ -306,7 +333,12 @@ export async function benchInterrupts(ctx: BenchContext): Promise<InterruptFigur
         p90Ms: quantile(latencyMs, 0.9),
         maxMs: Math.max(...latencyMs),
         renewalsPerSecond: runningMs > 0 ? (renewals * 1000) / runningMs : 0,
-        load: { conversations: loadConversations, turns: loadTurns, stepsPerSecond: (windowTurns * LOAD_STEPS * 1000) / windowMs, cpuPerStep },
+        load: {
+          conversations: loadConversations,
+          turns: loadTurns,
+          stepsPerSecond: (windowTurns * LOAD_STEPS * 1000) / windowMs,
+          cpuPerStep,
+        },
         workflowTaskTimeouts,
         timeoutKinds,
         stuck,

@@ -58,13 +58,19 @@ async function main(): Promise<void> {
     .addNode('agent', async (state) => ({ messages: [await model.invoke(state.messages)] }))
     .addNode('tools', new ToolNode([noop]))
     .addEdge(START, 'agent')
-    .addConditionalEdges('agent', (state) => ((state.messages.at(-1) as AIMessage).tool_calls?.length ? 'tools' : END), ['tools', END])
+    .addConditionalEdges(
+      'agent',
+      (state) => ((state.messages.at(-1) as AIMessage).tool_calls?.length ? 'tools' : END),
+      ['tools', END],
+    )
     .addEdge('tools', 'agent')
     .compile({ checkpointer });
 
   const runTurn = async (request: LangGraphTurnRequest): Promise<number> => {
     const result = await graph.invoke(
-      { messages: [new SystemMessage('You are a benchmark. Call the tool when told.'), new HumanMessage(request.text)] },
+      {
+        messages: [new SystemMessage('You are a benchmark. Call the tool when told.'), new HumanMessage(request.text)],
+      },
       { configurable: { thread_id: request.id }, durability: request.durability, recursionLimit: 1_000 },
     );
     return result.messages.filter((m) => m instanceof AIMessage).length;
@@ -73,7 +79,11 @@ async function main(): Promise<void> {
   process.on('message', (request: LangGraphTurnRequest) => {
     runTurn(request).then(
       (modelCalls) => process.send?.({ id: request.id, modelCalls } satisfies LangGraphTurnReply),
-      (err: unknown) => process.send?.({ id: request.id, error: err instanceof Error ? (err.stack ?? err.message) : String(err) } satisfies LangGraphTurnReply),
+      (err: unknown) =>
+        process.send?.({
+          id: request.id,
+          error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+        } satisfies LangGraphTurnReply),
     );
   });
   process.once('disconnect', () => void checkpointer.end().finally(() => process.exit(0)));

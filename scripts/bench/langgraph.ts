@@ -50,13 +50,18 @@ export async function benchLangGraph(ctx: BenchContext): Promise<LangGraphFigure
     for (const durability of ['async', 'sync'] as const) {
       const runTurn: RunTurn = async (id, steps, latencyMs) => {
         const started = Date.now();
-        const request: LangGraphTurnRequest = { id, text: turnMessage({ steps, latencyMs, tool: NOOP_TOOL }), durability };
+        const request: LangGraphTurnRequest = {
+          id,
+          text: turnMessage({ steps, latencyMs, tool: NOOP_TOOL }),
+          durability,
+        };
         const reply = await new Promise<LangGraphTurnReply>((resolve) => {
           waiting.set(id, resolve);
           worker.child.send(request);
         });
         if ('error' in reply) throw new Error(`LangGraph turn ${id} failed: ${reply.error}`);
-        if (reply.modelCalls !== steps + 1) throw new Error(`LangGraph turn ${id} made ${reply.modelCalls} model calls, expected ${steps + 1}.`);
+        if (reply.modelCalls !== steps + 1)
+          throw new Error(`LangGraph turn ${id} made ${reply.modelCalls} model calls, expected ${steps + 1}.`);
         return Date.now() - started;
       };
       const perLatency: SystemFigures[] = [];

@@ -31,7 +31,9 @@ function git(args: string[]): string | undefined {
 
 /** Collects the {@link MachineInfo} of this run. */
 export function machineInfo(stack: Stack | undefined, loadAverageAtStart: number[]): MachineInfo {
-  const sdk = JSON.parse(fs.readFileSync(require.resolve('@temporalio/worker/package.json'), 'utf8')) as { version: string };
+  const sdk = JSON.parse(fs.readFileSync(require.resolve('@temporalio/worker/package.json'), 'utf8')) as {
+    version: string;
+  };
   const status = git(['status', '--porcelain']);
   return {
     cpuModel: os.cpus()[0]?.model ?? 'unknown',
@@ -45,7 +47,10 @@ export function machineInfo(stack: Stack | undefined, loadAverageAtStart: number
       version: stack?.temporalInfo.version ?? '',
       devServerArgs: stack?.temporalInfo.args ?? [],
     },
-    git: { commit: git(['rev-parse', 'HEAD']), uncommittedChanges: status === undefined ? undefined : status.length > 0 },
+    git: {
+      commit: git(['rev-parse', 'HEAD']),
+      uncommittedChanges: status === undefined ? undefined : status.length > 0,
+    },
     loadAverageAtStart,
   };
 }

@@ -3,7 +3,15 @@
  * concurrency, per-turn wall times, steps per second, and the CPU time each
  * process spent meanwhile.
  */
-import { descendants, machineTimes, postgresCpuMs, processCpuMs, processTable, type MachineTimes, type ProcessEntry } from './proc';
+import {
+  descendants,
+  machineTimes,
+  postgresCpuMs,
+  processCpuMs,
+  processTable,
+  type MachineTimes,
+  type ProcessEntry,
+} from './proc';
 
 /** Runs one turn (a fresh conversation or workflow id) of `steps` steps; resolves with its wall time in ms. */
 export type RunTurn = (id: string, steps: number, latencyMs: number) => Promise<number>;
@@ -38,7 +46,9 @@ export interface CpuPerStep {
   steal: number;
   /** Idle time while processes waited for the disk (SQLite's and PostgreSQL's fsyncs). */
   iowait: number;
-  /** The busiest processes outside the bench's tree during the phase, when `other` is not small (CPU ms, whole phase). */
+  /**
+   * The busiest processes outside the bench's tree during the phase, when `other` is not small (CPU ms, whole phase).
+   */
   topOthers?: { pid: number; name: string; cpuMs: number }[];
   /** Cores busy on average during the phase: all processes and interrupts (2 = both cores of a 2-core machine). */
   machineCoresBusy: number;
@@ -83,7 +93,10 @@ export function startCpuMeter(p: MeteredProcesses): (steps: number) => CpuPerSte
     const m = (k: keyof MachineTimes): number => after.machine[k] - before.machine[k];
     const worker = before.worker !== undefined && after.worker !== undefined ? after.worker - before.worker : undefined;
     const other = Math.max(0, m('processes') - (treeCpuMs(after.processes) - treeCpuMs(before.processes)));
-    const ourPids = new Set([...descendants(before.processes, process.pid), ...descendants(after.processes, process.pid)]);
+    const ourPids = new Set([
+      ...descendants(before.processes, process.pid),
+      ...descendants(after.processes, process.pid),
+    ]);
     const topOthers = [...after.processes]
       .filter(([pid]) => !ourPids.has(pid))
       .map(([pid, p]) => ({ pid, name: p.name, cpuMs: Math.round(p.cpuMs - (before.processes.get(pid)?.cpuMs ?? 0)) }))
@@ -147,7 +160,11 @@ export async function runConcurrent(run: ConcurrentRun): Promise<ConcurrencyResu
   const stopMeter = run.meter ? startCpuMeter(run.meter) : undefined;
   const started = Date.now();
   for (let r = 0; r < rounds; r++) {
-    const walls = await Promise.all(Array.from({ length: run.concurrency }, (_, i) => run.runTurn(`${run.idPrefix}-${r}-${i}`, run.steps, run.latencyMs)));
+    const walls = await Promise.all(
+      Array.from({ length: run.concurrency }, (_, i) =>
+        run.runTurn(`${run.idPrefix}-${r}-${i}`, run.steps, run.latencyMs),
+      ),
+    );
     turnMs.push(...walls);
   }
   const phaseMs = Date.now() - started;
@@ -179,7 +196,11 @@ export function quantile(values: readonly number[], q: number): number {
 }
 
 /** Runs `task` over `items` with at most `limit` at once; results in the items' order. */
-export async function mapLimit<T, R>(items: readonly T[], limit: number, task: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function mapLimit<T, R>(
+  items: readonly T[],
+  limit: number,
+  task: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const results = new Array<R>(items.length);
   let next = 0;
   await Promise.all(
@@ -193,7 +214,10 @@ export async function mapLimit<T, R>(items: readonly T[], limit: number, task: (
   return results;
 }
 
-/** The three phases every system runs at one model latency, after warming up: 1 conversation, the medium and the high concurrency. */
+/**
+ * The three phases every system runs at one model latency, after warming up: 1 conversation, the medium and the high
+ * concurrency.
+ */
 export interface Phases {
   single: ConcurrencyResult;
   medium: ConcurrencyResult;
@@ -212,7 +236,12 @@ export async function runPhases(
   await runConcurrent({ ...base, idPrefix: `${prefix}-warm1`, concurrency: 1 });
   await runConcurrent({ ...base, idPrefix: `${prefix}-warm10`, concurrency: sizes.mediumConcurrency, steps: 2 });
   const single = await runConcurrent({ ...base, idPrefix: `${prefix}-c1`, concurrency: 1, rounds: sizes.singleTurns });
-  const medium = await runConcurrent({ ...base, idPrefix: `${prefix}-c10`, concurrency: sizes.mediumConcurrency, rounds: sizes.mediumRounds });
+  const medium = await runConcurrent({
+    ...base,
+    idPrefix: `${prefix}-c10`,
+    concurrency: sizes.mediumConcurrency,
+    rounds: sizes.mediumRounds,
+  });
   const high = await runConcurrent({ ...base, idPrefix: `${prefix}-c100`, concurrency: sizes.highConcurrency });
   return { single, medium, high };
 }

@@ -3,10 +3,24 @@ import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 
 /** The parts a run can be limited to with `--only`. */
-export const PARTS = ['project', 'project-local', 'project-local-tools', 'langgraph', 'floor', 'plain', 'interrupts', 'waiting', 'cold', 'startup'] as const;
+export const PARTS = [
+  'project',
+  'project-local',
+  'project-local-tools',
+  'langgraph',
+  'floor',
+  'plain',
+  'interrupts',
+  'waiting',
+  'cold',
+  'startup',
+] as const;
 /** One part of the bench. */
 export type Part = (typeof PARTS)[number];
-/** The parts a run without `--only` runs: all but the project with only its tool calls local, which is asked for by name. */
+/**
+ * The parts a run without `--only` runs: all but the project with only its tool calls local, which is asked for by
+ * name.
+ */
 export const DEFAULT_PARTS: readonly Part[] = PARTS.filter((p) => p !== 'project-local-tools');
 
 /** Everything a run does, decided from the flags. */
@@ -51,7 +65,8 @@ const integer =
   (min: number, max: number) =>
   (value: string): number => {
     const n = Number(value);
-    if (!Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`expected an integer from ${min} to ${max}, got "${value}".`);
+    if (!Number.isInteger(n) || n < min || n > max)
+      throw new InvalidArgumentError(`expected an integer from ${min} to ${max}, got "${value}".`);
     return n;
   };
 
@@ -69,7 +84,8 @@ const partList = (value: string): Part[] => {
     .map((v) => v.trim())
     .filter(Boolean);
   const unknown = list.filter((p) => !(PARTS as readonly string[]).includes(p));
-  if (list.length === 0 || unknown.length > 0) throw new InvalidArgumentError(`expected some of ${PARTS.join(',')}, got "${value}".`);
+  if (list.length === 0 || unknown.length > 0)
+    throw new InvalidArgumentError(`expected some of ${PARTS.join(',')}, got "${value}".`);
   return list as Part[];
 };
 
@@ -83,8 +99,17 @@ export function parseOptions(argv: string[] = process.argv): BenchOptions {
     .option('--quick', 'small sizes for a sanity run (under 2 minutes)', false)
     .option('--steps <n>', 'tool steps per turn (default 10; 3 with --quick)', integer(1, 99))
     .option('--model-latency <ms,...>', 'model latencies to measure', latencyList, [0, 200])
-    .option('--only <parts>', `parts to run, comma-separated: ${PARTS.join(',')} (default: all but project-local-tools)`, partList, [...DEFAULT_PARTS])
-    .option('--waiting <n>', 'conversations left waiting for approval (default 1000; 50 with --quick)', integer(1, 100_000))
+    .option(
+      '--only <parts>',
+      `parts to run, comma-separated: ${PARTS.join(',')} (default: all but project-local-tools)`,
+      partList,
+      [...DEFAULT_PARTS],
+    )
+    .option(
+      '--waiting <n>',
+      'conversations left waiting for approval (default 1000; 50 with --quick)',
+      integer(1, 100_000),
+    )
     .option('--concurrency <n>', 'the high concurrency (default 100; 20 with --quick)', integer(1, 1_000))
     .option('--out <dir>', 'where bench-results.json goes', path.join('.data', 'bench'))
     .option(

@@ -39,7 +39,13 @@ export async function benchPlain(ctx: BenchContext): Promise<PlainFigures[]> {
     const pool = withPostgres ? stack.pool : undefined;
     const runTurn: RunTurn = async (id, steps, latencyMs) => {
       const started = Date.now();
-      const made = await plainTurn({ openai, pool, tools, conversationId: id, text: turnMessage({ steps, latencyMs, tool: NOOP_TOOL }) });
+      const made = await plainTurn({
+        openai,
+        pool,
+        tools,
+        conversationId: id,
+        text: turnMessage({ steps, latencyMs, tool: NOOP_TOOL }),
+      });
       if (made !== steps + 1) throw new Error(`plain turn ${id} made ${made} model calls, expected ${steps + 1}.`);
       return Date.now() - started;
     };
@@ -115,7 +121,11 @@ async function plainTurn(turn: PlainTurn): Promise<number> {
     await store({
       role: 'assistant',
       content: content || null,
-      tool_calls: toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })),
+      tool_calls: toolCalls.map((c) => ({
+        id: c.id,
+        type: 'function' as const,
+        function: { name: c.name, arguments: c.arguments },
+      })),
     });
     for (const call of toolCalls) {
       if (call.name !== NOOP_TOOL) throw new Error(`the model called ${call.name}`);

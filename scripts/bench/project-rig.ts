@@ -16,13 +16,26 @@ export interface ProjectRig {
   stop(): Promise<void>;
 }
 
-/** Spawns the worker (wait for `worker.ready`) on `bench-<name>-<run tag>` and connects a client; `name` also names its log. */
+/**
+ * Spawns the worker (wait for `worker.ready`) on `bench-<name>-<run tag>` and connects a client; `name` also names its
+ * log.
+ */
 export async function startProjectRig(ctx: BenchContext, name: string): Promise<ProjectRig> {
   const { stack } = ctx;
   const taskQueue = `bench-${name}-${ctx.runTag}`;
-  const worker = spawnWorker({ worker: PROJECT_WORKER, env: projectWorkerEnv(ctx, taskQueue), dir: stack.scratch, name: `${name}-worker` });
+  const worker = spawnWorker({
+    worker: PROJECT_WORKER,
+    env: projectWorkerEnv(ctx, taskQueue),
+    dir: stack.scratch,
+    name: `${name}-worker`,
+  });
   const stopWorker = ctx.cleanup.add(`${name} worker`, () => worker.stop());
-  const client = await AgentClient.connect({ temporalAddress: stack.temporal.address, tls: stack.temporal.tls, taskQueue, databaseUrl: stack.databaseUrl });
+  const client = await AgentClient.connect({
+    temporalAddress: stack.temporal.address,
+    tls: stack.temporal.tls,
+    taskQueue,
+    databaseUrl: stack.databaseUrl,
+  });
   const closeClient = ctx.cleanup.add(`${name} client`, () => client.close());
   const watcher = new AnswerWatcher(stack.pool);
   return {

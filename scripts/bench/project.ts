@@ -26,7 +26,10 @@ export interface SystemFigures {
   lost?: { single: LostWork; medium: LostWork; high: LostWork };
 }
 
-/** Work a phase lost: its conversations' workflow tasks that timed out, and model calls beyond one per call its turns needed. */
+/**
+ * Work a phase lost: its conversations' workflow tasks that timed out, and model calls beyond one per call its turns
+ * needed.
+ */
 export interface LostWork {
   workflowTaskTimeouts: number;
   repeatedModelCalls: number;
@@ -40,13 +43,29 @@ export interface LostWork {
  */
 export type ProjectMode = 'activity' | 'local' | 'local-tools';
 
-const MODES: Record<ProjectMode, { label: string; rig: string; idTag: string; localActivities?: { modelCalls?: boolean; idempotentTools: boolean } }> = {
+const MODES: Record<
+  ProjectMode,
+  { label: string; rig: string; idTag: string; localActivities?: { modelCalls?: boolean; idempotentTools: boolean } }
+> = {
   activity: { label: 'project', rig: 'project', idTag: '' },
-  local: { label: 'project (local activities)', rig: 'project-local', idTag: 'local-', localActivities: { modelCalls: true, idempotentTools: true } },
-  'local-tools': { label: 'project (local tool calls)', rig: 'project-local-tools', idTag: 'ltools-', localActivities: { idempotentTools: true } },
+  local: {
+    label: 'project (local activities)',
+    rig: 'project-local',
+    idTag: 'local-',
+    localActivities: { modelCalls: true, idempotentTools: true },
+  },
+  'local-tools': {
+    label: 'project (local tool calls)',
+    rig: 'project-local-tools',
+    idTag: 'ltools-',
+    localActivities: { idempotentTools: true },
+  },
 };
 
-/** Measures the project at every latency of the options, its calls run as `mode` says; one worker process serves them all. */
+/**
+ * Measures the project at every latency of the options, its calls run as `mode` says; one worker process serves them
+ * all.
+ */
 export async function benchProject(ctx: BenchContext, mode: ProjectMode = 'activity'): Promise<SystemFigures[]> {
   const { stack, options } = ctx;
   const { label, rig, idTag, localActivities } = MODES[mode];
@@ -69,17 +88,24 @@ export async function benchProject(ctx: BenchContext, mode: ProjectMode = 'activ
       sent.push({ id, messageId, steps });
       return answeredAt - started;
     };
-    /** Checks every turn sent since the last check; counts the workflow tasks that timed out and the model calls beyond a turn's steps + 1. */
+    /**
+     * Checks every turn sent since the last check; counts the workflow tasks that timed out and the model calls beyond
+     * a turn's steps + 1.
+     */
     const check = async (phase: string): Promise<LostWork> => {
       const turns = sent.splice(0);
       let workflowTaskTimeouts = 0;
       await mapLimit(turns, 10, async ({ id, messageId, steps }) => {
         const turn = await client.waitForTurn(id, messageId, 60_000);
         if (turn.outcome !== 'answered' || turn.steps !== steps + 1) {
-          throw new Error(`${phase}: conversation ${id} ended ${turn.outcome} after ${turn.steps} model calls (expected answered after ${steps + 1}).`);
+          throw new Error(
+            `${phase}: conversation ${id} ended ${turn.outcome} after ${turn.steps} model calls (expected answered after ${steps + 1}).`,
+          );
         }
         const events = (await client.temporal.workflow.getHandle(id).fetchHistory()).events ?? [];
-        workflowTaskTimeouts += events.filter((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT).length;
+        workflowTaskTimeouts += events.filter(
+          (e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
+        ).length;
       });
       const modelCalls = checkModelRequests(ctx, phase);
       return { workflowTaskTimeouts, repeatedModelCalls: modelCalls - turns.reduce((n, t) => n + t.steps + 1, 0) };
@@ -93,7 +119,12 @@ export async function benchProject(ctx: BenchContext, mode: ProjectMode = 'activ
       await runConcurrent({ ...base, idPrefix: `${prefix}-warm1`, concurrency: 1 });
       await runConcurrent({ ...base, idPrefix: `${prefix}-warm10`, concurrency: options.mediumConcurrency, steps: 2 });
       await check('project warm-up');
-      const single = await runConcurrent({ ...base, idPrefix: `${prefix}-c1`, concurrency: 1, rounds: options.singleTurns });
+      const single = await runConcurrent({
+        ...base,
+        idPrefix: `${prefix}-c1`,
+        concurrency: 1,
+        rounds: options.singleTurns,
+      });
       const lostSingle = await check('project, 1 conversation');
       log(`, model ${latencyMs} ms: 1 conversation ${single.msPerStep.toFixed(1)} ms/step`);
       const history = await historyFigures(
@@ -104,7 +135,12 @@ export async function benchProject(ctx: BenchContext, mode: ProjectMode = 'activ
           // With local model calls a step has no activity but its markers: read the whole turn as one step.
           type === conversationActivityType(mode === 'local' ? 'appendMessages' : 'callModel'),
       );
-      const medium = await runConcurrent({ ...base, idPrefix: `${prefix}-c10`, concurrency: options.mediumConcurrency, rounds: options.mediumRounds });
+      const medium = await runConcurrent({
+        ...base,
+        idPrefix: `${prefix}-c10`,
+        concurrency: options.mediumConcurrency,
+        rounds: options.mediumRounds,
+      });
       const lostMedium = await check(`project, ${options.mediumConcurrency} conversations`);
       log(`, model ${latencyMs} ms: ${options.mediumConcurrency} conversations ${medium.msPerStep.toFixed(1)} ms/step`);
       const high = await runConcurrent({ ...base, idPrefix: `${prefix}-c100`, concurrency: options.highConcurrency });
@@ -113,7 +149,14 @@ export async function benchProject(ctx: BenchContext, mode: ProjectMode = 'activ
         `, model ${latencyMs} ms: ${options.highConcurrency} conversations ${high.stepsPerSecond.toFixed(1)} steps/s ` +
           `(${lostHigh.workflowTaskTimeouts} workflow tasks timed out, ${lostHigh.repeatedModelCalls} model calls repeated)`,
       );
-      results.push({ latencyMs, single, medium, high, history, lost: { single: lostSingle, medium: lostMedium, high: lostHigh } });
+      results.push({
+        latencyMs,
+        single,
+        medium,
+        high,
+        history,
+        lost: { single: lostSingle, medium: lostMedium, high: lostHigh },
+      });
     }
     return results;
   } finally {

@@ -41,7 +41,10 @@ export interface BenchResults {
   project?: SystemFigures[];
   /** The project with `localActivities: { modelCalls: true, idempotentTools: true }`. */
   projectLocal?: SystemFigures[];
-  /** The project with `localActivities: { idempotentTools: true }`: model calls ordinary activities, tool calls local ones. */
+  /**
+   * The project with `localActivities: { idempotentTools: true }`: model calls ordinary activities, tool calls local
+   * ones.
+   */
   projectLocalTools?: SystemFigures[];
   /** LangGraph JS + PostgresSaver, durability "async" (its default) and "sync". */
   langgraph?: LangGraphFigures[];
@@ -65,7 +68,8 @@ export const DEFINITIONS: Record<string, string> = {
   msPerStep:
     'median wall time of a turn ÷ S; a turn runs from the client call that sends the message (or starts the workflow) to the answer being seen: stored in PostgreSQL for the project (polled every 10 ms; every 50 ms while more than 10 turns run), the workflow result for the floor, the return of the loop for the plain loop',
   overheadMsPerStep: '(median turn wall time − (S + 1) × model latency) ÷ S: what the system adds to the model',
-  stepsPerSecond: 'steps of all turns ÷ wall time from the first turn started to the last one answered, all turns started at once',
+  stepsPerSecond:
+    'steps of all turns ÷ wall time from the first turn started to the last one answered, all turns started at once',
   cpuPerStep:
     'CPU time (user + system, /proc/<pid>/stat) of each process during the phase ÷ steps; "bench" is the driver process: scripted model server, client, answer polling, and for the plain loop the loop itself',
   langgraph:
@@ -74,7 +78,8 @@ export const DEFINITIONS: Record<string, string> = {
     "a minimal workflow that runs the same steps with no-op activities (the model one sleeps the model latency), on a plain worker with the project worker's settings: 4 per step is the shape issue 14 describes (callModel, appendMessages, runTool, appendMessages, plus the user message and answer writes), 2 per step is model + tool",
   plain:
     'the same turn in the bench process: openai SDK over HTTP to the same scripted model server (streamed, as the project), the tool function; "+ PostgreSQL" adds one INSERT, committed on its own, per message',
-  history: "events and encoded bytes of one turn's workflow history ÷ S (whole history: the user message, steps, final answer)",
+  history:
+    "events and encoded bytes of one turn's workflow history ÷ S (whole history: the user message, steps, final answer)",
 };
 
 type Figure = {
@@ -89,21 +94,42 @@ const FIGURES: Figure[] = [
   { title: () => 'overhead ms/step (wall − model time), 1 conversation', value: (f) => f.single.overheadMsPerStep },
   { title: (o) => `ms/step, ${o.mediumConcurrency} concurrent conversations`, value: (f) => f.medium.msPerStep },
   { title: (o) => `steps/s, ${o.highConcurrency} concurrent conversations`, value: (f) => f.high.stepsPerSecond },
-  { title: (o) => `ms/step (median turn), ${o.highConcurrency} concurrent conversations`, value: (f) => f.high.msPerStep },
+  {
+    title: (o) => `ms/step (median turn), ${o.highConcurrency} concurrent conversations`,
+    value: (f) => f.high.msPerStep,
+  },
   { title: (o) => `worker CPU ms/step, ${o.highConcurrency} concurrent`, value: (f) => f.high.cpuPerStep?.worker },
   {
     title: (o) => `CPU ms/step of worker, Temporal server and PostgreSQL together, ${o.highConcurrency} concurrent`,
-    value: (f) => (f.high.cpuPerStep ? (f.high.cpuPerStep.worker ?? 0) + f.high.cpuPerStep.temporal + f.high.cpuPerStep.postgres : undefined),
+    value: (f) =>
+      f.high.cpuPerStep
+        ? (f.high.cpuPerStep.worker ?? 0) + f.high.cpuPerStep.temporal + f.high.cpuPerStep.postgres
+        : undefined,
   },
-  { title: (o) => `Temporal server CPU ms/step, ${o.highConcurrency} concurrent`, value: (f) => f.high.cpuPerStep?.temporal, ratio: false },
-  { title: (o) => `PostgreSQL CPU ms/step, ${o.highConcurrency} concurrent`, value: (f) => f.high.cpuPerStep?.postgres },
-  { title: (o) => `bench process CPU ms/step, ${o.highConcurrency} concurrent`, value: (f) => f.high.cpuPerStep?.driver, ratio: false },
+  {
+    title: (o) => `Temporal server CPU ms/step, ${o.highConcurrency} concurrent`,
+    value: (f) => f.high.cpuPerStep?.temporal,
+    ratio: false,
+  },
+  {
+    title: (o) => `PostgreSQL CPU ms/step, ${o.highConcurrency} concurrent`,
+    value: (f) => f.high.cpuPerStep?.postgres,
+  },
+  {
+    title: (o) => `bench process CPU ms/step, ${o.highConcurrency} concurrent`,
+    value: (f) => f.high.cpuPerStep?.driver,
+    ratio: false,
+  },
   {
     title: (o) => `workflow tasks timed out, ${o.highConcurrency} concurrent (their work is done again)`,
     value: (f) => f.lost?.high.workflowTaskTimeouts,
     ratio: false,
   },
-  { title: (o) => `model calls made again, ${o.highConcurrency} concurrent`, value: (f) => f.lost?.high.repeatedModelCalls, ratio: false },
+  {
+    title: (o) => `model calls made again, ${o.highConcurrency} concurrent`,
+    value: (f) => f.lost?.high.repeatedModelCalls,
+    ratio: false,
+  },
   { title: () => 'worker CPU ms/step, 1 conversation', value: (f) => f.single.cpuPerStep?.worker },
   { title: () => 'history events/step', value: (f) => f.history?.eventsPerStep },
   { title: () => 'history bytes/step', value: (f) => f.history?.bytesPerStep },
@@ -121,11 +147,13 @@ function systems(r: BenchResults): { name: string; figures: SystemFigures[] }[] 
   if (r.project) list.push({ name: 'project', figures: r.project });
   if (r.projectLocal) list.push({ name: 'project, local activities', figures: r.projectLocal });
   if (r.projectLocalTools) list.push({ name: 'project, local tool calls', figures: r.projectLocalTools });
-  for (const l of r.langgraph ?? []) list.push({ name: `LangGraph + PostgresSaver, durability ${l.durability}`, figures: l.perLatency });
+  for (const l of r.langgraph ?? [])
+    list.push({ name: `LangGraph + PostgresSaver, durability ${l.durability}`, figures: l.perLatency });
   for (const f of [...(r.floor ?? [])].sort((a, b) => b.activitiesPerStep - a.activitiesPerStep)) {
     list.push({ name: `Temporal floor, ${f.activitiesPerStep} activities/step`, figures: f.perLatency });
   }
-  for (const p of r.plain ?? []) list.push({ name: p.postgres ? 'plain loop + PostgreSQL commit/message' : 'plain loop', figures: p.perLatency });
+  for (const p of r.plain ?? [])
+    list.push({ name: p.postgres ? 'plain loop + PostgreSQL commit/message' : 'plain loop', figures: p.perLatency });
   return list;
 }
 
@@ -167,7 +195,10 @@ export function formatTable(r: BenchResults): string {
             const v = f ? figure.value(f) : undefined;
             const b = baseline?.find((x) => x.latencyMs === latency);
             const bv = b ? figure.value(b) : undefined;
-            const ratio = figure.ratio !== false && v !== undefined && bv !== undefined && bv !== 0 && Number.isFinite(v) ? ` ${num(v / bv)}×` : '';
+            const ratio =
+              figure.ratio !== false && v !== undefined && bv !== undefined && bv !== 0 && Number.isFinite(v)
+                ? ` ${num(v / bv)}×`
+                : '';
             return `${num(v)}${ratio}`.padStart(col);
           });
           return { name: s.name, cells, empty: cells.every((c) => c.trim() === '–') };
@@ -186,7 +217,10 @@ export function formatTable(r: BenchResults): string {
     const a = f.history?.anatomy;
     if (!a) continue;
     const acts = Object.entries(a.activities)
-      .map(([type, v]) => `${type.replace(/^durableAgent\./, '')} ×${v.startToClose.count} wait ${num(v.scheduleToStart.p50)} / run ${num(v.startToClose.p50)}`)
+      .map(
+        ([type, v]) =>
+          `${type.replace(/^durableAgent\./, '')} ×${v.startToClose.count} wait ${num(v.scheduleToStart.p50)} / run ${num(v.startToClose.p50)}`,
+      )
       .join('; ');
     lines.push(
       '',
@@ -221,7 +255,10 @@ export function formatTable(r: BenchResults): string {
   }
   if (r.startUp && r.startUp.length > 0) {
     const say = (s: StartUp): string => `${s.kind} ready ${num(s.readyMs)} ms, first answer ${num(s.firstAnswerMs)} ms`;
-    lines.push('', `npm start with nothing configured (its own dev server, PostgreSQL, demo model): ${r.startUp.map(say).join('; ')}`);
+    lines.push(
+      '',
+      `npm start with nothing configured (its own dev server, PostgreSQL, demo model): ${r.startUp.map(say).join('; ')}`,
+    );
   }
   if (r.interrupts && r.interrupts.length > 0) {
     lines.push(
@@ -283,7 +320,9 @@ export function contentionWarnings(r: BenchResults): string[] {
       }
     }
     if (hit.length > 0) {
-      warnings.push(`${name}: the machine was not the bench's alone (CPU ms/step, per model latency/concurrency): ${hit.join('; ')}`);
+      warnings.push(
+        `${name}: the machine was not the bench's alone (CPU ms/step, per model latency/concurrency): ${hit.join('; ')}`,
+      );
     }
   };
   check('project', r.project);
@@ -292,8 +331,14 @@ export function contentionWarnings(r: BenchResults): string[] {
   for (const l of r.langgraph ?? []) check(`LangGraph (${l.durability})`, l.perLatency);
   for (const f of r.floor ?? []) check(`floor ${f.activitiesPerStep}`, f.perLatency);
   for (const p of r.plain ?? []) check(p.postgres ? 'plain + PostgreSQL' : 'plain', p.perLatency);
-  if (r.waiting && r.waiting.cpuPerConversation.other > 0.1 * ((r.waiting.cpuPerConversation.worker ?? 0) + r.waiting.cpuPerConversation.temporal)) {
-    warnings.push(`waiting: other processes were busy while the conversations started (${num(r.waiting.cpuPerConversation.other)} ms CPU per conversation)`);
+  if (
+    r.waiting &&
+    r.waiting.cpuPerConversation.other >
+      0.1 * ((r.waiting.cpuPerConversation.worker ?? 0) + r.waiting.cpuPerConversation.temporal)
+  ) {
+    warnings.push(
+      `waiting: other processes were busy while the conversations started (${num(r.waiting.cpuPerConversation.other)} ms CPU per conversation)`,
+    );
   }
   return warnings;
 }

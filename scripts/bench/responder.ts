@@ -48,7 +48,9 @@ export function scriptedReply(messages: WireMessage[]): ScriptedReply {
   if (!script) return { content: `${ANSWER_PREFIX}: not a bench message` };
   const done = messages.slice(lastUser + 1).filter((m) => m.role === 'tool').length;
   const reply: ScriptedReply =
-    done < script.steps ? { toolCalls: [{ name: script.tool, arguments: { i: done } }] } : { content: `${ANSWER_PREFIX} after ${done} tool calls` };
+    done < script.steps
+      ? { toolCalls: [{ name: script.tool, arguments: { i: done } }] }
+      : { content: `${ANSWER_PREFIX} after ${done} tool calls` };
   return script.latencyMs > 0 ? { kind: 'delay', ms: script.latencyMs, then: reply } : reply;
 }
 

@@ -63,7 +63,8 @@ export async function startStack(
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-bench-'));
   cleanup.add('scratch folder', () => fs.rmSync(scratch, { recursive: true, force: true }));
   const cliPath = findTemporalCli(process.env.TEMPORAL_CLI_PATH || undefined);
-  if (!cliPath) throw new Error('No temporal CLI found: run `bash scripts/ensure-temporal-cli.sh` (npm run bench does).');
+  if (!cliPath)
+    throw new Error('No temporal CLI found: run `bash scripts/ensure-temporal-cli.sh` (npm run bench does).');
   const version = execFileSync(cliPath, ['--version'], { encoding: 'utf8' }).trim();
 
   const runId = path.basename(scratch).replace(/^agent-bench-/, '');
@@ -71,7 +72,10 @@ export async function startStack(
     temporal: {
       cliPath,
       dbFilename: path.join(scratch, 'temporal.sqlite'),
-      extraArgs: [...dynamicConfig.flatMap((kv) => ['--dynamic-config-value', kv]), ...sqlitePragmas.flatMap((kv) => ['--sqlite-pragma', kv])],
+      extraArgs: [
+        ...dynamicConfig.flatMap((kv) => ['--dynamic-config-value', kv]),
+        ...sqlitePragmas.flatMap((kv) => ['--sqlite-pragma', kv]),
+      ],
     },
     label: 'agent-bench',
     runId,
@@ -81,10 +85,14 @@ export async function startStack(
   cleanup.add('PostgreSQL', () => stopPostgres(postgres));
 
   const port = temporal.address.split(':').pop()!;
-  const [temporalPid] = findProcesses((args) => args.includes('start-dev') && args.includes(port) && args.some((a) => a.endsWith('temporal')));
+  const [temporalPid] = findProcesses(
+    (args) => args.includes('start-dev') && args.includes(port) && args.some((a) => a.endsWith('temporal')),
+  );
   if (!temporalPid) throw new Error(`Cannot find the pid of the Temporal dev server on port ${port} in /proc.`);
   const { pgPid, pool, model } = await startBenchParts(cleanup, postgres);
-  log(`Temporal ${temporal.address} (pid ${temporalPid}, ${version.split('\n')[0]}), PostgreSQL port ${postgres.port} (pid ${pgPid}), model ${model.url}`);
+  log(
+    `Temporal ${temporal.address} (pid ${temporalPid}, ${version.split('\n')[0]}), PostgreSQL port ${postgres.port} (pid ${pgPid}), model ${model.url}`,
+  );
   return {
     scratch,
     temporal: { kind: 'dev server', address: temporal.address, clientEnv: { TEMPORAL_ADDRESS: temporal.address } },
@@ -103,7 +111,12 @@ async function startClusterStack(cleanup: Cleanup, log: (line: string) => void):
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-bench-'));
   cleanup.add('scratch folder', () => fs.rmSync(scratch, { recursive: true, force: true }));
   const runId = path.basename(scratch).replace(/^agent-bench-/, '');
-  const { temporal, postgres } = await startLocalCluster({ label: 'agent-bench', runId, database: 'bench', dir: scratch });
+  const { temporal, postgres } = await startLocalCluster({
+    label: 'agent-bench',
+    runId,
+    database: 'bench',
+    dir: scratch,
+  });
   cleanup.add('Temporal cluster', () => temporal.stop());
   cleanup.add('PostgreSQL', () => stopPostgres(postgres));
   const temporalPid = temporal.pid();
@@ -111,11 +124,18 @@ async function startClusterStack(cleanup: Cleanup, log: (line: string) => void):
   const { pgPid, pool, model } = await startBenchParts(cleanup, postgres);
   const args = commandLine(temporalPid) ?? [];
   const version = `temporal-server ${temporal.serverVersion} (4 history shards, PostgreSQL persistence and visibility, mutual TLS)`;
-  log(`Temporal cluster ${temporal.address} (pid ${temporalPid}, ${version}), PostgreSQL port ${postgres.port} (pid ${pgPid}), model ${model.url}`);
+  log(
+    `Temporal cluster ${temporal.address} (pid ${temporalPid}, ${version}), PostgreSQL port ${postgres.port} (pid ${pgPid}), model ${model.url}`,
+  );
   const { tls } = connectionOptions(temporal.connection);
   return {
     scratch,
-    temporal: { kind: 'cluster', address: temporal.address, clientEnv: temporal.clientEnv, tls: typeof tls === 'object' && tls ? tls : undefined },
+    temporal: {
+      kind: 'cluster',
+      address: temporal.address,
+      clientEnv: temporal.clientEnv,
+      tls: typeof tls === 'object' && tls ? tls : undefined,
+    },
     temporalPid,
     temporalInfo: { cliPath: args[0] ?? '', version, args },
     databaseUrl: postgres.databaseUrl,
@@ -126,7 +146,10 @@ async function startClusterStack(cleanup: Cleanup, log: (line: string) => void):
   };
 }
 
-/** What both stacks add to their PostgreSQL: its postmaster's pid, the bench's own migrated pool, and the scripted model server. */
+/**
+ * What both stacks add to their PostgreSQL: its postmaster's pid, the bench's own migrated pool, and the scripted model
+ * server.
+ */
 async function startBenchParts(
   cleanup: Cleanup,
   postgres: { dataDir: string; databaseUrl: string },

@@ -49,7 +49,11 @@ async function measure(variant: Variant, steps: number, turns: number): Promise<
       for (let i = 0; i < turns + 1; i++) {
         lastId = `throttle-${i}`;
         const started = Date.now();
-        await env.client.workflow.execute('floorTurn', { taskQueue, workflowId: lastId, args: [{ steps, activitiesPerStep: 2, latencyMs: 0 }] });
+        await env.client.workflow.execute('floorTurn', {
+          taskQueue,
+          workflowId: lastId,
+          args: [{ steps, activitiesPerStep: 2, latencyMs: 0 }],
+        });
         if (i > 0) perStep.push((Date.now() - started) / steps); // the first turn warms up
         await new Promise((resolve) => setTimeout(resolve, 1_500)); // let the rate limiter's bucket fill up again
       }
@@ -79,7 +83,10 @@ async function main(): Promise<void> {
   const extra = process.argv.flatMap((a, i) => (process.argv[i - 1] === '--extra' ? [a] : []));
   const variants: Variant[] = [
     { name: 'defaults', dynamicConfig: [] },
-    { name: `history.transferProcessorMaxPollRPS=${rps}`, dynamicConfig: [`history.transferProcessorMaxPollRPS=${rps}`] },
+    {
+      name: `history.transferProcessorMaxPollRPS=${rps}`,
+      dynamicConfig: [`history.transferProcessorMaxPollRPS=${rps}`],
+    },
     ...(extra.length > 0 ? [{ name: extra.join(', '), dynamicConfig: extra }] : []),
   ];
   for (const v of variants) await measure(v, steps, 3);

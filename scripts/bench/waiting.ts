@@ -39,7 +39,10 @@ export interface WaitingFigures {
   allWaitingMs: number;
   /** CPU time per conversation started (the worker, Temporal, PostgreSQL, the bench), ms. */
   cpuPerConversation: CpuPerStep;
-  /** Conversations the worker keeps cached (Temporal's sticky cache): those beyond it are evicted and rebuilt from history when they wake. */
+  /**
+   * Conversations the worker keeps cached (Temporal's sticky cache): those beyond it are evicted and rebuilt from
+   * history when they wake.
+   */
   workerCache: { size: number; source: string };
   approvals: { count: number; p50Ms: number; maxMs: number; allMs: number[] };
 }
@@ -91,7 +94,9 @@ export async function benchWaiting(ctx: BenchContext): Promise<WaitingFigures> {
     while (waitingCount < n) {
       workerMemory();
       if (Date.now() - started > giveUpMs)
-        throw new Error(`waiting: only ${waitingCount} of ${n} conversations awaiting approval after ${giveUpMs / 60_000} minutes.`);
+        throw new Error(
+          `waiting: only ${waitingCount} of ${n} conversations awaiting approval after ${giveUpMs / 60_000} minutes.`,
+        );
       await sleep(250);
       waitingCount = (await client.temporal.workflow.count(query)).count;
       if (Date.now() - lastLog > 10_000) {
@@ -103,7 +108,9 @@ export async function benchWaiting(ctx: BenchContext): Promise<WaitingFigures> {
     const cpuPerConversation = meter(n);
     await sleep(3_000);
     const waiting = workerMemory();
-    log(`waiting: ${n} conversations awaiting approval after ${allWaitingMs} ms; worker at ${waiting.rssMiB.toFixed(0)} MiB`);
+    log(
+      `waiting: ${n} conversations awaiting approval after ${allWaitingMs} ms; worker at ${waiting.rssMiB.toFixed(0)} MiB`,
+    );
     await sleep(SETTLE_MS);
     const settled = workerMemory();
     log(`waiting: worker at ${settled.rssMiB.toFixed(0)} MiB after ${SETTLE_MS / 1000} s more with nothing to do`);
@@ -119,7 +126,8 @@ export async function benchWaiting(ctx: BenchContext): Promise<WaitingFigures> {
       await client.decide(id, { decision: 'approve', decidedBy: 'bench' });
       approvalMs.push((await answered) - t0);
       const turn = await client.waitForTurn(id, messageIds[index], 60_000);
-      if (turn.outcome !== 'answered') throw new Error(`waiting: conversation ${id} ended ${turn.outcome} after its approval.`);
+      if (turn.outcome !== 'answered')
+        throw new Error(`waiting: conversation ${id} ended ${turn.outcome} after its approval.`);
     }
     checkModelRequests(ctx, 'waiting');
     return {
@@ -148,8 +156,13 @@ export async function benchWaiting(ctx: BenchContext): Promise<WaitingFigures> {
  */
 async function workerCacheSize(env: Record<string, string>): Promise<{ size: number; source: string }> {
   const { loadConfig } = await import('../../src/app/config');
-  const configured = (loadConfig({ ...process.env, ...env }) as unknown as { maxCachedConversations?: number }).maxCachedConversations;
-  if (typeof configured === 'number') return { size: configured, source: "the worker's configuration (maxCachedConversations)" };
+  const configured = (loadConfig({ ...process.env, ...env }) as unknown as { maxCachedConversations?: number })
+    .maxCachedConversations;
+  if (typeof configured === 'number')
+    return { size: configured, source: "the worker's configuration (maxCachedConversations)" };
   const heapMiB = v8.getHeapStatistics().heap_size_limit / (1024 * 1024);
-  return { size: Math.max(Math.floor((Math.max(heapMiB - 200, 0) * 600) / 1024), 10), source: "the SDK's default for this heap size" };
+  return {
+    size: Math.max(Math.floor((Math.max(heapMiB - 200, 0) * 600) / 1024), 10),
+    source: "the SDK's default for this heap size",
+  };
 }

@@ -14,7 +14,10 @@ import { workerNodeFlags, workerProcessEnv } from '../../src/app/worker-node-opt
 const ROOT = path.join(__dirname, '..', '..');
 
 /** The project's worker: `src/main.ts`, and the line it prints once it polls. */
-export const PROJECT_WORKER = { entry: path.join(ROOT, 'src', 'main.ts'), readyLine: 'Durable agent worker is running.' };
+export const PROJECT_WORKER = {
+  entry: path.join(ROOT, 'src', 'main.ts'),
+  readyLine: 'Durable agent worker is running.',
+};
 
 /** The compiled project worker and its tools module, set by {@link useCompiledProjectWorker}. */
 let compiled: { entry: string; toolsModule: string } | undefined;
@@ -39,7 +42,9 @@ export function useCompiledProjectWorker(log: (line: string) => void): void {
     logLevel: 'error',
   });
   compiled = { entry: path.join(ROOT, 'build', 'main.js'), toolsModule };
-  log(`--compiled: the project's worker built into build/ in ${Date.now() - started} ms; its processes run build/main.js`);
+  log(
+    `--compiled: the project's worker built into build/ in ${Date.now() - started} ms; its processes run build/main.js`,
+  );
 }
 
 /** The bench's tools module for the project's worker: `bench-tools.ts`, or its bundle with `--compiled`. */
@@ -47,11 +52,20 @@ export function benchToolsModule(): string {
   return compiled?.toolsModule ?? path.join(__dirname, 'bench-tools.ts');
 }
 
-/** The LangGraph baseline's process (`langgraph-worker.ts`), and its ready line (kept in step with `LANGGRAPH_READY_LINE`). */
-export const LANGGRAPH_WORKER = { entry: path.join(__dirname, 'langgraph-worker.ts'), readyLine: 'bench langgraph worker is running' };
+/**
+ * The LangGraph baseline's process (`langgraph-worker.ts`), and its ready line (kept in step with
+ * `LANGGRAPH_READY_LINE`).
+ */
+export const LANGGRAPH_WORKER = {
+  entry: path.join(__dirname, 'langgraph-worker.ts'),
+  readyLine: 'bench langgraph worker is running',
+};
 
 /** The floor's worker (`floor-worker.ts`), and its ready line. */
-export const FLOOR_WORKER = { entry: path.join(__dirname, 'floor-worker.ts'), readyLine: 'bench floor worker is running' };
+export const FLOOR_WORKER = {
+  entry: path.join(__dirname, 'floor-worker.ts'),
+  readyLine: 'bench floor worker is running',
+};
 
 /** A running worker process. */
 export interface WorkerProcess {
@@ -87,7 +101,8 @@ export function spawnWorker(options: SpawnOptions): WorkerProcess {
   const logFile = path.join(options.dir, `${options.name}.log`);
   const log = fs.createWriteStream(logFile);
   const spawnedAt = Date.now();
-  // BENCH_WORKER_NODE_ARGS: extra node flags for the worker processes, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile them.
+  // BENCH_WORKER_NODE_ARGS: extra node flags for the worker processes, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to
+  // profile them.
   const nodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   // The project's worker runs as npm start runs it; the floor's and LangGraph's with Node's defaults.
   const likeNpmStart = options.worker === PROJECT_WORKER;

@@ -41,7 +41,9 @@ async function main(): Promise<void> {
     }),
   );
   const api = await serveConfiguredApi(config, security, client);
-  process.stdout.write(`HTTP API on ${api.url}/v1, inbox on ${api.url}/inbox (tokens: ${security.developmentTokensFile ?? config.api.tokensFile}).\n`);
+  process.stdout.write(
+    `HTTP API on ${api.url}/v1, inbox on ${api.url}/inbox (tokens: ${security.developmentTokensFile ?? config.api.tokensFile}).\n`,
+  );
   process.stdout.write(`Traces: ${describeTraceExport(traces)}.\n`);
   const stop = async () => {
     await api.stop().catch(() => undefined);

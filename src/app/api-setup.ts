@@ -8,7 +8,12 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseDecisionKeys, readDecisionKeyFile, type DecisionKey, type DecisionTrust } from '../common/decision-signing';
+import {
+  parseDecisionKeys,
+  readDecisionKeyFile,
+  type DecisionKey,
+  type DecisionTrust,
+} from '../common/decision-signing';
 import { AesGcmPayloadCodec } from '../codec/aes-gcm';
 import { ConfigError } from '../common/errors';
 import type { WorkerConfig } from './config';
@@ -37,7 +42,10 @@ export interface ApiSecurity {
 export const DEVELOPMENT_DECISION_KEYS_FILE = 'decision-keys';
 export { DEVELOPMENT_TOKENS_FILE };
 
-/** Resolves the API's security from the configuration, making development tokens and a decision key where none are configured. */
+/**
+ * Resolves the API's security from the configuration, making development tokens and a decision key where none are
+ * configured.
+ */
 export function resolveApiSecurity(config: WorkerConfig): ApiSecurity {
   const api = config.api;
   let tokens: ApiTokenConfig[];
@@ -49,7 +57,11 @@ export function resolveApiSecurity(config: WorkerConfig): ApiSecurity {
     writeOnce(developmentTokensFile, () =>
       JSON.stringify(
         [
-          { subject: 'local-requester', roles: ['requester', 'operator'], token: randomBytes(32).toString('base64url') },
+          {
+            subject: 'local-requester',
+            roles: ['requester', 'operator'],
+            token: randomBytes(32).toString('base64url'),
+          },
           { subject: 'local-approver', roles: ['approver', 'operator'], token: randomBytes(32).toString('base64url') },
         ],
         null,
@@ -65,16 +77,28 @@ export function resolveApiSecurity(config: WorkerConfig): ApiSecurity {
     decisionKeysOrigin = 'AGENT_DECISION_KEYS';
   } else {
     const file = api.decisionKeysFile ?? path.join(config.dataDir, DEVELOPMENT_DECISION_KEYS_FILE);
-    if (!api.decisionKeysFile) writeOnce(file, () => `local-${Date.now().toString(36)}:${randomBytes(32).toString('hex')}\n`);
+    if (!api.decisionKeysFile)
+      writeOnce(file, () => `local-${Date.now().toString(36)}:${randomBytes(32).toString('hex')}\n`);
     keys = readDecisionKeyFile(file);
     decisionKeysOrigin = file;
   }
-  if (keys.length === 0) throw new ConfigError(`No decision key in ${decisionKeysOrigin}: write one as "id:secret" (a secret from \`openssl rand -hex 32\`).`);
+  if (keys.length === 0)
+    throw new ConfigError(
+      `No decision key in ${decisionKeysOrigin}: write one as "id:secret" (a secret from \`openssl rand -hex 32\`).`,
+    );
   const oidc = api.oidc;
   if (oidc && !oidc.audience)
-    throw new ConfigError('AGENT_OIDC_ISSUER is set without AGENT_OIDC_AUDIENCE: set the audience your identity provider puts in tokens for this API.');
+    throw new ConfigError(
+      'AGENT_OIDC_ISSUER is set without AGENT_OIDC_AUDIENCE: set the audience your identity provider puts in tokens for this API.',
+    );
   const jwt = oidc
-    ? createJwtVerifier({ issuer: oidc.issuer, audience: oidc.audience!, jwksUrl: oidc.jwksUrl, rolesClaim: oidc.rolesClaim, subjectClaim: oidc.subjectClaim })
+    ? createJwtVerifier({
+        issuer: oidc.issuer,
+        audience: oidc.audience!,
+        jwksUrl: oidc.jwksUrl,
+        rolesClaim: oidc.rolesClaim,
+        subjectClaim: oidc.subjectClaim,
+      })
     : undefined;
   return {
     tokens,
@@ -87,7 +111,11 @@ export function resolveApiSecurity(config: WorkerConfig): ApiSecurity {
 }
 
 /** Serves the API and inbox page as configured, deciding through `client`. */
-export async function serveConfiguredApi(config: WorkerConfig, security: ApiSecurity, client: AgentClient): ReturnType<typeof startApiServer> {
+export async function serveConfiguredApi(
+  config: WorkerConfig,
+  security: ApiSecurity,
+  client: AgentClient,
+): ReturnType<typeof startApiServer> {
   if (config.api.port === 'off') throw new ConfigError('AGENT_API_PORT is "off": set a port for the API to listen on.');
   // Loaded here, so a process without the API never loads the web framework and the routes
   // (about 0.1 s of a start's CPU beyond the worker's own modules).

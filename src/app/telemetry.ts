@@ -23,8 +23,17 @@ export function installRuntime(metricsAddress: string | 'off', coreLogLevel: Log
     Runtime.install({
       logger: pinoLogger(),
       telemetryOptions: {
-        logging: { forward: {}, filter: makeTelemetryFilterString({ core: coreLogLevel.toUpperCase() as LogLevel, other: 'ERROR' }) },
-        ...(metricsAddress === 'off' ? {} : { metrics: { prometheus: { bindAddress: metricsAddress, histogramBucketOverrides: agentHistogramBuckets() } } }),
+        logging: {
+          forward: {},
+          filter: makeTelemetryFilterString({ core: coreLogLevel.toUpperCase() as LogLevel, other: 'ERROR' }),
+        },
+        ...(metricsAddress === 'off'
+          ? {}
+          : {
+              metrics: {
+                prometheus: { bindAddress: metricsAddress, histogramBucketOverrides: agentHistogramBuckets() },
+              },
+            }),
       },
     });
   } catch (err) {
@@ -36,7 +45,9 @@ export function installRuntime(metricsAddress: string | 'off', coreLogLevel: Log
       );
     }
     if (/metrics|prometheus|address/i.test(message)) {
-      throw new ConfigError(`AGENT_METRICS_ADDRESS: cannot serve metrics on ${metricsAddress} (${message}). Set a host:port of this machine, or off.`);
+      throw new ConfigError(
+        `AGENT_METRICS_ADDRESS: cannot serve metrics on ${metricsAddress} (${message}). Set a host:port of this machine, or off.`,
+      );
     }
     throw err;
   }
@@ -74,7 +85,8 @@ export function watchApprovalBacklog(client: AgentClient, intervalMs = APPROVAL_
       for (const figure of await client.approvalBacklog()) gauge.set(figure.conversations, { waited: figure.waited });
       failing = false;
     } catch (err) {
-      if (!failing) logger.warn({ err }, 'could not count the conversations waiting for approval; the gauge keeps its last value');
+      if (!failing)
+        logger.warn({ err }, 'could not count the conversations waiting for approval; the gauge keeps its last value');
       failing = true;
     } finally {
       running = false;

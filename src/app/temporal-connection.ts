@@ -32,7 +32,9 @@ export interface TemporalConnectionSettings {
 export function loadTemporalConnection(env: NodeJS.ProcessEnv = process.env): TemporalConnectionSettings {
   const named = env.TEMPORAL_PROFILE?.trim() || undefined;
   const profile = named ?? 'default';
-  const overrideEnvVars = Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
+  const overrideEnvVars = Object.fromEntries(
+    Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined),
+  );
   let loaded: ReturnType<typeof loadClientConnectConfig>;
   try {
     // A named profile must exist; the default one may be absent (then only the variables count).
@@ -57,8 +59,12 @@ export function loadTemporalConnection(env: NodeJS.ProcessEnv = process.env): Te
 /** The embedded dev server: plain connections, whatever the environment configures for other servers. */
 export const EMBEDDED_DEV_SERVER: TemporalConnectionSettings = { profile: 'embedded dev server' };
 
-/** TLS, API key and metadata, as `Connection.connect`, `NativeConnection.connect` and `AgentClient.connect` take them. */
-export function connectionOptions(settings: TemporalConnectionSettings): Pick<TemporalConnectionSettings, 'tls' | 'apiKey' | 'metadata'> {
+/**
+ * TLS, API key and metadata, as `Connection.connect`, `NativeConnection.connect` and `AgentClient.connect` take them.
+ */
+export function connectionOptions(
+  settings: TemporalConnectionSettings,
+): Pick<TemporalConnectionSettings, 'tls' | 'apiKey' | 'metadata'> {
   return { tls: settings.tls, apiKey: settings.apiKey, metadata: settings.metadata };
 }
 
@@ -86,17 +92,23 @@ export async function explainConnectionFailure<T>(
     const cause = err instanceof Error ? err.message : String(err);
     const tls = settings.tls;
     const withCert = typeof tls === 'object' && tls !== null && tls.clientCertPair !== undefined;
-    const how = tls ? `over TLS${withCert ? ' with a client certificate' : ' without a client certificate'}` : 'without TLS';
+    const how = tls
+      ? `over TLS${withCert ? ' with a client certificate' : ' without a client certificate'}`
+      : 'without TLS';
     const hints = [
       tls
         ? withCert
           ? "if the server refused the certificate, check that TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH (or the profile's tls.client_cert_path and tls.client_key_path) name a certificate signed by a CA the server trusts, and its key"
           : 'if the server requires a client certificate (mTLS), set TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH'
         : 'if the server expects TLS, set TEMPORAL_TLS=true (or TLS certificates, or TEMPORAL_API_KEY)',
-      tls ? 'to trust a private CA, set TEMPORAL_TLS_SERVER_CA_CERT_PATH; TEMPORAL_TLS_SERVER_NAME when the certificate names another host' : undefined,
+      tls
+        ? 'to trust a private CA, set TEMPORAL_TLS_SERVER_CA_CERT_PATH; TEMPORAL_TLS_SERVER_NAME when the certificate names another host'
+        : undefined,
       "check TEMPORAL_ADDRESS (or the profile's address) and that the server is up",
     ].filter(Boolean);
-    throw new ConfigError(`Could not connect to Temporal at ${address} ${how} (profile "${settings.profile}"): ${cause}\n  - ${hints.join('\n  - ')}`);
+    throw new ConfigError(
+      `Could not connect to Temporal at ${address} ${how} (profile "${settings.profile}"): ${cause}\n  - ${hints.join('\n  - ')}`,
+    );
   }
 }
 
@@ -114,7 +126,12 @@ export interface NamespaceLookup {
  * then waits instead of exiting. A namespace that still does
  * not exist after the wait is a `ConfigError` saying how to create it.
  */
-export async function waitForNamespace(connection: NamespaceLookup, namespace: string, address: string, waitMs: number): Promise<void> {
+export async function waitForNamespace(
+  connection: NamespaceLookup,
+  namespace: string,
+  address: string,
+  waitMs: number,
+): Promise<void> {
   try {
     await waitForServer(
       `namespace "${namespace}" on Temporal at ${address}`,

@@ -20,7 +20,9 @@ export const PROJECT_CLI_PATH = path.join(__dirname, '..', '..', '.tools', 'bin'
 export function findTemporalCli(explicitPath?: string): string | undefined {
   if (explicitPath) {
     if (!isExecutable(explicitPath)) {
-      throw new Error(`TEMPORAL_CLI_PATH=${explicitPath} is not an executable file. Point it at a temporal binary or unset it.`);
+      throw new Error(
+        `TEMPORAL_CLI_PATH=${explicitPath} is not an executable file. Point it at a temporal binary or unset it.`,
+      );
     }
     return explicitPath;
   }
@@ -117,7 +119,8 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   return {
     address: env.address,
     namespace,
-    // 127.0.0.1, the API's host by default: pages of one host are one site, so the UI may send the inbox's cookie to the codec server.
+    // 127.0.0.1, the API's host by default: pages of one host are one site, so the UI may send the inbox's cookie to
+    // the codec server.
     uiUrl: options.uiPort ? `http://127.0.0.1:${options.uiPort}` : undefined,
     env,
     stop: () => env.teardown(),

@@ -13,7 +13,9 @@ import type { Guardrail } from '../tools/guardrails';
  * and the guardrails of every conversation, when it exports `guardrails`
  * (values made with `guardrail(...)`).
  */
-export async function loadToolsModule(modulePath: string): Promise<{ tools: Tool[]; agents: Agent[]; guardrails: Guardrail[] }> {
+export async function loadToolsModule(
+  modulePath: string,
+): Promise<{ tools: Tool[]; agents: Agent[]; guardrails: Guardrail[] }> {
   const resolved = path.resolve(modulePath);
   let loaded: Record<string, unknown>;
   try {
@@ -24,15 +26,21 @@ export async function loadToolsModule(modulePath: string): Promise<{ tools: Tool
   const nested = loaded.default as Record<string, unknown> | undefined;
   const tools = loaded.tools ?? nested?.tools ?? loaded.default;
   if (!Array.isArray(tools) || tools.some((t) => (t as Partial<Tool>)?.kind !== 'tool')) {
-    throw new ConfigError(`AGENT_TOOLS_MODULE=${modulePath}: export an array of tools made with tool({...}), as "export const tools = [...]".`);
+    throw new ConfigError(
+      `AGENT_TOOLS_MODULE=${modulePath}: export an array of tools made with tool({...}), as "export const tools = [...]".`,
+    );
   }
   const agents = loaded.agents ?? nested?.agents ?? [];
   if (!Array.isArray(agents) || agents.some((a) => (a as Partial<Agent>)?.kind !== 'agent')) {
-    throw new ConfigError(`AGENT_TOOLS_MODULE=${modulePath}: its "agents" export must be an array of agents made with agent({...}).`);
+    throw new ConfigError(
+      `AGENT_TOOLS_MODULE=${modulePath}: its "agents" export must be an array of agents made with agent({...}).`,
+    );
   }
   const guardrails = loaded.guardrails ?? nested?.guardrails ?? [];
   if (!Array.isArray(guardrails) || guardrails.some((g) => (g as Partial<Guardrail>)?.kind !== 'guardrail')) {
-    throw new ConfigError(`AGENT_TOOLS_MODULE=${modulePath}: its "guardrails" export must be an array of guardrails made with guardrail({...}).`);
+    throw new ConfigError(
+      `AGENT_TOOLS_MODULE=${modulePath}: its "guardrails" export must be an array of guardrails made with guardrail({...}).`,
+    );
   }
   return { tools: tools as Tool[], agents: agents as Agent[], guardrails: guardrails as Guardrail[] };
 }

@@ -28,7 +28,9 @@ export const TRACING_PACKAGES = [
   '@temporalio/interceptors-opentelemetry',
 ] as const;
 
-/** Temporal's workflow interceptor module of the `OpenTelemetryPlugin`, which a prebuilt workflow bundle must include. */
+/**
+ * Temporal's workflow interceptor module of the `OpenTelemetryPlugin`, which a prebuilt workflow bundle must include.
+ */
 export const TRACING_WORKFLOW_INTERCEPTOR_MODULE = '@temporalio/interceptors-opentelemetry/lib/workflow-interceptors';
 
 /** Trace export, running. */
@@ -58,16 +60,22 @@ export function startTraceExport(settings: TraceExportConfig, resolve: ResolvePa
 
   // Loaded here, not imported: without an endpoint none of these is loaded at all.
   /* eslint-disable @typescript-eslint/no-require-imports */
-  const { Resource, envDetectorSync } = require('@opentelemetry/resources') as typeof import('@opentelemetry/resources');
-  const { BatchSpanProcessor } = require('@opentelemetry/sdk-trace-base') as typeof import('@opentelemetry/sdk-trace-base');
-  const { NodeTracerProvider } = require('@opentelemetry/sdk-trace-node') as typeof import('@opentelemetry/sdk-trace-node');
-  const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http');
-  const { OpenTelemetryPlugin } = require('@temporalio/interceptors-opentelemetry') as typeof import('@temporalio/interceptors-opentelemetry');
+  const { Resource, envDetectorSync } =
+    require('@opentelemetry/resources') as typeof import('@opentelemetry/resources');
+  const { BatchSpanProcessor } =
+    require('@opentelemetry/sdk-trace-base') as typeof import('@opentelemetry/sdk-trace-base');
+  const { NodeTracerProvider } =
+    require('@opentelemetry/sdk-trace-node') as typeof import('@opentelemetry/sdk-trace-node');
+  const { OTLPTraceExporter } =
+    require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http');
+  const { OpenTelemetryPlugin } =
+    require('@temporalio/interceptors-opentelemetry') as typeof import('@temporalio/interceptors-opentelemetry');
   /* eslint-enable @typescript-eslint/no-require-imports */
 
   // An export that fails (a collector down) is said in the worker's log, not lost in silence.
   diag.setLogger(diagLogger(), DiagLogLevel.WARN);
-  // OTEL_RESOURCE_ATTRIBUTES adds to the service name; the workflow spans (exported through the plugin) carry the same resource.
+  // OTEL_RESOURCE_ATTRIBUTES adds to the service name; the workflow spans (exported through the plugin) carry the same
+  // resource.
   const resource = Resource.default()
     .merge(new Resource({ 'service.name': settings.serviceName }))
     .merge(envDetectorSync.detect());
@@ -107,7 +115,9 @@ function isInstalled(name: string, resolve: ResolvePackage): boolean {
   }
 }
 
-/** What to do about missing tracing packages: install them (at the versions this repository uses), or turn traces off. */
+/**
+ * What to do about missing tracing packages: install them (at the versions this repository uses), or turn traces off.
+ */
 export function describeMissingPackages(missing: readonly string[], settings: TraceExportConfig): string {
   const versions = declaredVersions();
   const install = missing.map((name) => (versions[name] ? `${name}@${versions[name]}` : name)).join(' ');

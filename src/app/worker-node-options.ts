@@ -33,8 +33,14 @@ export function workerNodeFlags(packageJson = PACKAGE_JSON): string[] {
   return (workerConfig(packageJson).workerNodeOptions ?? '').split(/\s+/).filter(Boolean);
 }
 
-/** The environment the worker process adds to `env`: `MALLOC_ARENA_MAX` (`config.workerMallocArenaMax`) unless `env` sets it. */
-export function workerProcessEnv(env: NodeJS.ProcessEnv = process.env, packageJson = PACKAGE_JSON): Record<string, string> {
+/**
+ * The environment the worker process adds to `env`: `MALLOC_ARENA_MAX` (`config.workerMallocArenaMax`) unless `env`
+ * sets it.
+ */
+export function workerProcessEnv(
+  env: NodeJS.ProcessEnv = process.env,
+  packageJson = PACKAGE_JSON,
+): Record<string, string> {
   const arenas = workerConfig(packageJson).workerMallocArenaMax;
   return env.MALLOC_ARENA_MAX || !arenas ? {} : { MALLOC_ARENA_MAX: arenas };
 }

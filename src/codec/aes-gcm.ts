@@ -41,7 +41,9 @@ export class AesGcmPayloadCodec implements PayloadCodec {
     if (keys.length === 0) throw new ConfigError('The payload codec needs at least one key.');
     for (const k of keys) {
       if (k.key.length !== 32)
-        throw new ConfigError(`Payload key "${k.id}" has ${k.key.length} bytes; AES-256 needs 32 (base64 of 32 random bytes: openssl rand -base64 32).`);
+        throw new ConfigError(
+          `Payload key "${k.id}" has ${k.key.length} bytes; AES-256 needs 32 (base64 of 32 random bytes: openssl rand -base64 32).`,
+        );
     }
     this.keys = new Map(keys.map((k) => [k.id, k.key]));
     this.current = keys[0];
@@ -53,7 +55,10 @@ export class AesGcmPayloadCodec implements PayloadCodec {
       const cipher = createCipheriv('aes-256-gcm', this.current.key, iv);
       const plain = Buffer.from(JSON.stringify(toEnvelope(payload)), 'utf8');
       const sealed = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
-      return { metadata: { encoding: text(ENCRYPTED_ENCODING), [KEY_ID]: text(this.current.id), [CIPHER]: text(CIPHER_NAME) }, data: sealed };
+      return {
+        metadata: { encoding: text(ENCRYPTED_ENCODING), [KEY_ID]: text(this.current.id), [CIPHER]: text(CIPHER_NAME) },
+        data: sealed,
+      };
     });
   }
 
@@ -70,7 +75,9 @@ export class AesGcmPayloadCodec implements PayloadCodec {
       }
       const data = payload.data ?? new Uint8Array();
       if (data.length < IV_BYTES + TAG_BYTES)
-        throw new EncryptedPayloadError(`An encrypted payload (key "${id}") is ${data.length} bytes, too short to be one.`);
+        throw new EncryptedPayloadError(
+          `An encrypted payload (key "${id}") is ${data.length} bytes, too short to be one.`,
+        );
       const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, IV_BYTES));
       decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
       let plain: Buffer;
@@ -116,7 +123,10 @@ interface Envelope {
 }
 
 function toEnvelope(payload: Payload): Envelope {
-  const metadata = Object.entries(payload.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v ?? new Uint8Array()).toString('base64')]);
+  const metadata = Object.entries(payload.metadata ?? {}).map(([k, v]) => [
+    k,
+    Buffer.from(v ?? new Uint8Array()).toString('base64'),
+  ]);
   return { m: Object.fromEntries(metadata), d: Buffer.from(payload.data ?? new Uint8Array()).toString('base64') };
 }
 
@@ -134,19 +144,28 @@ export function parsePayloadKeys(value: string, variable = 'AGENT_PAYLOAD_KEYS')
     .split(',')
     .map((e) => e.trim())
     .filter(Boolean);
-  if (entries.length === 0) throw new ConfigError(`${variable} holds no key. Write id:base64key[,id:base64key] (openssl rand -base64 32 makes a key).`);
+  if (entries.length === 0)
+    throw new ConfigError(
+      `${variable} holds no key. Write id:base64key[,id:base64key] (openssl rand -base64 32 makes a key).`,
+    );
   const seen = new Set<string>();
   return entries.map((entry) => {
     const at = entry.indexOf(':');
     const id = entry.slice(0, at).trim();
     const encoded = entry.slice(at + 1).trim();
     if (at <= 0 || !/^[A-Za-z0-9._-]+$/.test(id) || !/^[A-Za-z0-9+/]+={0,2}$/.test(encoded)) {
-      throw new ConfigError(`${variable}: each key is id:base64 (an id of letters, digits, ".", "_" or "-"); write id:base64key[,id:base64key].`);
+      throw new ConfigError(
+        `${variable}: each key is id:base64 (an id of letters, digits, ".", "_" or "-"); write id:base64key[,id:base64key].`,
+      );
     }
-    if (seen.has(id)) throw new ConfigError(`${variable}: key id "${id}" appears twice; each key needs an id of its own.`);
+    if (seen.has(id))
+      throw new ConfigError(`${variable}: key id "${id}" appears twice; each key needs an id of its own.`);
     seen.add(id);
     const key = Buffer.from(encoded, 'base64');
-    if (key.length !== 32) throw new ConfigError(`${variable}: key "${id}" is ${key.length} bytes; AES-256 needs 32 (openssl rand -base64 32).`);
+    if (key.length !== 32)
+      throw new ConfigError(
+        `${variable}: key "${id}" is ${key.length} bytes; AES-256 needs 32 (openssl rand -base64 32).`,
+      );
     return { id, key };
   });
 }

@@ -10,7 +10,10 @@ export { AesGcmPayloadCodec, ENCRYPTED_ENCODING, parsePayloadKeys, type PayloadK
 
 const MODULE_EXTENSION = path.extname(__filename);
 
-/** Path of the module whose `failureConverter` puts a failure's message and stack into its (encrypted) encoded attributes. */
+/**
+ * Path of the module whose `failureConverter` puts a failure's message and stack into its (encrypted) encoded
+ * attributes.
+ */
 const ENCRYPTING_FAILURE_CONVERTER_PATH = path.join(__dirname, `failure-converter${MODULE_EXTENSION}`);
 
 /**

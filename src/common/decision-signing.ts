@@ -44,16 +44,36 @@ export const MIN_DECISION_SECRET_CHARS = 32;
 
 const KEY_ID = /^[A-Za-z0-9_-]{1,32}$/;
 
-/** The bytes a decision's signature covers: every field that changes what it does or whom it names, and the conversation. */
+/**
+ * The bytes a decision's signature covers: every field that changes what it does or whom it names, and the
+ * conversation.
+ */
 export function decisionSigningPayload(conversationId: string, d: ApprovalDecision): string {
-  const v1 = [conversationId, d.decisionId, d.decision, d.toolCallId ?? null, d.callKey ?? null, d.reason ?? null, d.decidedBy ?? null, d.sentAt ?? null];
+  const v1 = [
+    conversationId,
+    d.decisionId,
+    d.decision,
+    d.toolCallId ?? null,
+    d.callKey ?? null,
+    d.reason ?? null,
+    d.decidedBy ?? null,
+    d.sentAt ?? null,
+  ];
   // Approvals and rejections keep the first format (decisions queued in histories stay valid); an edit's
   // arguments and a response's text are covered by the second.
   if (d.decision === 'approve' || d.decision === 'reject') return JSON.stringify(['durable-agent-decision/1', ...v1]);
-  return JSON.stringify(['durable-agent-decision/2', ...v1, d.arguments === undefined ? null : canonicalJson(d.arguments), d.response ?? null]);
+  return JSON.stringify([
+    'durable-agent-decision/2',
+    ...v1,
+    d.arguments === undefined ? null : canonicalJson(d.arguments),
+    d.response ?? null,
+  ]);
 }
 
-/** JSON with every object's keys sorted, so the same arguments always sign the same, whatever order they were written in. */
+/**
+ * JSON with every object's keys sorted, so the same arguments always sign the same, whatever order they were written
+ * in.
+ */
 function canonicalJson(value: unknown): string {
   const sorted = (v: unknown): unknown =>
     Array.isArray(v)
@@ -93,13 +113,20 @@ export function checkDecisionSignature(
 /** Why a worker refuses a decision sent around the API. */
 const UNSIGNED = 'it is not signed';
 
-/** True when `message` is a worker's refusal of an unsigned decision (one sent around the HTTP API), as {@link verifyDecision} words it. */
+/**
+ * True when `message` is a worker's refusal of an unsigned decision (one sent around the HTTP API), as {@link
+ * verifyDecision} words it.
+ */
 export function isUnsignedRefusal(message: string): boolean {
   return message.includes(`Decision refused: ${UNSIGNED}.`);
 }
 
 /** Applies the worker's rule to a decision: authenticated, unauthenticated but accepted, or refused (with why). */
-export function verifyDecision(trust: DecisionTrust, conversationId: string, decision: ApprovalDecision): DecisionVerification {
+export function verifyDecision(
+  trust: DecisionTrust,
+  conversationId: string,
+  decision: ApprovalDecision,
+): DecisionVerification {
   const found = checkDecisionSignature(trust.keys, conversationId, decision);
   if (found === 'valid') return { authenticated: true };
   const required = trust.requireSigned ?? trust.keys.length > 0;
@@ -129,7 +156,9 @@ export function parseDecisionKeys(text: string, where: string): DecisionKey[] {
       const id = colon < 0 ? '' : part.slice(0, colon);
       const secret = colon < 0 ? '' : part.slice(colon + 1);
       if (!KEY_ID.test(id))
-        throw new ConfigError(`${where}: each key is "id:secret" with an id of letters, digits, "_" or "-" (at most 32); got "${id || part.slice(0, 8)}…".`);
+        throw new ConfigError(
+          `${where}: each key is "id:secret" with an id of letters, digits, "_" or "-" (at most 32); got "${id || part.slice(0, 8)}…".`,
+        );
       if (secret.length < MIN_DECISION_SECRET_CHARS) {
         throw new ConfigError(
           `${where}: the secret of key "${id}" is shorter than ${MIN_DECISION_SECRET_CHARS} characters; make one with \`openssl rand -hex 32\`.`,
@@ -147,5 +176,8 @@ export function parseDecisionKeys(text: string, where: string): DecisionKey[] {
 
 /** Reads keys from a file only its owner may read (whoever reads it can sign decisions as anyone). */
 export function readDecisionKeyFile(file: string): DecisionKey[] {
-  return parseDecisionKeys(readPrivateFile(file, 'The decision key file').split('\n')[0] ?? '', `The decision key file ${file}`);
+  return parseDecisionKeys(
+    readPrivateFile(file, 'The decision key file').split('\n')[0] ?? '',
+    `The decision key file ${file}`,
+  );
 }

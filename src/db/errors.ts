@@ -5,14 +5,26 @@
  */
 
 /** Node socket errors and PostgreSQL's connection and shutdown classes (08, 57P). */
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03']);
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  '57P01',
+  '57P02',
+  '57P03',
+]);
 
 /** True when `err` says the database could not be reached, rather than that the operation was wrong. */
 export function isConnectionError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && (CONNECTION_CODES.has(code) || code.startsWith('08'))) return true;
   const message = err instanceof Error ? err.message : '';
-  return /Connection terminated|connection timeout|Client has encountered a connection error|the database system is (starting up|shutting down)/i.test(message);
+  return /Connection terminated|connection timeout|Client has encountered a connection error|the database system is (starting up|shutting down)/i.test(
+    message,
+  );
 }
 
 /**
@@ -23,7 +35,10 @@ export function isConnectionError(err: unknown): boolean {
  */
 const REFUSED_VALUE_CLASSES = new Set(['22', '23', '54']);
 
-/** True when `err` is PostgreSQL refusing a value of the statement, rather than failing to run it (see {@link isConnectionError}). */
+/**
+ * True when `err` is PostgreSQL refusing a value of the statement, rather than failing to run it (see {@link
+ * isConnectionError}).
+ */
 export function isRefusedValue(err: unknown): boolean {
   if (err instanceof ValuesRefusedError) return true;
   const code = (err as { code?: unknown } | null)?.code;

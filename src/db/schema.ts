@@ -55,7 +55,10 @@ export interface AgentTables {
   readonly workerActivities: string;
   /** Tool calls waiting for a person's decision, for approvers' lists (`approval-store.ts`). */
   readonly pendingApprovals: string;
-  /** The text of model calls still running, as streamed, so a client that reconnects replays it (`src/activities/deltas.ts`). */
+  /**
+   * The text of model calls still running, as streamed, so a client that reconnects replays it
+   * (`src/activities/deltas.ts`).
+   */
   readonly streamDeltas: string;
 }
 
@@ -68,7 +71,8 @@ export function describeBadSchemaName(name: string): string | undefined {
   if (!SCHEMA_NAME_PATTERN.test(name)) {
     return `"${name}" is not a plain lowercase SQL identifier (${SCHEMA_NAME_PATTERN.source}: a lowercase letter or _, then up to 62 lowercase letters, digits or _). ${way}.`;
   }
-  if (name.startsWith('pg_')) return `"${name}" starts with pg_, which PostgreSQL reserves for its own schemas. ${way}.`;
+  if (name.startsWith('pg_'))
+    return `"${name}" starts with pg_, which PostgreSQL reserves for its own schemas. ${way}.`;
   if (name === 'information_schema') return `"${name}" is PostgreSQL's own catalog schema. ${way}.`;
   if (name === 'public') {
     // public is where other tools and the demo keep their tables (and, before the project had a

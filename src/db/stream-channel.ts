@@ -28,11 +28,22 @@ export type StreamEvent =
  * (`stream_deltas`), as the events that carried them, in order: what a
  * client that reconnects replays before it follows the live events.
  */
-export async function readKeptDeltas(pool: Pool, tables: Pick<AgentTables, 'streamDeltas'>, conversationId: string): Promise<StreamEvent[]> {
+export async function readKeptDeltas(
+  pool: Pool,
+  tables: Pick<AgentTables, 'streamDeltas'>,
+  conversationId: string,
+): Promise<StreamEvent[]> {
   const { rows } = await pool.query<{ response_key: string; attempt: number; start_offset: number; text: string }>(
     `SELECT response_key, attempt, start_offset, text FROM ${tables.streamDeltas}
       WHERE conversation_id = $1 ORDER BY created_at, response_key, attempt, start_offset`,
     [conversationId],
   );
-  return rows.map((r) => ({ type: 'delta', conversationId, responseKey: r.response_key, attempt: r.attempt, offset: r.start_offset, text: r.text }));
+  return rows.map((r) => ({
+    type: 'delta',
+    conversationId,
+    responseKey: r.response_key,
+    attempt: r.attempt,
+    offset: r.start_offset,
+    text: r.text,
+  }));
 }

@@ -55,7 +55,8 @@ export async function appendMessages(pool: Pool, tables: AgentTables, input: App
 /** Why one message was refused, in words: a reference to nothing says so, anything else in PostgreSQL's words. */
 function describeRefused(entry: AppendEntry, err: unknown): string {
   // A missing reference leaves the message NULL, which the NOT NULL column refuses.
-  if ('ref' in entry && (err as { code?: string }).code === '23502') return `nothing is stored under its reference (${entry.ref.kind} ${entry.ref.key})`;
+  if ('ref' in entry && (err as { code?: string }).code === '23502')
+    return `nothing is stored under its reference (${entry.ref.kind} ${entry.ref.key})`;
   return describeRefusal(err);
 }
 
@@ -64,7 +65,12 @@ function describeRefused(entry: AppendEntry, err: unknown): string {
  * statement (also inside a transaction of the caller's), text made storable
  * first; a refused value fails it whole.
  */
-export async function insertMessages(db: Pool | PoolClient, tables: AgentTables, conversationId: string, messages: readonly AppendEntry[]): Promise<void> {
+export async function insertMessages(
+  db: Pool | PoolClient,
+  tables: AgentTables,
+  conversationId: string,
+  messages: readonly AppendEntry[],
+): Promise<void> {
   const params: unknown[] = [conversationId];
   const param = (value: unknown): string => {
     params.push(value);
@@ -94,7 +100,10 @@ export async function insertMessages(db: Pool | PoolClient, tables: AgentTables,
   );
 }
 
-/** Records a decision for people; the same decision id twice is stored once. Text PostgreSQL cannot store is replaced with U+FFFD. */
+/**
+ * Records a decision for people; the same decision id twice is stored once. Text PostgreSQL cannot store is replaced
+ * with U+FFFD.
+ */
 export async function recordDecision(pool: Pool, tables: AgentTables, decision: DecisionRecord): Promise<void> {
   const record = toStorableValue(decision).value;
   await pool.query(
@@ -120,13 +129,21 @@ export async function recordDecision(pool: Pool, tables: AgentTables, decision: 
   );
 }
 
-/** The model's arguments as JSON for a jsonb column: as they are when they parse, else as a JSON string (a model may send text that is not JSON). */
+/**
+ * The model's arguments as JSON for a jsonb column: as they are when they parse, else as a JSON string (a model may
+ * send text that is not JSON).
+ */
 function jsonOrNull(text: string | undefined): string | null {
   return text === undefined ? null : JSON.stringify(parseJsonOrText(text));
 }
 
 /** Reads a conversation's messages in order, through `throughSeq` (all when unset). */
-export async function readTranscript(pool: Pool, tables: AgentTables, conversationId: string, throughSeq?: number): Promise<StoredMessage[]> {
+export async function readTranscript(
+  pool: Pool,
+  tables: AgentTables,
+  conversationId: string,
+  throughSeq?: number,
+): Promise<StoredMessage[]> {
   const { rows } = await pool.query<TranscriptRow>(
     `SELECT seq, message, created_at FROM ${tables.conversationMessages}
       WHERE conversation_id = $1 AND ($2::int IS NULL OR seq <= $2)
@@ -137,7 +154,13 @@ export async function readTranscript(pool: Pool, tables: AgentTables, conversati
 }
 
 /** Reads at most `limit` of a conversation's messages in order, those after seq `after`. */
-export async function readTranscriptPage(pool: Pool, tables: AgentTables, conversationId: string, after: number, limit: number): Promise<StoredMessage[]> {
+export async function readTranscriptPage(
+  pool: Pool,
+  tables: AgentTables,
+  conversationId: string,
+  after: number,
+  limit: number,
+): Promise<StoredMessage[]> {
   const { rows } = await pool.query<TranscriptRow>(
     `SELECT seq, message, created_at FROM ${tables.conversationMessages}
       WHERE conversation_id = $1 AND seq > $2
@@ -205,10 +228,15 @@ export interface StoredModelResponse {
 }
 
 /** A model response stored by the model activity, if one is stored under `key`. */
-export async function findModelResponse(pool: Pool, tables: AgentTables, key: string): Promise<StoredModelResponse | undefined> {
-  const { rows } = await pool.query<ModelResponseRow>(`SELECT message, finish_reason, usage, guardrail FROM ${tables.modelResponses} WHERE response_key = $1`, [
-    key,
-  ]);
+export async function findModelResponse(
+  pool: Pool,
+  tables: AgentTables,
+  key: string,
+): Promise<StoredModelResponse | undefined> {
+  const { rows } = await pool.query<ModelResponseRow>(
+    `SELECT message, finish_reason, usage, guardrail FROM ${tables.modelResponses} WHERE response_key = $1`,
+    [key],
+  );
   return rows[0] ? fromModelResponseRow(rows[0]) : undefined;
 }
 
@@ -251,7 +279,9 @@ interface ModelResponseRow {
 }
 
 function fromModelResponseRow(row: ModelResponseRow): StoredModelResponse {
-  const trip = row.guardrail ? { guardrail: { on: row.guardrail.on, guardrail: row.guardrail.guardrail, reason: row.guardrail.reason } } : {};
+  const trip = row.guardrail
+    ? { guardrail: { on: row.guardrail.on, guardrail: row.guardrail.guardrail, reason: row.guardrail.reason } }
+    : {};
   return { message: row.message, finishReason: row.finish_reason, ...(row.usage ? { usage: row.usage } : {}), ...trip };
 }
 
@@ -265,7 +295,12 @@ function fromModelResponseRow(row: ModelResponseRow): StoredModelResponse {
 export async function storeModelResponse(
   pool: Pool,
   tables: AgentTables,
-  response: StoredModelResponse & { key: string; conversationId: string; promptEstimate?: number; contextBudget?: unknown },
+  response: StoredModelResponse & {
+    key: string;
+    conversationId: string;
+    promptEstimate?: number;
+    contextBudget?: unknown;
+  },
 ): Promise<StoredModelResponse> {
   const row = toStorableValue(response).value;
   const { rows } = await pool.query<ModelResponseRow>(
@@ -316,8 +351,15 @@ export async function withholdModelResponse(
   return stored;
 }
 
-/** The stored model responses under `keys` (their messages as the transcript will hold them), in one round trip; missing ones are left out. */
-export async function readModelResponses(pool: Pool, tables: AgentTables, keys: readonly string[]): Promise<Map<string, AssistantMessage>> {
+/**
+ * The stored model responses under `keys` (their messages as the transcript will hold them), in one round trip; missing
+ * ones are left out.
+ */
+export async function readModelResponses(
+  pool: Pool,
+  tables: AgentTables,
+  keys: readonly string[],
+): Promise<Map<string, AssistantMessage>> {
   if (keys.length === 0) return new Map();
   const { rows } = await pool.query<{ response_key: string; message: AssistantMessage }>(
     `SELECT response_key, message FROM ${tables.modelResponses} WHERE response_key = ANY($1::text[])`,

@@ -4,7 +4,7 @@
  * (approval, retries). Pure: no I/O, no Temporal; the activities connect and
  * call (`src/activities/mcp-*.ts`).
  */
-import type { DecisionKind } from '../contract/conversation';
+import type { DecisionKind } from '../contract/decisions';
 
 /**
  * The `_meta` key under which every `tools/call` carries the call's effect
@@ -28,7 +28,9 @@ export const MCP_EFFECT_KEY_CAPABILITY = MCP_EFFECT_KEY_META;
 /** Between the server's name and the tool's in the name the model sees: `crm__find_customer`. */
 export const MCP_NAME_SEPARATOR = '__';
 
-/** What a server's name may be: it becomes part of every tool name, which providers limit to `^[a-zA-Z0-9_-]{1,64}$`. */
+/**
+ * What a server's name may be: it becomes part of every tool name, which providers limit to `^[a-zA-Z0-9_-]{1,64}$`.
+ */
 export const MCP_SERVER_NAME = /^[a-zA-Z0-9-]{1,24}$/;
 
 /** When a call of a server's tool needs a person's approval (before `require` and `skip`). */
@@ -144,7 +146,9 @@ export function mcpToolName(server: string, tool: string): { name: string } | { 
     };
   }
   if (name.length > 64) {
-    return { problem: `MCP tool "${name}" is ${name.length} characters; providers accept at most 64, so it is not offered. Give the server a shorter name.` };
+    return {
+      problem: `MCP tool "${name}" is ${name.length} characters; providers accept at most 64, so it is not offered. Give the server a shorter name.`,
+    };
   }
   return { name };
 }
@@ -170,7 +174,10 @@ function matches(pattern: string, name: string): boolean {
 }
 
 /** Whether a call of `tool` needs approval under `rules` (see {@link McpApprovalRules}). */
-export function mcpNeedsApproval(tool: Pick<McpToolDescriptor, 'tool' | 'hints'>, rules: McpApprovalRules | undefined): boolean {
+export function mcpNeedsApproval(
+  tool: Pick<McpToolDescriptor, 'tool' | 'hints'>,
+  rules: McpApprovalRules | undefined,
+): boolean {
   if (rules?.require?.some((p) => matches(p, tool.tool))) return true;
   if (rules?.skip?.some((p) => matches(p, tool.tool))) return false;
   const readOnly = tool.hints.readOnlyHint === true;
@@ -209,7 +216,8 @@ export function describeBadMcpServers(value: unknown, where: string): string[] {
   const problems: string[] = [];
   for (const [name, raw] of Object.entries(value as Record<string, unknown>)) {
     const at = `${where}: server "${name}"`;
-    if (!MCP_SERVER_NAME.test(name)) problems.push(`${at}: a name is 1-24 letters, digits or "-" (it starts every tool name, server__tool)`);
+    if (!MCP_SERVER_NAME.test(name))
+      problems.push(`${at}: a name is 1-24 letters, digits or "-" (it starts every tool name, server__tool)`);
     if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
       problems.push(`${at} must be an object with "command" (stdio) or "url" (Streamable HTTP)`);
       continue;
@@ -217,7 +225,10 @@ export function describeBadMcpServers(value: unknown, where: string): string[] {
     const s = raw as Record<string, unknown>;
     const stdio = typeof s.command === 'string' && s.command !== '';
     const remote = typeof s.url === 'string';
-    if (stdio === remote) problems.push(`${at} needs exactly one of "command" (a program the worker starts) and "url" (a Streamable HTTP endpoint)`);
+    if (stdio === remote)
+      problems.push(
+        `${at} needs exactly one of "command" (a program the worker starts) and "url" (a Streamable HTTP endpoint)`,
+      );
     if (remote) {
       try {
         const url = new URL(s.url as string);
@@ -226,10 +237,14 @@ export function describeBadMcpServers(value: unknown, where: string): string[] {
         problems.push(`${at}: url "${String(s.url)}" is not a URL`);
       }
     }
-    if (s.args !== undefined && !(Array.isArray(s.args) && s.args.every((a) => typeof a === 'string'))) problems.push(`${at}: args must be a list of strings`);
+    if (s.args !== undefined && !(Array.isArray(s.args) && s.args.every((a) => typeof a === 'string')))
+      problems.push(`${at}: args must be a list of strings`);
     for (const field of ['env', 'headers'] as const) {
       const map = s[field];
-      if (map !== undefined && (!map || typeof map !== 'object' || Array.isArray(map) || Object.values(map).some((v) => typeof v !== 'string'))) {
+      if (
+        map !== undefined &&
+        (!map || typeof map !== 'object' || Array.isArray(map) || Object.values(map).some((v) => typeof v !== 'string'))
+      ) {
         problems.push(`${at}: ${field} must be an object of strings`);
       }
     }
@@ -241,21 +256,34 @@ export function describeBadMcpServers(value: unknown, where: string): string[] {
         problems.push(`${at}: reconnect must be an object ({"attempts": 4, "delayMs": 500})`);
       else {
         const { attempts, delayMs } = reconnect;
-        if (attempts !== undefined && !(Number.isInteger(attempts) && (attempts as number) >= 1 && (attempts as number) <= 20))
+        if (
+          attempts !== undefined &&
+          !(Number.isInteger(attempts) && (attempts as number) >= 1 && (attempts as number) <= 20)
+        )
           problems.push(`${at}: reconnect.attempts must be a whole number from 1 to 20`);
-        if (delayMs !== undefined && !(Number.isInteger(delayMs) && (delayMs as number) >= 0 && (delayMs as number) <= 60_000))
+        if (
+          delayMs !== undefined &&
+          !(Number.isInteger(delayMs) && (delayMs as number) >= 0 && (delayMs as number) <= 60_000)
+        )
           problems.push(`${at}: reconnect.delayMs must be a whole number of milliseconds from 0 to 60000`);
       }
     }
     const approval = s.approval as Record<string, unknown> | undefined;
     if (approval !== undefined) {
-      if (!approval || typeof approval !== 'object') problems.push(`${at}: approval must be an object ({"mode": "writes", "require": [...], "skip": [...]})`);
+      if (!approval || typeof approval !== 'object')
+        problems.push(`${at}: approval must be an object ({"mode": "writes", "require": [...], "skip": [...]})`);
       else {
-        if (approval.mode !== undefined && !['writes', 'destructive', 'always', 'never'].includes(approval.mode as string)) {
+        if (
+          approval.mode !== undefined &&
+          !['writes', 'destructive', 'always', 'never'].includes(approval.mode as string)
+        ) {
           problems.push(`${at}: approval.mode must be "writes", "destructive", "always" or "never"`);
         }
         const kinds = ['approve', 'reject', 'edit', 'respond'];
-        if (approval.decisions !== undefined && !(Array.isArray(approval.decisions) && approval.decisions.every((k) => kinds.includes(k as string)))) {
+        if (
+          approval.decisions !== undefined &&
+          !(Array.isArray(approval.decisions) && approval.decisions.every((k) => kinds.includes(k as string)))
+        ) {
           problems.push(`${at}: approval.decisions must be a list of ${kinds.join(', ')}`);
         }
         for (const list of ['require', 'skip'] as const) {

@@ -18,6 +18,8 @@ export interface RecordedHistory {
 
 /** Reads a history file. */
 export function readHistoryFile(file: string): RecordedHistory {
-  const history = JSON.parse(fs.readFileSync(file, 'utf8')) as { events?: { workflowExecutionStartedEventAttributes?: { workflowId?: string } }[] };
+  const history = JSON.parse(fs.readFileSync(file, 'utf8')) as {
+    events?: { workflowExecutionStartedEventAttributes?: { workflowId?: string } }[];
+  };
   return { workflowId: history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowId ?? file, history };
 }

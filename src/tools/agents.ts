@@ -7,7 +7,8 @@
  * and returns its answer. The worker applies the current agent's
  * instructions, model settings and tools to each model call.
  */
-import { AGENT_NAME_PATTERN, FUNCTION_NAME_PATTERN, type ModelSettings } from '../contract/conversation';
+import type { ModelSettings } from '../contract/conversation-input';
+import { AGENT_NAME_PATTERN, FUNCTION_NAME_PATTERN } from '../contract/limits';
 import type { FunctionToolSpec, ToolRegistry } from './registry';
 import { MAX_TOOLS } from './registry';
 import type { Tool } from './tool';
@@ -16,7 +17,9 @@ import { checkGuardrails, type Guardrail } from './guardrails';
 
 /** An agent as its author declares it. */
 export interface AgentDefinition {
-  /** 1-52 letters, digits, `_` or `-`: conversations name it (`input.agent`), its handoff tool is `transfer_to_<name>`. */
+  /**
+   * 1-52 letters, digits, `_` or `-`: conversations name it (`input.agent`), its handoff tool is `transfer_to_<name>`.
+   */
   name: string;
   /** Its system prompt: sent first in each model call it makes, in place of the conversation's `systemPrompt`. */
   instructions?: string;
@@ -102,7 +105,9 @@ export function agent(definition: AgentDefinition): Agent {
       kind: 'agent_tool',
       agent: definition.name,
       toolName: options.toolName ?? definition.name,
-      ...((options.toolDescription ?? definition.handoffDescription) ? { toolDescription: options.toolDescription ?? definition.handoffDescription } : {}),
+      ...((options.toolDescription ?? definition.handoffDescription)
+        ? { toolDescription: options.toolDescription ?? definition.handoffDescription }
+        : {}),
       needsApproval: options.needsApproval ?? false,
       ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
     }),
@@ -138,48 +143,77 @@ export class AgentRegistry {
   /** Throws, saying what to fix, when names clash, a handoff names no agent or an agent offers too many tools. */
   constructor(agents: readonly Agent[], tools: ToolRegistry) {
     for (const a of agents) {
-      if (a?.kind !== 'agent') throw new TypeError(`agents: every agent is made with agent({...}); got ${JSON.stringify(a)}.`);
+      if (a?.kind !== 'agent')
+        throw new TypeError(`agents: every agent is made with agent({...}); got ${JSON.stringify(a)}.`);
       if (!AGENT_NAME_PATTERN.test(a.name)) {
-        throw new TypeError(`Agent name "${a.name}" is not allowed: use 1-52 letters, digits, "_" or "-" (its handoff tool is transfer_to_<name>).`);
+        throw new TypeError(
+          `Agent name "${a.name}" is not allowed: use 1-52 letters, digits, "_" or "-" (its handoff tool is transfer_to_<name>).`,
+        );
       }
       if (this.byName.has(a.name)) throw new TypeError(`Two agents are named "${a.name}"; agent names must be unique.`);
       this.byName.set(a.name, a);
       checkGuardrails(a.guardrails, `Agent "${a.name}"`, ['input', 'output', 'tool']);
       if (a.outputType !== undefined) {
-        this.outputs.set(a.name, resolveOutput(a.outputType, { name: `${a.name}_output`, retries: a.outputRetries, what: `Agent "${a.name}"` }));
+        this.outputs.set(
+          a.name,
+          resolveOutput(a.outputType, {
+            name: `${a.name}_output`,
+            retries: a.outputRetries,
+            what: `Agent "${a.name}"`,
+          }),
+        );
       }
     }
     for (const a of agents) {
       for (const target of a.handoffs ?? []) {
         if (!this.byName.has(target))
-          throw new TypeError(`Agent "${a.name}" hands off to "${target}", which is not one of the worker's agents (${this.names().join(', ')}).`);
+          throw new TypeError(
+            `Agent "${a.name}" hands off to "${target}", which is not one of the worker's agents (${this.names().join(', ')}).`,
+          );
       }
       for (const name of toolNames(a)) {
         if (name.startsWith(HANDOFF_TOOL_PREFIX))
-          throw new TypeError(`Agent "${a.name}": tool "${name}" starts with "${HANDOFF_TOOL_PREFIX}", which names handoffs.`);
+          throw new TypeError(
+            `Agent "${a.name}": tool "${name}" starts with "${HANDOFF_TOOL_PREFIX}", which names handoffs.`,
+          );
         if (!name.includes('__') && !tools.get(name)) {
-          throw new TypeError(`Agent "${a.name}" offers tool "${name}", which the worker does not have (its tools: ${tools.names().join(', ') || 'none'}).`);
+          throw new TypeError(
+            `Agent "${a.name}" offers tool "${name}", which the worker does not have (its tools: ${tools.names().join(', ') || 'none'}).`,
+          );
         }
       }
       const asTools = agentToolsOf(a);
       const names = new Set(toolNames(a));
       for (const t of asTools) {
         if (!this.byName.has(t.agent))
-          throw new TypeError(`Agent "${a.name}" calls agent "${t.agent}" as a tool, which is not one of the worker's agents (${this.names().join(', ')}).`);
+          throw new TypeError(
+            `Agent "${a.name}" calls agent "${t.agent}" as a tool, which is not one of the worker's agents (${this.names().join(', ')}).`,
+          );
         if (!FUNCTION_NAME_PATTERN.test(t.toolName) || t.toolName.startsWith(HANDOFF_TOOL_PREFIX)) {
           throw new TypeError(
             `Agent "${a.name}": agent tool name "${t.toolName}" is not allowed: use 1-64 letters, digits, "_" or "-", not starting with "${HANDOFF_TOOL_PREFIX}".`,
           );
         }
-        if (names.has(t.toolName)) throw new TypeError(`Agent "${a.name}" offers two tools named "${t.toolName}"; give the agent tool another toolName.`);
+        if (names.has(t.toolName))
+          throw new TypeError(
+            `Agent "${a.name}" offers two tools named "${t.toolName}"; give the agent tool another toolName.`,
+          );
         if (t.timeoutMs !== undefined && !(Number.isInteger(t.timeoutMs) && t.timeoutMs >= 1000)) {
-          throw new TypeError(`Agent "${a.name}": agent tool "${t.toolName}" has timeoutMs ${t.timeoutMs}; give whole milliseconds, at least 1000.`);
+          throw new TypeError(
+            `Agent "${a.name}": agent tool "${t.toolName}" has timeoutMs ${t.timeoutMs}; give whole milliseconds, at least 1000.`,
+          );
         }
         names.add(t.toolName);
       }
-      this.agentTools.set(a.name, { byName: new Map(asTools.map((t) => [t.toolName, t])), specs: asTools.map(agentToolSpec) });
+      this.agentTools.set(a.name, {
+        byName: new Map(asTools.map((t) => [t.toolName, t])),
+        specs: asTools.map(agentToolSpec),
+      });
       const offered = names.size + (a.handoffs?.length ?? 0);
-      if (offered > MAX_TOOLS) throw new TypeError(`Agent "${a.name}" offers ${offered} tools and handoffs; providers take at most ${MAX_TOOLS}.`);
+      if (offered > MAX_TOOLS)
+        throw new TypeError(
+          `Agent "${a.name}" offers ${offered} tools and handoffs; providers take at most ${MAX_TOOLS}.`,
+        );
       this.handoffs.set(
         a.name,
         (a.handoffs ?? []).map((name) => handoffSpec(name, this.byName.get(name)?.handoffDescription)),

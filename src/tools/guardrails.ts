@@ -13,7 +13,7 @@
  *   (settled as `guardrail_blocked`, the others run) or make it wait for a
  *   person.
  */
-import { FUNCTION_NAME_PATTERN } from '../contract/conversation';
+import { FUNCTION_NAME_PATTERN } from '../contract/limits';
 
 /** What every check gets besides its subject. */
 export interface GuardrailContext {
@@ -30,7 +30,9 @@ export interface GuardrailContext {
   signal: AbortSignal;
 }
 
-/** What an input or output check says: `tripwire: true` stops the turn; `reason` is what the user and the model read. */
+/**
+ * What an input or output check says: `tripwire: true` stops the turn; `reason` is what the user and the model read.
+ */
 export interface GuardrailVerdict {
   tripwire: boolean;
   reason?: string;
@@ -38,7 +40,10 @@ export interface GuardrailVerdict {
 
 /** What a tool check says about one call. */
 export interface ToolGuardrailVerdict {
-  /** `allow`: run it as planned. `block`: settle it as `guardrail_blocked`, unrun. `require_approval`: a person decides first. */
+  /**
+   * `allow`: run it as planned. `block`: settle it as `guardrail_blocked`, unrun. `require_approval`: a person decides
+   * first.
+   */
   action: 'allow' | 'block' | 'require_approval';
   /** Why, for the model (a block) and for the approver. */
   reason?: string;
@@ -46,18 +51,28 @@ export interface ToolGuardrailVerdict {
 
 /** A guardrail as its author declares it: where it runs (`on`) and its check. */
 export type GuardrailDefinition =
-  | { name: string; on: 'input'; check(input: { messages: string[] }, context: GuardrailContext): GuardrailVerdict | Promise<GuardrailVerdict> }
+  | {
+      name: string;
+      on: 'input';
+      check(input: { messages: string[] }, context: GuardrailContext): GuardrailVerdict | Promise<GuardrailVerdict>;
+    }
   | {
       name: string;
       on: 'output';
       /** `text` is the answer; `output` its typed value, when a typed output was asked for. */
-      check(answer: { text: string; output?: unknown }, context: GuardrailContext): GuardrailVerdict | Promise<GuardrailVerdict>;
+      check(
+        answer: { text: string; output?: unknown },
+        context: GuardrailContext,
+      ): GuardrailVerdict | Promise<GuardrailVerdict>;
     }
   | {
       name: string;
       on: 'tool';
       /** `arguments` are parsed and checked against the tool's schema. */
-      check(call: { toolName: string; arguments: unknown }, context: GuardrailContext): ToolGuardrailVerdict | Promise<ToolGuardrailVerdict>;
+      check(
+        call: { toolName: string; arguments: unknown },
+        context: GuardrailContext,
+      ): ToolGuardrailVerdict | Promise<ToolGuardrailVerdict>;
     };
 
 /** A declared guardrail, for the plugin's, an agent's or a tool's `guardrails`. */
@@ -69,25 +84,40 @@ export type Guardrail = GuardrailDefinition & { readonly kind: 'guardrail' };
  */
 export function guardrail(definition: GuardrailDefinition): Guardrail {
   if (!FUNCTION_NAME_PATTERN.test(definition.name ?? '')) {
-    throw new TypeError(`Guardrail name ${JSON.stringify(definition.name)} is not allowed: use 1-64 letters, digits, "_" or "-".`);
+    throw new TypeError(
+      `Guardrail name ${JSON.stringify(definition.name)} is not allowed: use 1-64 letters, digits, "_" or "-".`,
+    );
   }
   if (!['input', 'output', 'tool'].includes(definition.on)) {
-    throw new TypeError(`Guardrail "${definition.name}": on must be "input", "output" or "tool", got ${JSON.stringify(definition.on)}.`);
+    throw new TypeError(
+      `Guardrail "${definition.name}": on must be "input", "output" or "tool", got ${JSON.stringify(definition.on)}.`,
+    );
   }
   return { ...definition, kind: 'guardrail' };
 }
 
 /** The guardrails of `on` among `lists`, in order (worker's, then agent's, then tool's). */
-export function guardrailsOn<On extends Guardrail['on']>(on: On, ...lists: (readonly Guardrail[] | undefined)[]): Extract<Guardrail, { on: On }>[] {
+export function guardrailsOn<On extends Guardrail['on']>(
+  on: On,
+  ...lists: (readonly Guardrail[] | undefined)[]
+): Extract<Guardrail, { on: On }>[] {
   return lists.flatMap((list) => (list ?? []).filter((g): g is Extract<Guardrail, { on: On }> => g.on === on));
 }
 
 /** Checks a list of guardrails before the worker polls: made with guardrail(), names unique; `where` names the list. */
-export function checkGuardrails(list: readonly Guardrail[] | undefined, where: string, allowed: readonly Guardrail['on'][]): void {
+export function checkGuardrails(
+  list: readonly Guardrail[] | undefined,
+  where: string,
+  allowed: readonly Guardrail['on'][],
+): void {
   const seen = new Set<string>();
   for (const g of list ?? []) {
-    if (g?.kind !== 'guardrail') throw new TypeError(`${where}: every guardrail is made with guardrail({...}); got ${JSON.stringify(g)}.`);
-    if (!allowed.includes(g.on)) throw new TypeError(`${where}: guardrail "${g.name}" is on "${g.on}"; here only ${allowed.join(', ')} guardrails apply.`);
+    if (g?.kind !== 'guardrail')
+      throw new TypeError(`${where}: every guardrail is made with guardrail({...}); got ${JSON.stringify(g)}.`);
+    if (!allowed.includes(g.on))
+      throw new TypeError(
+        `${where}: guardrail "${g.name}" is on "${g.on}"; here only ${allowed.join(', ')} guardrails apply.`,
+      );
     if (seen.has(g.name)) throw new TypeError(`${where}: two guardrails are named "${g.name}".`);
     seen.add(g.name);
   }

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import type { Tool } from './tool';
 import { checkGuardrails } from './guardrails';
-import { FUNCTION_NAME_PATTERN } from '../contract/conversation';
+import { FUNCTION_NAME_PATTERN } from '../contract/limits';
 
 /** The most tools providers accept in one request. */
 export const MAX_TOOLS = 128;
@@ -28,12 +28,15 @@ export class ToolRegistry {
     }
     for (const t of all) {
       if (!FUNCTION_NAME_PATTERN.test(t.name)) {
-        throw new Error(`Tool name "${t.name}" is not allowed: use 1-64 letters, digits, "_" or "-" (e.g. "issue_refund").`);
+        throw new Error(
+          `Tool name "${t.name}" is not allowed: use 1-64 letters, digits, "_" or "-" (e.g. "issue_refund").`,
+        );
       }
       if (this.tools.has(t.name)) throw new Error(`Two tools are named "${t.name}"; tool names must be unique.`);
       checkGuardrails(t.guardrails, `Tool "${t.name}"`, ['tool']);
       this.tools.set(t.name, t);
-      const { $schema: _ignored, ...parameters } = t.jsonSchema ?? (z.toJSONSchema(t.parameters) as Record<string, unknown>);
+      const { $schema: _ignored, ...parameters } =
+        t.jsonSchema ?? (z.toJSONSchema(t.parameters) as Record<string, unknown>);
       this.specs.set(t.name, { type: 'function', function: { name: t.name, description: t.description, parameters } });
     }
   }

@@ -5,7 +5,7 @@
 import type { Pool, PoolClient } from 'pg';
 import { z } from 'zod';
 import type { Guardrail } from './guardrails';
-import type { DecisionKind } from '../contract/conversation';
+import type { DecisionKind } from '../contract/decisions';
 
 export { ToolEffectUnknownError, ToolError } from '../common/errors';
 

@@ -102,7 +102,10 @@ const { EventType, TaskQueueKind } = temporal.api.enums.v1;
  * history: a workflow task scheduled on a sticky queue right after a task
  * that worker completed, or started by that worker. The last one found.
  */
-export function stickyQueueIn(events: readonly temporal.api.history.v1.IHistoryEvent[], identity: string): string | undefined {
+export function stickyQueueIn(
+  events: readonly temporal.api.history.v1.IHistoryEvent[],
+  identity: string,
+): string | undefined {
   let found: string | undefined;
   let completedByIt = false;
   let scheduledOn: string | undefined;
@@ -186,7 +189,9 @@ export class LostWorkerWatch {
   /** Registers this worker and starts watching its peers. */
   async start(target: LostWorkerWatchTarget): Promise<void> {
     this.target = target;
-    await this.connect().catch((err: Error) => logger.warn({ err: err.message }, 'lost-worker takeover: could not open the liveness session; trying again'));
+    await this.connect().catch((err: Error) =>
+      logger.warn({ err: err.message }, 'lost-worker takeover: could not open the liveness session; trying again'),
+    );
     let busy = false;
     this.timer = setInterval(() => {
       if (busy) return; // a check (or a takeover) still runs: no backlog of checks behind it
@@ -219,10 +224,14 @@ export class LostWorkerWatch {
   private record(ctx: Context): (() => void) | undefined {
     const { info } = ctx;
     const execution = info.workflowExecution;
-    if (!this.target || this.stopped || info.isLocal || !execution || !this.isConversationActivity(info.activityType)) return undefined;
+    if (!this.target || this.stopped || info.isLocal || !execution || !this.isConversationActivity(info.activityType))
+      return undefined;
     const token = Buffer.from(info.taskToken);
     const failed = (what: string) => (err: Error) => {
-      logger.debug({ err: err.message, workflowId: execution.workflowId }, `lost-worker takeover: could not ${what} an activity attempt`);
+      logger.debug(
+        { err: err.message, workflowId: execution.workflowId },
+        `lost-worker takeover: could not ${what} an activity attempt`,
+      );
       return false;
     };
     let inserted: Promise<boolean> | undefined;
@@ -238,7 +247,11 @@ export class LostWorkerWatch {
       clearTimeout(timer);
       // Deleted after its insert (the two may take different connections of the pool).
       void inserted?.then(
-        (landed) => landed && this.pool.query(`DELETE FROM ${this.tables.workerActivities} WHERE task_token = $1`, [token]).then(() => true, failed('delete')),
+        (landed) =>
+          landed &&
+          this.pool
+            .query(`DELETE FROM ${this.tables.workerActivities} WHERE task_token = $1`, [token])
+            .then(() => true, failed('delete')),
       );
       this.probeStickyQueue(execution);
     };
@@ -248,7 +261,11 @@ export class LostWorkerWatch {
   private async connect(): Promise<void> {
     const target = this.target!;
     // A query that gets no answer in 5 s ends the session (a silent network cut must not stall the checks).
-    const session = new PgClient({ ...this.pool.options, application_name: LIVENESS_APPLICATION_NAME, query_timeout: 5_000 });
+    const session = new PgClient({
+      ...this.pool.options,
+      application_name: LIVENESS_APPLICATION_NAME,
+      query_timeout: 5_000,
+    });
     session.on('error', (err) => {
       logger.debug({ err: err.message }, 'lost-worker takeover: the liveness session failed');
       this.drop(session);
@@ -256,7 +273,8 @@ export class LostWorkerWatch {
     await session.connect();
     try {
       if (!(await tryLock(session, this.lockKey))) {
-        // A peer claimed this key while the session was down (and is failing its attempts over), or another worker drew it:
+        // A peer claimed this key while the session was down (and is failing its attempts over), or another worker drew
+        // it:
         // this worker goes on under a new key.
         this.workerKey = randomUUID();
         this.lockKey = randomInt(1, 2 ** 31 - 1);
@@ -335,9 +353,10 @@ export class LostWorkerWatch {
   /** Fails a lost worker's attempts so Temporal retries them now, releases its sticky queue, deletes its rows. */
   private async takeOver(session: PgClient, lost: WorkerRow): Promise<void> {
     const { client, identity, namespace } = this.target!;
-    const { rows } = await session.query<ActivityRow>(`SELECT task_token, workflow_id, run_id FROM ${this.tables.workerActivities} WHERE worker_key = $1`, [
-      lost.worker_key,
-    ]);
+    const { rows } = await session.query<ActivityRow>(
+      `SELECT task_token, workflow_id, run_id FROM ${this.tables.workerActivities} WHERE worker_key = $1`,
+      [lost.worker_key],
+    );
     // Every attempt at once: each retry starts as soon as its failure lands.
     const outcomes = await Promise.all(
       rows.map((row) =>
@@ -354,14 +373,18 @@ export class LostWorkerWatch {
             () => true,
             (err: Error) => {
               // Already completed, timed out or retried: nothing to take over.
-              logger.debug({ err: err.message, workflowId: row.workflow_id }, 'lost-worker takeover: the attempt had already ended');
+              logger.debug(
+                { err: err.message, workflowId: row.workflow_id },
+                'lost-worker takeover: the attempt had already ended',
+              );
               return false;
             },
           ),
       ),
     );
     const failed = outcomes.filter(Boolean).length;
-    // A worker killed before it learned its sticky queue: read it from the histories of the conversations it was working on.
+    // A worker killed before it learned its sticky queue: read it from the histories of the conversations it was
+    // working on.
     for (const row of rows.slice(0, 5)) {
       if (lost.sticky_queue) break;
       const history = await client.workflow
@@ -371,22 +394,38 @@ export class LostWorkerWatch {
       lost.sticky_queue = (history && stickyQueueIn(history.events ?? [], lost.identity)) ?? null;
     }
     await Promise.all([
-      // Temporal stops holding tasks for the sticky queue: every conversation the lost worker cached moves on without the sticky timeout.
+      // Temporal stops holding tasks for the sticky queue: every conversation the lost worker cached moves on without
+      // the sticky timeout.
       lost.sticky_queue
         ? client.workflowService
-            .shutdownWorker({ namespace, stickyTaskQueue: lost.sticky_queue, identity, reason: `lost worker ${lost.identity} (taken over by ${identity})` })
-            .catch((err: Error) => logger.debug({ err: err.message }, 'lost-worker takeover: could not release the sticky queue'))
+            .shutdownWorker({
+              namespace,
+              stickyTaskQueue: lost.sticky_queue,
+              identity,
+              reason: `lost worker ${lost.identity} (taken over by ${identity})`,
+            })
+            .catch((err: Error) =>
+              logger.debug({ err: err.message }, 'lost-worker takeover: could not release the sticky queue'),
+            )
         : undefined,
       // The failed-over conversations' next workflow tasks go to any worker (also when the sticky queue is unknown).
       ...rows.map((row) =>
         client.workflowService
-          .resetStickyTaskQueue({ namespace, execution: { workflowId: row.workflow_id, runId: row.run_id ?? undefined } })
+          .resetStickyTaskQueue({
+            namespace,
+            execution: { workflowId: row.workflow_id, runId: row.run_id ?? undefined },
+          })
           .catch(() => undefined),
       ),
     ]);
     await this.deleteWorker(session, lost.worker_key);
     logger.info(
-      { lostWorker: lost.identity, attempts: rows.length, failedOver: failed, stickyQueueReleased: Boolean(lost.sticky_queue) },
+      {
+        lostWorker: lost.identity,
+        attempts: rows.length,
+        failedOver: failed,
+        stickyQueueReleased: Boolean(lost.sticky_queue),
+      },
       'a worker stopped without shutting down; its activity attempts are retried now',
     );
   }
@@ -406,16 +445,22 @@ export class LostWorkerWatch {
       const history = await client.workflow.getHandle(execution.workflowId, execution.runId).fetchHistory();
       this.stickyQueue = stickyQueueIn(history.events ?? [], identity);
       if (this.stickyQueue && this.session) {
-        await this.session.query(`UPDATE ${this.tables.workers} SET sticky_queue = $2 WHERE worker_key = $1`, [this.workerKey, this.stickyQueue]);
+        await this.session.query(`UPDATE ${this.tables.workers} SET sticky_queue = $2 WHERE worker_key = $1`, [
+          this.workerKey,
+          this.stickyQueue,
+        ]);
       }
     };
     void probe()
-      .catch((err: Error) => logger.debug({ err: err.message }, 'lost-worker takeover: could not learn the sticky queue'))
+      .catch((err: Error) =>
+        logger.debug({ err: err.message }, 'lost-worker takeover: could not learn the sticky queue'),
+      )
       .finally(() => (this.probing = false));
   }
 }
 
 /** Takes the liveness lock `key` on `session` if nobody holds it. */
 async function tryLock(session: PgClient, key: number): Promise<boolean> {
-  return (await session.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [LOCK_CLASS, key])).rows[0].ok;
+  return (await session.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [LOCK_CLASS, key])).rows[0]
+    .ok;
 }

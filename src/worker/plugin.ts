@@ -51,7 +51,9 @@ export const WORKFLOWS_PATH = path.join(__dirname, '..', 'workflows', `index${MO
  * adds it to every bundle it sees; a bundle built without the plugin
  * (`bundleWorkflowCode({ workflowsPath, workflowInterceptorModules })`) needs it.
  */
-export const WORKFLOW_INTERCEPTOR_MODULES = [path.join(__dirname, '..', 'workflows', `interceptors${MODULE_EXTENSION}`)];
+export const WORKFLOW_INTERCEPTOR_MODULES = [
+  path.join(__dirname, '..', 'workflows', `interceptors${MODULE_EXTENSION}`),
+];
 
 /**
  * `SimplePlugin` typed as Temporal's `WorkerPlugin` contract has it:
@@ -83,7 +85,9 @@ export class DurableAgentPlugin extends SimplePluginAwaited {
   /** Lost-worker takeover, unless turned off. */
   private readonly lostWorkers?: LostWorkerWatch;
 
-  /** Checks the options (a bad one throws a `TypeError` naming it) and builds the activities; connects to nothing yet. */
+  /**
+   * Checks the options (a bad one throws a `TypeError` naming it) and builds the activities; connects to nothing yet.
+   */
   constructor(options: DurableAgentPluginOptions) {
     const badPrefix = describeBadSearchAttributePrefix(options.searchAttributes?.prefix ?? '');
     if (badPrefix) throw new TypeError(`DurableAgentPlugin: searchAttributes.prefix: ${badPrefix}.`);
@@ -100,10 +104,15 @@ export class DurableAgentPlugin extends SimplePluginAwaited {
     checkGuardrails(options.guardrails, 'DurableAgentPlugin guardrails', ['input', 'output', 'tool']);
     const tools = new ToolRegistry([...new Set([...options.tools, ...toolsOfAgents(agents)])]);
     const agentRegistry = agents.length > 0 ? new AgentRegistry(agents, tools) : undefined;
-    const client = options.model.client ?? createOpenAIClient({ apiKey: requireApiKey(options.model), baseUrl: options.model.baseUrl });
+    const client =
+      options.model.client ??
+      createOpenAIClient({ apiKey: requireApiKey(options.model), baseUrl: options.model.baseUrl });
     const pool = 'pool' in options.database ? options.database.pool : createPool(options.database.url);
     const tables = agentTables(options.schema);
-    const mcp = Object.keys(mcpServers).length > 0 ? new McpConnections(mcpServers, { listTtlMs: options.mcp?.listTtlMs }) : undefined;
+    const mcp =
+      Object.keys(mcpServers).length > 0
+        ? new McpConnections(mcpServers, { listTtlMs: options.mcp?.listTtlMs })
+        : undefined;
     const activities = activityRegistrations(
       createActivities({
         ...options,
@@ -115,12 +124,17 @@ export class DurableAgentPlugin extends SimplePluginAwaited {
       }),
     );
     const lostWorkers =
-      options.lostWorkers?.enabled === false ? undefined : new LostWorkerWatch(pool, tables, (type) => Object.hasOwn(activities, type), options.lostWorkers);
+      options.lostWorkers?.enabled === false
+        ? undefined
+        : new LostWorkerWatch(pool, tables, (type) => Object.hasOwn(activities, type), options.lostWorkers);
     const codecs = options.payloadCodecs ?? [];
     super({
       name: 'DurableAgentPlugin',
       activities,
-      workerInterceptors: { workflowModules: WORKFLOW_INTERCEPTOR_MODULES, ...(lostWorkers ? { activity: [lostWorkers.interceptor()] } : {}) },
+      workerInterceptors: {
+        workflowModules: WORKFLOW_INTERCEPTOR_MODULES,
+        ...(lostWorkers ? { activity: [lostWorkers.interceptor()] } : {}),
+      },
       ...(codecs.length > 0
         ? {
             dataConverter: (existing: DataConverter | undefined): DataConverter => ({
@@ -197,7 +211,8 @@ export class DurableAgentPlugin extends SimplePluginAwaited {
           { cause: err },
         );
       }
-      if (applied.length > 0) logger.info({ versions: applied, schema: this.settings.schema }, 'applied database migrations');
+      if (applied.length > 0)
+        logger.info({ versions: applied, schema: this.settings.schema }, 'applied database migrations');
     }
     if ((this.settings.registerSearchAttributes ?? true) && connection) {
       const { added, off } = await ensureSearchAttributes(connection, namespace, this.settings.searchAttributes);
@@ -213,5 +228,7 @@ export class DurableAgentPlugin extends SimplePluginAwaited {
 
 function requireApiKey(model: DurableAgentModelOptions): string {
   if (model.apiKey) return model.apiKey;
-  throw new TypeError('DurableAgentPlugin needs a model to call: pass model.apiKey (and model.baseUrl for an OpenAI-compatible endpoint) or model.client.');
+  throw new TypeError(
+    'DurableAgentPlugin needs a model to call: pass model.apiKey (and model.baseUrl for an OpenAI-compatible endpoint) or model.client.',
+  );
 }

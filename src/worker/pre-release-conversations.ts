@@ -22,7 +22,11 @@ export class PreReleaseConversationsError extends AgentError {}
  * conversations started by a build before 1.0 (one visibility count on
  * system attributes, which every visibility store has).
  */
-export async function refusePreReleaseConversations(connection: NativeConnection | Connection, namespace: string, taskQueue: string): Promise<void> {
+export async function refusePreReleaseConversations(
+  connection: NativeConnection | Connection,
+  namespace: string,
+  taskQueue: string,
+): Promise<void> {
   const query = `WorkflowType = '${PRE_RELEASE_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue.replace(/'/g, "''")}'`;
   // A server that has just started, or whose database is down, may not know the namespace for a moment.
   const { count } = await waitForServer(

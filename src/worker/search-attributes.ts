@@ -40,18 +40,31 @@ export const SEARCH_ATTRIBUTE_GROUP_PURPOSE: Record<SearchAttributeGroup, string
   status: 'visibility queries and the Temporal UI cannot filter conversations by AgentStatus',
   approvals:
     'visibility queries cannot filter by PendingApprovals, PendingApprovalTags or AwaitingApprovalSince, and the approval backlog metric counts from PostgreSQL; the approval lists work without them',
-  unknownEffects: "AgentClient.withUnknownEffects and the CLI's unknown-effects cannot list conversations with tool calls whose effect is unknown",
+  unknownEffects:
+    "AgentClient.withUnknownEffects and the CLI's unknown-effects cannot list conversations with tool calls whose effect is unknown",
   usage: 'visibility queries cannot filter conversations by AgentTokens or AgentCostUsd',
 };
 
-/** A group the worker was asked to register does not fit in the namespace's visibility store; nothing of it was registered. */
+/**
+ * A group the worker was asked to register does not fit in the namespace's visibility store; nothing of it was
+ * registered.
+ */
 export class SearchAttributeLimitError extends AgentError {}
 
 /** Where the groups are chosen, as messages name it. */
-export const SEARCH_ATTRIBUTE_GROUPS_SETTING = "the plugin's searchAttributes.groups (AGENT_SEARCH_ATTRIBUTES for npm start)";
+export const SEARCH_ATTRIBUTE_GROUPS_SETTING =
+  "the plugin's searchAttributes.groups (AGENT_SEARCH_ATTRIBUTES for npm start)";
 
 /** The CLI's names of the index types, by the number the operator service lists them with. */
-const TYPE_NAMES: Record<number, string> = { 1: 'Text', 2: 'Keyword', 3: 'Int', 4: 'Double', 5: 'Bool', 6: 'Datetime', 7: 'KeywordList' };
+const TYPE_NAMES: Record<number, string> = {
+  1: 'Text',
+  2: 'Keyword',
+  3: 'Int',
+  4: 'Double',
+  5: 'Bool',
+  6: 'Datetime',
+  7: 'KeywordList',
+};
 
 /** An attribute of a group, under the name it has in the namespace. */
 interface Wanted {
@@ -87,7 +100,12 @@ export async function ensureSearchAttributes(
     isTemporalNotReady,
     TEMPORAL_START_WAIT_MS,
   );
-  const existing = new Map(Object.entries(listed.customAttributes ?? {}).map(([name, type]) => [name, TYPE_NAMES[Number(type)] ?? String(type)]));
+  const existing = new Map(
+    Object.entries(listed.customAttributes ?? {}).map(([name, type]) => [
+      name,
+      TYPE_NAMES[Number(type)] ?? String(type),
+    ]),
+  );
   for (const name of Object.keys(listed.systemAttributes ?? {})) existing.set(name, 'system');
   const wanted = (group: SearchAttributeGroup): Wanted[] =>
     SEARCH_ATTRIBUTE_GROUPS[group].map((field) => {
@@ -96,7 +114,10 @@ export async function ensureSearchAttributes(
     });
   const result: SearchAttributeRegistration = { added: [], on: [], off: [] };
   const leaveOff = (group: SearchAttributeGroup, why: string): void => {
-    if (asked) throw new SearchAttributeLimitError(`Namespace "${namespace}" cannot take the search attribute group "${group}": ${why}`);
+    if (asked)
+      throw new SearchAttributeLimitError(
+        `Namespace "${namespace}" cannot take the search attribute group "${group}": ${why}`,
+      );
     result.off.push({ group, why, chosen: false });
   };
   for (const group of SEARCH_ATTRIBUTE_GROUP_ORDER) {
@@ -123,7 +144,9 @@ export async function ensureSearchAttributes(
       try {
         await connection.operatorService.addSearchAttributes({
           namespace,
-          searchAttributes: Object.fromEntries(missing.map((k) => [k.name, encodeSearchAttributeIndexedValueType(k.sdkType)!])),
+          searchAttributes: Object.fromEntries(
+            missing.map((k) => [k.name, encodeSearchAttributeIndexedValueType(k.sdkType)!]),
+          ),
         });
       } catch (err) {
         const limit = storeLimit(err);
@@ -131,7 +154,11 @@ export async function ensureSearchAttributes(
           throw cannotRegister(
             namespace,
             err,
-            missingOfGroups(asked ?? SEARCH_ATTRIBUTE_GROUP_ORDER.slice(SEARCH_ATTRIBUTE_GROUP_ORDER.indexOf(group)), wanted, existing),
+            missingOfGroups(
+              asked ?? SEARCH_ATTRIBUTE_GROUP_ORDER.slice(SEARCH_ATTRIBUTE_GROUP_ORDER.indexOf(group)),
+              wanted,
+              existing,
+            ),
           );
         const taken = [...existing]
           .filter(([, type]) => type === limit.type)
@@ -194,7 +221,9 @@ function missingOfGroups(
 
 /** The error of a namespace that may not be changed from here, with what to create and how. */
 function cannotRegister(namespace: string, err: unknown, missing: readonly Wanted[]): Error {
-  const commands = missing.map((k) => `temporal operator search-attribute create --namespace ${namespace} --name ${k.name} --type ${k.type}`);
+  const commands = missing.map(
+    (k) => `temporal operator search-attribute create --namespace ${namespace} --name ${k.name} --type ${k.type}`,
+  );
   return new Error(
     `Namespace "${namespace}" lacks search attributes the conversation workflow sets (${missing.map((k) => k.name).join(', ')}), ` +
       `and the worker could not add them: ${(err as Error).message}. ` +
@@ -205,5 +234,15 @@ function cannotRegister(namespace: string, err: unknown, missing: readonly Wante
 
 /** The CLI's name of a search attribute type. */
 function typeName(type: string): string {
-  return { KEYWORD: 'Keyword', INT: 'Int', TEXT: 'Text', BOOL: 'Bool', DOUBLE: 'Double', DATETIME: 'Datetime', KEYWORD_LIST: 'KeywordList' }[type] ?? type;
+  return (
+    {
+      KEYWORD: 'Keyword',
+      INT: 'Int',
+      TEXT: 'Text',
+      BOOL: 'Bool',
+      DOUBLE: 'Double',
+      DATETIME: 'Datetime',
+      KEYWORD_LIST: 'KeywordList',
+    }[type] ?? type
+  );
 }

@@ -15,7 +15,9 @@ import type { DurableAgentPluginOptions } from './plugin-options';
  * to a bundle made already.
  */
 export interface AgentWorkerOptions
-  extends DurableAgentPluginOptions, Pick<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'workflowBundle' | 'dataConverter' | 'plugins'> {
+  extends
+    DurableAgentPluginOptions,
+    Pick<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'workflowBundle' | 'dataConverter' | 'plugins'> {
   /**
    * Conversations kept in memory (Temporal's sticky cache, `maxCachedWorkflows`);
    * the others are rebuilt from history when they need the worker. The SDK's
@@ -26,7 +28,8 @@ export interface AgentWorkerOptions
 
 /** Creates (does not run) a worker for the conversation workflow. */
 export async function createAgentWorker(options: AgentWorkerOptions): Promise<Worker> {
-  const { connection, namespace, taskQueue, workflowBundle, dataConverter, plugins, maxCachedConversations, ...agent } = options;
+  const { connection, namespace, taskQueue, workflowBundle, dataConverter, plugins, maxCachedConversations, ...agent } =
+    options;
   return Worker.create({
     connection,
     namespace,
@@ -48,7 +51,9 @@ export async function createAgentWorker(options: AgentWorkerOptions): Promise<Wo
  * would let only 40 conversations progress at once (measured with 100
  * conversations and a 200 ms model: 52.0 steps/s with 40, 66.2 with 100).
  */
-function cacheOptions(maxCachedConversations: number | undefined): Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentWorkflowTaskExecutions'> {
+function cacheOptions(
+  maxCachedConversations: number | undefined,
+): Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentWorkflowTaskExecutions'> {
   if (maxCachedConversations === undefined) return {};
   return {
     maxCachedWorkflows: maxCachedConversations,

@@ -46,7 +46,8 @@ export async function bundleWorkflowsApart(dir: string, extras: WorkflowBundleEx
   if (readIfExists(fingerprintPath) === fingerprint && fs.existsSync(codePath)) return { codePath, reused: true };
   await new Promise<void>((resolve, reject) => {
     const args = [BUNDLE_TO, codePath, JSON.stringify(extras)];
-    // Run from the sources (`.ts`), the child needs tsx's loader, which a process started otherwise (a test runner) lacks.
+    // Run from the sources (`.ts`), the child needs tsx's loader, which a process started otherwise (a test runner)
+    // lacks.
     const fromSources = __filename.endsWith('.ts') && !process.execArgv.some((a) => a.includes('tsx'));
     const child = fork(__filename, args, {
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
@@ -54,7 +55,9 @@ export async function bundleWorkflowsApart(dir: string, extras: WorkflowBundleEx
     });
     child.once('error', reject);
     child.once('exit', (code, signal) =>
-      code === 0 ? resolve() : reject(new Error(`Bundling the workflow code failed (exit ${code ?? signal}); its errors are above.`)),
+      code === 0
+        ? resolve()
+        : reject(new Error(`Bundling the workflow code failed (exit ${code ?? signal}); its errors are above.`)),
     );
   });
   // Written after the bundle: a start that stops between the two bundles again.

@@ -48,7 +48,9 @@ const checkStock = tool({
     await sleep(200 + Math.floor(r * 1300), undefined, { signal: context.signal });
     if (sku === FAIL_FIRST_SKU) {
       // Fails until one failure is on record (an attempt cut short by a worker kill records none).
-      const { rows } = await context.db.query('SELECT 1 FROM chaos_faults WHERE idempotency_key = $1', [context.idempotencyKey]);
+      const { rows } = await context.db.query('SELECT 1 FROM chaos_faults WHERE idempotency_key = $1', [
+        context.idempotencyKey,
+      ]);
       if (rows.length === 0) {
         await recordFault(context, 'transient (forced)');
         throw new Error('The warehouse system timed out (chaos: forced failure).');
@@ -95,12 +97,20 @@ export const tools: Tool[] = [...backofficeTools(), checkStock, exportOrders];
  * that name `desk` (half of them) are with them; the others (the workers run
  * with AGENT_DEFAULT_AGENT=none) are one unnamed agent.
  */
-const backdesk = agent({ name: 'backdesk', instructions: 'You are the back desk of the chaos run.', tools, handoffs: ['desk'] });
+const backdesk = agent({
+  name: 'backdesk',
+  instructions: 'You are the back desk of the chaos run.',
+  tools,
+  handoffs: ['desk'],
+});
 export const agents: Agent[] = [
   agent({
     name: 'desk',
     instructions: 'You are the front desk of the chaos run.',
-    tools: [...tools, backdesk.asTool({ toolName: 'ask_backdesk', toolDescription: 'Asks the back desk to do part of the work.' })],
+    tools: [
+      ...tools,
+      backdesk.asTool({ toolName: 'ask_backdesk', toolDescription: 'Asks the back desk to do part of the work.' }),
+    ],
     handoffs: ['backdesk'],
   }),
   backdesk,

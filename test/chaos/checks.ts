@@ -36,9 +36,14 @@ export interface MustBeZero {
   brokenTranscripts: number;
   /** Repairs the workflow made before model calls (it should never need one). */
   transcriptRepairs: number;
-  /** Side effects keyed by something other than the workflow's call-instance key (e.g. a provider's tool-call id, which providers reuse). */
+  /**
+   * Side effects keyed by something other than the workflow's call-instance key (e.g. a provider's tool-call id, which
+   * providers reuse).
+   */
   effectKeysFromProviderIds: number;
-  /** Messages, answers or results cut or dropped by a size limit without a clear error; over-limit messages accepted. */
+  /**
+   * Messages, answers or results cut or dropped by a size limit without a clear error; over-limit messages accepted.
+   */
   lostToSizeLimits: number;
   /** Settled conversations that did not answer one more question at the end. */
   conversationsNotAnswering: number;
@@ -54,7 +59,10 @@ export interface DecisionStats {
   acknowledged: number;
   /** Of those, recorded in `approval_decisions`. */
   applied: number;
-  /** Not applied because every call it was meant for had settled otherwise first (timeout, cancel, interrupt, another decision). */
+  /**
+   * Not applied because every call it was meant for had settled otherwise first (timeout, cancel, interrupt, another
+   * decision).
+   */
   superseded: number;
   lost: number;
   /** Distinct decision ids whose sending failed on every attempt (not counted as lost). */
@@ -65,7 +73,9 @@ export interface DecisionStats {
   unsignedSent: number;
   /** Refused by the API because their calls no longer waited. */
   apiRefusals: number;
-  /** Of the applied ones, those of calls waiting inside agents called as tools (decided in the child's conversation). */
+  /**
+   * Of the applied ones, those of calls waiting inside agents called as tools (decided in the child's conversation).
+   */
   appliedInSubAgents: number;
 }
 
@@ -116,7 +126,8 @@ export function outcomeOf(content: string): Outcome {
   try {
     const parsed = JSON.parse(content) as { kind?: unknown; error?: unknown };
     const kinds: Outcome[] = ['tool_failed', 'rejected', 'approval_timeout', 'cancelled', 'interrupted', 'repaired'];
-    if (parsed && typeof parsed === 'object' && 'error' in parsed && kinds.includes(parsed.kind as Outcome)) return parsed.kind as Outcome;
+    if (parsed && typeof parsed === 'object' && 'error' in parsed && kinds.includes(parsed.kind as Outcome))
+      return parsed.kind as Outcome;
   } catch {
     // a tool's own text result
   }
@@ -134,10 +145,13 @@ interface CallInfo {
 export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
   const problems: string[] = [];
   // Conversations the driver never started (the hard stop came first) are not checked.
-  const conversations = [...ctx.runLog.conversations.values()].filter((c) => c.messageIds.length > 0 || c.unacknowledgedMessageIds.length > 0 || c.gaveUp);
+  const conversations = [...ctx.runLog.conversations.values()].filter(
+    (c) => c.messageIds.length > 0 || c.unacknowledgedMessageIds.length > 0 || c.gaveUp,
+  );
   const notStarted = ctx.runLog.conversations.size - conversations.length;
 
-  // 1. Every conversation settles: idle or failed, nothing pending, running or queued, every message answered by one turn.
+  // 1. Every conversation settles: idle or failed, nothing pending, running or queued, every message answered by one
+  // turn.
   const states = new Map<string, ConversationState | undefined>();
   const unsettledIds = new Set<string>();
   let stuck = 0;
@@ -156,7 +170,9 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
         stuck++;
         unsettledIds.add(record.plan.id);
         const failure = await historyAndLastTaskFailure(ctx, record.plan.id);
-        problems.push(`stuck: ${record.plan.id}: ${reasons.join('; ')}${failure ? `; last workflow task failure: ${failure}` : ''}`);
+        problems.push(
+          `stuck: ${record.plan.id}: ${reasons.join('; ')}${failure ? `; last workflow task failure: ${failure}` : ''}`,
+        );
       }
     }),
   );
@@ -176,7 +192,10 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
   const toolOutcomes: Record<string, number> = {};
   let broken = 0;
   let repairs = 0;
-  /** Seqs in order and every call answered; a conversation stuck in a turn (counted as stuck already) may still have its last calls open. */
+  /**
+   * Seqs in order and every call answered; a conversation stuck in a turn (counted as stuck already) may still have its
+   * last calls open.
+   */
   const pairingProblems = (stored: { seq: number; message: ChatMessage }[], mayBeOpen: boolean): string[] => {
     const found: string[] = [];
     stored.forEach((m, i) => {
@@ -190,7 +209,8 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
           : { role: m.role },
     );
     for (const p of findPairingProblems(items)) {
-      const openAtEnd = p.kind === 'missing_result' && mayBeOpen && !items.slice(p.index + 1).some((m) => m.role !== 'tool');
+      const openAtEnd =
+        p.kind === 'missing_result' && mayBeOpen && !items.slice(p.index + 1).some((m) => m.role !== 'tool');
       if (!openAtEnd) found.push(`${p.kind} ${p.toolCallId} at ${p.index}`);
     }
     return found;
@@ -199,7 +219,9 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
   const collectCalls = (id: string, stored: { seq: number; message: ChatMessage }[]): void => {
     for (const { seq, message: m } of stored) {
       if (m.role !== 'assistant') continue;
-      m.tool_calls?.forEach((c, i) => calls.set(callInstanceKey(id, seq, i), { name: c.function.name, arguments: c.function.arguments }));
+      m.tool_calls?.forEach((c, i) =>
+        calls.set(callInstanceKey(id, seq, i), { name: c.function.name, arguments: c.function.arguments }),
+      );
     }
     const keys = toolMessageKeys(id, stored);
     for (const { seq, message: m } of stored) {
@@ -219,7 +241,9 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
     if (state && !unsettledIds.has(id) && state.messageCount !== stored.length) {
       found.push(`the workflow counts ${state.messageCount} messages, PostgreSQL holds ${stored.length}`);
     }
-    const userIds = stored.flatMap(({ message: m }) => (m.role === 'user' ? [/\((chaos-[^)]+-m\d+)\)/.exec(m.content)?.[1] ?? '?'] : []));
+    const userIds = stored.flatMap(({ message: m }) =>
+      m.role === 'user' ? [/\((chaos-[^)]+-m\d+)\)/.exec(m.content)?.[1] ?? '?'] : [],
+    );
     for (const mid of record.messageIds) {
       const n = userIds.filter((u) => u === mid).length;
       if (n !== 1) found.push(`user message ${mid} stored ${n} times`);
@@ -229,7 +253,8 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
       if (n > 1) found.push(`user message ${mid} stored ${n} times`);
     }
     for (const u of userIds) {
-      if (!record.messageIds.includes(u) && !record.unacknowledgedMessageIds.includes(u)) found.push(`a user message the driver never sent (${u})`);
+      if (!record.messageIds.includes(u) && !record.unacknowledgedMessageIds.includes(u))
+        found.push(`a user message the driver never sent (${u})`);
     }
     if (found.length > 0) {
       broken++;
@@ -241,7 +266,8 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
     }
     collectCalls(id, stored);
   }
-  // The conversations of agents called as tools (`<caller>~<agent>~<seq>-<index>`, at any depth): the same rules, their effects too.
+  // The conversations of agents called as tools (`<caller>~<agent>~<seq>-<index>`, at any depth): the same rules, their
+  // effects too.
   const planIds = new Set(conversations.map((c) => c.plan.id));
   let subAgentConversations = 0;
   for (const [id, stored] of transcripts) {
@@ -326,8 +352,13 @@ export function rootConversationOf(id: string): string {
  */
 async function historyAndLastTaskFailure(ctx: CheckContext, conversationId: string): Promise<string | undefined> {
   try {
-    const history = await retrying(ctx, () => ctx.client.temporal.workflow.getHandle(conversationId).fetchHistory(), 20_000);
-    if (ctx.historyDir) fs.writeFileSync(path.join(ctx.historyDir, `${conversationId}.history.json`), `${historyToJSON(history)}\n`);
+    const history = await retrying(
+      ctx,
+      () => ctx.client.temporal.workflow.getHandle(conversationId).fetchHistory(),
+      20_000,
+    );
+    if (ctx.historyDir)
+      fs.writeFileSync(path.join(ctx.historyDir, `${conversationId}.history.json`), `${historyToJSON(history)}\n`);
     const failed = (history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes);
     const last = failed[failed.length - 1];
     if (!last) return undefined;
@@ -406,17 +437,26 @@ async function checkSideEffects(
       const reported = (JSON.parse(call.content ?? '{}') as { refund_id?: string }).refund_id;
       if (!row || row.n !== 1 || String(reported) !== row.ids[0]) {
         twice++;
-        problems.push(`refund mismatch: ${key}: the transcript reports refund ${reported}, the refunds table has ${row?.ids.join(', ') ?? 'none'}`);
+        problems.push(
+          `refund mismatch: ${key}: the transcript reports refund ${reported}, the refunds table has ${row?.ids.join(', ') ?? 'none'}`,
+        );
       }
     }
     if (call.name === 'check_stock' && effectRows.get(key) !== 1) {
       twice++;
-      problems.push(`effect mismatch: ${key}: check_stock succeeded, chaos_effects has ${effectRows.get(key) ?? 0} rows`);
+      problems.push(
+        `effect mismatch: ${key}: check_stock succeeded, chaos_effects has ${effectRows.get(key) ?? 0} rows`,
+      );
     }
   }
   // The ledger and the effects commit in one transaction: the same keys on both sides.
   for (const [key, row] of ledgerRows) {
-    const has = row.tool_name === 'issue_refund' ? refundRows.has(key) : row.tool_name === 'check_stock' ? effectRows.has(key) : true;
+    const has =
+      row.tool_name === 'issue_refund'
+        ? refundRows.has(key)
+        : row.tool_name === 'check_stock'
+          ? effectRows.has(key)
+          : true;
     if (!has) {
       twice++;
       problems.push(`ledger mismatch: ${key}: a ${row.tool_name} ledger row without its effect`);
@@ -448,7 +488,9 @@ async function checkSideEffects(
     if (call?.outcome === 'interrupted') interrupted++;
     else if (!call?.outcome || NOT_RUN.includes(call.outcome)) {
       notRun++;
-      problems.push(`effect of a call not run: ${key}: applied, but the transcript says ${call?.outcome ?? 'nothing (no tool message)'}`);
+      problems.push(
+        `effect of a call not run: ${key}: applied, but the transcript says ${call?.outcome ?? 'nothing (no tool message)'}`,
+      );
     }
   }
   return { twice, notRun, refunds: refunds.rows.length, interrupted, providerKeyed };
@@ -473,18 +515,22 @@ function checkSizes(
     problems.push(`size limit: ${line}`);
   };
   const userMessage = (conversationId: string, messageId: string) =>
-    (transcripts.get(conversationId) ?? []).find(({ message: m }) => m.role === 'user' && m.content.includes(`(${messageId})`))?.message;
+    (transcripts.get(conversationId) ?? []).find(
+      ({ message: m }) => m.role === 'user' && m.content.includes(`(${messageId})`),
+    )?.message;
   for (const sent of ctx.runLog.sizedMessages) {
     const stored = userMessage(sent.conversationId, sent.messageId);
     if (sent.overLimit) {
-      if (!sent.refusal) problem(`${sent.messageId}: a message of ${sent.bytes} bytes (over ${USER_MESSAGE_MAX_BYTES}) was accepted`);
+      if (!sent.refusal)
+        problem(`${sent.messageId}: a message of ${sent.bytes} bytes (over ${USER_MESSAGE_MAX_BYTES}) was accepted`);
       else if (!sent.refusal.includes(String(USER_MESSAGE_MAX_BYTES)) || !sent.refusal.includes(String(sent.bytes))) {
         problem(`${sent.messageId}: refused without saying its size and the limit: ${sent.refusal.slice(0, 200)}`);
       }
       if (stored) problem(`${sent.messageId}: an over-limit message is in the transcript`);
     } else {
       const acknowledged = ctx.runLog.conversations.get(sent.conversationId)?.messageIds.includes(sent.messageId);
-      if (acknowledged && !stored) problem(`${sent.messageId}: a message of ${sent.bytes} bytes (under the limit) is not in the transcript`);
+      if (acknowledged && !stored)
+        problem(`${sent.messageId}: a message of ${sent.bytes} bytes (under the limit) is not in the transcript`);
       if (stored && stored.role === 'user' && Buffer.byteLength(stored.content) !== sent.bytes) {
         problem(`${sent.messageId}: sent ${sent.bytes} bytes, stored ${Buffer.byteLength(stored.content)}`);
       }
@@ -495,19 +541,24 @@ function checkSizes(
     for (const { seq, message: m } of stored) {
       if (m.role !== 'assistant' || typeof m.content !== 'string' || !m.content.startsWith('HUGE-ANSWER-')) continue;
       const sent = huge.get(m.content.slice(0, m.content.indexOf(' ')));
-      if (sent && m.content.length !== sent.length) problem(`${id} seq ${seq}: an answer of ${sent.length} characters stored with ${m.content.length}`);
+      if (sent && m.content.length !== sent.length)
+        problem(`${id} seq ${seq}: an answer of ${sent.length} characters stored with ${m.content.length}`);
     }
   }
   for (const [key, call] of calls) {
     if (call.name === 'export_orders' && call.outcome === 'ok') {
       const expected = (JSON.parse(call.arguments) as { kilobytes: number }).kilobytes * 1024;
-      if (call.content?.length !== expected) problem(`${key}: export_orders returned ${expected} characters, the transcript holds ${call.content?.length}`);
+      if (call.content?.length !== expected)
+        problem(`${key}: export_orders returned ${expected} characters, the transcript holds ${call.content?.length}`);
     }
     const bytes = Buffer.byteLength(call.arguments);
     if (bytes > TOOL_ARGUMENTS_MAX_BYTES) {
-      if (call.outcome === 'ok') problem(`${key}: a call with ${bytes} bytes of arguments (over ${TOOL_ARGUMENTS_MAX_BYTES}) ran`);
+      if (call.outcome === 'ok')
+        problem(`${key}: a call with ${bytes} bytes of arguments (over ${TOOL_ARGUMENTS_MAX_BYTES}) ran`);
       if (call.outcome === 'tool_failed' && !call.content?.includes(`at most ${TOOL_ARGUMENTS_MAX_BYTES} bytes`)) {
-        problem(`${key}: a call with ${bytes} bytes of arguments failed without saying the limit: ${call.content?.slice(0, 200)}`);
+        problem(
+          `${key}: a call with ${bytes} bytes of arguments failed without saying the limit: ${call.content?.slice(0, 200)}`,
+        );
       }
     }
   }
@@ -515,7 +566,11 @@ function checkSizes(
 }
 
 /** Asks every settled conversation one more question; each must answer. Returns how many did not. */
-async function probeConversations(ctx: CheckContext, conversations: ConversationRecord[], problems: string[]): Promise<number> {
+async function probeConversations(
+  ctx: CheckContext,
+  conversations: ConversationRecord[],
+  problems: string[],
+): Promise<number> {
   let failed = 0;
   let next = 0;
   await Promise.all(
@@ -527,11 +582,15 @@ async function probeConversations(ctx: CheckContext, conversations: Conversation
         try {
           const sent = await retrying(
             ctx,
-            () => ctx.client.sendMessage(id, `${record.plan.tag} ${PROBE_MARK} are you still there? (${messageId})`, { messageId }),
+            () =>
+              ctx.client.sendMessage(id, `${record.plan.tag} ${PROBE_MARK} are you still there? (${messageId})`, {
+                messageId,
+              }),
             30_000,
           );
           const turn = await ctx.client.waitForTurn(id, sent, 60_000);
-          if (turn.outcome !== 'answered') throw new Error(`the turn ended ${turn.outcome}${turn.error ? `: ${turn.error}` : ''}`);
+          if (turn.outcome !== 'answered')
+            throw new Error(`the turn ended ${turn.outcome}${turn.error ? `: ${turn.error}` : ''}`);
         } catch (err) {
           failed++;
           problems.push(`not answering: ${id}: ${(err as Error).message.slice(0, 300)}`);
@@ -570,9 +629,12 @@ async function checkDecisions(
     `SELECT conversation_id, decision_id, decision, tool_call_ids, call_keys, decided_by, authenticated FROM durable_agent.approval_decisions WHERE conversation_id LIKE $1`,
     [`${ctx.conversationPrefix}%`],
   );
-  // Every recorded decision names who decided, authenticated by the API's signature; nothing sent around the API is recorded.
+  // Every recorded decision names who decided, authenticated by the API's signature; nothing sent around the API is
+  // recorded.
   let withoutIdentity = 0;
-  const unsignedIds = new Set(ctx.runLog.decisions.filter((d) => d.unsigned).map((d) => `${d.conversationId}/${d.decisionId}`));
+  const unsignedIds = new Set(
+    ctx.runLog.decisions.filter((d) => d.unsigned).map((d) => `${d.conversationId}/${d.decisionId}`),
+  );
   for (const r of rows) {
     const key = `${r.conversation_id}/${r.decision_id}`;
     if (r.authenticated !== true || !r.decided_by || unsignedIds.has(key)) {
@@ -617,10 +679,15 @@ async function checkDecisions(
       if (rootConversationOf(row.conversation_id) !== row.conversation_id) stats.appliedInSubAgents++;
       for (const [i, callId] of row.tool_call_ids.entries()) {
         const outcome = calls.get(row.call_keys?.[i] ?? '')?.outcome;
-        const honoured = row.decision === 'reject' ? outcome === 'rejected' : outcome !== undefined && outcome !== 'rejected' && outcome !== 'approval_timeout';
+        const honoured =
+          row.decision === 'reject'
+            ? outcome === 'rejected'
+            : outcome !== undefined && outcome !== 'rejected' && outcome !== 'approval_timeout';
         if (!honoured) {
           stats.lost++;
-          problems.push(`decision not honoured: ${key} (${row.decision}) but call ${callId} ended ${outcome ?? 'without a tool message'}`);
+          problems.push(
+            `decision not honoured: ${key} (${row.decision}) but call ${callId} ended ${outcome ?? 'without a tool message'}`,
+          );
         }
       }
       continue;
@@ -628,13 +695,19 @@ async function checkDecisions(
     // A cancel or interrupt acknowledged after the call was requested and before the decision was sent.
     const interventionBefore = (requestedAt: number): boolean =>
       ctx.runLog.interventions.some(
-        (i) => i.conversationId === rootConversationOf(d.conversationId) && i.ackAt !== undefined && i.ackAt >= requestedAt && i.ackAt <= d.sentAt,
+        (i) =>
+          i.conversationId === rootConversationOf(d.conversationId) &&
+          i.ackAt !== undefined &&
+          i.ackAt >= requestedAt &&
+          i.ackAt <= d.sentAt,
       );
     const why: string[] = [];
     for (const target of d.targets) {
       const callKey = target.callKey;
       const outcome = calls.get(callKey)?.outcome;
-      const deadline = target.requestedAt + (ctx.approvalTimeoutsMs?.get(rootConversationOf(d.conversationId)) ?? ctx.approvalTimeoutMs);
+      const deadline =
+        target.requestedAt +
+        (ctx.approvalTimeoutsMs?.get(rootConversationOf(d.conversationId)) ?? ctx.approvalTimeoutMs);
       const byOther = (decidedBy.get(callKey) ?? []).some((id) => id !== d.decisionId);
       if (byOther) continue;
       // Acknowledged before the deadline means the signal is in history before the deadline's timer
@@ -642,7 +715,12 @@ async function checkDecisions(
       if (outcome === 'approval_timeout' && d.ackAt! >= deadline) continue;
       if ((outcome === 'cancelled' || outcome === 'interrupted') && interventionBefore(target.requestedAt)) continue;
       const interventions = ctx.runLog.interventions
-        .filter((i) => i.conversationId === rootConversationOf(d.conversationId) && i.ackAt !== undefined && i.ackAt >= target.requestedAt)
+        .filter(
+          (i) =>
+            i.conversationId === rootConversationOf(d.conversationId) &&
+            i.ackAt !== undefined &&
+            i.ackAt >= target.requestedAt,
+        )
         .map((i) => `${i.kind} ${i.ackAt! - d.ackAt!} ms after it`);
       why.push(
         `call ${target.toolCallId} ended ${outcome ?? 'without a tool message'}; the decision was acknowledged ` +
@@ -654,7 +732,9 @@ async function checkDecisions(
     else {
       stats.lost++;
       lostIn.add(d.conversationId);
-      problems.push(`decision lost: ${key} (${d.decision}${d.toolCallId ? ` ${d.toolCallId}` : ', all'}): ${why.join('; ')}`);
+      problems.push(
+        `decision lost: ${key} (${d.decision}${d.toolCallId ? ` ${d.toolCallId}` : ', all'}): ${why.join('; ')}`,
+      );
     }
   }
   return { ...stats, withoutIdentity };

@@ -16,7 +16,10 @@ import { USER_MESSAGE_MAX_BYTES } from '../../src/contract';
 import { ConversationClosedError, InvalidConversationInputError, MessageTooLargeError } from '../../src/common/errors';
 import type { ConversationInput, ConversationState, PendingApproval } from '../../src/contract';
 
-/** A call waiting for a person: in the conversation itself, or inside an agent it called as a tool (decided in that conversation). */
+/**
+ * A call waiting for a person: in the conversation itself, or inside an agent it called as a tool (decided in that
+ * conversation).
+ */
 type Target = PendingApproval & { conversationId: string };
 import { runCli } from '../support/cli';
 import type { ApprovalAction, ConversationPlan } from './plan';
@@ -32,7 +35,9 @@ export interface DecisionRoutes {
   cliToken: string;
   /** The key the API signs with, also held by a trusted service of the run (signed signals). */
   key: DecisionKey;
-  /** The standard variables that reach the run's Temporal server (TEMPORAL_ADDRESS, and TEMPORAL_TLS_* on the cluster). */
+  /**
+   * The standard variables that reach the run's Temporal server (TEMPORAL_ADDRESS, and TEMPORAL_TLS_* on the cluster).
+   */
   temporalEnv: Record<string, string>;
   /** The Temporal CLI, for `temporal workflow signal`. */
   temporalCli: string;
@@ -79,7 +84,10 @@ const ACTION_WEIGHTS: Record<ApprovalAction, number> = {
 /** Errors a retry cannot fix. */
 function isPermanent(err: unknown): boolean {
   return (
-    err instanceof TypeError || err instanceof InvalidConversationInputError || err instanceof ConversationClosedError || err instanceof MessageTooLargeError
+    err instanceof TypeError ||
+    err instanceof InvalidConversationInputError ||
+    err instanceof ConversationClosedError ||
+    err instanceof MessageTooLargeError
   );
 }
 
@@ -87,7 +95,11 @@ function isPermanent(err: unknown): boolean {
  * Runs `fn` (one client call) until it succeeds, with backoff, each attempt
  * with an RPC deadline. Throws the last error after `timeoutMs`.
  */
-export async function retrying<T>(ctx: Pick<DriverContext, 'client' | 'runLog' | 'signal'>, fn: () => Promise<T>, timeoutMs = 60_000): Promise<T> {
+export async function retrying<T>(
+  ctx: Pick<DriverContext, 'client' | 'runLog' | 'signal'>,
+  fn: () => Promise<T>,
+  timeoutMs = 60_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let delay = 200;
   for (;;) {
@@ -162,13 +174,21 @@ class ConversationPlayer {
       let current = await this.sendMessage();
       this.record.inFlight = true;
       // A coverage conversation's turns are left alone until its scenario has played.
-      const coveragePending = this.plan.coverage && (this.messagesSent === 1 || (this.plan.coverage.firstAction && !this.plan.coverageActionDone));
-      // A scenario's cancel or interrupt that found nothing waiting in its first turn (its call timed out while a worker was down)
+      const coveragePending =
+        this.plan.coverage &&
+        (this.messagesSent === 1 || (this.plan.coverage.firstAction && !this.plan.coverageActionDone));
+      // A scenario's cancel or interrupt that found nothing waiting in its first turn (its call timed out while a
+      // worker was down)
       // is sent into a later turn while it runs, so the fault is still injected.
       const firstAction = this.plan.coverage?.firstAction;
       const fallback =
-        this.messagesSent > 1 && !this.plan.coverageActionDone && (firstAction === 'cancel' || firstAction === 'interrupt') ? firstAction : undefined;
-      const spontaneous = fallback ?? (coveragePending ? 'none' : this.rng.weighted({ none: 78, cancel: 12, interrupt: 10 }));
+        this.messagesSent > 1 &&
+        !this.plan.coverageActionDone &&
+        (firstAction === 'cancel' || firstAction === 'interrupt')
+          ? firstAction
+          : undefined;
+      const spontaneous =
+        fallback ?? (coveragePending ? 'none' : this.rng.weighted({ none: 78, cancel: 12, interrupt: 10 }));
       const spontaneousAt = Date.now() + (fallback ? 100 : this.rng.int(200, 2_500));
       let spontaneousDone = spontaneous === 'none';
       const deadline = Date.now() + this.ctx.turnTimeoutMs;
@@ -186,16 +206,27 @@ class ConversationPlayer {
           if (state.recentTurns.some((t) => t.messageIds.includes(current))) break;
           // By call key: providers reuse tool-call ids, so a new call may wait under an id already handled.
           // Its own calls, and those waiting inside the agents it called as tools: one inbox for every level.
-          const waiting: Target[] = [...state.pendingApprovals.map((p) => ({ ...p, conversationId: this.plan.id })), ...(state.waitingBelow ?? [])];
+          const waiting: Target[] = [
+            ...state.pendingApprovals.map((p) => ({ ...p, conversationId: this.plan.id })),
+            ...(state.waitingBelow ?? []),
+          ];
           const fresh = waiting.filter((p) => !this.handledCalls.has(p.callKey));
           if (fresh.length > 0) {
-            const coverage = this.plan.coverage?.firstAction && !this.plan.coverageActionDone ? this.plan.coverage.firstAction : undefined;
+            const coverage =
+              this.plan.coverage?.firstAction && !this.plan.coverageActionDone
+                ? this.plan.coverage.firstAction
+                : undefined;
             const action = coverage ?? this.rng.weighted(ACTION_WEIGHTS);
             this.plan.coverageActionDone ||= coverage !== undefined;
             for (const p of fresh) this.handledCalls.add(p.callKey);
             current = (await this.act(action, fresh, coverage !== undefined)) ?? current;
             spontaneousDone = true;
-          } else if (!spontaneousDone && Date.now() >= spontaneousAt && state.status === 'running' && waiting.length === 0) {
+          } else if (
+            !spontaneousDone &&
+            Date.now() >= spontaneousAt &&
+            state.status === 'running' &&
+            waiting.length === 0
+          ) {
             spontaneousDone = true;
             this.plan.coverageActionDone ||= fallback !== undefined;
             current = (await this.act(spontaneous as 'cancel' | 'interrupt', [])) ?? current;
@@ -206,11 +237,14 @@ class ConversationPlayer {
       this.record.inFlight = false;
       this.record.turnsFinished++;
       while (this.lateDecisions.length > 0 && !this.ctx.signal.aborted) {
-        await sleep(Math.max(0, Math.min(...this.lateDecisions.map((d) => d.at)) - Date.now()), undefined, { signal: this.ctx.signal }).catch(() => undefined);
+        await sleep(Math.max(0, Math.min(...this.lateDecisions.map((d) => d.at)) - Date.now()), undefined, {
+          signal: this.ctx.signal,
+        }).catch(() => undefined);
         await this.sendDueLateDecisions();
       }
       const coverageMissing = this.plan.coverage?.firstAction && !this.plan.coverageActionDone;
-      if (coverageMissing && this.messagesSent >= this.plannedTurns && this.messagesSent < this.maxMessages) this.plannedTurns++;
+      if (coverageMissing && this.messagesSent >= this.plannedTurns && this.messagesSent < this.maxMessages)
+        this.plannedTurns++;
     }
   }
 
@@ -228,12 +262,25 @@ class ConversationPlayer {
    */
   private async sendOverLimit(): Promise<void> {
     const messageId = `${this.plan.id}-over`;
-    const text = padded(`${this.plan.tag} message (${messageId}): please read this export. `, USER_MESSAGE_MAX_BYTES + this.rng.int(1, 64 * 1024));
-    const sent = { conversationId: this.plan.id, messageId, bytes: Buffer.byteLength(text), overLimit: true, refusal: undefined as string | undefined };
+    const text = padded(
+      `${this.plan.tag} message (${messageId}): please read this export. `,
+      USER_MESSAGE_MAX_BYTES + this.rng.int(1, 64 * 1024),
+    );
+    const sent = {
+      conversationId: this.plan.id,
+      messageId,
+      bytes: Buffer.byteLength(text),
+      overLimit: true,
+      refusal: undefined as string | undefined,
+    };
     this.ctx.runLog.sizedMessages.push(sent);
     this.ctx.runLog.faults.user_message_over_limit++;
     try {
-      await retrying(this.ctx, () => this.ctx.client.sendMessage(this.plan.id, text, { input: this.input, messageId }), 30_000);
+      await retrying(
+        this.ctx,
+        () => this.ctx.client.sendMessage(this.plan.id, text, { input: this.input, messageId }),
+        30_000,
+      );
       // Accepted: the checks count it; follow its turn like any other.
       this.record.messageIds.push(messageId);
     } catch (err) {
@@ -249,11 +296,20 @@ class ConversationPlayer {
     if (this.plan.userMessage === 'near_limit' && this.messagesSent === 1) {
       // Just under the limit: it must be accepted and stored whole.
       text = padded(`${text} The export follows. `, USER_MESSAGE_MAX_BYTES - this.rng.int(0, 4 * 1024));
-      this.ctx.runLog.sizedMessages.push({ conversationId: this.plan.id, messageId, bytes: Buffer.byteLength(text), overLimit: false });
+      this.ctx.runLog.sizedMessages.push({
+        conversationId: this.plan.id,
+        messageId,
+        bytes: Buffer.byteLength(text),
+        overLimit: false,
+      });
       this.ctx.runLog.faults.user_message_near_limit++;
     }
     try {
-      await retrying(this.ctx, () => this.ctx.client.sendMessage(this.plan.id, text, { input: this.input, messageId }), 90_000);
+      await retrying(
+        this.ctx,
+        () => this.ctx.client.sendMessage(this.plan.id, text, { input: this.input, messageId }),
+        90_000,
+      );
       this.record.messageIds.push(messageId);
     } catch (err) {
       this.record.unacknowledgedMessageIds.push(messageId);
@@ -262,7 +318,9 @@ class ConversationPlayer {
     return messageId;
   }
 
-  /** Performs an action on the turn; returns the id of a message it sent (an interrupt), which the turn now waits for. */
+  /**
+   * Performs an action on the turn; returns the id of a message it sent (an interrupt), which the turn now waits for.
+   */
   private async act(action: ApprovalAction, pending: Target[], coverage = false): Promise<string | undefined> {
     const { faults } = this.ctx.runLog;
     switch (action) {
@@ -287,7 +345,10 @@ class ConversationPlayer {
         const [first, ...rest] = pending;
         const decision = this.rng.chance(0.5) ? 'approve' : 'reject';
         if (decision === 'reject') faults.reject++;
-        const twice = this.signed({ decision, toolCallId: first.toolCallId, callKey: first.callKey }, first.conversationId);
+        const twice = this.signed(
+          { decision, toolCallId: first.toolCallId, callKey: first.callKey },
+          first.conversationId,
+        );
         await this.signal(twice, [first], 'signed_signal');
         if (await this.signal(twice, [first], 'signed_signal', true)) faults.duplicate_decision++;
         if (rest.length > 0) await this.decide({ decision: 'approve' }, rest);
@@ -297,7 +358,8 @@ class ConversationPlayer {
         faults.approval_timeout++;
         // Now and then a person decides too late: the decision must be refused and change nothing.
         if (coverage || this.rng.chance(0.4)) {
-          const deadline = Math.max(...pending.map((p) => Date.parse(p.requestedAt))) + (this.input.approvalTimeoutMs ?? 0);
+          const deadline =
+            Math.max(...pending.map((p) => Date.parse(p.requestedAt))) + (this.input.approvalTimeoutMs ?? 0);
           this.lateDecisions.push({ at: deadline + this.rng.int(500, 1_500), targets: pending });
         }
         return undefined;
@@ -310,7 +372,12 @@ class ConversationPlayer {
         if (this.messagesSent >= this.maxMessages) return this.act('cancel', pending);
         faults.interrupt++;
         if (this.messagesSent >= this.plannedTurns) this.plannedTurns++;
-        const entry = { conversationId: this.plan.id, kind: 'interrupt' as const, sentAt: Date.now(), ackAt: undefined as number | undefined };
+        const entry = {
+          conversationId: this.plan.id,
+          kind: 'interrupt' as const,
+          sentAt: Date.now(),
+          ackAt: undefined as number | undefined,
+        };
         this.ctx.runLog.interventions.push(entry);
         const messageId = await this.sendMessage();
         entry.ackAt = Date.now();
@@ -356,7 +423,11 @@ class ConversationPlayer {
     return acknowledged;
   }
 
-  private async decideIn(path: DecisionPath, decision: Pick<DecisionInput, 'decision' | 'reason'>, targets: Target[]): Promise<boolean> {
+  private async decideIn(
+    path: DecisionPath,
+    decision: Pick<DecisionInput, 'decision' | 'reason'>,
+    targets: Target[],
+  ): Promise<boolean> {
     switch (path) {
       case 'api':
         return this.throughApi(decision, targets);
@@ -366,7 +437,11 @@ class ConversationPlayer {
         let acknowledged = false;
         for (const t of targets)
           acknowledged =
-            (await this.signal(this.signed({ ...decision, toolCallId: t.toolCallId, callKey: t.callKey }, t.conversationId), [t], path)) || acknowledged;
+            (await this.signal(
+              this.signed({ ...decision, toolCallId: t.toolCallId, callKey: t.callKey }, t.conversationId),
+              [t],
+              path,
+            )) || acknowledged;
         return acknowledged;
       }
       default:
@@ -376,8 +451,17 @@ class ConversationPlayer {
   }
 
   /** `decision` completed and signed with the run's key, as the API (or a service holding its key) would. */
-  private signed(decision: Omit<DecisionInput, 'decisionId' | 'decidedBy' | 'sentAt'>, conversationId: string, decidedBy = SERVICE_IDENTITY): ApprovalDecision {
-    const full: ApprovalDecision = { ...decision, decisionId: randomUUID(), decidedBy, sentAt: new Date().toISOString() };
+  private signed(
+    decision: Omit<DecisionInput, 'decisionId' | 'decidedBy' | 'sentAt'>,
+    conversationId: string,
+    decidedBy = SERVICE_IDENTITY,
+  ): ApprovalDecision {
+    const full: ApprovalDecision = {
+      ...decision,
+      decisionId: randomUUID(),
+      decidedBy,
+      sentAt: new Date().toISOString(),
+    };
     return { ...full, signature: signDecision(this.ctx.decisions.key, conversationId, full) };
   }
 
@@ -393,7 +477,11 @@ class ConversationPlayer {
       conversationId: targets[0]?.conversationId ?? this.plan.id,
       decisionId,
       decision,
-      targets: targets.map((t) => ({ toolCallId: t.toolCallId, callKey: t.callKey, requestedAt: Date.parse(t.requestedAt) })),
+      targets: targets.map((t) => ({
+        toolCallId: t.toolCallId,
+        callKey: t.callKey,
+        requestedAt: Date.parse(t.requestedAt),
+      })),
       sentAt: Date.now(),
       ackAt: undefined,
       duplicate: false,
@@ -405,8 +493,16 @@ class ConversationPlayer {
   }
 
   /** Sends a decision as a signal; returns whether the server acknowledged it. */
-  private async signal(decision: ApprovalDecision, targets: Target[], path: DecisionPath, duplicate = false): Promise<boolean> {
-    const sent = this.sending(decision.decisionId, decision.decision, targets, path, { toolCallId: decision.toolCallId, duplicate });
+  private async signal(
+    decision: ApprovalDecision,
+    targets: Target[],
+    path: DecisionPath,
+    duplicate = false,
+  ): Promise<boolean> {
+    const sent = this.sending(decision.decisionId, decision.decision, targets, path, {
+      toolCallId: decision.toolCallId,
+      duplicate,
+    });
     this.ctx.runLog.decisionPaths[path]++;
     try {
       await retrying(this.ctx, () => this.ctx.client.signalDecision(sent.conversationId, decision));
@@ -433,14 +529,22 @@ class ConversationPlayer {
     let delay = 200;
     for (;;) {
       let status: number;
-      let answer: { results?: { decisionId: string; toolCallId: string; callKey: string }[]; error?: { code: string; message: string } } | undefined;
+      let answer:
+        | {
+            results?: { decisionId: string; toolCallId: string; callKey: string }[];
+            error?: { code: string; message: string };
+          }
+        | undefined;
       try {
-        const response = await fetch(`${apiUrl}/v1/conversations/${encodeURIComponent(targets[0].conversationId)}/decisions`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-          body,
-          signal: AbortSignal.any([this.ctx.signal, AbortSignal.timeout(20_000)]),
-        });
+        const response = await fetch(
+          `${apiUrl}/v1/conversations/${encodeURIComponent(targets[0].conversationId)}/decisions`,
+          {
+            method: 'POST',
+            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+            body,
+            signal: AbortSignal.any([this.ctx.signal, AbortSignal.timeout(20_000)]),
+          },
+        );
         status = response.status;
         answer = (await response.json().catch(() => undefined)) as typeof answer;
       } catch {
@@ -461,24 +565,38 @@ class ConversationPlayer {
         continue;
       }
       if (!this.ctx.signal.aborted)
-        this.ctx.runLog.apiErrors.push(`${this.plan.id}: POST decisions answered ${status}: ${JSON.stringify(answer)?.slice(0, 300)}`);
+        this.ctx.runLog.apiErrors.push(
+          `${this.plan.id}: POST decisions answered ${status}: ${JSON.stringify(answer)?.slice(0, 300)}`,
+        );
       return false;
     }
   }
 
-  /** Decides each of `targets` with the project's CLI (`npm run cli -- approve <id> --key <callKey> --json`) through the API. */
+  /**
+   * Decides each of `targets` with the project's CLI (`npm run cli -- approve <id> --key <callKey> --json`) through the
+   * API.
+   */
   private async throughCli(decision: Pick<DecisionInput, 'decision' | 'reason'>, targets: Target[]): Promise<boolean> {
     const { apiUrl, cliToken, temporalEnv } = this.ctx.decisions;
     const env = { AGENT_API_URL: apiUrl, AGENT_API_TOKEN: cliToken, ...temporalEnv };
     let acknowledged = false;
     for (const target of targets) {
-      const args = [decision.decision, target.conversationId, '--key', target.callKey, '--json', ...(decision.reason ? ['--reason', decision.reason] : [])];
+      const args = [
+        decision.decision,
+        target.conversationId,
+        '--key',
+        target.callKey,
+        '--json',
+        ...(decision.reason ? ['--reason', decision.reason] : []),
+      ];
       this.ctx.runLog.decisionPaths.cli++;
       const sentAt = Date.now();
       for (let attempt = 1; ; attempt++) {
         try {
           const { stdout } = await runCli(args, env);
-          const printed = JSON.parse(stdout.trim().split('\n').at(-1)!) as { calls: { decisionId: string; toolCallId: string; callKey: string }[] };
+          const printed = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
+            calls: { decisionId: string; toolCallId: string; callKey: string }[];
+          };
           this.recordDecided(decision.decision, [target], printed.calls, 'cli', sentAt);
           acknowledged = true;
         } catch (err) {
@@ -507,7 +625,9 @@ class ConversationPlayer {
     for (const r of results) {
       const target = targets.find((t) => t.callKey === r.callKey);
       if (!r.decisionId || !target) {
-        this.ctx.runLog.apiErrors.push(`${this.plan.id}: the ${path} answered a decision without its id or call: ${JSON.stringify(r).slice(0, 200)}`);
+        this.ctx.runLog.apiErrors.push(
+          `${this.plan.id}: the ${path} answered a decision without its id or call: ${JSON.stringify(r).slice(0, 200)}`,
+        );
         continue;
       }
       const sent = this.sending(r.decisionId, decision, [target], path, { toolCallId: r.toolCallId, sentAt });
@@ -516,7 +636,11 @@ class ConversationPlayer {
   }
 
   /** Sends the decision around the API, unsigned (or not a decision at all): the workers must refuse it. */
-  private async aroundTheApi(path: DecisionPath, decision: Pick<DecisionInput, 'decision' | 'reason'>, targets: Target[]): Promise<void> {
+  private async aroundTheApi(
+    path: DecisionPath,
+    decision: Pick<DecisionInput, 'decision' | 'reason'>,
+    targets: Target[],
+  ): Promise<void> {
     const { faults } = this.ctx.runLog;
     const [first] = targets;
     const unsigned: ApprovalDecision = {
@@ -528,7 +652,10 @@ class ConversationPlayer {
       decidedBy: 'someone with namespace access',
       sentAt: new Date().toISOString(),
     };
-    const sent = this.sending(unsigned.decisionId, decision.decision, [first], path, { toolCallId: first.toolCallId, unsigned: true });
+    const sent = this.sending(unsigned.decisionId, decision.decision, [first], path, {
+      toolCallId: first.toolCallId,
+      unsigned: true,
+    });
     this.ctx.runLog.decisionPaths[path]++;
     try {
       if (path === 'client_unsigned') {
@@ -537,17 +664,36 @@ class ConversationPlayer {
       } else if (path === 'temporal_cli_unsigned') {
         faults.unsigned_decision++;
         const { temporalCli, temporalEnv } = this.ctx.decisions;
-        const args = ['workflow', 'signal', '--workflow-id', first.conversationId, '--name', 'decision', '--input', JSON.stringify(unsigned)];
+        const args = [
+          'workflow',
+          'signal',
+          '--workflow-id',
+          first.conversationId,
+          '--name',
+          'decision',
+          '--input',
+          JSON.stringify(unsigned),
+        ];
         // The address (and TLS, on the cluster) from the standard variables, as a team's CLI reads them.
-        await retrying(this.ctx, () => execFileAsync(temporalCli, args, { timeout: 20_000, env: { ...process.env, ...temporalEnv } }));
+        await retrying(this.ctx, () =>
+          execFileAsync(temporalCli, args, { timeout: 20_000, env: { ...process.env, ...temporalEnv } }),
+        );
       } else {
         faults.malformed_signal++;
-        const malformed = this.paths.pick([{ decision: 'maybe', toolCallId: first.toolCallId }, { decisionId: 42 }, 'approve everything']);
-        await retrying(this.ctx, () => this.ctx.client.temporal.workflow.getHandle(first.conversationId).signal('decision', malformed));
+        const malformed = this.paths.pick([
+          { decision: 'maybe', toolCallId: first.toolCallId },
+          { decisionId: 42 },
+          'approve everything',
+        ]);
+        await retrying(this.ctx, () =>
+          this.ctx.client.temporal.workflow.getHandle(first.conversationId).signal('decision', malformed),
+        );
       }
       sent.ackAt = Date.now();
     } catch (err) {
-      this.ctx.log(`${this.plan.id}: a decision around the API (${path}) was not acknowledged: ${(err as Error).message}`);
+      this.ctx.log(
+        `${this.plan.id}: a decision around the API (${path}) was not acknowledged: ${(err as Error).message}`,
+      );
     }
   }
 

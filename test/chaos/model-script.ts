@@ -46,7 +46,10 @@ export interface ModelFaultCounts {
   sub_agent: number;
 }
 
-/** In the task of an agent called as a tool: the child's requests are scripted by its top-level conversation's script, without its coverage scenario. */
+/**
+ * In the task of an agent called as a tool: the child's requests are scripted by its top-level conversation's script,
+ * without its coverage scenario.
+ */
 const SUB_TASK_MARK = 'sub-task';
 
 /** In a user message: the final checks' question whether the conversation still answers. */
@@ -60,7 +63,9 @@ export interface HugeAnswerSent {
   length: number;
 }
 
-/** The window a `context_length_exceeded` refusal states: the worker fits to three quarters of it and tries once more. */
+/**
+ * The window a `context_length_exceeded` refusal states: the worker fits to three quarters of it and tries once more.
+ */
 const STATED_WINDOW_TOKENS = 16_000;
 /** Sizes `export_orders` is asked for, in KB: under, near and over Temporal's 2 MB payload limit. */
 const EXPORT_KILOBYTES = [600, 1_900, 2_200, 4_000];
@@ -88,7 +93,9 @@ const P_CONTEXT = 0.03;
 const P_SLOW = 0.08;
 /** Of final answers. */
 const P_HUGE_ANSWER = 0.03;
-/** At most this many 500s and 429s in a row for one conversation, so faults do not use up every attempt of a model call. */
+/**
+ * At most this many 500s and 429s in a row for one conversation, so faults do not use up every attempt of a model call.
+ */
 const MAX_CONSECUTIVE_500 = 2;
 /** Model calls with tools per turn, at most (then a final answer). */
 const MAX_TOOL_STEPS = 3;
@@ -112,7 +119,10 @@ interface ConversationScript {
   subAgentRng: Rng;
   /** Whether the last request offered `ask_backdesk`. */
   agentToolOffered: boolean;
-  /** Whether the scenario's `childCalls` were sent (in an agent called as a tool; again in later ones until its `firstAction` is done). */
+  /**
+   * Whether the scenario's `childCalls` were sent (in an agent called as a tool; again in later ones until its
+   * `firstAction` is done).
+   */
   childCoverageSent: boolean;
 }
 
@@ -167,7 +177,8 @@ export class ChaosModel {
 
   /** The model server's responder. */
   readonly responder = (request: RecordedRequest): ScriptedReply => {
-    const messages = ((request.body as { messages?: RequestMessage[] } | undefined)?.messages ?? []) as RequestMessage[];
+    const messages = ((request.body as { messages?: RequestMessage[] } | undefined)?.messages ??
+      []) as RequestMessage[];
     const firstUser = messages.find((m) => m.role === 'user');
     const tag = typeof firstUser?.content === 'string' ? firstUser.content.split(' ')[0] : '';
     const script = this.scripts.get(tag);
@@ -225,7 +236,11 @@ export class ChaosModel {
     script.lastWasContext = true;
     this.faults.context_length_exceeded++;
     const tokens = countPromptTokens(request.body as { messages?: unknown; tools?: unknown });
-    return { kind: 'http_error', status: 400, body: contextLengthExceededBody(STATED_WINDOW_TOKENS, Math.max(tokens, STATED_WINDOW_TOKENS + 1)) };
+    return {
+      kind: 'http_error',
+      status: 400,
+      body: contextLengthExceededBody(STATED_WINDOW_TOKENS, Math.max(tokens, STATED_WINDOW_TOKENS + 1)),
+    };
   }
 
   /** A final answer of 1–3 MB, starting with a marker the checks look for. */
@@ -245,12 +260,20 @@ export class ChaosModel {
     return { kind: 'delay', ms: rng.int(1_000, 4_000), then };
   }
 
-  private reply(script: ConversationScript, messages: RequestMessage[], isFirstRequest: boolean, inChild: boolean): ScriptedReply {
+  private reply(
+    script: ConversationScript,
+    messages: RequestMessage[],
+    isFirstRequest: boolean,
+    inChild: boolean,
+  ): ScriptedReply {
     const { rng, plan } = script;
     const last = messages[messages.length - 1];
     const coverageDue =
-      !inChild && plan.coverage?.firstAction ? !plan.coverageActionDone && last?.role === 'user' : isFirstRequest && !script.coverageCallsSent;
-    // Sent again in a later agent called as a tool while the scenario's action is not done (its call timed out unseen while a worker was down).
+      !inChild && plan.coverage?.firstAction
+        ? !plan.coverageActionDone && last?.role === 'user'
+        : isFirstRequest && !script.coverageCallsSent;
+    // Sent again in a later agent called as a tool while the scenario's action is not done (its call timed out unseen
+    // while a worker was down).
     const childCoverageDue = plan.coverage?.firstAction ? !plan.coverageActionDone : !script.childCoverageSent;
     if (inChild && isFirstRequest && plan.coverage?.childCalls && childCoverageDue) {
       script.childCoverageSent = true;
@@ -288,7 +311,8 @@ export class ChaosModel {
       if (script.agentToolOffered && script.subAgentRng.chance(0.2)) calls.push(this.toolCall(script, 'sub_agent'));
       return { toolCalls: this.withIds(script, calls) };
     }
-    if ((plan.coverage?.hugeAnswer && !script.hugeAnswerDone) || rng.chance(P_HUGE_ANSWER)) return this.hugeAnswer(script);
+    if ((plan.coverage?.hugeAnswer && !script.hugeAnswerDone) || rng.chance(P_HUGE_ANSWER))
+      return this.hugeAnswer(script);
     return { content: `Done (${plan.tag}, step ${stepsThisTurn + 1} of this turn).` };
   }
 
@@ -315,9 +339,17 @@ export class ChaosModel {
       case 'list_orders':
         return { id, name: 'list_orders', arguments: { customer_id: rng.pick(['cus_chaos', 'cus_ada']) } };
       case 'refund_small':
-        return { id, name: 'issue_refund', arguments: { order_id: order, amount_cents: rng.int(100, 10_000), reason: 'chaos: small refund' } };
+        return {
+          id,
+          name: 'issue_refund',
+          arguments: { order_id: order, amount_cents: rng.int(100, 10_000), reason: 'chaos: small refund' },
+        };
       case 'refund_large':
-        return { id, name: 'issue_refund', arguments: { order_id: order, amount_cents: rng.int(10_001, 60_000), reason: 'chaos: needs approval' } };
+        return {
+          id,
+          name: 'issue_refund',
+          arguments: { order_id: order, amount_cents: rng.int(10_001, 60_000), reason: 'chaos: needs approval' },
+        };
       case 'check_stock':
         return { id, name: 'check_stock', arguments: { sku: `gear-${rng.int(1, 99)}` } };
       case 'check_stock_fail_first':
@@ -331,14 +363,24 @@ export class ChaosModel {
       case 'huge_arguments':
         this.faults.huge_arguments++;
         // Over the limit by a little or by a lot: such a call is answered tool_failed, never run.
-        return { id, name: 'find_customer', arguments: { query: 'Ada Lovelace '.repeat(Math.ceil((TOOL_ARGUMENTS_MAX_BYTES * rng.pick([1.01, 2])) / 13)) } };
+        return {
+          id,
+          name: 'find_customer',
+          arguments: {
+            query: 'Ada Lovelace '.repeat(Math.ceil((TOOL_ARGUMENTS_MAX_BYTES * rng.pick([1.01, 2])) / 13)),
+          },
+        };
       case 'handoff':
         if (script.handoffs.length === 0) return { id, name: 'transfer_to_desk', arguments: {} }; // not offered: an unknown tool
         this.faults.handoff++;
         return { id, name: rng.pick(script.handoffs), arguments: {} };
       case 'sub_agent':
         this.faults.sub_agent++;
-        return { id, name: 'ask_backdesk', arguments: { input: `${plan.tag} ${SUB_TASK_MARK} ${script.calls}: look into the orders of this customer.` } };
+        return {
+          id,
+          name: 'ask_backdesk',
+          arguments: { input: `${plan.tag} ${SUB_TASK_MARK} ${script.calls}: look into the orders of this customer.` },
+        };
       case 'malformed_arguments':
         this.faults.malformed_arguments++;
         return rng.chance(0.5)

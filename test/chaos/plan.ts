@@ -22,7 +22,10 @@ export type CallKind =
   | 'huge_arguments'
   /** A handoff to the conversation's other agent (`transfer_to_<agent>`), where one is offered. */
   | 'handoff'
-  /** The back desk agent called as a tool (`ask_backdesk`), where it is offered: a child conversation with its own calls and approvals. */
+  /**
+   * The back desk agent called as a tool (`ask_backdesk`), where it is offered: a child conversation with its own calls
+   * and approvals.
+   */
   | 'sub_agent';
 
 /** A fault the model injects on a conversation's first request. */
@@ -35,14 +38,19 @@ export type UserMessageFault = 'near_limit' | 'over_limit';
 export const LOW_CONTINUE_AS_NEW_EVENTS = 40;
 
 /** What the driver does with a batch of calls waiting for approval. */
-export type ApprovalAction = 'approve_all' | 'reject_all' | 'approve_one' | 'decide_twice' | 'cancel' | 'interrupt' | 'timeout';
+export type ApprovalAction =
+  'approve_all' | 'reject_all' | 'approve_one' | 'decide_twice' | 'cancel' | 'interrupt' | 'timeout';
 
 /** A fixed start for a conversation, so a run covers every fault kind. */
 export interface CoverageScenario {
   name: string;
-  /** Tool calls of the conversation's first model reply (and of later turns' first, until `firstAction` was performed). */
+  /**
+   * Tool calls of the conversation's first model reply (and of later turns' first, until `firstAction` was performed).
+   */
   firstCalls: CallKind[];
-  /** What the driver does with the first batch waiting for approval (its own, or inside an agent it called as a tool). */
+  /**
+   * What the driver does with the first batch waiting for approval (its own, or inside an agent it called as a tool).
+   */
   firstAction?: ApprovalAction;
   /** Tool calls of the first model reply inside the first agent it calls as a tool (`sub_agent`). */
   childCalls?: CallKind[];
@@ -93,14 +101,33 @@ export interface ConversationPlan {
   coverageActionDone?: boolean;
 }
 
-/** The agent the chaos run's agent conversations start with (`test/chaos/chaos-tools.ts` declares it and the one it hands off to). */
+/**
+ * The agent the chaos run's agent conversations start with (`test/chaos/chaos-tools.ts` declares it and the one it
+ * hands off to).
+ */
 export const CHAOS_FIRST_AGENT = 'desk';
 
 /** The coverage scenarios, spread over the run's conversations. */
 export const COVERAGE: readonly CoverageScenario[] = [
-  { name: 'reject through the CLI, model 429', firstCalls: ['refund_large'], firstAction: 'reject_all', firstRequestFault: 'model_429', paths: ['cli'] },
-  { name: 'approval timeout, context window exceeded', firstCalls: ['refund_large'], firstAction: 'timeout', firstRequestFault: 'context_length_exceeded' },
-  { name: 'duplicate decision, message over the limit', firstCalls: ['refund_large', 'refund_large'], firstAction: 'decide_twice', userMessage: 'over_limit' },
+  {
+    name: 'reject through the CLI, model 429',
+    firstCalls: ['refund_large'],
+    firstAction: 'reject_all',
+    firstRequestFault: 'model_429',
+    paths: ['cli'],
+  },
+  {
+    name: 'approval timeout, context window exceeded',
+    firstCalls: ['refund_large'],
+    firstAction: 'timeout',
+    firstRequestFault: 'context_length_exceeded',
+  },
+  {
+    name: 'duplicate decision, message over the limit',
+    firstCalls: ['refund_large', 'refund_large'],
+    firstAction: 'decide_twice',
+    userMessage: 'over_limit',
+  },
   {
     name: 'cancel while a sub-agent waits, beside a handoff, message at the limit',
     firstCalls: ['sub_agent', 'find_customer', 'handoff'],
@@ -109,7 +136,12 @@ export const COVERAGE: readonly CoverageScenario[] = [
     userMessage: 'near_limit',
     agent: true,
   },
-  { name: 'interrupt while waiting, huge answer', firstCalls: ['refund_large'], firstAction: 'interrupt', hugeAnswer: true },
+  {
+    name: 'interrupt while waiting, huge answer',
+    firstCalls: ['refund_large'],
+    firstAction: 'interrupt',
+    hugeAnswer: true,
+  },
   {
     name: 'tool failure, unknown tool, bad arguments, model 500',
     firstCalls: ['check_stock_fail_first', 'unknown_tool', 'malformed_arguments', 'refund_large'],
@@ -157,7 +189,8 @@ export function planConversations(runId: string, seed: string, count: number): C
     if (agents.chance(0.5) || plan.coverage?.agent) plan.agent = CHAOS_FIRST_AGENT;
     const size = sizes.weighted({ none: 92, near_limit: 4, over_limit: 4 });
     plan.userMessage = plan.coverage?.userMessage ?? (size === 'none' ? undefined : size);
-    if (plan.coverage?.lowContinueAsNew || renewals.chance(0.25)) plan.continueAsNewAfterEvents = LOW_CONTINUE_AS_NEW_EVENTS;
+    if (plan.coverage?.lowContinueAsNew || renewals.chance(0.25))
+      plan.continueAsNewAfterEvents = LOW_CONTINUE_AS_NEW_EVENTS;
   }
   return plans;
 }

@@ -23,7 +23,9 @@ import { WORKER_LOST_ERROR_TYPE } from '../../src/worker/lost-workers';
 
 /** One measured fault. */
 export interface RecoveryMeasurement {
-  /** A fault, or a control: a moment with no fault (every worker up, every earlier fault's conversations moved again). */
+  /**
+   * A fault, or a control: a moment with no fault (every worker up, every earlier fault's conversations moved again).
+   */
   kind: 'worker_kill' | 'server_restart' | 'database_restart' | 'control';
   at: number;
   /** A control that a fault ended before every conversation in it had moved (left out of the times). */
@@ -121,11 +123,19 @@ async function everyRun(client: Client, workflowId: string): Promise<temporal.ap
  * the work it held up ran again: the retried attempt's start, or the start
  * of the workflow task after a workflow task timeout.
  */
-function causeIn(events: temporal.api.history.v1.IHistoryEvent[], from: number, to: number): { cause: RecoveryCause; resumedAt?: number } {
+function causeIn(
+  events: temporal.api.history.v1.IHistoryEvent[],
+  from: number,
+  to: number,
+): { cause: RecoveryCause; resumedAt?: number } {
   let latest: { at: number; cause: RecoveryCause; taskTimedOut: boolean; resumedAt?: number } | undefined;
   for (const event of events) {
     // A workflow task timed out: the held-up work ran again when the next workflow task started.
-    if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED && latest?.taskTimedOut && latest.resumedAt === undefined) {
+    if (
+      event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED &&
+      latest?.taskTimedOut &&
+      latest.resumedAt === undefined
+    ) {
       latest.resumedAt = event.eventTime ? tsToMs(event.eventTime) : undefined;
     }
     const at = event.eventTime ? tsToMs(event.eventTime) : 0;
@@ -148,7 +158,12 @@ function causeIn(events: temporal.api.history.v1.IHistoryEvent[], from: number, 
     if (cause && (!latest || at >= latest.at)) {
       const taskTimedOut = event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT;
       // A retried attempt's start is the event itself; a fired timer held up no work.
-      latest = { at, cause, taskTimedOut, resumedAt: event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED ? at : undefined };
+      latest = {
+        at,
+        cause,
+        taskTimedOut,
+        resumedAt: event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED ? at : undefined,
+      };
     }
   }
   return latest ? { cause: latest.cause, resumedAt: latest.resumedAt } : { cause: 'no timeout (work or retry wait)' };
@@ -190,7 +205,13 @@ export class RecoveryTracker {
   /** Starts measuring a fault (or a control) that happened at `at`. */
   async begin(kind: RecoveryMeasurement['kind'], at: number): Promise<RecoveryMeasurement> {
     const ids = this.runLog.inFlight();
-    const measurement: RecoveryMeasurement = { kind, at, inFlight: ids.length, neverProgressed: [], progressed: new Map() };
+    const measurement: RecoveryMeasurement = {
+      kind,
+      at,
+      inFlight: ids.length,
+      neverProgressed: [],
+      progressed: new Map(),
+    };
     this.measurements.push(measurement);
     if (ids.length === 0) return measurement;
     // Turns finished are read now, before the query below yields: a turn that finishes meanwhile counts as progress.

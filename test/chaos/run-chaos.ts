@@ -78,7 +78,10 @@ export interface ChaosOptions {
    * turns in flight take to move with no fault at all. Default true.
    */
   controls?: boolean;
-  /** `continueAsNewAfterEvents` of the conversations (low values make them continue as new between most turns); the workflow's default when unset. */
+  /**
+   * `continueAsNewAfterEvents` of the conversations (low values make them continue as new between most turns); the
+   * workflow's default when unset.
+   */
   continueAsNewAfterEvents?: number;
   /** Random pause before each worker kill or server restart, [min, max] ms. Default [1000, 3000]. */
   faultGapMs?: [number, number];
@@ -116,7 +119,10 @@ export interface RecoveryStats {
   slowest: { atMs: number; inFlight: number; recoveredMs?: number; conversationId?: string; cause?: string }[];
   /** What the last conversation to move waited for, by cause: how many faults, and their median recovery. */
   causes: Record<string, { count: number; p50Ms?: number }>;
-  /** Fault → the last conversation it held up (a timeout or a takeover in its wait) progressed, over the faults that held one up. */
+  /**
+   * Fault → the last conversation it held up (a timeout or a takeover in its wait) progressed, over the faults that
+   * held one up.
+   */
   heldUp: Percentiles;
   /** Fault → each conversation it held up progressed, over every held-up conversation of every fault of this kind. */
   heldUpConversations: Percentiles;
@@ -246,10 +252,13 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
 
     // Servers: Temporal (restartable in place: the dev server on a fixed port and SQLite file, or the
     // cluster on its ports and PostgreSQL databases) and PostgreSQL.
-    const { temporal, postgres } = o.cluster ? await startClusterServers(runId, scratch) : await startDevServers(runId, scratch, log);
+    const { temporal, postgres } = o.cluster
+      ? await startClusterServers(runId, scratch)
+      : await startDevServers(runId, scratch, log);
     servers.temporal = temporal;
     servers.postgres = postgres;
-    // Both are restarted in place during the run: stop whichever one runs at the end (a stopped one's cluster is still removed).
+    // Both are restarted in place during the run: stop whichever one runs at the end (a stopped one's cluster is still
+    // removed).
     cleanups.push({ name: `Temporal ${temporal.kind}`, run: () => servers.temporal?.stop() });
     cleanups.push({ name: 'PostgreSQL', run: () => stopPostgres(servers.postgres ?? postgres) });
     log(`Temporal ${temporal.kind} ${temporal.address}, PostgreSQL port ${postgres.port}`);
@@ -306,9 +315,18 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
       taskQueue,
     });
     cleanups.push({ name: 'client', run: () => client.close() });
-    const token = (subject: string): ApiTokenConfig => ({ subject, roles: ['approver'], token: randomBytes(24).toString('hex') });
+    const token = (subject: string): ApiTokenConfig => ({
+      subject,
+      roles: ['approver'],
+      token: randomBytes(24).toString('hex'),
+    });
     const approvers = [token('alice@chaos.example'), token('bob@chaos.example'), token('carol@chaos.example')];
-    const api = await startApiServer({ client, tokens: approvers, decisions: { signingKey: decisionKey }, inbox: false });
+    const api = await startApiServer({
+      client,
+      tokens: approvers,
+      decisions: { signingKey: decisionKey },
+      inbox: false,
+    });
     cleanups.push({ name: 'HTTP API', run: () => api.stop() });
     const temporalCli = findTemporalCli();
     if (!temporalCli) throw new Error('The chaos run needs the Temporal CLI: run bash scripts/ensure-temporal-cli.sh.');
@@ -319,7 +337,10 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
     cleanups.push({ name: 'recovery sampler', run: () => tracker.stop() });
 
     // Faults on a schedule: kills with the server and database restarts spread between them.
-    const events: ('kill' | 'restart' | 'db_restart')[] = Array.from({ length: o.kills + o.serverRestarts + o.databaseRestarts }, () => 'kill' as const);
+    const events: ('kill' | 'restart' | 'db_restart')[] = Array.from(
+      { length: o.kills + o.serverRestarts + o.databaseRestarts },
+      () => 'kill' as const,
+    );
     const spread = (kind: 'restart' | 'db_restart', n: number, offset: number) => {
       for (let r = 0; r < n; r++) {
         let at = Math.floor(((r + offset) * events.length) / (n + 1));
@@ -330,7 +351,8 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
     spread('restart', o.serverRestarts, 1);
     spread('db_restart', o.databaseRestarts, 0.5);
     // A fault waits (a little) for a turn in flight to hit, unless only the last conversation is left, waiting for it.
-    const turnToHit = (): Promise<void> => until(() => runLog.inFlight().length > 0 || played >= o.conversations - 1, 10_000, stopFaults);
+    const turnToHit = (): Promise<void> =>
+      until(() => runLog.inFlight().length > 0 || played >= o.conversations - 1, 10_000, stopFaults);
     const driverDone = new AbortController();
     const stopFaults = AbortSignal.any([driverDone.signal, hardStop.signal]);
     setMaxListeners(1_000, stopFaults);
@@ -339,7 +361,8 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
     let faultsOver = false;
     let played = 0;
     // A control: with every worker up and every earlier fault's conversations moved again, how long the turns in flight
-    // take to move by their own work. Skipped when the faults are behind the conversations (a control takes seconds, and
+    // take to move by their own work. Skipped when the faults are behind the conversations (a control takes seconds,
+    // and
     // every requested fault must still fit in the run), and when an earlier fault still holds a conversation up after
     // CONTROL_WAIT_MS.
     const control = async (): Promise<void> => {
@@ -354,7 +377,8 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
       try {
         for (const event of events) {
           if (event === 'kill') {
-            // Mostly with every worker up (a replacement gets some work before the next kill), at times with one still starting.
+            // Mostly with every worker up (a replacement gets some work before the next kill), at times with one still
+            // starting.
             await workers.waitFor(() => workers.ready().length >= o.workers, 8_000, stopFaults);
             if (o.controls) await control();
             await sleep(faultRng.int(gapMin, gapMax), undefined, { signal: stopFaults });
@@ -466,9 +490,10 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
         `${runLog.faults.database_restart} database restart(s); checking`,
     );
 
-    const toolFailures = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM chaos_faults WHERE idempotency_key LIKE $1`, [
-      `${conversationPrefix}%`,
-    ]);
+    const toolFailures = await pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM chaos_faults WHERE idempotency_key LIKE $1`,
+      [`${conversationPrefix}%`],
+    );
     runLog.faults.tool_failure = toolFailures.rows[0].n;
     Object.assign(runLog.faults, chaosModel.faults);
 
@@ -478,7 +503,9 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
       runLog,
       conversationPrefix,
       approvalTimeoutMs,
-      approvalTimeoutsMs: new Map(plans.flatMap((p) => (p.coverage?.approvalTimeoutMs ? [[p.id, p.coverage.approvalTimeoutMs] as const] : []))),
+      approvalTimeoutsMs: new Map(
+        plans.flatMap((p) => (p.coverage?.approvalTimeoutMs ? [[p.id, p.coverage.approvalTimeoutMs] as const] : [])),
+      ),
       invalidModelRequests: model.invalidRequests().length,
       hugeAnswers: chaosModel.hugeAnswers,
       settleDeadline: Math.min(Date.now() + (options.settleTimeoutMs ?? 60_000), hardStopAt),
@@ -489,7 +516,9 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
       checks.problems.push(`invalid model request #${bad.index}: ${JSON.stringify(bad.error?.body).slice(0, 300)}`);
     }
     await tracker.stop();
-    await explainRecoveries(client.temporal, tracker.measurements).catch((err: Error) => log(`could not read the causes of recoveries: ${err.message}`));
+    await explainRecoveries(client.temporal, tracker.measurements).catch((err: Error) =>
+      log(`could not read the causes of recoveries: ${err.message}`),
+    );
 
     const summaryBase = {
       runId,
@@ -582,7 +611,13 @@ async function startDevServers(
 ): Promise<{ temporal: RunTemporal; postgres: EmbeddedPostgresServer }> {
   const port = await freePort();
   const dbFilename = path.join(scratch, 'temporal.sqlite');
-  const started = await startLocalServers({ temporal: { dbFilename, port }, label: 'agent-chaos', runId, database: 'chaos', restartablePostgres: true });
+  const started = await startLocalServers({
+    temporal: { dbFilename, port },
+    label: 'agent-chaos',
+    runId,
+    database: 'chaos',
+    restartablePostgres: true,
+  });
   let dev: DevServer | undefined = started.temporal;
   const address = dev.address;
   return {
@@ -604,8 +639,17 @@ async function startDevServers(
 }
 
 /** Temporal's own server binaries on the run's PostgreSQL (4 shards, mutual TLS). */
-async function startClusterServers(runId: string, scratch: string): Promise<{ temporal: RunTemporal; postgres: EmbeddedPostgresServer }> {
-  const { temporal: cluster, postgres } = await startLocalCluster({ label: 'agent-chaos', runId, database: 'chaos', restartablePostgres: true, dir: scratch });
+async function startClusterServers(
+  runId: string,
+  scratch: string,
+): Promise<{ temporal: RunTemporal; postgres: EmbeddedPostgresServer }> {
+  const { temporal: cluster, postgres } = await startLocalCluster({
+    label: 'agent-chaos',
+    runId,
+    database: 'chaos',
+    restartablePostgres: true,
+    dir: scratch,
+  });
   return {
     postgres,
     temporal: {
@@ -637,12 +681,18 @@ function percentiles(values: number[]): Percentiles {
   return { count: values.length, p50Ms: quantile(values, 0.5), p99Ms: quantile(values, 0.99) };
 }
 
-function recoveryStats(measurements: readonly RecoveryMeasurement[], kind: RecoveryMeasurement['kind'], startedAt: number): RecoveryStats {
+function recoveryStats(
+  measurements: readonly RecoveryMeasurement[],
+  kind: RecoveryMeasurement['kind'],
+  startedAt: number,
+): RecoveryStats {
   const mine = measurements.filter((m) => m.kind === kind && !m.cutShort);
   const withTurns = mine.filter((m) => m.inFlight > 0);
   const times = withTurns.flatMap((m) => (m.recoveredMs === undefined ? [] : [m.recoveredMs]));
   // Every conversation some fault of this kind held up (a timeout or a takeover in its wait).
-  const heldUp = withTurns.flatMap((m) => [...m.progressed.values()].filter((p) => p.cause !== undefined && HELD_UP_BY_FAULT.includes(p.cause)));
+  const heldUp = withTurns.flatMap((m) =>
+    [...m.progressed.values()].filter((p) => p.cause !== undefined && HELD_UP_BY_FAULT.includes(p.cause)),
+  );
   return {
     count: mine.length,
     cutShort: measurements.filter((m) => m.kind === kind && m.cutShort).length,
@@ -654,13 +704,21 @@ function recoveryStats(measurements: readonly RecoveryMeasurement[], kind: Recov
     slowest: [...withTurns]
       .sort((a, b) => (b.recoveredMs ?? Infinity) - (a.recoveredMs ?? Infinity))
       .slice(0, 3)
-      .map((m) => ({ atMs: m.at - startedAt, inFlight: m.inFlight, recoveredMs: m.recoveredMs, conversationId: m.slowest, cause: m.cause })),
+      .map((m) => ({
+        atMs: m.at - startedAt,
+        inFlight: m.inFlight,
+        recoveredMs: m.recoveredMs,
+        conversationId: m.slowest,
+        cause: m.cause,
+      })),
     heldUp: percentiles(withTurns.flatMap((m) => (m.heldUpMs === undefined ? [] : [m.heldUpMs]))),
     heldUpConversations: percentiles(heldUp.map((p) => p.ms)),
     resumed: percentiles(heldUp.flatMap((p) => (p.resumedMs === undefined ? [] : [p.resumedMs]))),
     causes: Object.fromEntries(
       [...new Set(withTurns.flatMap((m) => (m.cause ? [m.cause] : [])))].map((cause) => {
-        const times = withTurns.filter((m) => m.cause === cause && m.recoveredMs !== undefined).map((m) => m.recoveredMs!);
+        const times = withTurns
+          .filter((m) => m.cause === cause && m.recoveredMs !== undefined)
+          .map((m) => m.recoveredMs!);
         return [cause, { count: times.length, p50Ms: quantile(times, 0.5) }];
       }),
     ),

@@ -43,7 +43,14 @@ export const FAULT_KINDS = [
  * signal`), `raw_malformed` (a signal whose payload is not a decision); the
  * person then decides through the API.
  */
-export const DECISION_PATHS = ['api', 'cli', 'signed_signal', 'client_unsigned', 'temporal_cli_unsigned', 'raw_malformed'] as const;
+export const DECISION_PATHS = [
+  'api',
+  'cli',
+  'signed_signal',
+  'client_unsigned',
+  'temporal_cli_unsigned',
+  'raw_malformed',
+] as const;
 
 export type DecisionPath = (typeof DECISION_PATHS)[number];
 
@@ -104,12 +111,17 @@ export interface ConversationRecord {
 
 /** The shared record of a run. */
 export class RunLog {
-  readonly faults: Record<FaultKind, number> = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>;
+  readonly faults: Record<FaultKind, number> = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<
+    FaultKind,
+    number
+  >;
   readonly decisions: DecisionSent[] = [];
   readonly interventions: InterventionSent[] = [];
   readonly sizedMessages: SizedMessageSent[] = [];
   /** Decisions sent, by the way they were sent (one per call through the API or the CLI), refused ones included. */
-  readonly decisionPaths: Record<DecisionPath, number> = Object.fromEntries(DECISION_PATHS.map((p) => [p, 0])) as Record<DecisionPath, number>;
+  readonly decisionPaths: Record<DecisionPath, number> = Object.fromEntries(
+    DECISION_PATHS.map((p) => [p, 0]),
+  ) as Record<DecisionPath, number>;
   /** Decisions the API (or the CLI through it) refused because the calls no longer waited. */
   apiRefusals = 0;
   /** Answers of the API or the CLI that should never happen (a 4xx other than a refusal, a decision without its id). */
@@ -120,7 +132,13 @@ export class RunLog {
 
   constructor(plans: readonly ConversationPlan[]) {
     for (const plan of plans) {
-      this.conversations.set(plan.id, { plan, messageIds: [], unacknowledgedMessageIds: [], inFlight: false, turnsFinished: 0 });
+      this.conversations.set(plan.id, {
+        plan,
+        messageIds: [],
+        unacknowledgedMessageIds: [],
+        inFlight: false,
+        turnsFinished: 0,
+      });
     }
   }
 

@@ -26,7 +26,10 @@ function counts(record: Record<string, number>): string {
 function recovery(label: string, stats: RecoveryStats, counted = 'fault(s)'): string {
   const slowest = stats.slowest
     .filter((m) => m.conversationId)
-    .map((m) => `${seconds(m.recoveredMs)} at +${seconds(m.atMs)} (${m.inFlight} in flight, last: ${m.conversationId}${m.cause ? `, ${m.cause}` : ''})`);
+    .map(
+      (m) =>
+        `${seconds(m.recoveredMs)} at +${seconds(m.atMs)} (${m.inFlight} in flight, last: ${m.conversationId}${m.cause ? `, ${m.cause}` : ''})`,
+    );
   const causes = Object.entries(stats.causes)
     .sort(([, a], [, b]) => b.count - a.count)
     .map(([cause, c]) => `${cause} ${c.count} (p50 ${seconds(c.p50Ms)})`);
@@ -35,7 +38,9 @@ function recovery(label: string, stats: RecoveryStats, counted = 'fault(s)'): st
     `(${stats.count} ${counted}, ${stats.withTurnsInFlight} with turns in flight` +
     (stats.cutShort > 0 ? `, ${stats.cutShort} cut short by a fault and left out` : '') +
     ')' +
-    (stats.neverProgressed.length > 0 ? `\n    never progressed after it (left out of the times): ${stats.neverProgressed.join(', ')}` : '') +
+    (stats.neverProgressed.length > 0
+      ? `\n    never progressed after it (left out of the times): ${stats.neverProgressed.join(', ')}`
+      : '') +
     (slowest.length > 0 ? `\n    slowest: ${slowest.join('; ')}` : '') +
     (causes.length > 0 ? `\n    what the last conversation waited for: ${causes.join(', ')}` : '') +
     (stats.heldUp.count > 0
@@ -55,18 +60,27 @@ export function formatSummary(s: ChaosSummary): string {
   const lines = [
     '══════════════════ chaos run summary ══════════════════',
     `run ${s.runId} · seed ${s.seed} · ${minutes}m ${secs}s · ${s.conversations} conversations (concurrency ${s.options.concurrency}) · ${s.options.workers} worker processes` +
-      (s.options.cluster ? ' · Temporal cluster (server binaries, PostgreSQL, 4 shards, mTLS)' : ' · Temporal dev server') +
+      (s.options.cluster
+        ? ' · Temporal cluster (server binaries, PostgreSQL, 4 shards, mTLS)'
+        : ' · Temporal dev server') +
       (s.options.lostWorkerTakeover ? '' : ' · lost-worker takeover off') +
-      (s.hardStopped ? ` · HARD STOP after ${s.options.maxMinutes} min (${s.notStarted} conversation(s) never started)` : ''),
+      (s.hardStopped
+        ? ` · HARD STOP after ${s.options.maxMinutes} min (${s.notStarted} conversation(s) never started)`
+        : ''),
     `requested     ${s.options.kills} worker kills, ${s.options.serverRestarts} server restart(s), ${s.options.databaseRestarts} database restart(s)` +
       (s.continueAsNewAfterEvents ? `, continue as new after ${s.continueAsNewAfterEvents} events` : '') +
-      (s.faults.worker_kill < s.options.kills || s.faults.server_restart < s.options.serverRestarts || s.faults.database_restart < s.options.databaseRestarts
+      (s.faults.worker_kill < s.options.kills ||
+      s.faults.server_restart < s.options.serverRestarts ||
+      s.faults.database_restart < s.options.databaseRestarts
         ? `; ONLY ${s.faults.worker_kill}, ${s.faults.server_restart} and ${s.faults.database_restart} happened before the conversations ended`
         : ''),
     `turns         ${s.turns} (${counts(s.turnOutcomes)}) for ${s.messagesSent} user messages; ${s.modelRequests} model requests; ` +
       `${s.continuedAsNew} continue-as-new; ${s.subAgentConversations} sub-agent conversations`,
     'faults injected',
-    ...Array.from({ length: Math.ceil(faultLine.length / 6) }, (_, row) => `  ${faultLine.slice(row * 6, row * 6 + 6).join(', ')}`),
+    ...Array.from(
+      { length: Math.ceil(faultLine.length / 6) },
+      (_, row) => `  ${faultLine.slice(row * 6, row * 6 + 6).join(', ')}`,
+    ),
     `tool results  ${counts(s.toolOutcomes)}`,
     `decisions     ${s.decisions.signalsSent} sent, ${s.decisions.acknowledged} decision ids acknowledged: ${s.decisions.applied} applied, ` +
       `${s.decisions.superseded} superseded (their calls had settled otherwise first), ${s.decisions.lost} lost; ${s.decisions.notAcknowledged} never acknowledged; ` +
@@ -79,7 +93,9 @@ export function formatSummary(s: ChaosSummary): string {
     `  ${recovery('after a server restart', s.recovery.serverRestarts)}`,
     `  ${recovery('after a database restart', s.recovery.databaseRestarts)}`,
     ...(s.options.controls
-      ? [`  ${recovery('control, no fault (every worker up, earlier faults recovered): the floor under the times above', s.recovery.controls, 'moment(s)')}`]
+      ? [
+          `  ${recovery('control, no fault (every worker up, earlier faults recovered): the floor under the times above', s.recovery.controls, 'moment(s)')}`,
+        ]
       : []),
     `  measured as: ${s.recovery.definition}`,
     `workers       ${s.workers.started} processes started (first start-up p50 ${seconds(s.workers.startupP50Ms)}, bundling; ` +
@@ -92,7 +108,9 @@ export function formatSummary(s: ChaosSummary): string {
     );
   }
   const warnings = s.workers.loggedWarnings;
-  lines.push(`worker logs   ${warnings.reduce((n, w) => n + w.count, 0)} warning/error lines${warnings.length > 0 ? ', most frequent:' : ''}`);
+  lines.push(
+    `worker logs   ${warnings.reduce((n, w) => n + w.count, 0)} warning/error lines${warnings.length > 0 ? ', most frequent:' : ''}`,
+  );
   for (const w of warnings.slice(0, 6)) lines.push(`  ${w.count} × ${w.level}: ${w.message}`);
   lines.push('must be 0');
   for (const [key, label] of Object.entries(MUST_BE_ZERO_LABELS) as [keyof ChaosSummary['mustBeZero'], string][]) {
@@ -108,10 +126,15 @@ export function formatSummary(s: ChaosSummary): string {
   return lines.join('\n');
 }
 
-/** What a worker that exited on its own said last: the error line of an uncaught exception (Node prints its version after it), else its last line. */
+/**
+ * What a worker that exited on its own said last: the error line of an uncaught exception (Node prints its version
+ * after it), else its last line.
+ */
 function lastWords(tail: string): string {
   const lines = tail.split('\n').filter(Boolean);
-  const error = [...lines].reverse().find((line) => /\b\w*Error\b|uncaught|unhandled/i.test(line) && !/^Node\.js v/.test(line));
+  const error = [...lines]
+    .reverse()
+    .find((line) => /\b\w*Error\b|uncaught|unhandled/i.test(line) && !/^Node\.js v/.test(line));
   const last = lines.at(-1) ?? '';
   return error && error !== last ? `${error.slice(0, 400)} … ${last}` : last;
 }

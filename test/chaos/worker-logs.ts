@@ -49,9 +49,17 @@ export function scanWorkerLogs(files: readonly string[]): LoggedMessage[] {
     lines.forEach((line, i) => {
       if (line.startsWith('{')) {
         try {
-          const entry = JSON.parse(line) as { level?: number; msg?: string; err?: { type?: string; message?: string }; error?: string; activityType?: string };
+          const entry = JSON.parse(line) as {
+            level?: number;
+            msg?: string;
+            err?: { type?: string; message?: string };
+            error?: string;
+            activityType?: string;
+          };
           if ((entry.level ?? 0) >= 40) {
-            const detail = entry.err?.message ? `${entry.err.type ? `${entry.err.type}: ` : ''}${entry.err.message}` : entry.error;
+            const detail = entry.err?.message
+              ? `${entry.err.type ? `${entry.err.type}: ` : ''}${entry.err.message}`
+              : entry.error;
             const activity = entry.activityType ? ` (${entry.activityType})` : '';
             add(entry.level! >= 50 ? 'error' : 'warn', `${entry.msg ?? ''}${activity}${detail ? `: ${detail}` : ''}`);
           }

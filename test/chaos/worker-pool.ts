@@ -74,7 +74,9 @@ export class WorkerPool {
 
   /** Workers that reported ready and still run. */
   ready(): ManagedWorker[] {
-    return [...this.workers].filter((w) => w.readyAt !== undefined && !w.killedByRun && w.child.exitCode === null && w.child.signalCode === null);
+    return [...this.workers].filter(
+      (w) => w.readyAt !== undefined && !w.killedByRun && w.child.exitCode === null && w.child.signalCode === null,
+    );
   }
 
   /** Waits until `predicate` holds (checked whenever a worker becomes ready or exits); false on timeout. */
@@ -117,7 +119,8 @@ export class WorkerPool {
       if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
     }
     await Promise.all([...this.workers].map((w) => w.exited));
-    for (const dir of new Set([...this.workers].map((w) => w.dataDir))) fs.rmSync(dir, { recursive: true, force: true });
+    for (const dir of new Set([...this.workers].map((w) => w.dataDir)))
+      fs.rmSync(dir, { recursive: true, force: true });
   }
 
   /** Log files of every worker started so far. */
@@ -141,20 +144,24 @@ export class WorkerPool {
     fs.mkdirSync(dataDir, { recursive: true });
     const logFile = path.join(this.options.dir, `worker-${id}.log`);
     const log = fs.createWriteStream(logFile);
-    const child = spawn(process.execPath, [...workerNodeFlags(), '--import', 'tsx', path.join(ROOT, 'src', 'main.ts')], {
-      cwd: ROOT,
-      // No HTTP API (the run decides through the client, unsigned, so the workers accept unsigned decisions).
-      env: {
-        ...process.env,
-        ...workerProcessEnv(),
-        LOG_LEVEL: 'warn',
-        AGENT_API_PORT: 'off',
-        AGENT_METRICS_ADDRESS: 'off',
-        ...this.options.env,
-        AGENT_DATA_DIR: dataDir,
+    const child = spawn(
+      process.execPath,
+      [...workerNodeFlags(), '--import', 'tsx', path.join(ROOT, 'src', 'main.ts')],
+      {
+        cwd: ROOT,
+        // No HTTP API (the run decides through the client, unsigned, so the workers accept unsigned decisions).
+        env: {
+          ...process.env,
+          ...workerProcessEnv(),
+          LOG_LEVEL: 'warn',
+          AGENT_API_PORT: 'off',
+          AGENT_METRICS_ADDRESS: 'off',
+          ...this.options.env,
+          AGENT_DATA_DIR: dataDir,
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    );
     let tail = '';
     const worker: ManagedWorker = {
       id,
@@ -173,7 +180,9 @@ export class WorkerPool {
       if (worker.readyAt === undefined && tail.includes(READY_LINE)) {
         worker.readyAt = Date.now();
         (worker.restart ? this.restartMs : this.startupMs).push(worker.readyAt - worker.startedAt);
-        this.options.log(`worker ${id} (pid ${child.pid}) ready after ${worker.readyAt - worker.startedAt} ms${worker.restart ? ' (a restart)' : ''}`);
+        this.options.log(
+          `worker ${id} (pid ${child.pid}) ready after ${worker.readyAt - worker.startedAt} ms${worker.restart ? ' (a restart)' : ''}`,
+        );
         this.notify();
       }
     };

@@ -24,8 +24,11 @@ afterAll(async () => {
 describe('the cluster the cluster project runs on', () => {
   it('is the pinned server version on PostgreSQL with 4 history shards', async () => {
     const info = await connection.workflowService.getClusterInfo({});
-    const pinned = (JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { config: { temporalServerVersion: string } })
-      .config.temporalServerVersion;
+    const pinned = (
+      JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
+        config: { temporalServerVersion: string };
+      }
+    ).config.temporalServerVersion;
     expect(info.serverVersion).toBe(pinned);
     expect(info.historyShardCount).toBe(4);
     expect(info.persistenceStore).toMatch(/^postgres/);
@@ -48,7 +51,10 @@ describe('the cluster the cluster project runs on', () => {
         const noCert = await Connection.connect({
           address,
           connectTimeout: 3_000,
-          tls: { serverRootCACertificate: fs.readFileSync(env.TEMPORAL_TLS_SERVER_CA_CERT_PATH), serverNameOverride: 'localhost' },
+          tls: {
+            serverRootCACertificate: fs.readFileSync(env.TEMPORAL_TLS_SERVER_CA_CERT_PATH),
+            serverNameOverride: 'localhost',
+          },
         });
         try {
           await noCert.workflowService.getSystemInfo({});

@@ -37,14 +37,27 @@ const activities = () =>
 describe('retried attempts', () => {
   it('a model answer stored by an attempt that crashed before reporting it is reused, not paid for twice', async () => {
     const conversationId = h.newConversationId('retry');
-    await activities().appendMessages({ conversationId, messages: [{ seq: 0, message: { role: 'user', content: 'Quote please' } }] });
+    await activities().appendMessages({
+      conversationId,
+      messages: [{ seq: 0, message: { role: 'user', content: 'Quote please' } }],
+    });
     const identity = { activityId: `model-${conversationId}`, attempt: 1 };
-    const input = { conversationId, throughSeq: 0, omitSeqs: [], synthesized: [], settings: {}, toolChoice: 'auto' as const };
+    const input = {
+      conversationId,
+      throughSeq: 0,
+      omitSeqs: [],
+      synthesized: [],
+      settings: {},
+      toolChoice: 'auto' as const,
+    };
     h.model.enqueue({ toolCalls: [{ id: 'call_q', name: 'get_quote', arguments: {} }] });
     const first: ModelCallResult = await new MockActivityEnvironment(identity).run(activities().callModel, input);
     const requests = h.model.requests.length;
 
-    const retry: ModelCallResult = await new MockActivityEnvironment({ ...identity, attempt: 2 }).run(activities().callModel, input);
+    const retry: ModelCallResult = await new MockActivityEnvironment({ ...identity, attempt: 2 }).run(
+      activities().callModel,
+      input,
+    );
     expect(h.model.requests.length).toBe(requests);
     expect(retry.message).toEqual(first.message);
     expect(retry.responseKey).toBe(first.responseKey);
@@ -53,7 +66,13 @@ describe('retried attempts', () => {
 
   it('every attempt of a tool call reports the first stored result, so history and transcript agree', async () => {
     quoteCalls = 0;
-    const input = { conversationId: 'c', toolCallId: 'call_q', name: 'get_quote', arguments: '{}', idempotencyKey: 'retry-quote/call_q' };
+    const input = {
+      conversationId: 'c',
+      toolCallId: 'call_q',
+      name: 'get_quote',
+      arguments: '{}',
+      idempotencyKey: 'retry-quote/call_q',
+    };
     const first: ToolCallResult = await new MockActivityEnvironment({ attempt: 1 }).run(activities().runTool, input);
     const second: ToolCallResult = await new MockActivityEnvironment({ attempt: 2 }).run(activities().runTool, input);
     expect(quoteCalls).toBe(2);
@@ -63,7 +82,9 @@ describe('retried attempts', () => {
       conversationId: 'c',
       messages: [{ seq: 0, ref: { kind: 'tool_result', key: 'retry-quote/call_q', toolCallId: 'call_q' } }],
     });
-    const stored = await h.pool.query("SELECT message FROM durable_agent.conversation_messages WHERE conversation_id = 'c' AND seq = 0");
+    const stored = await h.pool.query(
+      "SELECT message FROM durable_agent.conversation_messages WHERE conversation_id = 'c' AND seq = 0",
+    );
     expect(stored.rows[0].message).toEqual({ role: 'tool', tool_call_id: 'call_q', content: '{"quote":1}' });
   });
 });

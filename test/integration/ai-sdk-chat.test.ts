@@ -1,4 +1,9 @@
-import { DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses, readUIMessageStream, type UIMessage } from 'ai';
+import {
+  DefaultChatTransport,
+  lastAssistantMessageIsCompleteWithApprovalResponses,
+  readUIMessageStream,
+  type UIMessage,
+} from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer } from '../../src/api/server';
 import { TEST_DECISION_KEY, TEST_TOKENS, token } from '../support/api';
@@ -11,7 +16,12 @@ let h: Harness;
 let api: Awaited<ReturnType<typeof startApiServer>>;
 beforeAll(async () => {
   h = await startHarness({ decisionTrust: { keys: [TEST_DECISION_KEY] } });
-  api = await startApiServer({ client: h.client, tokens: TEST_TOKENS, decisions: { signingKey: TEST_DECISION_KEY }, chat: { replayEndedTurnMs: 1_000 } });
+  api = await startApiServer({
+    client: h.client,
+    tokens: TEST_TOKENS,
+    decisions: { signingKey: TEST_DECISION_KEY },
+    chat: { replayEndedTurnMs: 1_000 },
+  });
 });
 afterAll(async () => {
   await api?.stop();
@@ -28,10 +38,20 @@ const transportOf = (who: string) =>
 
 /** Sends `messages` as `who` and reads the response into the message it continues (the last, when an answer). */
 async function send(who: string, chatId: string, messages: UIMessage[]): Promise<UIMessage> {
-  const stream = await transportOf(who).sendMessages({ chatId, messages, trigger: 'submit-message', messageId: undefined, abortSignal: undefined });
+  const stream = await transportOf(who).sendMessages({
+    chatId,
+    messages,
+    trigger: 'submit-message',
+    messageId: undefined,
+    abortSignal: undefined,
+  });
   const last = messages[messages.length - 1];
   let message: UIMessage | undefined;
-  for await (const m of readUIMessageStream<UIMessage>({ stream, ...(last.role === 'assistant' ? { message: structuredClone(last) } : {}) })) message = m;
+  for await (const m of readUIMessageStream<UIMessage>({
+    stream,
+    ...(last.role === 'assistant' ? { message: structuredClone(last) } : {}),
+  }))
+    message = m;
   return message!;
 }
 
@@ -52,7 +72,8 @@ const texts = (m: UIMessage) => m.parts.flatMap((p) => (p.type === 'text' ? [p.t
 function respond(m: UIMessage, approved: boolean): UIMessage {
   const answered = structuredClone(m);
   for (const p of toolParts(answered))
-    if (p.state === 'approval-requested') Object.assign(p, { state: 'approval-responded', approval: { ...p.approval, approved } });
+    if (p.state === 'approval-requested')
+      Object.assign(p, { state: 'approval-responded', approval: { ...p.approval, approved } });
   return answered;
 }
 
@@ -64,7 +85,11 @@ describe('the chat endpoint with the AI SDK', () => {
         content: 'Looking it up.',
         toolCalls: [
           { id: 'call_find', name: 'find_customer', arguments: { query: 'ada@example.com' } },
-          { id: 'call_refund', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 12_000, reason: 'late' } },
+          {
+            id: 'call_refund',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_2001', amount_cents: 12_000, reason: 'late' },
+          },
         ],
       },
       { content: 'Refunded 120.00 on ord_2001.' },
@@ -75,7 +100,11 @@ describe('the chat endpoint with the AI SDK', () => {
     expect(first.parts.map((p) => p.type)).toEqual(['step-start', 'text', 'dynamic-tool', 'dynamic-tool']);
     expect(texts(first)).toEqual(['Looking it up.']);
     const [find, refund] = toolParts(first);
-    expect(find).toMatchObject({ toolName: 'find_customer', state: 'output-available', input: { query: 'ada@example.com' } });
+    expect(find).toMatchObject({
+      toolName: 'find_customer',
+      state: 'output-available',
+      input: { query: 'ada@example.com' },
+    });
     expect(refund).toMatchObject({
       toolName: 'issue_refund',
       state: 'approval-requested',
@@ -88,10 +117,16 @@ describe('the chat endpoint with the AI SDK', () => {
 
     const answer = await send(token('b'), id, [user, approved]);
     expect(answer.id).toBe(first.id); // the same answer, continued
-    expect(toolParts(answer)[1]).toMatchObject({ state: 'output-available', output: expect.objectContaining({ order_id: 'ord_2001' }) });
+    expect(toolParts(answer)[1]).toMatchObject({
+      state: 'output-available',
+      output: expect.objectContaining({ order_id: 'ord_2001' }),
+    });
     expect(texts(answer)).toEqual(['Looking it up.', 'Refunded 120.00 on ord_2001.']);
     expect(answer.parts.filter((p) => p.type === 'step-start')).toHaveLength(2);
-    const records = await h.pool.query('SELECT decided_by, authenticated FROM durable_agent.approval_decisions WHERE conversation_id = $1', [id]);
+    const records = await h.pool.query(
+      'SELECT decided_by, authenticated FROM durable_agent.approval_decisions WHERE conversation_id = $1',
+      [id],
+    );
     expect(records.rows).toEqual([{ decided_by: 'bob@example.com', authenticated: true }]);
     h.expectOnlyValidModelRequests();
   });
@@ -99,13 +134,23 @@ describe('the chat endpoint with the AI SDK', () => {
   it('a requester approving their own call is told who may decide, and the call still waits; a rejection shows as denied', async () => {
     const id = h.newConversationId('ai-chat-own');
     h.model.enqueue(
-      { toolCalls: [{ id: 'call_refund', name: 'issue_refund', arguments: { order_id: 'ord_2002', amount_cents: 50_000, reason: 'damaged' } }] },
+      {
+        toolCalls: [
+          {
+            id: 'call_refund',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_2002', amount_cents: 50_000, reason: 'damaged' },
+          },
+        ],
+      },
       { content: 'I did not refund it.' },
     );
     const user = userMessage('ui-msg-2', 'Refund 500.00 on ord_2002');
     const first = await send(token('d'), id, [user]);
     const own = await send(token('d'), id, [user, respond(first, true)]);
-    expect(texts(own).join(' ')).toMatch(/dave@example.com sent the request that asked for .*four eyes.*Ask another approver\. The call still waits\./);
+    expect(texts(own).join(' ')).toMatch(
+      /dave@example.com sent the request that asked for .*four eyes.*Ask another approver\. The call still waits\./,
+    );
     expect((await h.client.state(id)).pendingApprovals).toHaveLength(1);
     const denied = await send(token('d'), id, [user, respond(first, false)]); // rejecting one's own is allowed
     expect(toolParts(denied)[0].state).toBe('output-denied');
@@ -122,8 +167,12 @@ describe('the chat endpoint with the AI SDK', () => {
     });
     expect(regenerate.status).toBe(400);
     expect(await regenerate.text()).toMatch(/transcript is append-only/);
-    await expect(send(token('b'), id, [{ id: 'x', role: 'assistant', parts: [{ type: 'text', text: 'hello' }] }])).rejects.toThrow(/no approval response/);
-    await expect(send(token('a'), id, [{ id: 'y', role: 'user', parts: [{ type: 'step-start' }] }])).rejects.toThrow(/The last message has no text/);
+    await expect(
+      send(token('b'), id, [{ id: 'x', role: 'assistant', parts: [{ type: 'text', text: 'hello' }] }]),
+    ).rejects.toThrow(/no approval response/);
+    await expect(send(token('a'), id, [{ id: 'y', role: 'user', parts: [{ type: 'step-start' }] }])).rejects.toThrow(
+      /The last message has no text/,
+    );
   });
 
   it('GET {api}/{chatId}/stream replays the last turn shortly after it ended, then answers 204', async () => {
@@ -131,7 +180,10 @@ describe('the chat endpoint with the AI SDK', () => {
     h.model.enqueue({ content: 'Hi.' });
     await send(token('a'), id, [userMessage('u-idle', 'hello')]);
     const reconnect = () =>
-      new DefaultChatTransport({ api: `${api.url}/v1/chat`, headers: { authorization: `Bearer ${token('a')}` } }).reconnectToStream({ chatId: id });
+      new DefaultChatTransport({
+        api: `${api.url}/v1/chat`,
+        headers: { authorization: `Bearer ${token('a')}` },
+      }).reconnectToStream({ chatId: id });
     const replay = await reconnect();
     let replayed: UIMessage | undefined;
     for await (const m of readUIMessageStream<UIMessage>({ stream: replay! })) replayed = m;

@@ -22,7 +22,11 @@ beforeAll(async () => {
   h = await startHarness({ worker: false });
   worker = await startWorkerProcess(h.workerEnv());
   // As `npm run api` runs: a state query no worker answers fails after a while (10 s there, 3 s here).
-  apiClient = AgentClient.fromClient(h.temporal, { taskQueue: h.taskQueue, databaseUrl: h.databaseUrl, queryTimeoutMs: 3_000 });
+  apiClient = AgentClient.fromClient(h.temporal, {
+    taskQueue: h.taskQueue,
+    databaseUrl: h.databaseUrl,
+    queryTimeoutMs: 3_000,
+  });
   api = await startApiServer({ client: apiClient, tokens: TEST_TOKENS });
   other = await startApiServer({ client: h.client, tokens: TEST_TOKENS }); // a second API process: resume may land on either
 });
@@ -40,11 +44,19 @@ const transportOn = (base: string) =>
     headers: { authorization: `Bearer ${token('a')}` },
     prepareSendMessagesRequest: ({ id, messages }) => ({ body: { id, messages: messages.slice(-1) } }),
   });
-const textOf = (m: UIMessage | undefined) => (m?.parts ?? []).flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
+const textOf = (m: UIMessage | undefined) =>
+  (m?.parts ?? []).flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
 const LONG = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ');
 
-/** Starts a chat turn and reads its stream until `until` says stop (then drops the connection); what was read, and the errors said in it. */
-async function readUntil(chatId: string, text: string, until: (m: UIMessage) => boolean): Promise<{ seen: UIMessage | undefined; errors: string[] }> {
+/**
+ * Starts a chat turn and reads its stream until `until` says stop (then drops the connection); what was read, and the
+ * errors said in it.
+ */
+async function readUntil(
+  chatId: string,
+  text: string,
+  until: (m: UIMessage) => boolean,
+): Promise<{ seen: UIMessage | undefined; errors: string[] }> {
   const drop = new AbortController();
   const errors: string[] = [];
   let seen: UIMessage | undefined;
@@ -56,7 +68,10 @@ async function readUntil(chatId: string, text: string, until: (m: UIMessage) => 
     abortSignal: drop.signal,
   });
   try {
-    for await (const m of readUIMessageStream<UIMessage>({ stream, onError: (e) => errors.push((e as Error).message) })) {
+    for await (const m of readUIMessageStream<UIMessage>({
+      stream,
+      onError: (e) => errors.push((e as Error).message),
+    })) {
       seen = m;
       if (until(m)) drop.abort();
     }
@@ -100,7 +115,10 @@ describe('resuming the chat stream', () => {
     const id = h.newConversationId('resume-kill');
     h.model.enqueue({ content: 'Ready.' });
     await h.client.ask(id, 'Begin', { input: { timeouts: { heartbeatMs: 3_000 } } }); // a short heartbeat timeout: the killed call is noticed soon
-    h.model.enqueue({ content: `FIRST ${LONG}`, stream: { chunkDelayMs: 1_500 } }, { content: 'The answer after the crash.', stream: { chunkDelayMs: 20 } });
+    h.model.enqueue(
+      { content: `FIRST ${LONG}`, stream: { chunkDelayMs: 1_500 } },
+      { content: 'The answer after the crash.', stream: { chunkDelayMs: 20 } },
+    );
     let shown = 0;
     const live = readUntil(id, 'Say it again', (m) => {
       shown = textOf(m).length;
@@ -113,7 +131,9 @@ describe('resuming the chat stream', () => {
     await new Promise((resolve) => setTimeout(resolve, 10_000));
     worker = await startWorkerProcess(h.workerEnv());
     const { seen, errors } = await live;
-    expect(errors).toEqual(['The model call was retried and its text changed; reconnect to read the turn as it stands.']);
+    expect(errors).toEqual([
+      'The model call was retried and its text changed; reconnect to read the turn as it stands.',
+    ]);
     expect(textOf(seen)).toMatch(/^FIRST word0/);
     const { message: resumed } = await resume(id, api.url);
     const transcript = await h.client.transcript(id);

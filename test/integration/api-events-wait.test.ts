@@ -38,12 +38,16 @@ describe('following a turn', () => {
     h.model.enqueue({ kind: 'delay', ms: 4_000, then: { content: 'Late, but here.' } });
     const sent = await call('POST', `/v1/conversations/${id}/messages`, token('a'), { text: 'Take your time' });
     const started = Date.now();
-    const waited = await readStream(`${api.url}/v1/conversations/${id}/events?messageId=${sent.json.messageId}&waitSeconds=1`);
+    const waited = await readStream(
+      `${api.url}/v1/conversations/${id}/events?messageId=${sent.json.messageId}&waitSeconds=1`,
+    );
     expect(Date.now() - started).toBeLessThan(3_500);
     expect(waited.map((e) => e.event)).not.toContain('turn');
     expect(waited.at(-1)).toEqual({ event: 'wait_ended', data: { waitSeconds: 1, messageId: sent.json.messageId } });
     // Asked again, the stream follows the same turn to its end.
-    const followed = await readStream(`${api.url}/v1/conversations/${id}/events?messageId=${sent.json.messageId}&waitSeconds=30`);
+    const followed = await readStream(
+      `${api.url}/v1/conversations/${id}/events?messageId=${sent.json.messageId}&waitSeconds=30`,
+    );
     expect(followed.at(-1)).toMatchObject({ event: 'turn', data: { outcome: 'answered', answer: 'Late, but here.' } });
   });
 
@@ -52,7 +56,10 @@ describe('following a turn', () => {
     for (const waitSeconds of ['0', '3601', '1.5', '']) {
       const refused = await call('GET', `/v1/conversations/${id}/events?waitSeconds=${waitSeconds}`, token('a'));
       expect(refused.status, waitSeconds).toBe(400);
-      expect(refused.json.error).toEqual({ code: 'invalid_request', message: expect.stringContaining('waitSeconds must be an integer from 1 to 3600') });
+      expect(refused.json.error).toEqual({
+        code: 'invalid_request',
+        message: expect.stringContaining('waitSeconds must be an integer from 1 to 3600'),
+      });
     }
   });
 
@@ -60,7 +67,9 @@ describe('following a turn', () => {
     const id = h.newConversationId('wait-cli');
     h.model.enqueue({ kind: 'delay', ms: 2_500, then: { content: 'Answered after a while.' } });
     let printed = '';
-    await sayThroughApi({ url: api.url, token: token('a') }, id, 'Take your time', (s) => (printed += s), { waitSeconds: 1 });
+    await sayThroughApi({ url: api.url, token: token('a') }, id, 'Take your time', (s) => (printed += s), {
+      waitSeconds: 1,
+    });
     expect(printed).toBe('agent> Answered after a while.\n');
   });
 });

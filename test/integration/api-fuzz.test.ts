@@ -30,15 +30,23 @@ let schemathesis: string;
 let reports: string;
 beforeAll(async () => {
   // Installs the pinned version when it is missing (a newcomer running this file alone); prints where it is.
-  const { stderr } = await promisify(execFile)('bash', [path.join(ROOT, 'scripts/ensure-schemathesis.sh')], { cwd: ROOT });
+  const { stderr } = await promisify(execFile)('bash', [path.join(ROOT, 'scripts/ensure-schemathesis.sh')], {
+    cwd: ROOT,
+  });
   schemathesis = /^schemathesis: (\S+) /m.exec(stderr)![1];
   h = await startHarness({ decisionTrust: { keys: [TEST_DECISION_KEY] } });
   // The model answers whatever the fuzzer sends: a refund asked for waits for a decision, anything else is answered.
   h.model.setResponder((request): ScriptedReply => {
-    const messages = ((request.body as { messages?: { role: string; content?: unknown }[] }).messages ?? []).filter((m) => m.role !== 'system');
+    const messages = ((request.body as { messages?: { role: string; content?: unknown }[] }).messages ?? []).filter(
+      (m) => m.role !== 'system',
+    );
     const last = messages.at(-1);
     if (last?.role === 'user' && typeof last.content === 'string' && last.content.includes('refund')) {
-      return { toolCalls: [{ name: 'issue_refund', arguments: { order_id: 'ord_1001', amount_cents: 15_000, reason: 'fuzzing' } }] };
+      return {
+        toolCalls: [
+          { name: 'issue_refund', arguments: { order_id: 'ord_1001', amount_cents: 15_000, reason: 'fuzzing' } },
+        ],
+      };
     }
     return { content: 'ok' };
   });
@@ -46,8 +54,12 @@ beforeAll(async () => {
   reports = fs.mkdtempSync(path.join(os.tmpdir(), 'api-fuzz-'));
   // Calls waiting for a decision, so that approvers' links from the list to a decision have something to name.
   const call = apiCaller(() => api.url);
-  for (const id of ['fuzz-refund-1', 'fuzz-refund-2']) await call('POST', `/v1/conversations/${id}/messages`, token('a'), { text: 'please refund ord_1001' });
-  await vi.waitFor(async () => expect((await call('GET', '/v1/approvals', token('b'))).json.approvals).toHaveLength(2), { timeout: 20_000, interval: 200 });
+  for (const id of ['fuzz-refund-1', 'fuzz-refund-2'])
+    await call('POST', `/v1/conversations/${id}/messages`, token('a'), { text: 'please refund ord_1001' });
+  await vi.waitFor(
+    async () => expect((await call('GET', '/v1/approvals', token('b'))).json.approvals).toHaveLength(2),
+    { timeout: 20_000, interval: 200 },
+  );
 }, 300_000);
 afterAll(async () => {
   await api?.stop();
@@ -66,12 +78,14 @@ async function runSchemathesis(role: string, bearer: string) {
   child.stderr.on('data', (chunk) => (output += chunk));
   const exitCode = await new Promise<number | null>((resolve) => child.on('close', resolve));
   const xml = fs.existsSync(junit) ? fs.readFileSync(junit, 'utf8') : '';
-  const testcases = [...xml.matchAll(/<testcase name="([^"]*)"[^>]*?(?:\/>|>([\s\S]*?)<\/testcase>)/g)].map(([, name, body]) => ({
-    name: unescapeXml(name),
-    problems: [...(body ?? '').matchAll(/<(failure|error)[^>]*?(?:message="([^"]*)")?[^>]*>([\s\S]*?)<\/\1>/g)].map(
-      ([, kind, message, text]) => `${kind}: ${unescapeXml(message ?? '')}\n${unescapeXml(text)}`,
-    ),
-  }));
+  const testcases = [...xml.matchAll(/<testcase name="([^"]*)"[^>]*?(?:\/>|>([\s\S]*?)<\/testcase>)/g)].map(
+    ([, name, body]) => ({
+      name: unescapeXml(name),
+      problems: [...(body ?? '').matchAll(/<(failure|error)[^>]*?(?:message="([^"]*)")?[^>]*>([\s\S]*?)<\/\1>/g)].map(
+        ([, kind, message, text]) => `${kind}: ${unescapeXml(message ?? '')}\n${unescapeXml(text)}`,
+      ),
+    }),
+  );
   const summary = /Test cases:\s*\n\s*(.*)\n/.exec(output)?.[1] ?? '(no summary)';
   const took = /in ([\d.]+s) =+\s*$/m.exec(output)?.[1] ?? '?';
   const seed = /^Seed: (\d+)/m.exec(output)?.[1] ?? '?';
@@ -92,15 +106,21 @@ describe('schemathesis finds no failure in the HTTP API', () => {
   it.each(ROLES)(
     'as the %s',
     async (role, bearer) => {
-      const document = (await (await fetch(`${api.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
-      const operations = Object.entries(document.paths).flatMap(([route, methods]) => Object.keys(methods).map((method) => `${method.toUpperCase()} ${route}`));
+      const document = (await (await fetch(`${api.url}/openapi.json`)).json()) as {
+        paths: Record<string, Record<string, unknown>>;
+      };
+      const operations = Object.entries(document.paths).flatMap(([route, methods]) =>
+        Object.keys(methods).map((method) => `${method.toUpperCase()} ${route}`),
+      );
       const run = await runSchemathesis(role, bearer);
       console.log(
         `schemathesis as the ${role}: ${run.summary}; ${run.testcases.length - 1} operations and the stateful phase in ${run.took}, seed ${run.seed}`,
       );
       const problems = run.testcases.flatMap((t) => t.problems.map((p) => `${t.name}: ${p}`));
       // Every operation was tested, and the stateful phase ran, so "no failure" means something.
-      expect(run.testcases.map((t) => t.name).sort(), run.output.slice(-4000)).toEqual([...operations, 'Stateful tests'].sort());
+      expect(run.testcases.map((t) => t.name).sort(), run.output.slice(-4000)).toEqual(
+        [...operations, 'Stateful tests'].sort(),
+      );
       expect({ exitCode: run.exitCode, problems }, run.output.slice(-8000)).toEqual({ exitCode: 0, problems: [] });
     },
     600_000,

@@ -16,7 +16,11 @@ let api: Awaited<ReturnType<typeof startApiServer>>;
 const UNRECORDABLE = { subject: 'eve\u0000@example.com', roles: ['requester' as const], token: token('e') };
 beforeAll(async () => {
   h = await startHarness({ decisionTrust: { keys: [TEST_DECISION_KEY] } });
-  api = await startApiServer({ client: h.client, tokens: [...TEST_TOKENS, UNRECORDABLE], decisions: { signingKey: TEST_DECISION_KEY } });
+  api = await startApiServer({
+    client: h.client,
+    tokens: [...TEST_TOKENS, UNRECORDABLE],
+    decisions: { signingKey: TEST_DECISION_KEY },
+  });
 });
 afterAll(async () => {
   await api?.stop();
@@ -24,19 +28,32 @@ afterAll(async () => {
 });
 
 const call = apiCaller(() => api.url);
-const document = async () => (await call('GET', '/openapi.json')).json as { paths: Record<string, Record<string, { responses: Record<string, any> }>> };
+const document = async () =>
+  (await call('GET', '/openapi.json')).json as {
+    paths: Record<string, Record<string, { responses: Record<string, any> }>>;
+  };
 
-/** Asserts a refusal: its status, its code, words of its message, and that the document lists the status for the operation with the shared error body. */
+/**
+ * Asserts a refusal: its status, its code, words of its message, and that the document lists the status for the
+ * operation with the shared error body.
+ */
 async function expectRefusal(
   answer: { status: number; json: any },
   expected: { status: number; code: string; message?: string; operation?: [method: string, route: string] },
 ): Promise<void> {
   expect(answer.status).toBe(expected.status);
-  expect(answer.json).toEqual({ error: { code: expected.code, message: expected.message ? expect.stringContaining(expected.message) : expect.any(String) } });
+  expect(answer.json).toEqual({
+    error: {
+      code: expected.code,
+      message: expected.message ? expect.stringContaining(expected.message) : expect.any(String),
+    },
+  });
   if (expected.operation) {
     const [method, route] = expected.operation;
     const response = (await document()).paths[route][method].responses[String(expected.status)];
-    expect(response?.content?.['application/json']?.schema, `${method} ${route} lists ${expected.status}`).toEqual({ $ref: '#/components/schemas/ApiError' });
+    expect(response?.content?.['application/json']?.schema, `${method} ${route} lists ${expected.status}`).toEqual({
+      $ref: '#/components/schemas/ApiError',
+    });
   }
 }
 
@@ -72,11 +89,18 @@ describe('the HTTP API refuses what it cannot take', () => {
       code: 'invalid_request',
       message: 'id contains U+0000 (NUL) at offset 1',
     });
-    await expectRefusal(await call('POST', `/v1/conversations/${id}/decisions`, token('b'), { decision: 'reject', callKeys: ['k'], reason: 'no\u0000' }), {
-      status: 400,
-      code: 'invalid_request',
-      message: 'reason contains U+0000 (NUL) at offset 2',
-    });
+    await expectRefusal(
+      await call('POST', `/v1/conversations/${id}/decisions`, token('b'), {
+        decision: 'reject',
+        callKeys: ['k'],
+        reason: 'no\u0000',
+      }),
+      {
+        status: 400,
+        code: 'invalid_request',
+        message: 'reason contains U+0000 (NUL) at offset 2',
+      },
+    );
     await expectRefusal(await call('POST', `/v1/conversations/${id}/cancel`, token('a'), { reason: '\u0000' }), {
       status: 400,
       code: 'invalid_request',
@@ -114,13 +138,19 @@ describe('the HTTP API refuses what it cannot take', () => {
       message: 'after must be an integer from -1 to 2147483647',
       operation: transcript,
     });
-    expect((await call('GET', '/v1/conversations/0/transcript?after=2147483647', token('a'))).json).toEqual({ messages: [], next: null });
+    expect((await call('GET', '/v1/conversations/0/transcript?after=2147483647', token('a'))).json).toEqual({
+      messages: [],
+      next: null,
+    });
     for (const limit of ['0', '501', '1e2', ' 5', '0x10', '']) {
-      await expectRefusal(await call('GET', `/v1/conversations/0/transcript?limit=${encodeURIComponent(limit)}`, token('a')), {
-        status: 400,
-        code: 'invalid_request',
-        message: 'limit must be an integer from 1 to 500',
-      });
+      await expectRefusal(
+        await call('GET', `/v1/conversations/0/transcript?limit=${encodeURIComponent(limit)}`, token('a')),
+        {
+          status: 400,
+          code: 'invalid_request',
+          message: 'limit must be an integer from 1 to 500',
+        },
+      );
     }
     await expectRefusal(await call('GET', `/v1/conversations/${'x'.repeat(201)}/transcript`, token('a')), {
       status: 400,
@@ -128,7 +158,9 @@ describe('the HTTP API refuses what it cannot take', () => {
       message: 'id must be 1 to 200 characters long, got 201',
     });
     // Characters, not UTF-16 code units: 200 four-byte characters are an id.
-    expect((await call('GET', `/v1/conversations/${encodeURIComponent('😀'.repeat(200))}/transcript`, token('a'))).status).toBe(200);
+    expect(
+      (await call('GET', `/v1/conversations/${encodeURIComponent('😀'.repeat(200))}/transcript`, token('a'))).status,
+    ).toBe(200);
     await expectRefusal(await call('GET', `/v1/conversations/${'x'.repeat(2001)}/transcript`, token('a')), {
       status: 414,
       code: 'uri_too_long',
@@ -138,22 +170,41 @@ describe('the HTTP API refuses what it cannot take', () => {
   });
 
   it("Fastify's refusals: no route 404, another method 405 with Allow, not JSON 415, bad JSON 400, too large 413", async () => {
-    await expectRefusal(await call('GET', '/v1/nothing-here', token('a')), { status: 404, code: 'not_found', message: 'No route GET /v1/nothing-here' });
-    const other = await fetch(`${api.url}/v1/conversations/x`, { method: 'DELETE', headers: { authorization: `Bearer ${token('a')}` } });
+    await expectRefusal(await call('GET', '/v1/nothing-here', token('a')), {
+      status: 404,
+      code: 'not_found',
+      message: 'No route GET /v1/nothing-here',
+    });
+    const other = await fetch(`${api.url}/v1/conversations/x`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${token('a')}` },
+    });
     expect(other.headers.get('allow')).toBe('GET, HEAD');
     await expectRefusal(
       { status: other.status, json: await other.json() },
       { status: 405, code: 'method_not_allowed', message: 'takes GET, HEAD, not DELETE' },
     );
     const post = (body: string, type: string) =>
-      fetch(`${api.url}/v1/conversations/x/messages`, { method: 'POST', headers: { authorization: `Bearer ${token('a')}`, 'content-type': type }, body }).then(
-        async (r) => ({
-          status: r.status,
-          json: await r.json(),
-        }),
-      );
-    await expectRefusal(await post('hello', 'text/plain'), { status: 415, code: 'unsupported_media_type', message: 'application/json', operation: MESSAGES });
-    await expectRefusal(await post('{"text":', 'application/json'), { status: 400, code: 'invalid_request', message: 'not valid JSON', operation: MESSAGES });
+      fetch(`${api.url}/v1/conversations/x/messages`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token('a')}`, 'content-type': type },
+        body,
+      }).then(async (r) => ({
+        status: r.status,
+        json: await r.json(),
+      }));
+    await expectRefusal(await post('hello', 'text/plain'), {
+      status: 415,
+      code: 'unsupported_media_type',
+      message: 'application/json',
+      operation: MESSAGES,
+    });
+    await expectRefusal(await post('{"text":', 'application/json'), {
+      status: 400,
+      code: 'invalid_request',
+      message: 'not valid JSON',
+      operation: MESSAGES,
+    });
     await expectRefusal(await post(JSON.stringify({ text: 'x'.repeat(3 * 1024 * 1024) }), 'application/json'), {
       status: 413,
       code: 'message_too_large',

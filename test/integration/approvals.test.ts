@@ -24,20 +24,32 @@ const waitForPending = async (id: string, count: number) => {
   return h.client.state(id);
 };
 const toolMessages = async (id: string) =>
-  (await h.client.transcript(id)).map((m) => m.message).filter((m): m is Extract<typeof m, { role: 'tool' }> => m.role === 'tool');
+  (await h.client.transcript(id))
+    .map((m) => m.message)
+    .filter((m): m is Extract<typeof m, { role: 'tool' }> => m.role === 'tool');
 
 describe('the approval gate', () => {
   it('rejecting a batch of three parallel tool calls answers all three and the next model call is accepted', async () => {
     const id = h.newConversationId('reject-all');
     h.model.enqueue(
-      { toolCalls: [refund('call_r1', 'ord_1001', 11_000), refund('call_r2', 'ord_2001', 20_000), refund('call_r3', 'ord_2001', 15_000)] },
+      {
+        toolCalls: [
+          refund('call_r1', 'ord_1001', 11_000),
+          refund('call_r2', 'ord_2001', 20_000),
+          refund('call_r3', 'ord_2001', 15_000),
+        ],
+      },
       { content: 'Understood, no refunds.' },
     );
     const messageId = await h.client.sendMessage(id, 'Refund three big orders');
     const waiting = await waitForPending(id, 3);
     expect(waiting.status).toBe('awaiting_approval');
 
-    const result = await h.client.decide(id, { decision: 'reject', reason: 'over budget', decidedBy: 'ops@example.com' });
+    const result = await h.client.decide(id, {
+      decision: 'reject',
+      reason: 'over budget',
+      decidedBy: 'ops@example.com',
+    });
     expect(result).toMatchObject({ applied: true, toolCallIds: ['call_r1', 'call_r2', 'call_r3'] });
     const turn = await h.client.waitForTurn(id, messageId);
     expect(turn.outcome).toBe('answered');
@@ -55,14 +67,26 @@ describe('the approval gate', () => {
       [id],
     );
     expect(records.rows).toEqual([
-      { decision: 'reject', tool_call_ids: ['call_r1', 'call_r2', 'call_r3'], reason: 'over budget', decided_by: 'ops@example.com', via: 'update' },
+      {
+        decision: 'reject',
+        tool_call_ids: ['call_r1', 'call_r2', 'call_r3'],
+        reason: 'over budget',
+        decided_by: 'ops@example.com',
+        via: 'update',
+      },
     ]);
   });
 
   it('approving one and rejecting two: one runs, two are rejected, the model continues', async () => {
     const id = h.newConversationId('mixed');
     h.model.enqueue(
-      { toolCalls: [refund('call_m1', 'ord_1001', 10_500), refund('call_m2', 'ord_1001', 10_600), refund('call_m3', 'ord_1001', 10_700)] },
+      {
+        toolCalls: [
+          refund('call_m1', 'ord_1001', 10_500),
+          refund('call_m2', 'ord_1001', 10_600),
+          refund('call_m3', 'ord_1001', 10_700),
+        ],
+      },
       { content: 'One refund issued.' },
     );
     const messageId = await h.client.sendMessage(id, 'Refund ord_1001 three ways');
@@ -100,19 +124,26 @@ describe('the approval gate', () => {
     h.model.enqueue({ toolCalls: [refund('call_u1', 'ord_2001', 12_000)] }, { content: 'Rejected then.' });
     const messageId = await h.client.sendMessage(id, 'Refund with a typo in the decision');
     await waitForPending(id, 1);
-    await expect(h.client.decide(id, { decision: 'approve', toolCallId: 'call_typo' })).rejects.toThrow(/No tool call "call_typo" is pending/);
+    await expect(h.client.decide(id, { decision: 'approve', toolCallId: 'call_typo' })).rejects.toThrow(
+      /No tool call "call_typo" is pending/,
+    );
     const state = await h.client.state(id);
     expect(state.pendingApprovals.map((p) => p.toolCallId)).toEqual(['call_u1']);
     expect(state.decisionsApplied).toBe(0);
     await h.client.decide(id, { decision: 'reject', toolCallId: 'call_u1' });
     await h.client.waitForTurn(id, messageId);
-    await expect(h.client.decide(id, { decision: 'approve', toolCallId: 'call_u1' })).rejects.toThrow(/No tool call "call_u1" is pending|already settled/);
+    await expect(h.client.decide(id, { decision: 'approve', toolCallId: 'call_u1' })).rejects.toThrow(
+      /No tool call "call_u1" is pending|already settled/,
+    );
     h.expectOnlyValidModelRequests();
   });
 
   it('the same decision sent twice is applied once', async () => {
     const id = h.newConversationId('twice');
-    h.model.enqueue({ toolCalls: [refund('call_d1', 'ord_2001', 12_500), refund('call_d2', 'ord_2001', 12_600)] }, { content: 'Done.' });
+    h.model.enqueue(
+      { toolCalls: [refund('call_d1', 'ord_2001', 12_500), refund('call_d2', 'ord_2001', 12_600)] },
+      { content: 'Done.' },
+    );
     const messageId = await h.client.sendMessage(id, 'Refund twice decided');
     await waitForPending(id, 2);
     const decision = { decisionId: 'decision-42', decision: 'approve' as const, toolCallId: 'call_d1' };
@@ -123,7 +154,10 @@ describe('the approval gate', () => {
     await h.client.decide(id, { decision: 'reject', toolCallId: 'call_d2' });
     await h.client.waitForTurn(id, messageId);
     expect(await refundedCents('ord_2001')).toBe(12_500);
-    const records = await h.pool.query('SELECT decision_id FROM durable_agent.approval_decisions WHERE conversation_id = $1 ORDER BY decided_at', [id]);
+    const records = await h.pool.query(
+      'SELECT decision_id FROM durable_agent.approval_decisions WHERE conversation_id = $1 ORDER BY decided_at',
+      [id],
+    );
     expect(records.rows.map((r) => r.decision_id)).toHaveLength(2);
     expect((await h.client.state(id)).decisionsApplied).toBe(2);
   });
@@ -131,7 +165,12 @@ describe('the approval gate', () => {
   it('calls that need no approval run at once, while the others wait for a person', async () => {
     const id = h.newConversationId('mixed-needs');
     h.model.enqueue(
-      { toolCalls: [refund('call_big', 'ord_2001', 13_000), { id: 'call_find', name: 'find_customer', arguments: { query: 'Alan' } }] },
+      {
+        toolCalls: [
+          refund('call_big', 'ord_2001', 13_000),
+          { id: 'call_find', name: 'find_customer', arguments: { query: 'Alan' } },
+        ],
+      },
       { content: 'Done.' },
     );
     const messageId = await h.client.sendMessage(id, 'Refund and look up');
@@ -140,7 +179,11 @@ describe('the approval gate', () => {
     await expect
       .poll(
         async () =>
-          (await h.pool.query('SELECT 1 FROM durable_agent.tool_results WHERE idempotency_key = $1', [await effectKeyOf(h.pool, id, 'call_find')])).rowCount,
+          (
+            await h.pool.query('SELECT 1 FROM durable_agent.tool_results WHERE idempotency_key = $1', [
+              await effectKeyOf(h.pool, id, 'call_find'),
+            ])
+          ).rowCount,
       )
       .toBe(1);
     expect((await h.client.state(id)).pendingApprovals.map((p) => p.toolCallId)).toEqual(['call_big']);
@@ -169,7 +212,9 @@ describe('the approval gate', () => {
     const messageId = await h.client.sendMessage(id, 'Refund through the CLI');
     await waitForPending(id, 1);
     const env = { ...h.temporalEnv, DATABASE_URL: h.databaseUrl, TEMPORAL_TASK_QUEUE: h.taskQueue };
-    await expect.poll(async () => (await runCli(['pending'], env)).stdout, { timeout: 30_000, interval: 1_000 }).toContain(id);
+    await expect
+      .poll(async () => (await runCli(['pending'], env)).stdout, { timeout: 30_000, interval: 1_000 })
+      .toContain(id);
     const { stdout } = await runCli(['pending'], env);
     expect(stdout).toMatch(new RegExp(`call_cli\\s+issue_refund\\(\\{"order_id":"ord_2001","amount_cents":10200`));
     expect(stdout).toContain(`key ${id}/msg-1/call-0`);

@@ -35,7 +35,10 @@ afterAll(async () => {
 async function modelAttempts(id: string) {
   const history = await h.temporal.workflow.getHandle(id).fetchHistory();
   const scheduled = new Set<string>();
-  const attempts: { attempt: number; lastFailure?: { message?: string | null; nextRetryDelay?: { seconds?: unknown } | null } }[] = [];
+  const attempts: {
+    attempt: number;
+    lastFailure?: { message?: string | null; nextRetryDelay?: { seconds?: unknown } | null };
+  }[] = [];
   for (const event of history.events ?? []) {
     const s = event.activityTaskScheduledEventAttributes;
     if (s?.activityType?.name === conversationActivityType('callModel')) scheduled.add(String(event.eventId));
@@ -44,7 +47,10 @@ async function modelAttempts(id: string) {
       attempts.push({
         attempt: started.attempt ?? 0,
         lastFailure: started.lastFailure
-          ? { message: started.lastFailure.message, nextRetryDelay: started.lastFailure.applicationFailureInfo?.nextRetryDelay }
+          ? {
+              message: started.lastFailure.message,
+              nextRetryDelay: started.lastFailure.applicationFailureInfo?.nextRetryDelay,
+            }
           : undefined,
       });
     }
@@ -55,14 +61,19 @@ async function modelAttempts(id: string) {
 describe('provider back-pressure', () => {
   it('a 429 with Retry-After: 2 is retried after the delay the provider asked for', async () => {
     const id = h.newConversationId('rate-limited');
-    h.model.enqueue({ kind: 'http_error', status: 429, headers: { 'retry-after': '2' } }, { content: 'Answered after the wait.' });
+    h.model.enqueue(
+      { kind: 'http_error', status: 429, headers: { 'retry-after': '2' } },
+      { content: 'Answered after the wait.' },
+    );
     const { answer } = await h.client.ask(id, 'Are you there?');
     expect(answer).toBe('Answered after the wait.');
     const attempts = await modelAttempts(id);
     expect(attempts.map((a) => a.attempt)).toEqual([2]);
     expect(attempts[0].lastFailure?.message).toContain('(the provider asked to retry after 2000 ms)');
     expect(Number(attempts[0].lastFailure?.nextRetryDelay?.seconds)).toBe(2);
-    const served = h.model.requests.filter((r) => (r.body as { messages?: { content?: string }[] })?.messages?.some((m) => m.content === 'Are you there?'));
+    const served = h.model.requests.filter((r) =>
+      (r.body as { messages?: { content?: string }[] })?.messages?.some((m) => m.content === 'Are you there?'),
+    );
     expect(served.map((r) => r.reply?.kind ?? 'message')).toEqual(['http_error', 'message']);
   });
 });
@@ -89,7 +100,10 @@ describe('a database outage', () => {
 describe('a database outage after a tool ran', () => {
   it('delays storing its result instead of failing a call that has one attempt; the tool runs once', async () => {
     const id = h.newConversationId('db-outage-tool');
-    h.model.enqueue({ toolCalls: [{ id: 'call_letter', name: 'send_letter', arguments: { to: 'Ada' } }] }, { content: 'The letter is on its way.' });
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_letter', name: 'send_letter', arguments: { to: 'Ada' } }] },
+      { content: 'The letter is on its way.' },
+    );
     const asked = h.client.ask(id, 'Send Ada a letter', { timeoutMs: 120_000 });
     await expect.poll(() => sent, { timeout: 20_000 }).toBe(1);
     await h.databaseProxy!.cut(); // the tool is running; storing its result will find no database
@@ -97,7 +111,9 @@ describe('a database outage after a tool ran', () => {
     await h.databaseProxy!.restore();
     const { answer } = await asked;
     expect(answer).toBe('The letter is on its way.');
-    const result = (await h.client.transcript(id)).find((m) => m.message.role === 'tool')!.message as { content: string };
+    const result = (await h.client.transcript(id)).find((m) => m.message.role === 'tool')!.message as {
+      content: string;
+    };
     expect(result.content).toBe('letter sent to Ada');
     expect(sent).toBe(1);
   });

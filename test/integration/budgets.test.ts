@@ -31,7 +31,9 @@ describe('token and cost accounting', () => {
     for (const turn of [first, second]) {
       expect(turn.usage!.promptTokens).toBeGreaterThan(0);
       expect(turn.usage!.completionTokens).toBeGreaterThan(0);
-      expect(turn.usage!.costUsd).toBe(roundUsd((turn.usage!.promptTokens * 2 + turn.usage!.completionTokens * 8) / 1e6));
+      expect(turn.usage!.costUsd).toBe(
+        roundUsd((turn.usage!.promptTokens * 2 + turn.usage!.completionTokens * 8) / 1e6),
+      );
     }
     expect(state.usage).toEqual({
       promptTokens: first.usage!.promptTokens + second.usage!.promptTokens,
@@ -59,16 +61,25 @@ describe('token and cost accounting', () => {
     h.model.enqueue({ content: 'Ada is cus_ada.' });
     const second = await h.client.ask(id, 'Just the id, please.');
     expect(second.turn.outcome).toBe('answered');
-    expect((h.requestsFor('Just the id, please.')[0].messages as Wire[]).map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'user']);
+    expect((h.requestsFor('Just the id, please.')[0].messages as Wire[]).map((m) => m.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'user',
+    ]);
     h.expectOnlyValidModelRequests();
   });
 
   it('a spent conversation budget ends the next turn at once, without a model call', async () => {
     const id = h.newConversationId('conversation-budget');
     h.model.enqueue(findAda('call_b2'));
-    const first = await h.client.ask(id, 'Who is Ada, cheaply?', { input: { budget: { conversationCostUsd: 0.000001 } } });
+    const first = await h.client.ask(id, 'Who is Ada, cheaply?', {
+      input: { budget: { conversationCostUsd: 0.000001 } },
+    });
     expect(first.turn.outcome).toBe('budget_exceeded');
-    expect(first.turn.error).toMatch(/^The conversation cost \$[\d.]+, its budget is \$0\.000001 \(budget\.conversationCostUsd\)\. /);
+    expect(first.turn.error).toMatch(
+      /^The conversation cost \$[\d.]+, its budget is \$0\.000001 \(budget\.conversationCostUsd\)\. /,
+    );
     expect(first.turn.error).toContain('go on in a new conversation with a higher one');
     const second = await h.client.ask(id, 'Anything else?');
     expect(second.turn).toMatchObject({ outcome: 'budget_exceeded', steps: 0 });
@@ -80,7 +91,9 @@ describe('token and cost accounting', () => {
   it('a budget in dollars for a model without a price ends the turn saying the price is missing', async () => {
     const id = h.newConversationId('unpriced');
     h.model.enqueue(findAda('call_b3'));
-    const turn = await h.client.ask(id, 'Who is Ada, unpriced?', { input: { model: { model: 'unpriced-model' }, budget: { turnCostUsd: 1 } } });
+    const turn = await h.client.ask(id, 'Who is Ada, unpriced?', {
+      input: { model: { model: 'unpriced-model' }, budget: { turnCostUsd: 1 } },
+    });
     expect(turn.turn.outcome).toBe('budget_exceeded');
     expect(turn.turn.error).toContain(
       "The turn's cost is unknown: a limit in dollars needs a price for the model (AGENT_MODEL_PRICES, or the plugin's model.prices).",
@@ -91,9 +104,9 @@ describe('token and cost accounting', () => {
 
   it('refuses a budget that is not one, naming the field', async () => {
     const id = h.newConversationId('bad-budget');
-    await expect(h.client.sendMessage(id, 'hello', { input: { budget: { turnTokens: -5, weeklyUsd: 3 } as never } })).rejects.toThrow(
-      InvalidConversationInputError,
-    );
+    await expect(
+      h.client.sendMessage(id, 'hello', { input: { budget: { turnTokens: -5, weeklyUsd: 3 } as never } }),
+    ).rejects.toThrow(InvalidConversationInputError);
     await expect(h.client.sendMessage(id, 'hello', { input: { budget: { turnTokens: -5 } } })).rejects.toThrow(
       /budget\.turnTokens must be a positive integer, got -5/,
     );

@@ -50,7 +50,9 @@ describe('cancelling the current turn', () => {
       ],
     });
     const messageId = await h.client.sendMessage(id, 'Find Ada and export everything');
-    await expect.poll(async () => (await h.client.state(id)).runningToolCalls, { timeout: 20_000 }).toEqual(['call_slow']);
+    await expect
+      .poll(async () => (await h.client.state(id)).runningToolCalls, { timeout: 20_000 })
+      .toEqual(['call_slow']);
     await expect.poll(() => slowExportStarted).toBe(true);
 
     await h.client.cancelTurn(id, 'taking too long');
@@ -59,7 +61,10 @@ describe('cancelling the current turn', () => {
     const messages = await transcript(id);
     expect(messages.map(kindOf)).toEqual(['user', 'assistant', 'ok', 'interrupted']);
     expect(messages[3]).toMatchObject({ tool_call_id: 'call_slow' });
-    expect(JSON.parse((messages[3] as { content: string }).content)).toMatchObject({ kind: 'interrupted', started: true });
+    expect(JSON.parse((messages[3] as { content: string }).content)).toMatchObject({
+      kind: 'interrupted',
+      started: true,
+    });
     await expect.poll(() => slowExportAborted, { timeout: 10_000 }).toBe(true);
     expect((await h.client.state(id)).status).toBe('idle');
 
@@ -98,7 +103,13 @@ describe('cancelling the current turn', () => {
   it('while waiting for approval: the waiting call is cancelled as never started, and the conversation waits for the next message', async () => {
     const id = h.newConversationId('cancel-approval');
     h.model.enqueue({
-      toolCalls: [{ id: 'call_big', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 30_000, reason: 'x' } }],
+      toolCalls: [
+        {
+          id: 'call_big',
+          name: 'issue_refund',
+          arguments: { order_id: 'ord_2001', amount_cents: 30_000, reason: 'x' },
+        },
+      ],
     });
     const messageId = await h.client.sendMessage(id, 'Refund a lot');
     await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
@@ -106,7 +117,10 @@ describe('cancelling the current turn', () => {
     expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('cancelled');
     const messages = await transcript(id);
     expect(messages.map(kindOf)).toEqual(['user', 'assistant', 'cancelled']);
-    expect(JSON.parse((messages[2] as { content: string }).content)).toMatchObject({ kind: 'cancelled', started: false });
+    expect(JSON.parse((messages[2] as { content: string }).content)).toMatchObject({
+      kind: 'cancelled',
+      started: false,
+    });
     const state = await h.client.state(id);
     expect(state).toMatchObject({ status: 'idle', pendingApprovals: [] });
     h.expectOnlyValidModelRequests();
@@ -138,7 +152,12 @@ describe('cancelling right after sending', () => {
       await lock.query(`LOCK TABLE ${table} IN EXCLUSIVE MODE`);
       // The answer came, and the turn's final write waits for the lock.
       const waiting = async () =>
-        (await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND relation = $1::regclass`, [table])).rows[0].n;
+        (
+          await h.pool.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND relation = $1::regclass`,
+            [table],
+          )
+        ).rows[0].n;
       await expect.poll(waiting, { timeout: 20_000 }).toBeGreaterThan(0);
       second = await h.client.sendMessage(id, 'CWE second question');
       await h.client.cancelTurn(id, 'changed my mind');
@@ -156,7 +175,11 @@ describe('cancelling right after sending', () => {
     expect(await h.client.waitForTurn(id, first)).toMatchObject({ outcome: 'answered' });
     const turn = await h.client.waitForTurn(id, second);
     await exportHistoryFixture(h.temporal, id, 'cancel-while-turn-ends');
-    expect(turn).toMatchObject({ outcome: 'cancelled', steps: 0, error: 'the user cancelled the turn (changed my mind)' });
+    expect(turn).toMatchObject({
+      outcome: 'cancelled',
+      steps: 0,
+      error: 'the user cancelled the turn (changed my mind)',
+    });
     expect(h.requestsFor('CWE second question')).toEqual([]);
     expect((await transcript(id)).map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
     h.expectOnlyValidModelRequests();
@@ -165,7 +188,9 @@ describe('cancelling right after sending', () => {
   it('a cancel sent right after a message cancels that turn; the message stays in the transcript, unanswered', async () => {
     const id = h.newConversationId('cancel-early');
     h.model.setResponder((request) =>
-      JSON.stringify(request.body).includes('Now for real') ? { content: 'Later answer.' } : { kind: 'delay', ms: 10_000, then: { content: 'Too late.' } },
+      JSON.stringify(request.body).includes('Now for real')
+        ? { content: 'Later answer.' }
+        : { kind: 'delay', ms: 10_000, then: { content: 'Too late.' } },
     );
     try {
       // If the cancel reaches the workflow before the turn starts, the turn starts cancelled;

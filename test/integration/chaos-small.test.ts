@@ -44,7 +44,8 @@ describe('chaos run (small)', () => {
     expect(summary.conversations).toBe(8);
     expect(summary.turns).toBeGreaterThanOrEqual(8);
     expect(summary.recovery.workerKills.count).toBe(2);
-    // Agents called as tools ran, and decisions reached calls waiting inside them (a coverage scenario approves one through the API).
+    // Agents called as tools ran, and decisions reached calls waiting inside them (a coverage scenario approves one
+    // through the API).
     expect(summary.subAgentConversations).toBeGreaterThan(0);
     expect(summary.decisions.appliedInSubAgents).toBeGreaterThan(0);
     expect(summary.passed).toBe(true);

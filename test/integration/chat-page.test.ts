@@ -62,7 +62,16 @@ describe('the example chat page', () => {
   it('sends, shows the approval buttons, approves, and shows the answer; the decision is recorded under the signed-in person', async () => {
     const { page, id } = await openChat('chat-page', token('d'));
     h.model.enqueue(
-      { content: 'Refunding.', toolCalls: [{ id: 'call_r', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 15_000, reason: 'late' } }] },
+      {
+        content: 'Refunding.',
+        toolCalls: [
+          {
+            id: 'call_r',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_2001', amount_cents: 15_000, reason: 'late' },
+          },
+        ],
+      },
       { content: 'Refunded 150.00 on ord_2001.' },
     );
     await send(page, 'Refund 150.00 on ord_2001');
@@ -71,7 +80,10 @@ describe('the example chat page', () => {
     await page.click('button:has-text("Approve")');
     await page.waitForSelector('text=Refunded 150.00 on ord_2001.', { timeout: 20_000 });
     expect(await page.getAttribute('.tool', 'data-state')).toBe('output-available');
-    const recorded = await h.pool.query('SELECT decided_by, authenticated FROM durable_agent.approval_decisions WHERE conversation_id = $1', [id]);
+    const recorded = await h.pool.query(
+      'SELECT decided_by, authenticated FROM durable_agent.approval_decisions WHERE conversation_id = $1',
+      [id],
+    );
     expect(recorded.rows).toEqual([{ decided_by: 'dave@example.com', authenticated: true }]);
     await page.context().close();
   });
@@ -102,7 +114,10 @@ describe('the example chat page', () => {
           await fetch('/v1/chat', {
             method: 'POST',
             headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({ id: chatId, messages: [{ id: 'm', role: 'user', parts: [{ type: 'text', text: 'hi' }] }] }),
+            body: JSON.stringify({
+              id: chatId,
+              messages: [{ id: 'm', role: 'user', parts: [{ type: 'text', text: 'hi' }] }],
+            }),
           })
         ).status,
       id,

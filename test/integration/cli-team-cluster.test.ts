@@ -91,10 +91,14 @@ describe('the CLI beside npm start on a team cluster', () => {
     expect(approved.stdout).toMatch(
       /^Approved as local-approver: issue_refund\(\{"order_id":"ord_2001","amount_cents":15000,[^)]*\}\) \[call_team\]; it runs now\./,
     );
-    await expect.poll(async () => (await runCli(['show', id], env)).stdout, { timeout: 30_000, interval: 500 }).toContain('Refunded 150.00 on ord_2001.');
+    await expect
+      .poll(async () => (await runCli(['show', id], env)).stdout, { timeout: 30_000, interval: 500 })
+      .toContain('Refunded 150.00 on ord_2001.');
     expect((await h.client.state(id)).recentTurns.map((t) => t.outcome)).toEqual(['answered']);
     // Signed by the API and verified by the worker: recorded as authenticated, under the token's subject.
-    expect(await decisionsOf(id)).toEqual([{ tool_call_id: 'call_team', decision: 'approve', decided_by: 'local-approver', authenticated: true }]);
+    expect(await decisionsOf(id)).toEqual([
+      { tool_call_id: 'call_team', decision: 'approve', decided_by: 'local-approver', authenticated: true },
+    ]);
     h.expectOnlyValidModelRequests();
   });
 
@@ -106,7 +110,11 @@ describe('the CLI beside npm start on a team cluster', () => {
     // Another data folder: no npm start's runtime file, so no API to find.
     const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-team-cli-none-'));
     scratch.push(elsewhere);
-    const noApi = failure(await runCli(['approve', id, 'call_unsigned'], { ...env, AGENT_DATA_DIR: elsewhere }).catch((err: unknown) => err));
+    const noApi = failure(
+      await runCli(['approve', id, 'call_unsigned'], { ...env, AGENT_DATA_DIR: elsewhere }).catch(
+        (err: unknown) => err,
+      ),
+    );
     expect(noApi.code).not.toBe(0);
     expect(noApi.stderr).toContain('Decision refused: it is not signed.');
     expect(noApi.stderr).toContain(
@@ -115,7 +123,11 @@ describe('the CLI beside npm start on a team cluster', () => {
 
     // The running npm start's data folder, but another task queue: its API is not the CLI's to use.
     const runtime = JSON.parse(fs.readFileSync(path.join(dataDir, 'runtime.json'), 'utf8')) as { apiUrl: string };
-    const otherQueue = failure(await runCli(['approve', id, 'call_unsigned'], { ...env, TEMPORAL_TASK_QUEUE: 'another-queue' }).catch((err: unknown) => err));
+    const otherQueue = failure(
+      await runCli(['approve', id, 'call_unsigned'], { ...env, TEMPORAL_TASK_QUEUE: 'another-queue' }).catch(
+        (err: unknown) => err,
+      ),
+    );
     expect(otherQueue.stderr).toContain('Decision refused: it is not signed.');
     expect(otherQueue.stderr).toContain('set AGENT_API_URL to the URL of the HTTP API beside these workers');
     expect(otherQueue.stderr).toContain(
@@ -126,8 +138,14 @@ describe('the CLI beside npm start on a team cluster', () => {
     // Nothing was decided: the call still waits, and the CLI with npm start's environment rejects it through the API.
     expect(await decisionsOf(id)).toEqual([]);
     expect((await h.client.state(id)).pendingApprovals.map((p) => p.toolCallId)).toEqual(['call_unsigned']);
-    expect((await runCli(['reject', id, 'call_unsigned', '--reason', 'not today'], env)).stdout).toMatch(/^Rejected as local-approver: issue_refund/);
-    await expect.poll(async () => (await h.client.state(id)).recentTurns.map((t) => t.outcome), { timeout: 30_000 }).toEqual(['answered']);
-    expect(await decisionsOf(id)).toEqual([{ tool_call_id: 'call_unsigned', decision: 'reject', decided_by: 'local-approver', authenticated: true }]);
+    expect((await runCli(['reject', id, 'call_unsigned', '--reason', 'not today'], env)).stdout).toMatch(
+      /^Rejected as local-approver: issue_refund/,
+    );
+    await expect
+      .poll(async () => (await h.client.state(id)).recentTurns.map((t) => t.outcome), { timeout: 30_000 })
+      .toEqual(['answered']);
+    expect(await decisionsOf(id)).toEqual([
+      { tool_call_id: 'call_unsigned', decision: 'reject', decided_by: 'local-approver', authenticated: true },
+    ]);
   });
 });

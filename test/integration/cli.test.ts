@@ -33,7 +33,10 @@ const count = (text: string, part: string) => text.split(part).length - 1;
 describe('the CLI', () => {
   it('say prints the tool call, its result, then the answer, each once', async () => {
     const id = h.newConversationId('say');
-    h.model.enqueue({ toolCalls: [{ name: 'find_customer', arguments: { query: 'Ada' } }] }, { content: 'Ada Lovelace is customer cus_ada.' });
+    h.model.enqueue(
+      { toolCalls: [{ name: 'find_customer', arguments: { query: 'Ada' } }] },
+      { content: 'Ada Lovelace is customer cus_ada.' },
+    );
     const { stdout } = await runCli(['say', id, 'find', 'Ada'], env);
     expect(count(stdout, 'Ada Lovelace is customer cus_ada.')).toBe(1);
     const call = stdout.indexOf('⚙ find_customer');
@@ -52,7 +55,9 @@ describe('the CLI', () => {
     const file = path.join(env.AGENT_DATA_DIR, 'message.txt');
     fs.writeFileSync(file, 'hello from a file\nsecond line\n');
     expect((await runCli(['say', id, '--file', file], env)).stdout).toContain('Got the file.');
-    const texts = (await h.client.transcript(id)).filter((m) => m.message.role === 'user').map((m) => m.message.content);
+    const texts = (await h.client.transcript(id))
+      .filter((m) => m.message.role === 'user')
+      .map((m) => m.message.content);
     expect(texts).toEqual(['hello from a pipe', 'hello from a file\nsecond line']);
     const empty = await runCli(['say', id, '-'], env, '  \n').catch((err: { stderr: string }) => err);
     expect((empty as { stderr: string }).stderr).toContain('The message is empty');
@@ -67,14 +72,24 @@ describe('the CLI', () => {
     expect(stdout).toContain('Third answer.');
     expect(stdout.indexOf('First answer.')).toBeLessThan(stdout.indexOf('Second answer.'));
     expect(stdout.indexOf('Second answer.')).toBeLessThan(stdout.indexOf('Third answer.'));
-    const texts = (await h.client.transcript(id)).filter((m) => m.message.role === 'user').map((m) => m.message.content);
+    const texts = (await h.client.transcript(id))
+      .filter((m) => m.message.role === 'user')
+      .map((m) => m.message.content);
     expect(texts).toEqual(['one', 'two', 'three']);
   });
 
   it('pending shows how long each call has waited', async () => {
     const id = h.newConversationId('ages');
     h.model.enqueue(
-      { toolCalls: [{ id: 'call_age', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 10_300, reason: 'age' } }] },
+      {
+        toolCalls: [
+          {
+            id: 'call_age',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_2001', amount_cents: 10_300, reason: 'age' },
+          },
+        ],
+      },
       { content: 'Done.' },
     );
     await h.client.sendMessage(id, 'Refund, then wait');
@@ -82,17 +97,24 @@ describe('the CLI', () => {
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     let line = '';
     await expect
-      .poll(async () => (line = (await runCli(['pending'], env)).stdout.split('\n').find((l) => l.includes('call_age')) ?? ''), {
-        timeout: 30_000,
-        interval: 1_000,
-      })
+      .poll(
+        async () =>
+          (line = (await runCli(['pending'], env)).stdout.split('\n').find((l) => l.includes('call_age')) ?? ''),
+        {
+          timeout: 30_000,
+          interval: 1_000,
+        },
+      )
       .toContain('call_age');
     expect(Number(/waiting (\d+)s/.exec(line)?.[1])).toBeGreaterThanOrEqual(3);
     await h.client.decide(id, { decision: 'reject', reason: 'test over' });
   });
 
   it('a command on a conversation no worker answers for fails within seconds, saying so and changing nothing', async () => {
-    const idle = AgentClient.fromClient(h.temporal, { taskQueue: `nobody-polls-${Date.now()}`, databaseUrl: h.databaseUrl });
+    const idle = AgentClient.fromClient(h.temporal, {
+      taskQueue: `nobody-polls-${Date.now()}`,
+      databaseUrl: h.databaseUrl,
+    });
     const id = h.newConversationId('no-worker');
     await idle.sendMessage(id, 'Is anyone there?');
     const noWorker = { ...env, TEMPORAL_TASK_QUEUE: `nobody-polls` };
@@ -101,22 +123,31 @@ describe('the CLI', () => {
       ['state', id],
     ]) {
       const failed = await runCli(args, noWorker).catch((err: { stderr: string; code: number }) => err);
-      expect((failed as { stderr: string }).stderr, args.join(' ')).toMatch(/No worker answered conversation .* within 5 s/);
+      expect((failed as { stderr: string }).stderr, args.join(' ')).toMatch(
+        /No worker answered conversation .* within 5 s/,
+      );
     }
-    // A decision is checked against what the conversation last recorded (test/integration/queued-decisions.test.ts queues one that waits).
-    const refused = await runCli(['approve', id, 'call_x'], noWorker).catch((err: { stderr: string; code: number }) => err);
+    // A decision is checked against what the conversation last recorded (test/integration/queued-decisions.test.ts
+    // queues one that waits).
+    const refused = await runCli(['approve', id, 'call_x'], noWorker).catch(
+      (err: { stderr: string; code: number }) => err,
+    );
     expect((refused as { stderr: string }).stderr).toMatch(
       /Tool call "call_x" is not waiting for approval in conversation .* \(no worker answered within 3 s\)\. Nothing was decided/,
     );
     expect(
-      await h.pool.query('SELECT count(*)::int AS n FROM durable_agent.approval_decisions WHERE conversation_id = $1', [id]).then((r) => r.rows[0].n),
+      await h.pool
+        .query('SELECT count(*)::int AS n FROM durable_agent.approval_decisions WHERE conversation_id = $1', [id])
+        .then((r) => r.rows[0].n),
     ).toBe(0);
     await h.temporal.workflow.getHandle(id).terminate('test over');
   });
 
   it('a command while no Temporal server answers fails saying where it tried and what to check', async () => {
     const closed = await freePort();
-    const failed = await runCli(['pending'], { ...env, TEMPORAL_ADDRESS: `127.0.0.1:${closed}` }).catch((err: { stderr: string; code: number }) => err);
+    const failed = await runCli(['pending'], { ...env, TEMPORAL_ADDRESS: `127.0.0.1:${closed}` }).catch(
+      (err: { stderr: string; code: number }) => err,
+    );
     expect((failed as { code: number }).code).not.toBe(0);
     expect((failed as { stderr: string }).stderr).toContain(`Could not connect to Temporal at 127.0.0.1:${closed}`);
     expect((failed as { stderr: string }).stderr).toContain('check TEMPORAL_ADDRESS');

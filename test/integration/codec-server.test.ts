@@ -66,15 +66,28 @@ beforeAll(async () => {
     dataConverter: encryptingDataConverter([key]),
   });
   const codec = { namespace: 'default', corsOrigins: [uiUrl] };
-  api = await startApiServer({ client: encrypted, tokens: TEST_TOKENS, port: apiPort, codec: { ...codec, codec: new AesGcmPayloadCodec([key]) } });
+  api = await startApiServer({
+    client: encrypted,
+    tokens: TEST_TOKENS,
+    port: apiPort,
+    codec: { ...codec, codec: new AesGcmPayloadCodec([key]) },
+  });
   keyless = await startApiServer({ client: encrypted, tokens: TEST_TOKENS, codec });
 
   conversationId = h.newConversationId('codec');
-  h.model.enqueue({ toolCalls: [{ id: 'call_c1', name: 'find_customer', arguments: { query: 'Ada' } }] }, { content: `${ANSWER_MARKER}: Ada Lovelace` });
-  const turn = await encrypted.ask(conversationId, `${QUESTION_MARKER}: find Ada`, { input: { systemPrompt: `${SYSTEM_MARKER}: you serve the back office.` } });
+  h.model.enqueue(
+    { toolCalls: [{ id: 'call_c1', name: 'find_customer', arguments: { query: 'Ada' } }] },
+    { content: `${ANSWER_MARKER}: Ada Lovelace` },
+  );
+  const turn = await encrypted.ask(conversationId, `${QUESTION_MARKER}: find Ada`, {
+    input: { systemPrompt: `${SYSTEM_MARKER}: you serve the back office.` },
+  });
   expect(turn.answer).toContain(ANSWER_MARKER);
 
-  if (!fs.existsSync(CHROMIUM)) throw new Error(`This test drives Debian's Chromium at ${CHROMIUM}; install it (apt-get install chromium; .ci/run does).`);
+  if (!fs.existsSync(CHROMIUM))
+    throw new Error(
+      `This test drives Debian's Chromium at ${CHROMIUM}; install it (apt-get install chromium; .ci/run does).`,
+    );
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
 }, 120_000);
 afterAll(async () => {
@@ -92,17 +105,33 @@ afterAll(async () => {
 const call = apiCaller(() => api.url);
 const utf8 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
 /** A payload as the codec protocol carries it (protobuf JSON: bytes in base64). */
-const jsonPayload = (text: string) => ({ metadata: { encoding: utf8('json/plain') }, data: utf8(JSON.stringify(text)) });
+const jsonPayload = (text: string) => ({
+  metadata: { encoding: utf8('json/plain') },
+  data: utf8(JSON.stringify(text)),
+});
 
 /** `temporal workflow show` of the conversation as JSON, with the codec settings in `codecEnv`. */
-async function workflowShow(codecEnv: Record<string, string>): Promise<{ stdout: string; stderr: string; code: number }> {
+async function workflowShow(
+  codecEnv: Record<string, string>,
+): Promise<{ stdout: string; stderr: string; code: number }> {
   const cli = findTemporalCli();
   if (!cli) throw new Error('No temporal CLI: run scripts/ensure-temporal-cli.sh');
   const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...codecEnv };
   try {
     const { stdout, stderr } = await run(
       cli,
-      ['workflow', 'show', '--address', dev.address, '--namespace', 'default', '--workflow-id', conversationId, '--output', 'json'],
+      [
+        'workflow',
+        'show',
+        '--address',
+        dev.address,
+        '--namespace',
+        'default',
+        '--workflow-id',
+        conversationId,
+        '--output',
+        'json',
+      ],
       { env },
     );
     return { stdout, stderr, code: 0 };
@@ -118,7 +147,8 @@ function readableHistory(json: string): string {
   const walk = (value: unknown): void => {
     if (typeof value === 'string') {
       out.push(value);
-      if (/^[A-Za-z0-9+/]+={0,2}$/.test(value) && value.length % 4 === 0) out.push(Buffer.from(value, 'base64').toString('utf8'));
+      if (/^[A-Za-z0-9+/]+={0,2}$/.test(value) && value.length % 4 === 0)
+        out.push(Buffer.from(value, 'base64').toString('utf8'));
     } else if (Array.isArray(value)) value.forEach(walk);
     else if (value && typeof value === 'object') Object.values(value).forEach(walk);
   };
@@ -133,9 +163,13 @@ describe('temporal workflow show', () => {
     const seenPlain = readableHistory(plain.stdout);
     // The history is there (the check reads what it should); its payloads are ciphertext.
     expect(seenPlain).toContain('binary/encrypted');
-    for (const marker of [SYSTEM_MARKER, QUESTION_MARKER, ANSWER_MARKER, 'Lovelace']) expect(seenPlain, marker).not.toContain(marker);
+    for (const marker of [SYSTEM_MARKER, QUESTION_MARKER, ANSWER_MARKER, 'Lovelace'])
+      expect(seenPlain, marker).not.toContain(marker);
 
-    const decoded = await workflowShow({ TEMPORAL_CODEC_ENDPOINT: `${api.url}/codec`, TEMPORAL_CODEC_AUTH: `Bearer ${token('c')}` });
+    const decoded = await workflowShow({
+      TEMPORAL_CODEC_ENDPOINT: `${api.url}/codec`,
+      TEMPORAL_CODEC_AUTH: `Bearer ${token('c')}`,
+    });
     expect(decoded.code, decoded.stderr).toBe(0);
     const seen = readableHistory(decoded.stdout);
     for (const marker of [SYSTEM_MARKER, QUESTION_MARKER, ANSWER_MARKER]) expect(seen, marker).toContain(marker);
@@ -143,7 +177,10 @@ describe('temporal workflow show', () => {
   });
 
   it('fails, decoding nothing, for a token without the operator role', async () => {
-    const refused = await workflowShow({ TEMPORAL_CODEC_ENDPOINT: `${api.url}/codec`, TEMPORAL_CODEC_AUTH: `Bearer ${token('a')}` });
+    const refused = await workflowShow({
+      TEMPORAL_CODEC_ENDPOINT: `${api.url}/codec`,
+      TEMPORAL_CODEC_AUTH: `Bearer ${token('a')}`,
+    });
     expect(refused.code).not.toBe(0);
     expect(`${refused.stdout}\n${refused.stderr}`).not.toContain(QUESTION_MARKER);
   });
@@ -178,7 +215,10 @@ describe('the codec routes', () => {
     const other = await call('POST', '/codec/decode', token('c'), {
       payloads: [
         {
-          metadata: { encoding: Buffer.from(otherKey.metadata!.encoding!).toString('base64'), 'encryption-key-id': utf8('k-other') },
+          metadata: {
+            encoding: Buffer.from(otherKey.metadata!.encoding!).toString('base64'),
+            'encryption-key-id': utf8('k-other'),
+          },
           data: Buffer.from(otherKey.data!).toString('base64'),
         },
       ],
@@ -189,10 +229,13 @@ describe('the codec routes', () => {
       message: expect.stringContaining('encrypted with key "k-other", which this process does not hold'),
     });
 
-    const sealed = (await call('POST', '/codec/encode', token('c'), { payloads: [jsonPayload('tamper')] })).json.payloads[0];
+    const sealed = (await call('POST', '/codec/encode', token('c'), { payloads: [jsonPayload('tamper')] })).json
+      .payloads[0];
     const bytes = Buffer.from(sealed.data, 'base64');
     bytes[bytes.length - 1] ^= 1;
-    const altered = await call('POST', '/codec/decode', token('c'), { payloads: [{ ...sealed, data: bytes.toString('base64') }] });
+    const altered = await call('POST', '/codec/decode', token('c'), {
+      payloads: [{ ...sealed, data: bytes.toString('base64') }],
+    });
     expect(altered.status).toBe(422);
     expect(altered.json.error.message).toContain('failed authentication');
 
@@ -202,7 +245,9 @@ describe('the codec routes', () => {
       body: JSON.stringify({ payloads: [sealed] }),
     });
     expect(response.status).toBe(400);
-    expect(((await response.json()) as { error: { message: string } }).error.message).toBe('This codec server serves namespace "default", not "payments".');
+    expect(((await response.json()) as { error: { message: string } }).error.message).toBe(
+      'This codec server serves namespace "default", not "payments".',
+    );
 
     const malformed = await call('POST', '/codec/decode', token('c'), { payloads: [{ data: 'not base64!' }] });
     expect(malformed.status).toBe(400);
@@ -214,14 +259,21 @@ describe('the codec routes', () => {
       body: JSON.stringify({ payloads: [sealed] }),
     });
     expect(off.status).toBe(501);
-    expect(((await off.json()) as { error: unknown }).error).toEqual({ code: 'codec_off', message: expect.stringContaining('Set AGENT_PAYLOAD_KEYS') });
+    expect(((await off.json()) as { error: unknown }).error).toEqual({
+      code: 'codec_off',
+      message: expect.stringContaining('Set AGENT_PAYLOAD_KEYS'),
+    });
   });
 
   it("answer the Temporal UI's preflight with credentials allowed, and give other origins no CORS headers", async () => {
     const preflight = (origin: string) =>
       fetch(`${api.url}/codec/decode`, {
         method: 'OPTIONS',
-        headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,x-namespace' },
+        headers: {
+          origin,
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'content-type,x-namespace',
+        },
       });
     const allowed = await preflight(uiUrl);
     expect(allowed.status).toBe(204);
@@ -231,13 +283,19 @@ describe('the codec routes', () => {
     const other = await preflight('http://127.0.0.1:1');
     expect(other.headers.get('access-control-allow-origin')).toBeNull();
     // The /v1 API is no CORS endpoint at all.
-    const v1 = await fetch(`${api.url}/v1/approvals`, { method: 'OPTIONS', headers: { origin: uiUrl, 'access-control-request-method': 'GET' } });
+    const v1 = await fetch(`${api.url}/v1/approvals`, {
+      method: 'OPTIONS',
+      headers: { origin: uiUrl, 'access-control-request-method': 'GET' },
+    });
     expect(v1.headers.get('access-control-allow-origin')).toBeNull();
   });
 });
 
 describe('the Temporal UI', () => {
-  /** A browser whose UI uses the codec server with credentials (what the UI's Codec Server settings store), optionally signed in to the inbox with `secret`. */
+  /**
+   * A browser whose UI uses the codec server with credentials (what the UI's Codec Server settings store), optionally
+   * signed in to the inbox with `secret`.
+   */
   async function uiBrowser(secret?: string) {
     const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
     if (secret) {
@@ -248,7 +306,8 @@ describe('the Temporal UI', () => {
       await page.waitForSelector('[data-testid=subject]');
       await page.close();
     }
-    // What the UI's Codec Server settings store ("use my browser setting", the endpoint, "include cross-origin credentials").
+    // What the UI's Codec Server settings store ("use my browser setting", the endpoint, "include cross-origin
+    // credentials").
     const settings = { overrideRemoteCodecConfiguration: true, endpoint: `${api.url}/codec`, includeCredentials: true };
     await context.addInitScript({
       content: `if (location.origin === ${JSON.stringify(uiUrl)}) for (const [k, v] of Object.entries(${JSON.stringify(settings)})) localStorage.setItem(k, JSON.stringify(v));`,
@@ -274,7 +333,9 @@ describe('the Temporal UI', () => {
       expect(operator.decodes.length).toBeGreaterThan(0);
       expect(operator.decodes.every((status) => status === 200)).toBe(true);
       // The docs' picture with CODEC_SCREENSHOT=docs/codec-ui.png; otherwise rendered and dropped.
-      const shot = await operator.page.screenshot(process.env.CODEC_SCREENSHOT ? { path: process.env.CODEC_SCREENSHOT } : {});
+      const shot = await operator.page.screenshot(
+        process.env.CODEC_SCREENSHOT ? { path: process.env.CODEC_SCREENSHOT } : {},
+      );
       expect(shot.subarray(1, 4).toString()).toBe('PNG');
     } finally {
       await operator.context.close();

@@ -38,7 +38,8 @@ afterAll(async () => {
   await h?.stop();
 });
 
-const toolMessages = (body: unknown) => ((body as { messages: ChatMessage[] }).messages ?? []).filter((m) => m.role === 'tool');
+const toolMessages = (body: unknown) =>
+  ((body as { messages: ChatMessage[] }).messages ?? []).filter((m) => m.role === 'tool');
 
 describe('the context budget', () => {
   it('a 3 MB tool result is shown to the model truncated, kept whole in storage, and the next turn is answered', async () => {
@@ -57,8 +58,12 @@ describe('the context budget', () => {
 
     h.expectOnlyValidModelRequests();
     const shown = toolMessages(h.requestsFor('Export the report')[1])[0].content;
-    expect(shown).toContain(`of ${requestedChars} characters. The full text is stored with the conversation (message 2)`);
-    const stored = (await h.client.transcript(id)).find((m) => m.message.role === 'tool')!.message as { content: string };
+    expect(shown).toContain(
+      `of ${requestedChars} characters. The full text is stored with the conversation (message 2)`,
+    );
+    const stored = (await h.client.transcript(id)).find((m) => m.message.role === 'tool')!.message as {
+      content: string;
+    };
     expect(stored.content).toHaveLength(requestedChars);
     for (const r of h.model.requests.slice(-3)) expect(r.promptTokens).toBeLessThanOrEqual(128_000);
   });
@@ -122,16 +127,26 @@ describe('the context budget', () => {
     requestedChars = 200_000;
     const id = h.newConversationId('exceeded');
     const firstRequest = h.model.requests.length;
-    h.model.enqueue({ toolCalls: [{ id: 'call_x', name: 'export_report', arguments: { tag: 'x' } }] }, { content: 'Done.' });
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_x', name: 'export_report', arguments: { tag: 'x' } }] },
+      { content: 'Done.' },
+    );
     const { turn } = await h.client.ask(id, 'Export a report');
     expect(turn.outcome).toBe('answered');
     const requests = h.model.requests.slice(firstRequest);
-    expect(requests.map((r) => (r.valid ? 'ok' : (r.error?.body as { error: { code: string } }).error.code))).toEqual(['ok', 'context_length_exceeded', 'ok']);
+    expect(requests.map((r) => (r.valid ? 'ok' : (r.error?.body as { error: { code: string } }).error.code))).toEqual([
+      'ok',
+      'context_length_exceeded',
+      'ok',
+    ]);
     expect((requests[1].error?.body as { error: { message: string } }).error.message).toMatch(
       /^This model's maximum context length is 20000 tokens\. However, your messages resulted in \d+ tokens\. Please reduce the length of the messages\.$/,
     );
     expect(requests[2].promptTokens).toBeLessThanOrEqual(20_000);
-    const { rows } = await h.pool.query('SELECT context_budget FROM durable_agent.model_responses WHERE conversation_id = $1 ORDER BY created_at', [id]);
+    const { rows } = await h.pool.query(
+      'SELECT context_budget FROM durable_agent.model_responses WHERE conversation_id = $1 ORDER BY created_at',
+      [id],
+    );
     expect(rows.at(-1).context_budget).toMatchObject({ windowTokens: 15_000, truncated: [2] });
     h.model.setContextWindow(undefined);
   });
@@ -143,19 +158,31 @@ describe('usage', () => {
     requestedChars = 1000;
     const id = h.newConversationId('usage');
     const firstRequest = h.model.requests.length;
-    h.model.enqueue({ toolCalls: [{ id: 'call_u', name: 'export_report', arguments: { tag: 'u' } }] }, { content: 'Small report.' });
-    // A window small enough that the byte bound cannot show the request fits: the worker counts, and stores its estimate.
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_u', name: 'export_report', arguments: { tag: 'u' } }] },
+      { content: 'Small report.' },
+    );
+    // A window small enough that the byte bound cannot show the request fits: the worker counts, and stores its
+    // estimate.
     await h.client.ask(id, 'Export a small report', { input: { model: { stream: false, contextWindow: 1_000 } } });
     const served = h.model.requests.slice(firstRequest).map((r) => r.promptTokens!);
-    const { rows } = await h.pool.query<{ usage: { promptTokens: number; completionTokens: number }; prompt_estimate: number }>(
+    const { rows } = await h.pool.query<{
+      usage: { promptTokens: number; completionTokens: number };
+      prompt_estimate: number;
+    }>(
       'SELECT usage, prompt_estimate FROM durable_agent.model_responses WHERE conversation_id = $1 ORDER BY created_at',
       [id],
     );
     expect(rows.map((r) => r.usage.promptTokens)).toEqual(served);
-    // The worker's estimate is the provider's count but for the 3 tokens that prime the reply; the ratio calibrates the next call.
-    // The first request is so small that its byte bound shows it fits: sent uncounted, no estimate. The second is counted.
+    // The worker's estimate is the provider's count but for the 3 tokens that prime the reply; the ratio calibrates the
+    // next call.
+    // The first request is so small that its byte bound shows it fits: sent uncounted, no estimate. The second is
+    // counted.
     expect(rows.map((r) => r.prompt_estimate)).toEqual([null, served[1] - 3]);
-    expect((await readModelCallState(h.pool, h.tables, 'no such response', id)).calibration).toBeCloseTo(served[1] / (served[1] - 3), 10);
+    expect((await readModelCallState(h.pool, h.tables, 'no such response', id)).calibration).toBeCloseTo(
+      served[1] / (served[1] - 3),
+      10,
+    );
     const state = await h.client.state(id);
     expect(state.recentTurns[0].usage).toEqual({
       promptTokens: served[0] + served[1],
@@ -214,7 +241,9 @@ describe('oversized tool call arguments', () => {
     const { turn, answer } = await h.client.ask(id, 'Export with a huge tag');
     expect(turn.outcome).toBe('answered');
     expect(answer).toBe('I will ask for less.');
-    const result = (await h.client.transcript(id)).find((m) => m.message.role === 'tool')!.message as { content: string };
+    const result = (await h.client.transcript(id)).find((m) => m.message.role === 'tool')!.message as {
+      content: string;
+    };
     expect(JSON.parse(result.content)).toEqual({
       kind: 'tool_failed',
       reason: 'invalid_arguments',

@@ -17,7 +17,12 @@ beforeAll(async () => {
   h = await startHarness({
     tools: [
       ...backofficeTools(),
-      tool({ name: 'count_step', description: 'Counts a step.', parameters: z.object({ n: z.number() }), execute: ({ n }) => `step ${n} done` }),
+      tool({
+        name: 'count_step',
+        description: 'Counts a step.',
+        parameters: z.object({ n: z.number() }),
+        execute: ({ n }) => `step ${n} done`,
+      }),
     ],
   });
 });
@@ -29,7 +34,12 @@ async function runsOf(id: string) {
   const runs: { runId: string; status: string; events: number; bytes: number }[] = [];
   for await (const execution of h.temporal.workflow.list({ query: `WorkflowId = '${id}'` })) {
     const sizes = await historyEventSizes(h.temporal, id, execution.runId);
-    runs.push({ runId: execution.runId, status: execution.status.name, events: sizes.length, bytes: sizes.reduce((s, e) => s + e.bytes, 0) });
+    runs.push({
+      runId: execution.runId,
+      status: execution.status.name,
+      events: sizes.length,
+      bytes: sizes.reduce((s, e) => s + e.bytes, 0),
+    });
   }
   return runs;
 }
@@ -56,7 +66,9 @@ describe('continue-as-new between turns', () => {
       if (!JSON.stringify(messages[1] ?? {}).includes('long-run')) return { content: 'unexpected' };
       const sinceUser = messages.length - 1 - messages.map((m) => m.role).lastIndexOf('user');
       const done = Math.floor(sinceUser / 2);
-      return done < TOOL_STEPS_PER_TURN ? { toolCalls: [{ name: 'count_step', arguments: { n: done + 1 } }] } : { content: `turn done after ${done} tools` };
+      return done < TOOL_STEPS_PER_TURN
+        ? { toolCalls: [{ name: 'count_step', arguments: { n: done + 1 } }] }
+        : { content: `turn done after ${done} tools` };
     });
     try {
       for (let turn = 0; turn < TURNS; turn++) {
@@ -98,7 +110,9 @@ describe('continue-as-new between turns', () => {
   it('decisions already applied stay deduplicated in later runs, and messages sent during the switch are answered', async () => {
     const id = h.newConversationId('can-dedup');
     const bigRefund = (callId: string) => ({
-      toolCalls: [{ id: callId, name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 10_050, reason: 'x' } }],
+      toolCalls: [
+        { id: callId, name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 10_050, reason: 'x' } },
+      ],
     });
     h.model.enqueue(bigRefund('call_first'), { content: 'Done one.' });
     // 'queue' so the third message, sent right after the last decision, waits for the
@@ -122,7 +136,11 @@ describe('continue-as-new between turns', () => {
     expect((await h.client.waitForTurn(id, second)).outcome).toBe('answered');
     expect((await h.client.waitForTurn(id, third)).outcome).toBe('answered');
     const stored = (await h.client.transcript(id)).map((m) => m.message);
-    expect(stored.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['can-dedup first', 'can-dedup second', 'can-dedup third']);
+    expect(stored.filter((m) => m.role === 'user').map((m) => m.content)).toEqual([
+      'can-dedup first',
+      'can-dedup second',
+      'can-dedup third',
+    ]);
     await transcriptIsValid(id);
     h.expectOnlyValidModelRequests();
   });

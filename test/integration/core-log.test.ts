@@ -21,20 +21,29 @@ function coreLines(output: string): { level: number; target?: string; activation
   return output
     .split('\n')
     .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as { level: number; sdkComponent?: string; target?: string; activation?: string; msg: string })
+    .map(
+      (line) =>
+        JSON.parse(line) as { level: number; sdkComponent?: string; target?: string; activation?: string; msg: string },
+    )
     .filter((line) => line.sdkComponent === 'core');
 }
 
 describe("the SDK core's log", () => {
   it("at AGENT_CORE_LOG_LEVEL=debug shows a conversation's workflow activations with their jobs; at the default, no debug line", async () => {
     for (const level of ['debug', undefined] as const) {
-      const worker = await startWorkerProcess({ ...h.workerEnv(), LOG_LEVEL: 'debug', ...(level ? { AGENT_CORE_LOG_LEVEL: level } : {}) });
+      const worker = await startWorkerProcess({
+        ...h.workerEnv(),
+        LOG_LEVEL: 'debug',
+        ...(level ? { AGENT_CORE_LOG_LEVEL: level } : {}),
+      });
       try {
         const id = h.newConversationId(`core-log-${level ?? 'default'}`);
         h.model.enqueue({ content: 'Logged.' });
         expect((await h.client.ask(id, 'hello')).answer).toBe('Logged.');
         const lines = coreLines(worker.output());
-        const activations = lines.filter((line) => line.level === 20 && line.activation?.includes('InitializeWorkflow'));
+        const activations = lines.filter(
+          (line) => line.level === 20 && line.activation?.includes('InitializeWorkflow'),
+        );
         if (level === 'debug') {
           expect(activations.length).toBeGreaterThan(0);
           expect(activations[0].target).toMatch(/^temporalio_sdk_core::/);

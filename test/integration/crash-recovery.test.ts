@@ -28,11 +28,15 @@ afterAll(async () => {
   await worker?.stop('SIGKILL');
   await h?.stop();
   fs.rmSync(scratch, { recursive: true, force: true });
-  console.log(`recovery after SIGKILL (kill → turn finished, new worker started at once): ${recoveries.map((r) => `${r.point} ${r.ms} ms`).join('; ')}`);
+  console.log(
+    `recovery after SIGKILL (kill → turn finished, new worker started at once): ${recoveries.map((r) => `${r.point} ${r.ms} ms`).join('; ')}`,
+  );
 });
 
 const startWorker = async (env: Record<string, string> = {}): Promise<WorkerProcess> => {
-  worker = await startWorkerProcess(h.workerEnv({ AGENT_TOOLS_MODULE: path.join(__dirname, '..', 'support', 'crash-tools.ts'), ...env }));
+  worker = await startWorkerProcess(
+    h.workerEnv({ AGENT_TOOLS_MODULE: path.join(__dirname, '..', 'support', 'crash-tools.ts'), ...env }),
+  );
   return worker;
 };
 const kill = async (): Promise<number> => {
@@ -41,10 +45,15 @@ const kill = async (): Promise<number> => {
   return Date.now();
 };
 const roles = async (id: string) => (await h.client.transcript(id)).map((m) => m.message.role);
-const refundsFor = async (key: string) => (await h.pool.query('SELECT amount_cents FROM refunds WHERE idempotency_key = $1', [key])).rows;
+const refundsFor = async (key: string) =>
+  (await h.pool.query('SELECT amount_cents FROM refunds WHERE idempotency_key = $1', [key])).rows;
 
 /** Kills the worker while the model call hangs; a new worker calls again and the turn is answered. */
-async function killDuringModelCall(name: string, text: string, conversationInput: Record<string, unknown>): Promise<string> {
+async function killDuringModelCall(
+  name: string,
+  text: string,
+  conversationInput: Record<string, unknown>,
+): Promise<string> {
   const id = h.newConversationId(name);
   let calls = 0;
   h.model.setResponder((request) => {
@@ -75,12 +84,24 @@ async function killDuringModelCall(name: string, text: string, conversationInput
  * committed; the call runs again on a new worker, gets the recorded result,
  * and the refund happened once.
  */
-async function killAfterRefund(name: string, orderId: string, conversationInput: Record<string, unknown>): Promise<string> {
+async function killAfterRefund(
+  name: string,
+  orderId: string,
+  conversationInput: Record<string, unknown>,
+): Promise<string> {
   await kill();
   const marker = path.join(scratch, name);
   const id = h.newConversationId(name);
   h.model.enqueue(
-    { toolCalls: [{ id: 'call_refund', name: 'issue_refund', arguments: { order_id: orderId, amount_cents: 1_500, reason: 'crash test' } }] },
+    {
+      toolCalls: [
+        {
+          id: 'call_refund',
+          name: 'issue_refund',
+          arguments: { order_id: orderId, amount_cents: 1_500, reason: 'crash test' },
+        },
+      ],
+    },
     { content: 'Refunded 15.00.' },
   );
   await startWorker({ CRASH_MARKER_FILE: marker });
@@ -133,11 +154,21 @@ describe('SIGKILL of the worker process', () => {
     const id = h.newConversationId('kill-handoff');
     h.model.enqueue(
       { toolCalls: [{ id: 'call_handoff', name: 'transfer_to_refunds', arguments: {} }] },
-      { toolCalls: [{ id: 'call_refund', name: 'issue_refund', arguments: { order_id: 'ord_1002', amount_cents: 1_200, reason: 'handoff crash' } }] },
+      {
+        toolCalls: [
+          {
+            id: 'call_refund',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_1002', amount_cents: 1_200, reason: 'handoff crash' },
+          },
+        ],
+      },
       { content: 'Refunded 12.00.' },
     );
     await startWorker({ CRASH_MARKER_FILE: marker });
-    const messageId = await h.client.sendMessage(id, 'HANDOFF-CRASH refund 12 on ord_1002', { input: { ...input, agent: 'triage' } });
+    const messageId = await h.client.sendMessage(id, 'HANDOFF-CRASH refund 12 on ord_1002', {
+      input: { ...input, agent: 'triage' },
+    });
     await expect.poll(() => fs.existsSync(marker), { timeout: 20_000 }).toBe(true);
     await expect.poll(() => worker!.child.exitCode !== null || worker!.child.signalCode !== null).toBe(true);
     await startWorker({ CRASH_MARKER_FILE: marker });
@@ -160,13 +191,27 @@ describe('SIGKILL of the worker process', () => {
     const marker = path.join(scratch, 'kill-sub-agent');
     const id = h.newConversationId('kill-sub-agent');
     h.model.enqueue(
-      { toolCalls: [{ id: 'call_delegate', name: 'ask_refunds', arguments: { input: 'SUBAGENT-CRASH refund 13 on ord_3001' } }] },
-      { toolCalls: [{ id: 'call_refund', name: 'issue_refund', arguments: { order_id: 'ord_3001', amount_cents: 1_300, reason: 'sub-agent crash' } }] },
+      {
+        toolCalls: [
+          { id: 'call_delegate', name: 'ask_refunds', arguments: { input: 'SUBAGENT-CRASH refund 13 on ord_3001' } },
+        ],
+      },
+      {
+        toolCalls: [
+          {
+            id: 'call_refund',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_3001', amount_cents: 1_300, reason: 'sub-agent crash' },
+          },
+        ],
+      },
       { content: 'Refunded 13.00 once.' },
       { content: 'The refunds agent refunded 13.00.' },
     );
     await startWorker({ CRASH_MARKER_FILE: marker });
-    const messageId = await h.client.sendMessage(id, 'SUBAGENT-CRASH please refund', { input: { ...input, agent: 'desk' } });
+    const messageId = await h.client.sendMessage(id, 'SUBAGENT-CRASH please refund', {
+      input: { ...input, agent: 'desk' },
+    });
     await expect.poll(() => fs.existsSync(marker), { timeout: 30_000 }).toBe(true);
     await expect.poll(() => worker!.child.exitCode !== null || worker!.child.signalCode !== null).toBe(true);
     const killedAt = Date.now();
@@ -189,7 +234,15 @@ describe('SIGKILL of the worker process', () => {
     await kill();
     const id = h.newConversationId('kill-approval');
     h.model.enqueue(
-      { toolCalls: [{ id: 'call_big', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 11_000, reason: 'approved' } }] },
+      {
+        toolCalls: [
+          {
+            id: 'call_big',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_2001', amount_cents: 11_000, reason: 'approved' },
+          },
+        ],
+      },
       { content: 'Approved refund issued.' },
     );
     await startWorker();
@@ -202,7 +255,10 @@ describe('SIGKILL of the worker process', () => {
     recoveries.push({ point: 'awaiting approval', ms: Date.now() - killedAt });
     expect(turn.outcome).toBe('answered');
     expect(await refundsFor((await effectKeyOf(h.pool, id, 'call_big'))!)).toEqual([{ amount_cents: 11_000 }]);
-    const records = await h.pool.query('SELECT decision_id FROM durable_agent.approval_decisions WHERE conversation_id = $1', [id]);
+    const records = await h.pool.query(
+      'SELECT decision_id FROM durable_agent.approval_decisions WHERE conversation_id = $1',
+      [id],
+    );
     expect(records.rows).toEqual([{ decision_id: 'approve-while-down' }]);
     expect(await roles(id)).toEqual(['user', 'assistant', 'tool', 'assistant']);
     h.expectOnlyValidModelRequests();
@@ -225,7 +281,10 @@ describe('SIGKILL of the worker process', () => {
 
   it('with local activities, during the model call: the workflow task times out, a new worker runs the call again and the turn finishes', async () => {
     await kill();
-    const id = await killDuringModelCall('kill-local-model', 'kill during the local model call', { ...input, ...LOCAL });
+    const id = await killDuringModelCall('kill-local-model', 'kill during the local model call', {
+      ...input,
+      ...LOCAL,
+    });
     expect((await activitiesOf(id)).types.filter((t) => /callModel/.test(t))).toEqual([]);
   });
 

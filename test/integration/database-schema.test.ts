@@ -60,7 +60,10 @@ async function schemasIn(pool: Pool): Promise<string[]> {
 
 const projectTablesIn = (schema: string): string[] => AGENT_TABLE_NAMES.map((name) => `${schema}.${name}`).sort();
 
-/** The environment of a worker process (`src/main.ts`) on `databaseUrl`, with the team's tools unless `extra` says otherwise. */
+/**
+ * The environment of a worker process (`src/main.ts`) on `databaseUrl`, with the team's tools unless `extra` says
+ * otherwise.
+ */
 const workerEnv = (databaseUrl: string, extra: Record<string, string> = {}): Record<string, string> => ({
   TEMPORAL_ADDRESS: inject('temporalAddress'),
   TEMPORAL_TASK_QUEUE: `schema-${randomUUID()}`,
@@ -85,7 +88,9 @@ describe("the project's tables in a schema of their own", () => {
 
     expect(await tablesIn(pool)).toEqual(projectTablesIn('durable_agent'));
     expect(await schemasIn(pool)).toEqual(['durable_agent', 'public']);
-    const ledger = await pool.query<{ version: number; name: string }>('SELECT version, name FROM durable_agent.schema_migrations ORDER BY version');
+    const ledger = await pool.query<{ version: number; name: string }>(
+      'SELECT version, name FROM durable_agent.schema_migrations ORDER BY version',
+    );
     // The retired version 2 is recorded too: every ledger holds every version up to the latest.
     expect(ledger.rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
     expect(ledger.rows[1].name).toMatch(/^retired: the back-office demo tables moved to the demo's own setup$/);
@@ -96,16 +101,26 @@ describe("the project's tables in a schema of their own", () => {
     await runWorkerOnce(databaseUrl, { AGENT_TOOLS_MODULE: '' });
 
     expect(await tablesIn(pool)).toEqual([...projectTablesIn('durable_agent'), ...DEMO_TABLES]);
-    expect((await pool.query('SELECT id FROM public.customers ORDER BY id')).rows.map((r) => r.id)).toEqual(DEMO_CUSTOMERS.map((c) => c.id).sort());
+    expect((await pool.query('SELECT id FROM public.customers ORDER BY id')).rows.map((r) => r.id)).toEqual(
+      DEMO_CUSTOMERS.map((c) => c.id).sort(),
+    );
   });
 
   it('a schema name from the configuration is used', async () => {
     const { pool, databaseUrl } = await freshDatabase();
     const env = workerEnv(databaseUrl, { AGENT_DATABASE_SCHEMA: 'agent_x' });
     const worker = await startWorkerProcess(env);
-    const client = await AgentClient.connect({ temporalAddress: env.TEMPORAL_ADDRESS, taskQueue: env.TEMPORAL_TASK_QUEUE, databaseUrl, schema: 'agent_x' });
+    const client = await AgentClient.connect({
+      temporalAddress: env.TEMPORAL_ADDRESS,
+      taskQueue: env.TEMPORAL_TASK_QUEUE,
+      databaseUrl,
+      schema: 'agent_x',
+    });
     try {
-      model.enqueue({ toolCalls: [{ id: 'call_note', name: 'remember', arguments: { note: 'schemas are configurable' } }] }, { content: 'Noted, in agent_x.' });
+      model.enqueue(
+        { toolCalls: [{ id: 'call_note', name: 'remember', arguments: { note: 'schemas are configurable' } }] },
+        { content: 'Noted, in agent_x.' },
+      );
       const { turn, answer } = await client.ask('schema-x', 'Remember that schemas are configurable');
       expect(turn.outcome).toBe('answered');
       // The client read the answer from agent_x, where the worker's activities wrote it.
@@ -117,7 +132,8 @@ describe("the project's tables in a schema of their own", () => {
 
     expect(await tablesIn(pool)).toEqual(projectTablesIn('agent_x'));
     expect(await schemasIn(pool)).toEqual(['agent_x', 'public']);
-    const count = async (table: string): Promise<number> => (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM agent_x.${table}`)).rows[0].n;
+    const count = async (table: string): Promise<number> =>
+      (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM agent_x.${table}`)).rows[0].n;
     expect(await count('conversation_messages')).toBe(4);
     expect(await count('model_responses')).toBe(2);
     expect(await count('tool_results')).toBe(1);
@@ -129,17 +145,27 @@ describe("the project's tables in a schema of their own", () => {
     const rule =
       /"Agent-X" is not a plain lowercase SQL identifier \(\^\[a-z_\]\[a-z0-9_\]\{0,62\}\$: .*\)\. Use a plain lowercase SQL identifier such as durable_agent/;
     expect(() => loadConfig({ AGENT_DATABASE_SCHEMA: 'Agent-X' })).toThrow(ConfigError);
-    expect(() => loadConfig({ AGENT_DATABASE_SCHEMA: 'Agent-X' })).toThrow(new RegExp(`AGENT_DATABASE_SCHEMA: ${rule.source}`));
-    expect(() => loadConfig({ AGENT_DATABASE_SCHEMA: 'public' })).toThrow(/AGENT_DATABASE_SCHEMA: "public" is shared with every other user of the database/);
-    expect(() => loadConfig({ AGENT_DATABASE_SCHEMA: 'pg_agent' })).toThrow(/AGENT_DATABASE_SCHEMA: "pg_agent" starts with pg_, which PostgreSQL reserves/);
+    expect(() => loadConfig({ AGENT_DATABASE_SCHEMA: 'Agent-X' })).toThrow(
+      new RegExp(`AGENT_DATABASE_SCHEMA: ${rule.source}`),
+    );
+    expect(() => loadConfig({ AGENT_DATABASE_SCHEMA: 'public' })).toThrow(
+      /AGENT_DATABASE_SCHEMA: "public" is shared with every other user of the database/,
+    );
+    expect(() => loadConfig({ AGENT_DATABASE_SCHEMA: 'pg_agent' })).toThrow(
+      /AGENT_DATABASE_SCHEMA: "pg_agent" starts with pg_, which PostgreSQL reserves/,
+    );
     expect(loadConfig({}).databaseSchema).toBe('durable_agent');
 
     const { pool, databaseUrl } = await freshDatabase();
     await expect(migrate(pool, { schema: 'Agent-X' })).rejects.toThrow(rule);
     await expect(migrate(pool, { schema: 'x"; DROP SCHEMA public; --' })).rejects.toThrow(ConfigError);
-    await expect(AgentClient.connect({ temporalAddress: inject('temporalAddress'), databaseUrl, schema: 'Agent-X' })).rejects.toThrow(rule);
+    await expect(
+      AgentClient.connect({ temporalAddress: inject('temporalAddress'), databaseUrl, schema: 'Agent-X' }),
+    ).rejects.toThrow(rule);
     await expect(startWorkerProcess(workerEnv(databaseUrl, { AGENT_DATABASE_SCHEMA: 'Agent-X' }))).rejects.toThrow(
-      new RegExp(`The worker cannot start: Invalid configuration in the environment:\\s+AGENT_DATABASE_SCHEMA: ${rule.source}`),
+      new RegExp(
+        `The worker cannot start: Invalid configuration in the environment:\\s+AGENT_DATABASE_SCHEMA: ${rule.source}`,
+      ),
     );
     expect(await tablesIn(pool)).toEqual([]);
     expect(await schemasIn(pool)).toEqual(['public']);
@@ -150,9 +176,13 @@ describe("the project's tables in a schema of their own", () => {
     // print the error and then hang, ignoring SIGTERM (the runtime held it alive).
     const { databaseUrl } = await freshDatabase();
     const missing = path.join(os.tmpdir(), `no-such-tools-${randomUUID()}.js`);
-    const error = await startWorkerProcess(workerEnv(databaseUrl, { AGENT_TOOLS_MODULE: missing }), 60_000).catch((err: Error) => err);
+    const error = await startWorkerProcess(workerEnv(databaseUrl, { AGENT_TOOLS_MODULE: missing }), 60_000).catch(
+      (err: Error) => err,
+    );
     expect((error as Error).message).toMatch(/^worker exited with 1 before it was ready:/);
-    expect((error as Error).message).toContain(`The worker cannot start: AGENT_TOOLS_MODULE=${missing}: cannot load ${missing}`);
+    expect((error as Error).message).toContain(
+      `The worker cannot start: AGENT_TOOLS_MODULE=${missing}: cannot load ${missing}`,
+    );
   });
 
   it("a team's own public.schema_migrations from another tool is left alone", async () => {
@@ -164,8 +194,10 @@ describe("the project's tables in a schema of their own", () => {
       },
       // The same columns as the project's ledger, but another tool's rows.
       {
-        create: 'CREATE TABLE public.schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
-        insert: "INSERT INTO public.schema_migrations (version, name) VALUES (1, 'create users'), (2, 'create invoices')",
+        create:
+          'CREATE TABLE public.schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+        insert:
+          "INSERT INTO public.schema_migrations (version, name) VALUES (1, 'create users'), (2, 'create invoices')",
       },
     ];
     for (const ledger of ledgers) {
@@ -179,9 +211,15 @@ describe("the project's tables in a schema of their own", () => {
 
       expect(await migrate(pool)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
 
-      expect(await tablesIn(pool)).toEqual([...projectTablesIn('durable_agent'), 'public.schema_migrations', 'public.tool_results']);
+      expect(await tablesIn(pool)).toEqual([
+        ...projectTablesIn('durable_agent'),
+        'public.schema_migrations',
+        'public.tool_results',
+      ]);
       expect((await pool.query('SELECT * FROM public.schema_migrations ORDER BY 1')).rows).toEqual(before);
-      expect((await pool.query('SELECT outcome FROM public.tool_results')).rows).toEqual([{ outcome: "the team's own row" }]);
+      expect((await pool.query('SELECT outcome FROM public.tool_results')).rows).toEqual([
+        { outcome: "the team's own row" },
+      ]);
       expect((await pool.query('SELECT count(*)::int AS n FROM durable_agent.tool_results')).rows).toEqual([{ n: 0 }]);
     }
   });
@@ -192,7 +230,9 @@ describe("the project's tables in a schema of their own", () => {
     await Promise.all([setupBackofficeDemo(pool), setupBackofficeDemo(pool)]);
     expect(await tablesIn(pool)).toEqual(DEMO_TABLES);
     await pool.query("UPDATE public.orders SET refunded_cents = 1200 WHERE id = 'ord_1001'");
-    await pool.query("INSERT INTO public.customers (id, name, email) VALUES ('cus_zuse', 'Konrad Zuse', 'konrad@example.com')");
+    await pool.query(
+      "INSERT INTO public.customers (id, name, email) VALUES ('cus_zuse', 'Konrad Zuse', 'konrad@example.com')",
+    );
 
     await setupBackofficeDemo(pool);
 

@@ -17,14 +17,18 @@ beforeAll(async () => {
 afterAll(() => h?.stop());
 
 /** How many activities of each kind the conversation's history scheduled, and how many workflow tasks it completed. */
-async function scheduled(id: string): Promise<{ activities: Partial<Record<ConversationActivityName, number>>; workflowTasks: number }> {
+async function scheduled(
+  id: string,
+): Promise<{ activities: Partial<Record<ConversationActivityName, number>>; workflowTasks: number }> {
   const history = await h.temporal.workflow.getHandle(id).fetchHistory();
   const activities: Partial<Record<ConversationActivityName, number>> = {};
   let workflowTasks = 0;
   for (const event of history.events ?? []) {
     if (event.workflowTaskCompletedEventAttributes) workflowTasks++;
     const type = event.activityTaskScheduledEventAttributes?.activityType?.name;
-    const name = (['appendMessages', 'callModel', 'runTool', 'recordDecision'] as const).find((n) => type === conversationActivityType(n));
+    const name = (['appendMessages', 'callModel', 'runTool', 'recordDecision'] as const).find(
+      (n) => type === conversationActivityType(n),
+    );
     if (name) activities[name] = (activities[name] ?? 0) + 1;
   }
   return { activities, workflowTasks };
@@ -68,7 +72,15 @@ describe('deferred transcript writes', () => {
     try {
       const id = h.newConversationId('waiting');
       h.model.enqueue(
-        { toolCalls: [{ id: 'call_big', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 20_000, reason: 'broken' } }] },
+        {
+          toolCalls: [
+            {
+              id: 'call_big',
+              name: 'issue_refund',
+              arguments: { order_id: 'ord_2001', amount_cents: 20_000, reason: 'broken' },
+            },
+          ],
+        },
         { content: 'Refunded 200.00.' },
       );
       const messageId = await h.client.sendMessage(id, 'Refund 200 on ord_2001');
@@ -89,7 +101,10 @@ describe('deferred transcript writes', () => {
     const worker = await runWorkerOn(h, { codePath: inject('workflowBundlePath') });
     try {
       const id = h.newConversationId('refused');
-      h.model.enqueue({ toolCalls: [{ id: 'call_1', name: 'find_customer', arguments: { query: 'Grace' } }] }, { kind: 'http_error', status: 400 });
+      h.model.enqueue(
+        { toolCalls: [{ id: 'call_1', name: 'find_customer', arguments: { query: 'Grace' } }] },
+        { kind: 'http_error', status: 400 },
+      );
       const { turn } = await h.client.ask(id, 'Who is Grace?');
       expect(turn.outcome).toBe('failed');
       // The second call carried the first step's messages; it was refused before it wrote them, or

@@ -19,7 +19,13 @@ afterEach(() => vi.restoreAllMocks());
 
 describe('DeltaPublisher while the database is down', () => {
   it('logs the first failure of a response and one count at its end, not one line per event', async () => {
-    const pool = new Pool({ host: '127.0.0.1', port: await freePort(), user: 'nobody', database: 'none', connectionTimeoutMillis: 2_000 });
+    const pool = new Pool({
+      host: '127.0.0.1',
+      port: await freePort(),
+      user: 'nobody',
+      database: 'none',
+      connectionTimeoutMillis: 2_000,
+    });
     const warn = vi.spyOn(logger, 'warn');
     try {
       const ids = { conversationId: 'conv-outage', responseKey: 'resp-1', attempt: 1 };
@@ -29,7 +35,10 @@ describe('DeltaPublisher while the database is down', () => {
         await new Promise((resolve) => setTimeout(resolve, 60)); // past the 50 ms batching: one event each
       }
       await publisher.end(true);
-      const lines = warn.mock.calls.map(([meta, message]) => ({ meta: meta as unknown as Record<string, unknown>, message }));
+      const lines = warn.mock.calls.map(([meta, message]) => ({
+        meta: meta as unknown as Record<string, unknown>,
+        message,
+      }));
       expect(lines.map((l) => l.message)).toEqual([
         'could not publish a stream event',
         'stream events of this response were not published; clients read the stored answer instead',
@@ -73,7 +82,9 @@ describe('DeltaPublisher text', () => {
       for (const delta of deltas) expect(findUnstorableCharacter(delta.text)).toBeUndefined();
       expect(deltas.map((d) => d.text).join('')).toBe(toStorableText(pushes.join('')));
       // Offsets count what was sent before each event.
-      expect(deltas.map((d) => d.offset)).toEqual(deltas.map((_, i) => deltas.slice(0, i).reduce((n, d) => n + d.text.length, 0)));
+      expect(deltas.map((d) => d.offset)).toEqual(
+        deltas.map((_, i) => deltas.slice(0, i).reduce((n, d) => n + d.text.length, 0)),
+      );
     } finally {
       listener.release();
       await pool.end();
@@ -86,7 +97,11 @@ describe('DeltaPublisher without text', () => {
     const { pool, listener, events } = await listening();
     try {
       const ended = async (attempt: number, ok: boolean): Promise<void> =>
-        new DeltaPublisher(pool, agentTables(), { conversationId: 'conv-calls', responseKey: `resp-${attempt}-${ok}`, attempt }).end(ok);
+        new DeltaPublisher(pool, agentTables(), {
+          conversationId: 'conv-calls',
+          responseKey: `resp-${attempt}-${ok}`,
+          attempt,
+        }).end(ok);
       await ended(1, true); // tool calls only: nobody saw anything, nothing was kept
       await ended(1, false);
       await ended(2, true); // an earlier attempt may have left pieces: they are dropped, and listeners told

@@ -63,13 +63,16 @@ function envOf(s: Service): Record<string, string> {
  * when unset or empty / unset), and `$$` for a literal `$`.
  */
 function interpolate(value: string, vars: Record<string, string> = {}): string {
-  return value.replace(/\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?)([-?])([^}]*))?\}/g, (match, name?: string, colon?: string, op?: string, arg?: string) => {
-    if (match === '$$') return '$';
-    const set = name! in vars && (colon !== ':' || vars[name!] !== '');
-    if (set) return vars[name!];
-    if (op === '?') throw new Error(`${name} ${arg}`);
-    return op === '-' ? (arg ?? '') : '';
-  });
+  return value.replace(
+    /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?)([-?])([^}]*))?\}/g,
+    (match, name?: string, colon?: string, op?: string, arg?: string) => {
+      if (match === '$$') return '$';
+      const set = name! in vars && (colon !== ':' || vars[name!] !== '');
+      if (set) return vars[name!];
+      if (op === '?') throw new Error(`${name} ${arg}`);
+      return op === '-' ? (arg ?? '') : '';
+    },
+  );
 }
 
 /** The variables compose reads from `.env`, as scripts/compose-env.sh writes them (run in a scratch folder). */
@@ -77,7 +80,10 @@ function generatedEnv(): { vars: Record<string, string>; mode: number } {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'compose-env-'));
   try {
     const file = path.join(dir, '.env');
-    execFileSync('bash', [path.join(root, 'scripts', 'compose-env.sh'), file], { env: { PATH: process.env.PATH ?? '' }, stdio: 'pipe' });
+    execFileSync('bash', [path.join(root, 'scripts', 'compose-env.sh'), file], {
+      env: { PATH: process.env.PATH ?? '' },
+      stdio: 'pipe',
+    });
     const vars = Object.fromEntries(
       readFileSync(file, 'utf8')
         .split('\n')
@@ -91,7 +97,9 @@ function generatedEnv(): { vars: Record<string, string>; mode: number } {
 }
 
 /** Every `${NAME…}` the compose file refers to. */
-const referencedVariables = (text: string): string[] => [...new Set([...text.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1]))];
+const referencedVariables = (text: string): string[] => [
+  ...new Set([...text.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1])),
+];
 
 /** Bind mounts as { source, target }, from short (`./a:/b:ro`) or long syntax. */
 function bindMounts(s: Service): Array<{ source: string; target: string }> {
@@ -112,7 +120,10 @@ function dependsOn(s: Service): Record<string, string | undefined> {
 
 const asText = (v: string | string[] | undefined): string => (Array.isArray(v) ? v.join(' ') : (v ?? ''));
 
-/** The shell a one-shot service runs: its entrypoint and command, and the scripts of deploy/ they name through a bind mount. */
+/**
+ * The shell a one-shot service runs: its entrypoint and command, and the scripts of deploy/ they name through a bind
+ * mount.
+ */
 function scriptOf(s: Service): string {
   const inline = `${asText(s.entrypoint)}\n${asText(s.command)}`;
   const files = bindMounts(s)
@@ -134,7 +145,14 @@ describe('docker-compose.yml', () => {
 
   it('has the six services of the stack', () => {
     expect(Object.keys(services)).toEqual(
-      expect.arrayContaining(['postgresql', 'temporal-schema', 'temporal', 'temporal-admin-tools', 'temporal-ui', 'worker']),
+      expect.arrayContaining([
+        'postgresql',
+        'temporal-schema',
+        'temporal',
+        'temporal-admin-tools',
+        'temporal-ui',
+        'worker',
+      ]),
     );
   });
 
@@ -143,7 +161,8 @@ describe('docker-compose.yml', () => {
     expect(String(service('temporal').image)).toMatch(/^temporalio\/server:1\.\d+\.\d+$/);
     const version = String(service('temporal').image).split(':')[1];
     // The admin tools of the server's own version: the schema job installs the schema that server expects.
-    for (const job of ['temporal-schema', 'temporal-admin-tools']) expect(String(service(job).image), job).toBe(`temporalio/admin-tools:${version}`);
+    for (const job of ['temporal-schema', 'temporal-admin-tools'])
+      expect(String(service(job).image), job).toBe(`temporalio/admin-tools:${version}`);
   });
 
   it('pins every image to an explicit tag (never latest, never a variable)', () => {
@@ -166,7 +185,9 @@ describe('docker-compose.yml', () => {
     const major = /^postgres:(\d+)/.exec(String(pg.image))?.[1];
     expect(Number(major)).toBeGreaterThanOrEqual(16);
     expect(asText(pg.healthcheck?.test)).toContain('pg_isready');
-    const dataVolume = (pg.volumes ?? []).find((v) => typeof v === 'string' && v.endsWith(':/var/lib/postgresql/data')) as string | undefined;
+    const dataVolume = (pg.volumes ?? []).find(
+      (v) => typeof v === 'string' && v.endsWith(':/var/lib/postgresql/data'),
+    ) as string | undefined;
     expect(dataVolume).toBeDefined();
     expect(Object.keys(compose.volumes ?? {})).toContain(dataVolume!.split(':')[0]);
   });
@@ -191,32 +212,44 @@ describe('docker-compose.yml', () => {
     expect(tenv.DB_PORT).toBe('5432');
     expect(tenv.POSTGRES_SEEDS).toBe('postgresql');
     expect(tenv.POSTGRES_USER).toBe(envOf(service('postgresql')).POSTGRES_USER);
-    expect(interpolate(tenv.POSTGRES_PWD ?? '', env.vars)).toBe(interpolate(envOf(service('postgresql')).POSTGRES_PASSWORD ?? '', env.vars));
+    expect(interpolate(tenv.POSTGRES_PWD ?? '', env.vars)).toBe(
+      interpolate(envOf(service('postgresql')).POSTGRES_PASSWORD ?? '', env.vars),
+    );
     expect(dependsOn(temporal).postgresql).toBe('service_healthy');
     expect(dependsOn(temporal)['temporal-schema']).toBe('service_completed_successfully');
     expect(asText(temporal.ports as string[] | undefined)).toContain('127.0.0.1:7233:7233');
-    // The server configuration the cluster project runs (deploy/temporal/config.yaml), mounted where the variable points.
+    // The server configuration the cluster project runs (deploy/temporal/config.yaml), mounted where the variable
+    // points.
     const mounted = asText(temporal.volumes as string[] | undefined);
     expect(mounted).toContain(`./deploy/temporal/config.yaml:${tenv.TEMPORAL_SERVER_CONFIG_FILE_PATH}:ro`);
     expect(read('deploy/temporal/config.yaml').split('\n')[0]).toBe('# enable-template');
 
     const schema = service('temporal-schema');
     expect(dependsOn(schema).postgresql).toBe('service_healthy');
-    expect(interpolate(envOf(schema).SQL_PASSWORD ?? '', env.vars)).toBe(interpolate(tenv.POSTGRES_PWD ?? '', env.vars));
+    expect(interpolate(envOf(schema).SQL_PASSWORD ?? '', env.vars)).toBe(
+      interpolate(tenv.POSTGRES_PWD ?? '', env.vars),
+    );
     const script = scriptOf(schema);
     for (const db of ['temporal', 'temporal_visibility']) expect(script).toContain(db);
     for (const step of ['create', 'setup-schema -v 0.0', 'update-schema -d']) expect(script).toContain(step);
-    // The versioned schemas the admin-tools image ships for PostgreSQL 12+ (the cluster project runs the same script on the server's own module's schemas).
+    // The versioned schemas the admin-tools image ships for PostgreSQL 12+ (the cluster project runs the same script on
+    // the server's own module's schemas).
     for (const part of ['/etc/temporal/schema/postgresql/v12', '$kind/versioned']) expect(script).toContain(part);
     execFileSync('sh', ['-n', path.join(root, 'deploy', 'temporal', 'setup-schema.sh')]);
   });
 
   it('publishes no port beyond 127.0.0.1', () => {
-    const published = Object.entries(compose.services).flatMap(([name, svc]) => (svc.ports ?? []).map((p) => [name, p] as const));
+    const published = Object.entries(compose.services).flatMap(([name, svc]) =>
+      (svc.ports ?? []).map((p) => [name, p] as const),
+    );
     expect(published.length).toBeGreaterThan(0);
     for (const [name, port] of published) {
       const host =
-        typeof port === 'object' ? (port as { host_ip?: string }).host_ip : String(port).split(':').length === 3 ? String(port).split(':')[0] : undefined;
+        typeof port === 'object'
+          ? (port as { host_ip?: string }).host_ip
+          : String(port).split(':').length === 3
+            ? String(port).split(':')[0]
+            : undefined;
       expect(host, `${name} publishes ${JSON.stringify(port)}`).toBe('127.0.0.1');
     }
   });
@@ -246,9 +279,15 @@ describe('docker-compose.yml', () => {
     expect(script).toContain('temporal operator namespace create');
     expect(script).toContain('temporal operator search-attribute create');
     for (const key of SEARCH_ATTRIBUTES) {
-      const type = ({ KEYWORD: 'Keyword', INT: 'Int', DOUBLE: 'Double', KEYWORD_LIST: 'KeywordList', DATETIME: 'Datetime' } as Record<string, string>)[
-        key.type
-      ];
+      const type = (
+        {
+          KEYWORD: 'Keyword',
+          INT: 'Int',
+          DOUBLE: 'Double',
+          KEYWORD_LIST: 'KeywordList',
+          DATETIME: 'Datetime',
+        } as Record<string, string>
+      )[key.type];
       expect(script, `${key.name} is checked and created as ${type}`).toContain(`${key.name}:${type}`);
     }
     const aenv = envOf(admin);
@@ -268,8 +307,10 @@ describe('docker-compose.yml', () => {
     // Whatever a service waits for can report it: a health check, or a one-shot job's exit.
     for (const [name, s] of Object.entries(services)) {
       for (const [target, condition] of Object.entries(dependsOn(s))) {
-        if (condition === 'service_healthy') expect(service(target).healthcheck?.test, `${name} waits for ${target} to be healthy`).toBeDefined();
-        else if (condition === 'service_completed_successfully') expect(service(target).restart, `${name} waits for the job ${target}`).toBe('no');
+        if (condition === 'service_healthy')
+          expect(service(target).healthcheck?.test, `${name} waits for ${target} to be healthy`).toBeDefined();
+        else if (condition === 'service_completed_successfully')
+          expect(service(target).restart, `${name} waits for the job ${target}`).toBe('no');
         else expect.fail(`${name} starts with ${target} merely started (${condition}), not healthy or done`);
       }
     }
@@ -303,7 +344,8 @@ describe('docker-compose.yml', () => {
     );
     // .env.example names every variable the file refers to; git and the image build leave .env out.
     const example = read('.env.example');
-    for (const name of referencedVariables(composeText)) expect(example, `.env.example lists ${name}`).toMatch(new RegExp(`^${name}=`, 'm'));
+    for (const name of referencedVariables(composeText))
+      expect(example, `.env.example lists ${name}`).toMatch(new RegExp(`^${name}=`, 'm'));
     expect(
       read('.gitignore')
         .split('\n')
@@ -330,7 +372,9 @@ describe('docker-compose.yml', () => {
     expect(envOf(ui).TEMPORAL_CODEC_ENDPOINT).toBe('http://127.0.0.1:8787/codec');
     expect(envOf(ui).TEMPORAL_CODEC_INCLUDE_CREDENTIALS).toBe('true');
     expect(asText(service('worker').ports as string[] | undefined)).toContain('127.0.0.1:8787:8787');
-    expect(envOf(service('worker')).AGENT_CODEC_CORS_ORIGINS).toBe('${AGENT_CODEC_CORS_ORIGINS:-http://127.0.0.1:8080}');
+    expect(envOf(service('worker')).AGENT_CODEC_CORS_ORIGINS).toBe(
+      '${AGENT_CODEC_CORS_ORIGINS:-http://127.0.0.1:8080}',
+    );
   });
 
   describe('worker', () => {
@@ -410,7 +454,8 @@ describe('Dockerfile', () => {
     expect(instructions.some((l) => /^RUN\s.*\bnpm (ci|install)\b/.test(l))).toBe(true);
     const copied = instructions.findIndex((l) => /^COPY\s+\.\s+\.$/.test(l) || /^COPY\s+src\b/.test(l));
     expect(copied).toBeGreaterThan(-1);
-    // npm run start:compiled refuses to start without build/main.js, which npm run build:app writes from the copied sources.
+    // npm run start:compiled refuses to start without build/main.js, which npm run build:app writes from the copied
+    // sources.
     expect(instructions.findIndex((l) => /^RUN\s+npm run build:app$/.test(l))).toBeGreaterThan(copied);
     const cmd = instructions.filter((l) => /^CMD\s/.test(l)).pop() ?? '';
     expect(

@@ -51,18 +51,29 @@ afterAll(async () => {
 const call = apiCaller(() => api.url);
 const decide = (id: string, body: Record<string, unknown>, who = token('b')) =>
   call('POST', `/v1/conversations/${encodeURIComponent(id)}/decisions`, who, body);
-const refundsFor = async (key: string) => (await h.pool.query('SELECT amount_cents FROM refunds WHERE idempotency_key = $1', [key])).rows;
+const refundsFor = async (key: string) =>
+  (await h.pool.query('SELECT amount_cents FROM refunds WHERE idempotency_key = $1', [key])).rows;
 const messagesOf = async (id: string): Promise<ChatMessage[]> => (await h.client.transcript(id)).map((m) => m.message);
 const resultOf = async (id: string, toolCallId: string) =>
-  JSON.parse((await messagesOf(id)).find((m): m is Extract<ChatMessage, { role: 'tool' }> => m.role === 'tool' && m.tool_call_id === toolCallId)!.content);
+  JSON.parse(
+    (await messagesOf(id)).find(
+      (m): m is Extract<ChatMessage, { role: 'tool' }> => m.role === 'tool' && m.tool_call_id === toolCallId,
+    )!.content,
+  );
 
 /** Sends a message through the API as alice whose turn asks for `calls`; resolves once they wait. */
-async function waiting(prefix: string, calls: { id: string; name: string; arguments: Record<string, unknown> }[], answer: string) {
+async function waiting(
+  prefix: string,
+  calls: { id: string; name: string; arguments: Record<string, unknown> }[],
+  answer: string,
+) {
   const id = h.newConversationId(prefix);
   h.model.enqueue({ toolCalls: calls }, { content: answer });
   const sent = await call('POST', `/v1/conversations/${id}/messages`, token('a'), { text: `${prefix} please` });
   expect(sent.status).toBe(202);
-  await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(calls.length);
+  await expect
+    .poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 })
+    .toBe(calls.length);
   return { id, messageId: sent.json.messageId as string };
 }
 
@@ -70,18 +81,32 @@ describe('edit and respond', () => {
   it('an edited refund runs once with the edited amount; the result says so, the transcript keeps the model’s arguments, the record keeps both and the editor', async () => {
     const { id, messageId } = await waiting(
       'edit-refund',
-      [{ id: 'call_r', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 15_000, reason: 'late' } }],
+      [
+        {
+          id: 'call_r',
+          name: 'issue_refund',
+          arguments: { order_id: 'ord_2001', amount_cents: 15_000, reason: 'late' },
+        },
+      ],
       'Refunded 120.00.',
     );
     const [pending] = (await h.client.state(id)).pendingApprovals;
     expect(pending.decisions).toEqual(['approve', 'reject', 'edit', 'respond']);
     const own = await decide(
       id,
-      { decision: 'edit', toolCallIds: ['call_r'], arguments: { order_id: 'ord_2001', amount_cents: 12_000, reason: 'late' } },
+      {
+        decision: 'edit',
+        toolCallIds: ['call_r'],
+        arguments: { order_id: 'ord_2001', amount_cents: 12_000, reason: 'late' },
+      },
       token('a'),
     );
     expect(own.status).toBe(403); // four eyes: an edit runs the call, so the requester may not make it
-    const edited = await decide(id, { decision: 'edit', toolCallIds: ['call_r'], arguments: { order_id: 'ord_2001', amount_cents: 12_000, reason: 'late' } });
+    const edited = await decide(id, {
+      decision: 'edit',
+      toolCallIds: ['call_r'],
+      arguments: { order_id: 'ord_2001', amount_cents: 12_000, reason: 'late' },
+    });
     expect(edited.status).toBe(200);
     expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('answered');
 
@@ -95,7 +120,9 @@ describe('edit and respond', () => {
       result: { order_id: 'ord_2001', amount_cents: 12_000 },
     });
     const asked = (await messagesOf(id)).find((m) => m.role === 'assistant' && m.tool_calls);
-    expect(JSON.parse((asked as Extract<ChatMessage, { role: 'assistant' }>).tool_calls![0].function.arguments).amount_cents).toBe(15_000);
+    expect(
+      JSON.parse((asked as Extract<ChatMessage, { role: 'assistant' }>).tool_calls![0].function.arguments).amount_cents,
+    ).toBe(15_000);
     const records = await h.pool.query(
       'SELECT decision, decided_by, authenticated, arguments, model_arguments FROM durable_agent.approval_decisions WHERE conversation_id = $1',
       [id],
@@ -115,10 +142,20 @@ describe('edit and respond', () => {
   it('an edit that does not fit the tool’s schema is refused, saying why, and the call still waits', async () => {
     const { id, messageId } = await waiting(
       'edit-bad',
-      [{ id: 'call_r', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 11_000, reason: 'late' } }],
+      [
+        {
+          id: 'call_r',
+          name: 'issue_refund',
+          arguments: { order_id: 'ord_2001', amount_cents: 11_000, reason: 'late' },
+        },
+      ],
       'Refunded.',
     );
-    const refused = await decide(id, { decision: 'edit', toolCallIds: ['call_r'], arguments: { order_id: 'ord_2001', amount_cents: -5 } });
+    const refused = await decide(id, {
+      decision: 'edit',
+      toolCallIds: ['call_r'],
+      arguments: { order_id: 'ord_2001', amount_cents: -5 },
+    });
     expect(refused.status).toBe(409);
     expect(refused.json.error.message).toMatch(
       /Edit refused: the new arguments do not fit issue_refund: [\s\S]*at amount_cents[\s\S]*Nothing changed; the call still waits/,
@@ -135,15 +172,32 @@ describe('edit and respond', () => {
   it("respond settles the call with the person's answer, marked as theirs; the tool does not run", async () => {
     const { id, messageId } = await waiting(
       'respond',
-      [{ id: 'call_r', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 13_000, reason: 'late' } }],
+      [
+        {
+          id: 'call_r',
+          name: 'issue_refund',
+          arguments: { order_id: 'ord_2001', amount_cents: 13_000, reason: 'late' },
+        },
+      ],
       'Understood: refunded by hand.',
     );
-    const answered = await decide(id, { decision: 'respond', toolCallIds: ['call_r'], response: 'Refunded by hand in the till: 130.00.' });
+    const answered = await decide(id, {
+      decision: 'respond',
+      toolCallIds: ['call_r'],
+      response: 'Refunded by hand in the till: 130.00.',
+    });
     expect(answered.status).toBe(200);
     expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('answered');
     expect(await refundsFor((await effectKeyOf(h.pool, id, 'call_r'))!)).toEqual([]);
-    expect(await resultOf(id, 'call_r')).toMatchObject({ kind: 'responded', by: 'bob@example.com', response: 'Refunded by hand in the till: 130.00.' });
-    const records = await h.pool.query('SELECT decision, response FROM durable_agent.approval_decisions WHERE conversation_id = $1', [id]);
+    expect(await resultOf(id, 'call_r')).toMatchObject({
+      kind: 'responded',
+      by: 'bob@example.com',
+      response: 'Refunded by hand in the till: 130.00.',
+    });
+    const records = await h.pool.query(
+      'SELECT decision, response FROM durable_agent.approval_decisions WHERE conversation_id = $1',
+      [id],
+    );
     expect(records.rows).toEqual([{ decision: 'respond', response: 'Refunded by hand in the till: 130.00.' }]);
     h.expectOnlyValidModelRequests();
   });
@@ -164,16 +218,23 @@ describe('edit and respond', () => {
     ]);
     const respond = await decide(id, { decision: 'respond', toolCallIds: ['call_w'], response: 'sent by hand' });
     expect(respond.status).toBe(409);
-    expect(respond.json.error.message).toContain('Tool call "call_w" (wire_money) does not allow "respond": its tool allows approve, reject, edit.');
+    expect(respond.json.error.message).toContain(
+      'Tool call "call_w" (wire_money) does not allow "respond": its tool allows approve, reject, edit.',
+    );
     const edit = await decide(id, { decision: 'edit', toolCallIds: ['call_c'], arguments: { account: 'acc_2' } });
     expect(edit.status).toBe(409);
     expect(edit.json.error.message).toContain('does not allow "edit"');
     const before = wires;
-    expect((await decide(id, { decision: 'edit', toolCallIds: ['call_w'], arguments: { to: 'acme', cents: 400 } })).status).toBe(200);
+    expect(
+      (await decide(id, { decision: 'edit', toolCallIds: ['call_w'], arguments: { to: 'acme', cents: 400 } })).status,
+    ).toBe(200);
     expect((await decide(id, { decision: 'reject', toolCallIds: ['call_c'], reason: 'not today' })).status).toBe(200);
     expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('answered');
     expect(wires).toBe(before + 1);
-    expect(await resultOf(id, 'call_w')).toMatchObject({ arguments: { to: 'acme', cents: 400 }, model_arguments: { to: 'acme', cents: 500 } });
+    expect(await resultOf(id, 'call_w')).toMatchObject({
+      arguments: { to: 'acme', cents: 400 },
+      model_arguments: { to: 'acme', cents: 500 },
+    });
   });
 
   it('the CLI edits with approve --edit and answers with respond, through the API', async () => {
@@ -181,7 +242,11 @@ describe('edit and respond', () => {
     const { id, messageId } = await waiting(
       'cli-edit',
       [
-        { id: 'call_r', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 14_000, reason: 'late' } },
+        {
+          id: 'call_r',
+          name: 'issue_refund',
+          arguments: { order_id: 'ord_2001', amount_cents: 14_000, reason: 'late' },
+        },
         { id: 'call_w', name: 'wire_money', arguments: { to: 'acme', cents: 900 } },
       ],
       'Both settled.',
@@ -191,20 +256,36 @@ describe('edit and respond', () => {
     const responded = await runCli(['respond', id, 'call_r', '--text', 'Refund handled by the store.'], env);
     expect(responded.stdout).toContain('Answered as bob@example.com: issue_refund [call_r]; the tool does not run');
     expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('answered');
-    expect(await resultOf(id, 'call_w')).toMatchObject({ edited_by: 'bob@example.com', arguments: { to: 'acme', cents: 800 } });
+    expect(await resultOf(id, 'call_w')).toMatchObject({
+      edited_by: 'bob@example.com',
+      arguments: { to: 'acme', cents: 800 },
+    });
     expect(await resultOf(id, 'call_r')).toMatchObject({ kind: 'responded', response: 'Refund handled by the store.' });
-    const badJson = await runCli(['approve', id, 'call_w', '--edit', '{oops'], env).catch((err: { stderr: string }) => err);
+    const badJson = await runCli(['approve', id, 'call_w', '--edit', '{oops'], env).catch(
+      (err: { stderr: string }) => err,
+    );
     expect((badJson as { stderr: string }).stderr).toContain('--edit takes the arguments as a JSON object');
   });
 
   it('the inbox page edits (checking the JSON before sending) and responds, in Chromium', async () => {
     const CHROMIUM = '/usr/bin/chromium';
-    if (!fs.existsSync(CHROMIUM)) throw new Error(`This test drives Debian's Chromium at ${CHROMIUM}; install it (apt-get install chromium; .ci/run does).`);
+    if (!fs.existsSync(CHROMIUM))
+      throw new Error(
+        `This test drives Debian's Chromium at ${CHROMIUM}; install it (apt-get install chromium; .ci/run does).`,
+      );
     const { id, messageId } = await waiting(
       'inbox-edit',
       [
-        { id: 'call_r', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 16_000, reason: 'late' } },
-        { id: 'call_p', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 10_500, reason: 'late' } },
+        {
+          id: 'call_r',
+          name: 'issue_refund',
+          arguments: { order_id: 'ord_2001', amount_cents: 16_000, reason: 'late' },
+        },
+        {
+          id: 'call_p',
+          name: 'issue_refund',
+          arguments: { order_id: 'ord_2001', amount_cents: 10_500, reason: 'late' },
+        },
       ],
       'One edited, one answered.',
     );
@@ -219,11 +300,17 @@ describe('edit and respond', () => {
       const item = page.locator(`[data-call-key="${edit.callKey}"]`);
       await item.locator('[data-testid=edit] summary').click();
       const editor = item.locator('textarea[name=arguments]');
-      expect(JSON.parse(await editor.inputValue())).toEqual({ order_id: 'ord_2001', amount_cents: 16_000, reason: 'late' });
+      expect(JSON.parse(await editor.inputValue())).toEqual({
+        order_id: 'ord_2001',
+        amount_cents: 16_000,
+        reason: 'late',
+      });
       // Not JSON: the page says so and sends nothing.
       await editor.fill('{"order_id": "ord_2001", "amount_cents": 12000,');
       await item.locator('button:has-text("Run with these arguments")').click();
-      expect(await item.locator('[data-testid=edit-problem]').textContent()).toMatch(/^The arguments are not JSON: .* Nothing was sent\.$/);
+      expect(await item.locator('[data-testid=edit-problem]').textContent()).toMatch(
+        /^The arguments are not JSON: .* Nothing was sent\.$/,
+      );
       expect((await h.client.state(id)).pendingApprovals).toHaveLength(2);
       await editor.fill('{"order_id": "ord_2001", "amount_cents": 12000, "reason": "late, edited"}');
       await item.locator('button:has-text("Run with these arguments")').click();
@@ -233,14 +320,20 @@ describe('edit and respond', () => {
       await other.locator('[data-testid=respond] summary').click();
       await other.locator('textarea[name=response]').fill('Refunded by hand at the counter.');
       await other.locator('button:has-text("Respond")').click();
-      await expect.poll(async () => page.textContent('[data-flash]').catch(() => ''), { timeout: 10_000 }).toContain('You answered call call_p');
+      await expect
+        .poll(async () => page.textContent('[data-flash]').catch(() => ''), { timeout: 10_000 })
+        .toContain('You answered call call_p');
     } finally {
       await browser.close();
     }
     expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('answered');
     expect(await refundsFor((await effectKeyOf(h.pool, id, 'call_r'))!)).toEqual([{ amount_cents: 12_000 }]);
     expect(await refundsFor((await effectKeyOf(h.pool, id, 'call_p'))!)).toEqual([]);
-    expect(await resultOf(id, 'call_p')).toMatchObject({ kind: 'responded', by: 'bob@example.com', response: 'Refunded by hand at the counter.' });
+    expect(await resultOf(id, 'call_p')).toMatchObject({
+      kind: 'responded',
+      by: 'bob@example.com',
+      response: 'Refunded by hand at the counter.',
+    });
     h.expectOnlyValidModelRequests();
   });
 });

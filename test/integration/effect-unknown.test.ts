@@ -58,7 +58,9 @@ afterAll(async () => {
 });
 
 const toolContents = async (id: string) =>
-  (await h.client.transcript(id)).flatMap(({ message: m }) => (m.role === 'tool' ? [JSON.parse(m.content) as Record<string, unknown>] : []));
+  (await h.client.transcript(id)).flatMap(({ message: m }) =>
+    m.role === 'tool' ? [JSON.parse(m.content) as Record<string, unknown>] : [],
+  );
 
 /** Conversations the UnknownEffects search attribute lists (visibility is eventually consistent: polled). */
 const listedWithUnknownEffects = async (id: string): Promise<string[]> => {
@@ -100,7 +102,10 @@ describe('calls whose effect is unknown', () => {
 
   it('an idempotent tool that times out is a plain tool_failed, and the conversation is not listed', async () => {
     const id = h.newConversationId('failed-timeout');
-    h.model.enqueue({ toolCalls: [{ id: 'call_report', name: 'fetch_report', arguments: {} }] }, { content: 'The report timed out.' });
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_report', name: 'fetch_report', arguments: {} }] },
+      { content: 'The report timed out.' },
+    );
     await h.client.ask(id, 'Build the report');
     const [result] = await toolContents(id);
     expect(result).toMatchObject({ kind: 'tool_failed' });
@@ -120,10 +125,15 @@ describe('calls whose effect is unknown', () => {
     );
     // Only the worker processes serve this conversation's task queue from here on.
     h.worker?.shutdown();
-    const env = h.workerEnv({ AGENT_TOOLS_MODULE: path.join(__dirname, '..', 'support', 'unknown-effect-tools.ts'), LETTER_MARKER_FILE: marker });
+    const env = h.workerEnv({
+      AGENT_TOOLS_MODULE: path.join(__dirname, '..', 'support', 'unknown-effect-tools.ts'),
+      LETTER_MARKER_FILE: marker,
+    });
     let worker: WorkerProcess | undefined = await startWorkerProcess(env);
     try {
-      const messageId = await h.client.sendMessage(id, 'Send Ada a letter', { input: { timeouts: { heartbeatMs: HEARTBEAT_MS } } });
+      const messageId = await h.client.sendMessage(id, 'Send Ada a letter', {
+        input: { timeouts: { heartbeatMs: HEARTBEAT_MS } },
+      });
       await expect.poll(() => fs.existsSync(marker), { timeout: 20_000 }).toBe(true);
       await worker.stop('SIGKILL');
       worker = await startWorkerProcess(env);

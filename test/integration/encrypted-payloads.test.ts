@@ -21,7 +21,10 @@ const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
 describe('the payload codec', () => {
   it('round-trips a payload, names its key, and passes plain payloads through', async () => {
     const codec = new AesGcmPayloadCodec([key]);
-    const payload = { metadata: { encoding: new TextEncoder().encode('json/plain') }, data: new TextEncoder().encode('"secret"') };
+    const payload = {
+      metadata: { encoding: new TextEncoder().encode('json/plain') },
+      data: new TextEncoder().encode('"secret"'),
+    };
     const [sealed] = await codec.encode([payload]);
     expect(text(sealed.metadata!.encoding!)).toBe(ENCRYPTED_ENCODING);
     expect(text(sealed.metadata!['encryption-key-id']!)).toBe('k2026');
@@ -34,20 +37,28 @@ describe('the payload codec', () => {
 
   it('decrypts with an older key after rotation, and says which key is missing or that a payload was altered', async () => {
     const older = { id: 'k2025', key: randomBytes(32) };
-    const [sealedOld] = await new AesGcmPayloadCodec([older]).encode([{ metadata: {}, data: new TextEncoder().encode('"old"') }]);
+    const [sealedOld] = await new AesGcmPayloadCodec([older]).encode([
+      { metadata: {}, data: new TextEncoder().encode('"old"') },
+    ]);
     const rotated = new AesGcmPayloadCodec([key, older]);
     expect(text((await rotated.decode([sealedOld]))[0].data!)).toBe('"old"');
     await expect(new AesGcmPayloadCodec([key]).decode([sealedOld])).rejects.toThrow(
       'A payload is encrypted with key "k2025", which this process does not hold (it holds "k2026"). Add that key to AGENT_PAYLOAD_KEYS (after the current one) to read it.',
     );
     const tampered = { ...sealedOld, data: Uint8Array.from(sealedOld.data!, (b, i) => (i === 20 ? b ^ 1 : b)) };
-    await expect(new AesGcmPayloadCodec([older]).decode([tampered])).rejects.toThrow(/failed authentication: it was altered/);
+    await expect(new AesGcmPayloadCodec([older]).decode([tampered])).rejects.toThrow(
+      /failed authentication: it was altered/,
+    );
   });
 
   it('reads keys as id:base64 and refuses anything else with the way to make one', () => {
-    const keys = parsePayloadKeys(`new:${randomBytes(32).toString('base64')}, old:${randomBytes(32).toString('base64')}`);
+    const keys = parsePayloadKeys(
+      `new:${randomBytes(32).toString('base64')}, old:${randomBytes(32).toString('base64')}`,
+    );
     expect(keys.map((k) => k.id)).toEqual(['new', 'old']);
-    expect(() => parsePayloadKeys('k1:c2hvcnQ=')).toThrow('AGENT_PAYLOAD_KEYS: key "k1" is 5 bytes; AES-256 needs 32 (openssl rand -base64 32).');
+    expect(() => parsePayloadKeys('k1:c2hvcnQ=')).toThrow(
+      'AGENT_PAYLOAD_KEYS: key "k1" is 5 bytes; AES-256 needs 32 (openssl rand -base64 32).',
+    );
     expect(() => parsePayloadKeys('justakey')).toThrow(/each key is id:base64/);
   });
 });
@@ -145,7 +156,13 @@ describe('a conversation with encrypted payloads', () => {
     const seen = readable(events).join('\n');
     // The check finds plaintext where there is some: the turn before the key.
     expect(seen).toContain('PLAIN-QUESTION-MARKER');
-    for (const secret of ['SECRET-QUESTION-MARKER', 'ARGUMENT-MARKER', 'ACCOUNT-MARKER', 'LEDGER-FAILURE-MARKER', 'SECRET-ANSWER-MARKER']) {
+    for (const secret of [
+      'SECRET-QUESTION-MARKER',
+      'ARGUMENT-MARKER',
+      'ACCOUNT-MARKER',
+      'LEDGER-FAILURE-MARKER',
+      'SECRET-ANSWER-MARKER',
+    ]) {
       expect(seen, secret).not.toContain(secret);
     }
     // Nor the activities' summaries, which name tools and approvers: they are payloads too.
@@ -154,7 +171,12 @@ describe('a conversation with encrypted payloads', () => {
     // The encrypted client reads it all back; the CLI without the key says what is missing.
     const state = await encrypted.state(id);
     expect(state.recentTurns.map((t) => t.outcome)).toEqual(['answered', 'answered']);
-    const env = { TEMPORAL_ADDRESS: h.temporalAddress, DATABASE_URL: h.databaseUrl, TEMPORAL_TASK_QUEUE: h.taskQueue, AGENT_PAYLOAD_KEYS: '' };
+    const env = {
+      TEMPORAL_ADDRESS: h.temporalAddress,
+      DATABASE_URL: h.databaseUrl,
+      TEMPORAL_TASK_QUEUE: h.taskQueue,
+      AGENT_PAYLOAD_KEYS: '',
+    };
     const refused = await runCli(['state', id], env).catch((err: { stderr: string }) => err);
     expect((refused as { stderr: string }).stderr).toContain(
       "The conversation's payloads are encrypted, and this process has no key to read them. Set AGENT_PAYLOAD_KEYS to the workers' keys",

@@ -26,7 +26,11 @@ describe('conversations evicted from the worker cache', () => {
       const user = messages.find((m) => m.role === 'user')?.content ?? '';
       const order = /ord_\d+/.exec(user)?.[0] ?? 'ord_2001';
       if (messages.at(-1)?.role === 'tool') return { content: `Refund on ${order} done.` };
-      return { toolCalls: [{ name: 'issue_refund', arguments: { order_id: order, amount_cents: 10_001, reason: 'approved later' } }] };
+      return {
+        toolCalls: [
+          { name: 'issue_refund', arguments: { order_id: order, amount_cents: 10_001, reason: 'approved later' } },
+        ],
+      };
     });
     // Over the approval threshold, and refundable in full from each order: one from ord_1001, four from ord_2001.
     const orders = ['ord_1001', 'ord_2001', 'ord_2001', 'ord_2001', 'ord_2001'];

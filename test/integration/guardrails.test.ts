@@ -26,7 +26,9 @@ const sendEmail = tool({
       name: 'known_domains',
       on: 'tool',
       check: ({ arguments: args }) =>
-        (args as { to: string }).to.endsWith('@example.com') ? { action: 'allow' } : { action: 'block', reason: 'Mail goes to example.com addresses only.' },
+        (args as { to: string }).to.endsWith('@example.com')
+          ? { action: 'allow' }
+          : { action: 'block', reason: 'Mail goes to example.com addresses only.' },
     }),
   ],
 });
@@ -68,21 +70,32 @@ const screened = agent({
       name: 'on_topic',
       on: 'input',
       check: async ({ messages }, { complete }) => {
-        const verdict = await complete(`Is this about orders? Answer yes or no.\n\n${messages.join('\n')}`, { system: 'You classify requests.' });
-        return verdict.trim().toLowerCase().startsWith('no') ? { tripwire: true, reason: 'I only answer questions about orders.' } : { tripwire: false };
+        const verdict = await complete(`Is this about orders? Answer yes or no.\n\n${messages.join('\n')}`, {
+          system: 'You classify requests.',
+        });
+        return verdict.trim().toLowerCase().startsWith('no')
+          ? { tripwire: true, reason: 'I only answer questions about orders.' }
+          : { tripwire: false };
       },
     }),
     guardrail({
       name: 'no_internal_ids',
       on: 'output',
-      check: ({ text }) => (text.includes('INTERNAL-') ? { tripwire: true, reason: 'The answer named an internal id.' } : { tripwire: false }),
+      check: ({ text }) =>
+        text.includes('INTERNAL-')
+          ? { tripwire: true, reason: 'The answer named an internal id.' }
+          : { tripwire: false },
     }),
   ],
 });
 
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness({ tools: [sendEmail, payInvoice], agents: [screened], guardrails: [noCardNumbers, paymentLimits] });
+  h = await startHarness({
+    tools: [sendEmail, payInvoice],
+    agents: [screened],
+    guardrails: [noCardNumbers, paymentLimits],
+  });
 });
 afterAll(async () => {
   await h?.stop();
@@ -90,7 +103,9 @@ afterAll(async () => {
 
 const messagesOf = async (id: string): Promise<ChatMessage[]> => (await h.client.transcript(id)).map((m) => m.message);
 const toolResult = (messages: ChatMessage[], id: string) =>
-  JSON.parse((messages.find((m) => m.role === 'tool' && m.tool_call_id === id) as { content: string }).content) as Record<string, unknown>;
+  JSON.parse(
+    (messages.find((m) => m.role === 'tool' && m.tool_call_id === id) as { content: string }).content,
+  ) as Record<string, unknown>;
 
 describe('guardrails', () => {
   it('an input guardrail stops a turn before any model call; the user and, next turn, the model read why', async () => {
@@ -100,8 +115,13 @@ describe('guardrails', () => {
     expect(h.model.requests.length).toBe(before); // no model was asked
     expect(blocked.turn).toMatchObject({
       outcome: 'guardrail_tripped',
-      guardrail: { on: 'input', guardrail: 'no_card_numbers', reason: 'Card numbers may not be sent here; remove the number and ask again.' },
-      error: 'The input guardrail "no_card_numbers" stopped the turn: Card numbers may not be sent here; remove the number and ask again.',
+      guardrail: {
+        on: 'input',
+        guardrail: 'no_card_numbers',
+        reason: 'Card numbers may not be sent here; remove the number and ask again.',
+      },
+      error:
+        'The input guardrail "no_card_numbers" stopped the turn: Card numbers may not be sent here; remove the number and ask again.',
     });
     expect(blocked.answer).toBe(
       '[guardrail no_card_numbers] This request was not answered: Card numbers may not be sent here; remove the number and ask again.',
@@ -120,7 +140,9 @@ describe('guardrails', () => {
     h.model.enqueue({ content: 'no' });
     const off = await h.client.ask(id, 'Write me a poem', { input: { agent: 'screened' } });
     expect(off.turn).toMatchObject({ outcome: 'guardrail_tripped', guardrail: { on: 'input', guardrail: 'on_topic' } });
-    const asked = h.model.requests.slice(before).map((r) => r.body as { messages: { role: string; content: string }[]; tools?: unknown });
+    const asked = h.model.requests
+      .slice(before)
+      .map((r) => r.body as { messages: { role: string; content: string }[]; tools?: unknown });
     expect(asked).toHaveLength(1); // the classifier only
     expect(asked[0].messages).toEqual([
       { role: 'system', content: 'You classify requests.' },
@@ -169,9 +191,15 @@ describe('guardrails', () => {
       { content: 'Both paid.' },
     );
     const messageId = await h.client.sendMessage(id, 'Pay both invoices');
-    await expect.poll(async () => (await h.client.state(id)).pendingApprovals.map((p) => p.toolCallId), { timeout: 20_000 }).toEqual(['call_large']);
+    await expect
+      .poll(async () => (await h.client.state(id)).pendingApprovals.map((p) => p.toolCallId), { timeout: 20_000 })
+      .toEqual(['call_large']);
     await expect.poll(() => [...payments], { timeout: 20_000 }).toEqual([100]); // the small one ran at once
-    const refused = h.client.decide(id, { decision: 'edit', toolCallId: 'call_large', arguments: { invoice: 'inv_2', cents: 2_000_000 } });
+    const refused = h.client.decide(id, {
+      decision: 'edit',
+      toolCallId: 'call_large',
+      arguments: { invoice: 'inv_2', cents: 2_000_000 },
+    });
     await expect(refused).rejects.toThrow(
       'Edit refused: the guardrail "payment_limits" blocks these arguments: Payments over 10,000.00 are made by the finance team. Nothing changed; the call still waits for a decision.',
     );
@@ -186,7 +214,10 @@ describe('guardrails', () => {
     const events: { at: number; event: StreamEvent }[] = [];
     const unsubscribe = await h.client.subscribe(id, (event) => events.push({ at: Date.now(), event }));
     try {
-      h.model.enqueue({ content: 'yes' }, { content: 'Ask for INTERNAL-7731, the ledger id of ord_1.', stream: { chunkDelayMs: 100 } });
+      h.model.enqueue(
+        { content: 'yes' },
+        { content: 'Ask for INTERNAL-7731, the ledger id of ord_1.', stream: { chunkDelayMs: 100 } },
+      );
       const { turn, answer } = await h.client.ask(id, 'Which ledger entry is ord_1?', { input: { agent: 'screened' } });
       expect(turn).toMatchObject({
         outcome: 'guardrail_tripped',
@@ -204,7 +235,12 @@ describe('guardrails', () => {
       [id],
     );
     expect(rows.map((r) => r.guardrail)).toEqual([
-      { on: 'output', guardrail: 'no_internal_ids', reason: 'The answer named an internal id.', withheld: 'Ask for INTERNAL-7731, the ledger id of ord_1.' },
+      {
+        on: 'output',
+        guardrail: 'no_internal_ids',
+        reason: 'The answer named an internal id.',
+        withheld: 'Ask for INTERNAL-7731, the ledger id of ord_1.',
+      },
     ]);
   });
 
@@ -215,14 +251,20 @@ describe('guardrails', () => {
       const from = h.model.requests.length;
       try {
         h.model.enqueue(...replies);
-        expect((await h.client.ask(id, 'When does ord_2 ship?', { input })).answer).toBe('Order ord_2 ships on Tuesday, by courier, before noon.');
+        expect((await h.client.ask(id, 'When does ord_2 ship?', { input })).answer).toBe(
+          'Order ord_2 ships on Tuesday, by courier, before noon.',
+        );
         await expect.poll(() => events.filter((e) => e.event.type === 'end').length, { timeout: 5_000 }).toBe(1);
       } finally {
         await unsubscribe();
       }
       const answered = h.model.requests.slice(from).at(-1)!;
       const deltas = events.filter((e) => e.event.type === 'delta');
-      return { firstDeltaAt: deltas[0]?.at, modelDoneAt: answered.closedAt!, text: deltas.map((d) => (d.event as { text: string }).text).join('') };
+      return {
+        firstDeltaAt: deltas[0]?.at,
+        modelDoneAt: answered.closedAt!,
+        text: deltas.map((d) => (d.event as { text: string }).text).join(''),
+      };
     };
     const slow = { content: 'Order ord_2 ships on Tuesday, by courier, before noon.', stream: { chunkDelayMs: 150 } };
     const guarded = await watch(h.newConversationId('held'), { agent: 'screened' }, [{ content: 'yes' }, slow]);

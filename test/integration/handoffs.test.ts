@@ -16,7 +16,13 @@ const agents = [
     tools: named('find_customer', 'issue_refund'),
     handoffs: ['refunds', 'auditor'],
   }),
-  agent({ name: 'refunds', instructions: 'REFUNDS: issue refunds.', handoffDescription: 'Issues refunds.', tools: ['list_orders'], handoffs: ['writer'] }),
+  agent({
+    name: 'refunds',
+    instructions: 'REFUNDS: issue refunds.',
+    handoffDescription: 'Issues refunds.',
+    tools: ['list_orders'],
+    handoffs: ['writer'],
+  }),
   agent({ name: 'auditor', instructions: 'AUDITOR: check orders.', tools: ['list_orders'] }),
   agent({ name: 'writer', instructions: 'WRITER: answer in prose.', modelSettings: { temperature: 0.2 } }),
 ];
@@ -38,7 +44,10 @@ type WireBody = {
 const body = (request: Record<string, unknown>) => request as unknown as WireBody;
 const toolNames = (request: Record<string, unknown>) => body(request).tools?.map((t) => t.function.name);
 const refundedCents = async (order: string) =>
-  Number((await h.pool.query<{ refunded_cents: number }>('SELECT refunded_cents FROM public.orders WHERE id = $1', [order])).rows[0].refunded_cents);
+  Number(
+    (await h.pool.query<{ refunded_cents: number }>('SELECT refunded_cents FROM public.orders WHERE id = $1', [order]))
+      .rows[0].refunded_cents,
+  );
 
 describe('handoffs', () => {
   it("runs the response's other calls first (a pending approval is kept), takes the first handoff, and the next call is the new agent's", async () => {
@@ -47,15 +56,23 @@ describe('handoffs', () => {
     h.model.enqueue(
       {
         toolCalls: [
-          { id: 'call_refund', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 15_000, reason: 'late' } },
+          {
+            id: 'call_refund',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_2001', amount_cents: 15_000, reason: 'late' },
+          },
           { id: 'call_to_refunds', name: 'transfer_to_refunds', arguments: {} },
           { id: 'call_to_auditor', name: 'transfer_to_auditor', arguments: {} },
         ],
       },
       { content: 'Refunded; anything else?' },
     );
-    const messageId = await h.client.sendMessage(id, 'HANDOFF-1 refund $150 on ord_2001', { input: { agent: 'triage', systemPrompt: 'stored, not sent' } });
-    await expect.poll(async () => (await h.client.state(id)).pendingApprovals.map((p) => p.toolCallId), { timeout: 20_000 }).toEqual(['call_refund']);
+    const messageId = await h.client.sendMessage(id, 'HANDOFF-1 refund $150 on ord_2001', {
+      input: { agent: 'triage', systemPrompt: 'stored, not sent' },
+    });
+    await expect
+      .poll(async () => (await h.client.state(id)).pendingApprovals.map((p) => p.toolCallId), { timeout: 20_000 })
+      .toEqual(['call_refund']);
     expect((await h.client.state(id)).agent).toBe('triage'); // the handoff waits for the response's other calls
     await h.client.decide(id, { decision: 'approve', toolCallId: 'call_refund' });
     const turn = await h.client.waitForTurn(id, messageId);
@@ -71,12 +88,18 @@ describe('handoffs', () => {
 
     const transcript = (await h.client.transcript(id)).map((m) => m.message);
     expect(transcript[0]).toEqual({ role: 'system', content: 'stored, not sent' });
-    expect(transcript.filter((m) => m.role === 'assistant').map((m) => (m as { name?: string }).name)).toEqual(['triage', 'refunds']);
+    expect(transcript.filter((m) => m.role === 'assistant').map((m) => (m as { name?: string }).name)).toEqual([
+      'triage',
+      'refunds',
+    ]);
     const results = transcript.flatMap((m) => (m.role === 'tool' ? [[m.tool_call_id, JSON.parse(m.content)]] : []));
     expect(results).toEqual([
       ['call_refund', expect.objectContaining({ order_id: 'ord_2001', amount_cents: 15_000 })],
       ['call_to_refunds', { assistant: 'refunds' }],
-      ['call_to_auditor', { kind: 'tool_failed', reason: 'handoff_refused', error: expect.stringContaining('Only the first handoff') }],
+      [
+        'call_to_auditor',
+        { kind: 'tool_failed', reason: 'handoff_refused', error: expect.stringContaining('Only the first handoff') },
+      ],
     ]);
     const state = await h.client.state(id);
     expect(state.agent).toBe('refunds');
@@ -84,7 +107,9 @@ describe('handoffs', () => {
     // Operators reading the history see which agent each model call was for.
     const { events } = await h.temporal.workflow.getHandle(id).fetchHistory();
     const summaries = (events ?? [])
-      .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === conversationActivityType('callModel'))
+      .filter(
+        (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === conversationActivityType('callModel'),
+      )
       .map((e) => defaultPayloadConverter.fromPayload<string>(e.userMetadata!.summary!));
     expect(summaries).toEqual(['model call 1 of turn 1 (agent triage)', 'model call 2 of turn 1 (agent refunds)']);
     h.expectOnlyValidModelRequests();
@@ -101,7 +126,11 @@ describe('handoffs', () => {
     expect(turn).toMatchObject({ outcome: 'answered', steps: 3 });
     expect(answer).toBe('In prose.');
     const requests = h.requestsFor('HANDOFF-2');
-    expect(requests.map((r) => body(r).messages[0].content)).toEqual(['TRIAGE: route requests.', 'REFUNDS: issue refunds.', 'WRITER: answer in prose.']);
+    expect(requests.map((r) => body(r).messages[0].content)).toEqual([
+      'TRIAGE: route requests.',
+      'REFUNDS: issue refunds.',
+      'WRITER: answer in prose.',
+    ]);
     const last = body(requests[2]);
     expect(last).not.toHaveProperty('tools');
     expect(last).not.toHaveProperty('tool_choice');
@@ -121,15 +150,27 @@ describe('handoffs', () => {
     const { turn } = await h.client.ask(id, 'HANDOFF-3 go', { input: { agent: 'triage', maxHandoffsPerTurn: 1 } });
     expect(turn.outcome).toBe('answered');
     const requests = h.requestsFor('HANDOFF-3');
-    expect(requests.map((r) => body(r).messages[0].content)).toEqual(['TRIAGE: route requests.', 'REFUNDS: issue refunds.', 'REFUNDS: issue refunds.']);
-    const refused = (await h.client.transcript(id)).map((m) => m.message).find((m) => m.role === 'tool' && m.tool_call_id === 'call_h2');
-    expect(JSON.parse((refused as { content: string }).content)).toMatchObject({ kind: 'tool_failed', reason: 'handoff_refused' });
+    expect(requests.map((r) => body(r).messages[0].content)).toEqual([
+      'TRIAGE: route requests.',
+      'REFUNDS: issue refunds.',
+      'REFUNDS: issue refunds.',
+    ]);
+    const refused = (await h.client.transcript(id))
+      .map((m) => m.message)
+      .find((m) => m.role === 'tool' && m.tool_call_id === 'call_h2');
+    expect(JSON.parse((refused as { content: string }).content)).toMatchObject({
+      kind: 'tool_failed',
+      reason: 'handoff_refused',
+    });
     h.expectOnlyValidModelRequests();
   });
 
   it('carries the current agent across continue-as-new', async () => {
     const id = h.newConversationId('handoff-can');
-    h.model.enqueue({ toolCalls: [{ id: 'call_h1', name: 'transfer_to_auditor', arguments: {} }] }, { content: 'Auditor here.' });
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_h1', name: 'transfer_to_auditor', arguments: {} }] },
+      { content: 'Auditor here.' },
+    );
     await h.client.ask(id, 'HANDOFF-4 first', { input: { agent: 'triage', continueAsNewAfterEvents: 10 } });
     h.model.enqueue({ content: 'Still the auditor.' });
     await h.client.ask(id, 'HANDOFF-4 second');
@@ -145,7 +186,9 @@ describe('handoffs', () => {
     const id = h.newConversationId('no-such-agent');
     const { turn } = await h.client.ask(id, 'HANDOFF-5 hello', { input: { agent: 'nobody' } });
     expect(turn.outcome).toBe('failed');
-    expect(turn.error).toMatch(/agent "nobody", which this worker does not have \(its agents: triage, refunds, auditor, writer\)/);
+    expect(turn.error).toMatch(
+      /agent "nobody", which this worker does not have \(its agents: triage, refunds, auditor, writer\)/,
+    );
     expect(h.requestsFor('HANDOFF-5')).toHaveLength(0);
   });
 
@@ -153,22 +196,33 @@ describe('handoffs', () => {
     const id = h.newConversationId('handoff-cancel');
     h.model.enqueue({
       toolCalls: [
-        { id: 'call_refund', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 14_000, reason: 'late' } },
+        {
+          id: 'call_refund',
+          name: 'issue_refund',
+          arguments: { order_id: 'ord_2001', amount_cents: 14_000, reason: 'late' },
+        },
         { id: 'call_to_refunds', name: 'transfer_to_refunds', arguments: {} },
       ],
     });
-    const messageId = await h.client.sendMessage(id, 'HANDOFF-6 refund $140 on ord_2001', { input: { agent: 'triage' } });
+    const messageId = await h.client.sendMessage(id, 'HANDOFF-6 refund $140 on ord_2001', {
+      input: { agent: 'triage' },
+    });
     await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
     await h.client.cancelTurn(id, 'not now');
     expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('cancelled');
-    const results = (await h.client.transcript(id)).map((m) => m.message).flatMap((m) => (m.role === 'tool' ? [[m.tool_call_id, JSON.parse(m.content)]] : []));
+    const results = (await h.client.transcript(id))
+      .map((m) => m.message)
+      .flatMap((m) => (m.role === 'tool' ? [[m.tool_call_id, JSON.parse(m.content)]] : []));
     expect(results).toEqual([
       ['call_refund', expect.objectContaining({ kind: 'cancelled' })],
       ['call_to_refunds', { assistant: 'refunds' }],
     ]);
     h.model.enqueue({ content: 'Refunds here.' });
     await h.client.ask(id, 'HANDOFF-6 again');
-    expect(body(h.requestsFor('HANDOFF-6 again')[0]).messages[0]).toEqual({ role: 'system', content: 'REFUNDS: issue refunds.' });
+    expect(body(h.requestsFor('HANDOFF-6 again')[0]).messages[0]).toEqual({
+      role: 'system',
+      content: 'REFUNDS: issue refunds.',
+    });
     h.expectOnlyValidModelRequests();
   });
 });

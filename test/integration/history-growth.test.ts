@@ -30,7 +30,9 @@ describe('where the bytes live', () => {
     h.model.setResponder((request) => {
       const messages = (request.body as { messages: { role: string }[] }).messages;
       const done = messages.filter((m) => m.role === 'tool').length;
-      return done < STEPS - 1 ? { toolCalls: [{ name: 'read_report_page', arguments: { page: done + 1 } }] } : { content: 'I have read the whole report.' };
+      return done < STEPS - 1
+        ? { toolCalls: [{ name: 'read_report_page', arguments: { page: done + 1 } }] }
+        : { content: 'I have read the whole report.' };
     });
     try {
       const { turn } = await h.client.ask(id, 'Read the whole report, page by page', {

@@ -52,7 +52,9 @@ describe('the HTTP API', () => {
         '/v1/conversations/{id}/events',
       ]),
     );
-    for (const route of routes) for (const op of Object.values(json.paths[route]) as { security?: unknown }[]) expect(op.security).toEqual([{ bearer: [] }]);
+    for (const route of routes)
+      for (const op of Object.values(json.paths[route]) as { security?: unknown }[])
+        expect(op.security).toEqual([{ bearer: [] }]);
   });
 
   it('answers 401 on every /v1 route without a token or with an unknown one, and 403 to a token without the role', async () => {
@@ -92,13 +94,23 @@ describe('the HTTP API', () => {
   it("a requester sends a message; the call is listed with its tool, arguments, requester and age; an approver approves it; the decision carries the token's subject, authenticated", async () => {
     const id = h.newConversationId('api');
     h.model.enqueue(
-      { toolCalls: [{ id: 'call_api', name: 'issue_refund', arguments: { order_id: 'ord_1001', amount_cents: 12_000, reason: 'broken' } }] },
+      {
+        toolCalls: [
+          {
+            id: 'call_api',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_1001', amount_cents: 12_000, reason: 'broken' },
+          },
+        ],
+      },
       { content: 'Refunded.' },
     );
     const sent = await call('POST', `/v1/conversations/${id}/messages`, token('a'), { text: 'Refund Ada' });
     expect(sent.status).toBe(202);
     const listed = async (query = '') =>
-      ((await call('GET', `/v1/approvals${query}`, token('b'))).json.approvals as any[]).filter((a) => a.conversationId === id);
+      ((await call('GET', `/v1/approvals${query}`, token('b'))).json.approvals as any[]).filter(
+        (a) => a.conversationId === id,
+      );
     await expect.poll(async () => (await listed()).length, { timeout: 20_000 }).toBe(1);
     const [seen] = await listed();
     expect(seen).toMatchObject({
@@ -118,14 +130,27 @@ describe('the HTTP API', () => {
     expect(state.json.pendingApprovals.map((p: any) => p.toolCallId)).toEqual(['call_api']);
 
     // A decidedBy in the body is not part of the contract: it is refused, not used.
-    const typed = await call('POST', `/v1/conversations/${id}/decisions`, token('b'), { decision: 'approve', toolCallIds: ['call_api'], decidedBy: 'mallory' });
+    const typed = await call('POST', `/v1/conversations/${id}/decisions`, token('b'), {
+      decision: 'approve',
+      toolCallIds: ['call_api'],
+      decidedBy: 'mallory',
+    });
     expect(typed.status).toBe(400);
-    const decided = await call('POST', `/v1/conversations/${id}/decisions`, token('b'), { decision: 'approve', toolCallIds: ['call_api'] });
+    const decided = await call('POST', `/v1/conversations/${id}/decisions`, token('b'), {
+      decision: 'approve',
+      toolCallIds: ['call_api'],
+    });
     expect(decided.status).toBe(200);
-    expect(decided.json).toMatchObject({ decidedBy: 'bob@example.com', results: [{ toolCallId: 'call_api', applied: true }] });
+    expect(decided.json).toMatchObject({
+      decidedBy: 'bob@example.com',
+      results: [{ toolCallId: 'call_api', applied: true }],
+    });
     const turn = await h.client.waitForTurn(id, sent.json.messageId);
     expect(turn.outcome).toBe('answered');
-    const records = await h.pool.query('SELECT decided_by, authenticated FROM durable_agent.approval_decisions WHERE conversation_id = $1', [id]);
+    const records = await h.pool.query(
+      'SELECT decided_by, authenticated FROM durable_agent.approval_decisions WHERE conversation_id = $1',
+      [id],
+    );
     expect(records.rows).toEqual([{ decided_by: 'bob@example.com', authenticated: true }]);
     const transcript = await call('GET', `/v1/conversations/${id}/transcript?limit=2`, token('a'));
     expect(transcript.json.messages.map((m: any) => m.message.role)).toEqual(['user', 'assistant']);
@@ -137,40 +162,72 @@ describe('the HTTP API', () => {
     h.model.enqueue(
       {
         toolCalls: [
-          { id: 'call_seen', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 11_000, reason: 'a' } },
-          { id: 'call_new', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 12_000, reason: 'b' } },
+          {
+            id: 'call_seen',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_2001', amount_cents: 11_000, reason: 'a' },
+          },
+          {
+            id: 'call_new',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_2001', amount_cents: 12_000, reason: 'b' },
+          },
         ],
       },
       { content: 'Done.' },
     );
     await call('POST', `/v1/conversations/${id}/messages`, token('a'), { text: 'Two refunds' });
     await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(2);
-    const decided = await call('POST', `/v1/conversations/${id}/decisions`, token('b'), { decision: 'approve', toolCallIds: ['call_seen'] });
+    const decided = await call('POST', `/v1/conversations/${id}/decisions`, token('b'), {
+      decision: 'approve',
+      toolCallIds: ['call_seen'],
+    });
     expect(decided.json.results).toEqual([expect.objectContaining({ toolCallId: 'call_seen', applied: true })]);
     expect((await h.client.state(id)).pendingApprovals.map((p) => p.toolCallId)).toEqual(['call_new']);
     // An unknown call id is refused with a stable code and changes nothing.
-    const unknown = await call('POST', `/v1/conversations/${id}/decisions`, token('b'), { decision: 'approve', toolCallIds: ['call_typo'] });
+    const unknown = await call('POST', `/v1/conversations/${id}/decisions`, token('b'), {
+      decision: 'approve',
+      toolCallIds: ['call_typo'],
+    });
     expect(unknown.status).toBe(409);
     expect(unknown.json.error.code).toBe('decision_refused');
-    await call('POST', `/v1/conversations/${id}/decisions`, token('b'), { decision: 'reject', toolCallIds: ['call_new'], reason: 'one is enough' });
+    await call('POST', `/v1/conversations/${id}/decisions`, token('b'), {
+      decision: 'reject',
+      toolCallIds: ['call_new'],
+      reason: 'one is enough',
+    });
     await expect.poll(async () => (await h.client.state(id)).status, { timeout: 20_000 }).toBe('idle');
   });
 
   it("four eyes: whoever sent the turn's message cannot approve its calls; another approver can", async () => {
     const id = h.newConversationId('api-four-eyes');
     h.model.enqueue(
-      { toolCalls: [{ id: 'call_own', name: 'issue_refund', arguments: { order_id: 'ord_1001', amount_cents: 15_000, reason: 'mine' } }] },
+      {
+        toolCalls: [
+          {
+            id: 'call_own',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_1001', amount_cents: 15_000, reason: 'mine' },
+          },
+        ],
+      },
       { content: 'Refunded.' },
     );
     const sent = await call('POST', `/v1/conversations/${id}/messages`, token('d'), { text: 'Refund my own order' });
     await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
     expect((await h.client.state(id)).pendingApprovals[0].requestedBy).toEqual(['dave@example.com']);
-    const own = await call('POST', `/v1/conversations/${id}/decisions`, token('d'), { decision: 'approve', toolCallIds: ['call_own'] });
+    const own = await call('POST', `/v1/conversations/${id}/decisions`, token('d'), {
+      decision: 'approve',
+      toolCallIds: ['call_own'],
+    });
     expect(own.status).toBe(403);
     expect(own.json.error.code).toBe('four_eyes');
     expect(own.json.error.message).toContain('dave@example.com sent the request');
     expect((await h.client.state(id)).pendingApprovals.map((p) => p.toolCallId)).toEqual(['call_own']);
-    const other = await call('POST', `/v1/conversations/${id}/decisions`, token('b'), { decision: 'approve', toolCallIds: ['call_own'] });
+    const other = await call('POST', `/v1/conversations/${id}/decisions`, token('b'), {
+      decision: 'approve',
+      toolCallIds: ['call_own'],
+    });
     expect(other.status).toBe(200);
     expect((await h.client.waitForTurn(id, sent.json.messageId)).outcome).toBe('answered');
   });
@@ -180,36 +237,72 @@ describe('the HTTP API', () => {
     // The provider restarts its ids: both turns ask for "functions.issue_refund:0".
     const reused = 'functions.issue_refund:0';
     h.model.enqueue(
-      { toolCalls: [{ id: reused, name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 11_000, reason: 'first' } }] },
-      { toolCalls: [{ id: reused, name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 19_000, reason: 'second' } }] },
+      {
+        toolCalls: [
+          {
+            id: reused,
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_2001', amount_cents: 11_000, reason: 'first' },
+          },
+        ],
+      },
+      {
+        toolCalls: [
+          {
+            id: reused,
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_2001', amount_cents: 19_000, reason: 'second' },
+          },
+        ],
+      },
       { content: 'Second refunded.' },
     );
     await call('POST', `/v1/conversations/${id}/messages`, token('a'), { text: 'Refund 110' });
-    const waiting = async () => ((await call('GET', '/v1/approvals', token('b'))).json.approvals as any[]).filter((a) => a.conversationId === id);
+    const waiting = async () =>
+      ((await call('GET', '/v1/approvals', token('b'))).json.approvals as any[]).filter((a) => a.conversationId === id);
     await expect.poll(async () => (await waiting()).length, { timeout: 20_000 }).toBe(1);
     const [stale] = await waiting();
     expect(stale.arguments.amount_cents).toBe(11_000);
     // A new message interrupts the turn; the next turn asks for a refund of 190 under the same id.
     await call('POST', `/v1/conversations/${id}/messages`, token('a'), { text: 'No, refund 190' });
-    await expect.poll(async () => (await waiting()).map((a) => a.arguments.amount_cents), { timeout: 20_000 }).toEqual([19_000]);
+    await expect
+      .poll(async () => (await waiting()).map((a) => a.arguments.amount_cents), { timeout: 20_000 })
+      .toEqual([19_000]);
     const [fresh] = await waiting();
     expect(fresh.toolCallId).toBe(stale.toolCallId);
     expect(fresh.callKey).not.toBe(stale.callKey);
     // The approver decides on what they saw: the first call, by its key.
-    const decided = await call('POST', `/v1/conversations/${id}/decisions`, token('b'), { decision: 'approve', callKeys: [stale.callKey] });
+    const decided = await call('POST', `/v1/conversations/${id}/decisions`, token('b'), {
+      decision: 'approve',
+      callKeys: [stale.callKey],
+    });
     expect(decided.status).toBe(409);
     expect(decided.json.error.code).toBe('decision_refused');
     expect((await h.client.state(id)).pendingApprovals.map((p) => p.callKey)).toEqual([fresh.callKey]);
-    const refunds = await h.pool.query("SELECT count(*)::int AS n FROM refunds WHERE order_id = 'ord_2001' AND amount_cents = 19000");
+    const refunds = await h.pool.query(
+      "SELECT count(*)::int AS n FROM refunds WHERE order_id = 'ord_2001' AND amount_cents = 19000",
+    );
     expect(refunds.rows[0].n).toBe(0);
-    await call('POST', `/v1/conversations/${id}/decisions`, token('b'), { decision: 'reject', callKeys: [fresh.callKey], reason: 'ask again tomorrow' });
+    await call('POST', `/v1/conversations/${id}/decisions`, token('b'), {
+      decision: 'reject',
+      callKeys: [fresh.callKey],
+      reason: 'ask again tomorrow',
+    });
     await expect.poll(async () => (await h.client.state(id)).status, { timeout: 20_000 }).toBe('idle');
   });
 
   it('follows a turn as server-sent events: the approval it waits on, its status, and its outcome with the answer', async () => {
     const id = h.newConversationId('api-sse');
     h.model.enqueue(
-      { toolCalls: [{ id: 'call_sse', name: 'issue_refund', arguments: { order_id: 'ord_1001', amount_cents: 12_500, reason: 'late' } }] },
+      {
+        toolCalls: [
+          {
+            id: 'call_sse',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_1001', amount_cents: 12_500, reason: 'late' },
+          },
+        ],
+      },
       { content: 'Refund of 125.00 issued.' },
     );
     const sent = await call('POST', `/v1/conversations/${id}/messages`, token('a'), { text: 'Refund 125' });
@@ -234,7 +327,10 @@ describe('the HTTP API', () => {
         events.push({ event, data: JSON.parse(/^data: (.*)$/m.exec(block)![1]) });
         if (event === 'approval' && !approved) {
           approved = true;
-          await call('POST', `/v1/conversations/${id}/decisions`, token('b'), { decision: 'approve', toolCallIds: ['call_sse'] });
+          await call('POST', `/v1/conversations/${id}/decisions`, token('b'), {
+            decision: 'approve',
+            toolCallIds: ['call_sse'],
+          });
         }
       }
     }
@@ -247,13 +343,25 @@ describe('the HTTP API', () => {
     });
     expect(events.filter((e) => e.event === 'status').map((e) => e.data.status)).toContain('awaiting_approval');
     expect(names[names.length - 1]).toBe('turn');
-    expect(events[events.length - 1].data).toMatchObject({ outcome: 'answered', answer: 'Refund of 125.00 issued.', requestedBy: ['alice@example.com'] });
+    expect(events[events.length - 1].data).toMatchObject({
+      outcome: 'answered',
+      answer: 'Refund of 125.00 issued.',
+      requestedBy: ['alice@example.com'],
+    });
   });
 
   it('the trust boundary: a decision the API did not sign is refused by the worker (signal and update); a tampered one too', async () => {
     const id = h.newConversationId('api-raw');
     h.model.enqueue(
-      { toolCalls: [{ id: 'call_raw', name: 'issue_refund', arguments: { order_id: 'ord_1001', amount_cents: 17_000, reason: 'raw' } }] },
+      {
+        toolCalls: [
+          {
+            id: 'call_raw',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_1001', amount_cents: 17_000, reason: 'raw' },
+          },
+        ],
+      },
       { content: 'Refunded.' },
     );
     const sent = await call('POST', `/v1/conversations/${id}/messages`, token('a'), { text: 'Refund 170' });
@@ -261,11 +369,22 @@ describe('the HTTP API', () => {
     const [pending] = (await h.client.state(id)).pendingApprovals;
 
     // A raw signal, as `temporal workflow signal` would send it: refused, and said so in the state.
-    await h.client.signalDecision(id, { decisionId: 'raw-1', decision: 'approve', toolCallId: 'call_raw', decidedBy: 'bob@example.com' });
-    await expect.poll(async () => (await h.client.state(id)).refusedDecisions.map((r) => r.decisionId), { timeout: 20_000 }).toContain('raw-1');
-    expect((await h.client.state(id)).refusedDecisions.find((r) => r.decisionId === 'raw-1')!.problem).toMatch(/not signed.*decide through the API/);
+    await h.client.signalDecision(id, {
+      decisionId: 'raw-1',
+      decision: 'approve',
+      toolCallId: 'call_raw',
+      decidedBy: 'bob@example.com',
+    });
+    await expect
+      .poll(async () => (await h.client.state(id)).refusedDecisions.map((r) => r.decisionId), { timeout: 20_000 })
+      .toContain('raw-1');
+    expect((await h.client.state(id)).refusedDecisions.find((r) => r.decisionId === 'raw-1')!.problem).toMatch(
+      /not signed.*decide through the API/,
+    );
     // The same through the update: refused with the reason.
-    await expect(h.client.decide(id, { decisionId: 'raw-2', decision: 'approve', toolCallId: 'call_raw' })).rejects.toThrow(DecisionRefusedError);
+    await expect(
+      h.client.decide(id, { decisionId: 'raw-2', decision: 'approve', toolCallId: 'call_raw' }),
+    ).rejects.toThrow(DecisionRefusedError);
     // Signed by the API's key, then its decider changed: the signature no longer matches.
     const signed = {
       decisionId: 'raw-3',
@@ -279,16 +398,30 @@ describe('the HTTP API', () => {
     await expect(h.client.decide(id, tampered)).rejects.toThrow(/signature does not match/);
     // Signed for another conversation: refused as well.
     await expect(
-      h.client.decide(id, { ...signed, decisionId: 'raw-4', signature: signDecision(KEY, 'other-conversation', { ...signed, decisionId: 'raw-4' }) }),
+      h.client.decide(id, {
+        ...signed,
+        decisionId: 'raw-4',
+        signature: signDecision(KEY, 'other-conversation', { ...signed, decisionId: 'raw-4' }),
+      }),
     ).rejects.toThrow(/signature does not match/);
     expect((await h.client.state(id)).pendingApprovals.map((p) => p.toolCallId)).toEqual(['call_raw']);
-    const none = await h.pool.query('SELECT count(*)::int AS n FROM durable_agent.approval_decisions WHERE conversation_id = $1', [id]);
+    const none = await h.pool.query(
+      'SELECT count(*)::int AS n FROM durable_agent.approval_decisions WHERE conversation_id = $1',
+      [id],
+    );
     expect(none.rows[0].n).toBe(0);
 
     // Signed as the API signs it: applied, authenticated.
-    await h.client.decide(id, { ...signed, decisionId: 'raw-5', signature: signDecision(KEY, id, { ...signed, decisionId: 'raw-5' }) });
+    await h.client.decide(id, {
+      ...signed,
+      decisionId: 'raw-5',
+      signature: signDecision(KEY, id, { ...signed, decisionId: 'raw-5' }),
+    });
     expect((await h.client.waitForTurn(id, sent.json.messageId)).outcome).toBe('answered');
-    const records = await h.pool.query('SELECT decision_id, decided_by, authenticated FROM durable_agent.approval_decisions WHERE conversation_id = $1', [id]);
+    const records = await h.pool.query(
+      'SELECT decision_id, decided_by, authenticated FROM durable_agent.approval_decisions WHERE conversation_id = $1',
+      [id],
+    );
     expect(records.rows).toEqual([{ decision_id: 'raw-5', decided_by: 'bob@example.com', authenticated: true }]);
     await h.client.end(id);
     await h.temporal.workflow.getHandle(id).result();
@@ -300,7 +433,10 @@ describe('the HTTP API', () => {
     expect(empty.status).toBe(400);
     expect(empty.json.error.code).toBe('invalid_request');
     expect(empty.json.error.message).toContain('text');
-    const noCalls = await call('POST', '/v1/conversations/x/decisions', token('b'), { decision: 'approve', toolCallIds: [] });
+    const noCalls = await call('POST', '/v1/conversations/x/decisions', token('b'), {
+      decision: 'approve',
+      toolCallIds: [],
+    });
     expect(noCalls.status).toBe(400);
     const quoted = await call('GET', "/v1/approvals?tool=x'%20OR%20'1", token('b'));
     expect(quoted.status).toBe(400);
@@ -314,14 +450,29 @@ describe('a worker without decision keys', () => {
     try {
       const id = open.newConversationId('unsigned');
       open.model.enqueue(
-        { toolCalls: [{ id: 'call_u', name: 'issue_refund', arguments: { order_id: 'ord_1001', amount_cents: 13_000, reason: 'u' } }] },
+        {
+          toolCalls: [
+            {
+              id: 'call_u',
+              name: 'issue_refund',
+              arguments: { order_id: 'ord_1001', amount_cents: 13_000, reason: 'u' },
+            },
+          ],
+        },
         { content: 'Refunded.' },
       );
       const messageId = await open.client.sendMessage(id, 'Refund 130');
       await expect.poll(async () => (await open.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
-      await open.client.signalDecision(id, { decisionId: 'unsigned-1', decision: 'approve', decidedBy: 'whoever typed this' });
+      await open.client.signalDecision(id, {
+        decisionId: 'unsigned-1',
+        decision: 'approve',
+        decidedBy: 'whoever typed this',
+      });
       expect((await open.client.waitForTurn(id, messageId)).outcome).toBe('answered');
-      const records = await open.pool.query('SELECT decided_by, authenticated FROM durable_agent.approval_decisions WHERE conversation_id = $1', [id]);
+      const records = await open.pool.query(
+        'SELECT decided_by, authenticated FROM durable_agent.approval_decisions WHERE conversation_id = $1',
+        [id],
+      );
       expect(records.rows).toEqual([{ decided_by: 'whoever typed this', authenticated: false }]);
     } finally {
       await open.stop();
@@ -331,9 +482,15 @@ describe('a worker without decision keys', () => {
 
 describe('API tokens', () => {
   it('are refused when short, without subject or role, or shared; a token file others can read is refused', () => {
-    expect(() => new TokenVerifier([{ subject: 'x', roles: ['approver'], token: 'short' }])).toThrow(/shorter than 32 characters/);
-    expect(() => new TokenVerifier([{ subject: '', roles: ['approver'], token: token('x') }])).toThrow(/has no subject/);
-    expect(() => new TokenVerifier([{ subject: 'x', roles: ['root' as never], token: token('x') }])).toThrow(/needs roles from requester, approver, operator/);
+    expect(() => new TokenVerifier([{ subject: 'x', roles: ['approver'], token: 'short' }])).toThrow(
+      /shorter than 32 characters/,
+    );
+    expect(() => new TokenVerifier([{ subject: '', roles: ['approver'], token: token('x') }])).toThrow(
+      /has no subject/,
+    );
+    expect(() => new TokenVerifier([{ subject: 'x', roles: ['root' as never], token: token('x') }])).toThrow(
+      /needs roles from requester, approver, operator/,
+    );
     expect(() => new TokenVerifier([TOKENS[0], { ...TOKENS[0], subject: 'other' }])).toThrow(/another entry uses/);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'api-tokens-'));
     try {

@@ -29,7 +29,10 @@ describe('large tool results', () => {
   it('are stored in PostgreSQL, carried through history as a preview, and sent to the model in full', async () => {
     expect(BIG.length).toBeGreaterThan(50_000);
     const id = h.newConversationId();
-    h.model.enqueue({ toolCalls: [{ id: 'call_export', name: 'export_ledger', arguments: {} }] }, { content: 'The ledger is long.' });
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_export', name: 'export_ledger', arguments: {} }] },
+      { content: 'The ledger is long.' },
+    );
     const { answer } = await h.client.ask(id, 'Export the ledger');
     expect(answer).toBe('The ledger is long.');
 

@@ -30,7 +30,10 @@ beforeAll(async () => {
           attempts.set(context.idempotencyKey, attempt);
           if (attempt === 1) {
             await context.once(async (tx) => {
-              await tx.query('INSERT INTO ledger_test_reservations (idempotency_key, sku) VALUES ($1, $2)', [context.idempotencyKey, sku]);
+              await tx.query('INSERT INTO ledger_test_reservations (idempotency_key, sku) VALUES ($1, $2)', [
+                context.idempotencyKey,
+                sku,
+              ]);
               return { sku, reserved: 1 };
             });
             // The effect committed, and then the attempt is lost: it never answers, and times out.
@@ -44,7 +47,9 @@ beforeAll(async () => {
       }),
     ],
   });
-  await h.pool.query('CREATE TABLE IF NOT EXISTS ledger_test_reservations (idempotency_key text NOT NULL, sku text NOT NULL)');
+  await h.pool.query(
+    'CREATE TABLE IF NOT EXISTS ledger_test_reservations (idempotency_key text NOT NULL, sku text NOT NULL)',
+  );
 });
 afterAll(async () => {
   await h?.stop();
@@ -56,7 +61,10 @@ describe('a call whose effect is in the ledger', () => {
     ['fails on its retry with an error a retry could fix', 'transiently'],
   ] as const)('and that %s reports the recorded result, with the effect applied once', async (_what, fail) => {
     const id = h.newConversationId('ledger-failure');
-    h.model.enqueue({ toolCalls: [{ id: 'call_reserve', name: 'reserve_stock', arguments: { sku: `gear-${fail}`, fail } }] }, { content: 'Reserved.' });
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_reserve', name: 'reserve_stock', arguments: { sku: `gear-${fail}`, fail } }] },
+      { content: 'Reserved.' },
+    );
     const answer = await h.client.ask(id, `Reserve gear-${fail}`);
     expect(answer.turn.outcome).toBe('answered');
     const key = (await effectKeyOf(h.pool, id, 'call_reserve'))!;

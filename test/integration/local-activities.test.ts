@@ -61,15 +61,33 @@ describe('local activities', () => {
           { id: 'call_note', name: 'add_note', arguments: { text: 'asked for a refund' } },
         ],
       },
-      { toolCalls: [{ id: 'call_refund', name: 'issue_refund', arguments: { order_id: 'ord_1001', amount_cents: 12_000, reason: 'broken' } }] },
+      {
+        toolCalls: [
+          {
+            id: 'call_refund',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_1001', amount_cents: 12_000, reason: 'broken' },
+          },
+        ],
+      },
       { content: 'Refunded.' },
     );
     const messageId = await h.client.sendMessage(id, 'Refund Ada her order', { input: LOCAL });
-    await expect.poll(async () => (await h.client.state(id)).pendingApprovals.map((p) => p.toolCallId), { timeout: 20_000 }).toEqual(['call_refund']);
+    await expect
+      .poll(async () => (await h.client.state(id)).pendingApprovals.map((p) => p.toolCallId), { timeout: 20_000 })
+      .toEqual(['call_refund']);
     await h.client.decide(id, { decision: 'approve', toolCallId: 'call_refund', decidedBy: 'ops' });
     const turn = await h.client.waitForTurn(id, messageId);
     expect(turn).toMatchObject({ outcome: 'answered', steps: 3 });
-    expect((await h.client.transcript(id)).map((m) => m.message.role)).toEqual(['user', 'assistant', 'tool', 'tool', 'assistant', 'tool', 'assistant']);
+    expect((await h.client.transcript(id)).map((m) => m.message.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'tool',
+      'assistant',
+      'tool',
+      'assistant',
+    ]);
     expect(noteRuns).toBe(1);
     expect(await refundedCents('ord_1001')).toBe(before + 12_000);
 
@@ -93,13 +111,25 @@ describe('local activities', () => {
       },
       { content: 'Found Ada.' },
     );
-    const messageId = await h.client.sendMessage(id, 'Find Ada', { input: { localActivities: { idempotentTools: true } } });
+    const messageId = await h.client.sendMessage(id, 'Find Ada', {
+      input: { localActivities: { idempotentTools: true } },
+    });
     expect(await h.client.waitForTurn(id, messageId)).toMatchObject({ outcome: 'answered', steps: 2 });
-    expect((await h.client.transcript(id)).map((m) => m.message.role)).toEqual(['user', 'assistant', 'tool', 'tool', 'assistant']);
+    expect((await h.client.transcript(id)).map((m) => m.message.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'tool',
+      'assistant',
+    ]);
     expect(noteRuns).toBe(runsBefore + 1);
     const { scheduled, localActivities } = await shape(id);
     // Both model calls and add_note (not idempotent) are ordinary activities; find_customer is the one local call.
-    expect(scheduled.filter((t) => t === 'callModel' || t === 'runTool')).toEqual(['callModel', 'runTool', 'callModel']);
+    expect(scheduled.filter((t) => t === 'callModel' || t === 'runTool')).toEqual([
+      'callModel',
+      'runTool',
+      'callModel',
+    ]);
     expect(localActivities).toBe(1);
     await exportHistoryFixture(h.temporal, id, 'local-tool-calls');
     h.expectOnlyValidModelRequests();
@@ -107,9 +137,12 @@ describe('local activities', () => {
 
   it('a cancel sent while a long local model call runs reaches the turn at the workflow task heartbeat and cancels the call; the transcript stays valid', async () => {
     const id = h.newConversationId('local-cancel');
-    // Longer than the workflow task heartbeat (80% of the 5 s workflow task timeout), so the call still runs when the cancel gets in.
+    // Longer than the workflow task heartbeat (80% of the 5 s workflow task timeout), so the call still runs when the
+    // cancel gets in.
     h.model.setResponder((request) => {
-      const users = (request.body as { messages: { role: string; content: unknown }[] }).messages.filter((m) => m.role === 'user');
+      const users = (request.body as { messages: { role: string; content: unknown }[] }).messages.filter(
+        (m) => m.role === 'user',
+      );
       return users[users.length - 1]?.content === 'Take your time'
         ? { kind: 'delay', ms: 30_000, then: { content: 'Too late.' } }
         : { content: 'Next answer.' };
@@ -137,11 +170,19 @@ describe('local activities', () => {
   });
 
   it('a client with a 3 s workflow task timeout starts conversations with it: a running local model call renews its task every 2.4 s, and a cancel gets in at a renewal', async () => {
-    const client = AgentClient.fromClient(h.temporal, { taskQueue: h.taskQueue, databaseUrl: h.databaseUrl, workflowTaskTimeoutMs: 3_000 });
+    const client = AgentClient.fromClient(h.temporal, {
+      taskQueue: h.taskQueue,
+      databaseUrl: h.databaseUrl,
+      workflowTaskTimeoutMs: 3_000,
+    });
     const id = h.newConversationId('local-short-task');
     h.model.setResponder((request) => {
-      const users = (request.body as { messages: { role: string; content: unknown }[] }).messages.filter((m) => m.role === 'user');
-      return users[users.length - 1]?.content === 'Think it over' ? { kind: 'delay', ms: 30_000, then: { content: 'Too late.' } } : { content: 'Next answer.' };
+      const users = (request.body as { messages: { role: string; content: unknown }[] }).messages.filter(
+        (m) => m.role === 'user',
+      );
+      return users[users.length - 1]?.content === 'Think it over'
+        ? { kind: 'delay', ms: 30_000, then: { content: 'Too late.' } }
+        : { content: 'Next answer.' };
     });
     try {
       const messageId = await client.sendMessage(id, 'Think it over', { input: LOCAL });
@@ -161,7 +202,9 @@ describe('local activities', () => {
     const events = (await handle.fetchHistory()).events ?? [];
     expect(events[0].workflowExecutionStartedEventAttributes?.workflowTaskTimeout?.seconds?.toString()).toBe('3');
     // The task that started the call completed while the call still ran (a renewal), and no task timed out.
-    const cancelSignal = events.findIndex((e, n) => n > 1 && e.workflowExecutionSignaledEventAttributes?.signalName !== undefined);
+    const cancelSignal = events.findIndex(
+      (e, n) => n > 1 && e.workflowExecutionSignaledEventAttributes?.signalName !== undefined,
+    );
     const completedBefore = events.slice(0, cancelSignal).filter((e) => e.workflowTaskCompletedEventAttributes).length;
     expect(completedBefore).toBeGreaterThanOrEqual(1);
     expect(events.filter((e) => e.workflowTaskTimedOutEventAttributes)).toEqual([]);
@@ -175,12 +218,18 @@ describe('local activities', () => {
         `AgentClient: workflowTaskTimeoutMs must be a whole number of milliseconds from 1000 to 120000, got ${bad}.`,
       );
     }
-    await expect(AgentClient.connect({ temporalAddress: '127.0.0.1:1', workflowTaskTimeoutMs: 0 })).rejects.toThrow('got 0.');
+    await expect(AgentClient.connect({ temporalAddress: '127.0.0.1:1', workflowTaskTimeoutMs: 0 })).rejects.toThrow(
+      'got 0.',
+    );
   });
 
   it('refuses a malformed choice before anything starts', () => {
-    expect(describeInvalidInput({ localActivities: { modelCalls: 'yes' } })).toEqual(['localActivities.modelCalls must be true or false, got "yes"']);
-    expect(describeInvalidInput({ localActivities: { tools: true } })).toEqual(['localActivities.tools is not an option (known: modelCalls, idempotentTools)']);
+    expect(describeInvalidInput({ localActivities: { modelCalls: 'yes' } })).toEqual([
+      'localActivities.modelCalls must be true or false, got "yes"',
+    ]);
+    expect(describeInvalidInput({ localActivities: { tools: true } })).toEqual([
+      'localActivities.tools is not an option (known: modelCalls, idempotentTools)',
+    ]);
     expect(describeInvalidInput({ localActivities: true })).toEqual([
       'localActivities must be an object such as {"modelCalls": true, "idempotentTools": true}',
     ]);

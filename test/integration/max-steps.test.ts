@@ -27,7 +27,14 @@ describe('maxSteps', () => {
     }
     const choices = h.requestsFor('Keep looking for Ada').map((r) => r.tool_choice);
     expect(choices).toEqual(['auto', 'auto', 'none']);
-    expect((await h.client.transcript(id)).map((m) => m.message.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'tool', 'assistant']);
+    expect((await h.client.transcript(id)).map((m) => m.message.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+      'assistant',
+    ]);
     h.expectOnlyValidModelRequests();
   });
 });

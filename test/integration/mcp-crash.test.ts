@@ -25,7 +25,12 @@ let worker: WorkerProcess | undefined;
 beforeAll(async () => {
   h = await startHarness({ worker: false });
   crm = await startHttpMcpServer({ name: 'crm', logFile });
-  ledger = await startHttpMcpServer({ name: 'ledger', logFile, effectKeys: true, token: 'ledger-token-0123456789abcdef' });
+  ledger = await startHttpMcpServer({
+    name: 'ledger',
+    logFile,
+    effectKeys: true,
+    token: 'ledger-token-0123456789abcdef',
+  });
 });
 afterAll(async () => {
   await worker?.stop('SIGKILL');
@@ -50,12 +55,17 @@ const kill = async () => {
   worker = undefined;
 };
 const toolMessages = async (id: string) =>
-  (await h.client.transcript(id)).map((m) => m.message).filter((m): m is Extract<typeof m, { role: 'tool' }> => m.role === 'tool');
+  (await h.client.transcript(id))
+    .map((m) => m.message)
+    .filter((m): m is Extract<typeof m, { role: 'tool' }> => m.role === 'tool');
 const logged = (event: string, tool: string, effectKeyPrefix: string) =>
   readMcpCalls(logFile).filter((c) => c.tool === tool && c.event === event && c.effectKey?.startsWith(effectKeyPrefix));
 const started = (tool: string, effectKeyPrefix: string) => logged('start', tool, effectKeyPrefix);
 
-/** Sends `text`, approves the one call it waits for, and kills the worker once the server has the call; the turn's message id. */
+/**
+ * Sends `text`, approves the one call it waits for, and kills the worker once the server has the call; the turn's
+ * message id.
+ */
 const approveThenKillMidCall = async (id: string, text: string, turnInput: typeof input): Promise<string> => {
   await startWorker();
   const messageId = await h.client.sendMessage(id, text, { input: turnInput });
@@ -70,7 +80,10 @@ const approveThenKillMidCall = async (id: string, text: string, turnInput: typeo
 describe('SIGKILL during an MCP call', () => {
   it('a read-only call cut off by the crash runs again on the next worker, and the turn is answered', async () => {
     const id = h.newConversationId('mcp-kill-read');
-    h.model.enqueue({ toolCalls: [{ id: 'call_report', name: 'crm__slow_report', arguments: { seconds: 3 } }] }, { content: 'Here is the report.' });
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_report', name: 'crm__slow_report', arguments: { seconds: 3 } }] },
+      { content: 'Here is the report.' },
+    );
     await startWorker();
     const messageId = await h.client.sendMessage(id, 'MCP-KILL-READ: the report', { input });
     await expect.poll(() => started('slow_report', `${id}/`).length, { timeout: 30_000 }).toBe(1);
@@ -84,14 +97,27 @@ describe('SIGKILL during an MCP call', () => {
     expect(runs[1].effectKey).toBe(runs[0].effectKey);
     const [report] = await toolMessages(id);
     expect(report.content).toBe('Report ready after 3 s: 12 orders.');
-    expect((await h.client.transcript(id)).map((m) => m.message.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect((await h.client.transcript(id)).map((m) => m.message.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+    ]);
     h.expectOnlyValidModelRequests();
   });
 
   it('an approved destructive call cut off by the crash is not run again: it settles as effect_unknown, and the server saw it once', async () => {
     const id = h.newConversationId('mcp-kill-write');
     h.model.enqueue(
-      { toolCalls: [{ id: 'call_cancel', name: 'crm__cancel_order', arguments: { order_id: 'ord_9', reason: 'fraud', seconds: 4 } }] },
+      {
+        toolCalls: [
+          {
+            id: 'call_cancel',
+            name: 'crm__cancel_order',
+            arguments: { order_id: 'ord_9', reason: 'fraud', seconds: 4 },
+          },
+        ],
+      },
       { content: 'I could not confirm the cancellation; please check ord_9.' },
     );
     const messageId = await approveThenKillMidCall(id, 'MCP-KILL-WRITE: cancel ord_9', input);
@@ -111,10 +137,21 @@ describe('SIGKILL during an MCP call', () => {
   it('an approved destructive call of a server that applies each effect key once runs again after the crash: the server confirms it, the effect happened once', async () => {
     const id = h.newConversationId('mcp-kill-keyed');
     h.model.enqueue(
-      { toolCalls: [{ id: 'call_cancel', name: 'ledger__cancel_order', arguments: { order_id: 'ord_7', reason: 'fraud', seconds: 4 } }] },
+      {
+        toolCalls: [
+          {
+            id: 'call_cancel',
+            name: 'ledger__cancel_order',
+            arguments: { order_id: 'ord_7', reason: 'fraud', seconds: 4 },
+          },
+        ],
+      },
       { content: 'Order ord_7 is cancelled.' },
     );
-    const messageId = await approveThenKillMidCall(id, 'MCP-KILL-KEYED: cancel ord_7', { ...input, mcpServers: ['ledger'] });
+    const messageId = await approveThenKillMidCall(id, 'MCP-KILL-KEYED: cancel ord_7', {
+      ...input,
+      mcpServers: ['ledger'],
+    });
     const turn = await h.client.waitForTurn(id, messageId, 60_000);
     expect(turn.outcome).toBe('answered');
     // Sent twice with one key; applied once, the repeat answered with the first call's result.

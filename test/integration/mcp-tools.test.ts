@@ -57,9 +57,12 @@ afterAll(async () => {
 
 type Wire = { role: string; tool_call_id?: string; content?: string };
 const toolMessages = async (id: string) =>
-  (await h.client.transcript(id)).map((m) => m.message).filter((m): m is Extract<typeof m, { role: 'tool' }> => m.role === 'tool');
+  (await h.client.transcript(id))
+    .map((m) => m.message)
+    .filter((m): m is Extract<typeof m, { role: 'tool' }> => m.role === 'tool');
 const SERVERS = { mcpServers: ['shop', 'crm'] };
-const offeredNames = (request: Record<string, unknown>) => ((request.tools ?? []) as { function: { name: string } }[]).map((t) => t.function.name);
+const offeredNames = (request: Record<string, unknown>) =>
+  ((request.tools ?? []) as { function: { name: string } }[]).map((t) => t.function.name);
 
 describe('tools from MCP servers', () => {
   it('a conversation calls a stdio server and an HTTP one; the destructive tool waits for approval, and approval runs it once with its effect key', async () => {
@@ -74,19 +77,37 @@ describe('tools from MCP servers', () => {
       { content: 'Order ord_1001 is cancelled.' },
     );
     const messageId = await h.client.sendMessage(id, 'MCP-APPROVE: cancel ord_1001', { input: SERVERS });
-    await expect.poll(async () => (await h.client.state(id)).pendingApprovals.map((p) => p.toolName), { timeout: 30_000 }).toEqual(['crm__cancel_order']);
+    await expect
+      .poll(async () => (await h.client.state(id)).pendingApprovals.map((p) => p.toolName), { timeout: 30_000 })
+      .toEqual(['crm__cancel_order']);
     // The read-only lookup ran without waiting; the cancellation has not reached the server.
-    await expect.poll(() => readMcpCalls(logFile).filter((c) => c.tool === 'lookup_order' && c.event === 'end').length, { timeout: 10_000 }).toBe(1);
+    await expect
+      .poll(() => readMcpCalls(logFile).filter((c) => c.tool === 'lookup_order' && c.event === 'end').length, {
+        timeout: 10_000,
+      })
+      .toBe(1);
     expect(readMcpCalls(logFile).filter((c) => c.tool === 'cancel_order')).toEqual([]);
 
     // The model was offered both servers' tools, named server__tool, with the servers' schemas.
-    const offered = (h.requestsFor('MCP-APPROVE')[0].tools as { function: { name: string; parameters: { properties: Record<string, unknown> } } }[]).map(
-      (t) => t.function,
-    );
+    const offered = (
+      h.requestsFor('MCP-APPROVE')[0].tools as {
+        function: { name: string; parameters: { properties: Record<string, unknown> } };
+      }[]
+    ).map((t) => t.function);
     expect(offered.map((t) => t.name)).toEqual(
-      expect.arrayContaining(['shop__lookup_order', 'shop__cancel_order', 'shop__slow_report', 'crm__lookup_order', 'crm__cancel_order']),
+      expect.arrayContaining([
+        'shop__lookup_order',
+        'shop__cancel_order',
+        'shop__slow_report',
+        'crm__lookup_order',
+        'crm__cancel_order',
+      ]),
     );
-    expect(Object.keys(offered.find((t) => t.name === 'crm__cancel_order')!.parameters.properties)).toEqual(['order_id', 'reason', 'seconds']);
+    expect(Object.keys(offered.find((t) => t.name === 'crm__cancel_order')!.parameters.properties)).toEqual([
+      'order_id',
+      'reason',
+      'seconds',
+    ]);
 
     const [pending] = (await h.client.state(id)).pendingApprovals;
     await h.client.decide(id, { decision: 'approve', toolCallId: 'call_cancel', decidedBy: 'ops@example.com' });
@@ -95,7 +116,11 @@ describe('tools from MCP servers', () => {
 
     const cancels = readMcpCalls(logFile).filter((c) => c.tool === 'cancel_order' && c.event === 'start');
     expect(cancels).toHaveLength(1);
-    expect(cancels[0]).toMatchObject({ server: 'crm', args: { order_id: 'ord_1001', reason: 'duplicate' }, effectKey: pending.callKey });
+    expect(cancels[0]).toMatchObject({
+      server: 'crm',
+      args: { order_id: 'ord_1001', reason: 'duplicate' },
+      effectKey: pending.callKey,
+    });
     expect(pending.callKey).toMatch(new RegExp(`^${id}/msg-\\d+/call-1$`));
     const lookup = readMcpCalls(logFile).find((c) => c.tool === 'lookup_order' && c.event === 'start')!;
     expect(lookup.server).toBe('shop');
@@ -129,17 +154,25 @@ describe('tools from MCP servers', () => {
       ['crm__cancel_order', ['approve', 'reject', 'edit']], // not declared idempotent: no respond
       ['shop__cancel_order', ['approve', 'reject']], // the shop server's rule
     ]);
-    await expect(h.client.decide(id, { decision: 'edit', toolCallId: 'call_crm', arguments: { order_id: 42 } })).rejects.toThrow(
+    await expect(
+      h.client.decide(id, { decision: 'edit', toolCallId: 'call_crm', arguments: { order_id: 42 } }),
+    ).rejects.toThrow(
       /Edit refused: the new arguments do not fit crm__cancel_order: .*Nothing changed; the call still waits/s,
     );
-    await expect(h.client.decide(id, { decision: 'edit', toolCallId: 'call_shop', arguments: { order_id: 'ord_4243' } })).rejects.toThrow(
-      'does not allow "edit"',
-    );
-    await h.client.decide(id, { decision: 'edit', toolCallId: 'call_crm', arguments: { order_id: 'ord_4242', reason: 'edited reason' }, decidedBy: 'ops' });
+    await expect(
+      h.client.decide(id, { decision: 'edit', toolCallId: 'call_shop', arguments: { order_id: 'ord_4243' } }),
+    ).rejects.toThrow('does not allow "edit"');
+    await h.client.decide(id, {
+      decision: 'edit',
+      toolCallId: 'call_crm',
+      arguments: { order_id: 'ord_4242', reason: 'edited reason' },
+      decidedBy: 'ops',
+    });
     await h.client.decide(id, { decision: 'reject', toolCallId: 'call_shop', decidedBy: 'ops' });
     expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('answered');
     const cancels = readMcpCalls(logFile).filter(
-      (c) => c.tool === 'cancel_order' && c.event === 'start' && (c.args as { reason?: string }).reason === 'edited reason',
+      (c) =>
+        c.tool === 'cancel_order' && c.event === 'start' && (c.args as { reason?: string }).reason === 'edited reason',
     );
     expect(cancels).toHaveLength(1);
     expect(JSON.parse((await toolMessages(id))[0].content)).toMatchObject({
@@ -164,7 +197,9 @@ describe('tools from MCP servers', () => {
     );
     const answer = await h.client.ask(id, 'MCP-ERRORS: look up two orders', { input: SERVERS });
     expect(answer.turn.outcome).toBe('answered');
-    const [bad, missing] = (await toolMessages(id)).map((t) => JSON.parse(t.content) as { kind: string; error: string });
+    const [bad, missing] = (await toolMessages(id)).map(
+      (t) => JSON.parse(t.content) as { kind: string; error: string },
+    );
     expect(bad.kind).toBe('tool_failed');
     expect(bad.error).toContain('Arguments for shop__lookup_order do not match its schema');
     expect(bad.error).toContain('must match pattern');
@@ -186,26 +221,38 @@ describe('tools from MCP servers', () => {
     expect(h.requestsFor('MCP-UNKNOWN')).toHaveLength(0);
     // Not stuck: every later turn ends the same way, at once, until a worker with that server takes it.
     const again = await h.client.ask(id, 'MCP-UNKNOWN: again');
-    expect(again.turn).toMatchObject({ outcome: 'failed', error: expect.stringContaining('no MCP server named "billing"') });
+    expect(again.turn).toMatchObject({
+      outcome: 'failed',
+      error: expect.stringContaining('no MCP server named "billing"'),
+    });
     expect((await h.client.state(id)).status).toBe('failed');
     expect(h.requestsFor('MCP-UNKNOWN')).toHaveLength(0);
   });
 
   it('a stdio server that dies is started again for the next call', async () => {
     const id = h.newConversationId('mcp-restart');
-    h.model.enqueue({ toolCalls: [{ id: 'call_a', name: 'shop__lookup_order', arguments: { order_id: 'ord_1002' } }] }, { content: 'Shipped.' });
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_a', name: 'shop__lookup_order', arguments: { order_id: 'ord_1002' } }] },
+      { content: 'Shipped.' },
+    );
     expect((await h.client.ask(id, 'MCP-RESTART: first', { input: SERVERS })).turn.outcome).toBe('answered');
     const first = readMcpCalls(logFile).filter((c) => c.server === 'shop' && c.args.order_id === 'ord_1002');
     const pid = first[0].pid;
     process.kill(pid, 'SIGKILL');
     await expect.poll(() => alive(pid), { timeout: 5_000 }).toBe(false);
 
-    h.model.enqueue({ toolCalls: [{ id: 'call_b', name: 'shop__lookup_order', arguments: { order_id: 'ord_1003' } }] }, { content: 'Shipped too.' });
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_b', name: 'shop__lookup_order', arguments: { order_id: 'ord_1003' } }] },
+      { content: 'Shipped too.' },
+    );
     expect((await h.client.ask(id, 'MCP-RESTART: second')).turn.outcome).toBe('answered');
     const second = readMcpCalls(logFile).filter((c) => c.server === 'shop' && c.args.order_id === 'ord_1003');
     expect(second.length).toBeGreaterThan(0);
     expect(second[0].pid).not.toBe(pid);
-    expect(JSON.parse((await toolMessages(id)).at(-1)!.content)).toMatchObject({ order_id: 'ord_1003', status: 'shipped' });
+    expect(JSON.parse((await toolMessages(id)).at(-1)!.content)).toMatchObject({
+      order_id: 'ord_1003',
+      status: 'shipped',
+    });
     h.expectOnlyValidModelRequests();
   });
 
@@ -213,12 +260,20 @@ describe('tools from MCP servers', () => {
     const id = h.newConversationId('mcp-cancel');
     h.model.enqueue({ toolCalls: [{ id: 'call_slow', name: 'shop__slow_report', arguments: { seconds: 30 } }] });
     const messageId = await h.client.sendMessage(id, 'MCP-CANCEL: the report', { input: SERVERS });
-    await expect.poll(() => readMcpCalls(logFile).filter((c) => c.tool === 'slow_report' && c.event === 'start').length, { timeout: 20_000 }).toBe(1);
+    await expect
+      .poll(() => readMcpCalls(logFile).filter((c) => c.tool === 'slow_report' && c.event === 'start').length, {
+        timeout: 20_000,
+      })
+      .toBe(1);
     await h.client.cancelTurn(id, 'not needed any more');
     const turn = await h.client.waitForTurn(id, messageId);
     expect(turn.outcome).toBe('cancelled');
     // The server saw notifications/cancelled and stopped, long before its 30 s.
-    await expect.poll(() => readMcpCalls(logFile).filter((c) => c.tool === 'slow_report' && c.event === 'cancelled').length, { timeout: 10_000 }).toBe(1);
+    await expect
+      .poll(() => readMcpCalls(logFile).filter((c) => c.tool === 'slow_report' && c.event === 'cancelled').length, {
+        timeout: 10_000,
+      })
+      .toBe(1);
     expect(readMcpCalls(logFile).filter((c) => c.tool === 'slow_report' && c.event === 'end')).toEqual([]);
     const [slow] = await toolMessages(id);
     expect(JSON.parse(slow.content)).toMatchObject({ kind: 'interrupted', started: true });
@@ -227,21 +282,33 @@ describe('tools from MCP servers', () => {
   it('refuses, before any model call, a conversation that would offer more tools than providers accept, saying how many and what to change', async () => {
     // 125 tools of the worker's own and 3 from crm make 128: allowed; with shop's 3 more, 131.
     const own = new ToolRegistry(
-      Array.from({ length: 125 }, (_, i) => tool({ name: `own_${i}`, description: 'A tool.', parameters: z.object({}), execute: () => 'ok' })),
+      Array.from({ length: 125 }, (_, i) =>
+        tool({ name: `own_${i}`, description: 'A tool.', parameters: z.object({}), execute: () => 'ok' }),
+      ),
     );
-    const connections = new McpConnections({ crm: { url: crm.url, headers: { Authorization: `Bearer ${crm.token}` } } });
+    const connections = new McpConnections({
+      crm: { url: crm.url, headers: { Authorization: `Bearer ${crm.token}` } },
+    });
     try {
-      const activity = createToolDiscoveryActivity({ tools: own, mcp: new McpToolsets(h.pool, h.tables, connections, {}) });
+      const activity = createToolDiscoveryActivity({
+        tools: own,
+        mcp: new McpToolsets(h.pool, h.tables, connections, {}),
+      });
       // Temporal's activity context for running one activity function outside a worker.
       const discover = (input: Parameters<typeof activity>[0]) => new MockActivityEnvironment().run(activity, input);
-      expect(await discover({ conversationId: 'limit', servers: ['crm'] })).toMatchObject({ offered: 128, fromServers: { crm: 3 } });
+      expect(await discover({ conversationId: 'limit', servers: ['crm'] })).toMatchObject({
+        offered: 128,
+        fromServers: { crm: 3 },
+      });
       const refused = await discover({ conversationId: 'limit', servers: ['crm', 'crm'] }).catch((err: Error) => err);
       expect((refused as Error).message).toBe(
         "This conversation would offer 131 tools (125 of the worker's own, 6 from MCP servers crm, crm); providers accept at most 128. " +
           'Select fewer MCP servers (ConversationInput.mcpServers) or fewer tools (ConversationInput.tools).',
       );
       // The conversation's own choice of the worker's tools counts, not all of them.
-      expect(await discover({ conversationId: 'limit', servers: ['crm', 'crm'], tools: ['own_1'] })).toMatchObject({ offered: 7 });
+      expect(await discover({ conversationId: 'limit', servers: ['crm', 'crm'], tools: ['own_1'] })).toMatchObject({
+        offered: 7,
+      });
     } finally {
       await connections.close();
     }
@@ -275,7 +342,12 @@ describe('tools from MCP servers', () => {
     const messageId = await h.client.sendMessage(id, 'MCP-DOWN: look up ord_2001', { input: SERVERS });
     // The turn listed crm's tools; while the report runs, crm stops.
     await expect
-      .poll(() => readMcpCalls(logFile).filter((c) => c.tool === 'slow_report' && c.args.seconds === 2 && c.event === 'start').length, { timeout: 20_000 })
+      .poll(
+        () =>
+          readMcpCalls(logFile).filter((c) => c.tool === 'slow_report' && c.args.seconds === 2 && c.event === 'start')
+            .length,
+        { timeout: 20_000 },
+      )
       .toBe(1);
     await crm.close();
     try {
@@ -291,23 +363,34 @@ describe('tools from MCP servers', () => {
       // A turn begun while it is down cannot list its tools: it fails at once, before any model call.
       const down = await h.client.ask(id, 'MCP-DOWN-AGAIN: and now?');
       expect(down.turn.outcome).toBe('failed');
-      expect(down.turn.error).toContain('Could not list the tools of the conversation\'s MCP servers: MCP server "crm"');
+      expect(down.turn.error).toContain(
+        'Could not list the tools of the conversation\'s MCP servers: MCP server "crm"',
+      );
       expect(down.turn.error).toContain('could not be reached');
       expect(h.requestsFor('MCP-DOWN-AGAIN')).toHaveLength(0);
     } finally {
       crm = await startHttpMcpServer({ name: 'crm', logFile, token: crm.token, port });
     }
     // Back on the same address: the next turn connects again and the call runs.
-    h.model.enqueue({ toolCalls: [{ id: 'call_crm_2', name: 'crm__lookup_order', arguments: { order_id: 'ord_2001' } }] }, { content: 'Shipped.' });
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_crm_2', name: 'crm__lookup_order', arguments: { order_id: 'ord_2001' } }] },
+      { content: 'Shipped.' },
+    );
     expect((await h.client.ask(id, 'MCP-DOWN-BACK: try again')).turn.outcome).toBe('answered');
-    expect(JSON.parse((await toolMessages(id)).at(-1)!.content)).toMatchObject({ order_id: 'ord_2001', status: 'shipped' });
+    expect(JSON.parse((await toolMessages(id)).at(-1)!.content)).toMatchObject({
+      order_id: 'ord_2001',
+      status: 'shipped',
+    });
     h.expectOnlyValidModelRequests();
   });
 
   it('a changed list of tools (tools/list_changed) is offered from the next turn, never in the middle of one', async () => {
     const id = h.newConversationId('mcp-changed');
     const input = { mcpServers: ['lab'] };
-    h.model.enqueue({ toolCalls: [{ id: 'call_enable', name: 'lab__enable_refunds', arguments: {} }] }, { content: 'Refunds are on.' });
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_enable', name: 'lab__enable_refunds', arguments: {} }] },
+      { content: 'Refunds are on.' },
+    );
     expect((await h.client.ask(id, 'MCP-CHANGED: enable refunds', { input })).turn.outcome).toBe('answered');
     const [before, after] = h.requestsFor('MCP-CHANGED: enable refunds');
     expect(offeredNames(before)).not.toContain('lab__refund_order');
@@ -323,12 +406,20 @@ describe('tools from MCP servers', () => {
 
   it('a large result of an MCP tool is stored in PostgreSQL and crosses history as a preview; the model gets it whole', async () => {
     const id = h.newConversationId('mcp-large');
-    h.model.enqueue({ toolCalls: [{ id: 'call_export', name: 'lab__export_orders', arguments: { kilobytes: 40 } }] }, { content: 'Exported.' });
-    expect((await h.client.ask(id, 'MCP-LARGE: export', { input: { mcpServers: ['lab'] } })).turn.outcome).toBe('answered');
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_export', name: 'lab__export_orders', arguments: { kilobytes: 40 } }] },
+      { content: 'Exported.' },
+    );
+    expect((await h.client.ask(id, 'MCP-LARGE: export', { input: { mcpServers: ['lab'] } })).turn.outcome).toBe(
+      'answered',
+    );
     const sent = (h.requestsFor('MCP-LARGE')[1].messages as Wire[]).find((m) => m.role === 'tool')!;
     expect(sent.content).toHaveLength(40 * 1024);
     expect(sent.content!.startsWith('ord_0000000,shipped,0\n')).toBe(true);
-    const stored = await h.pool.query<{ content: string }>('SELECT content FROM durable_agent.tool_results WHERE conversation_id = $1', [id]);
+    const stored = await h.pool.query<{ content: string }>(
+      'SELECT content FROM durable_agent.tool_results WHERE conversation_id = $1',
+      [id],
+    );
     expect(stored.rows.map((r) => r.content)).toEqual([sent.content]);
     // History carries a preview of 4 KB (the harness's inline limit), not the 40 KB.
     const events = await historyEventSizes(h.temporal, id);

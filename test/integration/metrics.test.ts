@@ -40,7 +40,9 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
   for (const line of text.split('\n')) {
     const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (!match || match[1] !== name) continue;
-    const found = Object.fromEntries([...(match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]));
+    const found = Object.fromEntries(
+      [...(match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]),
+    );
     if (Object.entries(labels).every(([k, v]) => found[k] === v)) total += Number(match[3]);
   }
   return total;
@@ -51,25 +53,43 @@ describe('metrics', () => {
     const before = await scrape();
     const id = h.newConversationId('metrics');
     h.model.enqueue(
-      { toolCalls: [{ id: 'call_m1', name: 'issue_refund', arguments: { order_id: 'ord_1001', amount_cents: 10_500, reason: 'damaged' } }] },
+      {
+        toolCalls: [
+          {
+            id: 'call_m1',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_1001', amount_cents: 10_500, reason: 'damaged' },
+          },
+        ],
+      },
       { content: 'Refunded.' },
     );
     const messageId = await h.client.sendMessage(id, 'Refund 105 dollars on ord_1001');
     await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
     // The gauge counts through visibility, every 15 s.
     await expect
-      .poll(async () => sample(await scrape(), AGENT_METRICS.conversationsAwaitingApproval.name, { waited: 'any' }), { timeout: 40_000, interval: 1_000 })
+      .poll(async () => sample(await scrape(), AGENT_METRICS.conversationsAwaitingApproval.name, { waited: 'any' }), {
+        timeout: 40_000,
+        interval: 1_000,
+      })
       .toBeGreaterThanOrEqual(1);
 
     await h.client.decide(id, { decision: 'approve', toolCallId: 'call_m1', decidedBy: 'ops@example.com' });
     expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('answered');
 
-    const delta = (text: string, name: string, labels: Record<string, string> = {}) => sample(text, name, labels) - sample(before, name, labels);
-    await expect.poll(async () => delta(await scrape(), AGENT_METRICS.turns.name, { outcome: 'answered' }), { timeout: 10_000 }).toBe(1);
+    const delta = (text: string, name: string, labels: Record<string, string> = {}) =>
+      sample(text, name, labels) - sample(before, name, labels);
+    await expect
+      .poll(async () => delta(await scrape(), AGENT_METRICS.turns.name, { outcome: 'answered' }), { timeout: 10_000 })
+      .toBe(1);
     const after = await scrape();
     expect(delta(after, AGENT_METRICS.modelCalls.name, { model: 'scripted-model', outcome: 'ok' })).toBe(2);
-    expect(delta(after, `${AGENT_METRICS.modelLatency.name}_count`, { model: 'scripted-model', outcome: 'ok' })).toBe(2);
-    expect(delta(after, AGENT_METRICS.modelTokens.name, { model: 'scripted-model', kind: 'prompt' })).toBeGreaterThan(0);
+    expect(delta(after, `${AGENT_METRICS.modelLatency.name}_count`, { model: 'scripted-model', outcome: 'ok' })).toBe(
+      2,
+    );
+    expect(delta(after, AGENT_METRICS.modelTokens.name, { model: 'scripted-model', kind: 'prompt' })).toBeGreaterThan(
+      0,
+    );
     const completion = delta(after, AGENT_METRICS.modelTokens.name, { model: 'scripted-model', kind: 'completion' });
     expect(completion).toBeGreaterThan(0);
     // $2 and $8 per million tokens: two and eight millionths of a dollar per token.
@@ -103,11 +123,14 @@ describe('metrics', () => {
   });
 
   it('a second worker on the same metrics address stops before starting anything, naming the variable and the way out', async () => {
-    const failed = await startWorkerProcess({ ...h.workerEnv({ OPENAI_MODEL: 'scripted-model' }), AGENT_METRICS_ADDRESS: metricsAddress }).catch(
-      (err: Error) => err,
-    );
+    const failed = await startWorkerProcess({
+      ...h.workerEnv({ OPENAI_MODEL: 'scripted-model' }),
+      AGENT_METRICS_ADDRESS: metricsAddress,
+    }).catch((err: Error) => err);
     expect(failed).toBeInstanceOf(Error);
-    expect((failed as Error).message).toContain(`AGENT_METRICS_ADDRESS: ${metricsAddress} is in use by another process`);
+    expect((failed as Error).message).toContain(
+      `AGENT_METRICS_ADDRESS: ${metricsAddress} is in use by another process`,
+    );
     expect((failed as Error).message).toContain('or to off for no metrics endpoint');
     expect((failed as Error).message).not.toContain('Durable agent worker is running.');
   });

@@ -67,14 +67,17 @@ describe('the model activity', () => {
     const conversationId = h.newConversationId('guard');
     await activities().appendMessages({ conversationId, messages: broken.map((message, seq) => ({ seq, message })) });
     h.model.enqueue({ content: 'Found them.' });
-    const result: ModelCallResult = await new MockActivityEnvironment({ activityId: `guard-2-${Date.now()}` }).run(activities().callModel, {
-      conversationId,
-      throughSeq: broken.length - 1,
-      omitSeqs: [3],
-      synthesized: [{ afterSeq: 1, toolCallId: 'call_b', content: repairedContent() }],
-      settings: {},
-      toolChoice: 'auto' as const,
-    });
+    const result: ModelCallResult = await new MockActivityEnvironment({ activityId: `guard-2-${Date.now()}` }).run(
+      activities().callModel,
+      {
+        conversationId,
+        throughSeq: broken.length - 1,
+        omitSeqs: [3],
+        synthesized: [{ afterSeq: 1, toolCallId: 'call_b', content: repairedContent() }],
+        settings: {},
+        toolChoice: 'auto' as const,
+      },
+    );
     expect(result.message).toEqual({ role: 'assistant', content: 'Found them.' });
     const sent = h.model.requests[h.model.requests.length - 1];
     expect(sent.valid).toBe(true);
@@ -90,7 +93,10 @@ describe('the model activity', () => {
 
   it('does not read a transcript that is missing messages the workflow expects', async () => {
     const conversationId = h.newConversationId('guard');
-    await activities().appendMessages({ conversationId, messages: [{ seq: 0, message: { role: 'user', content: 'hi' } }] });
+    await activities().appendMessages({
+      conversationId,
+      messages: [{ seq: 0, message: { role: 'user', content: 'hi' } }],
+    });
     await expect(
       new MockActivityEnvironment({ activityId: `guard-3-${Date.now()}` }).run(activities().callModel, {
         conversationId,

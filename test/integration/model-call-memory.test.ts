@@ -37,21 +37,31 @@ describe('a model call', () => {
       return fetch(url, init);
     };
     const client = new OpenAI({ apiKey: 'test-key', baseURL: h.model.url, maxRetries: 0, fetch: observingFetch });
-    const activities = createActivities({ pool: h.pool, model: { name: 'scripted-model', client }, tools: new ToolRegistry([]) });
+    const activities = createActivities({
+      pool: h.pool,
+      model: { name: 'scripted-model', client },
+      tools: new ToolRegistry([]),
+    });
 
     const calls = 20;
     for (let i = 0; i < calls; i++) {
       const conversationId = h.newConversationId('memory');
-      await activities.appendMessages({ conversationId, messages: [{ seq: 0, message: { role: 'user', content: `Hello ${i}` } }] });
-      h.model.enqueue({ content: `Answer ${i}` });
-      const result: ModelCallResult = await new MockActivityEnvironment({ activityId: `memory-${i}` }).run(activities.callModel, {
+      await activities.appendMessages({
         conversationId,
-        throughSeq: 0,
-        omitSeqs: [],
-        synthesized: [],
-        settings: { stream: i % 2 === 0 }, // half streamed (the default), half not
-        toolChoice: 'auto' as const,
+        messages: [{ seq: 0, message: { role: 'user', content: `Hello ${i}` } }],
       });
+      h.model.enqueue({ content: `Answer ${i}` });
+      const result: ModelCallResult = await new MockActivityEnvironment({ activityId: `memory-${i}` }).run(
+        activities.callModel,
+        {
+          conversationId,
+          throughSeq: 0,
+          omitSeqs: [],
+          synthesized: [],
+          settings: { stream: i % 2 === 0 }, // half streamed (the default), half not
+          toolChoice: 'auto' as const,
+        },
+      );
       expect(result.message).toEqual({ role: 'assistant', content: `Answer ${i}` });
     }
     expect(requestSignals).toHaveLength(calls);

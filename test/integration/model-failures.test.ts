@@ -19,7 +19,9 @@ describe('model call failures', () => {
     expect(h.model.requests.filter((r) => JSON.stringify(r.body).includes('Hello after a 500'))).toHaveLength(2);
 
     const history = await h.temporal.workflow.getHandle(id).fetchHistory();
-    const attempts = (history.events ?? []).map((e) => e.activityTaskStartedEventAttributes?.attempt).filter((a): a is number => typeof a === 'number');
+    const attempts = (history.events ?? [])
+      .map((e) => e.activityTaskStartedEventAttributes?.attempt)
+      .filter((a): a is number => typeof a === 'number');
     expect(attempts).toContain(2);
     h.expectOnlyValidModelRequests();
   });

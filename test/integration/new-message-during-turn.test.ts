@@ -17,7 +17,8 @@ const bigRefund = (id: string) => ({
   name: 'issue_refund',
   arguments: { order_id: 'ord_2001', amount_cents: 25_000, reason: 'late' },
 });
-const waitForPending = (id: string) => expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
+const waitForPending = (id: string) =>
+  expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
 
 describe('a new user message during a turn', () => {
   it('with the interrupt policy (default), while waiting for approval: the call is cancelled and the new message answered', async () => {
@@ -38,7 +39,11 @@ describe('a new user message during a turn', () => {
 
   it('with the queue policy: the turn finishes first, then the new message is answered, in order', async () => {
     const id = h.newConversationId('queue');
-    h.model.enqueue({ toolCalls: [bigRefund('call_q1')] }, { content: 'Refund issued.' }, { content: 'Your order is on its way.' });
+    h.model.enqueue(
+      { toolCalls: [bigRefund('call_q1')] },
+      { content: 'Refund issued.' },
+      { content: 'Your order is on its way.' },
+    );
     const first = await h.client.sendMessage(id, 'Refund with queue policy', { input: { onNewMessage: 'queue' } });
     await waitForPending(id);
     const second = await h.client.sendMessage(id, 'And where is my order?');
@@ -50,12 +55,9 @@ describe('a new user message during a turn', () => {
     expect((await h.client.waitForTurn(id, second)).outcome).toBe('answered');
     const messages = await transcript(id);
     expect(messages.map(kindOf)).toEqual(['user', 'assistant', 'ok', 'assistant', 'user', 'assistant']);
-    expect(messages.map((m) => (m.role === 'user' || m.role === 'assistant' ? m.content : null)).filter(Boolean)).toEqual([
-      'Refund with queue policy',
-      'Refund issued.',
-      'And where is my order?',
-      'Your order is on its way.',
-    ]);
+    expect(
+      messages.map((m) => (m.role === 'user' || m.role === 'assistant' ? m.content : null)).filter(Boolean),
+    ).toEqual(['Refund with queue policy', 'Refund issued.', 'And where is my order?', 'Your order is on its way.']);
     h.expectOnlyValidModelRequests();
   });
 
@@ -83,7 +85,11 @@ describe('a new user message during a turn', () => {
       h.model.setResponder(undefined);
     }
     const messages = await transcript(id);
-    expect(messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['burst one', 'burst two', 'burst three']);
+    expect(messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual([
+      'burst one',
+      'burst two',
+      'burst three',
+    ]);
     expect(messages[messages.length - 1]).toMatchObject({ role: 'assistant', content: 'Answering all three.' });
     h.expectOnlyValidModelRequests();
   });

@@ -45,7 +45,8 @@ interface OtlpReceiver {
 function plain(value: Record<string, unknown> | undefined): unknown {
   if (!value) return undefined;
   if ('intValue' in value) return Number(value.intValue);
-  if ('arrayValue' in value) return ((value.arrayValue as { values?: Record<string, unknown>[] }).values ?? []).map(plain);
+  if ('arrayValue' in value)
+    return ((value.arrayValue as { values?: Record<string, unknown>[] }).values ?? []).map(plain);
   return Object.values(value)[0];
 }
 
@@ -102,11 +103,15 @@ async function startOtlpReceiver(): Promise<OtlpReceiver> {
 function ancestry(span: ReceivedSpan, all: readonly ReceivedSpan[]): string[] {
   const byId = new Map(all.map((s) => [s.spanId, s]));
   const names: string[] = [];
-  for (let at: ReceivedSpan | undefined = span; at; at = at.parentSpanId ? byId.get(at.parentSpanId) : undefined) names.push(at.name);
+  for (let at: ReceivedSpan | undefined = span; at; at = at.parentSpanId ? byId.get(at.parentSpanId) : undefined)
+    names.push(at.name);
   return names;
 }
 
-/** Node's preload that records, when the worker process exits, every module it loaded (its main thread's CommonJS cache). */
+/**
+ * Node's preload that records, when the worker process exits, every module it loaded (its main thread's CommonJS
+ * cache).
+ */
 const PRELOAD = `
 const { isMainThread } = require('node:worker_threads');
 if (isMainThread) {
@@ -141,8 +146,13 @@ afterAll(async () => {
   if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
 });
 
-/** Starts `src/main.ts` on the harness with `env`; returns it, its API's URL and where its loaded modules will be listed. */
-async function startWorker(env: Record<string, string>): Promise<{ worker: WorkerProcess; apiUrl: string; loadedModules: () => string[] }> {
+/**
+ * Starts `src/main.ts` on the harness with `env`; returns it, its API's URL and where its loaded modules will be
+ * listed.
+ */
+async function startWorker(
+  env: Record<string, string>,
+): Promise<{ worker: WorkerProcess; apiUrl: string; loadedModules: () => string[] }> {
   const modulesDir = fs.mkdtempSync(path.join(scratch, 'modules-'));
   const worker = await startWorkerProcess(
     {
@@ -162,27 +172,48 @@ async function startWorker(env: Record<string, string>): Promise<{ worker: Worke
   workers.push(worker);
   const apiUrl = /HTTP API\s+(\S+)\/v1/.exec(worker.output())?.[1];
   expect(apiUrl, worker.output()).toBeDefined();
-  const loadedModules = () => JSON.parse(fs.readFileSync(path.join(modulesDir, `${worker.child.pid}.json`), 'utf8')) as string[];
+  const loadedModules = () =>
+    JSON.parse(fs.readFileSync(path.join(modulesDir, `${worker.child.pid}.json`), 'utf8')) as string[];
   return { worker, apiUrl: apiUrl!, loadedModules };
 }
 
-/** Sends a message through the API that makes the model ask for a refund needing approval, approves it as another person, and waits for the answer. */
+/**
+ * Sends a message through the API that makes the model ask for a refund needing approval, approves it as another
+ * person, and waits for the answer.
+ */
 async function turnWithApproval(apiUrl: string, conversationId: string, toolCallId: string): Promise<void> {
   const call = apiCaller(() => apiUrl);
   h.model.enqueue(
-    { toolCalls: [{ id: toolCallId, name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 12_000, reason: 'late delivery' } }] },
+    {
+      toolCalls: [
+        {
+          id: toolCallId,
+          name: 'issue_refund',
+          arguments: { order_id: 'ord_2001', amount_cents: 12_000, reason: 'late delivery' },
+        },
+      ],
+    },
     { content: 'Refunded 120.00.' },
   );
-  const sent = await call('POST', `/v1/conversations/${conversationId}/messages`, token('a'), { text: 'Refund 120 on ord_2001' });
+  const sent = await call('POST', `/v1/conversations/${conversationId}/messages`, token('a'), {
+    text: 'Refund 120 on ord_2001',
+  });
   expect(sent.status).toBe(202);
   // Polled slowly: each state request is a traced query, and the batch must not fill before the worker stops.
   await expect
-    .poll(async () => ((await call('GET', `/v1/conversations/${conversationId}`, token('b'))).json?.pendingApprovals ?? []).length, {
-      timeout: 30_000,
-      interval: 500,
-    })
+    .poll(
+      async () =>
+        ((await call('GET', `/v1/conversations/${conversationId}`, token('b'))).json?.pendingApprovals ?? []).length,
+      {
+        timeout: 30_000,
+        interval: 500,
+      },
+    )
     .toBe(1);
-  const decided = await call('POST', `/v1/conversations/${conversationId}/decisions`, token('b'), { decision: 'approve', toolCallIds: [toolCallId] });
+  const decided = await call('POST', `/v1/conversations/${conversationId}/decisions`, token('b'), {
+    decision: 'approve',
+    toolCallIds: [toolCallId],
+  });
   expect(decided.status).toBe(200);
   expect((await h.client.waitForTurn(conversationId, sent.json.messageId, 30_000)).outcome).toBe('answered');
 }
@@ -200,7 +231,9 @@ describe('npm start exports traces over OTLP/HTTP', () => {
       OTEL_BSP_MAX_QUEUE_SIZE: '8192',
       OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '8192',
     });
-    expect(worker.output()).toContain(`  Traces       ${receiver.url}/v1/traces  (OTLP/HTTP, service agent-traces-test)`);
+    expect(worker.output()).toContain(
+      `  Traces       ${receiver.url}/v1/traces  (OTLP/HTTP, service agent-traces-test)`,
+    );
 
     const id = h.newConversationId('traced');
     await turnWithApproval(apiUrl, id, 'call_tr1');
@@ -211,8 +244,11 @@ describe('npm start exports traces over OTLP/HTTP', () => {
 
     expect(await worker.stop('SIGTERM')).toBe(0);
     expect(receiver.requests.length).toBeGreaterThan(0);
-    for (const request of receiver.requests) expect(request).toEqual({ method: 'POST', path: '/v1/traces', contentType: 'application/json' });
-    expect(loadedModules().filter((file) => TRACING_MODULE_PATHS.some((p) => file.includes(p))).length).toBeGreaterThan(0);
+    for (const request of receiver.requests)
+      expect(request).toEqual({ method: 'POST', path: '/v1/traces', contentType: 'application/json' });
+    expect(loadedModules().filter((file) => TRACING_MODULE_PATHS.some((p) => file.includes(p))).length).toBeGreaterThan(
+      0,
+    );
 
     const spans = receiver.spans();
     const ours = spans.filter((s) => s.attributes['agent.conversation_id'] === id);
@@ -220,7 +256,12 @@ describe('npm start exports traces over OTLP/HTTP', () => {
     const tools = ours.filter((s) => s.name === 'tool run');
     expect(ours.map((s) => s.name).sort()).toEqual(['model call', 'model call', 'tool run']);
     for (const span of models) {
-      expect(span.attributes).toMatchObject({ 'agent.model': 'scripted-model', 'agent.attempt': 1, 'agent.streamed': true, 'agent.outcome': 'ok' });
+      expect(span.attributes).toMatchObject({
+        'agent.model': 'scripted-model',
+        'agent.attempt': 1,
+        'agent.streamed': true,
+        'agent.outcome': 'ok',
+      });
       expect(span.attributes['agent.prompt_tokens']).toBeGreaterThan(0);
       expect(span.attributes['agent.completion_tokens']).toBeGreaterThan(0);
     }
@@ -235,10 +276,22 @@ describe('npm start exports traces over OTLP/HTTP', () => {
     // Parented as README "Traces" draws it, up to the start the API's client made, which roots the trace.
     const root = ['RunWorkflow:agentConversation', 'SignalWithStartWorkflow:agentConversation'];
     for (const span of models) {
-      expect(ancestry(span, spans)).toEqual(['model call', 'RunActivity:durableAgent.callModel', 'StartActivity:durableAgent.callModel', ...root]);
+      expect(ancestry(span, spans)).toEqual([
+        'model call',
+        'RunActivity:durableAgent.callModel',
+        'StartActivity:durableAgent.callModel',
+        ...root,
+      ]);
     }
-    expect(ancestry(tools[0], spans)).toEqual(['tool run', 'RunActivity:durableAgent.runTool', 'StartActivity:durableAgent.runTool', ...root]);
-    const starts = spans.filter((s) => s.name === 'SignalWithStartWorkflow:agentConversation' && s.attributes.temporalWorkflowId === id);
+    expect(ancestry(tools[0], spans)).toEqual([
+      'tool run',
+      'RunActivity:durableAgent.runTool',
+      'StartActivity:durableAgent.runTool',
+      ...root,
+    ]);
+    const starts = spans.filter(
+      (s) => s.name === 'SignalWithStartWorkflow:agentConversation' && s.attributes.temporalWorkflowId === id,
+    );
     expect(starts).toHaveLength(1);
     expect(starts[0].parentSpanId).toBeUndefined();
     const trace = spans.filter((s) => s.traceId === starts[0].traceId);
@@ -246,7 +299,8 @@ describe('npm start exports traces over OTLP/HTTP', () => {
     expect(trace.filter((s) => s.name === 'RunWorkflow:agentConversation')).toHaveLength(1);
     expect(trace.filter((s) => s.name === 'RunActivity:durableAgent.callModel')).toHaveLength(2);
     expect(trace.filter((s) => s.name === 'RunActivity:durableAgent.runTool')).toHaveLength(1);
-    for (const span of trace.filter((s) => s.name.startsWith('RunActivity:'))) expect(span.attributes.temporalWorkflowId).toBe(id);
+    for (const span of trace.filter((s) => s.name.startsWith('RunActivity:')))
+      expect(span.attributes.temporalWorkflowId).toBe(id);
     // The worker's spans and the workflow's (exported through Temporal's plugin) carry the configured service name.
     expect(new Set(trace.map((s) => s.service))).toEqual(new Set(['agent-traces-test']));
   }, 300_000);
@@ -254,16 +308,24 @@ describe('npm start exports traces over OTLP/HTTP', () => {
   it.each([
     [
       "no OTLP endpoint is set (only other signals' endpoints)",
-      { OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: 'RECEIVER', OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: 'RECEIVER', OTEL_SERVICE_NAME: 'agent-traces-test' },
+      {
+        OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: 'RECEIVER',
+        OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: 'RECEIVER',
+        OTEL_SERVICE_NAME: 'agent-traces-test',
+      },
     ],
     ['OTEL_TRACES_EXPORTER is none', { OTEL_EXPORTER_OTLP_ENDPOINT: 'RECEIVER', OTEL_TRACES_EXPORTER: 'none' }],
   ])(
     'sends nothing and loads no tracing package when %s',
     async (_case, variables) => {
       const before = receiver.requests.length;
-      const env = Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, v === 'RECEIVER' ? receiver.url : v]));
+      const env = Object.fromEntries(
+        Object.entries(variables).map(([k, v]) => [k, v === 'RECEIVER' ? receiver.url : v]),
+      );
       const { worker, apiUrl, loadedModules } = await startWorker(env);
-      expect(worker.output()).toContain('  Traces       off (set OTEL_EXPORTER_OTLP_ENDPOINT to export them over OTLP/HTTP)');
+      expect(worker.output()).toContain(
+        '  Traces       off (set OTEL_EXPORTER_OTLP_ENDPOINT to export them over OTLP/HTTP)',
+      );
       const id = h.newConversationId('untraced');
       await turnWithApproval(apiUrl, id, 'call_un1');
       expect(await worker.stop('SIGTERM')).toBe(0);
@@ -295,11 +357,15 @@ describe('npm run api exports traces over OTLP/HTTP', () => {
       OTEL_SERVICE_NAME: 'agent-api-traces-test',
       OTEL_BSP_SCHEDULE_DELAY: '600000',
     };
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', '..', 'src', 'app', 'api-main.ts')], {
-      cwd: path.join(__dirname, '..', '..'),
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', path.join(__dirname, '..', '..', 'src', 'app', 'api-main.ts')],
+      {
+        cwd: path.join(__dirname, '..', '..'),
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let output = '';
     child.stdout.on('data', (chunk) => (output += String(chunk)));
     child.stderr.on('data', (chunk) => (output += String(chunk)));
@@ -308,14 +374,18 @@ describe('npm run api exports traces over OTLP/HTTP', () => {
       await expect.poll(() => output, { timeout: 60_000, interval: 200 }).toMatch(/Traces: .*\.\n/);
       expect(output).toContain(`Traces: ${receiver.url}/v1/traces  (OTLP/HTTP, service agent-api-traces-test).`);
       const apiUrl = /HTTP API on (\S+)\/v1,/.exec(output)![1];
-      const sent = await apiCaller(() => apiUrl)('POST', `/v1/conversations/${id}/messages`, token('a'), { text: 'Refund 120 on ord_2001' });
+      const sent = await apiCaller(() => apiUrl)('POST', `/v1/conversations/${id}/messages`, token('a'), {
+        text: 'Refund 120 on ord_2001',
+      });
       expect(sent.status).toBe(202);
     } finally {
       child.kill('SIGTERM');
     }
     expect(await exited, output).toBe(0);
     const starts = receiver.spans().filter((s) => s.attributes.temporalWorkflowId === id);
-    expect(starts.map((s) => [s.name, s.parentSpanId, s.service])).toEqual([['SignalWithStartWorkflow:agentConversation', undefined, 'agent-api-traces-test']]);
+    expect(starts.map((s) => [s.name, s.parentSpanId, s.service])).toEqual([
+      ['SignalWithStartWorkflow:agentConversation', undefined, 'agent-api-traces-test'],
+    ]);
   }, 120_000);
 });
 
@@ -338,7 +408,9 @@ describe('trace export settings', () => {
       endpointVariable: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
       serviceName: 'agents',
     });
-    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_TRACES_EXPORTER: 'none' }).traces).toBeUndefined();
+    expect(
+      loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_TRACES_EXPORTER: 'none' }).traces,
+    ).toBeUndefined();
   });
 
   it('refuse what the worker cannot do, naming the variable and the way out', () => {
@@ -351,10 +423,12 @@ describe('trace export settings', () => {
       }
       throw new Error(`accepted ${JSON.stringify(env)}`);
     };
-    expect(refusal({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' })).toContain('OTEL_EXPORTER_OTLP_ENDPOINT: must be an http(s) URL');
-    expect(refusal({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toMatch(
-      /OTEL_EXPORTER_OTLP_PROTOCOL: is "grpc", but .*OTLP\/HTTP.*port \(usually 4318\)/,
+    expect(refusal({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' })).toContain(
+      'OTEL_EXPORTER_OTLP_ENDPOINT: must be an http(s) URL',
     );
+    expect(
+      refusal({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }),
+    ).toMatch(/OTEL_EXPORTER_OTLP_PROTOCOL: is "grpc", but .*OTLP\/HTTP.*port \(usually 4318\)/);
     expect(refusal({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_TRACES_EXPORTER: 'zipkin' })).toContain(
       'OTEL_TRACES_EXPORTER: is "zipkin", but npm start and npm run api export traces over OTLP only: set otlp (or leave it unset)',
     );
@@ -366,10 +440,13 @@ describe('trace export settings', () => {
     const settings = loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' }).traces!;
     const absent = ['@opentelemetry/exporter-trace-otlp-http', '@temporalio/interceptors-opentelemetry'];
     const resolve = (name: string): string => {
-      if (absent.includes(name)) throw Object.assign(new Error(`Cannot find module '${name}'`), { code: 'MODULE_NOT_FOUND' });
+      if (absent.includes(name))
+        throw Object.assign(new Error(`Cannot find module '${name}'`), { code: 'MODULE_NOT_FOUND' });
       return require.resolve(name);
     };
-    const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
+    const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
+      devDependencies: Record<string, string>;
+    };
     expect(() => startTraceExport(settings, resolve)).toThrow(ConfigError);
     expect(() => startTraceExport(settings, resolve)).toThrow(
       'OTEL_EXPORTER_OTLP_ENDPOINT asks for traces, but these packages are not installed: @opentelemetry/exporter-trace-otlp-http, @temporalio/interceptors-opentelemetry. ' +

@@ -17,7 +17,10 @@ let uiPort: number;
 beforeAll(async () => {
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-demo-'));
   uiPort = await freePort();
-  worker = await startWorkerProcess({ ...NOTHING_CONFIGURED, AGENT_DATA_DIR: dataDir, TEMPORAL_UI_PORT: String(uiPort) }, 120_000);
+  worker = await startWorkerProcess(
+    { ...NOTHING_CONFIGURED, AGENT_DATA_DIR: dataDir, TEMPORAL_UI_PORT: String(uiPort) },
+    120_000,
+  );
 });
 afterAll(async () => {
   await worker?.stop('SIGKILL');
@@ -77,8 +80,12 @@ describe('npm start with nothing configured', () => {
     // The refunds agent asks the auditor (an agent called as a tool, in a conversation of its own) before it refunds.
     expect(output).toMatch(/⚙ audit_order\(\{"input":"Check order ord_1002 before a refund of 700 cents."\}\)/);
     expect(output).toMatch(/#\d+\s+assistant \(refunds\)\s+→ audit_order\(/);
-    expect(output).toMatch(/⚙ transfer_to_refunds\(\{\}\)[\s\S]*⚙ issue_refund\(\{"order_id":"ord_1002","amount_cents":700,"reason":"the box was damaged"\}\)/);
-    expect(output).toMatch(/agent> \[offline demo model\] Here is what the tools returned:[\s\S]*"refunded_total_cents":700/);
+    expect(output).toMatch(
+      /⚙ transfer_to_refunds\(\{\}\)[\s\S]*⚙ issue_refund\(\{"order_id":"ord_1002","amount_cents":700,"reason":"the box was damaged"\}\)/,
+    );
+    expect(output).toMatch(
+      /agent> \[offline demo model\] Here is what the tools returned:[\s\S]*"refunded_total_cents":700/,
+    );
     expect(output).toMatch(/#\d+\s+tool\s+\[call_/);
     // /show names the agent of each answer: triage handed the refund to refunds.
     expect(output).toMatch(/#\d+\s+assistant \(triage\)\s+→ transfer_to_refunds\(\{\}\)/);

@@ -26,7 +26,10 @@ let tarball: string;
 
 beforeAll(async () => {
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-package-'));
-  const packed = await run('npm', ['pack', '--json', '--pack-destination', scratch], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
+  const packed = await run('npm', ['pack', '--json', '--pack-destination', scratch], {
+    cwd: ROOT,
+    maxBuffer: 16 * 1024 * 1024,
+  });
   const [{ filename }] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf('['))) as { filename: string }[];
   tarball = path.join(scratch, filename);
 
@@ -35,7 +38,10 @@ beforeAll(async () => {
   const manifest = JSON.parse(fs.readFileSync(path.join(project, 'package.json'), 'utf8'));
   manifest.dependencies['durable-agent-worker'] = `file:${tarball}`;
   fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify(manifest, null, 2));
-  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: project, maxBuffer: 16 * 1024 * 1024 });
+  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], {
+    cwd: project,
+    maxBuffer: 16 * 1024 * 1024,
+  });
 
   databaseName = `pkg_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
   const admin = new PgClient({ connectionString: inject('postgresAdminUrl') });
@@ -58,13 +64,18 @@ describe('the packed package in a project of its own', () => {
       expect(files).toContain(`package/dist/${entry}.d.ts`);
     }
     // Modules the worker names by path only (its workflow bundle's), which no entry point imports.
-    for (const module of ['workflows/index', 'workflows/interceptors', 'codec/failure-converter']) expect(files).toContain(`package/dist/${module}.js`);
-    expect(files.filter((f) => !f.startsWith('package/dist/') && f !== 'package/package.json' && f !== 'package/README.md')).toEqual([]);
+    for (const module of ['workflows/index', 'workflows/interceptors', 'codec/failure-converter'])
+      expect(files).toContain(`package/dist/${module}.js`);
+    expect(
+      files.filter((f) => !f.startsWith('package/dist/') && f !== 'package/package.json' && f !== 'package/README.md'),
+    ).toEqual([]);
     expect(files.some((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toBe(false);
   });
 
   it("the project's code typechecks against the package's entry points", async () => {
-    const result = await run(path.join(project, 'node_modules', '.bin', 'tsc'), ['-p', project]).catch((err: { stdout: string }) => err);
+    const result = await run(path.join(project, 'node_modules', '.bin', 'tsc'), ['-p', project]).catch(
+      (err: { stdout: string }) => err,
+    );
     expect(result.stdout).toBe('');
   });
 
@@ -97,7 +108,12 @@ describe('the packed package in a project of its own', () => {
   it("runs a conversation with an approval through the project's own worker, and its database holds only the agent's tables", async () => {
     const { stdout } = await run('npm', ['run', '--silent', 'conversation'], {
       cwd: project,
-      env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), DATABASE_URL: databaseUrl, TASK_QUEUE: `team-${randomUUID()}` },
+      env: {
+        ...process.env,
+        TEMPORAL_ADDRESS: inject('temporalAddress'),
+        DATABASE_URL: databaseUrl,
+        TASK_QUEUE: `team-${randomUUID()}`,
+      },
       timeout: 180_000,
       maxBuffer: 16 * 1024 * 1024,
     });

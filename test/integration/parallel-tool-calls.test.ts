@@ -35,7 +35,10 @@ describe('a conversation on the real Temporal dev server', () => {
     expect(transcript[3]).toMatchObject({ role: 'tool', tool_call_id: 'call_find_ada' });
     expect(JSON.parse((transcript[3] as { content: string }).content).customers[0].id).toBe('cus_ada');
     expect(transcript[4]).toMatchObject({ role: 'tool', tool_call_id: 'call_orders_ada' });
-    expect(JSON.parse((transcript[4] as { content: string }).content).orders.map((o: { id: string }) => o.id)).toEqual(['ord_1001', 'ord_1002']);
+    expect(JSON.parse((transcript[4] as { content: string }).content).orders.map((o: { id: string }) => o.id)).toEqual([
+      'ord_1001',
+      'ord_1002',
+    ]);
 
     const requests = h.requestsFor('Who is Ada');
     expect(requests).toHaveLength(2);

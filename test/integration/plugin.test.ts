@@ -84,7 +84,11 @@ beforeAll(async () => {
   });
   running = worker.run();
   clientConnection = await Connection.connect({ address: h.temporalAddress });
-  client = new Client({ connection: clientConnection, dataConverter: { payloadCodecs: [teamCodec] }, plugins: [plugin] });
+  client = new Client({
+    connection: clientConnection,
+    dataConverter: { payloadCodecs: [teamCodec] },
+    plugins: [plugin],
+  });
   agent = AgentClient.fromClient(client, { taskQueue: h.taskQueue, databaseUrl: h.databaseUrl });
 }, 120_000);
 
@@ -101,14 +105,25 @@ describe('DurableAgentPlugin in a team worker', () => {
   it("runs a conversation with an approval beside the team's own workflow, whose activity named callModel stays the team's", async () => {
     const id = h.newConversationId('team');
     h.model.enqueue(
-      { toolCalls: [{ id: 'call_1', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 12_000, reason: 'late delivery' } }] },
+      {
+        toolCalls: [
+          {
+            id: 'call_1',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_2001', amount_cents: 12_000, reason: 'late delivery' },
+          },
+        ],
+      },
       { content: 'Refunded 120.00.' },
     );
     const messageId = await agent.sendMessage(id, 'Refund 120 on ord_2001');
     await expect.poll(async () => (await agent.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
     await agent.decide(id, { decision: 'approve', decidedBy: 'ops' });
     expect((await agent.waitForTurn(id, messageId, 30_000)).outcome).toBe('answered');
-    expect((await agent.transcript(id)).at(-1)?.message).toMatchObject({ role: 'assistant', content: 'Refunded 120.00.' });
+    expect((await agent.transcript(id)).at(-1)?.message).toMatchObject({
+      role: 'assistant',
+      content: 'Refunded 120.00.',
+    });
     const refunds = await h.pool.query('SELECT amount_cents FROM refunds WHERE idempotency_key LIKE $1', [`${id}/%`]);
     expect(refunds.rows).toEqual([{ amount_cents: 12_000 }]);
 
@@ -123,7 +138,9 @@ describe('DurableAgentPlugin in a team worker', () => {
   });
 
   it("registers its activities under durableAgent.<name> only, beside the team's own", () => {
-    expect([...worker.options.activities.keys()].sort()).toEqual(['callModel', ...CONVERSATION_ACTIVITY_NAMES.map((name) => `durableAgent.${name}`)].sort());
+    expect([...worker.options.activities.keys()].sort()).toEqual(
+      ['callModel', ...CONVERSATION_ACTIVITY_NAMES.map((name) => `durableAgent.${name}`)].sort(),
+    );
   });
 
   it("payload codecs given to the plugin run after the team's own, in the worker and the client, so history holds no plaintext", async () => {
@@ -138,11 +155,14 @@ describe('DurableAgentPlugin in a team worker', () => {
     // Read the history raw (no codecs).
     const raw = new Client({ connection: clientConnection });
     const history = await raw.workflow.getHandle(id).fetchHistory();
-    const serialized = JSON.stringify(temporal.api.history.v1.History.toObject(temporal.api.history.v1.History.fromObject(history)));
+    const serialized = JSON.stringify(
+      temporal.api.history.v1.History.toObject(temporal.api.history.v1.History.fromObject(history)),
+    );
     expect(serialized).not.toContain(secret);
     const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
     const outer = started?.input?.payloads?.[0];
-    const encodingOf = (p: Payload | undefined | null) => new TextDecoder().decode(p?.metadata?.encoding ?? new Uint8Array());
+    const encodingOf = (p: Payload | undefined | null) =>
+      new TextDecoder().decode(p?.metadata?.encoding ?? new Uint8Array());
     // Encoded in array order (team's, then ours), so ours is the outer layer and the team's is under it.
     expect(encodingOf(outer)).toBe('binary/agent-codec');
     const [inner] = await agentCodec.decode([outer as Payload]);
@@ -153,13 +173,19 @@ describe('DurableAgentPlugin in a team worker', () => {
 
   it("is a Temporal SimplePlugin: a replay worker gets the interceptor module and the codecs, after the team's", () => {
     expect(plugin).toBeInstanceOf(SimplePlugin);
-    const replay = plugin.configureReplayWorker({ workflowsPath: TEAM_WORKFLOWS, dataConverter: { payloadCodecs: [teamCodec] } });
+    const replay = plugin.configureReplayWorker({
+      workflowsPath: TEAM_WORKFLOWS,
+      dataConverter: { payloadCodecs: [teamCodec] },
+    });
     expect(replay.interceptors?.workflowModules).toEqual(WORKFLOW_INTERCEPTOR_MODULES);
     expect(replay.dataConverter?.payloadCodecs).toEqual([teamCodec, agentCodec]);
   });
 
   it('adds its workflow interceptor module once, whichever way the bundle is built', () => {
-    const configured = plugin.configureBundler({ workflowsPath: TEAM_WORKFLOWS, workflowInterceptorModules: [...WORKFLOW_INTERCEPTOR_MODULES] });
+    const configured = plugin.configureBundler({
+      workflowsPath: TEAM_WORKFLOWS,
+      workflowInterceptorModules: [...WORKFLOW_INTERCEPTOR_MODULES],
+    });
     expect(configured.workflowInterceptorModules).toEqual(WORKFLOW_INTERCEPTOR_MODULES);
     const fresh = plugin.configureBundler({ workflowsPath: TEAM_WORKFLOWS });
     expect(fresh.workflowInterceptorModules).toEqual(WORKFLOW_INTERCEPTOR_MODULES);
@@ -169,7 +195,10 @@ describe('DurableAgentPlugin in a team worker', () => {
 describe('DurableAgentPlugin preparing a worker', () => {
   it('a worker on a new namespace registers the search attributes and migrates a database given by URL before it polls', async () => {
     const namespace = `team-${randomUUID().slice(0, 8)}`;
-    await clientConnection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
+    await clientConnection.workflowService.registerNamespace({
+      namespace,
+      workflowExecutionRetentionPeriod: msToTs('1 day'),
+    });
     const databaseName = `p_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
     const admin = new PgClient({ connectionString: inject('postgresAdminUrl') });
     await admin.connect();
@@ -193,13 +222,21 @@ describe('DurableAgentPlugin preparing a worker', () => {
     const run = own.run();
     try {
       await expect
-        .poll(async () => Object.keys((await clientConnection.operatorService.listSearchAttributes({ namespace })).customAttributes ?? {}), {
-          timeout: 30_000,
-        })
+        .poll(
+          async () =>
+            Object.keys(
+              (await clientConnection.operatorService.listSearchAttributes({ namespace })).customAttributes ?? {},
+            ),
+          {
+            timeout: 30_000,
+          },
+        )
         .toEqual(expect.arrayContaining(SEARCH_ATTRIBUTES.map((key) => key.name)));
       const db = new PgClient({ connectionString: databaseUrl });
       await db.connect();
-      const tables = await db.query("SELECT table_name FROM information_schema.tables WHERE table_name = 'conversation_messages'");
+      const tables = await db.query(
+        "SELECT table_name FROM information_schema.tables WHERE table_name = 'conversation_messages'",
+      );
       await db.end();
       expect(tables.rowCount).toBe(1);
     } finally {
@@ -213,9 +250,14 @@ describe('DurableAgentPlugin preparing a worker', () => {
     // pg_stat_activity a moment after its client closed the connection; one left open stays there.
     try {
       await expect
-        .poll(async () => (await admin.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [databaseName])).rows[0].n, {
-          timeout: 5_000,
-        })
+        .poll(
+          async () =>
+            (await admin.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [databaseName]))
+              .rows[0].n,
+          {
+            timeout: 5_000,
+          },
+        )
         .toBe(0);
     } finally {
       await admin.end();

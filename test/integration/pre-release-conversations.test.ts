@@ -39,7 +39,11 @@ const createWorker = () =>
 
 describe('conversations started by a build before 1.0', () => {
   it('a 1.0 worker refuses their task queue, naming how many and how to drain them, and starts once they have ended', async () => {
-    const old = await h.temporal.workflow.start(PRE_RELEASE_WORKFLOW_TYPE, { workflowId: h.newConversationId('pre-1.0'), taskQueue: h.taskQueue, args: [{}] });
+    const old = await h.temporal.workflow.start(PRE_RELEASE_WORKFLOW_TYPE, {
+      workflowId: h.newConversationId('pre-1.0'),
+      taskQueue: h.taskQueue,
+      args: [{}],
+    });
     let err: unknown;
     await expect
       .poll(
@@ -53,7 +57,9 @@ describe('conversations started by a build before 1.0', () => {
         { timeout: 10_000 },
       )
       .toBe(true);
-    expect((err as Error).message).toContain(`Task queue "${h.taskQueue}" of namespace "default" has 1 open conversation started by a build before 1.0`);
+    expect((err as Error).message).toContain(
+      `Task queue "${h.taskQueue}" of namespace "default" has 1 open conversation started by a build before 1.0`,
+    );
     expect((err as Error).message).toContain(
       `temporal workflow terminate --namespace default --query "WorkflowType = '${PRE_RELEASE_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND TaskQueue = '${h.taskQueue}'"`,
     );

@@ -42,26 +42,43 @@ function buildConfig(): ts.ParsedCommandLine {
 
 /** The declaration files the build writes, by absolute path, emitted into memory. */
 function emitDeclarations(config: ts.ParsedCommandLine): Map<string, string> {
-  const program = ts.createProgram({ rootNames: config.fileNames, options: { ...config.options, emitDeclarationOnly: true } });
+  const program = ts.createProgram({
+    rootNames: config.fileNames,
+    options: { ...config.options, emitDeclarationOnly: true },
+  });
   const emitted = new Map<string, string>();
   const result = program.emit(undefined, (file, text) => emitted.set(path.resolve(file), text));
-  const problems = [...ts.getPreEmitDiagnostics(program), ...result.diagnostics].map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+  const problems = [...ts.getPreEmitDiagnostics(program), ...result.diagnostics].map((d) =>
+    ts.flattenDiagnosticMessageText(d.messageText, '\n'),
+  );
   if (problems.length > 0) throw new Error(`The declarations do not build:\n${problems.join('\n')}`);
   return emitted;
 }
 
 /** A program over the in-memory declarations of `entries` (everything else, such as node_modules, from disk). */
-function loadDeclarations(config: ts.ParsedCommandLine, emitted: Map<string, string>, entries: readonly string[]): ts.Program {
+function loadDeclarations(
+  config: ts.ParsedCommandLine,
+  emitted: Map<string, string>,
+  entries: readonly string[],
+): ts.Program {
   const options: ts.CompilerOptions = { ...config.options, noEmit: true, declaration: false };
   const host = ts.createCompilerHost(options);
-  const fromDisk = { getSourceFile: host.getSourceFile, fileExists: host.fileExists, readFile: host.readFile, directoryExists: host.directoryExists };
+  const fromDisk = {
+    getSourceFile: host.getSourceFile,
+    fileExists: host.fileExists,
+    readFile: host.readFile,
+    directoryExists: host.directoryExists,
+  };
   host.fileExists = (file) => emitted.has(path.resolve(file)) || fromDisk.fileExists(file);
   host.readFile = (file) => emitted.get(path.resolve(file)) ?? fromDisk.readFile(file);
   host.directoryExists = (dir) =>
-    [...emitted.keys()].some((file) => file.startsWith(path.resolve(dir) + path.sep)) || (fromDisk.directoryExists?.(dir) ?? false);
+    [...emitted.keys()].some((file) => file.startsWith(path.resolve(dir) + path.sep)) ||
+    (fromDisk.directoryExists?.(dir) ?? false);
   host.getSourceFile = (file, language, ...rest) => {
     const text = emitted.get(path.resolve(file));
-    return text === undefined ? fromDisk.getSourceFile(file, language, ...rest) : ts.createSourceFile(file, text, language, true);
+    return text === undefined
+      ? fromDisk.getSourceFile(file, language, ...rest)
+      : ts.createSourceFile(file, text, language, true);
   };
   return ts.createProgram({ rootNames: [...entries], options, host });
 }
@@ -79,11 +96,19 @@ beforeAll(() => {
   const config = buildConfig();
   const outDir = config.options.outDir!;
   const rootDir = config.options.rootDir!;
-  const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, string | { types: string }> };
+  const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+    exports: Record<string, string | { types: string }>;
+  };
   entryPoints = Object.entries(manifest.exports).flatMap(([subpath, target]) => {
     if (typeof target === 'string') return [];
     const declarations = path.join(ROOT, target.types);
-    return [{ subpath, declarations, source: path.join(rootDir, path.relative(outDir, declarations)).replace(/\.d\.ts$/, '.ts') }];
+    return [
+      {
+        subpath,
+        declarations,
+        source: path.join(rootDir, path.relative(outDir, declarations)).replace(/\.d\.ts$/, '.ts'),
+      },
+    ];
   });
   built = loadDeclarations(
     config,
@@ -104,7 +129,9 @@ describe("the package's public surface", () => {
     );
     const total = Object.values(names).reduce((sum, list) => sum + list.length, 0);
     expect(entryPoints.map((e) => e.subpath)).toEqual(['.', './workflow', './client', './api', './testing']);
-    expect(total, `exported names by entry point: ${JSON.stringify(names, null, 1)}`).toBeLessThanOrEqual(MAX_EXPORTED_NAMES);
+    expect(total, `exported names by entry point: ${JSON.stringify(names, null, 1)}`).toBeLessThanOrEqual(
+      MAX_EXPORTED_NAMES,
+    );
   });
 
   it('documents every exported name with TSDoc', () => {

@@ -21,7 +21,8 @@ const summaryOf = (event: temporal.api.history.v1.IHistoryEvent): string | undef
   event.userMetadata?.summary ? defaultPayloadConverter.fromPayload<string>(event.userMetadata.summary) : undefined;
 
 const details = async (id: string): Promise<string> =>
-  ((await h.temporal.workflow.getHandle(id).query('__temporal_workflow_metadata')) as { currentDetails?: string }).currentDetails ?? '';
+  ((await h.temporal.workflow.getHandle(id).query('__temporal_workflow_metadata')) as { currentDetails?: string })
+    .currentDetails ?? '';
 
 describe('a history people can read', () => {
   it('names each model call, tool call, store, decision and approval timer, and says what the conversation waits for', async () => {
@@ -30,7 +31,11 @@ describe('a history people can read', () => {
       {
         toolCalls: [
           { id: 'call_find', name: 'find_customer', arguments: { query: 'Ada' } },
-          { id: 'call_refund', name: 'issue_refund', arguments: { order_id: 'ord_1001', amount_cents: 10_500, reason: 'damaged' } },
+          {
+            id: 'call_refund',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_1001', amount_cents: 10_500, reason: 'damaged' },
+          },
         ],
       },
       { content: 'Found Ada and refunded the order.' },

@@ -19,7 +19,13 @@ describe('the refund tool applies its side effect once per tool call', () => {
     const id = h.newConversationId();
     h.model.enqueue(
       {
-        toolCalls: [{ id: 'call_refund_1', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 1500, reason: 'late delivery' } }],
+        toolCalls: [
+          {
+            id: 'call_refund_1',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_2001', amount_cents: 1500, reason: 'late delivery' },
+          },
+        ],
       },
       { content: 'Refunded 15.00.' },
     );
@@ -27,8 +33,13 @@ describe('the refund tool applies its side effect once per tool call', () => {
     const key = (await effectKeyOf(h.pool, id, 'call_refund_1'))!;
     expect(key).toBe(`${id}/msg-1/call-0`);
 
-    const ledger = await h.pool.query('SELECT tool_name, result FROM durable_agent.tool_ledger WHERE idempotency_key = $1', [key]);
-    expect(ledger.rows).toEqual([{ tool_name: 'issue_refund', result: expect.objectContaining({ order_id: 'ord_2001', amount_cents: 1500 }) }]);
+    const ledger = await h.pool.query(
+      'SELECT tool_name, result FROM durable_agent.tool_ledger WHERE idempotency_key = $1',
+      [key],
+    );
+    expect(ledger.rows).toEqual([
+      { tool_name: 'issue_refund', result: expect.objectContaining({ order_id: 'ord_2001', amount_cents: 1500 }) },
+    ]);
     const refunds = await h.pool.query('SELECT amount_cents FROM refunds WHERE idempotency_key = $1', [key]);
     expect(refunds.rows).toEqual([{ amount_cents: 1500 }]);
     expect(await refundedCents('ord_2001')).toBe(1500);
@@ -53,7 +64,10 @@ describe('the refund tool applies its side effect once per tool call', () => {
       await new Promise((resolve) => setTimeout(resolve, 200));
       return { applied_by: applied };
     };
-    const [a, b] = await Promise.all([applyOnce(h.pool, h.tables, key, 'test', effect), applyOnce(h.pool, h.tables, key, 'test', effect)]);
+    const [a, b] = await Promise.all([
+      applyOnce(h.pool, h.tables, key, 'test', effect),
+      applyOnce(h.pool, h.tables, key, 'test', effect),
+    ]);
     expect(applied).toBe(1);
     expect(a).toEqual(b);
     expect(await refundedCents('ord_3001')).toBe(100);

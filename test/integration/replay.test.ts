@@ -33,6 +33,8 @@ describe('determinism', () => {
 
     const history = await h.temporal.workflow.getHandle(id).fetchHistory();
     expect(history.events?.length).toBeGreaterThan(20);
-    await expect(Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, id)).resolves.toBeUndefined();
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, id),
+    ).resolves.toBeUndefined();
   });
 });

@@ -18,18 +18,27 @@ afterAll(async () => {
 });
 
 const REUSED = 'functions.issue_refund:0';
-const toolMessages = async (id: string) => (await h.client.transcript(id)).flatMap(({ seq, message: m }) => (m.role === 'tool' ? [{ seq, ...m }] : []));
+const toolMessages = async (id: string) =>
+  (await h.client.transcript(id)).flatMap(({ seq, message: m }) => (m.role === 'tool' ? [{ seq, ...m }] : []));
 
 describe('tool-call ids that providers reuse', () => {
   it('three turns whose refunds all carry the id functions.issue_refund:0 apply three refunds with three distinct results', async () => {
     const id = h.newConversationId('reused');
-    const before = (await h.pool.query("SELECT refunded_cents FROM orders WHERE id = 'ord_1002'")).rows[0].refunded_cents as number;
+    const before = (await h.pool.query("SELECT refunded_cents FROM orders WHERE id = 'ord_1002'")).rows[0]
+      .refunded_cents as number;
     // The model server restarts ids in every response, as Kimi-style models behind vLLM do.
     h.model.setToolCallIds('per-response');
     try {
       for (const cents of [101, 102, 103]) {
         h.model.enqueue(
-          { toolCalls: [{ name: 'issue_refund', arguments: { order_id: 'ord_1002', amount_cents: cents, reason: `turn ${cents}` } }] },
+          {
+            toolCalls: [
+              {
+                name: 'issue_refund',
+                arguments: { order_id: 'ord_1002', amount_cents: cents, reason: `turn ${cents}` },
+              },
+            ],
+          },
           { content: `Refunded ${cents} cents.` },
         );
         const { turn } = await h.client.ask(id, `Refund ${cents} cents on ord_1002`);
@@ -47,10 +56,15 @@ describe('tool-call ids that providers reuse', () => {
       [102, `${id}/msg-5/call-0`],
       [103, `${id}/msg-9/call-0`],
     ]);
-    const after = (await h.pool.query("SELECT refunded_cents FROM orders WHERE id = 'ord_1002'")).rows[0].refunded_cents as number;
+    const after = (await h.pool.query("SELECT refunded_cents FROM orders WHERE id = 'ord_1002'")).rows[0]
+      .refunded_cents as number;
     expect(after - before).toBe(306);
     const results = (await toolMessages(id)).map((m) => ({ callId: m.tool_call_id, ...JSON.parse(m.content) }));
-    expect(results).toEqual(refunds.rows.map((r) => expect.objectContaining({ callId: REUSED, refund_id: r.id, amount_cents: r.amount_cents })));
+    expect(results).toEqual(
+      refunds.rows.map((r) =>
+        expect.objectContaining({ callId: REUSED, refund_id: r.id, amount_cents: r.amount_cents }),
+      ),
+    );
     expect(new Set(results.map((r) => r.refund_id)).size).toBe(3);
     await exportHistoryFixture(h.temporal, id, 'reused-tool-call-ids');
     h.expectOnlyValidModelRequests();
@@ -58,10 +72,14 @@ describe('tool-call ids that providers reuse', () => {
 
   it('a read-only lookup repeated with a reused id returns fresh results', async () => {
     const id = h.newConversationId('reused-read');
-    const lookup = { toolCalls: [{ id: 'functions.find_customer:0', name: 'find_customer', arguments: { query: 'Zuse' } }] };
+    const lookup = {
+      toolCalls: [{ id: 'functions.find_customer:0', name: 'find_customer', arguments: { query: 'Zuse' } }],
+    };
     h.model.enqueue(lookup, { content: 'No Zuse yet.' });
     await h.client.ask(id, 'Find Zuse');
-    await h.pool.query("INSERT INTO customers (id, name, email) VALUES ('cus_zuse', 'Konrad Zuse', 'konrad@example.com')");
+    await h.pool.query(
+      "INSERT INTO customers (id, name, email) VALUES ('cus_zuse', 'Konrad Zuse', 'konrad@example.com')",
+    );
     h.model.enqueue(lookup, { content: 'Found Zuse.' });
     await h.client.ask(id, 'Find Zuse again');
     const [first, second] = (await toolMessages(id)).map((m) => JSON.parse(m.content));
@@ -73,13 +91,17 @@ describe('tool-call ids that providers reuse', () => {
   it('a decision naming the callKey of an earlier call is refused when a later call with the same id waits; the right key applies', async () => {
     const id = h.newConversationId('reused-decision');
     const bigRefund = (reason: string) => ({
-      toolCalls: [{ id: REUSED, name: 'issue_refund', arguments: { order_id: 'ord_1001', amount_cents: 10_500, reason } }],
+      toolCalls: [
+        { id: REUSED, name: 'issue_refund', arguments: { order_id: 'ord_1001', amount_cents: 10_500, reason } },
+      ],
     });
     const waitingCall = async () => {
       await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
       return (await h.client.state(id)).pendingApprovals[0];
     };
-    h.model.enqueue(bigRefund('first'), { content: 'First refund done.' }, bigRefund('second'), { content: 'Second refund done.' });
+    h.model.enqueue(bigRefund('first'), { content: 'First refund done.' }, bigRefund('second'), {
+      content: 'Second refund done.',
+    });
     const first = await h.client.sendMessage(id, 'First big refund on ord_1001');
     const earlier = await waitingCall();
     expect(earlier).toMatchObject({ toolCallId: REUSED, callKey: `${id}/msg-1/call-0` });
@@ -90,15 +112,22 @@ describe('tool-call ids that providers reuse', () => {
     const later = await waitingCall();
     expect(later).toMatchObject({ toolCallId: REUSED, callKey: `${id}/msg-5/call-0` });
     // A stale decision, made for the first call: same provider id, different call instance.
-    const stale = await h.client.decide(id, { decision: 'approve', toolCallId: REUSED, callKey: earlier.callKey }).catch((err: Error) => err);
+    const stale = await h.client
+      .decide(id, { decision: 'approve', toolCallId: REUSED, callKey: earlier.callKey })
+      .catch((err: Error) => err);
     expect(stale).toBeInstanceOf(DecisionRefusedError);
-    expect((stale as Error).message).toContain(`waiting now is a different call (key ${later.callKey}) from the one decided (key ${earlier.callKey})`);
+    expect((stale as Error).message).toContain(
+      `waiting now is a different call (key ${later.callKey}) from the one decided (key ${earlier.callKey})`,
+    );
     expect((await h.client.state(id)).pendingApprovals).toHaveLength(1);
     // The key alone names the call.
     const applied = await h.client.decide(id, { decision: 'reject', callKey: later.callKey, reason: 'one is enough' });
     expect(applied).toMatchObject({ applied: true, toolCallIds: [REUSED] });
     expect((await h.client.waitForTurn(id, second)).outcome).toBe('answered');
-    const records = await h.pool.query('SELECT decision, call_keys FROM durable_agent.approval_decisions WHERE conversation_id = $1 ORDER BY decided_at', [id]);
+    const records = await h.pool.query(
+      'SELECT decision, call_keys FROM durable_agent.approval_decisions WHERE conversation_id = $1 ORDER BY decided_at',
+      [id],
+    );
     expect(records.rows).toEqual([
       { decision: 'approve', call_keys: [earlier.callKey] },
       { decision: 'reject', call_keys: [later.callKey] },

@@ -56,18 +56,33 @@ describe('a Temporal server restart', () => {
   it('while a conversation waits for approval: the decision made after the restart is applied and the turn finishes', async () => {
     const id = h.newConversationId('restart-approval');
     h.model.enqueue(
-      { toolCalls: [{ id: 'call_big', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 12_345, reason: 'restart' } }] },
+      {
+        toolCalls: [
+          {
+            id: 'call_big',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_2001', amount_cents: 12_345, reason: 'restart' },
+          },
+        ],
+      },
       { content: 'Refund issued after the restart.' },
     );
     const messageId = await h.client.sendMessage(id, 'Refund across a restart');
     await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
 
     await restartServer();
-    await expect.poll(async () => (await h.client.state(id).catch(() => undefined))?.pendingApprovals.length, { timeout: 60_000, interval: 500 }).toBe(1);
+    await expect
+      .poll(async () => (await h.client.state(id).catch(() => undefined))?.pendingApprovals.length, {
+        timeout: 60_000,
+        interval: 500,
+      })
+      .toBe(1);
     await h.client.decide(id, { decision: 'approve', decidedBy: 'ops' });
     const turn = await h.client.waitForTurn(id, messageId, 60_000);
     expect(turn.outcome).toBe('answered');
-    const refunds = await h.pool.query('SELECT amount_cents FROM refunds WHERE idempotency_key = $1', [await effectKeyOf(h.pool, id, 'call_big')]);
+    const refunds = await h.pool.query('SELECT amount_cents FROM refunds WHERE idempotency_key = $1', [
+      await effectKeyOf(h.pool, id, 'call_big'),
+    ]);
     expect(refunds.rows).toEqual([{ amount_cents: 12_345 }]);
     h.expectOnlyValidModelRequests();
   });
@@ -75,8 +90,13 @@ describe('a Temporal server restart', () => {
   it('while a tool runs: the conversation finishes once the server is back', async () => {
     const id = h.newConversationId('restart-tool');
     slowRuns = 0;
-    h.model.enqueue({ toolCalls: [{ id: 'call_slow', name: 'slow_report', arguments: {} }] }, { content: 'Here is the report.' });
-    const messageId = await h.client.sendMessage(id, 'Slow report across a restart', { input: { timeouts: { heartbeatMs: 3_000 } } });
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_slow', name: 'slow_report', arguments: {} }] },
+      { content: 'Here is the report.' },
+    );
+    const messageId = await h.client.sendMessage(id, 'Slow report across a restart', {
+      input: { timeouts: { heartbeatMs: 3_000 } },
+    });
     await expect.poll(() => slowRuns, { timeout: 20_000 }).toBe(1);
 
     await restartServer();

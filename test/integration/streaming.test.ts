@@ -18,8 +18,11 @@ type Wire = { role: string; tool_call_id?: string; content?: string | null; tool
 const input = { model: { streamIdleMs: 1_500 } };
 const roles = async (id: string) => (await h.client.transcript(id)).map((m) => m.message.role);
 const toolContents = async (id: string) =>
-  (await h.client.transcript(id)).flatMap((m) => (m.message.role === 'tool' ? [[m.message.tool_call_id, m.message.content]] : []));
-const refundRows = async (orderId: string) => (await h.pool.query('SELECT count(*)::int AS n FROM refunds WHERE order_id = $1', [orderId])).rows[0].n as number;
+  (await h.client.transcript(id)).flatMap((m) =>
+    m.message.role === 'tool' ? [[m.message.tool_call_id, m.message.content]] : [],
+  );
+const refundRows = async (orderId: string) =>
+  (await h.pool.query('SELECT count(*)::int AS n FROM refunds WHERE order_id = $1', [orderId])).rows[0].n as number;
 
 describe('streamed model calls', () => {
   it('assembles parallel tool calls from fragments with repeated empty ids and names, runs both tools and finishes', async () => {
@@ -48,7 +51,11 @@ describe('streamed model calls', () => {
 
   it('a stream cut mid-arguments is retried; its broken call never reaches a tool or the transcript', async () => {
     const id = h.newConversationId('cut');
-    const refund = { id: 'call_cut', name: 'issue_refund', arguments: { order_id: 'ord_3001', amount_cents: 100, reason: 'cut' } };
+    const refund = {
+      id: 'call_cut',
+      name: 'issue_refund',
+      arguments: { order_id: 'ord_3001', amount_cents: 100, reason: 'cut' },
+    };
     const before = await refundRows('ord_3001');
     h.model.enqueue(
       { toolCalls: [refund], stream: { cutAfterArgumentChars: 12 } },
@@ -81,12 +88,17 @@ describe('streamed model calls', () => {
 
   it('a stream that stalls past the idle timeout is abandoned and retried, and the conversation finishes', async () => {
     const id = h.newConversationId('stall');
-    h.model.enqueue({ content: 'This answer never finishes', stream: { stallAfterChunks: 2 } }, { content: 'Answer after the stall.' });
+    h.model.enqueue(
+      { content: 'This answer never finishes', stream: { stallAfterChunks: 2 } },
+      { content: 'Answer after the stall.' },
+    );
     const started = Date.now();
     const { turn, answer } = await h.client.ask(id, 'Answer despite a stall', { input });
     expect(turn.outcome).toBe('answered');
     expect(answer).toBe('Answer after the stall.');
-    const [stalled] = h.requestsFor('Answer despite a stall').map((_, i, all) => h.model.requests.find((r) => r.body === all[i]));
+    const [stalled] = h
+      .requestsFor('Answer despite a stall')
+      .map((_, i, all) => h.model.requests.find((r) => r.body === all[i]));
     expect(stalled?.aborted).toBe(true);
     expect(Date.now() - started).toBeLessThan(20_000);
     expect(await roles(id)).toEqual(['user', 'assistant']);
@@ -95,7 +107,10 @@ describe('streamed model calls', () => {
 
   it('empty arguments ("") count as {}: the schema, not the JSON parser, judges them', async () => {
     const id = h.newConversationId('empty-args');
-    h.model.enqueue({ toolCalls: [{ id: 'call_empty', name: 'list_orders', arguments: '' }] }, { content: 'I need a customer id.' });
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_empty', name: 'list_orders', arguments: '' }] },
+      { content: 'I need a customer id.' },
+    );
     await h.client.ask(id, 'List orders with empty arguments', { input });
     const [[, content]] = await toolContents(id);
     const result = JSON.parse(content as string) as { reason: string; error: string };
@@ -121,7 +136,9 @@ describe('streamed model calls', () => {
   it('cancel during a stream stops the HTTP request within a second, and the transcript is valid', async () => {
     const id = h.newConversationId('cancel-stream');
     h.model.enqueue({ content: 'A very long answer that goes on and on', stream: { stallAfterChunks: 2 } });
-    const messageId = await h.client.sendMessage(id, 'Stream then cancel', { input: { model: { streamIdleMs: 60_000 } } });
+    const messageId = await h.client.sendMessage(id, 'Stream then cancel', {
+      input: { model: { streamIdleMs: 60_000 } },
+    });
     await expect.poll(() => h.requestsFor('Stream then cancel').length, { timeout: 20_000 }).toBe(1);
     const request = h.model.requests[h.model.requests.length - 1];
     await expect.poll(() => request.firstByteAt !== undefined, { timeout: 10_000 }).toBe(true);
@@ -130,7 +147,9 @@ describe('streamed model calls', () => {
     await h.client.cancelTurn(id);
     await expect.poll(() => request.closedAt, { timeout: 5_000 }).toBeDefined();
     const stoppedAfter = request.closedAt! - cancelledAt;
-    console.log(`cancel during a stream: the server saw the request closed ${stoppedAfter} ms after the cancel was sent`);
+    console.log(
+      `cancel during a stream: the server saw the request closed ${stoppedAfter} ms after the cancel was sent`,
+    );
     expect(stoppedAfter).toBeLessThan(1_000);
     expect(request.aborted).toBe(true);
     expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('cancelled');
@@ -143,7 +162,10 @@ describe('streamed model calls', () => {
     const events: StreamEvent[] = [];
     const unsubscribe = await h.client.subscribe(id, (event) => events.push(event));
     try {
-      h.model.enqueue({ kind: 'drop', content: 'The first attempt says something and then' }, { content: 'The second attempt, complete.' });
+      h.model.enqueue(
+        { kind: 'drop', content: 'The first attempt says something and then' },
+        { content: 'The second attempt, complete.' },
+      );
       const { answer } = await h.client.ask(id, 'Stream, break, retry', { input });
       expect(answer).toBe('The second attempt, complete.');
       await expect.poll(() => events.filter((e) => e.type === 'end').length, { timeout: 5_000 }).toBe(2);
@@ -189,7 +211,10 @@ describe('DeepSeek thinking mode', () => {
     const stored = (await deepseek.client.transcript(id)).map((m) => m.message);
     expect(stored[1]).toMatchObject({ role: 'assistant', reasoning_content: 'The user wants Ada; look her up first.' });
     const third = deepseek.requestsFor('Think about Ada')[2].messages as (Wire & { reasoning_content?: string })[];
-    expect(third.filter((m) => m.role === 'assistant').map((m) => m.reasoning_content)).toEqual(['The user wants Ada; look her up first.', 'Now her orders.']);
+    expect(third.filter((m) => m.role === 'assistant').map((m) => m.reasoning_content)).toEqual([
+      'The user wants Ada; look her up first.',
+      'Now her orders.',
+    ]);
     expect(deepseek.model.requests.filter((r) => JSON.stringify(r.body).includes('Think about Ada'))).toHaveLength(3);
     deepseek.expectOnlyValidModelRequests();
   });

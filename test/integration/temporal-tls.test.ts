@@ -58,7 +58,10 @@ describe('a Temporal cluster that requires mutual TLS', () => {
   });
 
   it('a worker with a certificate from another CA says the connection failed and what to check', async () => {
-    const error = await startWorkerProcess({ ...h.workerEnv(), ...tlsEnv({ cert: certs.rogueCert, key: certs.rogueKey }) }).catch((err: Error) => err);
+    const error = await startWorkerProcess({
+      ...h.workerEnv(),
+      ...tlsEnv({ cert: certs.rogueCert, key: certs.rogueKey }),
+    }).catch((err: Error) => err);
     expect(error).toBeInstanceOf(Error);
     const message = (error as Error).message;
     expect(message).toContain(
@@ -70,8 +73,12 @@ describe('a Temporal cluster that requires mutual TLS', () => {
   it('a worker without a client certificate says the server may require one and how to give it', async () => {
     const error = await startWorkerProcess({ ...h.workerEnv(), ...tlsEnv() }).catch((err: Error) => err);
     const message = (error as Error).message;
-    expect(message).toContain(`Could not connect to Temporal at 127.0.0.1:${proxy.port} over TLS without a client certificate`);
-    expect(message).toContain('if the server requires a client certificate (mTLS), set TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH');
+    expect(message).toContain(
+      `Could not connect to Temporal at 127.0.0.1:${proxy.port} over TLS without a client certificate`,
+    );
+    expect(message).toContain(
+      'if the server requires a client certificate (mTLS), set TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH',
+    );
   });
 });
 
@@ -82,7 +89,12 @@ describe("Temporal's environment configuration", () => {
       TEMPORAL_NAMESPACE: 'my-ns.a1b2c',
       TEMPORAL_API_KEY: 'key-123',
     });
-    expect(settings).toMatchObject({ address: 'my-ns.a1b2c.tmprl.cloud:7233', namespace: 'my-ns.a1b2c', apiKey: 'key-123', tls: true });
+    expect(settings).toMatchObject({
+      address: 'my-ns.a1b2c.tmprl.cloud:7233',
+      namespace: 'my-ns.a1b2c',
+      apiKey: 'key-123',
+      tls: true,
+    });
   });
 
   it('reads a profile from the config file, with environment variables overriding it', () => {
@@ -104,7 +116,10 @@ describe("Temporal's environment configuration", () => {
     expect(settings).toMatchObject({ address: 'prod.example.com:7233', namespace: 'backoffice', profile: 'prod' });
     const pair = (settings.tls as { clientCertPair?: { crt: Uint8Array } }).clientCertPair;
     expect(Buffer.from(pair!.crt).equals(fs.readFileSync(certs.clientCert))).toBe(true);
-    expect(loadTemporalConnection({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'prod', TEMPORAL_NAMESPACE: 'other' }).namespace).toBe('other');
+    expect(
+      loadTemporalConnection({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'prod', TEMPORAL_NAMESPACE: 'other' })
+        .namespace,
+    ).toBe('other');
     expect(() => loadTemporalConnection({ TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'staging' })).toThrow(
       `Could not read Temporal's connection configuration (profile "staging", file ${file}): Profile 'staging' not found in config data.`,
     );

@@ -46,12 +46,16 @@ describe('a starting worker waits for Temporal', () => {
       tries++;
       return NativeConnection.connect({ address });
     };
-    const waited = await explainConnectionFailure(EMBEDDED_DEV_SERVER, address, connect, { waitMs: 2_500 }).catch((err: Error) => err);
+    const waited = await explainConnectionFailure(EMBEDDED_DEV_SERVER, address, connect, { waitMs: 2_500 }).catch(
+      (err: Error) => err,
+    );
     expect((waited as Error).message).toContain(`Could not connect to Temporal at ${address} without TLS`);
     expect((waited as Error).message).toContain('check TEMPORAL_ADDRESS');
     expect(tries).toBeGreaterThan(1);
     tries = 0;
-    await expect(explainConnectionFailure(EMBEDDED_DEV_SERVER, address, connect)).rejects.toThrow('and that the server is up');
+    await expect(explainConnectionFailure(EMBEDDED_DEV_SERVER, address, connect)).rejects.toThrow(
+      'and that the server is up',
+    );
     expect(tries).toBe(1);
   });
 });
@@ -87,7 +91,10 @@ describe('a starting worker waits for its namespace', () => {
       const waiting = waitForNamespace(lookup, namespace, address, 60_000);
       await sleep(1_500);
       expect(asked).toBeGreaterThan(1);
-      await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
+      await connection.workflowService.registerNamespace({
+        namespace,
+        workflowExecutionRetentionPeriod: msToTs('1 day'),
+      });
       await waiting;
     });
   });
@@ -98,7 +105,10 @@ describe('a starting worker waits for its namespace', () => {
       const registering = ensureSearchAttributes(connection, namespace);
       const checking = refusePreReleaseConversations(connection, namespace, 'agent');
       await sleep(1_500);
-      await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
+      await connection.workflowService.registerNamespace({
+        namespace,
+        workflowExecutionRetentionPeriod: msToTs('1 day'),
+      });
       const registration = await registering;
       expect(registration.on).toContain('status');
       expect(registration.added).toContain('AgentStatus');

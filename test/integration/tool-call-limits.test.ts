@@ -20,7 +20,11 @@ describe('limits on what a model and a caller may ask for', () => {
     const id = h.newConversationId('too-many');
     h.model.enqueue(
       {
-        toolCalls: ['Ada', 'Alan', 'Grace', 'Nobody'].map((query, i) => ({ id: `call_${i}`, name: 'find_customer', arguments: { query } })),
+        toolCalls: ['Ada', 'Alan', 'Grace', 'Nobody'].map((query, i) => ({
+          id: `call_${i}`,
+          name: 'find_customer',
+          arguments: { query },
+        })),
       },
       { content: 'Found the first two; asking again for the rest.' },
     );
@@ -34,7 +38,9 @@ describe('limits on what a model and a caller may ask for', () => {
       expect(JSON.parse(t.content)).toMatchObject({
         kind: 'tool_failed',
         reason: 'too_many_calls',
-        error: expect.stringContaining('asked for 4 tool calls; this worker runs at most 2 per response (AGENT_MAX_PARALLEL_TOOL_CALLS)'),
+        error: expect.stringContaining(
+          'asked for 4 tool calls; this worker runs at most 2 per response (AGENT_MAX_PARALLEL_TOOL_CALLS)',
+        ),
       });
     }
     h.expectOnlyValidModelRequests();
@@ -73,8 +79,14 @@ describe('limits on what a model and a caller may ask for', () => {
   it('the worker refuses a per-response limit outside 1..128 with the variable name and the range', () => {
     expect(loadConfig({}).maxParallelToolCalls).toBe(16);
     expect(loadConfig({ AGENT_MAX_PARALLEL_TOOL_CALLS: '4' }).maxParallelToolCalls).toBe(4);
-    expect(() => loadConfig({ AGENT_MAX_PARALLEL_TOOL_CALLS: '10000' })).toThrow(/AGENT_MAX_PARALLEL_TOOL_CALLS: must be at most 128/);
-    expect(() => loadConfig({ AGENT_MAX_PARALLEL_TOOL_CALLS: '0' })).toThrow(/AGENT_MAX_PARALLEL_TOOL_CALLS: must be at least 1/);
-    expect(() => loadConfig({ AGENT_MAX_PARALLEL_TOOL_CALLS: 'many' })).toThrow(/AGENT_MAX_PARALLEL_TOOL_CALLS: must be a whole number from 1 to 128/);
+    expect(() => loadConfig({ AGENT_MAX_PARALLEL_TOOL_CALLS: '10000' })).toThrow(
+      /AGENT_MAX_PARALLEL_TOOL_CALLS: must be at most 128/,
+    );
+    expect(() => loadConfig({ AGENT_MAX_PARALLEL_TOOL_CALLS: '0' })).toThrow(
+      /AGENT_MAX_PARALLEL_TOOL_CALLS: must be at least 1/,
+    );
+    expect(() => loadConfig({ AGENT_MAX_PARALLEL_TOOL_CALLS: 'many' })).toThrow(
+      /AGENT_MAX_PARALLEL_TOOL_CALLS: must be a whole number from 1 to 128/,
+    );
   });
 });

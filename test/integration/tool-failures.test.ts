@@ -45,21 +45,30 @@ async function turnWithCall(marker: string, call: { name: string; arguments: str
 describe('tool calls that cannot succeed become error tool messages and the loop goes on', () => {
   it('a tool that throws on every attempt is retried, then answered with a tool_failed message', async () => {
     inventoryAttempts = 0;
-    const result = await turnWithCall('Is the gear set in stock?', { name: 'check_inventory', arguments: { sku: 'G-1' } });
+    const result = await turnWithCall('Is the gear set in stock?', {
+      name: 'check_inventory',
+      arguments: { sku: 'G-1' },
+    });
     expect(result).toMatchObject({ kind: 'tool_failed', reason: 'error' });
     expect(result.error).toContain('warehouse API is offline');
     expect(inventoryAttempts).toBe(2);
   });
 
   it('a call to a tool the worker does not have names the tools it does have', async () => {
-    const result = await turnWithCall('Please delete the customer', { name: 'delete_customer', arguments: { id: 'cus_ada' } });
+    const result = await turnWithCall('Please delete the customer', {
+      name: 'delete_customer',
+      arguments: { id: 'cus_ada' },
+    });
     expect(result).toMatchObject({ kind: 'tool_failed', reason: 'unknown_tool' });
     expect(result.error).toContain('Unknown tool "delete_customer"');
     expect(result.error).toContain('find_customer');
   });
 
   it('arguments that are not valid JSON are answered with invalid_arguments, and the tool never runs', async () => {
-    const result = await turnWithCall('Find customer with broken JSON', { name: 'find_customer', arguments: '{"query": "Ada"' });
+    const result = await turnWithCall('Find customer with broken JSON', {
+      name: 'find_customer',
+      arguments: '{"query": "Ada"',
+    });
     expect(result).toMatchObject({ kind: 'tool_failed', reason: 'invalid_arguments' });
     expect(result.error).toContain('not valid JSON');
   });

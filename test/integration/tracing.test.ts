@@ -30,7 +30,10 @@ beforeAll(async () => {
   provider = new NodeTracerProvider();
   provider.addSpanProcessor(spanProcessor);
   provider.register();
-  const tracing = new OpenTelemetryPlugin({ resource: new Resource({ 'service.name': 'agent-tracing-test' }), spanProcessor });
+  const tracing = new OpenTelemetryPlugin({
+    resource: new Resource({ 'service.name': 'agent-tracing-test' }),
+    spanProcessor,
+  });
   const agentPlugin = new DurableAgentPlugin({
     tools: backofficeTools(),
     model: { name: 'scripted-model', apiKey: 'test-key', baseUrl: h.model.url },
@@ -38,7 +41,11 @@ beforeAll(async () => {
   });
   workerConnection = await NativeConnection.connect({ address: h.temporalAddress });
   // No prebuilt bundle: the worker bundles the conversation workflow with both plugins' workflow interceptors.
-  worker = await Worker.create({ connection: workerConnection, taskQueue: h.taskQueue, plugins: [agentPlugin, tracing] });
+  worker = await Worker.create({
+    connection: workerConnection,
+    taskQueue: h.taskQueue,
+    plugins: [agentPlugin, tracing],
+  });
   running = worker.run();
   clientConnection = await Connection.connect({ address: h.temporalAddress });
   const client = new Client({ connection: clientConnection, plugins: [tracing] });
@@ -59,7 +66,8 @@ afterAll(async () => {
 function ancestry(span: ReadableSpan, all: readonly ReadableSpan[]): string[] {
   const byId = new Map(all.map((s) => [s.spanContext().spanId, s]));
   const names: string[] = [];
-  for (let at: ReadableSpan | undefined = span; at; at = at.parentSpanId ? byId.get(at.parentSpanId) : undefined) names.push(at.name);
+  for (let at: ReadableSpan | undefined = span; at; at = at.parentSpanId ? byId.get(at.parentSpanId) : undefined)
+    names.push(at.name);
   return names;
 }
 
@@ -67,7 +75,15 @@ describe('traces', () => {
   it('one turn with an approval is one trace: client, workflow, activities, and a span per model call and tool run', async () => {
     const id = h.newConversationId('traced');
     h.model.enqueue(
-      { toolCalls: [{ id: 'call_t1', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 12_000, reason: 'late delivery' } }] },
+      {
+        toolCalls: [
+          {
+            id: 'call_t1',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_2001', amount_cents: 12_000, reason: 'late delivery' },
+          },
+        ],
+      },
       { content: 'Refunded 120.00.' },
     );
     const messageId = await agent.sendMessage(id, 'Refund 120 on ord_2001');
@@ -81,7 +97,9 @@ describe('traces', () => {
     const ours = () => exporter.getFinishedSpans().filter((s) => s.attributes['agent.conversation_id'] === id);
     await expect.poll(() => ours().length, { timeout: 10_000 }).toBe(3);
     await expect
-      .poll(() => exporter.getFinishedSpans().filter((s) => s.name === 'RunWorkflow:agentConversation').length, { timeout: 10_000 })
+      .poll(() => exporter.getFinishedSpans().filter((s) => s.name === 'RunWorkflow:agentConversation').length, {
+        timeout: 10_000,
+      })
       .toBeGreaterThan(0);
     const spans = exporter.getFinishedSpans();
     const models = ours().filter((s) => s.name === 'model call');
@@ -89,7 +107,12 @@ describe('traces', () => {
     expect(models).toHaveLength(2);
     expect(tools).toHaveLength(1);
     for (const span of models) {
-      expect(span.attributes).toMatchObject({ 'agent.model': 'scripted-model', 'agent.attempt': 1, 'agent.streamed': true, 'agent.outcome': 'ok' });
+      expect(span.attributes).toMatchObject({
+        'agent.model': 'scripted-model',
+        'agent.attempt': 1,
+        'agent.streamed': true,
+        'agent.outcome': 'ok',
+      });
       expect(span.attributes['agent.prompt_tokens']).toBeGreaterThan(0);
       expect(ancestry(span, spans).slice(0, 2)).toEqual(['model call', 'RunActivity:durableAgent.callModel']);
     }

@@ -13,7 +13,11 @@ import { startHarness, type Harness } from '../support/harness';
 // does), each final answer is checked by the worker, a mismatch is said to
 // the model and asked again, and the turn's record carries the value.
 
-const ticket = z.object({ order_id: z.string(), priority: z.enum(['low', 'high']), refund_cents: z.number().int().nullable() });
+const ticket = z.object({
+  order_id: z.string(),
+  priority: z.enum(['low', 'high']),
+  refund_cents: z.number().int().nullable(),
+});
 /** An agent whose output type has an optional field: outside the strict subset, so sent with strict: false. */
 const summarizer = agent({
   name: 'summarizer',
@@ -46,9 +50,16 @@ describe('typed output', () => {
   it('ask() with a zod schema: the model is asked with strict structured output, and the output comes back parsed as the declared type', async () => {
     const from = h.model.requests.length;
     h.model.enqueue({ content: '{"order_id":"ord_2001","priority":"high","refund_cents":12000}' });
-    const { turn, output, answer } = await h.client.ask(h.newConversationId('typed'), 'TYPED-1 triage ord_2001', { output: ticket });
-    expect(turn).toMatchObject({ outcome: 'answered', steps: 1, output: { order_id: 'ord_2001', priority: 'high', refund_cents: 12000 } });
-    // Typed by the schema: this line only compiles because output is { order_id: string; priority: 'low' | 'high'; ... } | undefined.
+    const { turn, output, answer } = await h.client.ask(h.newConversationId('typed'), 'TYPED-1 triage ord_2001', {
+      output: ticket,
+    });
+    expect(turn).toMatchObject({
+      outcome: 'answered',
+      steps: 1,
+      output: { order_id: 'ord_2001', priority: 'high', refund_cents: 12000 },
+    });
+    // Typed by the schema: this line only compiles because output is { order_id: string; priority: 'low' | 'high'; ...
+    // } | undefined.
     const priority: 'low' | 'high' | undefined = output?.priority;
     expect(priority).toBe('high');
     expect(answer).toBe('{"order_id":"ord_2001","priority":"high","refund_cents":12000}');
@@ -63,7 +74,9 @@ describe('typed output', () => {
           properties: {
             order_id: { type: 'string' },
             priority: { type: 'string', enum: ['low', 'high'] },
-            refund_cents: { anyOf: [{ type: 'integer', minimum: expect.any(Number), maximum: expect.any(Number) }, { type: 'null' }] },
+            refund_cents: {
+              anyOf: [{ type: 'integer', minimum: expect.any(Number), maximum: expect.any(Number) }, { type: 'null' }],
+            },
           },
           required: ['order_id', 'priority', 'refund_cents'],
           additionalProperties: false,
@@ -92,17 +105,31 @@ describe('typed output', () => {
     expect(sent).toHaveLength(3);
     expect(sent.every((s) => s.response_format?.json_schema.name === 'ticket')).toBe(true);
     const notes = sent[2].messages.filter((m) => m.role === 'user').slice(1);
-    expect(notes[0].content).toMatch(/^\[output check\] Your answer \(1 of 3\) does not match the required output schema "ticket":\nThe answer is not JSON/);
+    expect(notes[0].content).toMatch(
+      /^\[output check\] Your answer \(1 of 3\) does not match the required output schema "ticket":\nThe answer is not JSON/,
+    );
     expect(notes[1].content).toMatch(/\(2 of 3\)[\s\S]*output\/priority must be equal to one of the allowed values/);
     // The transcript keeps every answer and note, in order.
-    expect((await h.client.transcript(id)).map((m) => m.message.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user', 'assistant']);
+    expect((await h.client.transcript(id)).map((m) => m.message.role)).toEqual([
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+    ]);
   });
 
   it('a model that never complies ends the turn as invalid_output, through the HTTP API, after exactly the allowed attempts', async () => {
     const from = h.model.requests.length;
     h.model.enqueue({ content: 'no' }, { content: '{"n": "three"}' });
     const id = h.newConversationId('typed-never');
-    const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'], additionalProperties: false };
+    const schema = {
+      type: 'object',
+      properties: { n: { type: 'integer' } },
+      required: ['n'],
+      additionalProperties: false,
+    };
     const sent = await call('POST', `/v1/conversations/${id}/messages`, token('a'), {
       text: 'TYPED-3 count',
       input: { output: { schema, name: 'count', retries: 1 } },
@@ -110,7 +137,9 @@ describe('typed output', () => {
     expect(sent.status).toBe(202);
     const turn = await h.client.waitForTurn(id, sent.json.messageId as string);
     expect(turn).toMatchObject({ outcome: 'invalid_output', steps: 2, answerSeq: 3 });
-    expect(turn.error).toBe('The model\'s answer did not match the output schema "count" (answer 2 of 2): output/n must be integer');
+    expect(turn.error).toBe(
+      'The model\'s answer did not match the output schema "count" (answer 2 of 2): output/n must be integer',
+    );
     expect(sentSince(from)).toHaveLength(2);
     const state = await call('GET', `/v1/conversations/${id}`, token('a'));
     expect((state.json.recentTurns as TurnRecord[]).at(-1)).toMatchObject({ outcome: 'invalid_output' });
@@ -121,8 +150,13 @@ describe('typed output', () => {
     const from = h.model.requests.length;
     const orders = Array.from({ length: 400 }, (_, i) => `ord_${10_000 + i}`);
     const big = JSON.stringify({ customer: 'cus_1001', orders });
-    h.model.enqueue({ toolCalls: [{ id: 'call_list', name: 'list_orders', arguments: { customer_id: 'cus_1001' } }] }, { content: big });
-    const { turn, output } = await h.client.ask(h.newConversationId('typed-agent'), 'TYPED-4 summarize', { input: { agent: 'summarizer' } });
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_list', name: 'list_orders', arguments: { customer_id: 'cus_1001' } }] },
+      { content: big },
+    );
+    const { turn, output } = await h.client.ask(h.newConversationId('typed-agent'), 'TYPED-4 summarize', {
+      input: { agent: 'summarizer' },
+    });
     expect(turn).toMatchObject({ outcome: 'answered', steps: 2, outputInAnswer: true });
     expect(turn.output).toBeUndefined();
     expect(output).toEqual({ customer: 'cus_1001', orders });
@@ -133,11 +167,16 @@ describe('typed output', () => {
 
   it('refuses a schema that does not compile before anything is sent, by the client and the API, naming the problem', async () => {
     const bad = { output: { schema: { type: 'object', properties: { n: { type: 'integr' } } } } };
-    await expect(h.client.sendMessage(h.newConversationId('typed-bad'), 'hi', { input: bad })).rejects.toThrow(InvalidConversationInputError);
+    await expect(h.client.sendMessage(h.newConversationId('typed-bad'), 'hi', { input: bad })).rejects.toThrow(
+      InvalidConversationInputError,
+    );
     await expect(h.client.sendMessage(h.newConversationId('typed-bad'), 'hi', { input: bad })).rejects.toThrow(
       /output schema cannot be compiled as JSON Schema/,
     );
-    const viaApi = await call('POST', `/v1/conversations/${h.newConversationId('typed-bad')}/messages`, token('a'), { text: 'hi', ...{ input: bad } });
+    const viaApi = await call('POST', `/v1/conversations/${h.newConversationId('typed-bad')}/messages`, token('a'), {
+      text: 'hi',
+      ...{ input: bad },
+    });
     expect(viaApi.status).toBe(400);
     expect(JSON.stringify(viaApi.json)).toMatch(/output schema cannot be compiled/);
     const tooMany = await call('POST', `/v1/conversations/${h.newConversationId('typed-bad')}/messages`, token('a'), {
@@ -150,7 +189,9 @@ describe('typed output', () => {
   it('ask() with a schema the conversation does not answer with throws OutputMismatchError carrying the turn', async () => {
     h.model.enqueue({ content: '{"n":1}' });
     const id = h.newConversationId('typed-other');
-    const other = { schema: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'], additionalProperties: false } };
+    const other = {
+      schema: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'], additionalProperties: false },
+    };
     const asked = h.client.ask(id, 'TYPED-5', { output: ticket, input: { output: other } });
     await expect(asked).rejects.toThrow(OutputMismatchError);
     expect((await h.client.state(id)).recentTurns.at(-1)).toMatchObject({ outcome: 'answered', output: { n: 1 } });

@@ -65,7 +65,10 @@ let h: Harness;
 let crm: HttpMcpServer;
 beforeAll(async () => {
   crm = await startHttpMcpServer({ name: 'crm', logFile: path.join(dir, 'calls.jsonl'), echo: true });
-  h = await startHarness({ tools: [echo, guardedEcho], mcpServers: { crm: { url: crm.url, headers: { Authorization: `Bearer ${crm.token}` } } } });
+  h = await startHarness({
+    tools: [echo, guardedEcho],
+    mcpServers: { crm: { url: crm.url, headers: { Authorization: `Bearer ${crm.token}` } } },
+  });
 });
 afterAll(async () => {
   await h?.stop();
@@ -82,7 +85,10 @@ type Stored = {
 };
 
 /** A person's text: taken when storable; refused naming its first unstorable character, then sent without it. */
-async function sendAsPerson<T>(value: string, send: (value: string) => Promise<T>): Promise<{ sent: string; result: T }> {
+async function sendAsPerson<T>(
+  value: string,
+  send: (value: string) => Promise<T>,
+): Promise<{ sent: string; result: T }> {
   const found = findUnstorableCharacter(value);
   if (!found) return { sent: value, result: await send(value) };
   await expect(send(value)).rejects.toThrow(UnstorableTextError);
@@ -91,7 +97,9 @@ async function sendAsPerson<T>(value: string, send: (value: string) => Promise<T
   return { sent, result: await send(sent) };
 }
 
-/** What the echo tool's call with verbatim arguments reports: the echo when the stored arguments parse, else a failure. */
+/**
+ * What the echo tool's call with verbatim arguments reports: the echo when the stored arguments parse, else a failure.
+ */
 function expectedRawEcho(storedArguments: string): { echo: string } | { failed: true } {
   try {
     const parsed = JSON.parse(storedArguments) as { text?: unknown };
@@ -108,7 +116,16 @@ describe('hard text through every path (property, against the real database and 
     let replaced = 0;
     await fc.assert(
       fc.asyncProperty(
-        fc.record({ user: text, arg: text, raw: text, mcp: text, reason: text, answer: text, reasoning: text, stream: fc.boolean() }),
+        fc.record({
+          user: text,
+          arg: text,
+          raw: text,
+          mcp: text,
+          reason: text,
+          answer: text,
+          reasoning: text,
+          stream: fc.boolean(),
+        }),
         async (t) => {
           const id = h.newConversationId(`hard-${runs++}`);
           const rawArguments = `{"text":"${t.raw}"}`;
@@ -126,8 +143,12 @@ describe('hard text through every path (property, against the real database and 
           );
           const input = { model: { stream: t.stream }, mcpServers: ['crm'] };
           const user = await sendAsPerson(`prop ${t.user}`, (value) => h.client.sendMessage(id, value, { input }));
-          await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
-          const reason = await sendAsPerson(`why ${t.reason}`, (value) => h.client.decide(id, { decision: 'reject', toolCallId: 'call_guard', reason: value }));
+          await expect
+            .poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 })
+            .toBe(1);
+          const reason = await sendAsPerson(`why ${t.reason}`, (value) =>
+            h.client.decide(id, { decision: 'reject', toolCallId: 'call_guard', reason: value }),
+          );
           const turn = await h.client.waitForTurn(id, user.result, 30_000);
           expect(turn.outcome).toBe('answered');
 
@@ -139,20 +160,35 @@ describe('hard text through every path (property, against the real database and 
           const args = new Map(asked.tool_calls?.map((c) => [c.id, c.function.arguments]));
           expect(args.get('call_echo')).toBe(JSON.stringify({ text: t.arg }));
           expect(args.get('call_raw')).toBe(toStorableText(rawArguments));
-          const results = new Map(stored.filter((m) => m.role === 'tool').map((m) => [m.tool_call_id, m.content ?? '']));
+          const results = new Map(
+            stored.filter((m) => m.role === 'tool').map((m) => [m.tool_call_id, m.content ?? '']),
+          );
           expect(results.get('call_echo')).toBe(toStorableText(`echo: ${t.arg}`));
           const raw = expectedRawEcho(toStorableText(rawArguments));
           if ('echo' in raw) expect(results.get('call_raw')).toBe(raw.echo);
-          else expect(JSON.parse(results.get('call_raw') ?? '')).toMatchObject({ kind: 'tool_failed', reason: 'invalid_arguments' });
+          else
+            expect(JSON.parse(results.get('call_raw') ?? '')).toMatchObject({
+              kind: 'tool_failed',
+              reason: 'invalid_arguments',
+            });
           expect(results.get('call_mcp')).toBe(toStorableText(`echo: ${t.mcp}`));
           expect(JSON.parse(results.get('call_guard') ?? '')).toMatchObject({ kind: 'rejected', reason: reason.sent });
           expect(stored[6].content).toBe(toStorableText(`done ${t.answer}`));
-          const records = await h.pool.query('SELECT reason FROM durable_agent.approval_decisions WHERE conversation_id = $1', [id]);
+          const records = await h.pool.query(
+            'SELECT reason FROM durable_agent.approval_decisions WHERE conversation_id = $1',
+            [id],
+          );
           expect(records.rows).toEqual([{ reason: reason.sent }]);
 
           if (user.sent !== `prop ${t.user}`) refusals++;
           if (reason.sent !== `why ${t.reason}`) refusals++;
-          for (const machine of [`echo: ${t.arg}`, rawArguments, `echo: ${t.mcp}`, `done ${t.answer}`, `thinking ${t.reasoning}`]) {
+          for (const machine of [
+            `echo: ${t.arg}`,
+            rawArguments,
+            `echo: ${t.mcp}`,
+            `done ${t.answer}`,
+            `thinking ${t.reasoning}`,
+          ]) {
             if (toStorableText(machine) !== machine) replaced++;
           }
           h.model.enqueue({ content: 'next answered' });

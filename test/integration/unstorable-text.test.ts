@@ -44,7 +44,12 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-type Stored = { role: string; content?: string | null; reasoning_content?: string; tool_calls?: { function: { arguments: string } }[] };
+type Stored = {
+  role: string;
+  content?: string | null;
+  reasoning_content?: string;
+  tool_calls?: { function: { arguments: string } }[];
+};
 const transcript = async (id: string) => (await h.client.transcript(id)).map((m) => m.message as Stored);
 
 describe('text PostgreSQL cannot store, from people', () => {
@@ -55,7 +60,9 @@ describe('text PostgreSQL cannot store, from people', () => {
       '"text" contains U+0000 (NUL) at offset 5 (UTF-16 code units from 0), which cannot be stored; remove it',
     );
     await expect(h.temporal.workflow.getHandle(id).describe()).rejects.toThrow(/not found/i);
-    await expect(h.client.sendMessage(id, 'a lone \udc01 surrogate')).rejects.toThrow('"text" contains U+DC01 (an unpaired low surrogate) at offset 7');
+    await expect(h.client.sendMessage(id, 'a lone \udc01 surrogate')).rejects.toThrow(
+      '"text" contains U+DC01 (an unpaired low surrogate) at offset 7',
+    );
     await expectAnswersNextMessage(h, id);
   });
 
@@ -83,13 +90,30 @@ describe('text PostgreSQL cannot store, from people', () => {
 
   it('a raw decision whose reason holds U+0000 and a raw cancel with one are refused; the call still waits and a clean decision applies', async () => {
     const id = h.newConversationId('raw-decision');
-    h.model.enqueue({ toolCalls: [{ id: 'call_big', name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 15000, reason: 'late' } }] });
+    h.model.enqueue({
+      toolCalls: [
+        {
+          id: 'call_big',
+          name: 'issue_refund',
+          arguments: { order_id: 'ord_2001', amount_cents: 15000, reason: 'late' },
+        },
+      ],
+    });
     await h.client.sendMessage(id, 'refund 150 on ord_2001');
     await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 15_000 }).toBe(1);
     const handle = h.temporal.workflow.getHandle(id);
-    await handle.signal(decisionSignal, { decisionId: 'd-nul', decision: 'reject', toolCallId: 'call_big', reason: `too${NUL}much` });
-    await expect.poll(async () => (await h.client.state(id)).refusedDecisions.map((r) => r.decisionId), { timeout: 10_000 }).toEqual(['d-nul']);
-    expect((await h.client.state(id)).refusedDecisions[0].problem).toContain('"reason" contains U+0000 (NUL) at offset 3');
+    await handle.signal(decisionSignal, {
+      decisionId: 'd-nul',
+      decision: 'reject',
+      toolCallId: 'call_big',
+      reason: `too${NUL}much`,
+    });
+    await expect
+      .poll(async () => (await h.client.state(id)).refusedDecisions.map((r) => r.decisionId), { timeout: 10_000 })
+      .toEqual(['d-nul']);
+    expect((await h.client.state(id)).refusedDecisions[0].problem).toContain(
+      '"reason" contains U+0000 (NUL) at offset 3',
+    );
     await handle.signal(cancelTurnSignal, { reason: `stop${NUL}` });
     await expect
       .poll(async () => (await h.client.state(id)).lastError, { timeout: 10_000 })
@@ -97,12 +121,17 @@ describe('text PostgreSQL cannot store, from people', () => {
     const state = await h.client.state(id);
     expect(state.status).toBe('awaiting_approval');
     expect(state.pendingApprovals.map((p) => p.toolCallId)).toEqual(['call_big']);
-    await expect(h.client.decide(id, { decision: 'reject', toolCallId: 'call_big', reason: `no${NUL}` })).rejects.toThrow(UnstorableTextError);
+    await expect(
+      h.client.decide(id, { decision: 'reject', toolCallId: 'call_big', reason: `no${NUL}` }),
+    ).rejects.toThrow(UnstorableTextError);
     h.model.enqueue({ content: 'The refund was not made.' });
     await h.client.decide(id, { decision: 'reject', toolCallId: 'call_big', reason: 'too much' });
     await expect.poll(async () => (await h.client.state(id)).recentTurns.length, { timeout: 15_000 }).toBe(1);
     expect((await h.client.state(id)).recentTurns[0].outcome).toBe('answered');
-    const decisions = await h.pool.query('SELECT decision_id, reason FROM durable_agent.approval_decisions WHERE conversation_id = $1', [id]);
+    const decisions = await h.pool.query(
+      'SELECT decision_id, reason FROM durable_agent.approval_decisions WHERE conversation_id = $1',
+      [id],
+    );
     expect(decisions.rows).toEqual([{ decision_id: expect.any(String), reason: 'too much' }]);
     await expectAnswersNextMessage(h, id);
     h.expectOnlyValidModelRequests();
@@ -115,7 +144,10 @@ describe('text PostgreSQL cannot store, from people', () => {
 describe('text PostgreSQL cannot store, from tools, models and MCP servers', () => {
   it('a tool result holding U+0000 and an unpaired surrogate is stored with U+FFFD, the model reads it, and the turn answers', async () => {
     const id = h.newConversationId('tool-nul');
-    h.model.enqueue({ toolCalls: [{ id: 'call_label', name: 'read_label', arguments: { label: 'box 7' } }] }, { content: 'The label is read.' });
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_label', name: 'read_label', arguments: { label: 'box 7' } }] },
+      { content: 'The label is read.' },
+    );
     const { turn, answer } = await h.client.ask(id, 'read the label of box 7');
     expect(turn.outcome).toBe('answered');
     expect(answer).toBe('The label is read.');
@@ -132,7 +164,10 @@ describe('text PostgreSQL cannot store, from tools, models and MCP servers', () 
       const id = h.newConversationId(stream ? 'model-stream' : 'model-plain');
       h.model.enqueue(
         // Arguments sent verbatim: a raw NUL inside the JSON text, which only parses once it is replaced.
-        { toolCalls: [{ id: 'call_find', name: 'find_customer', arguments: `{"query":"Ada${NUL}"}` }], reasoningContent: `think${NUL}ing` },
+        {
+          toolCalls: [{ id: 'call_find', name: 'find_customer', arguments: `{"query":"Ada${NUL}"}` }],
+          reasoningContent: `think${NUL}ing`,
+        },
         { content: `Ada${NUL}is ${'\ud800'}here`, reasoningContent: `done${NUL}` },
       );
       const ask = `find Ada (${id})`;
@@ -155,7 +190,10 @@ describe('text PostgreSQL cannot store, from tools, models and MCP servers', () 
 
   it("an MCP server's result holding U+0000 is stored with U+FFFD and the turn answers", async () => {
     const id = h.newConversationId('mcp-nul');
-    h.model.enqueue({ toolCalls: [{ id: 'call_echo', name: 'crm__echo_text', arguments: { text: `raw${NUL}bytes` } }] }, { content: 'Echoed.' });
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_echo', name: 'crm__echo_text', arguments: { text: `raw${NUL}bytes` } }] },
+      { content: 'Echoed.' },
+    );
     const { turn } = await h.client.ask(id, 'echo raw bytes', { input: { mcpServers: ['crm'] } });
     expect(turn.outcome).toBe('answered');
     const result = (await transcript(id)).find((m) => m.role === 'tool');

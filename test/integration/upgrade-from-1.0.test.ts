@@ -16,12 +16,31 @@ const ROOT = path.join(__dirname, '..', '..');
 /** The commit that made the package 1.0.0 (the release every later workflow must keep running). */
 function releaseCommit(): string {
   // Along the first parents, merges diffed against theirs: the release may have landed in a merge.
-  const found = execFileSync('git', ['-C', ROOT, 'log', '--reverse', '--first-parent', '-m', '--format=%H', '-S', '"version": "1.0.0"', '--', 'package.json'], {
-    encoding: 'utf8',
-  })
+  const found = execFileSync(
+    'git',
+    [
+      '-C',
+      ROOT,
+      'log',
+      '--reverse',
+      '--first-parent',
+      '-m',
+      '--format=%H',
+      '-S',
+      '"version": "1.0.0"',
+      '--',
+      'package.json',
+    ],
+    {
+      encoding: 'utf8',
+    },
+  )
     .trim()
     .split('\n')[0];
-  if (!found) throw new Error('No commit in this checkout made package.json 1.0.0 (a shallow clone? Run "git fetch --unshallow").');
+  if (!found)
+    throw new Error(
+      'No commit in this checkout made package.json 1.0.0 (a shallow clone? Run "git fetch --unshallow").',
+    );
   return found;
 }
 
@@ -39,7 +58,15 @@ describe('upgrading from 1.0', () => {
   it('a conversation begun by 1.0 and waiting for a person is finished by the current code: the call runs once, the turn answers, the history replays', async () => {
     const id = h.newConversationId('from-1.0');
     h.model.enqueue(
-      { toolCalls: [{ id: 'call_up', name: 'issue_refund', arguments: { order_id: 'ord_1001', amount_cents: 12_000, reason: 'upgrade' } }] },
+      {
+        toolCalls: [
+          {
+            id: 'call_up',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_1001', amount_cents: 12_000, reason: 'upgrade' },
+          },
+        ],
+      },
       { content: 'Refunded after the upgrade.' },
     );
     const previous = await runWorkerOn(h, { code: release.code });

@@ -3,7 +3,12 @@ import type { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conversationActivityType } from '../../src/contract/activities';
 import { roundUsd } from '../../src/core/pricing';
-import { AgentCostUsdAttribute, AgentTokensAttribute, type ConversationState, type TurnRecord } from '../../src/contract';
+import {
+  AgentCostUsdAttribute,
+  AgentTokensAttribute,
+  type ConversationState,
+  type TurnRecord,
+} from '../../src/contract';
 import { startHarness, type Harness } from '../support/harness';
 
 // The conversation's tokens and cost as search attributes (AgentTokens, AgentCostUsd), read
@@ -64,7 +69,8 @@ async function visibleFigures(h: Harness, id: string, query: string): Promise<{ 
 
 /** The tokens and cost each upsert of the history carried, in order (upserts without them are left out). */
 function upsertedFigures(history: temporal.api.history.v1.IHistory): { tokens: number; costUsd: number }[] {
-  const value = (payload: temporal.api.common.v1.IPayload | undefined) => JSON.parse(Buffer.from(payload!.data!).toString()) as number;
+  const value = (payload: temporal.api.common.v1.IPayload | undefined) =>
+    JSON.parse(Buffer.from(payload!.data!).toString()) as number;
   return (history.events ?? []).flatMap((event) => {
     const fields = event.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {};
     if (!(AgentTokensAttribute.name in fields)) return [];
@@ -73,7 +79,10 @@ function upsertedFigures(history: temporal.api.history.v1.IHistory): { tokens: n
 }
 
 /** How many events of the history pass `test`. */
-function countEvents(history: temporal.api.history.v1.IHistory, test: (event: temporal.api.history.v1.IHistoryEvent) => boolean): number {
+function countEvents(
+  history: temporal.api.history.v1.IHistory,
+  test: (event: temporal.api.history.v1.IHistoryEvent) => boolean,
+): number {
   return (history.events ?? []).filter(test).length;
 }
 
@@ -98,15 +107,25 @@ describe('tokens and cost as search attributes', () => {
     const afterSecond = await h.client.state(id);
     const both = figuresOf(afterSecond);
     expect(both).toEqual(figuresOfTurns(afterSecond.recentTurns));
-    expect(both.tokens).toBe(one.tokens + afterSecond.recentTurns[1].usage!.promptTokens + afterSecond.recentTurns[1].usage!.completionTokens);
+    expect(both.tokens).toBe(
+      one.tokens + afterSecond.recentTurns[1].usage!.promptTokens + afterSecond.recentTurns[1].usage!.completionTokens,
+    );
     expect(await visibleFigures(h, id, `AgentTokens > ${one.tokens}`)).toEqual(both);
-    expect((await h.temporal.workflow.count(`WorkflowId = '${id}' AND AgentCostUsd >= ${both.costUsd} AND AgentTokens = ${both.tokens}`)).count).toBe(1);
+    expect(
+      (
+        await h.temporal.workflow.count(
+          `WorkflowId = '${id}' AND AgentCostUsd >= ${both.costUsd} AND AgentTokens = ${both.tokens}`,
+        )
+      ).count,
+    ).toBe(1);
 
     // Published only with the upserts the status changes make: at the run's start and each turn's start
     // and end, however many model calls a turn made (three here); the patch marker is recorded once.
     const history = await h.temporal.workflow.getHandle(id).fetchHistory();
     const callModel = conversationActivityType('callModel');
-    expect(countEvents(history, (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === callModel)).toBe(3);
+    expect(countEvents(history, (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === callModel)).toBe(
+      3,
+    );
     const upserted = (history.events ?? []).flatMap((e) => {
       const fields = e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields;
       return fields ? [Object.keys(fields)] : [];

@@ -31,7 +31,12 @@ describe('user messages arrive as signals', () => {
     await expect.poll(async () => (await h.client.state(id)).lastError).toContain('"text" must be a non-empty string');
     const { answer } = await h.client.ask(id, 'After the bad signal');
     expect(answer).toBe('Still here.');
-    expect((await h.client.transcript(id)).map((m) => m.message.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
+    expect((await h.client.transcript(id)).map((m) => m.message.role)).toEqual([
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+    ]);
     h.expectOnlyValidModelRequests();
   });
 
@@ -49,7 +54,9 @@ describe('user messages arrive as signals', () => {
 describe('start options', () => {
   it('invalid start options are refused by the client, naming each field, and nothing is started', async () => {
     const id = h.newConversationId();
-    const error = await h.client.sendMessage(id, 'Hello', { input: { maxSteps: 0, tools: 'find_customer' as unknown as string[] } }).catch((err: Error) => err);
+    const error = await h.client
+      .sendMessage(id, 'Hello', { input: { maxSteps: 0, tools: 'find_customer' as unknown as string[] } })
+      .catch((err: Error) => err);
     expect(error).toBeInstanceOf(InvalidConversationInputError);
     expect((error as Error).message).toContain('maxSteps must be a positive integer, got 0');
     expect((error as Error).message).toContain('tools must be a list of tool names');

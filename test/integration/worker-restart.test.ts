@@ -21,7 +21,10 @@ describe('worker process restarts', () => {
   it('the worker process is stopped and started between two turns and the conversation carries on', async () => {
     const id = h.newConversationId();
     current = await startWorkerProcess(workerEnv());
-    h.model.enqueue({ toolCalls: [{ id: 'call_find_alan', name: 'find_customer', arguments: { query: 'Alan' } }] }, { content: 'Alan Turing is a customer.' });
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_find_alan', name: 'find_customer', arguments: { query: 'Alan' } }] },
+      { content: 'Alan Turing is a customer.' },
+    );
     const first = await h.client.ask(id, 'Is Alan a customer?');
     expect(first.answer).toBe('Alan Turing is a customer.');
 
@@ -38,7 +41,16 @@ describe('worker process restarts', () => {
     expect(turn.outcome).toBe('answered');
 
     const transcript = (await h.client.transcript(id)).map((m) => m.message);
-    expect(transcript.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'user', 'assistant', 'tool', 'assistant']);
+    expect(transcript.map((m) => m.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+    ]);
     expect(transcript[7]).toMatchObject({ content: 'Alan ordered an Enigma rotor set.' });
     expect(h.requestsFor('What did Alan order?')).toHaveLength(2);
     h.expectOnlyValidModelRequests();
@@ -74,7 +86,10 @@ describe('worker process restarts', () => {
       current = await startWorkerProcess(workerEnv());
       const turn = await waiting;
       expect(turn.outcome).toBe('answered');
-      expect((await h.client.transcript(id)).at(-1)?.message).toMatchObject({ role: 'assistant', content: 'Answered once a worker was back.' });
+      expect((await h.client.transcript(id)).at(-1)?.message).toMatchObject({
+        role: 'assistant',
+        content: 'Answered once a worker was back.',
+      });
       h.expectOnlyValidModelRequests();
     } finally {
       await impatient.close();

@@ -24,7 +24,12 @@ describe('cancelling the whole workflow (UI, temporal workflow cancel)', () => {
     await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
     // find_customer has finished once its result is stored and the workflow no longer lists it as running.
     const stored = async () =>
-      (await h.pool.query('SELECT 1 FROM durable_agent.tool_results WHERE conversation_id = $1 AND tool_call_id = $2', [id, 'call_w2'])).rowCount;
+      (
+        await h.pool.query(
+          'SELECT 1 FROM durable_agent.tool_results WHERE conversation_id = $1 AND tool_call_id = $2',
+          [id, 'call_w2'],
+        )
+      ).rowCount;
     await expect.poll(stored, { timeout: 20_000 }).toBe(1);
     await expect.poll(async () => (await h.client.state(id)).runningToolCalls, { timeout: 20_000 }).toEqual([]);
 
@@ -38,7 +43,10 @@ describe('cancelling the whole workflow (UI, temporal workflow cancel)', () => {
 
     const messages = (await h.client.transcript(id)).map((m) => m.message);
     expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'tool']);
-    expect(JSON.parse((messages[2] as { content: string }).content)).toMatchObject({ kind: 'cancelled', started: false });
+    expect(JSON.parse((messages[2] as { content: string }).content)).toMatchObject({
+      kind: 'cancelled',
+      started: false,
+    });
     expect(JSON.parse((messages[3] as { content: string }).content).customers[0].id).toBe('cus_alan');
     h.expectOnlyValidModelRequests();
   });

@@ -36,7 +36,8 @@ beforeAll(async () => {
     if (!script) return { content: 'unscripted' };
     const last = messages[messages.length - 1];
     const turn = messages.filter((m) => m.role === 'user').length - 1;
-    if (last.role === 'tool' || !script[turn] || script[turn].calls.length === 0) return { content: `answer to turn ${turn}` };
+    if (last.role === 'tool' || !script[turn] || script[turn].calls.length === 0)
+      return { content: `answer to turn ${turn}` };
     const calls = script[turn].calls.map(toolCall);
     return { toolCalls: withIds(calls, script[turn].ids) } satisfies ScriptedReply;
   });
@@ -52,7 +53,11 @@ function toolCall(kind: CallKind): ScriptedToolCall {
     case 'read':
       return { id, name: 'find_customer', arguments: { query: 'Ada' } };
     case 'approval':
-      return { id, name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: 10_001, reason: 'property test' } };
+      return {
+        id,
+        name: 'issue_refund',
+        arguments: { order_id: 'ord_2001', amount_cents: 10_001, reason: 'property test' },
+      };
     case 'unknown':
       return { id, name: 'launch_rocket', arguments: {} };
     case 'bad_json':
@@ -77,7 +82,15 @@ function withIds(calls: ScriptedToolCall[], scheme: IdScheme): ScriptedToolCall[
 const turnArbitrary: fc.Arbitrary<TurnSpec> = fc.record({
   ids: fc.constantFrom<IdScheme>('unique', 'per-response', 'empty', 'duplicated'),
   calls: fc.array(fc.constantFrom<CallKind>('read', 'approval', 'approval', 'unknown', 'bad_json'), { maxLength: 4 }),
-  action: fc.constantFrom<Action>('approve_all', 'reject_all', 'approve_first', 'cancel', 'interrupt', 'timeout', 'decide_twice'),
+  action: fc.constantFrom<Action>(
+    'approve_all',
+    'reject_all',
+    'approve_first',
+    'cancel',
+    'interrupt',
+    'timeout',
+    'decide_twice',
+  ),
 });
 
 async function playScenario(index: number, turns: TurnSpec[]): Promise<void> {
@@ -85,7 +98,9 @@ async function playScenario(index: number, turns: TurnSpec[]): Promise<void> {
   const tag = `[${id}]`;
   scripts.set(tag, turns);
   for (const [t, turn] of turns.entries()) {
-    const messageId = await h.client.sendMessage(id, `${tag} turn ${t}`, { input: { approvalTimeoutMs: APPROVAL_TIMEOUT_MS } });
+    const messageId = await h.client.sendMessage(id, `${tag} turn ${t}`, {
+      input: { approvalTimeoutMs: APPROVAL_TIMEOUT_MS },
+    });
     const needsPerson = turn.calls.includes('approval');
     // The approval timeout is short: under load it can pass before a query sees the call waiting.
     // The person then had no chance to act; the rest of the property still holds.
@@ -112,8 +127,16 @@ async function playScenario(index: number, turns: TurnSpec[]): Promise<void> {
           await h.client.signalDecision(id, { decision: 'reject' });
           break;
         case 'decide_twice':
-          await h.client.signalDecision(id, { decisionId: `${id}-twice`, decision: 'reject', toolCallId: pending[0].toolCallId });
-          await h.client.signalDecision(id, { decisionId: `${id}-twice`, decision: 'reject', toolCallId: pending[0].toolCallId });
+          await h.client.signalDecision(id, {
+            decisionId: `${id}-twice`,
+            decision: 'reject',
+            toolCallId: pending[0].toolCallId,
+          });
+          await h.client.signalDecision(id, {
+            decisionId: `${id}-twice`,
+            decision: 'reject',
+            toolCallId: pending[0].toolCallId,
+          });
           await h.client.signalDecision(id, { decision: 'approve' });
           break;
         case 'cancel':
@@ -150,7 +173,9 @@ async function playScenario(index: number, turns: TurnSpec[]): Promise<void> {
   // Each refund the transcript reports happened exactly once, under the key of its own call instance.
   const keys = toolMessageKeys(id, stored);
   const reported = stored.flatMap(({ seq, message: m }) =>
-    m.role === 'tool' && m.content.includes('"refund_id"') ? [{ key: keys.get(seq), refundId: String(JSON.parse(m.content).refund_id) }] : [],
+    m.role === 'tool' && m.content.includes('"refund_id"')
+      ? [{ key: keys.get(seq), refundId: String(JSON.parse(m.content).refund_id) }]
+      : [],
   );
   expect(new Set(reported.map((r) => r.key)).size).toBe(reported.length);
   const applied = await h.pool.query<{ key: string; ids: string[] }>(
@@ -173,7 +198,8 @@ describe('the real workflow under random conversations (property, bounded sample
     );
     h.expectOnlyValidModelRequests();
     console.log(
-      `workflow property: ${played} conversations, ${turns} turns, ${h.model.requests.length} model requests, ` + `${h.model.invalidRequests().length} invalid`,
+      `workflow property: ${played} conversations, ${turns} turns, ${h.model.requests.length} model requests, ` +
+        `${h.model.invalidRequests().length} invalid`,
     );
   });
 });

@@ -22,10 +22,18 @@ export const TEST_DECISION_KEY: DecisionKey = { id: 'k1', secret: 's'.repeat(40)
 
 /** Calls `route` of the API at `base()` with `who`'s bearer token and a JSON body; the status and the JSON answer. */
 export function apiCaller(base: () => string) {
-  return async (method: string, route: string, who?: string, body?: unknown): Promise<{ status: number; json: any }> => {
+  return async (
+    method: string,
+    route: string,
+    who?: string,
+    body?: unknown,
+  ): Promise<{ status: number; json: any }> => {
     const response = await fetch(`${base()}${route}`, {
       method,
-      headers: { ...(who ? { authorization: `Bearer ${who}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        ...(who ? { authorization: `Bearer ${who}` } : {}),
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     return { status: response.status, json: await response.json().catch(() => undefined) };

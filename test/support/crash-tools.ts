@@ -32,7 +32,10 @@ export const tools: Tool[] = backofficeTools().map((t) =>
 
 const demoAgents = backofficeAgents(tools);
 
-/** The demo's agents over these tools (conversations name one to use them), and `desk`, which calls the refunds agent as a tool. */
+/**
+ * The demo's agents over these tools (conversations name one to use them), and `desk`, which calls the refunds agent as
+ * a tool.
+ */
 export const agents = [
   ...demoAgents,
   agent({

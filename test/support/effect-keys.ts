@@ -24,7 +24,10 @@ export async function effectKeyOf(pool: Pool, conversationId: string, toolCallId
  * answers, by the tool message's seq. A tool message answers a call of the
  * nearest assistant message before it.
  */
-export function toolMessageKeys(conversationId: string, messages: readonly { seq: number; message: ChatMessage }[]): Map<number, string> {
+export function toolMessageKeys(
+  conversationId: string,
+  messages: readonly { seq: number; message: ChatMessage }[],
+): Map<number, string> {
   const keys = new Map<number, string>();
   let open: { seq: number; ids: string[] } | undefined;
   for (const { seq, message } of messages) {

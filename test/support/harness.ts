@@ -143,7 +143,14 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const namespace = options.namespace ?? 'default';
   const clientConnection = await Connection.connect({ address: temporalAddress, tls });
   const temporal = new Client({ connection: clientConnection, namespace });
-  const client = await AgentClient.connect({ temporalAddress, tls, databaseUrl, taskQueue, namespace, searchAttributes: options.searchAttributes });
+  const client = await AgentClient.connect({
+    temporalAddress,
+    tls,
+    databaseUrl,
+    taskQueue,
+    namespace,
+    searchAttributes: options.searchAttributes,
+  });
 
   let worker: Worker | undefined;
   let running: Promise<void> | undefined;

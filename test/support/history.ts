@@ -23,7 +23,8 @@ export async function historyEventSizes(
 export async function historyBytesPerStep(client: Client, workflowId: string): Promise<number[]> {
   const steps: number[] = [];
   for (const { event, bytes } of await historyEventSizes(client, workflowId)) {
-    if (event.activityTaskScheduledEventAttributes?.activityType?.name === conversationActivityType('callModel')) steps.push(0);
+    if (event.activityTaskScheduledEventAttributes?.activityType?.name === conversationActivityType('callModel'))
+      steps.push(0);
     if (steps.length > 0) steps[steps.length - 1] += bytes;
   }
   return steps;

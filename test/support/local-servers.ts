@@ -34,7 +34,8 @@ export async function startLocalServers(options: {
       ephemeral: !options.restartablePostgres,
     }),
   ]);
-  if (temporal.status === 'fulfilled' && postgres.status === 'fulfilled') return { temporal: temporal.value, postgres: postgres.value };
+  if (temporal.status === 'fulfilled' && postgres.status === 'fulfilled')
+    return { temporal: temporal.value, postgres: postgres.value };
   if (temporal.status === 'fulfilled') await temporal.value.stop().catch(() => undefined);
   if (postgres.status === 'fulfilled') await stopPostgres(postgres.value).catch(() => undefined);
   throw temporal.status === 'rejected' ? temporal.reason : (postgres as PromiseRejectedResult).reason;
@@ -75,7 +76,10 @@ export async function stopPostgres(pg: EmbeddedPostgresServer): Promise<void> {
 }
 
 /** Starts again, on the same port and cluster, a server started with `restartablePostgres` and stopped. */
-export async function restartPostgres(stopped: EmbeddedPostgresServer, database: string): Promise<EmbeddedPostgresServer> {
+export async function restartPostgres(
+  stopped: EmbeddedPostgresServer,
+  database: string,
+): Promise<EmbeddedPostgresServer> {
   const { startEmbeddedPostgres } = await import('../../src/db/embedded-postgres');
   return startEmbeddedPostgres({ dataDir: stopped.dataDir, port: stopped.port, database, ephemeral: false });
 }

@@ -143,7 +143,10 @@ export function buildTestMcpServer(name: string, logFile: string, options: TestM
           throw new Error('cancelled');
         }
         if (token !== undefined && elapsed % 1000 === 0) {
-          await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: elapsed, total: args.seconds * 1000 } });
+          await extra.sendNotification({
+            method: 'notifications/progress',
+            params: { progressToken: token, progress: elapsed, total: args.seconds * 1000 },
+          });
         }
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
@@ -155,7 +158,11 @@ export function buildTestMcpServer(name: string, logFile: string, options: TestM
   if (options.echo) {
     server.registerTool(
       'echo_text',
-      { description: 'Answers with the text it is given.', inputSchema: { text: z.string() }, annotations: { readOnlyHint: true } },
+      {
+        description: 'Answers with the text it is given.',
+        inputSchema: { text: z.string() },
+        annotations: { readOnlyHint: true },
+      },
       async (args, extra) => {
         log({ event: 'start', tool: 'echo_text', effectKey: effectKeyOf(extra._meta), args });
         log({ event: 'end', tool: 'echo_text', args });
@@ -188,7 +195,11 @@ export function buildTestMcpServer(name: string, logFile: string, options: TestM
     );
     server.registerTool(
       'enable_refunds',
-      { description: 'Adds the refund_order tool to this server.', inputSchema: {}, annotations: { readOnlyHint: true } },
+      {
+        description: 'Adds the refund_order tool to this server.',
+        inputSchema: {},
+        annotations: { readOnlyHint: true },
+      },
       async (_args, extra) => {
         log({ event: 'start', tool: 'enable_refunds', effectKey: effectKeyOf(extra._meta), args: {} });
         if (!refundsEnabled) {
@@ -196,7 +207,11 @@ export function buildTestMcpServer(name: string, logFile: string, options: TestM
           // Registering a tool on a connected server sends notifications/tools/list_changed.
           server.registerTool(
             'refund_order',
-            { description: 'Refunds an order.', inputSchema: { order_id: z.string() }, annotations: { destructiveHint: true } },
+            {
+              description: 'Refunds an order.',
+              inputSchema: { order_id: z.string() },
+              annotations: { destructiveHint: true },
+            },
             async (args) => ({ content: [{ type: 'text', text: `Refunded ${args.order_id}.` }] }),
           );
         }

@@ -16,13 +16,24 @@ export interface NpmStart {
  * added to the test's environment, until its banner; rejects when it exits
  * first or prints none within `readyTimeoutMs`.
  */
-export async function npmStart(env: Record<string, string>, readyTimeoutMs = 150_000, script = 'start'): Promise<NpmStart> {
-  const child = spawn('npm', ['run', script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function npmStart(
+  env: Record<string, string>,
+  readyTimeoutMs = 150_000,
+  script = 'start',
+): Promise<NpmStart> {
+  const child = spawn('npm', ['run', script], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout!.on('data', (chunk) => (output += String(chunk)));
   child.stderr!.on('data', (chunk) => (output += String(chunk)));
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`npm run ${script} printed no banner within ${readyTimeoutMs / 1000} s:\n${output}`)), readyTimeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`npm run ${script} printed no banner within ${readyTimeoutMs / 1000} s:\n${output}`)),
+      readyTimeoutMs,
+    );
     const check = setInterval(() => {
       if (output.includes('Press Ctrl-C to stop.')) {
         clearInterval(check);
@@ -86,10 +97,14 @@ export const alive = (pid: number): boolean => {
  * Sends SIGTERM to npm and waits for it to exit; returns the exit code, the
  * processes it had started, and those of them still alive 10 s later.
  */
-export async function stopWithSigterm(child: ChildProcess): Promise<{ code: number | null; started: number[]; leftBehind: string[] }> {
+export async function stopWithSigterm(
+  child: ChildProcess,
+): Promise<{ code: number | null; started: number[]; leftBehind: string[] }> {
   const started = descendants(child.pid!);
   const exited =
-    child.exitCode !== null ? Promise.resolve(child.exitCode) : new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.exitCode !== null
+      ? Promise.resolve(child.exitCode)
+      : new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   child.kill('SIGTERM');
   const code = await exited;
   const deadline = Date.now() + 10_000;

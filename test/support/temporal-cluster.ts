@@ -15,7 +15,11 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { findTemporalCli } from '../../src/app/temporal-server';
-import { connectionOptions, loadTemporalConnection, type TemporalConnectionSettings } from '../../src/app/temporal-connection';
+import {
+  connectionOptions,
+  loadTemporalConnection,
+  type TemporalConnectionSettings,
+} from '../../src/app/temporal-connection';
 import { isPortFree } from '../../src/common/free-port';
 import { makeCertificates, type TestCertificates } from './tls';
 
@@ -27,7 +31,10 @@ const DEPLOY = path.join(ROOT, 'deploy', 'temporal');
 export interface TemporalClusterOptions {
   /** An admin connection string of the PostgreSQL server to keep Temporal's two databases on. */
   postgresAdminUrl: string;
-  /** Prefix of the databases' names (`<prefix>` and `<prefix>_visibility`); unique per cluster on one server. Default `temporal`. */
+  /**
+   * Prefix of the databases' names (`<prefix>` and `<prefix>_visibility`); unique per cluster on one server. Default
+   * `temporal`.
+   */
   databasePrefix?: string;
   /** History shards (fixed once the databases exist). Default 4. */
   shards?: number;
@@ -42,7 +49,9 @@ export interface TemporalCluster {
   /** host:port of the frontend (TLS). */
   address: string;
   namespace: string;
-  /** The standard environment variables a client or worker process needs to reach it (address, CA, client certificate). */
+  /**
+   * The standard environment variables a client or worker process needs to reach it (address, CA, client certificate).
+   */
   clientEnv: Record<string, string>;
   /** The same as the SDK's connection options (`tls`). */
   connection: TemporalConnectionSettings;
@@ -51,14 +60,20 @@ export interface TemporalCluster {
   serverVersion: string;
   /** The server's process id. */
   pid(): number | undefined;
-  /** Stops the server process (SIGKILL with `kill`, else SIGTERM) and starts it again on the same ports and databases; resolves once it answers. */
+  /**
+   * Stops the server process (SIGKILL with `kill`, else SIGTERM) and starts it again on the same ports and databases;
+   * resolves once it answers.
+   */
   restart(options?: { kill?: boolean; downMs?: number }): Promise<void>;
   stop(): Promise<void>;
 }
 
 /** Where the built server lives (built on first use: a few minutes cold, a second when built before). */
 export async function ensureTemporalServer(): Promise<string> {
-  const { stdout } = await run('bash', [path.join(ROOT, 'scripts', 'ensure-temporal-server.sh')], { maxBuffer: 16 * 1024 * 1024, timeout: 30 * 60_000 });
+  const { stdout } = await run('bash', [path.join(ROOT, 'scripts', 'ensure-temporal-server.sh')], {
+    maxBuffer: 16 * 1024 * 1024,
+    timeout: 30 * 60_000,
+  });
   return stdout.trim().split('\n').pop()!;
 }
 
@@ -136,10 +151,14 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
   let child: ChildProcess | undefined;
   const launch = () => {
     const log = fs.openSync(logPath, 'a');
-    child = spawn(path.join(serverDir, 'bin', 'temporal-server'), ['--config-file', path.join(DEPLOY, 'config.yaml'), '--allow-no-auth', 'start'], {
-      env: serverEnv,
-      stdio: ['ignore', log, log],
-    });
+    child = spawn(
+      path.join(serverDir, 'bin', 'temporal-server'),
+      ['--config-file', path.join(DEPLOY, 'config.yaml'), '--allow-no-auth', 'start'],
+      {
+        env: serverEnv,
+        stdio: ['ignore', log, log],
+      },
+    );
     fs.closeSync(log);
     const started = child;
     started.on('exit', () => {
@@ -147,7 +166,9 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
     });
   };
   const exited = (proc: ChildProcess) =>
-    new Promise<void>((resolve) => (proc.exitCode !== null || proc.signalCode !== null ? resolve() : proc.once('exit', () => resolve())));
+    new Promise<void>((resolve) =>
+      proc.exitCode !== null || proc.signalCode !== null ? resolve() : proc.once('exit', () => resolve()),
+    );
   const untilAnswering = async (deadlineMs: number) => {
     const deadline = Date.now() + deadlineMs;
     for (;;) {
@@ -176,7 +197,12 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
   const temporalCli = findTemporalCli();
   if (!temporalCli) throw new Error('the temporal CLI is missing: run scripts/ensure-temporal-cli.sh');
   await run('sh', [path.join(DEPLOY, 'setup-namespace.sh')], {
-    env: { ...process.env, ...clientEnv, PATH: `${path.dirname(temporalCli)}:${process.env.PATH ?? ''}`, TEMPORAL_NAMESPACE_RETENTION: '1d' },
+    env: {
+      ...process.env,
+      ...clientEnv,
+      PATH: `${path.dirname(temporalCli)}:${process.env.PATH ?? ''}`,
+      TEMPORAL_NAMESPACE_RETENTION: '1d',
+    },
     maxBuffer: 16 * 1024 * 1024,
     timeout: 240_000,
   });
@@ -220,7 +246,11 @@ export async function startTemporalCluster(options: TemporalClusterOptions): Pro
  * namespace cache has refreshed (seconds on a real server, at once on the
  * dev server): waits until listing its workflows succeeds.
  */
-async function untilNamespaceTakesWork(address: string, settings: TemporalConnectionSettings, namespace: string): Promise<void> {
+async function untilNamespaceTakesWork(
+  address: string,
+  settings: TemporalConnectionSettings,
+  namespace: string,
+): Promise<void> {
   const conn = await Connection.connect({ address, ...connectionOptions(settings) });
   try {
     const deadline = Date.now() + 60_000;
@@ -229,7 +259,10 @@ async function untilNamespaceTakesWork(address: string, settings: TemporalConnec
         await conn.workflowService.listWorkflowExecutions({ namespace, pageSize: 1 });
         return;
       } catch (err) {
-        if (Date.now() > deadline) throw new Error(`namespace ${namespace} was not usable after 60 s: ${(err as Error).message}`, { cause: err });
+        if (Date.now() > deadline)
+          throw new Error(`namespace ${namespace} was not usable after 60 s: ${(err as Error).message}`, {
+            cause: err,
+          });
         await new Promise((r) => setTimeout(r, 500));
       }
     }

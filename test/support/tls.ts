@@ -6,7 +6,10 @@ import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 
-/** Paths of PEM files: a CA, a server certificate it signed (localhost, 127.0.0.1), a client certificate it signed, and one from another CA. */
+/**
+ * Paths of PEM files: a CA, a server certificate it signed (localhost, 127.0.0.1), a client certificate it signed, and
+ * one from another CA.
+ */
 export interface TestCertificates {
   dir: string;
   ca: string;
@@ -25,7 +28,19 @@ export function makeCertificates(): TestCertificates {
   const key = (name: string) => openssl('ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', at(name));
   const ca = (name: string, cn: string) => {
     key(`${name}.key`);
-    openssl('req', '-x509', '-new', '-key', at(`${name}.key`), '-out', at(`${name}.pem`), '-days', '2', '-subj', `/CN=${cn}`);
+    openssl(
+      'req',
+      '-x509',
+      '-new',
+      '-key',
+      at(`${name}.key`),
+      '-out',
+      at(`${name}.pem`),
+      '-days',
+      '2',
+      '-subj',
+      `/CN=${cn}`,
+    );
   };
   const signed = (name: string, cn: string, by: string, ext: string) => {
     key(`${name}.key`);
@@ -66,7 +81,10 @@ export function makeCertificates(): TestCertificates {
   };
 }
 
-/** A TLS server (ALPN h2) that requires a client certificate signed by the test CA and forwards to `target` in plain TCP. */
+/**
+ * A TLS server (ALPN h2) that requires a client certificate signed by the test CA and forwards to `target` in plain
+ * TCP.
+ */
 export interface TlsProxy {
   readonly port: number;
   /** Connections that presented a valid client certificate, by its common name. */

@@ -21,7 +21,10 @@ export const tools: Tool[] = [
     parameters: z.object({ customer_id: z.string() }),
     idempotent: false,
     async execute({ customer_id }, { db, idempotencyKey }) {
-      await db.query('INSERT INTO letters (customer_id, idempotency_key) VALUES ($1, $2)', [customer_id, idempotencyKey]);
+      await db.query('INSERT INTO letters (customer_id, idempotency_key) VALUES ($1, $2)', [
+        customer_id,
+        idempotencyKey,
+      ]);
       const marker = process.env.LETTER_MARKER_FILE;
       if (marker) fs.writeFileSync(marker, String(Date.now()));
       await sleep(60_000);
@@ -35,9 +38,13 @@ export const tools: Tool[] = [
     idempotent: true,
     maxAttempts: 1,
     async execute({ customer_id }, { once, idempotencyKey }) {
-      // The effect commits first; then the first run takes long (its worker is killed meanwhile), a later one answers at once.
+      // The effect commits first; then the first run takes long (its worker is killed meanwhile), a later one answers
+      // at once.
       const posted = await once(async (tx) => {
-        await tx.query('INSERT INTO letters (customer_id, idempotency_key) VALUES ($1, $2)', [customer_id, idempotencyKey]);
+        await tx.query('INSERT INTO letters (customer_id, idempotency_key) VALUES ($1, $2)', [
+          customer_id,
+          idempotencyKey,
+        ]);
         return { posted: true };
       });
       const marker = process.env.LETTER_MARKER_FILE;

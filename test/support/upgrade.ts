@@ -7,7 +7,12 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { bundleWorkflowCode, NativeConnection, type WorkflowBundle, type WorkflowBundleOption } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  NativeConnection,
+  type WorkflowBundle,
+  type WorkflowBundleOption,
+} from '@temporalio/worker';
 import { createOpenAIClient } from '../../src/activities/openai-client';
 import { createAgentWorker } from '../../src/worker/worker';
 import { backofficeTools } from '../../src/demo/tools';
@@ -24,7 +29,9 @@ export function previousSources(commit: string): { dir: string; remove(): void }
   try {
     execFileSync('git', ['-C', ROOT, 'cat-file', '-e', `${commit}^{commit}`], { stdio: 'ignore' });
   } catch {
-    throw new Error(`This test runs the code of commit ${commit} from git history; this checkout lacks it (a shallow clone?). Run "git fetch --unshallow".`);
+    throw new Error(
+      `This test runs the code of commit ${commit} from git history; this checkout lacks it (a shallow clone?). Run "git fetch --unshallow".`,
+    );
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `agent-code-${commit.slice(0, 12)}-`));
   const archive = execFileSync('git', ['-C', ROOT, 'archive', '--format=tar', commit, 'src', 'package.json']);
@@ -40,7 +47,14 @@ export async function bundlePreviousWorkflowCode(commit: string): Promise<Workfl
     return await bundleWorkflowCode({
       workflowsPath: path.join(dir, 'src', 'workflows', 'index.ts'),
       workflowInterceptorModules: [path.join(dir, 'src', 'workflows', 'interceptors.ts')],
-      logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: console.error },
+      logger: {
+        log: () => undefined,
+        trace: () => undefined,
+        debug: () => undefined,
+        info: () => undefined,
+        warn: () => undefined,
+        error: console.error,
+      },
     });
   } finally {
     remove();
@@ -48,7 +62,10 @@ export async function bundlePreviousWorkflowCode(commit: string): Promise<Workfl
 }
 
 /** Runs a worker (the standalone one) for the harness's task queue on `workflowBundle` until `stop()`. */
-export async function runWorkerOn(h: Harness, workflowBundle: WorkflowBundleOption): Promise<{ stop(): Promise<void> }> {
+export async function runWorkerOn(
+  h: Harness,
+  workflowBundle: WorkflowBundleOption,
+): Promise<{ stop(): Promise<void> }> {
   const connection = await NativeConnection.connect({ address: h.temporalAddress });
   const worker = await createAgentWorker({
     connection,

@@ -13,7 +13,10 @@ const tools = new ToolRegistry([lookup]);
 describe('agent registry', () => {
   it("offers an agent's tools and one transfer_to_<agent> tool per handoff, described with the target's handoffDescription", () => {
     const registry = new AgentRegistry(
-      [agent({ name: 'triage', tools: [lookup], handoffs: ['refunds'] }), agent({ name: 'refunds', handoffDescription: 'Issues refunds.' })],
+      [
+        agent({ name: 'triage', tools: [lookup], handoffs: ['refunds'] }),
+        agent({ name: 'refunds', handoffDescription: 'Issues refunds.' }),
+      ],
       tools,
     );
     const triage = registry.get('triage')!;
@@ -36,24 +39,38 @@ describe('agent registry', () => {
   });
 
   it('refuses, saying what to fix: a bad or repeated name, a handoff to no agent, a tool the worker lacks, a tool named like a handoff', () => {
-    expect(() => new AgentRegistry([agent({ name: 'two words' })], tools)).toThrow(/Agent name "two words" is not allowed: use 1-52 letters/);
+    expect(() => new AgentRegistry([agent({ name: 'two words' })], tools)).toThrow(
+      /Agent name "two words" is not allowed: use 1-52 letters/,
+    );
     expect(() => new AgentRegistry([agent({ name: 'a'.repeat(53) })], tools)).toThrow(/is not allowed/);
-    expect(() => new AgentRegistry([agent({ name: 'a' }), agent({ name: 'a' })], tools)).toThrow(/Two agents are named "a"/);
-    expect(() => new AgentRegistry([agent({ name: 'a', handoffs: ['b'] })], tools)).toThrow(/hands off to "b", which is not one of the worker's agents \(a\)/);
+    expect(() => new AgentRegistry([agent({ name: 'a' }), agent({ name: 'a' })], tools)).toThrow(
+      /Two agents are named "a"/,
+    );
+    expect(() => new AgentRegistry([agent({ name: 'a', handoffs: ['b'] })], tools)).toThrow(
+      /hands off to "b", which is not one of the worker's agents \(a\)/,
+    );
     expect(() => new AgentRegistry([agent({ name: 'a', tools: ['delete_all'] })], tools)).toThrow(
       /offers tool "delete_all", which the worker does not have \(its tools: lookup\)/,
     );
-    expect(() => new AgentRegistry([agent({ name: 'a', tools: ['transfer_to_x'] })], tools)).toThrow(/starts with "transfer_to_"/);
+    expect(() => new AgentRegistry([agent({ name: 'a', tools: ['transfer_to_x'] })], tools)).toThrow(
+      /starts with "transfer_to_"/,
+    );
     expect(() => new AgentRegistry([{ name: 'plain' } as never], tools)).toThrow(/made with agent\(\{\.\.\.\}\)/);
     expect(() => new AgentRegistry([agent({ name: 'a', tools: ['crm__find'] })], tools)).not.toThrow(); // an MCP tool, discovered per turn
   });
 
   it('the plugin refuses a default agent it does not have, and a bad agent, before it opens anything', () => {
-    const options = { tools: [lookup], model: { name: 'm', apiKey: 'k' }, database: { url: 'postgres://127.0.0.1:1/none' } };
+    const options = {
+      tools: [lookup],
+      model: { name: 'm', apiKey: 'k' },
+      database: { url: 'postgres://127.0.0.1:1/none' },
+    };
     expect(() => new DurableAgentPlugin({ ...options, agents: [agent({ name: 'a' })], defaultAgent: 'b' })).toThrow(
       /DurableAgentPlugin: defaultAgent "b" is not one of its agents \(a\)/,
     );
-    expect(() => new DurableAgentPlugin({ ...options, agents: [agent({ name: 'a', handoffs: ['c'] })] })).toThrow(/Agent "a" hands off to "c"/);
+    expect(() => new DurableAgentPlugin({ ...options, agents: [agent({ name: 'a', handoffs: ['c'] })] })).toThrow(
+      /Agent "a" hands off to "c"/,
+    );
   });
 });
 
@@ -78,7 +95,9 @@ describe('agents as tools', () => {
     ]);
     expect(registry.agentToolSpecs(d)[0].function.parameters).toEqual({
       type: 'object',
-      properties: { input: { type: 'string', description: 'The task for the agent, with everything it needs to know.' } },
+      properties: {
+        input: { type: 'string', description: 'The task for the agent, with everything it needs to know.' },
+      },
       required: ['input'],
       additionalProperties: false,
     });
@@ -92,7 +111,12 @@ describe('agents as tools', () => {
     });
     expect(registry.agentTool(d, 'lookup')).toBeUndefined();
     expect(toolsOfAgents([d])).toEqual([lookup]);
-    expect(agent({ name: 'plain' }).asTool()).toEqual({ kind: 'agent_tool', agent: 'plain', toolName: 'plain', needsApproval: false });
+    expect(agent({ name: 'plain' }).asTool()).toEqual({
+      kind: 'agent_tool',
+      agent: 'plain',
+      toolName: 'plain',
+      needsApproval: false,
+    });
   });
 
   it('refuses an agent tool of an unknown agent, a clashing or bad name, and a timeout under a second, saying what to fix', () => {
@@ -101,13 +125,19 @@ describe('agents as tools', () => {
       () =>
         new AgentRegistry([agent({ name: 'desk', tools: t[0] }), auditor], tools);
     const stranger = agent({ name: 'stranger' });
-    expect(make([stranger.asTool()])).toThrow('Agent "desk" calls agent "stranger" as a tool, which is not one of the worker\'s agents (desk, auditor).');
+    expect(make([stranger.asTool()])).toThrow(
+      'Agent "desk" calls agent "stranger" as a tool, which is not one of the worker\'s agents (desk, auditor).',
+    );
     expect(make([lookup, auditor.asTool({ toolName: 'lookup' })])).toThrow(
       'Agent "desk" offers two tools named "lookup"; give the agent tool another toolName.',
     );
-    expect(make([auditor.asTool({ toolName: 'transfer_to_x' })])).toThrow(/agent tool name "transfer_to_x" is not allowed/);
+    expect(make([auditor.asTool({ toolName: 'transfer_to_x' })])).toThrow(
+      /agent tool name "transfer_to_x" is not allowed/,
+    );
     expect(make([auditor.asTool({ toolName: 'has space' })])).toThrow(/agent tool name "has space" is not allowed/);
-    expect(make([auditor.asTool({ timeoutMs: 10 })])).toThrow('Agent "desk": agent tool "auditor" has timeoutMs 10; give whole milliseconds, at least 1000.');
+    expect(make([auditor.asTool({ timeoutMs: 10 })])).toThrow(
+      'Agent "desk": agent tool "auditor" has timeoutMs 10; give whole milliseconds, at least 1000.',
+    );
   });
 });
 
@@ -142,8 +172,8 @@ describe('agent output types', () => {
     expect(() => new AgentRegistry([agent({ name: 'bad', outputType: { type: 'objekt' } })], tools)).toThrow(
       /^Agent "bad": the output schema cannot be compiled as JSON Schema: /,
     );
-    expect(() => new AgentRegistry([agent({ name: 'many', outputType: z.string(), outputRetries: 11 })], tools)).toThrow(
-      'Agent "many": output retries must be an integer from 0 to 10, got 11.',
-    );
+    expect(
+      () => new AgentRegistry([agent({ name: 'many', outputType: z.string(), outputRetries: 11 })], tools),
+    ).toThrow('Agent "many": output retries must be an integer from 0 to 10, got 11.');
   });
 });

@@ -28,7 +28,12 @@ beforeAll(async () => {
   };
   server = http.createServer((req, res) => {
     requests.push(req.url ?? '');
-    const body = req.url === '/.well-known/openid-configuration' ? { issuer, jwks_uri: `${issuer}/jwks` } : req.url === '/jwks' ? jwks : undefined;
+    const body =
+      req.url === '/.well-known/openid-configuration'
+        ? { issuer, jwks_uri: `${issuer}/jwks` }
+        : req.url === '/jwks'
+          ? jwks
+          : undefined;
     res.writeHead(body ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify(body ?? {}));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -38,7 +43,8 @@ afterAll(async () => {
   await new Promise((resolve) => server?.close(resolve));
 });
 
-const verifier = (options: Partial<JwtVerifierOptions> = {}) => createJwtVerifier({ issuer, audience: AUDIENCE, ...options });
+const verifier = (options: Partial<JwtVerifierOptions> = {}) =>
+  createJwtVerifier({ issuer, audience: AUDIENCE, ...options });
 
 interface SignOptions {
   signWith?: GenerateKeyPairResult;
@@ -68,25 +74,36 @@ describe('JWT bearer tokens', () => {
   });
 
   it('reads a space-separated string claim', async () => {
-    const principal = await verifier({ rolesClaim: 'scope' }).verify(await sign({ sub: 'bob', scope: 'openid approver operator' }));
+    const principal = await verifier({ rolesClaim: 'scope' }).verify(
+      await sign({ sub: 'bob', scope: 'openid approver operator' }),
+    );
     expect(sorted(principal?.roles)).toEqual(['approver', 'operator']);
   });
 
   it('follows a dotted claim path and maps IdP roles through roleMap (unmapped names, API role names included, give nothing)', async () => {
-    const v = verifier({ rolesClaim: 'realm_access.roles', roleMap: { 'support-lead': ['approver', 'requester'], ops: ['operator'] } });
-    const principal = await v.verify(await sign({ sub: 'carol', realm_access: { roles: ['support-lead', 'requester', 'offline_access'] } }));
+    const v = verifier({
+      rolesClaim: 'realm_access.roles',
+      roleMap: { 'support-lead': ['approver', 'requester'], ops: ['operator'] },
+    });
+    const principal = await v.verify(
+      await sign({ sub: 'carol', realm_access: { roles: ['support-lead', 'requester', 'offline_access'] } }),
+    );
     expect(principal?.subject).toBe('carol');
     expect(sorted(principal?.roles)).toEqual(['approver', 'requester']);
   });
 
   it('takes a claim whose own name has dots before following a path', async () => {
-    const principal = await verifier({ rolesClaim: 'https://example.com/roles' }).verify(await sign({ sub: 'dan', 'https://example.com/roles': ['operator'] }));
+    const principal = await verifier({ rolesClaim: 'https://example.com/roles' }).verify(
+      await sign({ sub: 'dan', 'https://example.com/roles': ['operator'] }),
+    );
     expect(sorted(principal?.roles)).toEqual(['operator']);
   });
 
   it('names the subject by subjectClaim, and refuses a token without it', async () => {
     const v = verifier({ subjectClaim: 'email' });
-    expect((await v.verify(await sign({ sub: 'u-1', email: 'erin@example.com', roles: ['requester'] })))?.subject).toBe('erin@example.com');
+    expect((await v.verify(await sign({ sub: 'u-1', email: 'erin@example.com', roles: ['requester'] })))?.subject).toBe(
+      'erin@example.com',
+    );
     expect(await v.verify(await sign({ sub: 'u-1', roles: ['requester'] }))).toBeUndefined();
     expect(await verifier().verify(await sign({ roles: ['requester'] }))).toBeUndefined();
   });
@@ -106,32 +123,50 @@ describe('JWT bearer tokens', () => {
     const now = Math.floor(Date.now() / 1000);
     expect(await v.verify(await sign({ sub: 'gina', roles: ['requester'] }, { expiresIn: now - 120 }))).toBeUndefined();
     expect(await v.verify(await sign({ sub: 'gina', roles: ['requester'] }, { noExp: true }))).toBeUndefined();
-    expect((await v.verify(await sign({ sub: 'gina', roles: ['requester'] }, { expiresIn: now - 10 })))?.subject).toBe('gina');
+    expect((await v.verify(await sign({ sub: 'gina', roles: ['requester'] }, { expiresIn: now - 10 })))?.subject).toBe(
+      'gina',
+    );
   });
 
   it('refuses a token for another audience', async () => {
-    expect(await verifier().verify(await sign({ sub: 'h', roles: ['requester'] }, { aud: 'some-other-app' }))).toBeUndefined();
+    expect(
+      await verifier().verify(await sign({ sub: 'h', roles: ['requester'] }, { aud: 'some-other-app' })),
+    ).toBeUndefined();
   });
 
   it('refuses a token of another issuer', async () => {
-    expect(await verifier().verify(await sign({ sub: 'i', roles: ['requester'] }, { iss: 'https://evil.example.com' }))).toBeUndefined();
-    expect(await verifier().verify(await sign({ sub: 'i', roles: ['requester'] }, { iss: `${issuer}/other` }))).toBeUndefined();
+    expect(
+      await verifier().verify(await sign({ sub: 'i', roles: ['requester'] }, { iss: 'https://evil.example.com' })),
+    ).toBeUndefined();
+    expect(
+      await verifier().verify(await sign({ sub: 'i', roles: ['requester'] }, { iss: `${issuer}/other` })),
+    ).toBeUndefined();
   });
 
   it('refuses a token signed by another key, whether it claims a published kid or an unknown one', async () => {
     const v = verifier();
     expect(await v.verify(await sign({ sub: 'j', roles: ['requester'] }, { signWith: otherKey }))).toBeUndefined();
-    expect(await v.verify(await sign({ sub: 'j', roles: ['requester'] }, { signWith: otherKey, kid: 'k9' }))).toBeUndefined();
+    expect(
+      await v.verify(await sign({ sub: 'j', roles: ['requester'] }, { signWith: otherKey, kid: 'k9' })),
+    ).toBeUndefined();
     expect(await v.verify(await sign({ sub: 'j', roles: ['requester'] }, { kid: 'k9' }))).toBeUndefined();
   });
 
   it("refuses alg 'none' and HS256 tokens, even with a secret known to anyone (the JWKS key's modulus)", async () => {
     const v = verifier();
-    const payload = { sub: 'k', roles: ['operator'], iss: issuer, aud: AUDIENCE, exp: Math.floor(Date.now() / 1000) + 300 };
+    const payload = {
+      sub: 'k',
+      roles: ['operator'],
+      iss: issuer,
+      aud: AUDIENCE,
+      exp: Math.floor(Date.now() / 1000) + 300,
+    };
     expect(await v.verify(`${b64({ alg: 'none', typ: 'JWT' })}.${b64(payload)}.`)).toBeUndefined();
     expect(await v.verify(`${b64({ alg: 'none', typ: 'JWT' })}.${b64(payload)}.c2ln`)).toBeUndefined();
     const published = await exportJWK(key.publicKey);
-    const hs256 = await new SignJWT(payload).setProtectedHeader({ alg: 'HS256', kid: 'k1' }).sign(new TextEncoder().encode(published.n));
+    const hs256 = await new SignJWT(payload)
+      .setProtectedHeader({ alg: 'HS256', kid: 'k1' })
+      .sign(new TextEncoder().encode(published.n));
     expect(await v.verify(hs256)).toBeUndefined();
     // The same claims, properly signed, pass: the refusals above are the algorithm's.
     expect((await v.verify(await sign(payload)))?.subject).toBe('k');
@@ -140,7 +175,16 @@ describe('JWT bearer tokens', () => {
   it('refuses strings that are not JWTs without any request reaching the identity provider', async () => {
     const v = verifier(); // never used: any key lookup would have to fetch discovery first
     const before = requests.length;
-    for (const token of ['a'.repeat(64), '', 'Bearer abc', 'a.b', 'a.b.c.d', 'x.y.z', 'not a jwt.at.all', `${b64({ alg: 'RS256' })}.e30.`]) {
+    for (const token of [
+      'a'.repeat(64),
+      '',
+      'Bearer abc',
+      'a.b',
+      'a.b.c.d',
+      'x.y.z',
+      'not a jwt.at.all',
+      `${b64({ alg: 'RS256' })}.e30.`,
+    ]) {
       expect(await v.verify(token)).toBeUndefined();
     }
     expect(requests.length).toBe(before);
@@ -153,7 +197,9 @@ describe('JWT bearer tokens', () => {
     const before = requests.length;
     const v = verifier();
     expect(requests.length).toBe(before);
-    await Promise.all([1, 2, 3].map(async () => expect(await v.verify(await sign({ sub: 'm', roles: ['requester'] }))).toBeDefined()));
+    await Promise.all(
+      [1, 2, 3].map(async () => expect(await v.verify(await sign({ sub: 'm', roles: ['requester'] }))).toBeDefined()),
+    );
     await v.verify(await sign({ sub: 'm', roles: ['requester'] }));
     expect(requests.slice(before)).toEqual(['/.well-known/openid-configuration', '/jwks']);
 
@@ -176,11 +222,15 @@ describe('JWT bearer tokens', () => {
       (err: unknown) => err,
     );
     expect(error).toBeInstanceOf(IdentityProviderUnavailableError);
-    expect((error as Error).message).toContain(`The identity provider at ${deadIssuer}/.well-known/openid-configuration could not be reached`);
+    expect((error as Error).message).toContain(
+      `The identity provider at ${deadIssuer}/.well-known/openid-configuration could not be reached`,
+    );
 
     const noKeys = createJwtVerifier({ issuer: deadIssuer, audience: AUDIENCE, jwksUrl: `${deadIssuer}/jwks` });
     await expect(noKeys.verify(token)).rejects.toThrow(IdentityProviderUnavailableError);
-    await expect(noKeys.verify(token)).rejects.toThrow(`The identity provider at ${deadIssuer}/jwks could not be reached`);
+    await expect(noKeys.verify(token)).rejects.toThrow(
+      `The identity provider at ${deadIssuer}/jwks could not be reached`,
+    );
   });
 
   it('refuses bad options with a ConfigError naming the option', () => {
@@ -199,8 +249,12 @@ describe('JWT bearer tokens', () => {
       [{ clockToleranceSeconds: -1 }, /clockToleranceSeconds must be/],
     ];
     for (const [options, message] of bad) {
-      expect(() => createJwtVerifier({ issuer: 'https://idp.example.com', audience: AUDIENCE, ...options })).toThrow(ConfigError);
-      expect(() => createJwtVerifier({ issuer: 'https://idp.example.com', audience: AUDIENCE, ...options })).toThrow(message);
+      expect(() => createJwtVerifier({ issuer: 'https://idp.example.com', audience: AUDIENCE, ...options })).toThrow(
+        ConfigError,
+      );
+      expect(() => createJwtVerifier({ issuer: 'https://idp.example.com', audience: AUDIENCE, ...options })).toThrow(
+        message,
+      );
     }
     expect(() => createJwtVerifier({ issuer: 'http://localhost:8080/realms/main', audience: AUDIENCE })).not.toThrow();
   });

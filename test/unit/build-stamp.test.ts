@@ -40,10 +40,14 @@ describe('the compiled build and its sources', () => {
 
   it('no build, or a build without its record, is refused with what to run', () => {
     const root = project();
-    expect(check(root)).toBe('build/main.js is missing: run npm run build:app first (and again after every change to src/).');
+    expect(check(root)).toBe(
+      'build/main.js is missing: run npm run build:app first (and again after every change to src/).',
+    );
     build(root);
     fs.rmSync(path.join(root, 'build', 'sources.json'));
-    expect(check(root)).toMatch(/^build\/ has no record of the sources it was compiled from \(build\/sources\.json\): run npm run build:app first/);
+    expect(check(root)).toMatch(
+      /^build\/ has no record of the sources it was compiled from \(build\/sources\.json\): run npm run build:app first/,
+    );
   });
 
   it('a source changed, added or removed since the build is named, and the build refused', () => {

@@ -1,6 +1,11 @@
 import { countTokens } from 'gpt-tokenizer';
 import { describe, expect, it } from 'vitest';
-import { contextWindowOf, DEFAULT_CONTEXT_WINDOW, fitToContext, MESSAGE_SHARE } from '../../src/activities/context-budget';
+import {
+  contextWindowOf,
+  DEFAULT_CONTEXT_WINDOW,
+  fitToContext,
+  MESSAGE_SHARE,
+} from '../../src/activities/context-budget';
 import type { ChatMessage } from '../../src/contract/messages';
 import { findPairingProblems } from '../../src/core/pairing';
 import { countPromptTokens } from '../../src/testing/context-window';
@@ -10,7 +15,10 @@ import { countPromptTokens } from '../../src/testing/context-window';
 
 const words = (n: number, tag: string) => Array.from({ length: n }, (_, i) => `${tag}${i % 97} value ${i}`).join(' ');
 
-/** A conversation of `turns` turns, each a question, a tool call and a result of `resultChars` characters, and an answer. */
+/**
+ * A conversation of `turns` turns, each a question, a tool call and a result of `resultChars` characters, and an
+ * answer.
+ */
 function conversation(turns: number, resultChars: number): ChatMessage[] {
   const messages: ChatMessage[] = [{ role: 'system', content: 'You help the back office.' }];
   for (let t = 0; t < turns; t++) {
@@ -20,7 +28,11 @@ function conversation(turns: number, resultChars: number): ChatMessage[] {
       content: null,
       tool_calls: [{ id: `call_${t}`, type: 'function', function: { name: 'export_report', arguments: '{}' } }],
     });
-    messages.push({ role: 'tool', tool_call_id: `call_${t}`, content: words(resultChars / 12, `r${t}-`).slice(0, resultChars) });
+    messages.push({
+      role: 'tool',
+      tool_call_id: `call_${t}`,
+      content: words(resultChars / 12, `r${t}-`).slice(0, resultChars),
+    });
     messages.push({ role: 'assistant', content: `answer ${t}` });
   }
   return messages;
@@ -46,7 +58,11 @@ describe('the context budget', () => {
 
   it("sends a conversation that fits unchanged; counted, its estimate is the provider's count", () => {
     const messages = conversation(3, 2_000);
-    const { messages: sent, report } = fitToContext(messages, { windowTokens: 128_000, replyTokens: 4096, alwaysCount: true });
+    const { messages: sent, report } = fitToContext(messages, {
+      windowTokens: 128_000,
+      replyTokens: 4096,
+      alwaysCount: true,
+    });
     expect(sent).toEqual(messages);
     expect(report).toMatchObject({ truncated: [], elided: 0 });
     // The estimate is the provider's count (the scripted server counts the same way).
@@ -75,13 +91,25 @@ describe('the context budget', () => {
   it('shows a result larger than its share truncated, with a marker naming the size, the stored message and how to get more', () => {
     const messages: ChatMessage[] = [
       { role: 'user', content: 'export it' },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'export_report', arguments: '{}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'export_report', arguments: '{}' } }],
+      },
       { role: 'tool', tool_call_id: 'call_1', content: words(250_000, 'x') },
     ];
     const total = (messages[2].content as string).length;
-    const { messages: sent, report } = fitToContext(messages, { windowTokens: 100_000, replyTokens: 4096, seqs: [4, 5, 6] });
+    const { messages: sent, report } = fitToContext(messages, {
+      windowTokens: 100_000,
+      replyTokens: 4096,
+      seqs: [4, 5, 6],
+    });
     const shown = sent[2].content as string;
-    expect(shown).toMatch(new RegExp(`showing the first \\d+ of ${total} characters\\. The full text is stored with the conversation \\(message 6\\)`));
+    expect(shown).toMatch(
+      new RegExp(
+        `showing the first \\d+ of ${total} characters\\. The full text is stored with the conversation \\(message 6\\)`,
+      ),
+    );
     expect(shown).toContain('call the tool again for a narrower or later part');
     expect(countTokens(shown)).toBeLessThanOrEqual(Math.floor(report.budgetTokens * MESSAGE_SHARE));
     expect(messages[2].content).toHaveLength(total); // the stored list is untouched
@@ -94,7 +122,10 @@ describe('the context budget', () => {
     const { messages: sent, report } = fitToContext(messages, { windowTokens: 100_000, replyTokens: 4096 });
     expect(pairing(sent)).toEqual([]);
     expect(sent[0]).toEqual(messages[0]);
-    expect(sent[1]).toMatchObject({ role: 'system', content: expect.stringMatching(/^\[Context note: \d+ earlier messages were left out/) });
+    expect(sent[1]).toMatchObject({
+      role: 'system',
+      content: expect.stringMatching(/^\[Context note: \d+ earlier messages were left out/),
+    });
     expect(sent[2].role).toBe('user'); // the first kept message starts a turn
     expect(sent.at(-1)).toEqual({ role: 'user', content: 'hello' });
     expect(report.elided % 4).toBe(0);
@@ -109,9 +140,14 @@ describe('the context budget', () => {
     messages.push({
       role: 'assistant',
       content: null,
-      tool_calls: [0, 1, 2, 3, 4].map((i) => ({ id: `c${i}`, type: 'function' as const, function: { name: 'export_report', arguments: '{}' } })),
+      tool_calls: [0, 1, 2, 3, 4].map((i) => ({
+        id: `c${i}`,
+        type: 'function' as const,
+        function: { name: 'export_report', arguments: '{}' },
+      })),
     });
-    for (const i of [0, 1, 2, 3, 4]) messages.push({ role: 'tool', tool_call_id: `c${i}`, content: words(40_000, `t${i}-`) });
+    for (const i of [0, 1, 2, 3, 4])
+      messages.push({ role: 'tool', tool_call_id: `c${i}`, content: words(40_000, `t${i}-`) });
     const { messages: sent, report } = fitToContext(messages, { windowTokens: 50_000, replyTokens: 2048 });
     expect(pairing(sent)).toEqual([]);
     expect(sent).toHaveLength(messages.length);
@@ -122,7 +158,12 @@ describe('the context budget', () => {
   it('leaves more room when the provider counted more than the estimate (calibration)', () => {
     const messages = conversation(10, 40_000);
     const plain = fitToContext(messages, { windowTokens: 60_000, replyTokens: 2048, alwaysCount: true });
-    const calibrated = fitToContext(messages, { windowTokens: 60_000, replyTokens: 2048, calibration: 1.5, alwaysCount: true });
+    const calibrated = fitToContext(messages, {
+      windowTokens: 60_000,
+      replyTokens: 2048,
+      calibration: 1.5,
+      alwaysCount: true,
+    });
     expect(calibrated.report.budgetTokens).toBeLessThan(plain.report.budgetTokens);
     expect(calibrated.report.promptTokens! * 1.5).toBeLessThanOrEqual(60_000);
   });

@@ -25,7 +25,12 @@ describe('the scripted model server', () => {
     expect(tokens).toBeGreaterThan(100);
     const err = await client.chat.completions.create(ask(long)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
-    expect(err).toMatchObject({ status: 400, code: 'context_length_exceeded', param: 'messages', type: 'invalid_request_error' });
+    expect(err).toMatchObject({
+      status: 400,
+      code: 'context_length_exceeded',
+      param: 'messages',
+      type: 'invalid_request_error',
+    });
     expect(server.requests.at(-1)?.error?.body).toEqual({
       error: {
         message: `This model's maximum context length is 100 tokens. However, your messages resulted in ${tokens} tokens. Please reduce the length of the messages.`,
@@ -41,7 +46,9 @@ describe('the scripted model server', () => {
     server.setContextWindow(undefined);
     server.enqueue({ content: 'no limit' });
     expect((await client.chat.completions.create(ask(long))).choices[0].message.content).toBe('no limit');
-    expect(() => server.setContextWindow(0)).toThrow('contextWindow must be a positive integer number of tokens, got 0.');
+    expect(() => server.setContextWindow(0)).toThrow(
+      'contextWindow must be a positive integer number of tokens, got 0.',
+    );
   });
 
   it('sends the headers a scripted error asks for, such as Retry-After on a 429', async () => {

@@ -2,13 +2,20 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { startModelServer, type ModelServer } from '../../src/testing';
-import { DEEPSEEK_TOOL_CALLS_NOT_ANSWERED_MESSAGE, REASONING_CONTENT_REQUIRED_MESSAGE, THINKING_TOOL_CHOICE_MESSAGE } from '../../src/testing/validate';
+import {
+  DEEPSEEK_TOOL_CALLS_NOT_ANSWERED_MESSAGE,
+  REASONING_CONTENT_REQUIRED_MESSAGE,
+  THINKING_TOOL_CHOICE_MESSAGE,
+} from '../../src/testing/validate';
 
 let server: ModelServer;
 let client: OpenAI;
 
 beforeAll(async () => {
-  server = await startModelServer({ dialect: 'deepseek-thinking', responder: () => ({ content: 'ok', reasoningContent: 'thought' }) });
+  server = await startModelServer({
+    dialect: 'deepseek-thinking',
+    responder: () => ({ content: 'ok', reasoningContent: 'thought' }),
+  });
   client = new OpenAI({ baseURL: server.url, apiKey: 'test', maxRetries: 0 });
 });
 
@@ -40,7 +47,9 @@ async function expectDeepSeekRejection(body: Body, message: string): Promise<voi
 async function expectAccepted(body: Body): Promise<void> {
   const completion = await client.chat.completions.create(body as never);
   expect(completion.choices[0].message.content).toBe('ok');
-  expect((completion.choices[0].message as unknown as { reasoning_content?: string }).reasoning_content).toBe('thought');
+  expect((completion.choices[0].message as unknown as { reasoning_content?: string }).reasoning_content).toBe(
+    'thought',
+  );
   expect(server.requests[server.requests.length - 1].valid).toBe(true);
 }
 
@@ -108,7 +117,12 @@ describe('the DeepSeek thinking-mode dialect', () => {
   });
 
   it('accepts tool_choice auto', async () => {
-    await expectAccepted({ model: 'deepseek-reasoner', tools, tool_choice: 'auto', messages: [{ role: 'user', content: 'hi' }] });
+    await expectAccepted({
+      model: 'deepseek-reasoner',
+      tools,
+      tool_choice: 'auto',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
   });
 
   it("answers unanswered tool calls with DeepSeek's body", async () => {

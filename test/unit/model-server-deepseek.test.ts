@@ -78,7 +78,11 @@ describe('the DeepSeek dialect', () => {
       model: 'deepseek-chat',
       messages: [
         { role: 'user', content: 'Look it up' },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'call_0', type: 'function', function: { name: 'lookup', arguments: '{}' } }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'call_0', type: 'function', function: { name: 'lookup', arguments: '{}' } }],
+        },
         { role: 'tool', tool_call_id: 'call_0', content: 'found' },
       ],
       tools: [{ type: 'function', function: { name: 'lookup' } }],

@@ -21,10 +21,12 @@ describe('starting and closing the model server', () => {
     const server = await startModelServer();
     const client = new OpenAI({ baseURL: server.url, apiKey: 'test', maxRetries: 0 });
     server.enqueue({ kind: 'hang' });
-    const pending = client.chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }).then(
-      () => undefined,
-      (err: unknown) => err,
-    );
+    const pending = client.chat.completions
+      .create({ model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] })
+      .then(
+        () => undefined,
+        (err: unknown) => err,
+      );
     const deadline = Date.now() + 2000;
     while (server.requests[0]?.reply === undefined && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 5));
@@ -46,14 +48,21 @@ describe('starting and closing the model server', () => {
     const server = await startModelServer({ dialect: 'deepseek', responder: () => ({ content: 'from options' }) });
     const client = new OpenAI({ baseURL: server.url, apiKey: 'test', maxRetries: 0 });
     try {
-      const completion = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+      const completion = await client.chat.completions.create({
+        model: 'm',
+        messages: [{ role: 'user', content: 'hi' }],
+      });
       expect(completion.choices[0].message.content).toBe('from options');
       const outcome = await client.chat.completions
         .create({
           model: 'm',
           messages: [
             { role: 'user', content: 'hi' },
-            { role: 'assistant', content: null, tool_calls: [{ id: 'call_0', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+            {
+              role: 'assistant',
+              content: null,
+              tool_calls: [{ id: 'call_0', type: 'function', function: { name: 'f', arguments: '{}' } }],
+            },
           ],
         })
         .then(

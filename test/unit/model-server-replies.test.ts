@@ -2,7 +2,11 @@ import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 import { startModelServer, type ModelServer, type RecordedRequest } from '../../src/testing';
-import { DEFAULT_SERVER_ERROR_MESSAGE, NO_SCRIPTED_REPLY_MESSAGE, RESPONDER_FAILED_PREFIX } from '../../src/testing/server';
+import {
+  DEFAULT_SERVER_ERROR_MESSAGE,
+  NO_SCRIPTED_REPLY_MESSAGE,
+  RESPONDER_FAILED_PREFIX,
+} from '../../src/testing/server';
 import type { ScriptedMessageReply } from '../../src/testing/types';
 
 let server: ModelServer;
@@ -78,7 +82,10 @@ describe('scripted message replies', () => {
     const calls = choice.message.tool_calls ?? [];
     expect(calls).toHaveLength(2);
     expect(calls[0].id).toMatch(/^call_[A-Za-z0-9]{24}$/);
-    expect(calls[0]).toMatchObject({ type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } });
+    expect(calls[0]).toMatchObject({
+      type: 'function',
+      function: { name: 'get_weather', arguments: '{"city":"Oslo"}' },
+    });
     expect(calls[1]).toMatchObject({ id: 'call_fixed_rome', function: { arguments: '{"city":"Rome"}' } });
   });
 
@@ -100,7 +107,9 @@ describe('scripted message replies', () => {
     const choice = completion.choices[0];
     expect(choice.finish_reason).toBe('length');
     expect(choice.message.content).toBe('Let me check.');
-    expect((choice.message as unknown as { reasoning_content: string }).reasoning_content).toBe('The user wants weather.');
+    expect((choice.message as unknown as { reasoning_content: string }).reasoning_content).toBe(
+      'The user wants weather.',
+    );
     expect(choice.message.tool_calls).toHaveLength(1);
   });
 });
@@ -293,7 +302,9 @@ describe('streaming', () => {
     const final = await stream.finalChatCompletion();
     const message = final.choices[0].message;
     expect(message.content).toBe(scripted.content);
-    expect(message.tool_calls?.map((c) => (c.type === 'function' ? [c.id, c.function.name, c.function.arguments] : []))).toEqual([
+    expect(
+      message.tool_calls?.map((c) => (c.type === 'function' ? [c.id, c.function.name, c.function.arguments] : [])),
+    ).toEqual([
       ['call_stream_oslo', 'get_weather', '{"city":"Oslo","unit":"celsius"}'],
       ['call_stream_rome', 'get_weather', '{"city":"Rome"'],
     ]);

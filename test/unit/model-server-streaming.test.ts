@@ -81,7 +81,9 @@ async function rawEvents(body: Record<string, unknown>): Promise<{ text: string;
 
 /** The JSON chunks among raw SSE events (comments and `[DONE]` left out). */
 function dataChunks(events: string[]): WireChunk[] {
-  return events.filter((e) => e.startsWith('data: ') && e !== 'data: [DONE]').map((e) => JSON.parse(e.slice('data: '.length)) as WireChunk);
+  return events
+    .filter((e) => e.startsWith('data: ') && e !== 'data: [DONE]')
+    .map((e) => JSON.parse(e.slice('data: '.length)) as WireChunk);
 }
 
 /** Everything the SDK's chunk iteration delivered, accumulated the way a careful client does. */
@@ -189,7 +191,12 @@ describe('stream scripts: tool-call fragments', () => {
       expect(own[0]).toEqual({ index, id, type: 'function', function: { name: 'lookup', arguments: '' } });
       expect(own.length).toBeGreaterThan(2);
       for (const later of own.slice(1)) {
-        expect(later).toEqual({ index, id: '', type: 'function', function: { name: '', arguments: expect.any(String) } });
+        expect(later).toEqual({
+          index,
+          id: '',
+          type: 'function',
+          function: { name: '', arguments: expect.any(String) },
+        });
         expect(later.function?.arguments).not.toBe('');
       }
       expect(own.map((f) => f.function?.arguments).join('')).toBe(args);
@@ -202,7 +209,12 @@ describe('stream scripts: tool-call fragments', () => {
     server.enqueue({ toolCalls: [{ id: 'call_plain', name: 'lookup', arguments: ARGS }] });
     const { events } = await rawEvents(streamingAsk());
     const fragments = dataChunks(events).flatMap((c) => c.choices[0]?.delta.tool_calls ?? []);
-    expect(fragments[0]).toEqual({ index: 0, id: 'call_plain', type: 'function', function: { name: 'lookup', arguments: '' } });
+    expect(fragments[0]).toEqual({
+      index: 0,
+      id: 'call_plain',
+      type: 'function',
+      function: { name: 'lookup', arguments: '' },
+    });
     for (const later of fragments.slice(1)) expect(Object.keys(later).sort()).toEqual(['function', 'index']);
   });
 
@@ -221,7 +233,10 @@ describe('stream scripts: tool-call fragments', () => {
     expect(got.calls[1]).toEqual({ id: 'call_tiny', name: 'lookup', arguments: '{}', argumentFragments: 2 });
     expect(got.finishReason).toBe('tool_calls');
 
-    server.enqueue({ toolCalls: [{ id: 'call_whole', name: 'lookup', arguments: ARGS }], stream: { argumentChunks: 1 } });
+    server.enqueue({
+      toolCalls: [{ id: 'call_whole', name: 'lookup', arguments: ARGS }],
+      stream: { argumentChunks: 1 },
+    });
     const whole = await collect(await client.chat.completions.create(streamingAsk()));
     expect(whole.calls[0]).toEqual({ id: 'call_whole', name: 'lookup', arguments: ARGS, argumentFragments: 1 });
   });
@@ -279,7 +294,9 @@ describe('stream scripts: faults', () => {
     expect(text).not.toContain('[DONE]');
     expect(text).not.toContain('"finish_reason":"');
     const last = dataChunks(events).at(-1)!;
-    expect(last.choices[0].delta.tool_calls).toEqual([{ index: 0, id: 'call_zero', type: 'function', function: { name: 'lookup', arguments: '' } }]);
+    expect(last.choices[0].delta.tool_calls).toEqual([
+      { index: 0, id: 'call_zero', type: 'function', function: { name: 'lookup', arguments: '' } },
+    ]);
   });
 
   it('stalls after stallAfterChunks data chunks until the client aborts, recording aborted and closedAt', async () => {
@@ -352,7 +369,10 @@ describe('stream scripts: faults', () => {
   });
 
   it('sends no chunk with a finish_reason but still [DONE] with omitFinish', async () => {
-    const reply = { toolCalls: [{ id: 'call_nofinish', name: 'lookup', arguments: ARGS }], stream: { omitFinish: true } };
+    const reply = {
+      toolCalls: [{ id: 'call_nofinish', name: 'lookup', arguments: ARGS }],
+      stream: { omitFinish: true },
+    };
     server.enqueue(reply);
     const { events } = await rawEvents(streamingAsk());
     expect(events[events.length - 1]).toBe('data: [DONE]');
@@ -391,14 +411,21 @@ describe('stream scripts: faults', () => {
 describe('finish reasons and reasoning content in streams', () => {
   it('sends finish_reason stop next to tool calls as scripted', async () => {
     server.enqueue({ toolCalls: [{ id: 'call_forced', name: 'lookup', arguments: ARGS }], finishReason: 'stop' });
-    const got = await collect(await client.chat.completions.create(streamingAsk({ tool_choice: { type: 'function', function: { name: 'lookup' } } })));
+    const got = await collect(
+      await client.chat.completions.create(
+        streamingAsk({ tool_choice: { type: 'function', function: { name: 'lookup' } } }),
+      ),
+    );
     expect(got.error).toBeUndefined();
     expect(got.finishReason).toBe('stop');
     expect(got.calls).toEqual([{ id: 'call_forced', name: 'lookup', arguments: ARGS, argumentFragments: 3 }]);
   });
 
   it('sends truncated arguments with finish_reason length as scripted', async () => {
-    server.enqueue({ toolCalls: [{ id: 'call_long', name: 'lookup', arguments: '{"city":"Os' }], finishReason: 'length' });
+    server.enqueue({
+      toolCalls: [{ id: 'call_long', name: 'lookup', arguments: '{"city":"Os' }],
+      finishReason: 'length',
+    });
     const got = await collect(await client.chat.completions.create(streamingAsk()));
     expect(got.error).toBeUndefined();
     expect(got.finishReason).toBe('length');
@@ -430,14 +457,22 @@ describe('finish reasons and reasoning content in streams', () => {
         toolCalls: [{ id: 'call_ds', name: 'lookup', arguments: '{"city":"Oslo"}' }],
         stream: { emptyIdAndName: true, keepAlive: 1 },
       });
-      const first = await collect(await deepseek.chat.completions.create({ ...streamingAsk(), model: 'deepseek-reasoner' }));
+      const first = await collect(
+        await deepseek.chat.completions.create({ ...streamingAsk(), model: 'deepseek-reasoner' }),
+      );
       expect(first.error).toBeUndefined();
       expect(first.calls[0]).toMatchObject({ id: 'call_ds', name: 'lookup', arguments: '{"city":"Oslo"}' });
 
       const toolCallMessage = {
         role: 'assistant' as const,
         content: null,
-        tool_calls: [{ id: first.calls[0].id, type: 'function' as const, function: { name: 'lookup', arguments: first.calls[0].arguments } }],
+        tool_calls: [
+          {
+            id: first.calls[0].id,
+            type: 'function' as const,
+            function: { name: 'lookup', arguments: first.calls[0].arguments },
+          },
+        ],
       };
       const rest = [{ role: 'tool' as const, tool_call_id: 'call_ds', content: 'Oslo: 4 °C' }];
       const followUp = (assistant: Record<string, unknown>) => ({
@@ -454,7 +489,9 @@ describe('finish reasons and reasoning content in streams', () => {
       expect((refused as Error).message).toBe(`400 ${REASONING_CONTENT_REQUIRED_MESSAGE}`);
 
       thinking.enqueue({ content: 'It is 4 °C in Oslo.' });
-      const answer = await deepseek.chat.completions.create(followUp({ ...toolCallMessage, reasoning_content: first.reasoning.join('') }) as never);
+      const answer = await deepseek.chat.completions.create(
+        followUp({ ...toolCallMessage, reasoning_content: first.reasoning.join('') }) as never,
+      );
       expect((answer as OpenAI.ChatCompletion).choices[0].message.content).toBe('It is 4 °C in Oslo.');
     } finally {
       await thinking.close();

@@ -46,7 +46,10 @@ interface Call {
 }
 
 /** A non-streaming request; returns the assistant message and its tool calls. */
-async function complete(client: OpenAI, messages: Message[]): Promise<{ message: OpenAI.ChatCompletionMessage; calls: Call[] }> {
+async function complete(
+  client: OpenAI,
+  messages: Message[],
+): Promise<{ message: OpenAI.ChatCompletionMessage; calls: Call[] }> {
   const completion = await client.chat.completions.create({ model: 'gpt-test', messages, tools });
   const message = completion.choices[0].message;
   const calls = (message.tool_calls ?? []).map((call) => {
@@ -95,7 +98,11 @@ function answered(history: Message[], calls: Call[]): Message[] {
     {
       role: 'assistant',
       content: null,
-      tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })),
+      tool_calls: calls.map((c) => ({
+        id: c.id,
+        type: 'function',
+        function: { name: c.name, arguments: c.arguments },
+      })),
     },
     ...calls.map((c): Message => ({ role: 'tool', tool_call_id: c.id, content: `${c.name} done` })),
   ];
@@ -134,7 +141,9 @@ describe('tool call ids: per-response (Kimi-style)', () => {
     server.enqueue(refundReply, refundReply, lookupReply);
 
     const turn1 = await complete(client, userAsks('Refund ord_1'));
-    expect(turn1.calls).toEqual([{ id: 'functions.issue_refund:0', name: 'issue_refund', arguments: '{"id":"ord_1"}' }]);
+    expect(turn1.calls).toEqual([
+      { id: 'functions.issue_refund:0', name: 'issue_refund', arguments: '{"id":"ord_1"}' },
+    ]);
 
     // The agent echoes turn 1 back; the reused id in the next response is accepted by the provider.
     const history = answered(userAsks('Refund ord_1'), turn1.calls);
@@ -322,8 +331,12 @@ describe('setToolCallIds', () => {
 
   it('refuses an unknown scheme and keeps the current one', async () => {
     const { server, client } = await serve({ toolCallIds: 'per-response' });
-    expect(() => server.setToolCallIds('sequential' as ToolCallIdScheme)).toThrow(/Unknown tool call id scheme 'sequential'/);
-    await expect(startModelServer({ toolCallIds: 'nope' as ToolCallIdScheme })).rejects.toThrow(/Unknown tool call id scheme/);
+    expect(() => server.setToolCallIds('sequential' as ToolCallIdScheme)).toThrow(
+      /Unknown tool call id scheme 'sequential'/,
+    );
+    await expect(startModelServer({ toolCallIds: 'nope' as ToolCallIdScheme })).rejects.toThrow(
+      /Unknown tool call id scheme/,
+    );
     server.enqueue(refundReply);
     expect((await complete(client, userAsks('Refund ord_1'))).calls[0].id).toBe('functions.issue_refund:0');
   });

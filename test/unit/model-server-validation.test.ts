@@ -95,12 +95,16 @@ describe('the basic request shape', () => {
   });
 
   it('rejects a request without messages', async () => {
-    await expectRejected({ model: 'gpt-test' }, { message: "Missing required parameter: 'messages'.", param: 'messages', code: 'missing_required_parameter' });
+    await expectRejected(
+      { model: 'gpt-test' },
+      { message: "Missing required parameter: 'messages'.", param: 'messages', code: 'missing_required_parameter' },
+    );
   });
 
   it('rejects an empty messages array', async () => {
     await expectRejected(chat([]), {
-      message: "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+      message:
+        "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.",
       param: 'messages',
       code: 'empty_array',
     });
@@ -113,7 +117,8 @@ describe('the basic request shape', () => {
         { role: 'robot', content: 'beep' },
       ]),
       {
-        message: "Invalid value: 'robot'. Supported values are: 'system', 'user', 'assistant', 'tool', and 'developer'.",
+        message:
+          "Invalid value: 'robot'. Supported values are: 'system', 'user', 'assistant', 'tool', and 'developer'.",
         param: 'messages[1].role',
         code: 'invalid_value',
       },
@@ -128,7 +133,8 @@ describe('the basic request shape', () => {
         { role: 'user', content: 'and?' },
       ]),
       {
-        message: "Invalid 'messages[1].name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
+        message:
+          "Invalid 'messages[1].name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
         param: 'messages[1].name',
         code: 'invalid_value',
       },
@@ -241,7 +247,9 @@ describe('tool calls must be answered', () => {
 
   it('rejects two tool messages answering the same tool call id', async () => {
     const message = duplicateToolCallIdMessage('call_x', 7, 8);
-    expect(message).toBe("Invalid parameter: Duplicate value for 'tool_call_id' of 'call_x', in messages[7] and messages[8].");
+    expect(message).toBe(
+      "Invalid parameter: Duplicate value for 'tool_call_id' of 'call_x', in messages[7] and messages[8].",
+    );
     await expectRejected(
       chat([
         { role: 'system', content: 'You are helpful.' },
@@ -265,7 +273,11 @@ describe('tool calls must be answered', () => {
         [
           { role: 'system', content: 'You are helpful.' },
           { role: 'user', content: 'Weather in Oslo and Rome?' },
-          { role: 'assistant', content: null, tool_calls: [toolCall('call_oslo', 'weather'), toolCall('call_rome', 'weather')] },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [toolCall('call_oslo', 'weather'), toolCall('call_rome', 'weather')],
+          },
           { role: 'tool', tool_call_id: 'call_rome', content: [{ type: 'text', text: '18°C' }] },
           { role: 'tool', tool_call_id: 'call_oslo', content: '4°C' },
           { role: 'assistant', content: 'Oslo 4°C, Rome 18°C.' },
@@ -309,7 +321,8 @@ describe('assistant messages', () => {
         { role: 'assistant', content: 'hello', tool_calls: [] },
       ]),
       {
-        message: "Invalid 'messages[1].tool_calls': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+        message:
+          "Invalid 'messages[1].tool_calls': empty array. Expected an array with minimum length 1, but got an empty array instead.",
         param: 'messages[1].tool_calls',
         code: 'empty_array',
       },
@@ -325,7 +338,8 @@ describe('assistant messages', () => {
         { role: 'tool', tool_call_id: id, content: 'x' },
       ]),
       {
-        message: "Invalid 'messages[1].tool_calls[0].id': string too long. Expected a string with maximum length 40, but got a string with length 41 instead.",
+        message:
+          "Invalid 'messages[1].tool_calls[0].id': string too long. Expected a string with maximum length 40, but got a string with length 41 instead.",
         param: 'messages[1].tool_calls[0].id',
         code: 'string_above_max_length',
       },
@@ -352,11 +366,16 @@ describe('assistant messages', () => {
     await expectRejected(
       chat([
         { role: 'user', content: 'hi' },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: { q: 1 } } }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: { q: 1 } } }],
+        },
         { role: 'tool', tool_call_id: 'call_1', content: 'x' },
       ]),
       {
-        message: "Invalid type for 'messages[1].tool_calls[0].function.arguments': expected a string, but got an object instead.",
+        message:
+          "Invalid type for 'messages[1].tool_calls[0].function.arguments': expected a string, but got an object instead.",
         param: 'messages[1].tool_calls[0].function.arguments',
         code: 'invalid_type',
       },
@@ -367,7 +386,8 @@ describe('assistant messages', () => {
 describe('tool definitions and tool choice', () => {
   it('rejects a tool whose name does not match the allowed pattern', async () => {
     await expectRejected(chat([{ role: 'user', content: 'hi' }], { tools: [tool('get weather!')] }), {
-      message: "Invalid 'tools[0].function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
+      message:
+        "Invalid 'tools[0].function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
       param: 'tools[0].function.name',
       code: 'invalid_value',
     });
@@ -375,7 +395,8 @@ describe('tool definitions and tool choice', () => {
 
   it('rejects a tool name longer than 64 characters', async () => {
     await expectRejected(chat([{ role: 'user', content: 'hi' }], { tools: [tool('ok'), tool('n'.repeat(65))] }), {
-      message: "Invalid 'tools[1].function.name': string too long. Expected a string with maximum length 64, but got a string with length 65 instead.",
+      message:
+        "Invalid 'tools[1].function.name': string too long. Expected a string with maximum length 64, but got a string with length 65 instead.",
       param: 'tools[1].function.name',
       code: 'string_above_max_length',
     });
@@ -384,7 +405,8 @@ describe('tool definitions and tool choice', () => {
   it('rejects more than 128 tools', async () => {
     const tools = Array.from({ length: 129 }, (_, k) => tool(`tool_${k}`));
     await expectRejected(chat([{ role: 'user', content: 'hi' }], { tools }), {
-      message: "Invalid 'tools': array too long. Expected an array with maximum length 128, but got an array with length 129 instead.",
+      message:
+        "Invalid 'tools': array too long. Expected an array with maximum length 128, but got an array with length 129 instead.",
       param: 'tools',
       code: 'array_above_max_length',
     });
@@ -426,11 +448,14 @@ describe('tool definitions and tool choice', () => {
   });
 
   it('rejects a named tool_choice without a function name', async () => {
-    await expectRejected(chat([{ role: 'user', content: 'hi' }], { tools: [tool()], tool_choice: { type: 'function' } }), {
-      message: "Missing required parameter: 'tool_choice.function'.",
-      param: 'tool_choice.function',
-      code: 'missing_required_parameter',
-    });
+    await expectRejected(
+      chat([{ role: 'user', content: 'hi' }], { tools: [tool()], tool_choice: { type: 'function' } }),
+      {
+        message: "Missing required parameter: 'tool_choice.function'.",
+        param: 'tool_choice.function',
+        code: 'missing_required_parameter',
+      },
+    );
   });
 
   it('accepts tool_choice required when tools are given', async () => {
@@ -453,18 +478,25 @@ describe('tool message content', () => {
 
   it('rejects tool message content that is an object', async () => {
     await expectRejected(chat([...before, { role: 'tool', tool_call_id: 'call_1', content: { result: 42 } }]), {
-      message: "Invalid type for 'messages[2].content': expected one of a string or array of objects, but got an object instead.",
+      message:
+        "Invalid type for 'messages[2].content': expected one of a string or array of objects, but got an object instead.",
       param: 'messages[2].content',
       code: 'invalid_type',
     });
   });
 
   it('rejects a tool message content part that is not text', async () => {
-    await expectRejected(chat([...before, { role: 'tool', tool_call_id: 'call_1', content: [{ type: 'image_url', image_url: { url: 'x' } }] }]), {
-      message: "Invalid value: 'image_url'. Supported values are: 'text'.",
-      param: 'messages[2].content[0].type',
-      code: 'invalid_value',
-    });
+    await expectRejected(
+      chat([
+        ...before,
+        { role: 'tool', tool_call_id: 'call_1', content: [{ type: 'image_url', image_url: { url: 'x' } }] },
+      ]),
+      {
+        message: "Invalid value: 'image_url'. Supported values are: 'text'.",
+        param: 'messages[2].content[0].type',
+        code: 'invalid_value',
+      },
+    );
   });
 
   it('rejects a tool message without a tool_call_id', async () => {
@@ -483,7 +515,10 @@ describe('bookkeeping around invalid requests', () => {
       message: ORPHAN_TOOL_MESSAGE,
       param: 'messages.[0].role',
     });
-    const completion = await client.chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] });
+    const completion = await client.chat.completions.create({
+      model: 'gpt-test',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     expect(completion.choices[0].message.content).toBe('the queued reply');
   });
 
@@ -501,7 +536,9 @@ describe('bookkeeping around invalid requests', () => {
 });
 
 describe('response_format', () => {
-  const strict = (schema: Body, name = 'refund_decision') => ({ response_format: { type: 'json_schema', json_schema: { name, strict: true, schema } } });
+  const strict = (schema: Body, name = 'refund_decision') => ({
+    response_format: { type: 'json_schema', json_schema: { name, strict: true, schema } },
+  });
   const user = [{ role: 'user', content: 'decide' }];
 
   it('accepts a strict schema whose every object lists every property as required and allows no others', async () => {
@@ -511,7 +548,15 @@ describe('response_format', () => {
           type: 'object',
           properties: {
             approve: { type: 'boolean' },
-            lines: { type: 'array', items: { type: 'object', properties: { sku: { type: 'string' } }, required: ['sku'], additionalProperties: false } },
+            lines: {
+              type: 'array',
+              items: {
+                type: 'object',
+                properties: { sku: { type: 'string' } },
+                required: ['sku'],
+                additionalProperties: false,
+              },
+            },
           },
           required: ['approve', 'lines'],
           additionalProperties: false,
@@ -522,10 +567,14 @@ describe('response_format', () => {
   });
 
   it('refuses a strict schema without additionalProperties: false, or with a property left out of required, naming where, as OpenAI does', async () => {
-    await expectRejected(chat(user, strict({ type: 'object', properties: { a: { type: 'string' } }, required: ['a'] })), {
-      message: "Invalid schema for response_format 'refund_decision': In context=(), 'additionalProperties' is required to be supplied and to be false.",
-      param: 'response_format',
-    });
+    await expectRejected(
+      chat(user, strict({ type: 'object', properties: { a: { type: 'string' } }, required: ['a'] })),
+      {
+        message:
+          "Invalid schema for response_format 'refund_decision': In context=(), 'additionalProperties' is required to be supplied and to be false.",
+        param: 'response_format',
+      },
+    );
     await expectRejected(
       chat(
         user,
@@ -534,7 +583,12 @@ describe('response_format', () => {
           properties: {
             orgs: {
               type: 'array',
-              items: { type: 'object', properties: { name: { type: 'string' }, roles: { type: 'string' } }, required: ['name'], additionalProperties: false },
+              items: {
+                type: 'object',
+                properties: { name: { type: 'string' }, roles: { type: 'string' } },
+                required: ['name'],
+                additionalProperties: false,
+              },
             },
           },
           required: ['orgs'],
@@ -555,10 +609,13 @@ describe('response_format', () => {
       param: 'response_format.type',
       code: 'invalid_value',
     });
-    await expectRejected(chat(user, { response_format: { type: 'json_schema', json_schema: { strict: true, schema: {} } } }), {
-      message: "Missing required parameter: 'response_format.json_schema.name'.",
-      param: 'response_format.json_schema.name',
-      code: 'missing_required_parameter',
-    });
+    await expectRejected(
+      chat(user, { response_format: { type: 'json_schema', json_schema: { strict: true, schema: {} } } }),
+      {
+        message: "Missing required parameter: 'response_format.json_schema.name'.",
+        param: 'response_format.json_schema.name',
+        code: 'missing_required_parameter',
+      },
+    );
   });
 });

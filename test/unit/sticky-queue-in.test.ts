@@ -10,9 +10,14 @@ const { EventType, TaskQueueKind } = temporal.api.enums.v1;
 type Event = temporal.api.history.v1.IHistoryEvent;
 const scheduled = (name: string, sticky: boolean): Event => ({
   eventType: EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
-  workflowTaskScheduledEventAttributes: { taskQueue: { name, kind: sticky ? TaskQueueKind.TASK_QUEUE_KIND_STICKY : TaskQueueKind.TASK_QUEUE_KIND_NORMAL } },
+  workflowTaskScheduledEventAttributes: {
+    taskQueue: { name, kind: sticky ? TaskQueueKind.TASK_QUEUE_KIND_STICKY : TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+  },
 });
-const started = (identity: string): Event => ({ eventType: EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED, workflowTaskStartedEventAttributes: { identity } });
+const started = (identity: string): Event => ({
+  eventType: EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+  workflowTaskStartedEventAttributes: { identity },
+});
 const completed = (identity: string): Event => ({
   eventType: EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
   workflowTaskCompletedEventAttributes: { identity },
@@ -34,7 +39,13 @@ describe('stickyQueueIn', () => {
   });
 
   it('finds the sticky queue a task started by the worker came from', () => {
-    const events = [scheduled('agents', false), started('w2'), completed('w2'), scheduled('w1-sticky', true), started('w1')];
+    const events = [
+      scheduled('agents', false),
+      started('w2'),
+      completed('w2'),
+      scheduled('w1-sticky', true),
+      started('w1'),
+    ];
     expect(stickyQueueIn(events, 'w1')).toBe('w1-sticky');
   });
 
@@ -53,7 +64,13 @@ describe('stickyQueueIn', () => {
   });
 
   it('gives the latest sticky queue of the worker identity', () => {
-    const events = [completed('w1'), scheduled('w1-old', true), started('w1'), completed('w1'), scheduled('w1-new', true)];
+    const events = [
+      completed('w1'),
+      scheduled('w1-old', true),
+      started('w1'),
+      completed('w1'),
+      scheduled('w1-new', true),
+    ];
     expect(stickyQueueIn(events, 'w1')).toBe('w1-new');
   });
 });

@@ -8,10 +8,20 @@ const delta = (d: NonNullable<NonNullable<StreamChunk['choices']>[number]['delta
 describe('assembling a streamed response', () => {
   it('joins tool-call fragments by index, in any order, and a later empty id or name never overwrites a stored one', () => {
     const a = new StreamAssembler();
-    a.push(delta({ tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'list_orders', arguments: '' } }] }));
-    a.push(delta({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'find_customer', arguments: '' } }] }));
+    a.push(
+      delta({
+        tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'list_orders', arguments: '' } }],
+      }),
+    );
+    a.push(
+      delta({
+        tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'find_customer', arguments: '' } }],
+      }),
+    );
     a.push(delta({ tool_calls: [{ index: 0, id: '', function: { name: '', arguments: '{"query":' } }] }));
-    a.push(delta({ tool_calls: [{ index: 1, id: '', function: { name: '', arguments: '{"customer_id":"cus_ada"}' } }] }));
+    a.push(
+      delta({ tool_calls: [{ index: 1, id: '', function: { name: '', arguments: '{"customer_id":"cus_ada"}' } }] }),
+    );
     a.push(delta({ tool_calls: [{ index: 0, function: { arguments: '"Ada"}' } }] }));
     a.push(delta({}, 'tool_calls'));
     expect(a.finish()).toMatchObject({
@@ -38,15 +48,24 @@ describe('assembling a streamed response', () => {
     expect(cut.finish().problems).toEqual(['the stream ended without a finish_reason (connection cut mid-response)']);
 
     const truncated = new StreamAssembler();
-    truncated.push(delta({ tool_calls: [{ index: 0, id: 'call_x', function: { name: 'find_customer', arguments: '{"qu' } }] }, 'length'));
-    expect(truncated.finish().problems).toEqual(['finish_reason "length" in the middle of tool calls: their arguments may be truncated']);
+    truncated.push(
+      delta(
+        { tool_calls: [{ index: 0, id: 'call_x', function: { name: 'find_customer', arguments: '{"qu' } }] },
+        'length',
+      ),
+    );
+    expect(truncated.finish().problems).toEqual([
+      'finish_reason "length" in the middle of tool calls: their arguments may be truncated',
+    ]);
 
     const anonymous = new StreamAssembler();
     anonymous.push(delta({ tool_calls: [{ index: 0, function: { arguments: '{}' } }] }, 'tool_calls'));
     expect(anonymous.finish().problems).toEqual(['tool call #0 has no function name']);
 
     const nameless = new StreamAssembler();
-    nameless.push(delta({ tool_calls: [{ index: 0, function: { name: 'find_customer', arguments: '{}' } }] }, 'tool_calls'));
+    nameless.push(
+      delta({ tool_calls: [{ index: 0, function: { name: 'find_customer', arguments: '{}' } }] }, 'tool_calls'),
+    );
     expect(nameless.finish()).toMatchObject({ problems: [], toolCalls: [{ index: 0, id: '', name: 'find_customer' }] });
   });
 });

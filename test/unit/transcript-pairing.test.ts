@@ -19,7 +19,9 @@ describe('the pairing rules', () => {
   });
 
   it('report calls still open at the end of the list', () => {
-    expect(findPairingProblems([user, assistant('a')])).toEqual([{ kind: 'missing_result', index: 1, toolCallId: 'a' }]);
+    expect(findPairingProblems([user, assistant('a')])).toEqual([
+      { kind: 'missing_result', index: 1, toolCallId: 'a' },
+    ]);
   });
 
   it('report orphan and duplicate results', () => {

@@ -11,12 +11,20 @@ describe('the worker process options', () => {
   it("are package.json's workerNodeOptions, which this Node accepts, and which npm start passes", () => {
     const flags = workerNodeFlags();
     expect(flags.some((flag) => flag.startsWith('--max-semi-space-size='))).toBe(true);
-    const run = spawnSync(process.execPath, [...flags, '-e', 'process.stdout.write(JSON.stringify(process.execArgv))'], { encoding: 'utf8' });
+    const run = spawnSync(
+      process.execPath,
+      [...flags, '-e', 'process.stdout.write(JSON.stringify(process.execArgv))'],
+      { encoding: 'utf8' },
+    );
     expect(run.stderr).toBe('');
     expect((JSON.parse(run.stdout) as string[]).slice(0, flags.length)).toEqual(flags);
-    const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+    };
     expect(manifest.scripts.start).toContain('$npm_package_config_workerNodeOptions');
-    expect(manifest.scripts.start).toContain('MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-$npm_package_config_workerMallocArenaMax}');
+    expect(manifest.scripts.start).toContain(
+      'MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-$npm_package_config_workerMallocArenaMax}',
+    );
   });
 
   it('are none for a package.json without them', () => {

@@ -11,7 +11,9 @@ export interface WorkerSettings {
 }
 
 /** The team's worker: its own task queue and workflows, with the durable agent added as a plugin. */
-export async function createWorker(settings: WorkerSettings): Promise<{ worker: Worker; connection: NativeConnection }> {
+export async function createWorker(
+  settings: WorkerSettings,
+): Promise<{ worker: Worker; connection: NativeConnection }> {
   const connection = await NativeConnection.connect({ address: settings.temporalAddress });
   const worker = await Worker.create({
     connection,
