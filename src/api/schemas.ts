@@ -14,6 +14,8 @@
  */
 import { z } from 'zod';
 import {
+  describeOversizedDecision,
+  type ApprovalDecision,
   AGENT_NAME_PATTERN,
   CONVERSATION_LIMITS,
   DECISION_FIELD_MAX_CHARS,
@@ -347,6 +349,9 @@ export const decisionBody = z
         message: '"response" goes with a "respond" decision, which needs it (the text that becomes the result).',
       });
     }
+    // The worker's own limits (UTF-16 units, JSON bytes), checked here so an oversized decision is a 400, not a 500.
+    const oversized = describeOversizedDecision(body as unknown as ApprovalDecision);
+    if (oversized) ctx.addIssue({ code: 'custom', message: `${oversized}. Nothing was decided.` });
   })
   .meta({
     oneOf: [{ required: ['toolCallIds'] }, { required: ['callKeys'] }],

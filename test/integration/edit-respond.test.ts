@@ -164,6 +164,26 @@ describe('edit and respond', () => {
     const missing = await decide(id, { decision: 'edit', toolCallIds: ['call_r'] });
     expect(missing.status).toBe(400);
     expect(missing.json.error.message).toContain('"arguments" go with an "edit" decision');
+    // Over the worker's limits, though within the request's: refused as bad requests, saying the limit.
+    const huge = await decide(id, {
+      decision: 'edit',
+      toolCallIds: ['call_r'],
+      arguments: { order_id: 'ord_2001', amount_cents: 100, reason: 'x'.repeat(300 * 1024) },
+    });
+    expect(huge.status).toBe(400);
+    expect(huge.json.error.message).toMatch(
+      /"arguments" are \d+ bytes of JSON; they may have at most 262144\. Nothing was decided\./,
+    );
+    const emoji = await decide(id, {
+      decision: 'respond',
+      toolCallIds: ['call_r'],
+      response: '\u{1F600}'.repeat(20_000),
+    });
+    expect(emoji.status).toBe(400);
+    expect(emoji.json.error.message).toContain(
+      '"response" is 40000 characters; it may have at most 32768. Nothing was decided.',
+    );
+    expect((await h.client.state(id)).pendingApprovals.map((p) => p.toolCallId)).toEqual(['call_r']);
     expect((await decide(id, { decision: 'approve', toolCallIds: ['call_r'] })).status).toBe(200);
     expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('answered');
     expect(await refundsFor((await effectKeyOf(h.pool, id, 'call_r'))!)).toEqual([{ amount_cents: 11_000 }]);
