@@ -29,6 +29,12 @@ export interface WorkflowBundle {
   reused: boolean;
 }
 
+/** The files a data folder holds the workflow bundle in: its code, and the fingerprint of what it was made from. */
+export const WORKFLOW_BUNDLE_FILES = {
+  code: 'workflow-bundle.js',
+  fingerprint: 'workflow-bundle.fingerprint',
+} as const;
+
 /**
  * Bundles the conversation workflow in a child process into
  * `<dir>/workflow-bundle.js`; returns the bundle option for `Worker.create`.
@@ -40,8 +46,8 @@ export interface WorkflowBundle {
  */
 export async function bundleWorkflowsApart(dir: string, extras: WorkflowBundleExtras = {}): Promise<WorkflowBundle> {
   fs.mkdirSync(dir, { recursive: true });
-  const codePath = path.join(dir, 'workflow-bundle.js');
-  const fingerprintPath = path.join(dir, 'workflow-bundle.fingerprint');
+  const codePath = path.join(dir, WORKFLOW_BUNDLE_FILES.code);
+  const fingerprintPath = path.join(dir, WORKFLOW_BUNDLE_FILES.fingerprint);
   const fingerprint = workflowBundleFingerprint(extras);
   if (readIfExists(fingerprintPath) === fingerprint && fs.existsSync(codePath)) return { codePath, reused: true };
   await new Promise<void>((resolve, reject) => {

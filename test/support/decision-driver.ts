@@ -1,4 +1,4 @@
-import type { ApprovalDecision, ConversationInput } from '../../src/contract';
+import type { ApprovalDecision } from '../../src/contract';
 import type { BatchCall } from '../../src/core/batch';
 import type { ConversationCore, DecisionStep, PendingDecision } from '../../src/core/conversation';
 
@@ -8,7 +8,6 @@ export type Decided = { refusal: string } | { applied: boolean; ids: string[] };
 /** What the decision side of the core driver works with (the driver itself). */
 export interface DecisionEdge {
   readonly core: ConversationCore;
-  readonly input: ConversationInput;
   readonly stage: string;
   readonly calls: readonly BatchCall[];
   clock: number;
@@ -76,6 +75,7 @@ function resumeDeadline(d: DecisionEdge): void {
   if (due && d.core.approvalDeadlinePassed(due)) d.publish();
 }
 
+/** How long a call may wait for its decision: the conversation's own limit, as the core reads it. */
 function deadlineOf(d: DecisionEdge): number {
-  return d.input.approvalTimeoutMs ?? 7 * 86_400_000;
+  return d.core.s.limits.approvalTimeoutMs;
 }

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { workerNodeFlags, workerProcessEnv } from '../../src/app/worker-node-options';
-import { workflowBundleFingerprint } from '../../src/worker/workflow-bundle';
+import { WORKFLOW_BUNDLE_FILES, workflowBundleFingerprint } from '../../src/worker/workflow-bundle';
 
 const ROOT = path.join(__dirname, '..', '..');
 
@@ -116,8 +116,7 @@ export async function startWorkerProcess(
 }
 
 /** The files a worker reads its bundle from in its data folder (`bundleWorkflowsApart`). */
-const BUNDLE_FILE = 'workflow-bundle.js';
-const FINGERPRINT_FILE = 'workflow-bundle.fingerprint';
+const { code: BUNDLE_FILE, fingerprint: FINGERPRINT_FILE } = WORKFLOW_BUNDLE_FILES;
 
 /** Copies the cached bundle of these sources into a new data folder: the worker finds its fingerprint and reuses it. */
 function seedBundle(cache: string, fingerprint: string, dataDir: string): void {
