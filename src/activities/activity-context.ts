@@ -3,7 +3,7 @@
  * context, ordinary or local: heartbeats while they run, and how a
  * cancellation is reported.
  */
-import type { Context } from '@temporalio/activity';
+import { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import { logger } from '../common/logger';
 import { HEARTBEAT_EVERY_MS } from '../contract/activities';
@@ -65,4 +65,16 @@ export function releaseStickyWorker(context: Context): void {
         'could not reset the sticky queue of a retried activity',
       ),
     );
+}
+
+/**
+ * The workflow run the current activity works for, which its transcript writes name (`WriteScope.runId`); undefined
+ * outside an activity, or for an activity started by a client rather than a workflow.
+ */
+export function writingRun(): string | undefined {
+  try {
+    return Context.current().info.workflowExecution?.runId;
+  } catch {
+    return undefined;
+  }
 }

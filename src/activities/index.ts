@@ -24,6 +24,7 @@ import { verifyDecision } from '../common/decision-signing';
 import { createToolDiscoveryActivity, turnRegistry } from './mcp-tools';
 import { checkToolCall } from './tool-calls';
 import { failOnRefusal } from './store-failures';
+import { writingRun } from './activity-context';
 import type { ActivityDeps } from './deps';
 import type { Agent } from '../tools/agents';
 
@@ -32,7 +33,7 @@ export function createActivities(deps: ActivityDeps): ConversationActivities {
   const tables = agentTables(deps.schema);
   const guardrailsOf = guardrailsByAgent(deps.guardrails);
   return {
-    appendMessages: (input) => failOnRefusal(() => appendMessagesListingWaits(deps.pool, tables, input)),
+    appendMessages: (input) => failOnRefusal(() => appendMessagesListingWaits(deps.pool, tables, input, writingRun())),
     callModel: createModelActivity(deps),
     runTool: createToolActivity(deps),
     recordDecision: (record) => failOnRefusal(() => recordDecision(deps.pool, tables, record)),

@@ -6,10 +6,16 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { describeRefusal, isRefusedValue, ValuesRefusedError } from '../db/errors';
+import { DisplacedRunError } from '../db/transcript-store';
 import { ActivityErrorType, type StoreRefusedDetails } from '../contract/activities';
 
-/** `err` as a non-retryable `StoreRefused` failure when it is a value PostgreSQL refused; any other error as it is. */
+/**
+ * `err` as a non-retryable `StoreRefused` failure when it is a value PostgreSQL refused, as `RunDisplaced` when the
+ * writing run was displaced; any other error as it is.
+ */
 export function asStoreFailure(err: unknown): unknown {
+  if (err instanceof DisplacedRunError)
+    return ApplicationFailure.nonRetryable(err.message, ActivityErrorType.RunDisplaced);
   if (!isRefusedValue(err)) return err;
   const details: StoreRefusedDetails = { refusedSeqs: err instanceof ValuesRefusedError ? err.refusedSeqs : [] };
   const message =

@@ -17,6 +17,7 @@ import { agentTables, type AgentTables } from '../db/schema';
 import { effectFromLedger, toolRunMeasured } from './metrics';
 import { inSpan } from './tracing';
 import { turnRegistry } from './mcp-tools';
+import { effectKey } from './effect-key';
 import type { ToolActivityDeps } from './deps';
 
 /** Builds the `runTool` activity. */
@@ -35,15 +36,16 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
     const activity = Context.current();
     releaseStickyWorker(activity);
     let fromLedger = false;
+    const key = effectKey(input.idempotencyKey, checked.tool.name, checked.args);
     const context: ToolContext = {
       conversationId: input.conversationId,
       toolCallId: input.toolCallId,
-      idempotencyKey: input.idempotencyKey,
+      idempotencyKey: key,
       attempt: activity.info.attempt,
       signal: activity.cancellationSignal,
       db: deps.pool,
       once: (effect) =>
-        applyOnce(deps.pool, tables, input.idempotencyKey, input.name, effect, () => (fromLedger = true)),
+        applyOnce(deps.pool, tables, key, input.name, effect, () => (fromLedger = true), input.idempotencyKey),
     };
     const attributes = {
       'agent.conversation_id': input.conversationId,
@@ -69,12 +71,12 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
         const recorded = cancelled
           ? undefined
           : await withDatabaseRetry('read the tool ledger', () =>
-              recordedEffect(deps.pool, tables, input.idempotencyKey),
+              recordedEffect(deps.pool, tables, key, input.idempotencyKey),
             );
         if (recorded) {
           logger.warn(
             {
-              idempotencyKey: input.idempotencyKey,
+              idempotencyKey: key,
               tool: checked.tool.name,
               attempt: activity.info.attempt,
               error: (err as Error).message,
@@ -115,7 +117,7 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
     // The tool has run: a database outage now must not cost the attempt (a tool that is not idempotent has one).
     const content = await withDatabaseRetry('store the tool result', () =>
       storeToolResult(deps.pool, tables, {
-        idempotencyKey: input.idempotencyKey,
+        idempotencyKey: key,
         conversationId: input.conversationId,
         toolCallId: input.toolCallId,
         toolName: input.name,
@@ -134,8 +136,8 @@ export function createToolActivity(deps: ToolActivityDeps): (input: ToolCallInpu
       );
     });
     return {
-      content: inlineOrPreview(content, limit, `result is stored under ${input.idempotencyKey}`),
-      storedResultKey: input.idempotencyKey,
+      content: inlineOrPreview(content, limit, `result is stored under ${key}`),
+      storedResultKey: key,
       ...(fromLedger ? { fromLedger: true } : {}),
     };
   };
@@ -152,11 +154,19 @@ function editedResult(input: ToolCallInput, result: unknown): string {
   });
 }
 
-/** The result recorded under `key` in the tool ledger, if an effect was applied under it. */
-async function recordedEffect(pool: Pool, tables: AgentTables, key: string): Promise<{ result: unknown } | undefined> {
+/**
+ * The result recorded under `key` in the tool ledger, or under `legacyKey` (an attempt of this call on a worker from
+ * before effect keys named the arguments), if an effect was applied under it.
+ */
+async function recordedEffect(
+  pool: Pool,
+  tables: AgentTables,
+  key: string,
+  legacyKey: string,
+): Promise<{ result: unknown } | undefined> {
   const { rows } = await pool.query<{ result: unknown }>(
-    `SELECT result FROM ${tables.toolLedger} WHERE idempotency_key = $1`,
-    [key],
+    `SELECT result FROM ${tables.toolLedger} WHERE idempotency_key = ANY ($1::text[]) ORDER BY idempotency_key = $2 DESC LIMIT 1`,
+    [[key, legacyKey], key],
   );
   return rows[0];
 }
@@ -166,6 +176,11 @@ async function recordedEffect(pool: Pool, tables: AgentTables, key: string): Pro
  * tool ledger of `tables`. A second caller with the same key (a retry, or a
  * concurrent zombie attempt, which waits on the row lock) gets the recorded
  * result and applies nothing (and `onFound` is called).
+ *
+ * `legacyKey` is the call's key as workers before effect keys named the
+ * arguments recorded it: an effect an attempt of this call applied under it
+ * (the worker stopped mid-call, and the retry runs on an upgraded worker)
+ * counts as applied too.
  */
 export async function applyOnce<T>(
   pool: Pool,
@@ -174,16 +189,19 @@ export async function applyOnce<T>(
   toolName: string,
   effect: (tx: PoolClient) => Promise<T>,
   onFound?: () => void,
+  legacyKey?: string,
 ): Promise<T> {
   return inTransaction(pool, async (client) => {
     const claim = await client.query(
-      `INSERT INTO ${tables.toolLedger} (idempotency_key, tool_name) VALUES ($1, $2) ON CONFLICT (idempotency_key) DO NOTHING`,
-      [key, toolName],
+      `INSERT INTO ${tables.toolLedger} (idempotency_key, tool_name)
+       SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM ${tables.toolLedger} WHERE idempotency_key = $3)
+       ON CONFLICT (idempotency_key) DO NOTHING`,
+      [key, toolName, legacyKey ?? null],
     );
     if (claim.rowCount === 0) {
       const { rows } = await client.query<{ result: T }>(
-        `SELECT result FROM ${tables.toolLedger} WHERE idempotency_key = $1`,
-        [key],
+        `SELECT result FROM ${tables.toolLedger} WHERE idempotency_key = ANY ($1::text[]) ORDER BY idempotency_key = $2 DESC LIMIT 1`,
+        [[key, legacyKey ?? key], key],
       );
       logger.info(
         { idempotencyKey: key, tool: toolName },

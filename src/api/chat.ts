@@ -7,7 +7,9 @@
  * after it ended; else 204).
  *
  * Earlier messages come from the transcript, never from the client: only
- * the request's last message is read. A user message starts a turn; an
+ * the request's last message is read. `regenerate()` (trigger
+ * `regenerate-message`) regenerates the conversation's last answer and
+ * streams the new turn. A user message starts a turn; an
  * assistant message carrying approval responses (`addToolApprovalResponse`)
  * is a decision per call, made by the token's subject through the same path
  * as `POST /v1/conversations/{id}/decisions` (four eyes, signing, named by
@@ -23,6 +25,7 @@ import { idText } from './schemas';
 import type { ApiPrincipal, ApiRole } from './tokens';
 import { csrfMatches, foreignOrigin, type BrowserSessions } from './sessions';
 import { followTurnAsUi } from './ui-turn';
+import { regenerateForChat } from './regenerate-routes';
 import type { UiChunk } from './ui-stream';
 
 /** Response headers of a UI message stream (protocol v1). */
@@ -123,12 +126,9 @@ export function chatRoutes(app: FastifyInstance, options: ChatRoutesOptions): vo
     async (request, reply) => {
       const { id, messages, trigger } = request.body;
       const principal = request.principal!;
-      if (trigger === 'regenerate-message') {
-        throw new ApiError(
-          'invalid_request',
-          'Regenerating an answer is not supported: the transcript is append-only. Send a new message instead.',
-        );
-      }
+      // regenerate(): the conversation's last answer again (the request's messages are the client's, never read).
+      if (trigger === 'regenerate-message')
+        return stream(request, reply, id, { messageId: await regenerateForChat(client, id, principal) });
       const last = messages[messages.length - 1];
       if (last.role === 'user') {
         if (!principal.roles.has('requester'))

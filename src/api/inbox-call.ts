@@ -20,6 +20,11 @@ export function callBlock(
 ): Html {
   const own = ctx.fourEyes && call.requestedBy.includes(ctx.viewer.subject);
   const reason = ctx.flash?.callKey === call.callKey ? (ctx.flash.reason ?? '') : '';
+  // "Fork here": a new conversation up to the message asking for the call (a call inside an agent called as a tool
+  // belongs to that agent's conversation, which is not forked).
+  const forkable = call.rootConversationId === call.conversationId;
+  const forkAction = `${conversationPath(call.conversationId)}/forks`;
+  const forkButton = html`<button type="submit" formaction="${forkAction}" formnovalidate name="toolCallId" value="${call.toolCallId}" title="A new conversation up to the message asking for this call, where the call is answered as not run; here it still waits">Fork here</button>`;
   return html`<article class="call" data-call-key="${call.callKey}">
     <div>
       <span class="name">${visible(call.toolName)}</span> <span class="badge waiting">waiting ${humanDuration(ctx.now - call.requestedAt.getTime())}</span>
@@ -60,6 +65,7 @@ export function callBlock(
             <div class="actions">
               <button class="approve" type="submit" name="decision" value="approve">Approve</button>
               <button class="reject" type="submit" name="decision" value="reject">Reject</button>
+              ${forkable && forkButton}
             </div>
             ${
               allows(call, 'edit') &&
@@ -89,6 +95,14 @@ ${editableArguments(call.arguments)}</textarea>
             }
           </form>`
         : html`<p class="readonly">Read only: deciding needs the approver role.</p>`
+    }
+    ${
+      !ctx.viewer.canDecide &&
+      forkable &&
+      html`<form method="post" action="${forkAction}" data-testid="fork">
+        <input type="hidden" name="_csrf" value="${ctx.viewer.csrf}" />
+        ${forkButton}
+      </form>`
     }
   </article>`;
 }

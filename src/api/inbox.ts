@@ -42,6 +42,7 @@ import {
   type ShownCall,
   type Viewer,
 } from './inbox-page';
+import { inboxForkRoute } from './inbox-fork';
 import { field, messagesBefore, PageRefusal, RECENT_MESSAGES, sendHtml } from './inbox-http';
 import { BrowserSessions, csrfMatches, foreignOrigin, type BrowserSession } from './sessions';
 import { chatPage } from './chat-page';
@@ -343,6 +344,8 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
     sessions.end(request, reply);
     return reply.redirect('/inbox', 303);
   });
+
+  inboxForkRoute(app, { client, inboxSession, checkOrigin, checkCsrf });
 
   app.post<{ Params: { id: string } }>(
     '/inbox/conversations/:id/decisions',

@@ -26,6 +26,9 @@ export const API_ERROR_CODES = {
   method_not_allowed: 405,
   conversation_closed: 409,
   decision_refused: 409,
+  regenerate_refused: 409,
+  conversation_exists: 409,
+  fork_point_outside: 409,
   message_too_large: 413,
   uri_too_long: 414,
   unsupported_media_type: 415,
@@ -61,7 +64,7 @@ const REFUSAL_MEANING: Record<RefusalStatus, string> = {
   403: "The token's roles do not allow this (forbidden), or whoever sent a turn's messages tries to approve its calls (four_eyes).",
   404: 'No such conversation.',
   405: 'The path takes other methods (listed in the Allow header).',
-  409: 'The conversation has ended (conversation_closed), or a named call no longer waits for a decision (decision_refused).',
+  409: 'The conversation has ended (conversation_closed), a named call no longer waits for a decision (decision_refused), a fork names a conversation id in use (conversation_exists) or a place not in the transcript of its source (fork_point_outside), or the conversation cannot regenerate now (regenerate_refused: a turn runs, nothing to regenerate, it is ending).',
   413: 'The body, or the message in it, is over its limit.',
   414: 'A path parameter is far over its documented length.',
   415: 'The body is not application/json.',
@@ -178,6 +181,10 @@ export const conversationStateReply = describing<ConversationState>(
     steps: z.number().int(),
     messageCount: z.number().int(),
     agent: z.string().optional().describe('The agent that answers now; absent for conversations of one unnamed agent.'),
+    forkedFrom: z
+      .strictObject({ conversationId: z.string(), seq: z.number().int() })
+      .optional()
+      .describe('Set on a fork: the conversation and the seq its transcript was copied from.'),
     messages: z
       .array(
         z.looseObject({

@@ -16,8 +16,10 @@ import { ConfigError } from '../common/errors';
 import { decideCalls, type DecisionPolicy } from './decisions';
 import { chatRoutes } from './chat';
 import { codecRoutes, type CodecOptions } from './codec';
+import { forkRoutes } from './fork-routes';
 import { inboxRoutes } from './inbox';
 import { registerOpenApi } from './openapi';
+import { regenerateRoutes } from './regenerate-routes';
 import {
   ApiError,
   MAX_PARAM_LENGTH,
@@ -424,7 +426,9 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
     },
   );
   refuseOtherMethods(app, '/v1/conversations/:id/cancel', ['POST']);
+  regenerateRoutes(app, { client, allow });
 
+  forkRoutes(app, { client, allow });
   const sessions = options.inbox !== false ? new BrowserSessions() : undefined;
   // The AI SDK's chat transport (useChat): the turn as a UI message stream.
   chatRoutes(app, { client, policy, allow, replayEndedTurnMs: options.chat?.replayEndedTurnMs, sessions });

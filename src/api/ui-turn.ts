@@ -162,8 +162,11 @@ export class TurnReader {
         : await followedState(this.client, this.conversationId, this.signal));
     if (fresh) this.last = { state: fresh, at: Date.now() };
     const state = this.last!.state;
+    // A superseded turn's record shares its firstSeq with the turn that regenerated it: it is not this turn's.
     const record = state.recentTurns.find(
-      (t) => t.firstSeq === firstSeq && (messageId === undefined || t.messageIds.includes(messageId)),
+      (t) =>
+        t.firstSeq === firstSeq &&
+        (messageId === undefined ? t.supersededBy === undefined : t.messageIds.includes(messageId)),
     );
     // The turn's messages: from its first, up to the first of a turn after it (one may have begun since it ended).
     const later = [state.currentTurn?.firstSeq, ...state.recentTurns.map((t) => t.firstSeq)].filter(
@@ -210,7 +213,7 @@ export class TurnReader {
       // The tool messages answering its calls follow it, in call order.
       const answers = metas.slice(i + 1).filter((m) => m.role === 'tool');
       const calls: CallFacts[] = (body.tool_calls ?? []).map((call, index) => {
-        const callKey = callInstanceKey(this.conversationId, meta.seq, index);
+        const callKey = callInstanceKey(this.conversationId, meta.seq, index, state.regenerations);
         const answer = answers.find((m) => m.toolCallId === call.id);
         const text = answer ? this.written.get(answer.seq) : undefined;
         const settled = open.get(callKey)?.outcome;

@@ -59,7 +59,8 @@ async function* readEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<Sse
 }
 
 /**
- * Sends `text` to the conversation as the token's subject and prints its
+ * Sends `text` to the conversation as the token's subject (or, given
+ * `{ regenerate: true }`, asks for its last answer again) and prints its
  * turn to `out`. Returns when the turn finishes, or when it waits for an
  * approval (printing the commands that decide it). A stream the API ends
  * with `wait_ended` (its turn outlasted the stream's wait, `waitSeconds`,
@@ -69,12 +70,15 @@ async function* readEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<Sse
 export async function sayThroughApi(
   api: ApiDecider,
   conversationId: string,
-  text: string,
+  text: string | { regenerate: true },
   out: (s: string) => void,
   options: { waitSeconds?: number } = {},
 ): Promise<void> {
   const path = conversationPath(conversationId);
-  const { messageId } = await callApi<{ messageId: string }>(api, 'POST', `${path}/messages`, { text });
+  const { messageId } =
+    typeof text === 'string'
+      ? await callApi<{ messageId: string }>(api, 'POST', `${path}/messages`, { text })
+      : await callApi<{ messageId: string }>(api, 'POST', `${path}/regenerate`, {});
   let midLine = false;
   let streamed = '';
   let responseKey = '';

@@ -1,6 +1,6 @@
 /**
- * The command line: `chat`, `say`, `show`, `state`, `pending`,
- * `unknown-effects`, `approve`, `reject`, `respond`, `cancel`, `end`.
+ * The command line: `chat`, `say`, `retry`, `show`, `state`, `pending`,
+ * `unknown-effects`, `approve`, `reject`, `respond`, `fork`, `cancel`, `end`.
  * Finds Temporal and PostgreSQL from the environment, or from the runtime
  * file a running `npm start` writes; decides through the HTTP API of
  * AGENT_API_URL, or of the `npm start` running here for the same target
@@ -9,7 +9,9 @@
 import { Command } from 'commander';
 import { addChatCommand } from './commands/chat';
 import { addDecisionCommands } from './commands/decide';
+import { addForkCommand } from './commands/fork';
 import { addPendingCommands } from './commands/pending';
+import { addRetryCommand } from './commands/retry';
 import { addSayCommand } from './commands/say';
 import { addShowCommands } from './commands/show';
 import { addStopCommands } from './commands/stop';
@@ -21,9 +23,11 @@ const program = new Command()
 // The order here is the order `--help` lists the commands in.
 addChatCommand(program);
 addSayCommand(program);
+addRetryCommand(program);
 addShowCommands(program);
 addPendingCommands(program);
 addDecisionCommands(program);
+addForkCommand(program);
 addStopCommands(program);
 
 program.parseAsync().catch((err: Error) => {

@@ -7,8 +7,11 @@ import type { AgentClient } from '../client/client';
 import { StreamView } from '../client/stream';
 import { decideCalls } from './decide';
 
+/** Starts a turn other than by a message (a regeneration): its id, and the seq its messages are stored from. */
+export type TurnStarter = () => Promise<{ messageId: string; fromSeq: number }>;
+
 /**
- * Sends a message and prints the turn as it unfolds: the model's text as it
+ * Sends a message (or starts the turn with `text`, a {@link TurnStarter}) and prints the turn as it unfolds: the model's text as it
  * streams, tool calls, results, the answer. Calls that need approval are
  * asked about at the prompt (`ask`), or listed with the commands that decide
  * them when there is no prompt.
@@ -16,7 +19,7 @@ import { decideCalls } from './decide';
 export async function printTurn(
   client: AgentClient,
   conversationId: string,
-  text: string,
+  text: string | TurnStarter,
   ask?: (question: string) => Promise<string>,
 ): Promise<void> {
   let printedSeq = (await client.transcript(conversationId).catch(() => [])).length;
@@ -74,7 +77,11 @@ export async function printTurn(
     });
   });
   try {
-    const messageId = await client.sendMessage(conversationId, text);
+    const started =
+      typeof text === 'string' ? { messageId: await client.sendMessage(conversationId, text) } : await text();
+    const messageId = started.messageId;
+    // A regenerated turn stores its messages from the first seq it superseded.
+    if ('fromSeq' in started) await inOrder(() => void (printedSeq = started.fromSeq));
     const asked = new Set<string>();
     for (;;) {
       const state = await client.state(conversationId);

@@ -12,18 +12,23 @@ import type {
   AssistantMessage,
   ConversationState,
   DecisionResult,
+  RegenerateResult,
   SearchAttributeOptions,
   TurnRecord,
 } from '../contract';
 import { APPROVAL_AGE_THRESHOLDS } from '../contract/metrics';
 import { agentTables, type AgentTables } from '../db/schema';
 import type { StreamEvent } from '../db/stream-channel';
-import type { StoredMessage } from '../db/transcript-store';
+import type { StoredMessage, SupersededMessage } from '../db/transcript-store';
 import * as approvals from './approvals';
 import type { DecisionInput, WaitingCallQuery, WaitingCalls } from './approvals';
 import { ClientContext, workflowTaskTimeoutOf, type ClientSettings } from './context';
 import * as conversations from './conversations';
+import * as forks from './fork';
+import type { ForkAt, ForkOptions, ForkResult } from './fork';
 import type { AskOptions, ConversationWithUnknownEffects, SendMessageOptions, TurnAnswer } from './conversations';
+import * as regenerating from './regenerate';
+import type { RegenerateOptions } from './regenerate';
 import { queryState } from './state-query';
 import type { Unsubscribe } from './stream-listener';
 import * as transcripts from './transcripts';
@@ -32,6 +37,9 @@ export { WORKFLOW_TASK_TIMEOUT, WORKFLOW_TASK_TIMEOUT_LIMITS_MS, SEARCH_ATTRIBUT
 export { isWorkerOutage, NoWorkerAnsweredError } from './state-query';
 export type { AskOptions, ConversationWithUnknownEffects, SendMessageOptions, TurnAnswer } from './conversations';
 export type { DecisionInput, WaitingCallQuery, WaitingCalls } from './approvals';
+export { ForkPointError, ForkTargetExistsError } from './fork';
+export type { ForkAt, ForkOptions, ForkResult } from './fork';
+export { RegenerateRefusedError, type RegenerateOptions } from './regenerate';
 export type { WaitingCall } from '../contract/waiting-calls';
 
 /** Where the client connects. */
@@ -255,6 +263,14 @@ export class AgentClient {
   }
 
   /**
+   * The messages taken out of the conversation's transcript, oldest first: what runs abandoned by a Temporal reset
+   * wrote past the reset point, and the answers regenerated turns replaced. Needs the client's `databaseUrl`.
+   */
+  superseded(conversationId: string): Promise<SupersededMessage[]> {
+    return transcripts.superseded(this.context, conversationId);
+  }
+
+  /**
    * The stored model responses under `keys` (`MessageMeta.responseKey`): an
    * assistant message's full body, readable as soon as the model answered,
    * before its transcript row is written. Missing keys are left out.
@@ -279,6 +295,30 @@ export class AgentClient {
    */
   subscribe(conversationId: string, onEvent: (event: StreamEvent) => void): Promise<Unsubscribe> {
     return transcripts.subscribe(this.context, conversationId, onEvent);
+  }
+
+  /**
+   * Forks a conversation: a new conversation whose transcript is the
+   * source's up to `at` (`{ seq }`: through that message; `{ turn }`: before
+   * that turn, numbered from 1), started idle with the source's settings
+   * (`options.input` over them) and its lineage in its state (`forkedFrom`).
+   * Effects before the fork point stay done; a call still open there is
+   * answered in the fork (docs/operating.md, "Fork"). The source is
+   * unchanged. Needs `databaseUrl`. Throws `ForkPointError` for a fork point
+   * outside the transcript, `ForkTargetExistsError` for an id in use.
+   */
+  fork(sourceId: string, at: ForkAt, options: ForkOptions = {}): Promise<ForkResult> {
+    return forks.fork(this.context, sourceId, at, options);
+  }
+
+  /**
+   * Asks for the conversation's last answer again: what its last turn stored after its user messages is superseded
+   * (still readable as superseded messages) and a new turn answers them; follow it with `waitForTurn(id,
+   * result.requestId)`. Throws `RegenerateRefusedError` saying why while a turn runs, with nothing to regenerate, or
+   * when the conversation is ending; `ConversationClosedError` when it has ended.
+   */
+  regenerate(conversationId: string, options?: RegenerateOptions): Promise<RegenerateResult> {
+    return regenerating.regenerate(this.context, conversationId, options);
   }
 
   /** Closes the connections this client opened. */

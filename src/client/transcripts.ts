@@ -5,7 +5,14 @@
  */
 import type { AssistantMessage } from '../contract';
 import { readKeptDeltas, type StreamEvent } from '../db/stream-channel';
-import { readModelResponses, readTranscript, readTranscriptPage, type StoredMessage } from '../db/transcript-store';
+import {
+  readModelResponses,
+  readSuperseded,
+  readTranscript,
+  readTranscriptPage,
+  type StoredMessage,
+  type SupersededMessage,
+} from '../db/transcript-store';
 import type { ClientContext } from './context';
 import type { Unsubscribe } from './stream-listener';
 
@@ -26,6 +33,11 @@ export async function transcriptPage(
   limit: number,
 ): Promise<StoredMessage[]> {
   return readTranscriptPage(await context.database(), context.tables, conversationId, after, limit);
+}
+
+/** The messages taken out of the transcript, as `AgentClient.superseded` reads them. */
+export async function superseded(context: ClientContext, conversationId: string): Promise<SupersededMessage[]> {
+  return readSuperseded(await context.database(), context.tables, conversationId);
 }
 
 /** The stored model responses under `keys`, as `AgentClient.modelResponses` reads them. */

@@ -137,6 +137,12 @@ export interface AppendMessagesInput {
    * code before the list.
    */
   waiting?: ApprovalRequest[];
+  /**
+   * Regenerate: the messages stored at this seq and after it leave the live
+   * transcript (kept as superseded, reason `regenerate`) in the statement that
+   * stores `messages`, which may then be empty.
+   */
+  supersedeFrom?: number;
 }
 
 /**
@@ -258,6 +264,12 @@ export const ActivityErrorType = {
    * ({@link StoreRefusedDetails}) when it was a transcript write.
    */
   StoreRefused: 'StoreRefused',
+  /**
+   * The write came from a workflow run that a later run of the conversation
+   * displaced (a late activity of a run abandoned by a reset): nothing of it
+   * is stored, and no retry can change that.
+   */
+  RunDisplaced: 'RunDisplaced',
   /**
    * The attempt's worker stopped without shutting down (killed, its host
    * lost), and another worker failed the attempt so that it is retried at

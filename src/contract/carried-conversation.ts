@@ -42,4 +42,13 @@ export interface CarriedConversation {
   turns?: number;
   /** The agent that answers now, when it is not the input's `agent` (a handoff moved the conversation). */
   agent?: string;
+  /**
+   * The user messages of the last turn, seqs `fromSeq` to `toSeq - 1`: what a regenerated turn answers again
+   * (absent in runs started by older versions, and before the first turn: nothing to regenerate).
+   */
+  lastInput?: { fromSeq: number; toSeq: number };
+  /** Regenerated turns so far: folded into the call keys minted after the first (absent: none). */
+  regenerations?: number;
+  /** A regenerate request accepted and not yet taken into a turn. */
+  regenerate?: { requestId: string; sentBy?: string };
 }

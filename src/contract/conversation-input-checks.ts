@@ -4,7 +4,7 @@
  * `limits.ts`. Each returns a list of problems in words meant for the sender,
  * empty when the input is valid. Pure and workflow-safe.
  */
-import type { AgentCaller } from './conversation-input';
+import type { AgentCaller, ForkOrigin } from './conversation-input';
 import {
   AGENT_NAME_PATTERN,
   CONVERSATION_LIMITS,
@@ -73,6 +73,7 @@ export function describeInvalidInput(input: unknown, options: { limits?: boolean
   positiveInt(i.maxHandoffsPerTurn, 'maxHandoffsPerTurn');
   positiveInt(i.maxAgentDepth, 'maxAgentDepth');
   problems.push(...describeBadCaller(i.calledBy));
+  problems.push(...describeBadForkOrigin(i.forkedFrom));
   problems.push(...describeBadOutputSpec(i.output));
   if (i.agent !== undefined && !(typeof i.agent === 'string' && AGENT_NAME_PATTERN.test(i.agent))) {
     problems.push(
@@ -190,6 +191,25 @@ export function describeBadOutputSpec(value: unknown): string[] {
     if (!['schema', 'name', 'retries'].includes(key))
       problems.push(`output has an unknown field "${key}" (it takes schema, name, retries)`);
   return problems;
+}
+
+/** What is wrong with {@link ConversationInput.forkedFrom} (set by `AgentClient.fork`). */
+function describeBadForkOrigin(value: unknown): string[] {
+  if (value === undefined) return [];
+  const f = value as Partial<Record<keyof ForkOrigin, unknown>>;
+  const ok =
+    typeof value === 'object' &&
+    value !== null &&
+    typeof f.conversationId === 'string' &&
+    f.conversationId !== '' &&
+    Number.isInteger(f.seq) &&
+    (f.seq as number) >= 0 &&
+    Object.keys(value).every((key) => key === 'conversationId' || key === 'seq');
+  return ok
+    ? []
+    : [
+        `forkedFrom must be {"conversationId": "<source id>", "seq": <integer >= 0>} (AgentClient.fork sets it), got ${JSON.stringify(value)}`,
+      ];
 }
 
 /** What is wrong with {@link ConversationInput.calledBy} (set by the workflow, never by people). */

@@ -111,6 +111,20 @@ export interface ConversationInput {
   searchAttributes?: ConversationSearchAttributes;
   /** Set by the workflow itself when it continues as new: the state it carries over. */
   carried?: CarriedConversation;
+  /**
+   * Set by `AgentClient.fork` on a conversation it starts as a fork: the
+   * conversation and seq its transcript was copied from (docs/operating.md,
+   * "Fork"). Only data: shown in the state, kept across continue-as-new.
+   */
+  forkedFrom?: ForkOrigin;
+}
+
+/** Where a forked conversation came from (see {@link ConversationInput.forkedFrom}). */
+export interface ForkOrigin {
+  /** The conversation whose transcript was copied. */
+  conversationId: string;
+  /** The last seq of the source's transcript that the fork copied (the fork point). */
+  seq: number;
 }
 
 /** Model parameters sent with every model call of a conversation. */

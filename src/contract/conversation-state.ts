@@ -5,7 +5,7 @@
  * turns are in `turn-records.ts`, calls waiting for a person in
  * `waiting-calls.ts`. Types only; workflow-safe.
  */
-import type { AgentCaller } from './conversation-input';
+import type { AgentCaller, ForkOrigin } from './conversation-input';
 import type { RefusedDecision } from './decisions';
 import type { MessageMeta } from './messages';
 import type { ConversationUsage, TurnRecord } from './turn-records';
@@ -31,6 +31,8 @@ export interface ConversationState {
   agent?: string;
   /** Set when this conversation runs an agent called as a tool: who called it (its task cut to 500 characters). */
   calledBy?: AgentCaller;
+  /** Set on a fork: the conversation and seq its transcript was copied from. */
+  forkedFrom?: ForkOrigin;
   /** User messages received but not yet taken into a turn. */
   queuedMessages: number;
   /** Tool calls waiting for a person's decision. */
@@ -69,6 +71,11 @@ export interface ConversationState {
   unknownEffects: UnknownEffect[];
   /** Calls settled as `effect_unknown` in the whole conversation (also the `UnknownEffects` search attribute). */
   unknownEffectsCount: number;
+  /**
+   * Turns regenerated so far (absent: none). Call keys minted after a regeneration carry it:
+   * `<conversation>/regen-<n>/msg-<seq>/call-<index>`.
+   */
+  regenerations?: number;
   /** Tokens and cost of the whole conversation (each turn's are in `recentTurns`). */
   usage: ConversationUsage;
   /**

@@ -10,7 +10,7 @@
  * - `conversation-state`: the state it shows and the summary it ends with;
  *   `turn-records`: finished turns, tokens and cost; `waiting-calls`: calls
  *   waiting for a person; `carried-conversation`: what continue-as-new carries;
- * - `user-messages`, `decisions`: what people send it, and the checks on each;
+ * - `user-messages`, `decisions`, `regenerate`: what people send it, and the checks on each;
  * - `search-attribute-names`: the names its search attributes have;
  * - `messages`: the transcript's messages and their structure;
  * - `text`: the one rule for text PostgreSQL cannot store;
@@ -30,6 +30,7 @@ export * from './limits';
 export * from './messages';
 export * from './metrics';
 export * from './patches';
+export * from './regenerate';
 export * from './search-attribute-names';
 export * from './text';
 export * from './tool-defaults';

@@ -11,6 +11,11 @@ export interface TurnRecord {
   /** Seq of the turn's first message (absent from records of older workflow code). */
   firstSeq?: number;
   /**
+   * The regenerate request whose turn replaced this turn's messages after its user messages: they are superseded
+   * (readable as superseded messages, reason `regenerate`), and `answerSeq` no longer holds this turn's answer.
+   */
+  supersededBy?: string;
+  /**
    * `answered`: a final answer. `failed`: the model call failed or maxSteps ran out.
    * `cancelled`: stopped by a cancel request. `interrupted`: stopped by a new user message.
    * `budget_exceeded`: a limit of {@link ConversationInput.budget} was reached before a model call.

@@ -9,6 +9,7 @@ import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { ConversationState } from './conversation-state';
 import type { ApprovalDecision, DecisionResult } from './decisions';
 import { CONVERSATION_SEARCH_ATTRIBUTE_FIELDS, type ConversationSearchAttributes } from './search-attribute-names';
+import type { RegenerateRequest, RegenerateResult } from './regenerate';
 import type { CancelTurnRequest, UserMessage } from './user-messages';
 import type { SubAgentWaitingReport } from './waiting-calls';
 
@@ -30,6 +31,12 @@ export const decisionUpdate = defineUpdate<DecisionResult, [ApprovalDecision]>('
 
 /** Cancels the current turn: running calls are interrupted, the rest cancelled; finished results are kept. */
 export const cancelTurnSignal = defineSignal<[CancelTurnRequest?]>('cancelTurn');
+
+/** Asks for the last answer again ({@link RegenerateRequest}); a refused request is logged and kept as `lastError`. */
+export const regenerateSignal = defineSignal<[RegenerateRequest?]>('regenerate');
+
+/** The same request as an update: a refused one (a turn runs, nothing to regenerate, ending) fails with the reason. */
+export const regenerateUpdate = defineUpdate<RegenerateResult, [RegenerateRequest]>('regenerateAnswer');
 
 /** Ends the conversation once the current turn and queued messages are done. */
 export const endConversationSignal = defineSignal<[]>('endConversation');

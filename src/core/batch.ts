@@ -330,7 +330,7 @@ export class ToolCallBatch {
  * The calls of an assistant message as a batch receives them: each with the
  * effect key of its call instance and its plan. A call without a plan, or
  * with `notRun` set (the turn reached maxSteps), is settled at once as
- * `tool_failed`.
+ * `tool_failed`. `regenerations`: the conversation's regenerated turns so far (in the keys once there is one).
  */
 export function requestedCalls(
   conversationId: string,
@@ -338,6 +338,7 @@ export function requestedCalls(
   calls: readonly ToolCall[],
   plans: readonly ToolCallPlan[],
   notRun?: { reason: ToolFailureReason; message: string },
+  regenerations = 0,
 ): RequestedCall[] {
   const planOf = new Map(plans.map((plan) => [plan.toolCallId, plan]));
   return calls.map((call, index) => {
@@ -345,7 +346,7 @@ export function requestedCalls(
     const noPlan = { reason: 'error' as const, message: `The worker returned no plan for tool call ${call.id}.` };
     return {
       id: call.id,
-      key: callInstanceKey(conversationId, assistantSeq, index),
+      key: callInstanceKey(conversationId, assistantSeq, index, regenerations),
       idempotent: plan?.idempotent ?? true,
       ...(plan?.subAgent !== undefined ? { subAgent: plan.subAgent } : {}),
       ...(plan?.decisions !== undefined ? { decisions: plan.decisions } : {}),

@@ -35,6 +35,7 @@ import * as calls from './calls';
 import * as decisions from './decisions';
 import type { CoreEnvironment, SearchAttributeValues, StoreEntry, ToolFailure } from './edge';
 import * as messages from './messages';
+import * as regen from './regenerate';
 import type { OutcomeKind } from './outcomes';
 import { carryOver, newState, type CoreState } from './state';
 import type { CallRun, CallStep, DecisionStep, PendingDecision, TurnStep } from './steps';
@@ -96,6 +97,9 @@ export class ConversationCore {
     if ('refusal' in checked) throw new Error(checked.refusal);
   }
 
+  /** A regenerate request (`check`: an update's validator, throwing why it is refused); undefined when refused. */
+  readonly regenerate = (request: unknown, via: 'signal' | 'update' | 'check') => regen.receive(this.s, request, via);
+
   /** An agent called as a tool reported what waits in it and below it. True when that changed anything. */
   subAgentWaiting(report: unknown): boolean {
     return agents.subAgentWaiting(this.s, report);
@@ -109,12 +113,12 @@ export class ConversationCore {
 
   /** True when there is something to do: a message to answer, or the conversation to end. */
   hasWork(): boolean {
-    return this.s.inbox.length > 0 || this.s.kept.ending;
+    return this.s.inbox.length > 0 || this.s.kept.ending || this.s.kept.regenerate !== undefined;
   }
 
   /** Takes every queued message into a new turn and stores them; false when none is queued (the conversation ends). */
   takeTurn(): boolean {
-    return turn.takeTurn(this.s);
+    return regen.takeRegeneration(this.s) || turn.takeTurn(this.s);
   }
 
   /** The turn's messages are stored and it starts. Returns true when it was stopped already (it starts cancelled). */

@@ -12,7 +12,18 @@
  * Pure module: imported by workflow code and by activities.
  */
 
-/** The key of the call at `index` of the assistant message stored at `assistantSeq`. */
-export function callInstanceKey(conversationId: string, assistantSeq: number, index: number): string {
-  return `${conversationId}/msg-${assistantSeq}/call-${index}`;
+/**
+ * The key of the call at `index` of the assistant message stored at `assistantSeq`. After a regenerated turn
+ * (`regenerations` > 0) the seqs of the superseded messages are given again, so the count of regenerations so far is in
+ * the key (`<conversation>/regen-<n>/msg-<seq>/call-<index>`): a call the new answer asks for is a new call instance,
+ * which runs again once approved again. Keys minted before any regeneration keep the first form.
+ */
+export function callInstanceKey(
+  conversationId: string,
+  assistantSeq: number,
+  index: number,
+  regenerations = 0,
+): string {
+  const generation = regenerations > 0 ? `/regen-${regenerations}` : '';
+  return `${conversationId}${generation}/msg-${assistantSeq}/call-${index}`;
 }

@@ -41,6 +41,16 @@ export class Inbox {
     return true;
   }
 
+  /** True when a message or a request with this id was received (it is among the ids remembered). */
+  has(id: string): boolean {
+    return this.received.has(id);
+  }
+
+  /** Remembers the id of a request that is no message (a regeneration), so a resend of it is known. */
+  remember(id: string): void {
+    this.received.add(id);
+  }
+
   /** Takes the queued messages, oldest first, up to `maxBytes` together (at least one; all when unset). */
   take(maxBytes?: number): QueuedMessage[] {
     let count = this.queued.length;

@@ -31,8 +31,11 @@ export type Phase = 'idle' | 'running' | 'failed' | 'closed';
  * are kept by their own rules ({@link CoreState.inbox}, `writes`,
  * `decisions`, `stopReason`) and added by {@link carryOver}.
  */
-export type Kept = Required<Omit<CarriedConversation, KeptApart | 'lastError' | 'agent' | 'phase'>> &
-  Pick<CarriedConversation, 'lastError' | 'agent'> & { phase: Phase };
+export type Kept = Required<Omit<CarriedConversation, KeptApart | KeptWhenSet | 'phase'>> &
+  Pick<CarriedConversation, KeptWhenSet> & { phase: Phase };
+
+/** Fields of {@link Kept} that have no value until something sets them. */
+type KeptWhenSet = 'lastError' | 'agent' | 'lastInput' | 'regenerate';
 
 type KeptApart = 'nextSeq' | 'receivedMessageIds' | 'decisions' | 'inbox' | 'pendingCancel';
 
@@ -48,6 +51,7 @@ const FIRST_RUN: Kept = {
   runs: 0,
   turns: 0,
   usage: { promptTokens: 0, completionTokens: 0, costUsd: 0, unpricedCalls: 0 },
+  regenerations: 0,
 };
 
 /** Where a turn is: the core's next step follows from it ({@link TurnState.stage}). */
@@ -79,6 +83,8 @@ export interface TurnState {
   cost: { usd: number; unpriced: number };
   /** The turn's MCP tools, by reference, once discovered. */
   toolset: string | undefined;
+  /** A regenerated turn, until its first step: the seq from which the stored messages are superseded. */
+  supersedeFrom: number | undefined;
 }
 
 /** The settings of a conversation, from its input with the defaults filled in. */
@@ -163,6 +169,7 @@ export function noTurn(): TurnState {
     usage: undefined,
     cost: { usd: 0, unpriced: 0 },
     toolset: undefined,
+    supersedeFrom: undefined,
   };
 }
 
@@ -225,7 +232,7 @@ export function carryOver(s: CoreState): CarriedConversation {
  * The fields of {@link Kept} that the previous run carried with a value (a run begun by an older version lacks some).
  */
 function keptFields(carried: CarriedConversation | undefined): Partial<Kept> {
-  const names = new Set<string>([...Object.keys(FIRST_RUN), 'lastError']);
+  const names = new Set<string>([...Object.keys(FIRST_RUN), 'lastError', 'lastInput', 'regenerate']);
   return Object.fromEntries(
     Object.entries(carried ?? {}).filter(([name, value]) => names.has(name) && value !== undefined),
   ) as Partial<Kept>;

@@ -6,6 +6,7 @@
  * edge performs the step it is given and tells the core how it went. Pure.
  */
 import type {
+  AppendMessagesInput,
   ApprovalRequest,
   DecisionRecord,
   ModelCallInput,
@@ -24,6 +25,8 @@ export type TurnStep =
   | { kind: 'discoverTools'; input: ToolDiscoveryInput; summary: string }
   /** Call the model, which writes the unwritten messages first. */
   | { kind: 'callModel'; request: ModelCallInput; summary: string }
+  /** A regenerated turn's first step: supersede the stored messages from `input.supersedeFrom` on (an empty write). */
+  | { kind: 'supersede'; input: AppendMessagesInput; summary: string }
   /** Write what is unwritten, with the calls that now wait for a person: whoever decides may read the transcript. */
   | { kind: 'write'; waiting: ApprovalRequest[] }
   /** Run the batch's calls, each as its own {@link CallStep}s say, then close the batch. */

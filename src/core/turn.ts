@@ -13,6 +13,7 @@ import { budgetStop } from './budget';
 import { STOP_REASONS, type StoreEntry } from './edge';
 import type { OutcomeKind } from './outcomes';
 import { roundUsd } from './pricing';
+import { supersedeStep } from './regenerate';
 import { noTurn, type CoreState } from './state';
 import { finishWith, record } from './turn-record';
 import type { TurnStep } from './steps';
@@ -35,6 +36,7 @@ export function takeTurn(s: CoreState): boolean {
     firstSeq: s.writes.nextSeq,
     requesters: [...new Set(requesters)],
   };
+  s.kept.lastInput = { fromSeq: s.writes.nextSeq, toSeq: s.writes.nextSeq + taken.length };
   store(
     s,
     taken.map((m): StoreEntry => ({ message: { role: 'user', content: m.text } })),
@@ -60,6 +62,8 @@ export function nextTurnStep(s: CoreState): TurnStep {
     return { kind: 'endTurn', record };
   }
   if (t.stage === 'start') {
+    const supersede = supersedeStep(s);
+    if (supersede) return supersede;
     t.stage = 'next';
     const servers = s.input.mcpServers ?? [];
     if (servers.length > 0 && t.toolset === undefined) {
@@ -146,9 +150,14 @@ export function modelAnswered(s: CoreState, result: ModelCallResult): void {
   if (result.message.name !== undefined && s.kept.agent === undefined) s.kept.agent = result.message.name;
   const seq = store(s, [{ message: result.message, ref: { kind: 'model_response', key: result.responseKey } }]);
   s.answerSeq = seq;
-  const requested = requestedCalls(s.id, seq, calls, result.calls, overLimit ? notRun : undefined).map((r) =>
-    withinAgentDepth(s, r),
-  );
+  const requested = requestedCalls(
+    s.id,
+    seq,
+    calls,
+    result.calls,
+    overLimit ? notRun : undefined,
+    s.kept.regenerations,
+  ).map((r) => withinAgentDepth(s, r));
   if (calls.length === 0) s.lastAnswer = { responseKey: result.responseKey, text: result.message.content ?? '' };
   s.batch = calls.length === 0 ? undefined : new ToolCallBatch(requested, s.env.now());
   s.batchOverLimit = overLimit;

@@ -67,6 +67,8 @@ export function conversationState(s: CoreState): ConversationState {
     runs: k.runs,
     ...(k.agent !== undefined ? { agent: k.agent } : {}),
     ...(s.input.calledBy ? { calledBy: { ...s.input.calledBy, task: s.input.calledBy.task.slice(0, 500) } } : {}),
+    ...(s.input.forkedFrom ? { forkedFrom: { ...s.input.forkedFrom } } : {}),
+    ...(k.regenerations > 0 ? { regenerations: k.regenerations } : {}),
     queuedMessages: s.inbox.length,
     // A call is shown waiting for a person once the message that asked for it is written: whoever sees it may read the
     // transcript.

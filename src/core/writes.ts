@@ -42,6 +42,16 @@ export class TranscriptWrites {
     return added;
   }
 
+  /**
+   * The next message gets `seq` again (a regenerated turn: the messages from there on are superseded). Messages from
+   * `seq` on not yet written are dropped with them.
+   */
+  rewind(seq: number): void {
+    this.seq = seq;
+    this.unwritten = this.unwritten.filter((m) => m.seq < seq);
+    this.sentWithModelCall = 0;
+  }
+
   /** What the next model call writes before it reads the transcript (undefined: nothing). */
   forModelCall(): AppendEntry[] | undefined {
     this.sentWithModelCall = this.unwritten.length;

@@ -17,7 +17,7 @@ import type { AppendMessagesInput, ApprovalRequest } from '../contract/activitie
 import type { DecisionKind } from '../contract/decisions';
 import type { WaitingCall } from '../contract/waiting-calls';
 import type { AgentTables } from './schema';
-import { appendMessages, insertMessages } from './transcript-store';
+import { appendMessages, insertMessages, writeScope } from './transcript-store';
 import { describeRefusal, isRefusedValue } from './errors';
 import { logger } from '../common/logger';
 import { inTransaction } from './transaction';
@@ -36,18 +36,19 @@ export async function appendMessagesListingWaits(
   pool: Pool,
   tables: AgentTables,
   input: AppendMessagesInput,
+  runId?: string,
 ): Promise<void> {
   const waiting = input.waiting ?? [];
-  if (waiting.length === 0) return appendMessages(pool, tables, input);
+  if (waiting.length === 0) return appendMessages(pool, tables, input, runId);
   try {
     await inTransaction(pool, async (client) => {
-      await insertMessages(client, tables, input.conversationId, input.messages);
+      await insertMessages(client, tables, input.conversationId, input.messages, writeScope(input, runId));
       await listWaitingCalls(client, tables, input.conversationId, waiting);
     });
   } catch (err) {
     if (!isRefusedValue(err)) throw err;
     // Stores what it can, naming the seqs PostgreSQL refused; when it refused none, it refused the list.
-    await appendMessages(pool, tables, input);
+    await appendMessages(pool, tables, input, runId);
     logger.warn(
       { conversationId: input.conversationId, calls: waiting.map((w) => w.callKey), error: describeRefusal(err) },
       "PostgreSQL refused to list calls waiting for a person: they wait, shown in the conversation's state, but not in approvers' lists",

@@ -252,6 +252,41 @@ const MIGRATIONS: Migration[] = [
       CREATE INDEX stream_deltas_by_age ON ${t.streamDeltas} (created_at);
     `,
   },
+  {
+    version: 15,
+    name: 'going back: superseded messages and the runs that wrote each transcript',
+    sql: (t) => `
+      -- Messages taken out of a conversation's transcript, kept for people: what a run abandoned by
+      -- a reset wrote past the reset point, and the answer a regenerated turn replaced. The live
+      -- transcript (conversation_messages) stays dense; these are never sent to the model.
+      CREATE TABLE ${t.supersededMessages} (
+        id bigserial PRIMARY KEY,
+        conversation_id text NOT NULL,
+        seq integer NOT NULL,
+        role text NOT NULL,
+        message jsonb NOT NULL,
+        created_at timestamptz NOT NULL,
+        superseded_at timestamptz NOT NULL DEFAULT now(),
+        reason text NOT NULL CHECK (reason IN ('reset', 'regenerate')),
+        superseded_by_run text,
+        ref_key text
+      );
+      CREATE INDEX superseded_messages_by_conversation ON ${t.supersededMessages} (conversation_id, id);
+      -- The key a message stored by reference was read from: a tool message's effect key (its
+      -- result in tool_results, its effect in tool_ledger), an assistant message's response key.
+      -- Null for messages stored whole, and for messages stored before this migration.
+      ALTER TABLE ${t.conversationMessages} ADD COLUMN ref_key text;
+      -- Each workflow run that wrote a conversation's transcript. A run's first write displaces the
+      -- runs before it (continue-as-new, or a reset); a displaced run's late writes are refused.
+      CREATE TABLE ${t.transcriptRuns} (
+        conversation_id text NOT NULL,
+        run_id text NOT NULL,
+        first_write_at timestamptz NOT NULL DEFAULT now(),
+        displaced_at timestamptz,
+        PRIMARY KEY (conversation_id, run_id)
+      );
+    `,
+  },
 ];
 
 /** Options of {@link migrate}. */

@@ -29,6 +29,8 @@ export const AGENT_TABLE_NAMES = [
   'worker_activities',
   'pending_approvals',
   'stream_deltas',
+  'superseded_messages',
+  'transcript_runs',
 ] as const;
 
 /** The name of one of the project's tables, unqualified. */
@@ -60,6 +62,13 @@ export interface AgentTables {
    * (`src/activities/deltas.ts`).
    */
   readonly streamDeltas: string;
+  /**
+   * Messages taken out of a transcript: what a reset run abandoned, and the answers a regenerated turn replaced
+   * (`src/db/transcript-store.ts`). Readable, never sent to the model.
+   */
+  readonly supersededMessages: string;
+  /** The workflow runs that wrote each transcript, and which of them a later run displaced (a reset). */
+  readonly transcriptRuns: string;
 }
 
 /**
@@ -106,5 +115,7 @@ export function agentTables(schema: string = DEFAULT_DATABASE_SCHEMA): AgentTabl
     workerActivities: table('worker_activities'),
     pendingApprovals: table('pending_approvals'),
     streamDeltas: table('stream_deltas'),
+    supersededMessages: table('superseded_messages'),
+    transcriptRuns: table('transcript_runs'),
   };
 }

@@ -10,6 +10,9 @@ import type { GuardrailTrip, TokenUsage } from '../contract';
 import type { AppendEntry, AppendMessagesInput, AssistantMessage, DecisionRecord } from '../contract/activities';
 import { parseJsonOrText, toStorableText, toStorableValue } from '../contract/text';
 import { describeRefusal, isRefusedValue, ValuesRefusedError } from './errors';
+import { DisplacedRunError, type WriteScope } from './superseded';
+
+export { DisplacedRunError, readSuperseded, type SupersededMessage, type WriteScope } from './superseded';
 
 /** A stored message with its position. */
 export interface StoredMessage {
@@ -23,22 +26,31 @@ export interface StoredMessage {
  * an activity retried after it already wrote writes the same rows again. A
  * message given by reference takes its body from the model response or tool
  * result an activity stored under that key. Text PostgreSQL cannot store is
- * replaced with U+FFFD first (`src/contract/text.ts`).
+ * replaced with U+FFFD first (`src/contract/text.ts`). `runId` is the writing
+ * workflow run's, and with `input.supersedeFrom` says what leaves the live
+ * transcript first ({@link insertMessages}).
  *
  * When PostgreSQL refuses a value (a reference to nothing, a constraint),
  * each message is written alone and a {@link ValuesRefusedError} names the
  * seqs it refused; the others are stored.
  */
-export async function appendMessages(pool: Pool, tables: AgentTables, input: AppendMessagesInput): Promise<void> {
-  if (input.messages.length === 0) return;
+export async function appendMessages(
+  pool: Pool,
+  tables: AgentTables,
+  input: AppendMessagesInput,
+  runId?: string,
+): Promise<void> {
+  const scope = writeScope(input, runId);
+  if (input.messages.length === 0 && scope.supersedeFrom === undefined) return;
   try {
-    await insertMessages(pool, tables, input.conversationId, input.messages);
+    await insertMessages(pool, tables, input.conversationId, input.messages, scope);
   } catch (err) {
     if (!isRefusedValue(err)) throw err;
     const refused: { seq: number; error: string }[] = [];
+    if (scope.supersedeFrom !== undefined) await insertMessages(pool, tables, input.conversationId, [], scope);
     for (const entry of input.messages) {
       try {
-        await insertMessages(pool, tables, input.conversationId, [entry]);
+        await insertMessages(pool, tables, input.conversationId, [entry], { runId: scope.runId });
       } catch (one) {
         if (!isRefusedValue(one)) throw one;
         refused.push({ seq: entry.seq, error: describeRefused(entry, one) });
@@ -50,6 +62,14 @@ export async function appendMessages(pool: Pool, tables: AgentTables, input: App
       refused.map((r) => r.seq),
     );
   }
+}
+
+/** The {@link WriteScope} of a write by the workflow run `runId`. */
+export function writeScope(input: Pick<AppendMessagesInput, 'supersedeFrom'>, runId?: string): WriteScope {
+  return {
+    ...(runId !== undefined ? { runId } : {}),
+    ...(input.supersedeFrom !== undefined ? { supersedeFrom: input.supersedeFrom } : {}),
+  };
 }
 
 /** Why one message was refused, in words: a reference to nothing says so, anything else in PostgreSQL's words. */
@@ -64,12 +84,24 @@ function describeRefused(entry: AppendEntry, err: unknown): string {
  * The upsert of {@link appendMessages}, for the given entries, in one
  * statement (also inside a transaction of the caller's), text made storable
  * first; a refused value fails it whole.
+ *
+ * The same statement keeps the live transcript the writing run's own:
+ * - the first write of a run (`scope.runId` new for this conversation: the
+ *   run after a continue-as-new, or after a reset) marks the runs before it
+ *   displaced and supersedes every live message at or after its first seq
+ *   (after a reset: what the abandoned run wrote past the reset point; after a
+ *   continue-as-new: nothing);
+ * - `scope.supersedeFrom` supersedes every live message from that seq on;
+ * - superseded messages move to `superseded_messages`, with the reason and
+ *   the run, unless the write stores the same message at the same seq;
+ * - a write of a displaced run stores nothing and throws {@link DisplacedRunError}.
  */
 export async function insertMessages(
   db: Pool | PoolClient,
   tables: AgentTables,
   conversationId: string,
   messages: readonly AppendEntry[],
+  scope: WriteScope = {},
 ): Promise<void> {
   const params: unknown[] = [conversationId];
   const param = (value: unknown): string => {
@@ -80,24 +112,68 @@ export async function insertMessages(
     const seq = param(entry.seq);
     if (!('ref' in entry)) {
       const body = param(JSON.stringify(toStorableValue(entry.message).value));
-      return `SELECT ${seq}::int, ${body}::jsonb ->> 'role', ${body}::jsonb`;
+      return `SELECT ${seq}::int, ${body}::jsonb ->> 'role', ${body}::jsonb, NULL::text`;
     }
     const key = param(entry.ref.key);
     if (entry.ref.kind === 'model_response')
-      return `SELECT ${seq}::int, 'assistant', (SELECT message FROM ${tables.modelResponses} WHERE response_key = ${key})`;
+      return `SELECT ${seq}::int, 'assistant', (SELECT message FROM ${tables.modelResponses} WHERE response_key = ${key}), ${key}::text`;
     const toolCallId = param(toStorableText(entry.ref.toolCallId));
     return entry.ref.kind === 'agent_answer'
       ? `SELECT ${seq}::int, 'tool', (SELECT jsonb_build_object('role', 'tool', 'tool_call_id', ${toolCallId}::text, 'content', coalesce(message ->> 'content', ''))
-           FROM ${tables.modelResponses} WHERE response_key = ${key})`
+           FROM ${tables.modelResponses} WHERE response_key = ${key}), ${key}::text`
       : `SELECT ${seq}::int, 'tool', (SELECT jsonb_build_object('role', 'tool', 'tool_call_id', ${toolCallId}::text, 'content', content)
-           FROM ${tables.toolResults} WHERE idempotency_key = ${key})`;
+           FROM ${tables.toolResults} WHERE idempotency_key = ${key}), ${key}::text`;
   });
-  await db.query(
-    `INSERT INTO ${tables.conversationMessages} (conversation_id, seq, role, message)
-     SELECT $1, seq, role, message FROM (${rows.join(' UNION ALL ')}) AS written (seq, role, message)
-     ON CONFLICT (conversation_id, seq) DO UPDATE SET role = EXCLUDED.role, message = EXCLUDED.message`,
+  const written =
+    rows.length > 0 ? rows.join(' UNION ALL ') : 'SELECT NULL::int, NULL::text, NULL::jsonb, NULL::text WHERE false';
+  if (scope.runId === undefined && scope.supersedeFrom === undefined) {
+    if (rows.length === 0) return;
+    await db.query(
+      `INSERT INTO ${tables.conversationMessages} (conversation_id, seq, role, message, ref_key)
+       SELECT $1, seq, role, message, ref_key FROM (${written}) AS written (seq, role, message, ref_key)
+       ON CONFLICT (conversation_id, seq) DO UPDATE SET role = EXCLUDED.role, message = EXCLUDED.message, ref_key = EXCLUDED.ref_key`,
+      params,
+    );
+    return;
+  }
+  const run = param(scope.runId ?? null);
+  const firstSeq = param(messages.length > 0 ? Math.min(...messages.map((m) => m.seq)) : null);
+  const supersedeFrom = param(scope.supersedeFrom ?? null);
+  // Every part reads the rows as they were before the statement: a live row is either archived and deleted, or
+  // archived and overwritten by the upsert, never changed twice.
+  const { rows: result } = await db.query<{ displaced: boolean }>(
+    `WITH written (seq, role, message, ref_key) AS (${written}),
+     known AS (SELECT displaced_at FROM ${tables.transcriptRuns} WHERE conversation_id = $1 AND run_id = ${run}),
+     displaced AS (SELECT 1 FROM known WHERE displaced_at IS NOT NULL),
+     first_write AS (
+       INSERT INTO ${tables.transcriptRuns} (conversation_id, run_id) SELECT $1, ${run}::text
+        WHERE ${run}::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM known)
+       ON CONFLICT (conversation_id, run_id) DO NOTHING RETURNING run_id),
+     displacing AS (
+       UPDATE ${tables.transcriptRuns} SET displaced_at = now()
+        WHERE conversation_id = $1 AND run_id <> ${run}::text AND displaced_at IS NULL AND EXISTS (SELECT 1 FROM first_write)),
+     cut (from_seq, reason) AS (
+       SELECT CASE WHEN EXISTS (SELECT 1 FROM first_write) THEN ${firstSeq}::int END, 'reset'
+        UNION ALL SELECT ${supersedeFrom}::int, 'regenerate'),
+     cut_at AS (SELECT from_seq, reason FROM cut WHERE from_seq IS NOT NULL AND NOT EXISTS (SELECT 1 FROM displaced)
+                ORDER BY from_seq LIMIT 1),
+     archived AS (
+       INSERT INTO ${tables.supersededMessages} (conversation_id, seq, role, message, created_at, reason, superseded_by_run, ref_key)
+       SELECT m.conversation_id, m.seq, m.role, m.message, m.created_at, c.reason, ${run}::text, m.ref_key
+         FROM ${tables.conversationMessages} m, cut_at c
+        WHERE m.conversation_id = $1 AND m.seq >= c.from_seq
+          AND NOT EXISTS (SELECT 1 FROM written w WHERE w.seq = m.seq AND w.message = m.message)),
+     removed AS (
+       DELETE FROM ${tables.conversationMessages} m USING cut_at c
+        WHERE m.conversation_id = $1 AND m.seq >= c.from_seq AND NOT EXISTS (SELECT 1 FROM written w WHERE w.seq = m.seq)),
+     stored AS (
+       INSERT INTO ${tables.conversationMessages} (conversation_id, seq, role, message, ref_key)
+       SELECT $1, seq, role, message, ref_key FROM written WHERE NOT EXISTS (SELECT 1 FROM displaced)
+       ON CONFLICT (conversation_id, seq) DO UPDATE SET role = EXCLUDED.role, message = EXCLUDED.message, ref_key = EXCLUDED.ref_key)
+     SELECT EXISTS (SELECT 1 FROM displaced) AS displaced`,
     params,
   );
+  if (result[0]?.displaced) throw new DisplacedRunError(conversationId, scope.runId ?? '');
 }
 
 /**

@@ -14,10 +14,13 @@ export interface ToolContext {
   conversationId: string;
   toolCallId: string;
   /**
-   * The effect key of this call instance, minted by the workflow
-   * (`${conversationId}/msg-${assistantSeq}/call-${index}`): the same for
-   * every attempt of this call, different for every other call, even when the
-   * provider reuses its tool-call id. Key external side effects by it.
+   * The effect key of this call: the call instance the workflow minted
+   * (`${conversationId}/msg-${assistantSeq}/call-${index}`) and what runs
+   * (`/args-` and 16 hex digits of a hash of the tool's name and its validated
+   * arguments). The same for every attempt of this call, also when a reset run
+   * asks for it again with the same arguments; different for every other call,
+   * even when the provider reuses its tool-call id or a reset run asks for other
+   * arguments at the same place. Key external side effects by it.
    */
   idempotencyKey: string;
   /** 1 for the first attempt. */

@@ -85,6 +85,10 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
   wf.setHandler(api.decisionUpdate, async (decision) => (await decide(edge, decision, 'update'))!, {
     validator: (decision) => core.validateDecision(decision),
   });
+  wf.setHandler(api.regenerateSignal, (request) => void core.regenerate(request, 'signal'));
+  wf.setHandler(api.regenerateUpdate, (request) => core.regenerate(request, 'update')!, {
+    validator: (request) => void core.regenerate(request, 'check'),
+  });
   wf.setHandler(api.endConversationSignal, () => core.end());
   wf.setHandler(api.subAgentWaitingSignal, (waiting) => void (core.subAgentWaiting(waiting) && publish()));
   wf.setHandler(api.stateQuery, () => core.state());
@@ -113,6 +117,9 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
           }
           break;
         }
+        case 'supersede': // a regenerated turn's start: the old answer leaves the live transcript before anything new
+          await nonCancellable(() => act.store.appendMessages(step.input, step.summary));
+          break;
         case 'write':
           await flush(step.waiting).then(report); // whoever decides may read the transcript: its calls are written first
           break;

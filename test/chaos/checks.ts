@@ -18,7 +18,8 @@ import { retrying } from './driver';
 import { CHAOS_ORDERS, PROBE_MARK, type HugeAnswerSent } from './model-script';
 import type { ConversationRecord, DecisionSent, RunLog } from './run-log';
 import { callInstanceKey } from '../../src/core/effect-keys';
-import { toolMessageKeys } from '../support/effect-keys';
+import { callKeyOfEffect } from '../support/effect-keys';
+import { effectKey } from '../../src/activities/effect-key';
 
 /** Counts that must be 0 after any run. */
 export interface MustBeZero {
@@ -77,6 +78,13 @@ export interface DecisionStats {
    * Of the applied ones, those of calls waiting inside agents called as tools (decided in the child's conversation).
    */
   appliedInSubAgents: number;
+  /**
+   * Acknowledged after the point a reset of their conversation went back to, and so applied again by the new run to
+   * the calls it has at their keys (the model may have asked for others there): not held to their first calls.
+   */
+  reappliedByReset: number;
+  /** What became of those (first few), for reading. */
+  reappliedByResetNotes: string[];
 }
 
 /** What the final checks found. */
@@ -91,6 +99,8 @@ export interface CheckResults {
   refundsApplied: number;
   /** Refunds of calls reported `interrupted`: their effect is unknown by design. */
   effectsOfInterruptedCalls: number;
+  /** Effects applied by runs a reset abandoned (their results, if stored, are superseded messages): real, kept. */
+  effectsOfAbandonedRuns: number;
   /** Times conversations continued as new (from their final states). */
   continuedAsNew: number;
   /** Conversations the driver never started (only after a hard stop); not checked. */
@@ -139,7 +149,23 @@ interface CallInfo {
   arguments: string;
   outcome?: Outcome;
   content?: string;
+  /** The key its live tool message's result was stored under (a fork's copied result: its source's). */
+  refKey?: string;
+  /** The key its arguments give its effect (unset for arguments that are not JSON). */
+  effectKey?: string;
 }
+
+/** The effect key of a call with these arguments, as the tool activity makes it; undefined for arguments not JSON. */
+function effectKeyOfCall(callKey: string, name: string, args: string): string | undefined {
+  try {
+    return effectKey(callKey, name, args.trim() === '' ? {} : JSON.parse(args));
+  } catch {
+    return undefined;
+  }
+}
+
+/** A stored message, with the key its result was read from (tool messages that ran). */
+type StoredRow = { seq: number; message: ChatMessage; refKey?: string };
 
 /** Runs every check. */
 export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
@@ -178,14 +204,19 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
   );
 
   // 2. Transcripts as stored.
-  const { rows: messageRows } = await ctx.pool.query<{ conversation_id: string; seq: number; message: ChatMessage }>(
-    `SELECT conversation_id, seq, message FROM durable_agent.conversation_messages WHERE conversation_id LIKE $1 ORDER BY conversation_id, seq`,
+  const { rows: messageRows } = await ctx.pool.query<{
+    conversation_id: string;
+    seq: number;
+    message: ChatMessage;
+    ref_key: string | null;
+  }>(
+    `SELECT conversation_id, seq, message, ref_key FROM durable_agent.conversation_messages WHERE conversation_id LIKE $1 ORDER BY conversation_id, seq`,
     [`${ctx.conversationPrefix}%`],
   );
-  const transcripts = new Map<string, { seq: number; message: ChatMessage }[]>();
+  const transcripts = new Map<string, StoredRow[]>();
   for (const row of messageRows) {
     const list = transcripts.get(row.conversation_id) ?? [];
-    list.push({ seq: row.seq, message: row.message });
+    list.push({ seq: row.seq, message: row.message, ...(row.ref_key ? { refKey: row.ref_key } : {}) });
     transcripts.set(row.conversation_id, list);
   }
   const calls = new Map<string, CallInfo>(); // by effect key (src/core/effect-keys.ts)
@@ -216,21 +247,26 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
     return found;
   };
   /** The calls of a transcript by effect key, with how each ended. */
-  const collectCalls = (id: string, stored: { seq: number; message: ChatMessage }[]): void => {
+  const collectCalls = (id: string, stored: StoredRow[]): void => {
     for (const { seq, message: m } of stored) {
       if (m.role !== 'assistant') continue;
-      m.tool_calls?.forEach((c, i) =>
-        calls.set(callInstanceKey(id, seq, i), { name: c.function.name, arguments: c.function.arguments }),
-      );
+      m.tool_calls?.forEach((c, i) => {
+        const callKey = callInstanceKey(id, seq, i);
+        calls.set(callKey, {
+          name: c.function.name,
+          arguments: c.function.arguments,
+          effectKey: effectKeyOfCall(callKey, c.function.name, c.function.arguments),
+        });
+      });
     }
-    const keys = toolMessageKeys(id, stored);
-    for (const { seq, message: m } of stored) {
+    const keys = callKeysOfToolMessages(id, stored);
+    for (const { seq, message: m, refKey } of stored) {
       if (m.role !== 'tool') continue;
       const key = keys.get(seq);
       const call = key === undefined ? undefined : calls.get(key);
       const outcome = outcomeOf(m.content);
       toolOutcomes[outcome] = (toolOutcomes[outcome] ?? 0) + 1;
-      if (call) Object.assign(call, { outcome, content: m.content });
+      if (call) Object.assign(call, { outcome, content: m.content, ...(refKey ? { refKey } : {}) });
     }
   };
   for (const record of conversations) {
@@ -244,7 +280,8 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
     const userIds = stored.flatMap(({ message: m }) =>
       m.role === 'user' ? [/\((chaos-[^)]+-m\d+)\)/.exec(m.content)?.[1] ?? '?'] : [],
     );
-    for (const mid of record.messageIds) {
+    // A fork's copied messages too: each once.
+    for (const mid of [...record.messageIds, ...(record.copiedMessageIds ?? [])]) {
       const n = userIds.filter((u) => u === mid).length;
       if (n !== 1) found.push(`user message ${mid} stored ${n} times`);
     }
@@ -253,7 +290,11 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
       if (n > 1) found.push(`user message ${mid} stored ${n} times`);
     }
     for (const u of userIds) {
-      if (!record.messageIds.includes(u) && !record.unacknowledgedMessageIds.includes(u))
+      if (
+        !record.messageIds.includes(u) &&
+        !record.unacknowledgedMessageIds.includes(u) &&
+        !(record.copiedMessageIds ?? []).includes(u)
+      )
         found.push(`a user message the driver never sent (${u})`);
     }
     if (found.length > 0) {
@@ -334,6 +375,7 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
     decisions,
     refundsApplied: sideEffects.refunds,
     effectsOfInterruptedCalls: sideEffects.interrupted,
+    effectsOfAbandonedRuns: sideEffects.abandoned,
     continuedAsNew,
     notStarted,
     subAgentConversations,
@@ -388,18 +430,43 @@ function unsettled(record: ConversationRecord, state: ConversationState): string
   return reasons;
 }
 
+/**
+ * How long after a reset an effect of the run it abandoned may still be applied: a tool activity that run had
+ * started stops at its next heartbeat (3 s in the chaos run) or when it ends.
+ */
+const ABANDONED_RUN_GRACE_MS = 10_000;
+
+/** The conversation an effect key belongs to (`<conversation>/msg-SEQ/call-INDEX/args-HASH`). */
+function conversationOfEffect(key: string): string {
+  return key.replace(/\/msg-\d+\/call-\d+(\/args-[0-9a-f]{16})?$/, '');
+}
+
+/** What the side-effect checks found. */
+interface SideEffectFindings {
+  twice: number;
+  notRun: number;
+  refunds: number;
+  interrupted: number;
+  providerKeyed: number;
+  /** Effects applied by runs a reset abandoned: real, and kept (not errors). */
+  abandoned: number;
+}
+
 async function checkSideEffects(
   ctx: CheckContext,
   calls: Map<string, CallInfo>,
   problems: string[],
-): Promise<{ twice: number; notRun: number; refunds: number; interrupted: number; providerKeyed: number }> {
+): Promise<SideEffectFindings> {
   const like = `${ctx.conversationPrefix}%`;
-  const refunds = await ctx.pool.query<{ key: string; n: number; ids: string[] }>(
-    `SELECT idempotency_key AS key, count(*)::int AS n, array_agg(id::text ORDER BY id) AS ids FROM refunds WHERE idempotency_key LIKE $1 GROUP BY 1`,
+  const refunds = await ctx.pool.query<{ key: string; n: number; ids: string[]; at: number }>(
+    `SELECT idempotency_key AS key, count(*)::int AS n, array_agg(id::text ORDER BY id) AS ids,
+            (extract(epoch FROM min(created_at)) * 1000)::float8 AS at
+       FROM refunds WHERE idempotency_key LIKE $1 GROUP BY 1`,
     [like],
   );
-  const effects = await ctx.pool.query<{ key: string; n: number }>(
-    `SELECT idempotency_key AS key, count(*)::int AS n FROM chaos_effects WHERE idempotency_key LIKE $1 GROUP BY 1`,
+  const effects = await ctx.pool.query<{ key: string; n: number; at: number }>(
+    `SELECT idempotency_key AS key, count(*)::int AS n, (extract(epoch FROM min(at)) * 1000)::float8 AS at
+       FROM chaos_effects WHERE idempotency_key LIKE $1 GROUP BY 1`,
     [like],
   );
   const ledger = await ctx.pool.query<{ key: string; tool_name: string; result: unknown }>(
@@ -411,41 +478,69 @@ async function checkSideEffects(
        FROM orders o LEFT JOIN refunds r ON r.order_id = o.id WHERE o.id = ANY($1) GROUP BY o.id, o.refunded_cents`,
     [CHAOS_ORDERS],
   );
+  // The results abandoned runs had stored in their transcripts before a reset moved them out.
+  const superseded = await ctx.pool.query<{ ref_key: string }>(
+    `SELECT ref_key FROM durable_agent.superseded_messages WHERE conversation_id LIKE $1 AND role = 'tool' AND ref_key IS NOT NULL`,
+    [like],
+  );
+  const supersededKeys = new Set(superseded.rows.map((r) => r.ref_key));
   let twice = 0;
   let notRun = 0;
   let interrupted = 0;
+  let abandoned = 0;
+  // Effects are keyed by the call and its arguments (src/activities/effect-key.ts). A live tool message names the key
+  // its result was stored under (a fork's copied result names its source's); a live call without a result has the key
+  // its arguments give.
   const refundRows = new Map(refunds.rows.map((r) => [r.key, r]));
-  const effectRows = new Map(effects.rows.map((r) => [r.key, r.n]));
+  const effectRows = new Map(effects.rows.map((r) => [r.key, r]));
   const ledgerRows = new Map(ledger.rows.map((r) => [r.key, r]));
+  const resetsOf = (key: string) =>
+    ctx.runLog.resets.filter((r) => r.conversationId === rootConversationOf(conversationOfEffect(key)));
+  // Applied before a reset of its conversation was made (or while the abandoned run's last tool still ran).
+  const ofAbandonedRun = (key: string, at: number): boolean =>
+    supersededKeys.has(key) || resetsOf(key).some((r) => at <= r.doneAt + ABANDONED_RUN_GRACE_MS);
 
+  for (const [call, keys] of groupBy(
+    [...refunds.rows, ...effects.rows].map((r) => r.key),
+    callKeyOfEffect,
+  )) {
+    // A reset run may ask, at the same place, for other arguments: a call of its own, run for real.
+    if (new Set(keys).size > 1 && resetsOf(call).length === 0) {
+      twice++;
+      problems.push(`side effect twice: call ${call} applied effects under ${[...new Set(keys)].join(' and ')}`);
+    }
+  }
   for (const r of refunds.rows) {
     if (r.n > 1) {
       twice++;
       problems.push(`side effect twice: ${r.n} refunds with idempotency key ${r.key}`);
     }
   }
-  for (const [key, n] of effectRows) {
-    if (n > 1) {
+  for (const [key, row] of effectRows) {
+    if (row.n > 1) {
       twice++;
-      problems.push(`side effect twice: ${n} chaos_effects rows with idempotency key ${key}`);
+      problems.push(`side effect twice: ${row.n} chaos_effects rows with idempotency key ${key}`);
     }
   }
-  for (const [key, call] of calls) {
+  const referenced = new Set<string>();
+  for (const [callKey, call] of calls) {
     if (call.outcome !== 'ok') continue;
+    const key = call.refKey ?? call.effectKey ?? callKey;
+    referenced.add(key);
     if (call.name === 'issue_refund') {
       const row = refundRows.get(key);
       const reported = (JSON.parse(call.content ?? '{}') as { refund_id?: string }).refund_id;
       if (!row || row.n !== 1 || String(reported) !== row.ids[0]) {
         twice++;
         problems.push(
-          `refund mismatch: ${key}: the transcript reports refund ${reported}, the refunds table has ${row?.ids.join(', ') ?? 'none'}`,
+          `refund mismatch: ${callKey} (${key}): the transcript reports refund ${reported}, the refunds table has ${row?.ids.join(', ') ?? 'none'}`,
         );
       }
     }
-    if (call.name === 'check_stock' && effectRows.get(key) !== 1) {
+    if (call.name === 'check_stock' && effectRows.get(key)?.n !== 1) {
       twice++;
       problems.push(
-        `effect mismatch: ${key}: check_stock succeeded, chaos_effects has ${effectRows.get(key) ?? 0} rows`,
+        `effect mismatch: ${callKey} (${key}): check_stock succeeded, chaos_effects has ${effectRows.get(key)?.n ?? 0} rows`,
       );
     }
   }
@@ -474,26 +569,32 @@ async function checkSideEffects(
       problems.push(`order ${o.id}: refunded_cents ${o.refunded} but its refunds sum to ${o.sum}`);
     }
   }
-  // Every effect is keyed by its call instance (conversation/msg-SEQ/call-INDEX), never by a provider's id.
+  // Every effect is keyed by its call instance and arguments (conversation/msg-SEQ/call-INDEX/args-HASH), never by a
+  // provider's id.
   let providerKeyed = 0;
-  for (const key of new Set([...refundRows.keys(), ...effectRows.keys(), ...ledgerRows.keys()])) {
-    if (!/\/msg-\d+\/call-\d+$/.test(key)) {
+  for (const key of new Set([...refunds.rows, ...effects.rows, ...ledger.rows].map((r) => r.key))) {
+    if (!/\/msg-\d+\/call-\d+\/args-[0-9a-f]{16}$/.test(key)) {
       providerKeyed++;
       problems.push(`effect keyed by a provider id: ${key}`);
     }
   }
-  // Effects whose call the transcript reports as not run.
-  for (const key of [...refundRows.keys(), ...effectRows.keys()]) {
-    const call = calls.get(key);
-    if (call?.outcome === 'interrupted') interrupted++;
-    else if (!call?.outcome || NOT_RUN.includes(call.outcome)) {
+  // Effects no live result names: of a call reported `interrupted` (unknown by design), of a run a reset abandoned
+  // (real, and kept), or of a call the transcript reports as not run (an error).
+  for (const row of [...refunds.rows, ...effects.rows]) {
+    if (referenced.has(row.key)) continue;
+    const call = calls.get(callKeyOfEffect(row.key));
+    const ofThisCall = call !== undefined && (call.refKey ?? call.effectKey) === row.key;
+    if (ofThisCall && call.outcome === 'interrupted') interrupted++;
+    else if (ofThisCall && call.outcome !== undefined && !NOT_RUN.includes(call.outcome)) continue;
+    else if (ofAbandonedRun(row.key, row.at)) abandoned++;
+    else {
       notRun++;
       problems.push(
-        `effect of a call not run: ${key}: applied, but the transcript says ${call?.outcome ?? 'nothing (no tool message)'}`,
+        `effect of a call not run: ${row.key}: applied, but the transcript says ${ofThisCall ? (call.outcome ?? 'nothing (no tool message)') : 'nothing (no live call with these arguments)'}`,
       );
     }
   }
-  return { twice, notRun, refunds: refunds.rows.length, interrupted, providerKeyed };
+  return { twice, notRun, refunds: refunds.rows.length, interrupted, providerKeyed, abandoned };
 }
 
 /**
@@ -671,7 +772,14 @@ async function checkDecisions(
     unsignedSent: ctx.runLog.decisions.filter((d) => d.unsigned && d.ackAt !== undefined).length,
     apiRefusals: ctx.runLog.apiRefusals,
     appliedInSubAgents: 0,
+    reappliedByReset: 0,
+    reappliedByResetNotes: [],
   };
+  // Sent before a reset was made, and in the history after the point it went back to: Temporal applies it again.
+  const reappliedByReset = (d: DecisionSent): boolean =>
+    ctx.runLog.resets.some(
+      (r) => r.conversationId === rootConversationOf(d.conversationId) && d.ackAt! >= r.pointAt && d.sentAt <= r.doneAt,
+    );
   for (const [key, d] of first) {
     const row = applied.get(key);
     if (row) {
@@ -683,7 +791,12 @@ async function checkDecisions(
           row.decision === 'reject'
             ? outcome === 'rejected'
             : outcome !== undefined && outcome !== 'rejected' && outcome !== 'approval_timeout';
-        if (!honoured) {
+        if (!honoured && reappliedByReset(d)) {
+          stats.reappliedByReset++;
+          stats.reappliedByResetNotes.push(
+            `${key} (${row.decision}): applied, then a reset went back before it; call ${callId} ended ${outcome ?? 'without a tool message'}`,
+          );
+        } else if (!honoured) {
           stats.lost++;
           problems.push(
             `decision not honoured: ${key} (${row.decision}) but call ${callId} ended ${outcome ?? 'without a tool message'}`,
@@ -729,7 +842,10 @@ async function checkDecisions(
       );
     }
     if (why.length === 0) stats.superseded++;
-    else {
+    else if (reappliedByReset(d)) {
+      stats.reappliedByReset++;
+      stats.reappliedByResetNotes.push(`${key} (${d.decision}): not applied by the new run: ${why.join('; ')}`);
+    } else {
       stats.lost++;
       lostIn.add(d.conversationId);
       problems.push(
@@ -738,4 +854,31 @@ async function checkDecisions(
     }
   }
   return { ...stats, withoutIdentity };
+}
+
+/** Values grouped by a key of each. */
+function groupBy<T>(values: readonly T[], keyOf: (value: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const value of values) groups.set(keyOf(value), [...(groups.get(keyOf(value)) ?? []), value]);
+  return groups;
+}
+
+/**
+ * For a stored transcript, the key of the call each tool message answers, by the tool message's seq. A tool message
+ * answers a call of the nearest assistant message before it.
+ */
+function callKeysOfToolMessages(
+  conversationId: string,
+  messages: readonly { seq: number; message: ChatMessage }[],
+): Map<number, string> {
+  const keys = new Map<number, string>();
+  let open: { seq: number; ids: string[] } | undefined;
+  for (const { seq, message } of messages) {
+    if (message.role === 'assistant') open = { seq, ids: (message.tool_calls ?? []).map((c) => c.id) };
+    else if (message.role === 'tool' && open) {
+      const index = open.ids.indexOf(message.tool_call_id);
+      if (index >= 0) keys.set(seq, callInstanceKey(conversationId, open.seq, index));
+    } else open = undefined;
+  }
+  return keys;
 }

@@ -22,7 +22,8 @@ import type { ConversationInput, ConversationState, PendingApproval } from '../.
  */
 type Target = PendingApproval & { conversationId: string };
 import { runCli } from '../support/cli';
-import type { ApprovalAction, ConversationPlan } from './plan';
+import { forkConversation, resetConversation } from './going-back';
+import type { ApprovalAction, ConversationPlan, ResetKind } from './plan';
 import { Rng } from './random';
 import type { ConversationRecord, DecisionPath, DecisionSent, RunLog } from './run-log';
 
@@ -118,7 +119,9 @@ export async function retrying<T>(
 export async function playConversation(plan: ConversationPlan, ctx: DriverContext): Promise<void> {
   const record = ctx.runLog.conversations.get(plan.id)!;
   try {
-    await new ConversationPlayer(plan, record, ctx).play();
+    const player = new ConversationPlayer(plan, record, ctx);
+    await player.play();
+    await player.goBack();
   } catch (err) {
     record.inFlight = false;
     record.gaveUp ??= `driver error: ${(err as Error).message}`;
@@ -139,6 +142,11 @@ class ConversationPlayer {
   private readonly paths: Rng;
   /** The coverage scenario's paths not used yet. */
   private readonly scriptedPaths: DecisionPath[];
+  /** Resets and forks: a stream of its own, so the other choices stay what the seed made them. */
+  private readonly goingBack: Rng;
+  private resetDone = false;
+  /** Forks made of this conversation, played after its own script. */
+  private readonly forkIds: string[] = [];
 
   constructor(
     private readonly plan: ConversationPlan,
@@ -149,6 +157,72 @@ class ConversationPlayer {
     this.paths = new Rng(ctx.seed, 'paths', plan.index);
     this.scriptedPaths = [...(plan.coverage?.paths ?? [])];
     this.plannedTurns = plan.turns;
+    this.goingBack = new Rng(ctx.seed, 'going-back', plan.index);
+  }
+
+  /** Whether the planned reset is of one of `kinds` and due in the turn now. */
+  private resetDue(...kinds: ResetKind[]): boolean {
+    const planned = this.plan.reset;
+    return !this.resetDone && !!planned && kinds.includes(planned.kind) && this.messagesSent >= planned.fromMessage;
+  }
+
+  /** Makes the planned reset now, as `kind`. */
+  private async reset(kind: ResetKind): Promise<void> {
+    this.resetDone = true;
+    await resetConversation(this.ctx, this.plan.id, kind, this.goingBack);
+  }
+
+  /** Forks this conversation now (at its last message, or at a random seq or turn); the fork is played later. */
+  private async fork(atEnd: boolean, whileWaiting: boolean): Promise<void> {
+    const forkId = `${this.plan.id}-f${this.forkIds.length + 1}`;
+    const done = await forkConversation(this.ctx, this.plan.id, forkId, this.goingBack, { atEnd, whileWaiting });
+    if (done) this.forkIds.push(forkId);
+  }
+
+  /**
+   * Plays each fork made of this conversation: sends it 1 or 2 messages and
+   * settles them like any conversation's (now and then forking it again).
+   */
+  private async playForks(): Promise<void> {
+    const depth = (this.plan.id.match(/-f\d+/g) ?? []).length;
+    for (const [k, forkId] of this.forkIds.entries()) {
+      const copied = await retrying(this.ctx, () => this.ctx.client.transcript(forkId)).catch(() => []);
+      const copiedMessageIds = copied.flatMap(({ message: m }) =>
+        m.role === 'user' ? [/\((chaos-[^)]+-m\d+)\)/.exec(m.content)?.[1] ?? '?'] : [],
+      );
+      const plan: ConversationPlan = {
+        index: 100_000 * (depth + 1) + this.plan.index * 10 + k,
+        id: forkId,
+        tag: this.plan.tag,
+        turns: this.goingBack.int(1, 2),
+        forkOf: this.plan.id,
+        ...(depth < 1 && this.goingBack.chance(0.3) ? { fork: 'after' as const } : {}),
+      };
+      this.ctx.runLog.addConversation(plan, copiedMessageIds);
+      await playConversation(plan, this.ctx);
+    }
+  }
+
+  /**
+   * After a reset made once the script ended: waits until the conversation is
+   * idle again (the new run may redo turns), approving what it asks for.
+   */
+  private async settleAfterReset(): Promise<void> {
+    const deadline = Date.now() + this.ctx.turnTimeoutMs;
+    while (Date.now() < deadline && !this.ctx.signal.aborted) {
+      const state = await this.readState();
+      if (state) {
+        const waiting: Target[] = [
+          ...state.pendingApprovals.map((p) => ({ ...p, conversationId: this.plan.id })),
+          ...(state.waitingBelow ?? []),
+        ];
+        const fresh = waiting.filter((p) => !this.handledCalls.has(p.callKey));
+        for (const p of fresh) this.handledCalls.add(p.callKey);
+        if (fresh.length > 0) await this.decide({ decision: 'approve' }, fresh);
+        else if (state.status === 'idle' && waiting.length === 0) return;
+      }
+      await sleep(this.ctx.pollMs, undefined, { signal: this.ctx.signal }).catch(() => undefined);
+    }
   }
 
   /** At most this many messages per conversation, interrupts included. */
@@ -191,6 +265,7 @@ class ConversationPlayer {
         fallback ?? (coveragePending ? 'none' : this.rng.weighted({ none: 78, cancel: 12, interrupt: 10 }));
       const spontaneousAt = Date.now() + (fallback ? 100 : this.rng.int(200, 2_500));
       let spontaneousDone = spontaneous === 'none';
+      let resetAt = this.resetDue('mid_turn', 'anywhere') ? Date.now() + this.goingBack.int(300, 2_500) : Infinity;
       const deadline = Date.now() + this.ctx.turnTimeoutMs;
       for (;;) {
         if (this.ctx.signal.aborted) return;
@@ -201,6 +276,10 @@ class ConversationPlayer {
           return;
         }
         await this.sendDueLateDecisions();
+        if (Date.now() >= resetAt) {
+          resetAt = Infinity;
+          await this.reset(this.plan.reset!.kind);
+        }
         const state = await this.readState();
         if (state) {
           if (state.recentTurns.some((t) => t.messageIds.includes(current))) break;
@@ -212,6 +291,9 @@ class ConversationPlayer {
           ];
           const fresh = waiting.filter((p) => !this.handledCalls.has(p.callKey));
           if (fresh.length > 0) {
+            // Going back while calls wait for a person: the new run waits on them too, and they are decided there.
+            if (this.resetDue('waiting')) await this.reset('waiting');
+            if (this.plan.fork === 'while_waiting' && this.forkIds.length === 0) await this.fork(true, true);
             const coverage =
               this.plan.coverage?.firstAction && !this.plan.coverageActionDone
                 ? this.plan.coverage.firstAction
@@ -236,6 +318,7 @@ class ConversationPlayer {
       }
       this.record.inFlight = false;
       this.record.turnsFinished++;
+      if (this.resetDue('last')) await this.reset('last');
       while (this.lateDecisions.length > 0 && !this.ctx.signal.aborted) {
         await sleep(Math.max(0, Math.min(...this.lateDecisions.map((d) => d.at)) - Date.now()), undefined, {
           signal: this.ctx.signal,
@@ -246,6 +329,21 @@ class ConversationPlayer {
       if (coverageMissing && this.messagesSent >= this.plannedTurns && this.messagesSent < this.maxMessages)
         this.plannedTurns++;
     }
+  }
+
+  /**
+   * After the script: the planned reset not made yet (its moment never came:
+   * the turn ended first, or no call waited), then the planned fork, then the
+   * forks' own scripts.
+   */
+  async goBack(): Promise<void> {
+    if (this.ctx.signal.aborted || this.record.gaveUp) return;
+    if (this.plan.reset && !this.resetDone) {
+      await this.reset(this.plan.reset.kind === 'waiting' ? 'last' : this.plan.reset.kind);
+      await this.settleAfterReset();
+    }
+    if (this.plan.fork && this.forkIds.length === 0) await this.fork(false, false);
+    await this.playForks();
   }
 
   private async readState(): Promise<ConversationState | undefined> {

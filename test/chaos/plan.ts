@@ -41,6 +41,28 @@ export const LOW_CONTINUE_AS_NEW_EVENTS = 40;
 export type ApprovalAction =
   'approve_all' | 'reject_all' | 'approve_one' | 'decide_twice' | 'cancel' | 'interrupt' | 'timeout';
 
+/**
+ * Where a reset goes back to, among the completed workflow tasks of the conversation's current run: the last one
+ * (`last`, made while the conversation is idle after a turn), one of the turn in flight (`mid_turn`, before a model
+ * call or a tool ran), any one of the run (`anywhere`, earlier turns included), or the last one while calls wait for a
+ * person (`waiting`).
+ */
+export type ResetKind = 'last' | 'mid_turn' | 'anywhere' | 'waiting';
+
+/** A reset the driver makes in a conversation: its kind, from which of the conversation's messages on. */
+export interface PlannedReset {
+  kind: ResetKind;
+  /** The driver makes it during (or, for `last`, after) the turn of this message or a later one (1-based). */
+  fromMessage: number;
+}
+
+/**
+ * A fork the driver makes of a conversation: while calls wait for a person (at the last message), or after its
+ * script (at a random seq or turn); the fork is then sent messages and settled like any conversation, and forked
+ * again now and then.
+ */
+export type PlannedFork = 'while_waiting' | 'after';
+
 /** A fixed start for a conversation, so a run covers every fault kind. */
 export interface CoverageScenario {
   name: string;
@@ -74,6 +96,10 @@ export interface CoverageScenario {
    * the call's request and the driver's decision.
    */
   approvalTimeoutMs?: number;
+  /** A reset the driver makes in it. */
+  reset?: PlannedReset;
+  /** A fork the driver makes of it. */
+  fork?: PlannedFork;
 }
 
 /** One conversation of the run. */
@@ -99,6 +125,12 @@ export interface ConversationPlan {
    * workers are down).
    */
   coverageActionDone?: boolean;
+  /** A reset the driver makes in it (only in conversations without agents: none calls an agent as a tool). */
+  reset?: PlannedReset;
+  /** A fork the driver makes of it. */
+  fork?: PlannedFork;
+  /** For a fork: the conversation it was forked from. */
+  forkOf?: string;
 }
 
 /**
@@ -115,18 +147,21 @@ export const COVERAGE: readonly CoverageScenario[] = [
     firstAction: 'reject_all',
     firstRequestFault: 'model_429',
     paths: ['cli'],
+    fork: 'after',
   },
   {
     name: 'approval timeout, context window exceeded',
     firstCalls: ['refund_large'],
     firstAction: 'timeout',
     firstRequestFault: 'context_length_exceeded',
+    reset: { kind: 'waiting', fromMessage: 1 },
   },
   {
     name: 'duplicate decision, message over the limit',
     firstCalls: ['refund_large', 'refund_large'],
     firstAction: 'decide_twice',
     userMessage: 'over_limit',
+    reset: { kind: 'anywhere', fromMessage: 1 },
   },
   {
     name: 'cancel while a sub-agent waits, beside a handoff, message at the limit',
@@ -141,6 +176,7 @@ export const COVERAGE: readonly CoverageScenario[] = [
     firstCalls: ['refund_large'],
     firstAction: 'interrupt',
     hugeAnswer: true,
+    fork: 'while_waiting',
   },
   {
     name: 'tool failure, unknown tool, bad arguments, model 500',
@@ -149,6 +185,7 @@ export const COVERAGE: readonly CoverageScenario[] = [
     firstRequestFault: 'model_500',
     ids: 'duplicated',
     paths: ['client_unsigned'],
+    reset: { kind: 'mid_turn', fromMessage: 1 },
   },
   {
     name: 'approve inside a sub-agent through the API, slow model, small refund, large result, huge arguments',
@@ -185,12 +222,26 @@ export function planConversations(runId: string, seed: string, count: number): C
   const sizes = new Rng(seed, 'plan-sizes');
   const renewals = new Rng(seed, 'plan-continue-as-new');
   const agents = new Rng(seed, 'plan-agents');
+  const goingBack = new Rng(seed, 'plan-going-back');
   for (const plan of plans) {
     if (agents.chance(0.5) || plan.coverage?.agent) plan.agent = CHAOS_FIRST_AGENT;
     const size = sizes.weighted({ none: 92, near_limit: 4, over_limit: 4 });
     plan.userMessage = plan.coverage?.userMessage ?? (size === 'none' ? undefined : size);
     if (plan.coverage?.lowContinueAsNew || renewals.chance(0.25))
       plan.continueAsNewAfterEvents = LOW_CONTINUE_AS_NEW_EVENTS;
+    const reset = goingBack.weighted({ none: 70, last: 8, mid_turn: 8, anywhere: 7, waiting: 7 });
+    const fork = goingBack.weighted({ none: 80, while_waiting: 8, after: 12 });
+    const fromMessage = goingBack.int(1, plan.turns);
+    // Resets only where no agent is called as a tool (a reset would leave an abandoned run's child behind), and forks
+    // only of conversations on the run's approval timeout (the checks know it).
+    if (plan.coverage) {
+      if (plan.coverage.reset) plan.agent = undefined;
+      plan.reset = plan.coverage.reset;
+      plan.fork = plan.coverage.fork;
+    } else {
+      if (reset !== 'none' && !plan.agent) plan.reset = { kind: reset, fromMessage };
+      if (fork !== 'none') plan.fork = fork;
+    }
   }
   return plans;
 }

@@ -167,6 +167,10 @@ export interface ChaosSummary {
   mustBeZero: CheckResults['mustBeZero'];
   refundsApplied: number;
   effectsOfInterruptedCalls: number;
+  /** Effects applied by runs a reset abandoned: real, and kept. */
+  effectsOfAbandonedRuns: number;
+  /** Resets made, by kind, and forks made (forks of forks among them). */
+  goingBack: { resets: Record<string, number>; forks: number; forksOfForks: number; forksWhileWaiting: number };
   continueAsNewAfterEvents?: number;
   continuedAsNew: number;
   /** Conversations of agents called as tools (child workflows) the run made and checked. */
@@ -537,6 +541,18 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
       mustBeZero: checks.mustBeZero,
       refundsApplied: checks.refundsApplied,
       effectsOfInterruptedCalls: checks.effectsOfInterruptedCalls,
+      effectsOfAbandonedRuns: checks.effectsOfAbandonedRuns,
+      goingBack: {
+        resets: Object.fromEntries(
+          [...new Set(runLog.resets.map((r) => r.kind))].map((k) => [
+            k,
+            runLog.resets.filter((r) => r.kind === k).length,
+          ]),
+        ),
+        forks: runLog.forks.length,
+        forksOfForks: runLog.forks.filter((f) => /-f\d+$/.test(f.sourceId)).length,
+        forksWhileWaiting: runLog.forks.filter((f) => f.whileWaiting).length,
+      },
       continueAsNewAfterEvents: options.continueAsNewAfterEvents,
       continuedAsNew: checks.continuedAsNew,
       subAgentConversations: checks.subAgentConversations,

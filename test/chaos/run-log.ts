@@ -1,4 +1,5 @@
 /** What the chaos run did and saw, recorded as it happens and read by the final checks. */
+import type { ForkDone, ResetDone } from './going-back';
 import type { ConversationPlan } from './plan';
 import type { DecisionKind } from '../../src/contract';
 
@@ -32,6 +33,8 @@ export const FAULT_KINDS = [
   'late_decision',
   'unsigned_decision',
   'malformed_signal',
+  'reset',
+  'fork',
 ] as const;
 
 /**
@@ -107,6 +110,8 @@ export interface ConversationRecord {
   turnsFinished: number;
   /** Why the driver stopped following the conversation before its script ended. */
   gaveUp?: string;
+  /** For a fork: the user messages it copied from its source (stored once, in no turn of its own). */
+  copiedMessageIds?: string[];
 }
 
 /** The shared record of a run. */
@@ -129,6 +134,10 @@ export class RunLog {
   readonly conversations = new Map<string, ConversationRecord>();
   /** Client calls that failed and were tried again. */
   clientRetries = 0;
+  /** Temporal resets the driver made. */
+  readonly resets: ResetDone[] = [];
+  /** Forks the driver made (each is also one of `conversations`). */
+  readonly forks: ForkDone[] = [];
 
   constructor(plans: readonly ConversationPlan[]) {
     for (const plan of plans) {
@@ -140,6 +149,20 @@ export class RunLog {
         turnsFinished: 0,
       });
     }
+  }
+
+  /** Adds a fork to the conversations followed and checked; returns its record. */
+  addConversation(plan: ConversationPlan, copiedMessageIds: string[]): ConversationRecord {
+    const record: ConversationRecord = {
+      plan,
+      messageIds: [],
+      unacknowledgedMessageIds: [],
+      inFlight: false,
+      turnsFinished: 0,
+      copiedMessageIds,
+    };
+    this.conversations.set(plan.id, record);
+    return record;
   }
 
   /** Ids of conversations with a turn in flight. */

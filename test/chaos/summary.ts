@@ -87,7 +87,11 @@ export function formatSummary(s: ChaosSummary): string {
       `${s.decisions.appliedInSubAgents} applied inside sub-agents`,
     `  by path     ${counts(s.decisions.byPath)}; ${s.decisions.unsignedSent} sent around the API (unsigned or malformed, to be refused); ` +
       `${s.decisions.apiRefusals} refused by the API (calls no longer waiting)`,
-    `side effects  ${s.refundsApplied} refunds applied; ${s.effectsOfInterruptedCalls} effect(s) of calls reported "interrupted" (effect unknown by design)`,
+    `side effects  ${s.refundsApplied} refunds applied; ${s.effectsOfInterruptedCalls} effect(s) of calls reported "interrupted" (effect unknown by design); ` +
+      `${s.effectsOfAbandonedRuns} effect(s) of abandoned runs (applied by a run a reset abandoned: real, kept)`,
+    `going back    resets ${counts(s.goingBack.resets)}; ${s.goingBack.forks} forks (${s.goingBack.forksWhileWaiting} while calls waited, ` +
+      `${s.goingBack.forksOfForks} of forks); ${s.decisions.reappliedByReset} decision(s) applied again by a reset`,
+    ...s.decisions.reappliedByResetNotes.slice(0, 5).map((note) => `  ${note.slice(0, 400)}`),
     'recovery time',
     `  ${recovery('after a worker kill', s.recovery.workerKills)}`,
     `  ${recovery('after a server restart', s.recovery.serverRestarts)}`,

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer } from '../../src/api/server';
 import { TEST_DECISION_KEY, TEST_TOKENS, token } from '../support/api';
 import { startHarness, type Harness } from '../support/harness';
+import { streamedMessage } from '../support/ui-messages';
 
 // The chat endpoint with the real AI SDK client (ai 6): DefaultChatTransport
 // sends, readUIMessageStream reads the UI message stream; nothing hand-parsed.
@@ -45,14 +46,7 @@ async function send(who: string, chatId: string, messages: UIMessage[]): Promise
     messageId: undefined,
     abortSignal: undefined,
   });
-  const last = messages[messages.length - 1];
-  let message: UIMessage | undefined;
-  for await (const m of readUIMessageStream<UIMessage>({
-    stream,
-    ...(last.role === 'assistant' ? { message: structuredClone(last) } : {}),
-  }))
-    message = m;
-  return message!;
+  return streamedMessage(stream, messages);
 }
 
 const userMessage = (id: string, text: string): UIMessage => ({ id, role: 'user', parts: [{ type: 'text', text }] });
@@ -157,7 +151,7 @@ describe('the chat endpoint with the AI SDK', () => {
     expect(texts(denied)).toContain('I did not refund it.');
   });
 
-  it('refuses what it cannot take with a clear error, before any stream: no token, a regenerate, an answer without approvals, a message without text', async () => {
+  it('refuses what it cannot take with a clear error, before any stream: no token, a regenerate of no conversation, an answer without approvals, a message without text', async () => {
     const id = h.newConversationId('ai-chat-bad');
     await expect(send(token('z'), id, [userMessage('u', 'hi')])).rejects.toThrow(/The token is not valid/);
     const regenerate = await fetch(`${api.url}/v1/chat`, {
@@ -165,8 +159,8 @@ describe('the chat endpoint with the AI SDK', () => {
       headers: { authorization: `Bearer ${token('a')}`, 'content-type': 'application/json' },
       body: JSON.stringify({ id, messages: [userMessage('u', 'hi')], trigger: 'regenerate-message' }),
     });
-    expect(regenerate.status).toBe(400);
-    expect(await regenerate.text()).toMatch(/transcript is append-only/);
+    expect(regenerate.status).toBe(404); // a chat that has not started has no answer to regenerate
+    expect(await regenerate.text()).toMatch(/No such conversation/);
     await expect(
       send(token('b'), id, [{ id: 'x', role: 'assistant', parts: [{ type: 'text', text: 'hello' }] }]),
     ).rejects.toThrow(/no approval response/);

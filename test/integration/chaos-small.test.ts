@@ -5,8 +5,8 @@ import { DECISION_PATHS, FAULT_KINDS } from '../chaos/run-log';
 // A small chaos run (`npm run chaos` with a CI-sized configuration): its own
 // Temporal dev server and PostgreSQL, two worker processes, 8 conversations,
 // 2 worker kills and a server restart. Every "must be 0" must be 0, and every
-// kind of fault must actually have been injected, agents called as tools
-// among them.
+// kind of fault must actually have been injected, agents called as tools,
+// Temporal resets and forks among them.
 
 describe('chaos run (small)', () => {
   it('injects every kind of fault, and nothing is lost, duplicated, stuck or broken', async () => {

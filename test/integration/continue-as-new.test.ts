@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backofficeTools } from '../../src/demo/tools';
 import { tool } from '../../src/tools/tool';
-import { findPairingProblems } from '../../src/core/pairing';
+import { pairingProblemsOf } from '../support/pairing';
 import { historyEventSizes } from '../support/history';
 import { startHarness, type Harness } from '../support/harness';
 
@@ -47,14 +47,7 @@ async function runsOf(id: string) {
 const transcriptIsValid = async (id: string) => {
   const stored = await h.client.transcript(id);
   expect(stored.map((m) => m.seq)).toEqual(stored.map((_, i) => i));
-  const items = stored.map(({ message: m }) =>
-    m.role === 'assistant'
-      ? { role: m.role, callIds: m.tool_calls?.map((c) => c.id) }
-      : m.role === 'tool'
-        ? { role: m.role, answers: m.tool_call_id }
-        : { role: m.role },
-  );
-  expect(findPairingProblems(items)).toEqual([]);
+  expect(pairingProblemsOf(stored.map((m) => m.message))).toEqual([]);
   return stored.length;
 };
 

@@ -66,7 +66,9 @@ describe('the HTTP API', () => {
       'get /v1/approvals': 'approver',
       'post /v1/conversations/{id}/decisions': 'approver',
       'post /v1/conversations/{id}/cancel': 'requester',
+      'post /v1/conversations/{id}/regenerate': 'requester',
       'get /v1/conversations/{id}/events': 'any',
+      'post /v1/conversations/{id}/forks': 'any',
     };
     let checked = 0;
     for (const [route, ops] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {

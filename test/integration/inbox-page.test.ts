@@ -316,7 +316,7 @@ describe('the approval inbox', () => {
     expect((await h.client.waitForTurn(waiting.id, waiting.messageId)).outcome).toBe('answered');
   });
 
-  it('operators see waiting calls read-only: no decision form', async () => {
+  it('operators see waiting calls read-only: no decision form, and may fork at one', async () => {
     const waiting = await refundWaiting('inbox-operator', {
       text: 'Refund 140',
       args: { order_id: 'ord_2001', amount_cents: 14_000, reason: 'op' },
@@ -327,8 +327,16 @@ describe('the approval inbox', () => {
       const item = page.locator(`[data-call-key="${waiting.callKey}"]`);
       await item.waitFor();
       expect(await item.locator('.name').textContent()).toBe('issue_refund');
-      expect(await item.locator('form').count()).toBe(0);
+      expect(await item.locator('form:not([data-testid=fork])').count()).toBe(0);
       expect(await item.textContent()).toContain('Read only');
+      // Operators may fork at the waiting call: a new conversation in which the call is answered as not run.
+      await item.locator('button:has-text("Fork here")').click();
+      const flash = (await page.locator('[data-flash]').textContent()) ?? '';
+      const forkId = /into the new conversation (\S+):/.exec(flash)?.[1];
+      expect(forkId, flash).toBeDefined();
+      expect(page.url()).toContain(`/inbox/conversations/${encodeURIComponent(forkId!)}`);
+      expect((await h.client.state(forkId!)).forkedFrom).toEqual({ conversationId: waiting.id, seq: 1 });
+      expect((await h.client.state(waiting.id)).pendingApprovals).toHaveLength(1);
     } finally {
       await context.close();
     }

@@ -13,6 +13,7 @@ import { createToolActivity } from '../../src/activities/tools';
 import { historyEventSizes } from '../support/history';
 import { startHarness, type Harness } from '../support/harness';
 import { readMcpCalls, startHttpMcpServer, type HttpMcpServer } from '../support/mcp-server';
+import { anEffectKeyOf } from '../support/effect-key-match';
 
 // Tools from MCP servers, durable and approvable like the worker's own: a
 // conversation uses a stdio server the worker starts and a Streamable HTTP
@@ -119,12 +120,12 @@ describe('tools from MCP servers', () => {
     expect(cancels[0]).toMatchObject({
       server: 'crm',
       args: { order_id: 'ord_1001', reason: 'duplicate' },
-      effectKey: pending.callKey,
+      effectKey: anEffectKeyOf(pending.callKey),
     });
     expect(pending.callKey).toMatch(new RegExp(`^${id}/msg-\\d+/call-1$`));
     const lookup = readMcpCalls(logFile).find((c) => c.tool === 'lookup_order' && c.event === 'start')!;
     expect(lookup.server).toBe('shop');
-    expect(lookup.effectKey).toMatch(new RegExp(`^${id}/msg-\\d+/call-0$`));
+    expect(lookup.effectKey).toMatch(new RegExp(`^${id}/msg-\\d+/call-0/args-[0-9a-f]{16}$`));
 
     const tools = await toolMessages(id);
     expect(tools.map((t) => t.tool_call_id)).toEqual(['call_look', 'call_cancel']);

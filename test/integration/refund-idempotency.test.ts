@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyOnce } from '../../src/activities/tools';
 import { startHarness, type Harness } from '../support/harness';
 import { effectKeyOf } from '../support/effect-keys';
+import { anEffectKeyOf } from '../support/effect-key-match';
 
 let h: Harness;
 beforeAll(async () => {
@@ -31,7 +32,7 @@ describe('the refund tool applies its side effect once per tool call', () => {
     );
     await h.client.ask(id, 'Refund 15 on ord_2001');
     const key = (await effectKeyOf(h.pool, id, 'call_refund_1'))!;
-    expect(key).toBe(`${id}/msg-1/call-0`);
+    expect(key).toEqual(anEffectKeyOf(`${id}/msg-1/call-0`));
 
     const ledger = await h.pool.query(
       'SELECT tool_name, result FROM durable_agent.tool_ledger WHERE idempotency_key = $1',
@@ -71,5 +72,30 @@ describe('the refund tool applies its side effect once per tool call', () => {
     expect(applied).toBe(1);
     expect(a).toEqual(b);
     expect(await refundedCents('ord_3001')).toBe(100);
+  });
+
+  it('an effect an attempt applied under the call key alone (a worker from before keys named the arguments) is not applied again', async () => {
+    const callKey = `legacy-${h.newConversationId()}/msg-1/call-0`;
+    await applyOnce(h.pool, h.tables, callKey, 'test', async () => ({ applied: 'by the old worker' }));
+    let ranAgain = false;
+    const result = await applyOnce(
+      h.pool,
+      h.tables,
+      `${callKey}/args-0123456789abcdef`,
+      'test',
+      async () => {
+        ranAgain = true;
+        return { applied: 'by the upgraded worker' };
+      },
+      undefined,
+      callKey,
+    );
+    expect(ranAgain).toBe(false);
+    expect(result).toEqual({ applied: 'by the old worker' });
+    const rows = await h.pool.query(
+      'SELECT idempotency_key FROM durable_agent.tool_ledger WHERE idempotency_key LIKE $1',
+      [`${callKey}%`],
+    );
+    expect(rows.rows).toEqual([{ idempotency_key: callKey }]);
   });
 });

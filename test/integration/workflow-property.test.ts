@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ScriptedReply } from '../../src/testing';
 import type { ScriptedToolCall } from '../../src/testing/types';
 import { toolMessageKeys } from '../support/effect-keys';
-import { findPairingProblems, type PairingItem } from '../../src/core/pairing';
+import { pairingProblemsOf } from '../support/pairing';
 import { startHarness, type Harness } from '../support/harness';
 
 // The guarantee on the real workflow, for a bounded sample of random
@@ -161,17 +161,9 @@ async function playScenario(index: number, turns: TurnSpec[]): Promise<void> {
   expect(state.transcriptRepairs).toBe(0);
   expect(state.pendingApprovals).toEqual([]);
   const stored = await h.client.transcript(id);
-  const transcript = stored.map((m) => m.message);
-  const items: PairingItem[] = transcript.map((m) =>
-    m.role === 'assistant'
-      ? { role: m.role, callIds: m.tool_calls?.map((c) => c.id) }
-      : m.role === 'tool'
-        ? { role: m.role, answers: m.tool_call_id }
-        : { role: m.role },
-  );
-  expect(findPairingProblems(items)).toEqual([]);
+  expect(pairingProblemsOf(stored.map((m) => m.message))).toEqual([]);
   // Each refund the transcript reports happened exactly once, under the key of its own call instance.
-  const keys = toolMessageKeys(id, stored);
+  const keys = await toolMessageKeys(h.pool, id);
   const reported = stored.flatMap(({ seq, message: m }) =>
     m.role === 'tool' && m.content.includes('"refund_id"')
       ? [{ key: keys.get(seq), refundId: String(JSON.parse(m.content).refund_id) }]

@@ -79,6 +79,7 @@ export class CoreDriver extends DriverWorld {
     const step = this.core.nextTurnStep();
     if (step.kind === 'discoverTools') throw new Error('the driver runs no MCP servers');
     if (step.kind === 'callModel') return void ((this.request = step.request), (this.stage = 'model'));
+    if (step.kind === 'supersede') return (this.db.supersede(step.input.supersedeFrom ?? 0), this.next());
     if (step.kind === 'write') return ((this.stage = 'flushing'), this.flush(() => this.next(), step.waiting));
     if (step.kind === 'endTurn') return this.finish(step.record);
     this.stage = 'calls';

@@ -1,41 +1,53 @@
-/** Finding the effect keys the workflow minted for calls, from the stored transcript. */
+/** Finding the effect keys of calls, from the stored transcript. */
 import type { Pool } from 'pg';
 import type { ChatMessage } from '../../src/contract/messages';
 import { callInstanceKey } from '../../src/core/effect-keys';
+import { effectKey } from '../../src/activities/effect-key';
 
 /**
  * The effect key of the call with this provider id in the latest stored
- * assistant message that has it; undefined until that message is stored.
+ * assistant message that has it: the key its stored result was read from
+ * when its tool message is stored, else the key the tool activity gives the
+ * model's arguments (a call not run yet). Undefined until that message is
+ * stored.
  */
 export async function effectKeyOf(pool: Pool, conversationId: string, toolCallId: string): Promise<string | undefined> {
-  const { rows } = await pool.query<{ seq: number; message: ChatMessage }>(
-    `SELECT seq, message FROM durable_agent.conversation_messages WHERE conversation_id = $1 AND role = 'assistant' ORDER BY seq DESC`,
+  const { rows } = await pool.query<{ seq: number; message: ChatMessage; ref_key: string | null }>(
+    `SELECT seq, message, ref_key FROM durable_agent.conversation_messages WHERE conversation_id = $1 ORDER BY seq`,
     [conversationId],
   );
-  for (const { seq, message } of rows) {
-    const index = message.role === 'assistant' ? (message.tool_calls ?? []).findIndex((c) => c.id === toolCallId) : -1;
-    if (index >= 0) return callInstanceKey(conversationId, seq, index);
+  let found: string | undefined;
+  let open: string | undefined;
+  for (const { seq, message, ref_key: refKey } of rows) {
+    if (message.role === 'assistant') {
+      const index = (message.tool_calls ?? []).findIndex((c) => c.id === toolCallId);
+      open = undefined;
+      if (index < 0) continue;
+      const call = message.tool_calls![index];
+      const args: unknown = call.function.arguments.trim() === '' ? {} : JSON.parse(call.function.arguments);
+      found = effectKey(callInstanceKey(conversationId, seq, index), call.function.name, args);
+      open = found;
+    } else if (message.role === 'tool' && open && message.tool_call_id === toolCallId && refKey) {
+      found = refKey;
+    }
   }
-  return undefined;
+  return found;
 }
 
 /**
- * For a stored transcript, the effect key of the call each tool message
- * answers, by the tool message's seq. A tool message answers a call of the
- * nearest assistant message before it.
+ * For a stored transcript, the effect key of each tool message, by its seq: the key its result was stored under
+ * (tool messages that answer without running, such as a rejection, have none).
  */
-export function toolMessageKeys(
-  conversationId: string,
-  messages: readonly { seq: number; message: ChatMessage }[],
-): Map<number, string> {
-  const keys = new Map<number, string>();
-  let open: { seq: number; ids: string[] } | undefined;
-  for (const { seq, message } of messages) {
-    if (message.role === 'assistant') open = { seq, ids: (message.tool_calls ?? []).map((c) => c.id) };
-    else if (message.role === 'tool' && open) {
-      const index = open.ids.indexOf(message.tool_call_id);
-      if (index >= 0) keys.set(seq, callInstanceKey(conversationId, open.seq, index));
-    } else open = undefined;
-  }
-  return keys;
+export async function toolMessageKeys(pool: Pool, conversationId: string): Promise<Map<number, string>> {
+  const { rows } = await pool.query<{ seq: number; ref_key: string }>(
+    `SELECT seq, ref_key FROM durable_agent.conversation_messages
+      WHERE conversation_id = $1 AND role = 'tool' AND ref_key IS NOT NULL ORDER BY seq`,
+    [conversationId],
+  );
+  return new Map(rows.map((r) => [r.seq, r.ref_key]));
+}
+
+/** The call key an effect key was made from (`src/activities/effect-key.ts`). */
+export function callKeyOfEffect(key: string): string {
+  return key.replace(/\/args-[0-9a-f]{16}$/, '');
 }

@@ -65,9 +65,17 @@ export class StoredTranscript {
     core.writesDone();
   }
 
+  /** The messages superseded by a regenerated turn, in the order they left the live transcript. */
+  readonly superseded: ChatMessage[] = [];
+
+  /** A regenerated turn's first write: the messages from `fromSeq` on leave the live transcript. */
+  supersede(fromSeq: number): void {
+    this.superseded.push(...this.messages.splice(fromSeq));
+  }
+
   /** Keeps a model answer under a fresh response key, as the model activity does; returns the key. */
   keepResponse(message: ChatMessage): string {
-    const key = `resp-${this.messages.length}`;
+    const key = `resp-${this.responses.size}`;
     this.responses.set(key, message);
     return key;
   }

@@ -12,12 +12,15 @@ import { applyPairingRepair, findPairingProblems, type PairingItem } from '../..
 import type { AgentTables } from '../../db/schema';
 import {
   appendMessages,
+  DisplacedRunError,
   readModelCallState,
   readTranscript,
   storeModelResponse,
   type StoredModelResponse,
 } from '../../db/transcript-store';
 import { withDatabaseRetry } from '../database-retry';
+import { writingRun } from '../activity-context';
+import { asStoreFailure } from '../store-failures';
 import { firstTrip, guardrailNote } from '../guardrails';
 import type { ModelEnv, PreparedCall } from './prepare';
 
@@ -46,8 +49,10 @@ export async function readForModelCall({ deps, tables }: ModelEnv, call: Prepare
   const deferred = input.append ?? [];
   if (deferred.length > 0) {
     await withDatabaseRetry('store the messages before the model call', () =>
-      appendMessages(deps.pool, tables, { conversationId: input.conversationId, messages: deferred }),
-    );
+      appendMessages(deps.pool, tables, { conversationId: input.conversationId, messages: deferred }, writingRun()),
+    ).catch((err: unknown) => {
+      throw err instanceof DisplacedRunError ? asStoreFailure(err) : err;
+    });
   }
   const [state, read] = await Promise.allSettled([
     withDatabaseRetry('read a stored model response', () =>

@@ -28,6 +28,8 @@ export function addShowCommands(program: Command): void {
       process.stdout.write(
         `${conversationId}: ${state.status}, ${state.steps} model calls${state.lastError ? `, last error: ${state.lastError}` : ''}\n`,
       );
+      if (state.forkedFrom)
+        process.stdout.write(`forked from ${state.forkedFrom.conversationId} at seq ${state.forkedFrom.seq}\n`);
       process.stdout.write(`${formatTranscript(transcript)}\n`);
     });
 

@@ -1,0 +1,116 @@
+/**
+ * `POST /v1/conversations/{id}/regenerate`: asks the conversation for its
+ * last answer again (`AgentClient.regenerate`), answered 202 like a posted
+ * message, with the id of the new turn to follow (`followTurn`'s
+ * `messageId`). Refused with 409 `regenerate_refused` saying why while a
+ * turn runs, with nothing to regenerate, or while the conversation ends.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { AgentClient } from '../client/client';
+import { RegenerateRefusedError } from '../client/regenerate';
+import { ApiError, refuseOtherMethods } from './refusals';
+import { refusals } from './replies';
+import { conversationParams, idText } from './schemas';
+import type { ApiRole } from './tokens';
+
+/** The body: optional, like a cancel's. */
+export const regenerateBody = z
+  .strictObject({
+    requestId: idText(
+      'requestId',
+      'For deduplication, and the id of the new turn (follow it as followTurn messageId): a request whose id the conversation has seen starts nothing. A random one when absent.',
+    ).optional(),
+  })
+  .optional();
+
+/** `202` of `POST /v1/conversations/{id}/regenerate`. */
+export const regenerateAccepted = z
+  .strictObject({
+    conversationId: z.string(),
+    messageId: z
+      .string()
+      .describe("The new turn's id: its record lists it in messageIds (follow it like a message's)."),
+    fromSeq: z
+      .number()
+      .int()
+      .describe('The first seq superseded: the earlier answer from here on is kept as superseded messages.'),
+    started: z.boolean().describe('False when a request with this id was taken before: nothing new started.'),
+  })
+  .describe('Taken: the conversation runs a new turn that answers its last user messages again.');
+
+/** Registers the route; `allow` is the server's bearer-token hook. */
+export function regenerateRoutes(
+  app: FastifyInstance,
+  options: { client: AgentClient; allow: (...roles: ApiRole[]) => (request: FastifyRequest) => Promise<void> },
+): void {
+  const { client, allow } = options;
+  app.withTypeProvider<ZodTypeProvider>().post(
+    '/v1/conversations/:id/regenerate',
+    {
+      onRequest: allow('requester'),
+      schema: {
+        operationId: 'regenerate',
+        summary:
+          "Answer the conversation's last user messages again: the earlier answer is superseded (still readable as superseded messages) and a new turn runs.",
+        security: [{ bearer: [] }],
+        params: conversationParams,
+        body: regenerateBody,
+        response: { 202: regenerateAccepted, ...refusals(400, 401, 403, 500, 503, 413, 415, 414, 404, 409) },
+      },
+      links: {
+        202: {
+          followTurn: {
+            operationId: 'followTurn',
+            parameters: { id: '$request.path.id', messageId: '$response.body#/messageId' },
+            description: 'Follow the new turn.',
+          },
+          getConversation: {
+            operationId: 'getConversation',
+            parameters: { id: '$request.path.id' },
+            description: "The conversation's state.",
+          },
+        },
+      },
+    },
+    async (request, reply) => {
+      const conversationId = request.params.id;
+      try {
+        const result = await client.regenerate(conversationId, {
+          ...(request.body?.requestId ? { requestId: request.body.requestId } : {}),
+          sentBy: request.principal!.subject,
+        });
+        reply.status(202);
+        return { conversationId, messageId: result.requestId, fromSeq: result.fromSeq, started: result.started };
+      } catch (err) {
+        if (err instanceof RegenerateRefusedError) throw new ApiError('regenerate_refused', err.message);
+        throw err;
+      }
+    },
+  );
+  refuseOtherMethods(app, '/v1/conversations/:id/regenerate', ['POST']);
+}
+
+/**
+ * The chat's `regenerate()` (trigger `regenerate-message`): the conversation's last answer again, by `subject` (who
+ * needs the role requester). Returns the new turn's id, to stream it.
+ */
+export async function regenerateForChat(
+  client: AgentClient,
+  conversationId: string,
+  principal: { subject: string; roles: ReadonlySet<string> },
+): Promise<string> {
+  if (!principal.roles.has('requester'))
+    throw new ApiError(
+      'forbidden',
+      `Regenerating an answer needs the role requester; ${principal.subject} has ${[...principal.roles].join(', ')}.`,
+    );
+  try {
+    // A fresh id each time: the chat names the answer it replaces by the turn's start, the same for every regeneration.
+    return (await client.regenerate(conversationId, { sentBy: principal.subject })).requestId;
+  } catch (err) {
+    if (err instanceof RegenerateRefusedError) throw new ApiError('regenerate_refused', err.message);
+    throw err;
+  }
+}

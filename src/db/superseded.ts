@@ -1,0 +1,76 @@
+/**
+ * What leaves a conversation's live transcript, and why: messages a run
+ * abandoned by a Temporal reset wrote past the reset point, and answers a
+ * regenerated turn replaced (`superseded_messages`, moved there by
+ * `insertMessages`, `transcript-store.ts`); and the runs that wrote each
+ * transcript (`transcript_runs`), by which a displaced run's late write is
+ * refused.
+ */
+import type { Pool } from 'pg';
+import type { ChatMessage } from '../contract/messages';
+import type { AgentTables } from './schema';
+
+/** Who writes, and what a write takes out of the live transcript first (`insertMessages`, `transcript-store.ts`). */
+export interface WriteScope {
+  /**
+   * The workflow run that writes: a run's first write displaces the runs before it, and a displaced run's
+   * writes are refused. Absent for writes from outside a workflow (they neither displace nor are refused).
+   */
+  runId?: string;
+  /** Regenerate: the live messages from this seq on are superseded (reason `regenerate`). */
+  supersedeFrom?: number;
+}
+
+/**
+ * A write from a workflow run that a later run displaced: a late activity of
+ * a run abandoned by a reset. Nothing of it is stored.
+ */
+export class DisplacedRunError extends Error {
+  constructor(conversationId: string, runId: string) {
+    super(
+      `Run ${runId} of conversation ${conversationId} was displaced by a later run (a reset): its writes are not kept.`,
+    );
+    this.name = 'DisplacedRunError';
+  }
+}
+
+/** A message taken out of a conversation's live transcript (`insertMessages`, `transcript-store.ts`). */
+export interface SupersededMessage {
+  seq: number;
+  message: ChatMessage;
+  createdAt: Date;
+  /** `reset`: a run abandoned by a reset wrote it; `regenerate`: the answer a regenerated turn replaced. */
+  reason: 'reset' | 'regenerate';
+  supersededAt: Date;
+  /** The workflow run whose write took it out, when a run's write did. */
+  supersededByRun?: string;
+}
+
+/** The messages taken out of a conversation's live transcript, oldest first, at most `limit` (default 1,000). */
+export async function readSuperseded(
+  pool: Pool,
+  tables: AgentTables,
+  conversationId: string,
+  limit = 1000,
+): Promise<SupersededMessage[]> {
+  const { rows } = await pool.query<{
+    seq: number;
+    message: ChatMessage;
+    created_at: Date;
+    reason: 'reset' | 'regenerate';
+    superseded_at: Date;
+    superseded_by_run: string | null;
+  }>(
+    `SELECT seq, message, created_at, reason, superseded_at, superseded_by_run FROM ${tables.supersededMessages}
+      WHERE conversation_id = $1 ORDER BY id LIMIT $2`,
+    [conversationId, limit],
+  );
+  return rows.map((r) => ({
+    seq: r.seq,
+    message: r.message,
+    createdAt: r.created_at,
+    reason: r.reason,
+    supersededAt: r.superseded_at,
+    ...(r.superseded_by_run ? { supersededByRun: r.superseded_by_run } : {}),
+  }));
+}
