@@ -12,21 +12,14 @@ export {
   type AskOptions,
   type TurnAnswer,
   type WaitingCall,
-  ForkPointError,
-  ForkTargetExistsError,
-  type ForkAt,
-  type ForkOptions,
-  type ForkResult,
-  RegenerateRefusedError,
-  type RegenerateOptions,
 } from './client';
 export { StreamView } from './stream';
 export type { StreamEvent } from '../db/stream-channel';
-export type { StoredMessage, SupersededMessage } from '../db/transcript-store';
 export {
   ConversationClosedError,
   DecisionRefusedError,
   EncryptedPayloadError,
+  GoingBackRefusedError,
   InvalidConversationInputError,
   MessageTooLargeError,
   OutputMismatchError,

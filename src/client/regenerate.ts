@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
-import { AgentError, ConversationClosedError, UnstorableTextError } from '../common/errors';
+import { ConversationClosedError, GoingBackRefusedError, UnstorableTextError } from '../common/errors';
 import { describeBadRegenerateRequest, regenerateUpdate, type RegenerateResult } from '../contract';
 import { describeUnstorableText } from '../contract/text';
 import type { ClientContext } from './context';
@@ -23,7 +23,11 @@ export interface RegenerateOptions {
 }
 
 /** The conversation refused to regenerate (a turn runs, nothing to regenerate, it is ending); nothing changed. */
-export class RegenerateRefusedError extends AgentError {}
+export class RegenerateRefusedError extends GoingBackRefusedError {
+  constructor(message: string) {
+    super('regenerate_refused', message);
+  }
+}
 
 /** Asks for the last answer again, as `AgentClient.regenerate` does. */
 export async function regenerate(

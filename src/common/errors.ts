@@ -17,6 +17,23 @@ export class ConfigError extends AgentError {}
 /** A conversation's start options are invalid. */
 export class InvalidConversationInputError extends AgentError {}
 
+/** Why going back was refused: the API's error code for it, too. */
+export type GoingBackRefusal = 'fork_point_outside' | 'conversation_exists' | 'regenerate_refused';
+
+/**
+ * A fork or a regeneration was refused, and nothing changed: `fork_point_outside` (the fork point names no place in
+ * the source's transcript), `conversation_exists` (the fork's id is taken), `regenerate_refused` (a turn runs, nothing
+ * to regenerate, the conversation is ending). The message says why and what to do.
+ */
+export class GoingBackRefusedError extends AgentError {
+  constructor(
+    readonly code: GoingBackRefusal,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** A conversation has ended and takes no more messages. */
 export class ConversationClosedError extends AgentError {
   constructor(conversationId: string) {

@@ -4,7 +4,7 @@
  * one transaction). Turns are counted from the transcript itself, so a fork
  * point names the same messages whatever the source's workflow keeps in memory.
  */
-import { AgentError } from '../common/errors';
+import { GoingBackRefusedError } from '../common/errors';
 import type { ChatMessage } from '../contract/messages';
 
 /**
@@ -15,10 +15,18 @@ import type { ChatMessage } from '../contract/messages';
 export type ForkAt = { seq: number } | { turn: number };
 
 /** A fork point that names no place in the source's transcript; nothing was copied. */
-export class ForkPointError extends AgentError {}
+export class ForkPointError extends GoingBackRefusedError {
+  constructor(message: string) {
+    super('fork_point_outside', message);
+  }
+}
 
 /** The fork's conversation id is taken (it has messages or a workflow); nothing was copied. */
-export class ForkTargetExistsError extends AgentError {}
+export class ForkTargetExistsError extends GoingBackRefusedError {
+  constructor(message: string) {
+    super('conversation_exists', message);
+  }
+}
 
 /** A row of the source's live transcript. */
 export interface SourceRow {

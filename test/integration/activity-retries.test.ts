@@ -7,6 +7,7 @@ import { createOpenAIClient } from '../../src/activities/openai-client';
 import { ToolRegistry } from '../../src/tools/registry';
 import { tool } from '../../src/tools/tool';
 import { startHarness, type Harness } from '../support/harness';
+import { anEffectKeyOf } from '../support/effect-key-match';
 
 // What a retried attempt sees when an earlier attempt did its work but crashed
 // before reporting it: activities run in the SDK's activity test environment
@@ -78,9 +79,12 @@ describe('retried attempts', () => {
     expect(quoteCalls).toBe(2);
     expect(first.content).toBe('{"quote":1}');
     expect(second.content).toBe('{"quote":1}');
+    // Stored under the call's effect key (its call key and arguments), the same for both attempts.
+    expect(first.storedResultKey).toEqual(anEffectKeyOf('retry-quote/call_q'));
+    expect(second.storedResultKey).toBe(first.storedResultKey);
     await activities().appendMessages({
       conversationId: 'c',
-      messages: [{ seq: 0, ref: { kind: 'tool_result', key: 'retry-quote/call_q', toolCallId: 'call_q' } }],
+      messages: [{ seq: 0, ref: { kind: 'tool_result', key: first.storedResultKey!, toolCallId: 'call_q' } }],
     });
     const stored = await h.pool.query(
       "SELECT message FROM durable_agent.conversation_messages WHERE conversation_id = 'c' AND seq = 0",
