@@ -2,7 +2,7 @@
 #
 # Debian (glibc) rather than Alpine: the Temporal SDK's native core bridge and
 # the other prebuilt binaries in package-lock.json are built for glibc.
-FROM node:22-bookworm-slim
+FROM node:24-bookworm-slim
 
 WORKDIR /app
 

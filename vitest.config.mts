@@ -25,6 +25,14 @@ const CLUSTER_SUBSET = [
   'mcp-crash',
 ].map((name) => `test/integration/${name}.test.ts`);
 
+/**
+ * Node flags of the test processes. Node 22.6+ strips types from a `.ts` file that `require()` loads without a hook,
+ * and refuses one with `import` syntax in this CommonJS package; Temporal's SDK loads the encrypting failure converter
+ * by path that way (`src/codec/failure-converter.ts` from the sources). Without the stripping, Node loads it as
+ * Node 20 did, by module syntax detection. The worker, the API and the CLI run under tsx, whose hook loads it.
+ */
+const TEST_NODE_FLAGS = Number(process.versions.node.split('.')[0]) >= 22 ? ['--no-experimental-strip-types'] : [];
+
 /** The fuzzer: a step of its own after the others, not part of `integration`. */
 const FUZZ = ['test/integration/api-fuzz.test.ts'];
 
@@ -72,6 +80,7 @@ export default defineConfig({
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
           pool: 'forks',
+          execArgv: TEST_NODE_FLAGS,
           maxWorkers: 2,
           testTimeout: 60_000,
         },
@@ -85,6 +94,7 @@ export default defineConfig({
           testTimeout: 120_000,
           hookTimeout: 180_000,
           pool: 'forks',
+          execArgv: TEST_NODE_FLAGS,
           maxWorkers: 2,
         },
       },
@@ -97,6 +107,7 @@ export default defineConfig({
           testTimeout: 120_000,
           hookTimeout: 180_000,
           pool: 'forks',
+          execArgv: TEST_NODE_FLAGS,
           maxWorkers: 2,
         },
       },
@@ -108,6 +119,7 @@ export default defineConfig({
           testTimeout: 120_000,
           hookTimeout: 180_000,
           pool: 'forks',
+          execArgv: TEST_NODE_FLAGS,
           maxWorkers: 2,
         },
       },

@@ -3,6 +3,7 @@
  * and an offline demo model for whatever the environment does not configure.
  * Ctrl-C shuts everything down cleanly.
  */
+import './app/node-check';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { resolveApiSecurity, serveConfiguredApi, type ApiSecurity } from './app/api-setup';
 import { AgentClient } from './client/client';

@@ -5,6 +5,7 @@
  * (AGENT_DECISION_KEYS or AGENT_DECISION_KEYS_FILE; the data folder's key
  * when both run from one checkout).
  */
+import './node-check';
 import { AgentClient } from '../client/client';
 import { ConfigError, loadConfig } from './config';
 import { logger } from '../common/logger';

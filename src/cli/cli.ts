@@ -6,6 +6,7 @@
  * AGENT_API_URL, or of the `npm start` running here for the same target
  * (docs/cli.md). Each group of commands is in `commands/`.
  */
+import '../app/node-check';
 import { Command } from 'commander';
 import { addChatCommand } from './commands/chat';
 import { addDecisionCommands } from './commands/decide';

@@ -1,0 +1,12 @@
+/**
+ * Imported first by every entry point (`npm start`, `npm run api`, the CLI):
+ * on a Node.js older than `MIN_NODE_VERSION` (22.12.0) the process says which
+ * version it needs and exits with status 1, before anything else loads.
+ */
+import { describeUnsupportedNode } from '../common/node-version';
+
+const problem = describeUnsupportedNode(process.versions.node);
+if (problem) {
+  process.stderr.write(`${problem}\n`);
+  process.exit(1);
+}
