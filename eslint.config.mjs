@@ -10,6 +10,8 @@ export default tseslint.config(
       'node_modules/**',
       '.tools/**',
       'examples/**/node_modules/**',
+      // npm run build:chat-page writes the example chat page's bundle here.
+      'examples/chat-page/dist/**',
       'test/fixtures/histories/**',
     ],
   },

@@ -31,7 +31,8 @@ const CLUSTER_SUBSET = [
  * by path that way (`src/codec/failure-converter.ts` from the sources). Without the stripping, Node loads it as
  * Node 20 did, by module syntax detection. The worker, the API and the CLI run under tsx, whose hook loads it.
  */
-const TEST_NODE_FLAGS = Number(process.versions.node.split('.')[0]) >= 22 ? ['--no-experimental-strip-types'] : [];
+export const TEST_NODE_FLAGS =
+  Number(process.versions.node.split('.')[0]) >= 22 ? ['--no-experimental-strip-types'] : [];
 
 /** The fuzzer: a step of its own after the others, not part of `integration`. */
 const FUZZ = ['test/integration/api-fuzz.test.ts'];
@@ -47,6 +48,7 @@ const SLOW_FILES = [
   'decision-deadline-crash',
   'chaos-small',
   'lost-worker',
+  'npm-start-stop',
 ].map((name) => `test/integration/${name}.test.ts`);
 
 /**

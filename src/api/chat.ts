@@ -1,5 +1,5 @@
 /**
- * The chat endpoint for the AI SDK (`ai` 6, `useChat` with
+ * The chat endpoint for the AI SDK (`ai` 7, `useChat` with
  * `DefaultChatTransport`): `POST /v1/chat` takes the transport's request
  * (the chat id is the conversation id) and answers with the turn as a UI
  * message stream (`ui-stream.ts`); `GET /v1/chat/{id}/stream` replays the

@@ -13,7 +13,7 @@
  * the Temporal UI decode payloads.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { parse as parseCookies, serialize as serializeCookie } from 'cookie';
+import { parseCookie, stringifySetCookie } from 'cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Flash } from './inbox-page';
 import type { ApiPrincipal, ApiRole } from './tokens';
@@ -68,7 +68,7 @@ export class BrowserSessions {
   /** The session id the request's cookie carries, if any (valid or not). */
   cookieOf(request: FastifyRequest): string | undefined {
     const header = request.headers.cookie;
-    return header ? parseCookies(header)[SESSION_COOKIE] : undefined;
+    return header ? parseCookie(header)[SESSION_COOKIE] : undefined;
   }
 
   /** The request's live session; an expired one is dropped. */
@@ -115,7 +115,9 @@ export class BrowserSessions {
   private setCookie(request: FastifyRequest, reply: FastifyReply, value: string, maxAgeSeconds: number): void {
     reply.header(
       'set-cookie',
-      serializeCookie(SESSION_COOKIE, value, {
+      stringifySetCookie({
+        name: SESSION_COOKIE,
+        value,
         httpOnly: true,
         sameSite: 'strict',
         path: '/',

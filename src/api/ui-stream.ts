@@ -1,5 +1,5 @@
 /**
- * A turn as the AI SDK's UI message stream (protocol v1, as `ai` 6 reads
+ * A turn as the AI SDK's UI message stream (protocol v1, as `ai` 7 reads
  * it): one assistant message whose parts are the turn's steps, each with
  * its text, its tool calls (input, approval request, output) and step
  * boundaries, ending with a `finish` chunk.
@@ -16,7 +16,7 @@
 import type { TurnRecord } from '../contract';
 import { parseJsonOrText } from '../contract/text';
 
-/** The chunks of the UI message stream this API sends (a subset of `ai` 6's `UIMessageChunk`). */
+/** The chunks of the UI message stream this API sends (a subset of `ai` 7's `UIMessageChunk`). */
 export type UiChunk =
   | { type: 'start'; messageId: string }
   | { type: 'start-step' }

@@ -2,6 +2,7 @@ import {
   DefaultChatTransport,
   lastAssistantMessageIsCompleteWithApprovalResponses,
   readUIMessageStream,
+  validateUIMessages,
   type UIMessage,
 } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,8 +11,10 @@ import { TEST_DECISION_KEY, TEST_TOKENS, token } from '../support/api';
 import { startHarness, type Harness } from '../support/harness';
 import { streamedMessage } from '../support/ui-messages';
 
-// The chat endpoint with the real AI SDK client (ai 6): DefaultChatTransport
-// sends, readUIMessageStream reads the UI message stream; nothing hand-parsed.
+// The chat endpoint with the real AI SDK client (ai 7): DefaultChatTransport
+// sends, readUIMessageStream reads the UI message stream, validateUIMessages
+// accepts what it built (as a server does when a chat is reloaded); nothing
+// hand-parsed.
 
 let h: Harness;
 let api: Awaited<ReturnType<typeof startApiServer>>;
@@ -117,6 +120,13 @@ describe('the chat endpoint with the AI SDK', () => {
     });
     expect(texts(answer)).toEqual(['Looking it up.', 'Refunded 120.00 on ord_2001.']);
     expect(answer.parts.filter((p) => p.type === 'step-start')).toHaveLength(2);
+    // Every message the stream built, the approval request and the answered one too, is a valid ai 7 UI message.
+    for (const messages of [
+      [user, first],
+      [user, approved],
+      [user, answer],
+    ])
+      expect(await validateUIMessages({ messages })).toEqual(messages);
     const records = await h.pool.query(
       'SELECT decided_by, authenticated FROM durable_agent.approval_decisions WHERE conversation_id = $1',
       [id],

@@ -6,7 +6,7 @@ import { TEST_TOKENS, token } from '../support/api';
 import { startHarness, type Harness } from '../support/harness';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
 
-// Resuming a chat's stream with the real AI SDK client (ai 6): after a
+// Resuming a chat's stream with the real AI SDK client (ai 7): after a
 // dropped connection the transport's reconnect replays the running turn from
 // its start and follows it, from any API process, with no chunk lost or
 // doubled; after a SIGKILL of the worker mid-stream, the live stream waits

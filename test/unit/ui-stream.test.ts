@@ -1,3 +1,4 @@
+import type { UIMessageChunk } from 'ai';
 import { describe, expect, it } from 'vitest';
 import {
   callOutputOf,
@@ -141,5 +142,19 @@ describe('the UI stream projection', () => {
       value: { kind: 'refund', amount: 3 },
     });
     expect(callOutputOf('plain words')).toEqual({ kind: 'available', value: 'plain words' });
+  });
+
+  it("is a subset of ai 7's chunks: every chunk it sends type-checks as a UIMessageChunk", () => {
+    // The compiler checks the assignment; the transport checks each chunk against ai's own schema at run time.
+    const { chunks, emitter } = sent();
+    emitter.update(
+      projectTurn(
+        facts([{ responseKey: 'r1', text: 'Hi.', stored: true, calls: [call(1, { approvalRequested: true })] }], {
+          waiting: true,
+        }),
+      ),
+    );
+    const asAiChunks: UIMessageChunk[] = chunks;
+    expect(asAiChunks.map((c) => c.type)).toContain('tool-approval-request');
   });
 });
