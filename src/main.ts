@@ -4,6 +4,8 @@
  * Ctrl-C shuts everything down cleanly.
  */
 import './app/node-check';
+// Second: from here on, Ctrl-C asks for a clean stop, while the other modules load too.
+import { stop, StopRequestedError } from './app/stop-signals';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { resolveApiSecurity, serveConfiguredApi, type ApiSecurity } from './app/api-setup';
 import { AgentClient } from './client/client';
@@ -12,7 +14,7 @@ import { createPool } from './db/pool';
 import { ConfigError, loadConfig, type WorkerConfig } from './app/config';
 import { pluginOptionsFrom } from './app/plugin-options';
 import { logger } from './common/logger';
-import { TEMPORAL_START_WAIT_MS } from './common/wait-for-server';
+import { endServerWaitsOn, TEMPORAL_START_WAIT_MS } from './common/wait-for-server';
 import { recordApi } from './app/runtime-file';
 import { startServices } from './app/services';
 import {
@@ -36,30 +38,28 @@ import type { Agent } from './tools/agents';
 import type { Guardrail } from './tools/guardrails';
 
 /**
- * SIGINT and SIGTERM stop everything at any point: while the services start
- * (they finish starting, then stop), or once the worker runs (it drains, then
- * the API, the connections and every service this process started stop).
- * Without these handlers a signal during the start would end the process and
- * leave Temporal and PostgreSQL running.
+ * SIGINT and SIGTERM (src/app/stop-signals.ts) stop everything at any point,
+ * and the process exits 0: while the modules load (nothing has started), while
+ * the services start (the one starting finishes, the next does not begin),
+ * while the worker is prepared (every wait for a server ends), or once the
+ * worker runs (it drains). Then the API, the connections and every service
+ * this process started stop, in reverse order. Without this a signal during
+ * the start would end the process and leave Temporal and PostgreSQL running.
  */
-const stopRequested = new AbortController();
 let runningWorker: Worker | undefined;
 /** Trace export, when the OpenTelemetry variables set an OTLP endpoint (README, "Traces"); the banner says where. */
 let traceExport: TraceExport | undefined;
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => {
-    if (!stopRequested.signal.aborted)
-      logger.info({ signal }, 'stopping: the worker drains, then the services it started stop');
-    stopRequested.abort();
-    try {
-      runningWorker?.shutdown();
-    } catch {
-      // already shutting down (the SDK's own signal handler got there first)
-    }
-  });
-}
+stop.onStop(() => {
+  try {
+    runningWorker?.shutdown();
+  } catch {
+    // Not running yet (the SDK's own signal handler stops it as it starts) or already shutting down.
+  }
+});
+endServerWaitsOn(stop.signal);
 
 async function main(): Promise<void> {
+  if (stop.requested) return;
   const config = loadConfig();
   // Before anything touches Temporal (the embedded server too): the runtime's logger and metrics endpoint are set once.
   const { metricsUrl } = installRuntime(config.metricsAddress, config.coreLogLevel);
@@ -70,20 +70,26 @@ async function main(): Promise<void> {
   // Encrypted payloads: the workers, their workflow bundle and the clients share one data converter.
   const dataConverter = encryptingDataConverter(config.payloadKeys);
   // The workflow bundle is made (or an earlier one reused) while the services start: both take seconds.
-  const bundling = bundleWorkflowsApart(config.dataDir, {
-    failureConverterPath: dataConverter.failureConverterPath,
-    // Traces: the OpenTelemetry plugin's workflow interceptors, which a prebuilt bundle gets only here.
-    workflowInterceptorModules: traceExport?.workflowInterceptorModules,
-  });
+  const bundling = bundleWorkflowsApart(
+    config.dataDir,
+    {
+      failureConverterPath: dataConverter.failureConverterPath,
+      // Traces: the OpenTelemetry plugin's workflow interceptors, which a prebuilt bundle gets only here.
+      workflowInterceptorModules: traceExport?.workflowInterceptorModules,
+    },
+    stop.signal,
+  );
   bundling.catch(() => undefined); // awaited below; a start that stops before then does not fail on it
-  const services = await startServices(config);
-  if (stopRequested.signal.aborted) return services.stop();
+  const services = await startServices(config, stop.signal);
   const pool = createPool(services.databaseUrl);
+  // Until the worker runs, a stop ends what the preparation asks of PostgreSQL; once it runs, it drains with the pool.
+  stop.onStop(() => runningWorker || void pool.end().catch(() => undefined));
   let connection: NativeConnection | undefined;
   let client: AgentClient | undefined;
   let api: Awaited<ReturnType<typeof serveConfiguredApi>> | undefined;
   let stopBacklog: (() => void) | undefined;
   try {
+    stop.signal.throwIfAborted();
     const loaded = await loadTools(config, pool);
     // The embedded dev server takes plain connections; a configured one gets TLS, API key and metadata.
     const settings = services.temporalEmbedded ? EMBEDDED_DEV_SERVER : config.temporal.connection;
@@ -102,6 +108,7 @@ async function main(): Promise<void> {
     // A cluster that has just started (or lost its database a moment) may not know the namespace yet.
     await waitForNamespace(connection, services.namespace, services.temporalAddress, TEMPORAL_START_WAIT_MS);
     const { codePath, reused } = await bundling;
+    stop.signal.throwIfAborted();
     if (reused)
       logger.debug({ codePath }, 'reused the workflow bundle of an earlier start: nothing it is made of changed');
     const workflowBundle = { codePath };
@@ -115,7 +122,8 @@ async function main(): Promise<void> {
       workflowBundle,
       plugins: traceExport ? [traceExport.plugin] : [],
     });
-    if (config.api.port !== 'off' || metricsUrl) {
+    // From here a stop skips what is left and runs the worker, which stops at once: it then lets go of its connection.
+    if (!stop.requested && (config.api.port !== 'off' || metricsUrl)) {
       client = await AgentClient.connect({
         temporalAddress: services.temporalAddress,
         namespace: services.namespace,
@@ -131,15 +139,14 @@ async function main(): Promise<void> {
         ...connectionOptions(settings),
       });
     }
-    if (client && config.api.port !== 'off') {
+    if (!stop.requested && client && config.api.port !== 'off') {
       api = await serveConfiguredApi(config, security, client);
       // The CLI on this machine decides through this API (as the development approver when the tokens are ours),
       // whether Temporal is embedded or a team's cluster.
       recordApi(config.dataDir, { apiUrl: api.url, developmentTokensFile: security.developmentTokensFile });
     }
-    if (client && metricsUrl) stopBacklog = watchApprovalBacklog(client);
-    if (stopRequested.signal.aborted) return;
-    printBanner(services, api?.url, security, metricsUrl, config);
+    if (!stop.requested && client && metricsUrl) stopBacklog = watchApprovalBacklog(client);
+    if (!stop.requested) printBanner(services, api?.url, security, metricsUrl, config);
     runningWorker = worker;
     await worker.run();
     logger.info('worker stopped');
@@ -228,7 +235,25 @@ function printBanner(
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
-main().catch((err) => {
+main().then(
+  () => {
+    // Everything this process started has stopped (main's finally). A gRPC retry timer of a call the stop cut short, or
+    // a worker made but never run, would keep the process up a while longer for nothing.
+    if (stop.requested) process.exit(0);
+  },
+  (err: unknown) => {
+    if (stop.requested) {
+      // A stop during the start: what failed failed because of it (a wait it ended, a server that got the same Ctrl-C,
+      // the bundler stopped with it). Said in a line, not as a crash; it was asked for, so the exit is 0.
+      if (!(err instanceof StopRequestedError))
+        logger.info({ startEndedWith: err instanceof Error ? err.message : String(err) }, 'stopped while starting');
+      process.exit(0);
+    }
+    failed(err);
+  },
+);
+
+function failed(err: unknown): never {
   // A configuration or database layout problem is said plainly, as written for the person starting the worker.
   if (
     err instanceof ConfigError ||
@@ -242,4 +267,4 @@ main().catch((err) => {
   // a
   // start that failed before making one (a tools module that does not load) would otherwise hang, ignoring SIGTERM.
   process.exit(1);
-});
+}

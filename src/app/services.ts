@@ -24,8 +24,13 @@ export interface RunningServices extends RuntimeInfo {
   stop(): Promise<void>;
 }
 
-/** Starts what is not configured, in order, and stops what it started if a later step fails. */
-export async function startServices(config: WorkerConfig): Promise<RunningServices> {
+/**
+ * Starts what is not configured, in order, and stops what it started if a
+ * later step fails. When `signal` aborts (a stop asked for), the step under
+ * way finishes, the next does not begin, what started stops, and the signal's
+ * reason is thrown.
+ */
+export async function startServices(config: WorkerConfig, signal?: AbortSignal): Promise<RunningServices> {
   const stops: (() => Promise<void>)[] = [];
   const stopAll = async (): Promise<void> => {
     fs.rmSync(runtimeFilePath(config.dataDir), { force: true });
@@ -33,6 +38,7 @@ export async function startServices(config: WorkerConfig): Promise<RunningServic
       await stop().catch((err) => logger.warn({ err }, 'error while stopping a service'));
   };
   try {
+    signal?.throwIfAborted();
     fs.mkdirSync(config.dataDir, { recursive: true });
 
     let temporalAddress = config.temporal.address;
@@ -65,6 +71,7 @@ export async function startServices(config: WorkerConfig): Promise<RunningServic
       temporalEmbedded = true;
     }
 
+    signal?.throwIfAborted();
     let databaseUrl = config.databaseUrl;
     let postgresOrigin = 'configured (DATABASE_URL)';
     if (!databaseUrl) {
@@ -76,6 +83,7 @@ export async function startServices(config: WorkerConfig): Promise<RunningServic
       postgresOrigin = `embedded PostgreSQL, data in ${pg.dataDir}`;
     }
 
+    signal?.throwIfAborted();
     let model: RunningServices['model'];
     let modelOrigin: string;
     if (config.openai.apiKey) {
@@ -93,6 +101,7 @@ export async function startServices(config: WorkerConfig): Promise<RunningServic
       modelOrigin = `${DEMO_LABEL.toUpperCase()}: scripted, no API key set (set OPENAI_API_KEY for a real model)`;
     }
 
+    signal?.throwIfAborted();
     const info: RuntimeInfo & { databaseUrl: string } = {
       temporalAddress,
       namespace: config.temporal.namespace,

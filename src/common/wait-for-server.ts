@@ -22,11 +22,27 @@ export function isTemporalNotReady(err: unknown): boolean {
   return code === 5 && err instanceof Error && /namespace/i.test(err.message);
 }
 
+/** Set by {@link endServerWaitsOn}: once aborted, no wait for a server goes on. */
+let stopping: AbortSignal | undefined;
+
+/**
+ * Ends every wait for a server once `signal` aborts, those of this process's
+ * start-up deep inside the worker's preparation too (PostgreSQL, search
+ * attributes, the namespace): a worker stopped while it starts, whose servers
+ * got the same Ctrl-C, would otherwise wait up to a minute for servers that
+ * are gone. The waits then throw the signal's reason. `npm start` calls it
+ * once; the library never does.
+ */
+export function endServerWaitsOn(signal: AbortSignal): void {
+  stopping = signal;
+}
+
 /**
  * Runs `attempt` until it succeeds. While it fails in a way `unreachable`
  * recognises, it tries again (every 0.25 s, growing to 2 s) for at most
  * `forMs`, logging once; then, or at once for any other failure, it throws
  * the last error (its message saying how long it waited, when it did).
+ * A stop ({@link endServerWaitsOn}) ends the wait with the stop's reason.
  */
 export async function waitForServer<T>(
   what: string,
@@ -37,6 +53,7 @@ export async function waitForServer<T>(
   const started = Date.now();
   let warned = false;
   for (let tries = 1; ; tries++) {
+    stopping?.throwIfAborted();
     try {
       const result = await attempt();
       if (warned) logger.info({ waitedMs: Date.now() - started }, `done waiting for ${what}`);
@@ -53,7 +70,8 @@ export async function waitForServer<T>(
           `waiting for ${what} before starting: not ready yet`,
         );
       warned = true;
-      await sleep(Math.min(250 * tries, 2_000));
+      // A stop during the pause ends it at once (the loop's next turn throws its reason).
+      await sleep(Math.min(250 * tries, 2_000), undefined, stopping && { signal: stopping }).catch(() => undefined);
     }
   }
 }

