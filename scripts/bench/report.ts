@@ -1,13 +1,12 @@
 /** The bench's outputs: the printed table and `bench-results.json`. */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { ColdStart } from './cold-start';
+import { formatColdStarts, type ColdStart } from './cold-start';
 import type { StartUp } from './startup';
 import type { FloorFigures } from './floor';
 import type { InterruptFigures } from './interrupts';
 import type { LangGraphFigures } from './langgraph';
 import type { MachineInfo } from './machine';
-import { quantile } from './measure';
 import type { PlainFigures } from './plain';
 import type { SystemFigures } from './project';
 import type { WaitingFigures } from './waiting';
@@ -241,18 +240,7 @@ export function formatTable(r: BenchResults): string {
         `${num(w.cpuPerConversation.worker)} ms worker CPU each); approval → answer p50 ${num(w.approvals.p50Ms)} ms, max ${num(w.approvals.maxMs)} ms (${w.approvals.count} approved)`,
     );
   }
-  for (const bundle of ['made', 'reused'] as const) {
-    const starts = (r.coldStart ?? []).filter((c) => c.bundle === bundle);
-    if (starts.length === 0) continue;
-    const ready = starts.map((c) => c.readyMs);
-    const first = starts.map((c) => c.firstAnswerMs);
-    lines.push(
-      '',
-      `Cold start, ${bundle === 'made' ? 'fresh data folder (workflow bundle made)' : 'restarted on its data folder (workflow bundle reused)'} (${starts.length}×): ` +
-        `spawn → worker ready p50 ${num(quantile(ready, 0.5))} ms; spawn → first conversation answered ` +
-        `p50 ${num(quantile(first, 0.5))} ms (max ${num(Math.max(...first))} ms)`,
-    );
-  }
+  if (r.coldStart && r.coldStart.length > 0) lines.push('', formatColdStarts(r.coldStart));
   if (r.startUp && r.startUp.length > 0) {
     const say = (s: StartUp): string => `${s.kind} ready ${num(s.readyMs)} ms, first answer ${num(s.firstAnswerMs)} ms`;
     lines.push(
