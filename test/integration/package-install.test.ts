@@ -10,9 +10,12 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 // Proof from outside: the package is packed (`npm pack`) and installed from
 // the tarball into a fresh project that has only its own code
 // (examples/team-worker: a tool of its own, its workflows module, its worker
-// with DurableAgentPlugin). That project typechecks against the package's
-// declarations and runs a conversation with an approval against the dev
-// server and the scripted model server from `durable-agent-worker/testing`.
+// with DurableAgentPlugin beside @temporalio/ai-sdk's AiSdkPlugin, and an AI
+// SDK workflow of its own). That project typechecks against the package's
+// declarations and, in one worker, runs a conversation with an approval and
+// the AI SDK workflow (one generateText whose tool is the team's activity)
+// against the dev server and the scripted model server from
+// `durable-agent-worker/testing`.
 
 const run = promisify(execFile);
 const ROOT = path.join(__dirname, '..', '..');
@@ -105,7 +108,7 @@ describe('the packed package in a project of its own', () => {
     });
   });
 
-  it("runs a conversation with an approval through the project's own worker, and its database holds only the agent's tables", async () => {
+  it("runs a conversation with an approval and an AI SDK workflow (@temporalio/ai-sdk's plugin) through the project's own worker, and its database holds only the agent's tables", async () => {
     const { stdout } = await run('npm', ['run', '--silent', 'conversation'], {
       cwd: project,
       env: {
@@ -124,6 +127,14 @@ describe('the packed package in a project of its own', () => {
       closedAccounts: ['acc_42'],
       roles: ['user', 'assistant', 'tool', 'assistant'],
       answer: 'Account acc_42 is closed.',
+      aiSdk: {
+        text: 'Account acc_7 is active, on the team plan.',
+        toolCalls: ['look_up_account'],
+        steps: 2,
+        activities: ['invokeModel', 'lookUpAccount', 'invokeModel'],
+        lookedUpAccounts: ['acc_7'],
+      },
+      modelRequests: 4,
       invalidModelRequests: 0,
     });
 
