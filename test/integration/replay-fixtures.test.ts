@@ -46,6 +46,8 @@ describe('replaying recorded histories', () => {
       'edit-and-respond',
       'typed-output',
       'guardrails',
+      // Recorded at 8f47c2c, before regenerate and the going-back work: two turns, the second approved.
+      'two-turns-approved',
       // Histories the tests save (RECORD_FIXTURES_DIR): a decision verified after its deadline
       // (decision-deadline-crash), deferred writes, an effect_unknown, signed decisions (http-api),
       // local activities (all calls, and tool calls alone), an oversized message refused, reused and empty provider
