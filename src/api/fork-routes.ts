@@ -7,8 +7,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { ForkPointError, ForkTargetExistsError, type AgentClient } from '../client/client';
-import { ApiError, refuseOtherMethods } from './refusals';
+import type { AgentClient } from '../client/client';
+import { refuseOtherMethods } from './refusals';
 import { refusals } from './replies';
 import { conversationParams, idText, SEQ_MAX } from './schemas';
 import type { ApiRole } from './tokens';
@@ -96,16 +96,10 @@ export function forkRoutes(app: FastifyInstance, { client, allow }: ForkRoutesOp
     },
     async (request, reply) => {
       const { conversationId, ...at } = request.body;
-      try {
-        const fork = await client.fork(request.params.id, at, conversationId === undefined ? {} : { conversationId });
-        reply.status(201);
-        return fork;
-      } catch (err) {
-        // Well formed, but not a place in the transcript as it is now (it may grow): a conflict, not a bad request.
-        if (err instanceof ForkPointError) throw new ApiError('fork_point_outside', err.message);
-        if (err instanceof ForkTargetExistsError) throw new ApiError('conversation_exists', err.message);
-        throw err;
-      }
+      // A refused fork is a GoingBackRefusedError, answered 409 with its code by refuse() (refusals.ts).
+      const fork = await client.fork(request.params.id, at, conversationId === undefined ? {} : { conversationId });
+      reply.status(201);
+      return fork;
     },
   );
   refuseOtherMethods(app, '/v1/conversations/:id/forks', ['POST']);

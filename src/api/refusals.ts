@@ -11,6 +11,7 @@ import {
   ConversationClosedError,
   DecisionRefusedError,
   EncryptedPayloadError,
+  GoingBackRefusedError,
   InvalidConversationInputError,
   MessageTooLargeError,
   UnstorableTextError,
@@ -71,6 +72,8 @@ export function refuse(err: unknown, request: FastifyRequest, reply: FastifyRepl
     return sendRefusal(reply, 'invalid_request', err.message);
   if (err instanceof ConversationClosedError) return sendRefusal(reply, 'conversation_closed', err.message);
   if (err instanceof DecisionRefusedError) return sendRefusal(reply, 'decision_refused', err.message);
+  // A fork point not (yet) in the transcript, a fork id in use, a regeneration refused: conflicts, with their own code.
+  if (err instanceof GoingBackRefusedError) return sendRefusal(reply, err.code, err.message);
   if ((err as { name?: string }).name === 'WorkflowNotFoundError')
     return sendRefusal(reply, 'not_found', 'No such conversation.');
   if (err instanceof NoWorkerAnsweredError) return sendRefusal(reply, 'no_worker', err.message);

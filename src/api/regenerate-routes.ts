@@ -9,7 +9,6 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AgentClient } from '../client/client';
-import { RegenerateRefusedError } from '../client/regenerate';
 import { ApiError, refuseOtherMethods } from './refusals';
 import { refusals } from './replies';
 import { conversationParams, idText } from './schemas';
@@ -76,17 +75,13 @@ export function regenerateRoutes(
     },
     async (request, reply) => {
       const conversationId = request.params.id;
-      try {
-        const result = await client.regenerate(conversationId, {
-          ...(request.body?.requestId ? { requestId: request.body.requestId } : {}),
-          sentBy: request.principal!.subject,
-        });
-        reply.status(202);
-        return { conversationId, messageId: result.requestId, fromSeq: result.fromSeq, started: result.started };
-      } catch (err) {
-        if (err instanceof RegenerateRefusedError) throw new ApiError('regenerate_refused', err.message);
-        throw err;
-      }
+      // A refusal is a GoingBackRefusedError, answered 409 with its code by refuse() (refusals.ts).
+      const result = await client.regenerate(conversationId, {
+        ...(request.body?.requestId ? { requestId: request.body.requestId } : {}),
+        sentBy: request.principal!.subject,
+      });
+      reply.status(202);
+      return { conversationId, messageId: result.requestId, fromSeq: result.fromSeq, started: result.started };
     },
   );
   refuseOtherMethods(app, '/v1/conversations/:id/regenerate', ['POST']);
@@ -106,11 +101,7 @@ export async function regenerateForChat(
       'forbidden',
       `Regenerating an answer needs the role requester; ${principal.subject} has ${[...principal.roles].join(', ')}.`,
     );
-  try {
-    // A fresh id each time: the chat names the answer it replaces by the turn's start, the same for every regeneration.
-    return (await client.regenerate(conversationId, { sentBy: principal.subject })).requestId;
-  } catch (err) {
-    if (err instanceof RegenerateRefusedError) throw new ApiError('regenerate_refused', err.message);
-    throw err;
-  }
+  // A fresh id each time: the chat names the answer it replaces by the turn's start, the same for every regeneration.
+  // A refusal is a GoingBackRefusedError, answered 409 with its code by refuse() (refusals.ts).
+  return (await client.regenerate(conversationId, { sentBy: principal.subject })).requestId;
 }

@@ -1,11 +1,9 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { postgresDataDir } from '../../src/db/embedded-postgres';
 import { freePort } from '../../src/common/free-port';
-import { alive, commandLine, descendants } from '../support/npm-start';
+import { alive, commandLine, descendants, newDataFolder, removeDataFolders } from '../support/npm-start';
 import { NOTHING_CONFIGURED } from '../support/worker-process';
 
 // A stop at any moment of `npm start` ends cleanly: exit code 0, no uncaught error or stack trace, and every process
@@ -17,14 +15,7 @@ import { NOTHING_CONFIGURED } from '../support/worker-process';
 
 const ROOT = path.join(__dirname, '..', '..');
 
-const made: string[] = [];
-afterAll(() => {
-  for (const dir of made) {
-    const cluster = postgresDataDir(path.join(dir, 'postgres'), true);
-    fs.rmSync(dir, { recursive: true, force: true });
-    fs.rmSync(cluster, { recursive: true, force: true });
-  }
-});
+afterAll(removeDataFolders);
 
 /** When to stop: this many milliseconds after the spawn, or once the output matches. */
 type Moment = number | RegExp;
@@ -132,9 +123,7 @@ function apiOf(dataDir: string): { url: string; headers: Record<string, string> 
 const BANNER = /Press Ctrl-C to stop\./;
 
 describe('npm start stopped at any moment', () => {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-npm-start-stop-'));
-  fs.chmodSync(dataDir, 0o755);
-  made.push(dataDir);
+  const dataDir = newDataFolder(0o755, 'agent-npm-start-stop-');
 
   // In order: the first tries set the data folder up (PostgreSQL's cluster, the workflow bundle, the migrations).
   const tries: [string, Moment, How][] = [

@@ -1,13 +1,20 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postgresDataDir } from '../../src/db/embedded-postgres';
 import { workflowBundleFingerprint } from '../../src/worker/workflow-bundle';
 import { freePort } from '../../src/common/free-port';
-import { commandLine, descendants, npmStart, stopWithSigterm, type NpmStart } from '../support/npm-start';
+import {
+  commandLine,
+  descendants,
+  newDataFolder,
+  npmStart,
+  removeDataFolders,
+  stopWithSigterm,
+  type NpmStart,
+} from '../support/npm-start';
 import { NOTHING_CONFIGURED } from '../support/worker-process';
 
 // `npm start` as a newcomer runs it, with nothing configured: embedded
@@ -20,25 +27,9 @@ import { NOTHING_CONFIGURED } from '../support/worker-process';
 
 const ROOT = path.join(__dirname, '..', '..');
 
-const made: string[] = [];
-afterAll(() => {
-  for (const dir of made) {
-    const cluster = postgresDataDir(path.join(dir, 'postgres'), true);
-    fs.rmSync(dir, { recursive: true, force: true });
-    fs.rmSync(cluster, { recursive: true, force: true });
-  }
-});
+afterAll(removeDataFolders);
 
-/**
- * A data folder of the given mode (as root, embedded PostgreSQL keeps its cluster inside it only when its user can
- * enter it).
- */
-function dataFolder(mode: number): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-npm-start-'));
-  fs.chmodSync(dir, mode);
-  made.push(dir);
-  return dir;
-}
+const dataFolder = (mode: number): string => newDataFolder(mode);
 
 const run = promisify(execFile);
 

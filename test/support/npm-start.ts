@@ -1,7 +1,9 @@
 /** Runs `npm start` (the real `src/main.ts`, through npm) as a user does, and stops it with SIGTERM as Ctrl-C would. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { postgresDataDir } from '../../src/db/embedded-postgres';
 
 const ROOT = path.join(__dirname, '..', '..');
 
@@ -111,4 +113,26 @@ export async function stopWithSigterm(
   while (Date.now() < deadline && started.some(alive)) await new Promise((resolve) => setTimeout(resolve, 200));
   const leftBehind = started.filter(alive).map((pid) => `${pid} ${commandLine(pid).slice(0, 160)}`.trimEnd());
   return { code, started, leftBehind };
+}
+
+const dataFolders: string[] = [];
+
+/**
+ * A new data folder of the given mode for `npm start` (as root, embedded PostgreSQL keeps its cluster inside it only
+ * when its user can enter it); {@link removeDataFolders} removes it and the cluster PostgreSQL kept elsewhere.
+ */
+export function newDataFolder(mode: number, prefix = 'agent-npm-start-'): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  fs.chmodSync(dir, mode);
+  dataFolders.push(dir);
+  return dir;
+}
+
+/** Removes every folder {@link newDataFolder} made, with the PostgreSQL cluster of each. */
+export function removeDataFolders(): void {
+  for (const dir of dataFolders.splice(0)) {
+    const cluster = postgresDataDir(path.join(dir, 'postgres'), true);
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(cluster, { recursive: true, force: true });
+  }
 }
