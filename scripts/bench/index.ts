@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: what one step of a conversation (a model call and a tool
- * call) costs on this project, against LangGraph JS + PostgresSaver,
- * Temporal's floor and a plain loop,
+ * call) costs on this project, against Temporal's own AI integration
+ * (`@temporalio/ai-sdk`), LangGraph JS + PostgresSaver, Temporal's floor and a plain loop,
  * measured side by side in one run on servers it starts itself. Prints a
  * table (stdout; progress on stderr) and writes `bench-results.json`.
  *
@@ -90,9 +90,13 @@ async function main(): Promise<void> {
     };
     await part('project', 'project', async () => (await import('./project')).benchProject(ctx));
     await part('project-local', 'projectLocal', async () => (await import('./project')).benchProject(ctx, 'local'));
+    await part('project-unstreamed', 'projectUnstreamed', async () =>
+      (await import('./project')).benchProject(ctx, 'unstreamed'),
+    );
     await part('project-local-tools', 'projectLocalTools', async () =>
       (await import('./project')).benchProject(ctx, 'local-tools'),
     );
+    await part('ai-sdk', 'aiSdk', async () => (await import('./ai-sdk')).benchAiSdk(ctx));
     await part('langgraph', 'langgraph', async () => (await import('./langgraph')).benchLangGraph(ctx));
     await part('floor', 'floor', async () => (await import('./floor')).benchFloor(ctx));
     await part('plain', 'plain', async () => (await import('./plain')).benchPlain(ctx));

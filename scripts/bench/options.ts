@@ -7,6 +7,8 @@ export const PARTS = [
   'project',
   'project-local',
   'project-local-tools',
+  'project-unstreamed',
+  'ai-sdk',
   'langgraph',
   'floor',
   'plain',
@@ -94,7 +96,7 @@ export function parseOptions(argv: string[] = process.argv): BenchOptions {
   const program = new Command()
     .name('npm run bench --')
     .description(
-      'One step of a conversation (a model call and a tool call) on this project, on LangGraph JS + PostgresSaver, on bare Temporal and in a plain loop, side by side; prints a table and writes bench-results.json.',
+      'One step of a conversation (a model call and a tool call) on this project, on @temporalio/ai-sdk, on LangGraph JS + PostgresSaver, on bare Temporal and in a plain loop, side by side; prints a table and writes bench-results.json.',
     )
     .option('--quick', 'small sizes for a sanity run (under 2 minutes)', false)
     .option('--steps <n>', 'tool steps per turn (default 10; 3 with --quick)', integer(1, 99))

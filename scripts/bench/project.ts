@@ -39,13 +39,21 @@ export interface LostWork {
  * How the project's conversations run their calls: `'activity'`, every call
  * an ordinary activity (the default); `'local'`, model calls and the
  * (idempotent, no-op) tool calls as local activities; `'local-tools'`, model
- * calls as ordinary activities and tool calls as local ones.
+ * calls as ordinary activities and tool calls as local ones; `'unstreamed'`,
+ * the default with the model's answers unstreamed (`model.stream: false`), as
+ * `@temporalio/ai-sdk`'s `generateText` asks for them.
  */
-export type ProjectMode = 'activity' | 'local' | 'local-tools';
+export type ProjectMode = 'activity' | 'local' | 'local-tools' | 'unstreamed';
 
 const MODES: Record<
   ProjectMode,
-  { label: string; rig: string; idTag: string; localActivities?: { modelCalls?: boolean; idempotentTools: boolean } }
+  {
+    label: string;
+    rig: string;
+    idTag: string;
+    localActivities?: { modelCalls?: boolean; idempotentTools: boolean };
+    stream?: false;
+  }
 > = {
   activity: { label: 'project', rig: 'project', idTag: '' },
   local: {
@@ -60,6 +68,7 @@ const MODES: Record<
     idTag: 'ltools-',
     localActivities: { idempotentTools: true },
   },
+  unstreamed: { label: 'project (unstreamed)', rig: 'project-unstreamed', idTag: 'nostream-', stream: false },
 };
 
 /**
@@ -68,7 +77,7 @@ const MODES: Record<
  */
 export async function benchProject(ctx: BenchContext, mode: ProjectMode = 'activity'): Promise<SystemFigures[]> {
   const { stack, options } = ctx;
-  const { label, rig, idTag, localActivities } = MODES[mode];
+  const { label, rig, idTag, localActivities, stream } = MODES[mode];
   const log = (line: string): void => ctx.log(`${label}${line}`);
   const { worker, client, watcher, stop } = await startProjectRig(ctx, rig);
   try {
@@ -82,6 +91,7 @@ export async function benchProject(ctx: BenchContext, mode: ProjectMode = 'activ
           systemPrompt: 'You are a benchmark. Call the tool when told.',
           maxSteps: steps + 1,
           ...(localActivities ? { localActivities } : {}),
+          ...(stream === false ? { model: { stream } } : {}),
         },
       });
       const answeredAt = await watcher.answered(id);

@@ -1,6 +1,7 @@
 /** The bench's outputs: the printed table and `bench-results.json`. */
 import fs from 'node:fs';
 import path from 'node:path';
+import { formatAgainstAiSdk } from './ai-sdk-report';
 import { formatColdStarts, type ColdStart } from './cold-start';
 import type { StartUp } from './startup';
 import type { FloorFigures } from './floor';
@@ -45,6 +46,10 @@ export interface BenchResults {
    * ones.
    */
   projectLocalTools?: SystemFigures[];
+  /** The project with its model answers unstreamed (`model.stream: false`). */
+  projectUnstreamed?: SystemFigures[];
+  /** Temporal's own AI integration, `@temporalio/ai-sdk`: `generateText` with the tool run as an activity. */
+  aiSdk?: SystemFigures[];
   /** LangGraph JS + PostgresSaver, durability "async" (its default) and "sync". */
   langgraph?: LangGraphFigures[];
   floor?: FloorFigures[];
@@ -73,6 +78,8 @@ export const DEFINITIONS: Record<string, string> = {
     'CPU time (user + system, /proc/<pid>/stat) of each process during the phase ÷ steps; "bench" is the driver process: scripted model server, client, answer polling, and for the plain loop the loop itself',
   langgraph:
     'LangGraph JS with PostgresSaver in a process of its own (its own database in the same PostgreSQL): an agent node calling ChatOpenAI (not streamed, its default; the same scripted model server), the prebuilt ToolNode with the same no-op tool; durability "async" (its default: a step\'s checkpoint written while the next step runs) and "sync" (written before the next step starts, like a workflow\'s history); its "worker" CPU is that process',
+  aiSdk:
+    "Temporal's own AI integration, @temporalio/ai-sdk, as its documentation writes a workflow: one generateText (ai 7) with the model through the plugin's temporalProvider (each model call its invokeModel activity, @ai-sdk/openai-compatible over HTTP to the same scripted model server, not streamed) and the no-op tool whose execute runs an activity, stopWhen stepCountIs(S + 1); a plain worker with AiSdkPlugin and the floor worker's settings, in a process of its own",
   floor:
     "a minimal workflow that runs the same steps with no-op activities (the model one sleeps the model latency), on a plain worker with the project worker's settings: 4 per step is the shape issue 14 describes (callModel, appendMessages, runTool, appendMessages, plus the user message and answer writes), 2 per step is model + tool",
   plain:
@@ -146,6 +153,8 @@ function systems(r: BenchResults): { name: string; figures: SystemFigures[] }[] 
   if (r.project) list.push({ name: 'project', figures: r.project });
   if (r.projectLocal) list.push({ name: 'project, local activities', figures: r.projectLocal });
   if (r.projectLocalTools) list.push({ name: 'project, local tool calls', figures: r.projectLocalTools });
+  if (r.projectUnstreamed) list.push({ name: 'project, unstreamed', figures: r.projectUnstreamed });
+  if (r.aiSdk) list.push({ name: '@temporalio/ai-sdk (generateText)', figures: r.aiSdk });
   for (const l of r.langgraph ?? [])
     list.push({ name: `LangGraph + PostgresSaver, durability ${l.durability}`, figures: l.perLatency });
   for (const f of [...(r.floor ?? [])].sort((a, b) => b.activitiesPerStep - a.activitiesPerStep)) {
@@ -208,10 +217,13 @@ export function formatTable(r: BenchResults): string {
       for (const row of rows) lines.push(`  ${row.name}`.padEnd(nameWidth) + row.cells.join(''));
     }
   }
+  lines.push(...formatAgainstAiSdk(r));
   for (const [name, f] of [
     ...(r.project ?? []).map((f) => ['project', f] as const),
     ...(r.projectLocal ?? []).map((f) => ['project with local activities', f] as const),
     ...(r.projectLocalTools ?? []).map((f) => ['project with local tool calls', f] as const),
+    ...(r.projectUnstreamed ?? []).map((f) => ['project, unstreamed', f] as const),
+    ...(r.aiSdk ?? []).map((f) => ['@temporalio/ai-sdk', f] as const),
   ]) {
     const a = f.history?.anatomy;
     if (!a) continue;
@@ -316,6 +328,8 @@ export function contentionWarnings(r: BenchResults): string[] {
   check('project', r.project);
   check('project, local activities', r.projectLocal);
   check('project, local tool calls', r.projectLocalTools);
+  check('project, unstreamed', r.projectUnstreamed);
+  check('@temporalio/ai-sdk', r.aiSdk);
   for (const l of r.langgraph ?? []) check(`LangGraph (${l.durability})`, l.perLatency);
   for (const f of r.floor ?? []) check(`floor ${f.activitiesPerStep}`, f.perLatency);
   for (const p of r.plain ?? []) check(p.postgres ? 'plain + PostgreSQL' : 'plain', p.perLatency);

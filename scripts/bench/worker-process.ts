@@ -67,6 +67,12 @@ export const FLOOR_WORKER = {
   readyLine: 'bench floor worker is running',
 };
 
+/** The worker of Temporal's own AI integration (`ai-sdk-worker.ts`), and its ready line. */
+export const AI_SDK_WORKER = {
+  entry: path.join(__dirname, 'ai-sdk-worker.ts'),
+  readyLine: 'bench ai-sdk worker is running',
+};
+
 /** A running worker process. */
 export interface WorkerProcess {
   pid: number;
