@@ -10,7 +10,7 @@ import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import type { TokenUsage } from '../contract';
 import type { ToolCall } from '../contract/messages';
-import { asCancellation, beat, heartbeatWhileRunning } from './activity-context';
+import { asCancellation, heartbeatWhileRunning } from './activity-context';
 import { ActivityErrorType, type AssistantMessage } from '../contract/activities';
 import type { DeltaPublisher } from './deltas';
 import { StreamAssembler } from './stream-assembler';
@@ -120,9 +120,10 @@ async function streamed(
       { ...request, stream: true, stream_options: { include_usage: true } },
       { signal: stop.signal },
     );
+    // No heartbeat per chunk: the interval of requestCompletion beats while the answer streams. The SDK sends a
+    // call's first heartbeat to the server at once, so one per chunk cost every model call a server round trip.
     for await (const chunk of stream) {
       armIdleTimer();
-      beat(context);
       options.publisher?.push(assembler.push(chunk));
     }
   } catch (err) {

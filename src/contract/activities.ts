@@ -50,6 +50,14 @@ export interface ModelCallInput {
    * before the model is asked.
    */
   turnFromSeq?: number;
+  /**
+   * The seq the answer gets. A final answer (no tool calls) is written there
+   * by the call itself, after the messages of `append`, so the turn's end
+   * needs no write of its own; an answer with tool calls is written with its
+   * results, as before. Absent from workflow code before the change: the
+   * turn's end then writes the answer.
+   */
+  answerSeq?: number;
 }
 
 /**
@@ -114,6 +122,8 @@ export interface ModelCallResult {
    * guardrail: the model's answer is withheld, kept in `model_responses`).
    */
   guardrail?: GuardrailTrip;
+  /** The call wrote its final answer at the input's `answerSeq`: nothing is left for the turn's end to write. */
+  answerWritten?: true;
 }
 
 /** A message body already stored by an activity, appended by reference so its bytes cross history once. */
@@ -143,6 +153,12 @@ export interface AppendMessagesInput {
    * stores `messages`, which may then be empty.
    */
   supersedeFrom?: number;
+  /**
+   * Why `supersedeFrom` takes messages out: `regenerate` (the default), or
+   * `stopped` (a turn stopped while its model call ran: the final answer the
+   * call may have written, unknown to the workflow, leaves the live transcript).
+   */
+  supersedeReason?: 'regenerate' | 'stopped';
 }
 
 /**

@@ -63,6 +63,14 @@ export const WORKFLOW_PATCHES = [
     deprecateWhen:
       'once no run begun before this patch was deployed is still open (docs/changing-workflow-code.md, Retiring a patch)',
   },
+  {
+    id: 'final-answer-written-by-model-call',
+    guards:
+      "A model call is asked to write its final answer itself (the request's answerSeq), so a turn's end schedules no write of its own; a turn stopped while its model call ran, or whose model call failed, supersedes what the call may have written (reason stopped). Before: the turn's end wrote the answer with an appendMessages activity; a run begun before keeps that.",
+    fixture: 'two-turns-approved',
+    deprecateWhen:
+      'once no run begun before this patch was deployed is still open (docs/changing-workflow-code.md, Retiring a patch)',
+  },
 ] as const satisfies readonly WorkflowPatch[];
 
 /** The id of a patch in force: the only ids the core may ask about (`CoreEnvironment.allows`). */

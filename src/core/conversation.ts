@@ -38,7 +38,7 @@ import * as messages from './messages';
 import * as regen from './regenerate';
 import type { OutcomeKind } from './outcomes';
 import { carryOver, newState, type CoreState } from './state';
-import type { CallRun, CallStep, DecisionStep, PendingDecision, TurnStep } from './steps';
+import type { CallRun, CallStep, DecisionStep, PendingDecision, PendingWrite, TurnStep } from './steps';
 import * as transcript from './transcript';
 import * as turn from './turn';
 import * as views from './views';
@@ -236,7 +236,7 @@ export class ConversationCore {
   }
 
   /** Takes every unwritten message for a flush, before anyone may read them; {@link writesDone} when it ends. */
-  takeWrites(): AppendEntry[] {
+  takeWrites(): PendingWrite {
     return this.s.writes.takeForFlush();
   }
 

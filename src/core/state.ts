@@ -85,6 +85,8 @@ export interface TurnState {
   toolset: string | undefined;
   /** A regenerated turn, until its first step: the seq from which the stored messages are superseded. */
   supersedeFrom: number | undefined;
+  /** The seq the model call under way was asked to write its final answer at, until it answers. */
+  answerAt: number | undefined;
 }
 
 /** The settings of a conversation, from its input with the defaults filled in. */
@@ -170,6 +172,7 @@ export function noTurn(): TurnState {
     cost: { usd: 0, unpriced: 0 },
     toolset: undefined,
     supersedeFrom: undefined,
+    answerAt: undefined,
   };
 }
 

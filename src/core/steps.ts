@@ -18,6 +18,7 @@ import type { ApprovalDecision, DecisionResult } from '../contract/decisions';
 import type { TurnRecord } from '../contract/turn-records';
 import type { BatchCall } from './batch';
 import type { SubAgentStart } from './edge';
+export type { PendingWrite } from './writes';
 
 /** The next step of a running turn ({@link ConversationCore.nextTurnStep}). */
 export type TurnStep =

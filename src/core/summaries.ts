@@ -33,8 +33,11 @@ export function toolDiscoverySummary(servers: readonly string[], turn: number): 
 }
 
 /** `store messages 4-6`. */
-export function storeSummary(firstSeq: number, count: number): string {
-  return count === 1 ? `store message ${firstSeq}` : `store messages ${firstSeq}-${firstSeq + count - 1}`;
+export function storeSummary(firstSeq: number, count: number, supersedeFrom?: number): string {
+  const stored = count === 1 ? `store message ${firstSeq}` : `store messages ${firstSeq}-${firstSeq + count - 1}`;
+  if (supersedeFrom === undefined) return stored;
+  const superseded = `supersede messages ${supersedeFrom} and after (the turn stopped during a model call)`;
+  return count === 0 ? superseded : `${stored}; ${superseded}`;
 }
 
 /** `record: approve issue_refund (call_1) by alice`. */

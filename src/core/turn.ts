@@ -95,6 +95,8 @@ export function nextTurnStep(s: CoreState): TurnStep {
 export function modelRequest(s: CoreState): ModelCallInput {
   const t = s.turn;
   const append = s.writes.forModelCall();
+  // The call writes a final answer itself, so the turn's end has nothing to write (one activity less per turn).
+  t.answerAt = s.env.allows('final-answer-written-by-model-call') ? s.writes.nextSeq : undefined;
   return {
     conversationId: s.id,
     throughSeq: s.writes.nextSeq - 1,
@@ -107,6 +109,7 @@ export function modelRequest(s: CoreState): ModelCallInput {
     ...(s.kept.agent !== undefined ? { agent: s.kept.agent } : {}),
     ...(s.input.output ? { output: s.input.output } : {}),
     ...(t.steps === 0 ? { turnFromSeq: t.firstSeq } : {}),
+    ...(t.answerAt !== undefined ? { answerSeq: t.answerAt } : {}),
   };
 }
 
@@ -123,6 +126,7 @@ export function toolDiscoveryFailed(s: CoreState, error: string): void {
 
 /** The model call failed for good: the turn fails. */
 export function modelFailed(s: CoreState, error: string): void {
+  answerUnknown(s);
   finishWith(s, record(s, 'failed', { error: `Model call failed: ${error}` }));
 }
 
@@ -149,6 +153,8 @@ export function modelAnswered(s: CoreState, result: ModelCallResult): void {
   // on it stays with that agent.
   if (result.message.name !== undefined && s.kept.agent === undefined) s.kept.agent = result.message.name;
   const seq = store(s, [{ message: result.message, ref: { kind: 'model_response', key: result.responseKey } }]);
+  if (result.answerWritten && seq === t.answerAt) s.writes.writtenByModelCall(seq);
+  t.answerAt = undefined;
   s.answerSeq = seq;
   const requested = requestedCalls(
     s.id,
@@ -270,11 +276,21 @@ export function closeBatch(s: CoreState): { settled: { tool: string; outcome: Ou
  * ({@link closeBatch}). Returns the turn's record.
  */
 export function turnStopped(s: CoreState, workflowCancelled: boolean): TurnRecord {
+  if (s.turn.stage === 'model') answerUnknown(s);
   const why = workflowCancelled ? STOP_REASONS.workflowCancelled : (s.stopReason ?? STOP_REASONS.cancelledByUser);
   s.batch?.interrupt(why);
   s.turn.stage = 'ended';
   const interrupted = s.stopReason === STOP_REASONS.interruptedByMessage && !workflowCancelled;
   return record(s, interrupted ? 'interrupted' : 'cancelled', { error: why });
+}
+
+/**
+ * The model call asked to write its final answer did not answer the run (stopped, or failed for good): what it may
+ * have written before that is unknown to the run, so the turn's end supersedes it.
+ */
+function answerUnknown(s: CoreState): void {
+  if (s.turn.answerAt !== undefined) s.writes.supersedeOnFlush(s.turn.answerAt);
+  s.turn.answerAt = undefined;
 }
 
 /** The turn is over (its end is written): keeps its record for clients, sets the status. */

@@ -9,9 +9,18 @@
 import type { AppendEntry, StoredMessageRef } from '../contract/activities';
 import type { ChatMessage } from '../contract/messages';
 
+/** What a flush writes: the unwritten messages, and the seq from which stored messages leave the live transcript. */
+export interface PendingWrite {
+  messages: AppendEntry[];
+  /** A turn stopped while its model call ran: what that call may have written from here on is superseded. */
+  supersedeFrom?: number;
+}
+
 /** Where a run's unwritten messages stand. */
 export class TranscriptWrites {
   private unwritten: AppendEntry[] = [];
+  /** The seq from which the next flush supersedes stored messages (see {@link PendingWrite}). */
+  private supersede: number | undefined;
   /** How many of the first unwritten messages the last model call was asked to write. */
   private sentWithModelCall = 0;
   /** Flushes under way (their messages are being written). */
@@ -31,7 +40,7 @@ export class TranscriptWrites {
 
   /** True when every message is written and no write is under way. */
   get allWritten(): boolean {
-    return this.flushing === 0 && this.unwritten.length === 0;
+    return this.flushing === 0 && this.unwritten.length === 0 && this.supersede === undefined;
   }
 
   /** Gives the messages the next seqs and queues them for writing. Returns them with their seqs. */
@@ -64,17 +73,34 @@ export class TranscriptWrites {
     this.sentWithModelCall = 0;
   }
 
+  /** The model call wrote its answer, given `seq`, itself: it is no longer unwritten. */
+  writtenByModelCall(seq: number): void {
+    this.unwritten = this.unwritten.filter((m) => m.seq !== seq);
+  }
+
+  /**
+   * A model call that was asked to write its final answer at `seq` was
+   * stopped: whatever it wrote there is unknown to the run, so the next flush
+   * supersedes the stored messages from `seq` on.
+   */
+  supersedeOnFlush(seq: number): void {
+    this.supersede = Math.min(seq, this.supersede ?? seq);
+  }
+
   /**
    * Takes every unwritten message for a flush (a model call that failed or
    * was cancelled may not have written what it was given: the same seqs and
-   * content are written again). Call {@link flushed} when the write ends.
+   * content are written again), with what it supersedes. Call {@link flushed}
+   * when the write ends.
    */
-  takeForFlush(): AppendEntry[] {
+  takeForFlush(): PendingWrite {
     const taken = this.unwritten;
+    const supersedeFrom = this.supersede;
     this.unwritten = [];
+    this.supersede = undefined;
     this.sentWithModelCall = 0;
-    if (taken.length > 0) this.flushing++;
-    return taken;
+    if (taken.length > 0 || supersedeFrom !== undefined) this.flushing++;
+    return supersedeFrom === undefined ? { messages: taken } : { messages: taken, supersedeFrom };
   }
 
   /** A flush that took messages ended (written, or given up). */

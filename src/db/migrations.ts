@@ -287,6 +287,19 @@ const MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 16,
+    name: 'a final answer written by its model call: the fence of a stopped call, and the reason stopped',
+    sql: (t) => `
+      -- A model call writes its final answer itself. When its turn is stopped while it runs, the run
+      -- fences that write off (the seq it was given; a later write of it stores nothing), and the answer
+      -- it wrote before leaves the live transcript with the reason 'stopped'.
+      ALTER TABLE ${t.transcriptRuns} ADD COLUMN stopped_answer_seq integer;
+      ALTER TABLE ${t.supersededMessages} DROP CONSTRAINT IF EXISTS superseded_messages_reason_check;
+      ALTER TABLE ${t.supersededMessages}
+        ADD CONSTRAINT superseded_messages_reason_check CHECK (reason IN ('reset', 'regenerate', 'stopped'));
+    `,
+  },
 ];
 
 /** Options of {@link migrate}. */

@@ -17,8 +17,35 @@ export interface WriteScope {
    * writes are refused. Absent for writes from outside a workflow (they neither displace nor are refused).
    */
   runId?: string;
-  /** Regenerate: the live messages from this seq on are superseded (reason `regenerate`). */
+  /** The live messages from this seq on are superseded, for `supersedeReason` (default `regenerate`). */
   supersedeFrom?: number;
+  /** Why `supersedeFrom` supersedes: a regenerated turn, or a turn stopped while its model call ran. */
+  supersedeReason?: 'regenerate' | 'stopped';
+  /**
+   * A model call's write of its own final answer (one message, at the seq the workflow gave it). It stores
+   * nothing when the run stopped that call first (the run's fence is at that seq: {@link fenceStoppedAnswer}),
+   * and it serializes with the stop on the run's row, so an answer written before the stop is superseded by it.
+   */
+  ownAnswer?: boolean;
+}
+
+/**
+ * A turn stopped while its model call ran, which was asked to write its final answer at `seq`: from now on that
+ * write stores nothing (the run's fence, `transcript_runs.stopped_answer_seq`). It waits for a write of the answer
+ * under way, so the supersede that follows it sees the answer, if it was written. A run with no row yet (no write)
+ * has nothing to fence.
+ */
+export async function fenceStoppedAnswer(
+  pool: Pool,
+  tables: AgentTables,
+  conversationId: string,
+  runId: string,
+  seq: number,
+): Promise<void> {
+  await pool.query(
+    `UPDATE ${tables.transcriptRuns} SET stopped_answer_seq = $3 WHERE conversation_id = $1 AND run_id = $2`,
+    [conversationId, runId, seq],
+  );
 }
 
 /**
@@ -39,8 +66,11 @@ export interface SupersededMessage {
   seq: number;
   message: ChatMessage;
   createdAt: Date;
-  /** `reset`: a run abandoned by a reset wrote it; `regenerate`: the answer a regenerated turn replaced. */
-  reason: 'reset' | 'regenerate';
+  /**
+   * `reset`: a run abandoned by a reset wrote it; `regenerate`: the answer a regenerated turn replaced;
+   * `stopped`: a final answer its model call wrote while the turn was being stopped (the turn did not take it).
+   */
+  reason: 'reset' | 'regenerate' | 'stopped';
   supersededAt: Date;
   /** The workflow run whose write took it out, when a run's write did. */
   supersededByRun?: string;
@@ -57,7 +87,7 @@ export async function readSuperseded(
     seq: number;
     message: ChatMessage;
     created_at: Date;
-    reason: 'reset' | 'regenerate';
+    reason: 'reset' | 'regenerate' | 'stopped';
     superseded_at: Date;
     superseded_by_run: string | null;
   }>(

@@ -10,7 +10,7 @@ import type { GuardrailTrip, TokenUsage } from '../contract';
 import type { AppendEntry, AppendMessagesInput, AssistantMessage, DecisionRecord } from '../contract/activities';
 import { parseJsonOrText, toStorableText, toStorableValue } from '../contract/text';
 import { describeRefusal, isRefusedValue, ValuesRefusedError } from './errors';
-import { DisplacedRunError, type WriteScope } from './superseded';
+import { DisplacedRunError, fenceStoppedAnswer, type WriteScope } from './superseded';
 
 export { DisplacedRunError, readSuperseded, type SupersededMessage, type WriteScope } from './superseded';
 
@@ -42,6 +42,10 @@ export async function appendMessages(
 ): Promise<void> {
   const scope = writeScope(input, runId);
   if (input.messages.length === 0 && scope.supersedeFrom === undefined) return;
+  // A turn stopped during its model call: that call's own write of its answer is fenced off first, then what it may
+  // have written is superseded (a statement of its own, so it sees an answer written while the fence waited).
+  if (scope.supersedeReason === 'stopped' && scope.supersedeFrom !== undefined && runId !== undefined)
+    await fenceStoppedAnswer(pool, tables, input.conversationId, runId, scope.supersedeFrom);
   try {
     await insertMessages(pool, tables, input.conversationId, input.messages, scope);
   } catch (err) {
@@ -65,10 +69,14 @@ export async function appendMessages(
 }
 
 /** The {@link WriteScope} of a write by the workflow run `runId`. */
-export function writeScope(input: Pick<AppendMessagesInput, 'supersedeFrom'>, runId?: string): WriteScope {
+export function writeScope(
+  input: Pick<AppendMessagesInput, 'supersedeFrom' | 'supersedeReason'>,
+  runId?: string,
+): WriteScope {
   return {
     ...(runId !== undefined ? { runId } : {}),
     ...(input.supersedeFrom !== undefined ? { supersedeFrom: input.supersedeFrom } : {}),
+    ...(input.supersedeReason !== undefined ? { supersedeReason: input.supersedeReason } : {}),
   };
 }
 
@@ -94,7 +102,11 @@ function describeRefused(entry: AppendEntry, err: unknown): string {
  * - `scope.supersedeFrom` supersedes every live message from that seq on;
  * - superseded messages move to `superseded_messages`, with the reason and
  *   the run, unless the write stores the same message at the same seq;
- * - a write of a displaced run stores nothing and throws {@link DisplacedRunError}.
+ * - a write of a displaced run stores nothing and throws {@link DisplacedRunError};
+ * - a model call's write of its own answer (`scope.ownAnswer`) stores nothing
+ *   when its run stopped the call first (`fenceStoppedAnswer`).
+ *
+ * Returns false when the write was fenced that way, true otherwise.
  */
 export async function insertMessages(
   db: Pool | PoolClient,
@@ -102,7 +114,7 @@ export async function insertMessages(
   conversationId: string,
   messages: readonly AppendEntry[],
   scope: WriteScope = {},
-): Promise<void> {
+): Promise<boolean> {
   const params: unknown[] = [conversationId];
   const param = (value: unknown): string => {
     params.push(value);
@@ -127,24 +139,30 @@ export async function insertMessages(
   const written =
     rows.length > 0 ? rows.join(' UNION ALL ') : 'SELECT NULL::int, NULL::text, NULL::jsonb, NULL::text WHERE false';
   if (scope.runId === undefined && scope.supersedeFrom === undefined) {
-    if (rows.length === 0) return;
+    if (rows.length === 0) return true;
     await db.query(
       `INSERT INTO ${tables.conversationMessages} (conversation_id, seq, role, message, ref_key)
        SELECT $1, seq, role, message, ref_key FROM (${written}) AS written (seq, role, message, ref_key)
        ON CONFLICT (conversation_id, seq) DO UPDATE SET role = EXCLUDED.role, message = EXCLUDED.message, ref_key = EXCLUDED.ref_key`,
       params,
     );
-    return;
+    return true;
   }
   const run = param(scope.runId ?? null);
   const firstSeq = param(messages.length > 0 ? Math.min(...messages.map((m) => m.seq)) : null);
   const supersedeFrom = param(scope.supersedeFrom ?? null);
+  const supersedeReason = param(scope.supersedeReason ?? 'regenerate');
+  const ownAnswerAt = param(scope.ownAnswer && messages.length === 1 ? messages[0].seq : null);
   // Every part reads the rows as they were before the statement: a live row is either archived and deleted, or
   // archived and overwritten by the upsert, never changed twice.
-  const { rows: result } = await db.query<{ displaced: boolean }>(
+  const { rows: result } = await db.query<{ displaced: boolean; fenced: boolean }>(
     `WITH written (seq, role, message, ref_key) AS (${written}),
      known AS (SELECT displaced_at FROM ${tables.transcriptRuns} WHERE conversation_id = $1 AND run_id = ${run}),
      displaced AS (SELECT 1 FROM known WHERE displaced_at IS NOT NULL),
+     fence AS (
+       SELECT stopped_answer_seq FROM ${tables.transcriptRuns}
+        WHERE ${ownAnswerAt}::int IS NOT NULL AND conversation_id = $1 AND run_id = ${run} FOR UPDATE),
+     fenced AS (SELECT 1 FROM fence WHERE stopped_answer_seq = ${ownAnswerAt}::int),
      first_write AS (
        INSERT INTO ${tables.transcriptRuns} (conversation_id, run_id) SELECT $1, ${run}::text
         WHERE ${run}::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM known)
@@ -154,7 +172,7 @@ export async function insertMessages(
         WHERE conversation_id = $1 AND run_id <> ${run}::text AND displaced_at IS NULL AND EXISTS (SELECT 1 FROM first_write)),
      cut (from_seq, reason) AS (
        SELECT CASE WHEN EXISTS (SELECT 1 FROM first_write) THEN ${firstSeq}::int END, 'reset'
-        UNION ALL SELECT ${supersedeFrom}::int, 'regenerate'),
+        UNION ALL SELECT ${supersedeFrom}::int, ${supersedeReason}::text),
      cut_at AS (SELECT from_seq, reason FROM cut WHERE from_seq IS NOT NULL AND NOT EXISTS (SELECT 1 FROM displaced)
                 ORDER BY from_seq LIMIT 1),
      archived AS (
@@ -169,11 +187,13 @@ export async function insertMessages(
      stored AS (
        INSERT INTO ${tables.conversationMessages} (conversation_id, seq, role, message, ref_key)
        SELECT $1, seq, role, message, ref_key FROM written WHERE NOT EXISTS (SELECT 1 FROM displaced)
+          AND NOT EXISTS (SELECT 1 FROM fenced)
        ON CONFLICT (conversation_id, seq) DO UPDATE SET role = EXCLUDED.role, message = EXCLUDED.message, ref_key = EXCLUDED.ref_key)
-     SELECT EXISTS (SELECT 1 FROM displaced) AS displaced`,
+     SELECT EXISTS (SELECT 1 FROM displaced) AS displaced, EXISTS (SELECT 1 FROM fenced) AS fenced`,
     params,
   );
   if (result[0]?.displaced) throw new DisplacedRunError(conversationId, scope.runId ?? '');
+  return !result[0]?.fenced;
 }
 
 /**

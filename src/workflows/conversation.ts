@@ -18,9 +18,10 @@ import {
   isCancellation,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { AppendEntry, ApprovalRequest, ModelCallResult } from '../contract/activities';
+import type { ApprovalRequest, ModelCallResult } from '../contract/activities';
 import type { BatchCall } from '../core/batch';
 import { ConversationCore, type SubAgentStart, type TurnStep } from '../core/conversation';
+import type { PendingWrite } from '../core/steps';
 import { storeSummary } from '../core/summaries';
 import {
   conversationSchedules,
@@ -63,8 +64,9 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
 
   /** Writes what is unwritten, before anyone may read it: a turn's end, a wait for a person, the end. */
   const flush = async (waiting?: ApprovalRequest[]): Promise<void> => {
-    const messages = core.takeWrites();
-    if (messages.length > 0) await write(edge, messages, waiting).finally(() => core.writesDone());
+    const pending = core.takeWrites();
+    if (pending.messages.length > 0 || pending.supersedeFrom !== undefined)
+      await write(edge, pending, waiting).finally(() => core.writesDone());
   };
   /** Calls the model, which writes the unwritten messages before it reads the transcript. */
   const callModel = ({ request, summary }: TurnStep & { kind: 'callModel' }): Promise<ModelCallResult> =>
@@ -230,15 +232,24 @@ async function childrenSettled({ children }: Edge): Promise<void> {
  * Writes messages, with the calls that now wait for a person, never cancelled half-way; what PostgreSQL refuses gets a
  * note in its place.
  */
-async function write({ core, act }: Edge, messages: AppendEntry[], waiting?: ApprovalRequest[]): Promise<void> {
-  for (let entries = messages; entries.length > 0;) {
-    const request = { conversationId: core.conversationId, messages: entries, ...(waiting ? { waiting } : {}) };
+async function write({ core, act }: Edge, pending: PendingWrite, waiting?: ApprovalRequest[]): Promise<void> {
+  // What a stopped model call may have written leaves the live transcript in the first statement (a refused write
+  // still supersedes: appendMessages then stores what it can, and the notes written after must stay).
+  const { supersedeFrom } = pending;
+  let supersede = supersedeFrom !== undefined ? { supersedeFrom, supersedeReason: 'stopped' as const } : {};
+  for (let entries = pending.messages; ; supersede = {}) {
+    const request = {
+      conversationId: core.conversationId,
+      messages: entries,
+      ...supersede,
+      ...(waiting ? { waiting } : {}),
+    };
+    const summary = storeSummary(entries[0]?.seq ?? supersedeFrom ?? 0, entries.length, supersedeFrom);
     try {
-      return await nonCancellable(() =>
-        act.store.appendMessages(request, storeSummary(entries[0].seq, entries.length)),
-      );
+      return await nonCancellable(() => act.store.appendMessages(request, summary));
     } catch (err) {
       entries = core.writeRefused(entries, storeRefusal(err) ?? throwAgain(err));
+      if (entries.length === 0) return;
     }
   }
 }

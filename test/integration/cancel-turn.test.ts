@@ -2,7 +2,6 @@ import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backofficeTools } from '../../src/demo/tools';
 import { tool } from '../../src/tools/tool';
-import { exportHistoryFixture } from '../support/fixture-export';
 import { startHarness, type Harness } from '../support/harness';
 
 let h: Harness;
@@ -137,12 +136,17 @@ describe('cancelling the current turn', () => {
 });
 
 describe('cancelling right after sending', () => {
-  it('a cancel that comes while the answered turn still writes its end cancels the turn of the message that waits for it', async () => {
+  it('a cancel that comes while the ended turn still writes its end cancels the turn of the message that waits for it', async () => {
     // The previous turn's final write is held (its table locked) while a message and then a cancel arrive: the
-    // cancel is meant for the message's turn, which is about to start, not for the turn that already answered.
+    // cancel is meant for the message's turn, which is about to start, not for the turn that already ended. (A
+    // final answer is written by its model call; a turn its budget stops after a tool call writes its end.)
     const id = h.newConversationId('cancel-while-ending');
-    h.model.enqueue({ kind: 'delay', ms: 1_500, then: { content: 'First answer.' } });
-    const first = await h.client.sendMessage(id, 'CWE first question');
+    h.model.enqueue({
+      kind: 'delay',
+      ms: 1_500,
+      then: { toolCalls: [{ id: 'call_cwe', name: 'find_customer', arguments: { query: 'Ada' } }] },
+    });
+    const first = await h.client.sendMessage(id, 'CWE first question', { input: { budget: { turnTokens: 1 } } });
     await expect.poll(() => h.requestsFor('CWE first question').length, { timeout: 20_000 }).toBe(1);
     const table = h.tables.conversationMessages;
     const lock = await h.pool.connect();
@@ -172,16 +176,57 @@ describe('cancelling right after sending', () => {
       await lock.query('COMMIT').catch(() => undefined);
       lock.release();
     }
-    expect(await h.client.waitForTurn(id, first)).toMatchObject({ outcome: 'answered' });
+    expect(await h.client.waitForTurn(id, first)).toMatchObject({ outcome: 'budget_exceeded' });
     const turn = await h.client.waitForTurn(id, second);
-    await exportHistoryFixture(h.temporal, id, 'cancel-while-turn-ends');
     expect(turn).toMatchObject({
       outcome: 'cancelled',
       steps: 0,
       error: 'the user cancelled the turn (changed my mind)',
     });
     expect(h.requestsFor('CWE second question')).toEqual([]);
-    expect((await transcript(id)).map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
+    expect((await transcript(id)).map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'user']);
+    h.expectOnlyValidModelRequests();
+  });
+
+  it('a cancel while the model call writes its final answer: the turn is cancelled, and the late answer stays out of the live transcript', async () => {
+    // The model call writes a final answer itself. Here that write waits for a lock while the turn is cancelled: the
+    // workflow stops the turn without the answer, and its end fences the call's write off (and supersedes what the
+    // call wrote before, which transcript-runs.test.ts shows), so the answer the run did not take is never live.
+    const id = h.newConversationId('cancel-while-answer-written');
+    h.model.enqueue({ kind: 'delay', ms: 1_500, then: { content: 'An answer nobody will take.' } });
+    const messageId = await h.client.sendMessage(id, 'CWA question');
+    await expect.poll(() => h.requestsFor('CWA question').length, { timeout: 20_000 }).toBe(1);
+    const table = h.tables.conversationMessages;
+    const lock = await h.pool.connect();
+    const waitingWrites = async () =>
+      (
+        await h.pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND relation = $1::regclass`,
+          [table],
+        )
+      ).rows[0].n;
+    try {
+      await lock.query('BEGIN');
+      await lock.query(`LOCK TABLE ${table} IN EXCLUSIVE MODE`);
+      // The model answered (after its delay), and the call's write of that answer waits for the lock.
+      await expect.poll(waitingWrites, { timeout: 20_000 }).toBeGreaterThan(0);
+      await h.client.cancelTurn(id, 'never mind');
+      // The turn's end (the supersede) queues behind the answer's write.
+      await expect.poll(waitingWrites, { timeout: 20_000 }).toBeGreaterThan(1);
+    } finally {
+      await lock.query('COMMIT').catch(() => undefined);
+      lock.release();
+    }
+    const turn = await h.client.waitForTurn(id, messageId);
+    expect(turn).toMatchObject({ outcome: 'cancelled', error: 'the user cancelled the turn (never mind)' });
+    // The answer's write ran after the lock was released, and stored nothing; a next turn goes on from seq 1.
+    await expect.poll(waitingWrites, { timeout: 20_000 }).toBe(0);
+    expect((await transcript(id)).map((m) => m.role)).toEqual(['user']);
+    expect(await h.client.superseded(id)).toEqual([]);
+    h.model.enqueue({ content: 'A fresh answer.' });
+    const next = await h.client.ask(id, 'CWA again');
+    expect(next.answer).toBe('A fresh answer.');
+    expect((await transcript(id)).map((m) => m.role)).toEqual(['user', 'user', 'assistant']);
     h.expectOnlyValidModelRequests();
   });
 

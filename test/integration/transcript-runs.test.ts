@@ -4,7 +4,13 @@ import type { AppendEntry } from '../../src/contract/activities';
 import { migrate } from '../../src/db/migrations';
 import { createPool } from '../../src/db/pool';
 import { agentTables } from '../../src/db/schema';
-import { appendMessages, DisplacedRunError, readSuperseded, readTranscript } from '../../src/db/transcript-store';
+import {
+  appendMessages,
+  DisplacedRunError,
+  insertMessages,
+  readSuperseded,
+  readTranscript,
+} from '../../src/db/transcript-store';
 import { createTestDatabase } from '../support/harness';
 
 // What a write does to the live transcript when the workflow run that writes changes (continue-as-new, a reset)
@@ -113,5 +119,63 @@ describe('transcript runs', () => {
     await appendMessages(pool, tables, { conversationId: id, messages: [assistant(3, 'outside')] });
     expect(await texts(id)).toEqual(['0:copied', '1:copied', '2:new', '3:outside']);
     expect(await readSuperseded(pool, tables, id)).toEqual([]);
+  });
+  describe("a model call's own final answer, and a stop of that call", () => {
+    const stop = (id: string, run: string, fromSeq: number) =>
+      appendMessages(
+        pool,
+        tables,
+        { conversationId: id, messages: [], supersedeFrom: fromSeq, supersedeReason: 'stopped' },
+        run,
+      );
+
+    it('written before the stop: the stop supersedes it (reason stopped)', async () => {
+      const id = conversation();
+      await appendMessages(pool, tables, { conversationId: id, messages: [user(0, 'hi')] }, 'A');
+      expect(
+        await insertMessages(pool, tables, id, [assistant(1, 'late answer')], { runId: 'A', ownAnswer: true }),
+      ).toBe(true);
+      expect(await texts(id)).toEqual(['0:hi', '1:late answer']);
+      await stop(id, 'A', 1);
+      expect(await texts(id)).toEqual(['0:hi']);
+      const superseded = await readSuperseded(pool, tables, id);
+      expect(superseded.map((m) => [m.seq, m.message.content, m.reason])).toEqual([[1, 'late answer', 'stopped']]);
+    });
+
+    it('written after the stop: it stores nothing and says so, and the seq stays free for the next message', async () => {
+      const id = conversation();
+      await appendMessages(pool, tables, { conversationId: id, messages: [user(0, 'hi')] }, 'A');
+      await stop(id, 'A', 1);
+      expect(
+        await insertMessages(pool, tables, id, [assistant(1, 'late answer')], { runId: 'A', ownAnswer: true }),
+      ).toBe(false);
+      expect(await texts(id)).toEqual(['0:hi']);
+      await appendMessages(pool, tables, { conversationId: id, messages: [user(1, 'next question')] }, 'A');
+      expect(await texts(id)).toEqual(['0:hi', '1:next question']);
+      expect(await readSuperseded(pool, tables, id)).toEqual([]);
+    });
+
+    it('written while the stop comes: the stop waits for it, then supersedes it', async () => {
+      const id = conversation();
+      await appendMessages(pool, tables, { conversationId: id, messages: [user(0, 'hi')] }, 'A');
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        expect(
+          await insertMessages(client, tables, id, [assistant(1, 'racing answer')], { runId: 'A', ownAnswer: true }),
+        ).toBe(true);
+        let stopped = false;
+        const stopping = stop(id, 'A', 1).then(() => (stopped = true));
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        expect(stopped).toBe(false); // it waits for the answer's transaction (the run's row)
+        await client.query('COMMIT');
+        await stopping;
+      } finally {
+        client.release();
+      }
+      expect(await texts(id)).toEqual(['0:hi']);
+      const superseded = await readSuperseded(pool, tables, id);
+      expect(superseded.map((m) => [m.seq, m.message.content, m.reason])).toEqual([[1, 'racing answer', 'stopped']]);
+    });
   });
 });

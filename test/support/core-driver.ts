@@ -100,7 +100,16 @@ export class CoreDriver extends DriverWorld {
     const usage = spent
       ? { usage: spent.usage, ...(spent.costUsd === undefined ? {} : { costUsd: spent.costUsd }) }
       : {};
-    this.core.modelAnswered({ message, responseKey, calls: plans, finishReason: 'stop', ...usage, ...found });
+    const written = this.db.writeFinalAnswer(this.request, responseKey);
+    this.core.modelAnswered({
+      message,
+      responseKey,
+      calls: plans,
+      finishReason: 'stop',
+      ...usage,
+      ...found,
+      ...written,
+    });
     this.publish();
     this.next();
   }

@@ -1,4 +1,4 @@
-import type { AppendEntry, ApprovalRequest } from '../../src/contract/activities';
+import type { AppendEntry, ApprovalRequest, ModelCallInput, ModelCallResult } from '../../src/contract/activities';
 import type { ChatMessage } from '../../src/contract/messages';
 import type { ConversationCore } from '../../src/core/conversation';
 
@@ -19,6 +19,8 @@ export class StoredTranscript {
   refuseNextWrite = false;
   /** The seqs refused, in order. */
   readonly refusedSeqs: number[] = [];
+  /** The entries refused, in order (what a note took the place of). */
+  readonly refusedEntries: AppendEntry[] = [];
   /** Hold the next flush open until {@link completeFlush} (a write that takes time); how many were held. */
   holdFlushes = false;
   flushesHeld = 0;
@@ -29,8 +31,12 @@ export class StoredTranscript {
 
   /** Writes what the core has unwritten (held open with {@link holdFlushes} when `mayHold`), then `then`. */
   flush(core: ConversationCore, then: () => void, waiting?: ApprovalRequest[], mayHold = true): void {
-    const entries = core.takeWrites();
-    if (entries.length === 0) return then();
+    const { messages: entries, supersedeFrom } = core.takeWrites();
+    if (supersedeFrom !== undefined) this.stoppedAnswers.push(...this.messages.splice(supersedeFrom));
+    if (entries.length === 0) {
+      if (supersedeFrom !== undefined) core.writesDone();
+      return then();
+    }
     if (this.holdFlushes && mayHold) {
       this.holdFlushes = false;
       this.flushesHeld++;
@@ -73,6 +79,21 @@ export class StoredTranscript {
     this.superseded.push(...this.messages.splice(fromSeq));
   }
 
+  /** What a stopped turn's flush superseded: answers its model call wrote that the run did not take. */
+  readonly stoppedAnswers: ChatMessage[] = [];
+
+  /**
+   * As the model activity does when the request names `answerSeq`: a final answer (no tool calls) is written there,
+   * after the messages the request carries; says so for the result.
+   */
+  writeFinalAnswer(request: ModelCallInput, responseKey: string): Pick<ModelCallResult, 'answerWritten'> {
+    const message = this.responses.get(responseKey);
+    if (request.answerSeq === undefined || !message || (message.role === 'assistant' && message.tool_calls?.length))
+      return {};
+    this.messages[request.answerSeq] = message;
+    return { answerWritten: true };
+  }
+
   /** Keeps a model answer under a fresh response key, as the model activity does; returns the key. */
   keepResponse(message: ChatMessage): string {
     const key = `resp-${this.responses.size}`;
@@ -94,6 +115,7 @@ export class StoredTranscript {
       this.refuseNextWrite = false;
       const [refused, ...rest] = entries;
       this.refusedSeqs.push(refused.seq);
+      this.refusedEntries.push(refused);
       for (const entry of rest) this.messages[entry.seq] = this.body(entry);
       return this.write(inPlace(entries, { message: STORE_REFUSAL, refusedSeqs: [refused.seq] }), inPlace, waiting);
     }

@@ -30,6 +30,28 @@ describe('ConversationCore: turns', () => {
     expect(d.published.status).toBe('idle');
   });
 
+  it('asks the model call to write a final answer itself: the turn ends with nothing left to write', () => {
+    const d = new CoreDriver();
+    d.userMessage({ text: 'hello' });
+    expect(d.request).toMatchObject({ throughSeq: 0, answerSeq: 1 });
+    d.modelAnswers(answer('hi'), []);
+    expect(d.core.takeWrites()).toEqual({ messages: [] });
+    expect(d.transcript().map((m) => m.role)).toEqual(['user', 'assistant']);
+  });
+
+  it('a turn stopped while its model call runs supersedes what that call may have written at its answer seq', () => {
+    const d = new CoreDriver();
+    d.userMessage({ text: 'first' });
+    d.modelAnswers(answer('one'), []);
+    d.userMessage({ text: 'second' });
+    expect(d.request).toMatchObject({ answerSeq: 3 });
+    d.db.messages[3] = answer('written by the call, never taken'); // the call wrote its answer, then the turn stopped
+    d.cancelTurn('no');
+    expect(d.turns.at(-1)).toMatchObject({ outcome: 'cancelled', steps: 0 });
+    expect(d.db.stoppedAnswers).toEqual([answer('written by the call, never taken')]);
+    expect(d.transcript().map((m) => m.content)).toEqual(['first', 'one', 'second']);
+  });
+
   it('runs calls that need no approval at once, stores their results in call order, then asks the model again', () => {
     const d = new CoreDriver();
     d.userMessage({ text: 'look up two orders' });

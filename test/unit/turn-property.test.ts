@@ -489,8 +489,12 @@ function checkAtEnd(run: Run): void {
   }
   // Every accepted user message is stored once, in order, and answered by exactly one turn.
   // (The core's own notes asking again for a typed output are user messages too; no sender sent them.)
+  const outputCheck = (m: ChatMessage): boolean => m.role === 'user' && m.content.startsWith('[output check]');
+  const refusedChecks = new Set(
+    d.db.refusedEntries.flatMap((e) => ('message' in e && outputCheck(e.message) ? [e.seq] : [])),
+  );
   const userSeqs = d.stored.flatMap((m, seq) =>
-    m.role === 'user' && !m.content.startsWith('[output check]') ? [seq] : [],
+    m.role === 'user' && !outputCheck(m) && !refusedChecks.has(seq) ? [seq] : [],
   );
   const users = userSeqs.map((seq) => d.stored[seq].content);
   const queued = d.core.state().queuedMessages;

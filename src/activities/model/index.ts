@@ -4,7 +4,8 @@
  * for each tool call. It runs as four stages, each in a file of its own:
  * prepare (who answers, with what), read (the transcript, or an earlier
  * attempt's answer), call (the provider, with the request fitted to the
- * window) and answer (output checks and tool call plans).
+ * window) and answer (output checks and tool call plans); a final answer is
+ * then written into the transcript by the call itself (final-answer.ts).
  */
 import { Context } from '@temporalio/activity';
 import type { ModelCallInput, ModelCallResult } from '../../contract/activities';
@@ -14,6 +15,7 @@ import type { ModelActivityDeps } from '../deps';
 import { guardrailsByAgent } from '../guardrails';
 import { failOnRefusal } from '../store-failures';
 import { answerAgain, answerModelCall } from './answer';
+import { writeFinalAnswer } from './final-answer';
 import { askModel } from './call';
 import { prepareModelCall, type ModelEnv } from './prepare';
 import { readForModelCall, stopAtInputGuardrails } from './read';
@@ -32,13 +34,13 @@ async function callModel(env: ModelEnv, input: ModelCallInput): Promise<ModelCal
   releaseStickyWorker(activity);
   const call = await prepareModelCall(env, activity, input);
   const read = await readForModelCall(env, call);
-  if (read.earlier) return answerAgain(env, call, read.earlier);
+  if (read.earlier) return writeFinalAnswer(env, input, await answerAgain(env, call, read.earlier));
   const stopped = await stopAtInputGuardrails(env, call, read.transcript);
-  if (stopped) return answerModelCall(env, call, stopped);
+  if (stopped) return writeFinalAnswer(env, input, await answerModelCall(env, call, stopped));
   const answerStream = openAnswerStream(env, call);
   const stored = await askModel(env, call, read, answerStream);
   const result = await answerModelCall(env, call, stored);
   // A held stream sends the answer only now, once the output guardrails let it stand.
   if (answerStream.held) await answerStream.end(!result.guardrail);
-  return result;
+  return writeFinalAnswer(env, input, result);
 }
