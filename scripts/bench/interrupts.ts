@@ -30,19 +30,30 @@ import { turnMessage } from './responder';
 const EventType = temporal.api.enums.v1.EventType;
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
-/** One setting: how model calls run and the conversations' workflow task timeout. */
+/**
+ * One setting: how calls run (`activity`: every call an ordinary activity; `local`: model and tool calls local;
+ * `local-tools`: model calls ordinary, tool calls local) and the conversations' workflow task timeout.
+ */
 export interface InterruptSetting {
-  mode: 'activity' | 'local';
+  mode: 'activity' | 'local' | 'local-tools';
   taskTimeoutMs: number;
 }
 
 /** The settings measured, in order. */
 export const INTERRUPT_SETTINGS: readonly InterruptSetting[] = [
   { mode: 'activity', taskTimeoutMs: 5_000 },
+  { mode: 'local-tools', taskTimeoutMs: 5_000 },
   { mode: 'local', taskTimeoutMs: 5_000 },
   { mode: 'local', taskTimeoutMs: 2_000 },
   { mode: 'local', taskTimeoutMs: 1_250 },
 ];
+
+/** How the printed table names each mode. */
+export const MODE_LABELS: Record<InterruptSetting['mode'], string> = {
+  activity: 'activities',
+  local: 'local activities',
+  'local-tools': 'local tool calls',
+};
 
 /** Figures of one setting. */
 export interface InterruptFigures extends InterruptSetting {
@@ -122,7 +133,7 @@ export async function benchInterrupts(ctx: BenchContext): Promise<InterruptFigur
     await rig.worker.ready;
     const results: InterruptFigures[] = [];
     for (const setting of INTERRUPT_SETTINGS) {
-      const label = `interrupts, ${setting.mode === 'local' ? 'local activities' : 'activities'}, task timeout ${setting.taskTimeoutMs} ms`;
+      const label = `interrupts, ${MODE_LABELS[setting.mode]}, task timeout ${setting.taskTimeoutMs} ms`;
       const client = await AgentClient.connect({
         temporalAddress: stack.temporal.address,
         tls: stack.temporal.tls,
@@ -134,6 +145,7 @@ export async function benchInterrupts(ctx: BenchContext): Promise<InterruptFigur
       const input = {
         systemPrompt: 'You are a benchmark. Call the tool when told.',
         ...(setting.mode === 'local' ? { localActivities: { modelCalls: true, idempotentTools: true } } : {}),
+        ...(setting.mode === 'local-tools' ? { localActivities: { idempotentTools: true } } : {}),
       };
       const prefix = `bench-${ctx.runTag}-int-${setting.mode}-${setting.taskTimeoutMs}`;
       stack.model.requests.length = 0;

@@ -32,6 +32,11 @@ export interface SystemFigures {
  */
 export interface LostWork {
   workflowTaskTimeouts: number;
+  /**
+   * Of those, the ones that timed out waiting to start (a sticky queue not polled within its schedule-to-start
+   * timeout, then offered to any worker), the rest timed out running.
+   */
+  scheduleToStartTimeouts?: number;
   repeatedModelCalls: number;
 }
 
@@ -105,6 +110,7 @@ export async function benchProject(ctx: BenchContext, mode: ProjectMode = 'activ
     const check = async (phase: string): Promise<LostWork> => {
       const turns = sent.splice(0);
       let workflowTaskTimeouts = 0;
+      let scheduleToStartTimeouts = 0;
       await mapLimit(turns, 10, async ({ id, messageId, steps }) => {
         const turn = await client.waitForTurn(id, messageId, 60_000);
         if (turn.outcome !== 'answered' || turn.steps !== steps + 1) {
@@ -113,12 +119,22 @@ export async function benchProject(ctx: BenchContext, mode: ProjectMode = 'activ
           );
         }
         const events = (await client.temporal.workflow.getHandle(id).fetchHistory()).events ?? [];
-        workflowTaskTimeouts += events.filter(
+        const timedOut = events.filter(
           (e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
+        );
+        workflowTaskTimeouts += timedOut.length;
+        scheduleToStartTimeouts += timedOut.filter(
+          (e) =>
+            e.workflowTaskTimedOutEventAttributes?.timeoutType ===
+            temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START,
         ).length;
       });
       const modelCalls = checkModelRequests(ctx, phase);
-      return { workflowTaskTimeouts, repeatedModelCalls: modelCalls - turns.reduce((n, t) => n + t.steps + 1, 0) };
+      return {
+        workflowTaskTimeouts,
+        scheduleToStartTimeouts,
+        repeatedModelCalls: modelCalls - turns.reduce((n, t) => n + t.steps + 1, 0),
+      };
     };
     const meter = { worker: worker.pid, temporal: stack.temporalPid, postmaster: stack.postmasterPid };
     const results: SystemFigures[] = [];
@@ -141,9 +157,8 @@ export async function benchProject(ctx: BenchContext, mode: ProjectMode = 'activ
         client.temporal,
         `${prefix}-c1-0-0`,
         options.steps,
-        (type) =>
-          // With local model calls a step has no activity but its markers: read the whole turn as one step.
-          type === conversationActivityType(mode === 'local' ? 'appendMessages' : 'callModel'),
+        // With local model calls a step has no activity, only its markers: no tool step is told apart.
+        (type) => mode !== 'local' && type === conversationActivityType('callModel'),
       );
       const medium = await runConcurrent({
         ...base,
@@ -157,7 +172,8 @@ export async function benchProject(ctx: BenchContext, mode: ProjectMode = 'activ
       const lostHigh = await check(`project, ${options.highConcurrency} conversations`);
       log(
         `, model ${latencyMs} ms: ${options.highConcurrency} conversations ${high.stepsPerSecond.toFixed(1)} steps/s ` +
-          `(${lostHigh.workflowTaskTimeouts} workflow tasks timed out, ${lostHigh.repeatedModelCalls} model calls repeated)`,
+          `(${lostHigh.workflowTaskTimeouts} workflow tasks timed out, ${lostHigh.scheduleToStartTimeouts ?? 0} of them before they started, ` +
+          `${lostHigh.repeatedModelCalls} model calls repeated)`,
       );
       results.push({
         latencyMs,

@@ -5,7 +5,7 @@ import { formatAgainstAiSdk } from './ai-sdk-report';
 import { formatColdStarts, type ColdStart } from './cold-start';
 import type { StartUp } from './startup';
 import type { FloorFigures } from './floor';
-import type { InterruptFigures } from './interrupts';
+import { MODE_LABELS, type InterruptFigures } from './interrupts';
 import type { LangGraphFigures } from './langgraph';
 import type { MachineInfo } from './machine';
 import type { PlainFigures } from './plain';
@@ -268,7 +268,7 @@ export function formatTable(r: BenchResults): string {
     for (const f of r.interrupts) {
       const cpu = f.load.cpuPerStep;
       lines.push(
-        `  ${f.mode === 'local' ? 'local activities' : 'activities'}, task timeout ${f.taskTimeoutMs} ms: p50 ${num(f.p50Ms)} ms, p90 ${num(f.p90Ms)}, max ${num(f.maxMs)} ` +
+        `  ${MODE_LABELS[f.mode]}, task timeout ${f.taskTimeoutMs} ms: p50 ${num(f.p50Ms)} ms, p90 ${num(f.p90Ms)}, max ${num(f.maxMs)} ` +
           `(${f.latencyMs.length} cancels that took effect); a running local call renews its task ${num(f.renewalsPerSecond)}×/s; ` +
           `load of ${f.load.conversations} conversations ${num(f.load.stepsPerSecond)} steps/s, CPU ms/step worker ${num(cpu.worker)}, server ${num(cpu.temporal)}, PostgreSQL ${num(cpu.postgres)}; ` +
           `${f.workflowTaskTimeouts} workflow tasks timed out, ${f.repeatedModelCalls} model calls repeated; ` +

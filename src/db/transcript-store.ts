@@ -10,6 +10,7 @@ import type { GuardrailTrip, TokenUsage } from '../contract';
 import type { AppendEntry, AppendMessagesInput, AssistantMessage, DecisionRecord } from '../contract/activities';
 import { parseJsonOrText, toStorableText, toStorableValue } from '../contract/text';
 import { describeRefusal, isRefusedValue, ValuesRefusedError } from './errors';
+import { prepared } from './prepared';
 import { DisplacedRunError, fenceStoppedAnswer, type WriteScope } from './superseded';
 
 export { DisplacedRunError, readSuperseded, type SupersededMessage, type WriteScope } from './superseded';
@@ -141,10 +142,12 @@ export async function insertMessages(
   if (scope.runId === undefined && scope.supersedeFrom === undefined) {
     if (rows.length === 0) return true;
     await db.query(
-      `INSERT INTO ${tables.conversationMessages} (conversation_id, seq, role, message, ref_key)
-       SELECT $1, seq, role, message, ref_key FROM (${written}) AS written (seq, role, message, ref_key)
-       ON CONFLICT (conversation_id, seq) DO UPDATE SET role = EXCLUDED.role, message = EXCLUDED.message, ref_key = EXCLUDED.ref_key`,
-      params,
+      prepared(
+        `INSERT INTO ${tables.conversationMessages} (conversation_id, seq, role, message, ref_key)
+         SELECT $1, seq, role, message, ref_key FROM (${written}) AS written (seq, role, message, ref_key)
+         ON CONFLICT (conversation_id, seq) DO UPDATE SET role = EXCLUDED.role, message = EXCLUDED.message, ref_key = EXCLUDED.ref_key`,
+        params,
+      ),
     );
     return true;
   }
@@ -156,7 +159,8 @@ export async function insertMessages(
   // Every part reads the rows as they were before the statement: a live row is either archived and deleted, or
   // archived and overwritten by the upsert, never changed twice.
   const { rows: result } = await db.query<{ displaced: boolean; fenced: boolean }>(
-    `WITH written (seq, role, message, ref_key) AS (${written}),
+    prepared(
+      `WITH written (seq, role, message, ref_key) AS (${written}),
      known AS (SELECT displaced_at FROM ${tables.transcriptRuns} WHERE conversation_id = $1 AND run_id = ${run}),
      displaced AS (SELECT 1 FROM known WHERE displaced_at IS NOT NULL),
      fence AS (
@@ -190,7 +194,8 @@ export async function insertMessages(
           AND NOT EXISTS (SELECT 1 FROM fenced)
        ON CONFLICT (conversation_id, seq) DO UPDATE SET role = EXCLUDED.role, message = EXCLUDED.message, ref_key = EXCLUDED.ref_key)
      SELECT EXISTS (SELECT 1 FROM displaced) AS displaced, EXISTS (SELECT 1 FROM fenced) AS fenced`,
-    params,
+      params,
+    ),
   );
   if (result[0]?.displaced) throw new DisplacedRunError(conversationId, scope.runId ?? '');
   return !result[0]?.fenced;
@@ -241,10 +246,12 @@ export async function readTranscript(
   throughSeq?: number,
 ): Promise<StoredMessage[]> {
   const { rows } = await pool.query<TranscriptRow>(
-    `SELECT seq, message, created_at FROM ${tables.conversationMessages}
-      WHERE conversation_id = $1 AND ($2::int IS NULL OR seq <= $2)
-      ORDER BY seq`,
-    [conversationId, throughSeq ?? null],
+    prepared(
+      `SELECT seq, message, created_at FROM ${tables.conversationMessages}
+        WHERE conversation_id = $1 AND ($2::int IS NULL OR seq <= $2)
+        ORDER BY seq`,
+      [conversationId, throughSeq ?? null],
+    ),
   );
   return rows.map(fromTranscriptRow);
 }
@@ -305,11 +312,13 @@ export async function storeToolResult(
 ): Promise<string> {
   const row = toStorableValue(result).value;
   const { rows } = await pool.query<{ content: string }>(
-    `WITH inserted AS (
-       INSERT INTO ${tables.toolResults} (idempotency_key, conversation_id, tool_call_id, tool_name, content) VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (idempotency_key) DO NOTHING RETURNING content)
-     SELECT content FROM inserted UNION ALL SELECT content FROM ${tables.toolResults} WHERE idempotency_key = $1 LIMIT 1`,
-    [row.idempotencyKey, row.conversationId, row.toolCallId, row.toolName, row.content],
+    prepared(
+      `WITH inserted AS (
+         INSERT INTO ${tables.toolResults} (idempotency_key, conversation_id, tool_call_id, tool_name, content) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (idempotency_key) DO NOTHING RETURNING content)
+       SELECT content FROM inserted UNION ALL SELECT content FROM ${tables.toolResults} WHERE idempotency_key = $1 LIMIT 1`,
+      [row.idempotencyKey, row.conversationId, row.toolCallId, row.toolName, row.content],
+    ),
   );
   return rows[0].content;
 }
@@ -351,14 +360,16 @@ export async function readModelCallState(
   conversationId: string,
 ): Promise<{ earlier?: StoredModelResponse; calibration: number }> {
   const { rows } = await pool.query<Partial<ModelResponseRow> & { found: boolean; ratio: number | null }>(
-    `SELECT r.response_key IS NOT NULL AS found, r.message, r.finish_reason, r.usage, r.guardrail, c.ratio
-       FROM (SELECT 1) AS one
-       LEFT JOIN ${tables.modelResponses} r ON r.response_key = $1
-       LEFT JOIN LATERAL (
-         SELECT (usage ->> 'promptTokens')::float / prompt_estimate AS ratio FROM ${tables.modelResponses}
-          WHERE conversation_id = $2 AND usage IS NOT NULL AND prompt_estimate > 0
-          ORDER BY created_at DESC LIMIT 1) c ON true`,
-    [key, conversationId],
+    prepared(
+      `SELECT r.response_key IS NOT NULL AS found, r.message, r.finish_reason, r.usage, r.guardrail, c.ratio
+         FROM (SELECT 1) AS one
+         LEFT JOIN ${tables.modelResponses} r ON r.response_key = $1
+         LEFT JOIN LATERAL (
+           SELECT (usage ->> 'promptTokens')::float / prompt_estimate AS ratio FROM ${tables.modelResponses}
+            WHERE conversation_id = $2 AND usage IS NOT NULL AND prompt_estimate > 0
+            ORDER BY created_at DESC LIMIT 1) c ON true`,
+      [key, conversationId],
+    ),
   );
   const row = rows[0];
   const ratio = row?.ratio;
@@ -400,22 +411,24 @@ export async function storeModelResponse(
 ): Promise<StoredModelResponse> {
   const row = toStorableValue(response).value;
   const { rows } = await pool.query<ModelResponseRow>(
-    `WITH inserted AS (
+    prepared(
+      `WITH inserted AS (
        INSERT INTO ${tables.modelResponses} (response_key, conversation_id, message, finish_reason, usage, prompt_estimate, context_budget, guardrail)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
        ON CONFLICT (response_key) DO NOTHING RETURNING message, finish_reason, usage, guardrail)
      SELECT message, finish_reason, usage, guardrail FROM inserted
      UNION ALL SELECT message, finish_reason, usage, guardrail FROM ${tables.modelResponses} WHERE response_key = $1 LIMIT 1`,
-    [
-      row.key,
-      row.conversationId,
-      JSON.stringify(row.message),
-      row.finishReason,
-      row.usage ? JSON.stringify(row.usage) : null,
-      row.promptEstimate ?? null,
-      row.contextBudget === undefined ? null : JSON.stringify(row.contextBudget),
-      row.guardrail ? JSON.stringify(row.guardrail) : null,
-    ],
+      [
+        row.key,
+        row.conversationId,
+        JSON.stringify(row.message),
+        row.finishReason,
+        row.usage ? JSON.stringify(row.usage) : null,
+        row.promptEstimate ?? null,
+        row.contextBudget === undefined ? null : JSON.stringify(row.contextBudget),
+        row.guardrail ? JSON.stringify(row.guardrail) : null,
+      ],
+    ),
   );
   return fromModelResponseRow(rows[0]);
 }
