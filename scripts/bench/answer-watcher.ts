@@ -21,13 +21,17 @@ export class AnswerWatcher {
   >();
   private running = false;
   private stopped = false;
-  private readonly table = agentTables().conversationMessages;
+  private readonly table: string;
 
   constructor(
     private readonly pool: Pool,
     private readonly intervalMs = 10,
     private readonly busyIntervalMs = 50,
-  ) {}
+    /** The PostgreSQL schema of the worker's tables (the project's default unless given). */
+    schema?: string,
+  ) {
+    this.table = agentTables(schema).conversationMessages;
+  }
 
   /**
    * Resolves with `Date.now()` at the poll that first saw an assistant

@@ -9,6 +9,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
+import path from 'node:path';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 
 // The bench's own log lines (e.g. a pool noticing PostgreSQL stop) stay off stdout; workers log at "warn" to files.
@@ -17,7 +18,7 @@ process.env.LOG_LEVEL ??= 'error';
 import { Cleanup, exitOnSignals } from './cleanup';
 import type { BenchContext } from './context';
 import { machineInfo } from './machine';
-import { useCompiledProjectWorker } from './worker-process';
+import { useBaselineWorker, useCompiledProjectWorker } from './worker-process';
 import { parseOptions, type Part } from './options';
 import { contentionWarnings, DEFINITIONS, formatTable, writeResults, type BenchResults } from './report';
 import { startStack, type Stack } from './stack';
@@ -57,6 +58,7 @@ async function main(): Promise<void> {
       sqlitePragmas: options.sqlitePragmas,
       temporal: options.cluster ? 'cluster' : 'dev server',
       projectWorker: options.compiled ? 'compiled (build/main.js)' : 'tsx (src/main.ts)',
+      ...(options.baseline ? { baseline: options.baseline } : {}),
     },
     definitions: DEFINITIONS,
     machine: machineInfo(undefined, loadAverageAtStart),
@@ -90,6 +92,14 @@ async function main(): Promise<void> {
     };
     await part('project', 'project', async () => (await import('./project')).benchProject(ctx));
     await part('project-local', 'projectLocal', async () => (await import('./project')).benchProject(ctx, 'local'));
+    if (options.baseline) {
+      const dir = path.join(stack.scratch, 'baseline-checkout');
+      const remove = useBaselineWorker(options.baseline, dir, log);
+      cleanup.add('baseline checkout', async () => remove());
+    }
+    await part('project-baseline', 'projectBaseline', async () =>
+      (await import('./project')).benchProject(ctx, 'baseline'),
+    );
     await part('project-unstreamed', 'projectUnstreamed', async () =>
       (await import('./project')).benchProject(ctx, 'unstreamed'),
     );

@@ -8,6 +8,7 @@ export const PARTS = [
   'project-local',
   'project-local-tools',
   'project-unstreamed',
+  'project-baseline',
   'ai-sdk',
   'langgraph',
   'floor',
@@ -23,7 +24,9 @@ export type Part = (typeof PARTS)[number];
  * The parts a run without `--only` runs: all but the project with only its tool calls local, which is asked for by
  * name.
  */
-export const DEFAULT_PARTS: readonly Part[] = PARTS.filter((p) => p !== 'project-local-tools');
+export const DEFAULT_PARTS: readonly Part[] = PARTS.filter(
+  (p) => p !== 'project-local-tools' && p !== 'project-baseline',
+);
 
 /** Everything a run does, decided from the flags. */
 export interface BenchOptions {
@@ -61,6 +64,11 @@ export interface BenchOptions {
   cluster: boolean;
   /** Run the project's worker compiled (`npm run build:app`, `build/main.js`) instead of through tsx. */
   compiled: boolean;
+  /**
+   * A git revision whose worker runs too, as the part `project-baseline` (its own checkout, its own tables), in the
+   * same run as the working tree's: a change's before and after, side by side.
+   */
+  baseline?: string;
 }
 
 const integer =
@@ -142,6 +150,10 @@ export function parseOptions(argv: string[] = process.argv): BenchOptions {
     "run the project's worker compiled to JavaScript (the bench runs npm run build:app first, then build/main.js, as the Dockerfile does) instead of src/main.ts through tsx, as npm start does",
     false,
   );
+  program.option(
+    '--baseline <rev>',
+    "also run the worker of this git revision (a checkout of its own, its own tables) as the part project-baseline, beside the working tree's: a change's before and after in one run",
+  );
   program.parse(argv);
   const o = program.opts<{
     quick: boolean;
@@ -155,6 +167,7 @@ export function parseOptions(argv: string[] = process.argv): BenchOptions {
     sqlitePragma: string[];
     cluster: boolean;
     compiled: boolean;
+    baseline?: string;
   }>();
   const quick = o.quick;
   const waiting = o.waiting ?? (quick ? 50 : 1_000);
@@ -162,7 +175,7 @@ export function parseOptions(argv: string[] = process.argv): BenchOptions {
     quick,
     steps: o.steps ?? (quick ? 3 : 10),
     latencies: [...new Set(o.modelLatency)],
-    parts: new Set(o.only),
+    parts: new Set([...o.only, ...(o.baseline ? (['project-baseline'] as const) : [])]),
     singleTurns: quick ? 2 : 5,
     mediumRounds: quick ? 1 : 2,
     mediumConcurrency: 10,
@@ -175,5 +188,6 @@ export function parseOptions(argv: string[] = process.argv): BenchOptions {
     sqlitePragmas: o.sqlitePragma,
     cluster: o.cluster,
     compiled: o.compiled,
+    ...(o.baseline ? { baseline: o.baseline } : {}),
   };
 }

@@ -5,7 +5,16 @@
 import { AgentClient } from '../../src/client/client';
 import { AnswerWatcher } from './answer-watcher';
 import { projectWorkerEnv, type BenchContext } from './context';
-import { PROJECT_WORKER, spawnWorker, type WorkerProcess } from './worker-process';
+import {
+  BASELINE_WORKER,
+  baselineToolsModule,
+  PROJECT_WORKER,
+  spawnWorker,
+  type WorkerProcess,
+} from './worker-process';
+
+/** The schema of the `--baseline` worker's tables: its migrations may be older than the working tree's. */
+const BASELINE_SCHEMA = 'bench_baseline';
 
 /** What {@link startProjectRig} started; `stop` ends all of it (also registered with the run's cleanup). */
 export interface ProjectRig {
@@ -18,14 +27,18 @@ export interface ProjectRig {
 
 /**
  * Spawns the worker (wait for `worker.ready`) on `bench-<name>-<run tag>` and connects a client; `name` also names its
- * log.
+ * log. `baseline`: the worker of the `--baseline` checkout, with its own tools module and tables.
  */
-export async function startProjectRig(ctx: BenchContext, name: string): Promise<ProjectRig> {
+export async function startProjectRig(ctx: BenchContext, name: string, baseline = false): Promise<ProjectRig> {
   const { stack } = ctx;
   const taskQueue = `bench-${name}-${ctx.runTag}`;
+  const schema = baseline ? BASELINE_SCHEMA : undefined;
   const worker = spawnWorker({
-    worker: PROJECT_WORKER,
-    env: projectWorkerEnv(ctx, taskQueue),
+    worker: baseline ? BASELINE_WORKER : PROJECT_WORKER,
+    env: {
+      ...projectWorkerEnv(ctx, taskQueue),
+      ...(baseline ? { AGENT_TOOLS_MODULE: baselineToolsModule(), AGENT_DATABASE_SCHEMA: BASELINE_SCHEMA } : {}),
+    },
     dir: stack.scratch,
     name: `${name}-worker`,
   });
@@ -35,9 +48,10 @@ export async function startProjectRig(ctx: BenchContext, name: string): Promise<
     tls: stack.temporal.tls,
     taskQueue,
     databaseUrl: stack.databaseUrl,
+    ...(schema ? { schema } : {}),
   });
   const closeClient = ctx.cleanup.add(`${name} client`, () => client.close());
-  const watcher = new AnswerWatcher(stack.pool);
+  const watcher = new AnswerWatcher(stack.pool, undefined, undefined, schema);
   return {
     worker,
     client,

@@ -48,7 +48,7 @@ export interface LostWork {
  * the default with the model's answers unstreamed (`model.stream: false`), as
  * `@temporalio/ai-sdk`'s `generateText` asks for them.
  */
-export type ProjectMode = 'activity' | 'local' | 'local-tools' | 'unstreamed';
+export type ProjectMode = 'activity' | 'local' | 'local-tools' | 'unstreamed' | 'baseline';
 
 const MODES: Record<
   ProjectMode,
@@ -74,6 +74,7 @@ const MODES: Record<
     localActivities: { idempotentTools: true },
   },
   unstreamed: { label: 'project (unstreamed)', rig: 'project-unstreamed', idTag: 'nostream-', stream: false },
+  baseline: { label: 'project (--baseline)', rig: 'project-baseline', idTag: 'base-' },
 };
 
 /**
@@ -84,7 +85,7 @@ export async function benchProject(ctx: BenchContext, mode: ProjectMode = 'activ
   const { stack, options } = ctx;
   const { label, rig, idTag, localActivities, stream } = MODES[mode];
   const log = (line: string): void => ctx.log(`${label}${line}`);
-  const { worker, client, watcher, stop } = await startProjectRig(ctx, rig);
+  const { worker, client, watcher, stop } = await startProjectRig(ctx, rig, mode === 'baseline');
   try {
     await worker.ready;
     log(` worker ready (pid ${worker.pid}) after ${Date.now() - worker.spawnedAt} ms`);

@@ -34,6 +34,8 @@ export interface BenchResults {
     temporal: 'dev server' | 'cluster';
     /** How the project's worker processes ran: compiled (`--compiled`) or through tsx, as `npm start` runs them. */
     projectWorker: 'compiled (build/main.js)' | 'tsx (src/main.ts)';
+    /** The git revision of `--baseline`, when given. */
+    baseline?: string;
   };
   /** What each figure means. */
   definitions: Record<string, string>;
@@ -48,6 +50,8 @@ export interface BenchResults {
   projectLocalTools?: SystemFigures[];
   /** The project with its model answers unstreamed (`model.stream: false`). */
   projectUnstreamed?: SystemFigures[];
+  /** The worker of `--baseline <rev>`, measured as the project is. */
+  projectBaseline?: SystemFigures[];
   /** Temporal's own AI integration, `@temporalio/ai-sdk`: `generateText` with the tool run as an activity. */
   aiSdk?: SystemFigures[];
   /** LangGraph JS + PostgresSaver, durability "async" (its default) and "sync". */
@@ -154,6 +158,8 @@ function systems(r: BenchResults): { name: string; figures: SystemFigures[] }[] 
   if (r.projectLocal) list.push({ name: 'project, local activities', figures: r.projectLocal });
   if (r.projectLocalTools) list.push({ name: 'project, local tool calls', figures: r.projectLocalTools });
   if (r.projectUnstreamed) list.push({ name: 'project, unstreamed', figures: r.projectUnstreamed });
+  if (r.projectBaseline)
+    list.push({ name: `project at --baseline ${r.options.baseline ?? ''}`, figures: r.projectBaseline });
   if (r.aiSdk) list.push({ name: '@temporalio/ai-sdk (generateText)', figures: r.aiSdk });
   for (const l of r.langgraph ?? [])
     list.push({ name: `LangGraph + PostgresSaver, durability ${l.durability}`, figures: l.perLatency });
@@ -223,6 +229,7 @@ export function formatTable(r: BenchResults): string {
     ...(r.projectLocal ?? []).map((f) => ['project with local activities', f] as const),
     ...(r.projectLocalTools ?? []).map((f) => ['project with local tool calls', f] as const),
     ...(r.projectUnstreamed ?? []).map((f) => ['project, unstreamed', f] as const),
+    ...(r.projectBaseline ?? []).map((f) => ['project at --baseline', f] as const),
     ...(r.aiSdk ?? []).map((f) => ['@temporalio/ai-sdk', f] as const),
   ]) {
     const a = f.history?.anatomy;
@@ -329,6 +336,7 @@ export function contentionWarnings(r: BenchResults): string[] {
   check('project, local activities', r.projectLocal);
   check('project, local tool calls', r.projectLocalTools);
   check('project, unstreamed', r.projectUnstreamed);
+  check('project at --baseline', r.projectBaseline);
   check('@temporalio/ai-sdk', r.aiSdk);
   for (const l of r.langgraph ?? []) check(`LangGraph (${l.durability})`, l.perLatency);
   for (const f of r.floor ?? []) check(`floor ${f.activitiesPerStep}`, f.perLatency);

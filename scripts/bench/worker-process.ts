@@ -47,6 +47,37 @@ export function useCompiledProjectWorker(log: (line: string) => void): void {
   );
 }
 
+/** The worker of `--baseline <rev>`: its checkout, its entry and its tools module, set by {@link useBaselineWorker}. */
+let baseline: { dir: string; entry: string; toolsModule: string } | undefined;
+
+/** The project's worker at the revision of `--baseline`, run as `npm start` runs it (its `src/main.ts` through tsx). */
+export const BASELINE_WORKER = { entry: 'src/main.ts of the --baseline checkout', readyLine: PROJECT_WORKER.readyLine };
+
+/**
+ * Checks out `rev` into `dir` (a detached git worktree sharing this checkout's node_modules) for
+ * {@link BASELINE_WORKER}; returns a function that removes the checkout.
+ */
+export function useBaselineWorker(rev: string, dir: string, log: (line: string) => void): () => void {
+  execFileSync('git', ['worktree', 'add', '--detach', '--force', dir, rev], { cwd: ROOT, stdio: 'ignore' });
+  fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
+  const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: dir, encoding: 'utf8' }).trim();
+  baseline = {
+    dir,
+    entry: path.join(dir, 'src', 'main.ts'),
+    toolsModule: path.join(dir, 'scripts', 'bench', 'bench-tools.ts'),
+  };
+  log(`--baseline ${rev}: commit ${commit} checked out in ${dir}; the part project-baseline runs its worker`);
+  return () => {
+    execFileSync('git', ['worktree', 'remove', '--force', dir], { cwd: ROOT, stdio: 'ignore' });
+  };
+}
+
+/** The baseline's tools module (its own `bench-tools.ts`). */
+export function baselineToolsModule(): string {
+  if (!baseline) throw new Error('no --baseline checkout');
+  return baseline.toolsModule;
+}
+
 /** The bench's tools module for the project's worker: `bench-tools.ts`, or its bundle with `--compiled`. */
 export function benchToolsModule(): string {
   return compiled?.toolsModule ?? path.join(__dirname, 'bench-tools.ts');
@@ -111,8 +142,13 @@ export function spawnWorker(options: SpawnOptions): WorkerProcess {
   // profile them.
   const nodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   // The project's worker runs as npm start runs it; the floor's and LangGraph's with Node's defaults.
-  const likeNpmStart = options.worker === PROJECT_WORKER;
-  const entry = likeNpmStart && compiled ? [compiled.entry] : ['--import', 'tsx', options.worker.entry];
+  const likeNpmStart = options.worker === PROJECT_WORKER || options.worker === BASELINE_WORKER;
+  const entry =
+    options.worker === BASELINE_WORKER
+      ? ['--import', 'tsx', baseline?.entry ?? '']
+      : likeNpmStart && compiled
+        ? [compiled.entry]
+        : ['--import', 'tsx', options.worker.entry];
   const child = spawn(process.execPath, [...(likeNpmStart ? workerNodeFlags() : []), ...nodeArgs, ...entry], {
     cwd: ROOT,
     // No HTTP API: the bench measures the worker, and decides through its client (unsigned).
