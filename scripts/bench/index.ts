@@ -57,7 +57,7 @@ async function main(): Promise<void> {
       dynamicConfig: options.dynamicConfig,
       sqlitePragmas: options.sqlitePragmas,
       temporal: options.cluster ? 'cluster' : 'dev server',
-      projectWorker: options.compiled ? 'compiled (build/main.js)' : 'tsx (src/main.ts)',
+      projectWorker: options.compiled ? 'compiled (build/main.js)' : 'npm start (scripts/start-worker.mjs)',
       ...(options.baseline ? { baseline: options.baseline } : {}),
     },
     definitions: DEFINITIONS,

@@ -147,7 +147,7 @@ export function parseOptions(argv: string[] = process.argv): BenchOptions {
   );
   program.option(
     '--compiled',
-    "run the project's worker compiled to JavaScript (the bench runs npm run build:app first, then build/main.js, as the Dockerfile does) instead of src/main.ts through tsx, as npm start does",
+    "run the project's worker compiled to JavaScript (the bench runs npm run build:app first, then build/main.js, as the Dockerfile does) instead of scripts/start-worker.mjs, as npm start runs it (the sources transpiled once with esbuild)",
     false,
   );
   program.option(

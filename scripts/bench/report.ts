@@ -33,7 +33,7 @@ export interface BenchResults {
     /** The Temporal server the run used. */
     temporal: 'dev server' | 'cluster';
     /** How the project's worker processes ran: compiled (`--compiled`) or through tsx, as `npm start` runs them. */
-    projectWorker: 'compiled (build/main.js)' | 'tsx (src/main.ts)';
+    projectWorker: 'compiled (build/main.js)' | 'npm start (scripts/start-worker.mjs)';
     /** The git revision of `--baseline`, when given. */
     baseline?: string;
   };

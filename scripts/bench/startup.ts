@@ -1,5 +1,5 @@
 /**
- * Start-up as a newcomer sees it: `npm start`'s process (`src/main.ts`, with
+ * Start-up as a newcomer sees it: `npm start`'s process (`scripts/start-worker.mjs`, with
  * nothing configured: it starts its own Temporal dev server, PostgreSQL, the
  * offline demo model and the worker) on a data folder of its own, from the
  * spawn to its ready line and to the answer of a first message ("find Ada",

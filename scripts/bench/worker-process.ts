@@ -1,9 +1,10 @@
 /**
- * Worker processes of the bench, each a `node --import tsx <entry>` child of
- * its own (one process, no wrapper, so its pid is the worker's and `/proc`
- * tells its CPU time and memory): the project's real entry point
- * (`src/main.ts`, configured by environment variables as in production, or
- * with `--compiled` `build/main.js` without tsx) or the Temporal floor's worker.
+ * Worker processes of the bench, each a node child of its own (one process,
+ * no wrapper, so its pid is the worker's and `/proc` tells its CPU time and
+ * memory): the project's real entry point as `npm start` runs it
+ * (`scripts/start-worker.mjs`, configured by environment variables as in
+ * production, or with `--compiled` `build/main.js`), or the baselines'
+ * workers through tsx.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -13,9 +14,9 @@ import { workerNodeFlags, workerProcessEnv } from '../../src/app/worker-node-opt
 
 const ROOT = path.join(__dirname, '..', '..');
 
-/** The project's worker: `src/main.ts`, and the line it prints once it polls. */
+/** The project's worker as `npm start` runs it (`scripts/start-worker.mjs`), and the line it prints once it polls. */
 export const PROJECT_WORKER = {
-  entry: path.join(ROOT, 'src', 'main.ts'),
+  entry: path.join(ROOT, 'scripts', 'start-worker.mjs'),
   readyLine: 'Durable agent worker is running.',
 };
 
@@ -31,17 +32,7 @@ let compiled: { entry: string; toolsModule: string } | undefined;
 export function useCompiledProjectWorker(log: (line: string) => void): void {
   const started = Date.now();
   execFileSync('npm', ['run', '--silent', 'build:app'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
-  const toolsModule = path.join(ROOT, 'build', 'bench-tools.js');
-  buildSync({
-    entryPoints: [path.join(__dirname, 'bench-tools.ts')],
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    packages: 'external',
-    outfile: toolsModule,
-    logLevel: 'error',
-  });
-  compiled = { entry: path.join(ROOT, 'build', 'main.js'), toolsModule };
+  compiled = { entry: path.join(ROOT, 'build', 'main.js'), toolsModule: bundledBenchTools() };
   log(
     `--compiled: the project's worker built into build/ in ${Date.now() - started} ms; its processes run build/main.js`,
   );
@@ -78,9 +69,33 @@ export function baselineToolsModule(): string {
   return baseline.toolsModule;
 }
 
-/** The bench's tools module for the project's worker: `bench-tools.ts`, or its bundle with `--compiled`. */
+/**
+ * The bench's tools, TypeScript that plain node cannot load, bundled into `build/bench-tools.js` (inside the checkout,
+ * so its packages resolve; the project's sources it imports inside it). Made once per run.
+ */
+let benchToolsBundle: string | undefined;
+function bundledBenchTools(): string {
+  if (benchToolsBundle) return benchToolsBundle;
+  const toolsModule = path.join(ROOT, 'build', 'bench-tools.js');
+  buildSync({
+    entryPoints: [path.join(__dirname, 'bench-tools.ts')],
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    packages: 'external',
+    outfile: toolsModule,
+    logLevel: 'error',
+  });
+  benchToolsBundle = toolsModule;
+  return toolsModule;
+}
+
+/**
+ * The bench's tools module for the project's worker: their bundle (a TypeScript tools module would make `npm start`
+ * run the worker through tsx).
+ */
 export function benchToolsModule(): string {
-  return compiled?.toolsModule ?? path.join(__dirname, 'bench-tools.ts');
+  return compiled?.toolsModule ?? bundledBenchTools();
 }
 
 /**
@@ -146,8 +161,8 @@ export function spawnWorker(options: SpawnOptions): WorkerProcess {
   const entry =
     options.worker === BASELINE_WORKER
       ? ['--import', 'tsx', baseline?.entry ?? '']
-      : likeNpmStart && compiled
-        ? [compiled.entry]
+      : options.worker === PROJECT_WORKER
+        ? [compiled?.entry ?? options.worker.entry]
         : ['--import', 'tsx', options.worker.entry];
   const child = spawn(process.execPath, [...(likeNpmStart ? workerNodeFlags() : []), ...nodeArgs, ...entry], {
     cwd: ROOT,
