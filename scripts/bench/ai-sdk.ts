@@ -11,7 +11,8 @@ import type { AiSdkTurnInput, AiSdkTurnResult } from './ai-sdk-workflows';
 import { NOOP_TOOL } from './bench-tools';
 import { checkModelRequests, type BenchContext } from './context';
 import { historyFigures } from './history';
-import { mapLimit, runConcurrent, type RunTurn } from './measure';
+import { mapLimit, type RunTurn } from './measure';
+import { measurePhases } from './phases';
 import type { LostWork, SystemFigures } from './project';
 import { turnMessage } from './responder';
 import { AI_SDK_WORKER, spawnWorker } from './worker-process';
@@ -83,46 +84,19 @@ export async function benchAiSdk(ctx: BenchContext): Promise<SystemFigures[]> {
     const meter = { worker: worker.pid, temporal: stack.temporalPid, postmaster: stack.postmasterPid };
     const results: SystemFigures[] = [];
     for (const latencyMs of options.latencies) {
-      const prefix = `bench-${ctx.runTag}-aisdk-l${latencyMs}`;
-      const base = { runTurn, steps: options.steps, latencyMs, meter };
-      await runConcurrent({ ...base, idPrefix: `${prefix}-warm1`, concurrency: 1 });
-      await runConcurrent({ ...base, idPrefix: `${prefix}-warm10`, concurrency: options.mediumConcurrency, steps: 2 });
-      await check('ai-sdk warm-up');
-      const single = await runConcurrent({
-        ...base,
-        idPrefix: `${prefix}-c1`,
-        concurrency: 1,
-        rounds: options.singleTurns,
-      });
-      const lostSingle = await check('ai-sdk, 1 conversation');
-      const history = await historyFigures(
-        client,
-        `${prefix}-c1-0-0`,
-        options.steps,
-        (type) => type === MODEL_ACTIVITY,
+      results.push(
+        await measurePhases({
+          options,
+          runTurn,
+          latencyMs,
+          meter,
+          idPrefix: `bench-${ctx.runTag}-aisdk-l${latencyMs}`,
+          label: '@temporalio/ai-sdk',
+          log,
+          check,
+          history: (id) => historyFigures(client, id, options.steps, (type) => type === MODEL_ACTIVITY),
+        }),
       );
-      const medium = await runConcurrent({
-        ...base,
-        idPrefix: `${prefix}-c10`,
-        concurrency: options.mediumConcurrency,
-        rounds: options.mediumRounds,
-      });
-      const lostMedium = await check(`ai-sdk, ${options.mediumConcurrency} conversations`);
-      const high = await runConcurrent({ ...base, idPrefix: `${prefix}-c100`, concurrency: options.highConcurrency });
-      const lostHigh = await check(`ai-sdk, ${options.highConcurrency} conversations`);
-      log(
-        `@temporalio/ai-sdk, model ${latencyMs} ms: ${single.msPerStep.toFixed(1)} ms/step (1), ` +
-          `${medium.msPerStep.toFixed(1)} ms/step (${options.mediumConcurrency}), ${high.stepsPerSecond.toFixed(1)} steps/s (${options.highConcurrency}) ` +
-          `(${lostHigh.workflowTaskTimeouts} workflow tasks timed out, ${lostHigh.repeatedModelCalls} model calls repeated)`,
-      );
-      results.push({
-        latencyMs,
-        single,
-        medium,
-        high,
-        history,
-        lost: { single: lostSingle, medium: lostMedium, high: lostHigh },
-      });
     }
     return results;
   } finally {

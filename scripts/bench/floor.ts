@@ -7,7 +7,8 @@ import { Client, Connection } from '@temporalio/client';
 import { checkModelRequests, type BenchContext } from './context';
 import type { FloorTurnInput } from './floor-workflows';
 import { historyFigures } from './history';
-import { runConcurrent, type RunTurn } from './measure';
+import type { RunTurn } from './measure';
+import { measurePhases } from './phases';
 import type { SystemFigures } from './project';
 import { FLOOR_WORKER, spawnWorker } from './worker-process';
 
@@ -47,39 +48,18 @@ export async function benchFloor(ctx: BenchContext): Promise<FloorFigures[]> {
       };
       const perLatency: SystemFigures[] = [];
       for (const latencyMs of options.latencies) {
-        const prefix = `bench-${ctx.runTag}-floor${activitiesPerStep}-l${latencyMs}`;
-        const base = { runTurn, steps: options.steps, latencyMs, meter };
-        await runConcurrent({ ...base, idPrefix: `${prefix}-warm1`, concurrency: 1 });
-        await runConcurrent({
-          ...base,
-          idPrefix: `${prefix}-warm10`,
-          concurrency: options.mediumConcurrency,
-          steps: 2,
-        });
-        const single = await runConcurrent({
-          ...base,
-          idPrefix: `${prefix}-c1`,
-          concurrency: 1,
-          rounds: options.singleTurns,
-        });
-        const history = await historyFigures(
-          client,
-          `${prefix}-c1-0-0`,
-          options.steps,
-          (type) => type === 'floorModel',
+        perLatency.push(
+          await measurePhases({
+            options,
+            runTurn,
+            latencyMs,
+            meter,
+            idPrefix: `bench-${ctx.runTag}-floor${activitiesPerStep}-l${latencyMs}`,
+            label: `floor ${activitiesPerStep} activities`,
+            log,
+            history: (id) => historyFigures(client, id, options.steps, (type) => type === 'floorModel'),
+          }),
         );
-        const medium = await runConcurrent({
-          ...base,
-          idPrefix: `${prefix}-c10`,
-          concurrency: options.mediumConcurrency,
-          rounds: options.mediumRounds,
-        });
-        const high = await runConcurrent({ ...base, idPrefix: `${prefix}-c100`, concurrency: options.highConcurrency });
-        log(
-          `floor ${activitiesPerStep} activities, model ${latencyMs} ms: ${single.msPerStep.toFixed(1)} ms/step (1), ` +
-            `${medium.msPerStep.toFixed(1)} ms/step (${options.mediumConcurrency}), ${high.stepsPerSecond.toFixed(1)} steps/s (${options.highConcurrency})`,
-        );
-        perLatency.push({ latencyMs, single, medium, high, history });
       }
       results.push({ activitiesPerStep, perLatency });
     }

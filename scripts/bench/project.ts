@@ -10,7 +10,8 @@ import { conversationActivityType } from '../../src/contract/activities';
 import { NOOP_TOOL } from './bench-tools';
 import { checkModelRequests, type BenchContext } from './context';
 import { historyFigures, type HistoryFigures } from './history';
-import { mapLimit, runConcurrent, type ConcurrencyResult, type RunTurn } from './measure';
+import { mapLimit, type ConcurrencyResult, type RunTurn } from './measure';
+import { measurePhases } from './phases';
 import { turnMessage } from './responder';
 import { startProjectRig } from './project-rig';
 
@@ -140,50 +141,26 @@ export async function benchProject(ctx: BenchContext, mode: ProjectMode = 'activ
     const meter = { worker: worker.pid, temporal: stack.temporalPid, postmaster: stack.postmasterPid };
     const results: SystemFigures[] = [];
     for (const latencyMs of options.latencies) {
-      const prefix = `bench-${ctx.runTag}-${idTag}l${latencyMs}`;
-      const base = { runTurn, steps: options.steps, latencyMs, meter };
-      log(`, model ${latencyMs} ms: warming up`);
-      await runConcurrent({ ...base, idPrefix: `${prefix}-warm1`, concurrency: 1 });
-      await runConcurrent({ ...base, idPrefix: `${prefix}-warm10`, concurrency: options.mediumConcurrency, steps: 2 });
-      await check('project warm-up');
-      const single = await runConcurrent({
-        ...base,
-        idPrefix: `${prefix}-c1`,
-        concurrency: 1,
-        rounds: options.singleTurns,
-      });
-      const lostSingle = await check('project, 1 conversation');
-      log(`, model ${latencyMs} ms: 1 conversation ${single.msPerStep.toFixed(1)} ms/step`);
-      const history = await historyFigures(
-        client.temporal,
-        `${prefix}-c1-0-0`,
-        options.steps,
-        // With local model calls a step has no activity, only its markers: no tool step is told apart.
-        (type) => mode !== 'local' && type === conversationActivityType('callModel'),
+      results.push(
+        await measurePhases({
+          options,
+          runTurn,
+          latencyMs,
+          meter,
+          idPrefix: `bench-${ctx.runTag}-${idTag}l${latencyMs}`,
+          label,
+          log: ctx.log,
+          check,
+          history: (id) =>
+            historyFigures(
+              client.temporal,
+              id,
+              options.steps,
+              // With local model calls a step has no activity, only its markers: no tool step is told apart.
+              (type) => mode !== 'local' && type === conversationActivityType('callModel'),
+            ),
+        }),
       );
-      const medium = await runConcurrent({
-        ...base,
-        idPrefix: `${prefix}-c10`,
-        concurrency: options.mediumConcurrency,
-        rounds: options.mediumRounds,
-      });
-      const lostMedium = await check(`project, ${options.mediumConcurrency} conversations`);
-      log(`, model ${latencyMs} ms: ${options.mediumConcurrency} conversations ${medium.msPerStep.toFixed(1)} ms/step`);
-      const high = await runConcurrent({ ...base, idPrefix: `${prefix}-c100`, concurrency: options.highConcurrency });
-      const lostHigh = await check(`project, ${options.highConcurrency} conversations`);
-      log(
-        `, model ${latencyMs} ms: ${options.highConcurrency} conversations ${high.stepsPerSecond.toFixed(1)} steps/s ` +
-          `(${lostHigh.workflowTaskTimeouts} workflow tasks timed out, ${lostHigh.scheduleToStartTimeouts ?? 0} of them before they started, ` +
-          `${lostHigh.repeatedModelCalls} model calls repeated)`,
-      );
-      results.push({
-        latencyMs,
-        single,
-        medium,
-        high,
-        history,
-        lost: { single: lostSingle, medium: lostMedium, high: lostHigh },
-      });
     }
     return results;
   } finally {
