@@ -68,6 +68,9 @@ describe('replaying recorded histories', () => {
       'unstorable-signals-refused',
       'cancel-while-turn-ends',
       'budget-exceeded',
+      // Recorded at de8e702, with the final answer written by its model call: a turn with a tool step, a turn
+      // cancelled during its model call (its end supersedes what the call may have written), a third turn.
+      'final-answer-by-model-call',
     ]) {
       expect(names).toContain(expected);
     }
