@@ -38,6 +38,7 @@ import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 import type { AgentTables } from '../db/schema';
 import { logger } from '../common/logger';
 import { ActivityErrorType } from '../contract/activities';
+import { prepared } from '../db/prepared';
 
 /** The failure type of an attempt failed because its worker was lost. */
 export const WORKER_LOST_ERROR_TYPE = ActivityErrorType.WorkerLost;
@@ -238,8 +239,10 @@ export class LostWorkerWatch {
     const timer = setTimeout(() => {
       inserted = this.pool
         .query(
-          `INSERT INTO ${this.tables.workerActivities} (task_token, worker_key, workflow_id, run_id, activity_type, attempt) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (task_token) DO NOTHING`,
-          [token, this.workerKey, execution.workflowId, execution.runId, info.activityType, info.attempt],
+          prepared(
+            `INSERT INTO ${this.tables.workerActivities} (task_token, worker_key, workflow_id, run_id, activity_type, attempt) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (task_token) DO NOTHING`,
+            [token, this.workerKey, execution.workflowId, execution.runId, info.activityType, info.attempt],
+          ),
         )
         .then(() => true, failed('record'));
     }, RECORD_AFTER_MS);
@@ -250,7 +253,7 @@ export class LostWorkerWatch {
         (landed) =>
           landed &&
           this.pool
-            .query(`DELETE FROM ${this.tables.workerActivities} WHERE task_token = $1`, [token])
+            .query(prepared(`DELETE FROM ${this.tables.workerActivities} WHERE task_token = $1`, [token]))
             .then(() => true, failed('delete')),
       );
       this.probeStickyQueue(execution);
