@@ -33,11 +33,12 @@ export function toolDiscoverySummary(servers: readonly string[], turn: number): 
 }
 
 /** `store messages 4-6`. */
-export function storeSummary(firstSeq: number, count: number, supersedeFrom?: number): string {
-  const stored = count === 1 ? `store message ${firstSeq}` : `store messages ${firstSeq}-${firstSeq + count - 1}`;
+export function storeSummary(entries: readonly { seq: number }[], supersedeFrom?: number): string {
+  const [first, last] = [entries[0]?.seq, entries.at(-1)?.seq];
+  const stored = first === last ? `store message ${first}` : `store messages ${first}-${last}`;
   if (supersedeFrom === undefined) return stored;
   const superseded = `supersede messages ${supersedeFrom} and after (the turn stopped during a model call)`;
-  return count === 0 ? superseded : `${stored}; ${superseded}`;
+  return entries.length === 0 ? superseded : `${stored}; ${superseded}`;
 }
 
 /** `record: approve issue_refund (call_1) by alice`. */

@@ -6,8 +6,9 @@
  * transcript (`transcript_runs`), by which a displaced run's late write is
  * refused.
  */
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import type { ChatMessage } from '../contract/messages';
+import { prepared } from './prepared';
 import type { AgentTables } from './schema';
 
 /** Who writes, and what a write takes out of the live transcript first (`insertMessages`, `transcript-store.ts`). */
@@ -36,15 +37,18 @@ export interface WriteScope {
  * has nothing to fence.
  */
 export async function fenceStoppedAnswer(
-  pool: Pool,
+  db: Pool | PoolClient,
   tables: AgentTables,
   conversationId: string,
   runId: string,
   seq: number,
 ): Promise<void> {
-  await pool.query(
-    `UPDATE ${tables.transcriptRuns} SET stopped_answer_seq = $3 WHERE conversation_id = $1 AND run_id = $2`,
-    [conversationId, runId, seq],
+  await db.query(
+    prepared(`UPDATE ${tables.transcriptRuns} SET stopped_answer_seq = $3 WHERE conversation_id = $1 AND run_id = $2`, [
+      conversationId,
+      runId,
+      seq,
+    ]),
   );
 }
 

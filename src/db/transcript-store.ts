@@ -43,10 +43,6 @@ export async function appendMessages(
 ): Promise<void> {
   const scope = writeScope(input, runId);
   if (input.messages.length === 0 && scope.supersedeFrom === undefined) return;
-  // A turn stopped during its model call: that call's own write of its answer is fenced off first, then what it may
-  // have written is superseded (a statement of its own, so it sees an answer written while the fence waited).
-  if (scope.supersedeReason === 'stopped' && scope.supersedeFrom !== undefined && runId !== undefined)
-    await fenceStoppedAnswer(pool, tables, input.conversationId, runId, scope.supersedeFrom);
   try {
     await insertMessages(pool, tables, input.conversationId, input.messages, scope);
   } catch (err) {
@@ -105,7 +101,8 @@ function describeRefused(entry: AppendEntry, err: unknown): string {
  *   the run, unless the write stores the same message at the same seq;
  * - a write of a displaced run stores nothing and throws {@link DisplacedRunError};
  * - a model call's write of its own answer (`scope.ownAnswer`) stores nothing
- *   when its run stopped the call first (`fenceStoppedAnswer`).
+ *   when its run stopped the call first: a write superseding for reason
+ *   `stopped` sets that fence (`fenceStoppedAnswer`) before it supersedes.
  *
  * Returns false when the write was fenced that way, true otherwise.
  */
@@ -151,6 +148,10 @@ export async function insertMessages(
     );
     return true;
   }
+  // A turn stopped during its model call: that call's own write of its answer is fenced off first, in a statement of
+  // its own, so the supersede below (a new snapshot) sees an answer written while the fence waited for it.
+  if (scope.supersedeReason === 'stopped' && scope.supersedeFrom !== undefined && scope.runId !== undefined)
+    await fenceStoppedAnswer(db, tables, conversationId, scope.runId, scope.supersedeFrom);
   const run = param(scope.runId ?? null);
   const firstSeq = param(messages.length > 0 ? Math.min(...messages.map((m) => m.seq)) : null);
   const supersedeFrom = param(scope.supersedeFrom ?? null);

@@ -233,20 +233,17 @@ async function childrenSettled({ children }: Edge): Promise<void> {
  * note in its place.
  */
 async function write({ core, act }: Edge, pending: PendingWrite, waiting?: ApprovalRequest[]): Promise<void> {
-  // What a stopped model call may have written leaves the live transcript in the first statement (a refused write
+  // What a stopped model call may have written leaves the live transcript in the first statement only (a refused write
   // still supersedes: appendMessages then stores what it can, and the notes written after must stay).
-  const { supersedeFrom } = pending;
-  let supersede = supersedeFrom !== undefined ? { supersedeFrom, supersedeReason: 'stopped' as const } : {};
-  for (let entries = pending.messages; ; supersede = {}) {
+  for (let entries = pending.messages, supersedeFrom = pending.supersedeFrom; ; supersedeFrom = undefined) {
     const request = {
       conversationId: core.conversationId,
       messages: entries,
-      ...supersede,
+      ...(supersedeFrom !== undefined ? { supersedeFrom, supersedeReason: 'stopped' as const } : {}),
       ...(waiting ? { waiting } : {}),
     };
-    const summary = storeSummary(entries[0]?.seq ?? supersedeFrom ?? 0, entries.length, supersedeFrom);
     try {
-      return await nonCancellable(() => act.store.appendMessages(request, summary));
+      return await nonCancellable(() => act.store.appendMessages(request, storeSummary(entries, supersedeFrom)));
     } catch (err) {
       entries = core.writeRefused(entries, storeRefusal(err) ?? throwAgain(err));
       if (entries.length === 0) return;

@@ -28,19 +28,24 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
   return (input) => failOnRefusal(() => callModel(env, input));
 }
 
-/** One model call: each stage gets what the ones before it decided, and nothing else. */
+/** One model call: its answer, a final one written into the transcript by the call itself. */
 async function callModel(env: ModelEnv, input: ModelCallInput): Promise<ModelCallResult> {
+  return writeFinalAnswer(env, input, await answer(env, input));
+}
+
+/** The stages: each gets what the ones before it decided, and nothing else. */
+async function answer(env: ModelEnv, input: ModelCallInput): Promise<ModelCallResult> {
   const activity = Context.current();
   releaseStickyWorker(activity);
   const call = await prepareModelCall(env, activity, input);
   const read = await readForModelCall(env, call);
-  if (read.earlier) return writeFinalAnswer(env, input, await answerAgain(env, call, read.earlier));
+  if (read.earlier) return answerAgain(env, call, read.earlier);
   const stopped = await stopAtInputGuardrails(env, call, read.transcript);
-  if (stopped) return writeFinalAnswer(env, input, await answerModelCall(env, call, stopped));
+  if (stopped) return answerModelCall(env, call, stopped);
   const answerStream = openAnswerStream(env, call);
   const stored = await askModel(env, call, read, answerStream);
   const result = await answerModelCall(env, call, stored);
   // A held stream sends the answer only now, once the output guardrails let it stand.
   if (answerStream.held) await answerStream.end(!result.guardrail);
-  return writeFinalAnswer(env, input, result);
+  return result;
 }
