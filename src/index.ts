@@ -13,6 +13,9 @@ export { DurableAgentPlugin, WORKFLOW_INTERCEPTOR_MODULES } from './worker/plugi
 export type { DurableAgentModelOptions, DurableAgentPluginOptions } from './worker/plugin-options';
 export { tool, type Tool, type ToolContext } from './tools/tool';
 export { agent, type Agent } from './tools/agents';
+// A standalone needsApproval or guardrail names its context; options of handoff() and asTool() are inferred.
+export type { ToolCallContext } from './tools/call-context';
+export { handoff } from './tools/handoff';
 export { guardrail, type Guardrail } from './tools/guardrails';
 export { AgentError, ToolEffectUnknownError, ToolError } from './common/errors';
 export { SearchAttributeLimitError } from './worker/search-attributes';

@@ -8,10 +8,13 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { ActivityErrorType, type AssistantMessage } from '../contract/activities';
+import type { GuardrailResult } from '../contract/guardrail-results';
 import type { GuardrailTrip } from '../contract/turn-records';
+import { readGuardrailVerdict } from './guardrail-results';
 import { guardrailsOn, type Guardrail, type GuardrailContext } from '../tools/guardrails';
 import type { Agent } from '../tools/agents';
 import type { Tool } from '../tools/tool';
+import type { ToolGuardrailContext } from '../tools/call-context';
 import { requestCompletion } from './completion';
 import type { ModelActivityDeps } from './deps';
 
@@ -71,34 +74,44 @@ export function guardrailContext(
   };
 }
 
-/** Runs input or output guardrails side by side; the first (in declared order) whose tripwire is set stops the turn. */
+/** What the input or output guardrails said: each one's result, and the trip that stops the turn, if one tripped. */
+export interface GuardrailOutcome {
+  results: GuardrailResult[];
+  trip?: GuardrailTrip;
+}
+
+/**
+ * Runs input or output guardrails side by side; the first (in declared order) whose tripwire is set stops the turn.
+ * Every one's result is returned, with its `outputInfo` bounded (`readGuardrailVerdict`); one the record cannot keep
+ * is logged.
+ */
 export async function firstTrip<Subject>(
   on: 'input' | 'output',
   guardrails: readonly { name: string; check(subject: Subject, context: GuardrailContext): unknown }[],
   subject: Subject,
   context: GuardrailContext,
-): Promise<GuardrailTrip | undefined> {
-  const verdicts = await Promise.all(
-    guardrails.map(async (g) => ({
-      g,
-      verdict: (await guarded(g.name, () => g.check(subject, context))) as
-        { tripwire?: unknown; reason?: unknown } | undefined,
-    })),
+): Promise<GuardrailOutcome> {
+  const results = await Promise.all(
+    guardrails.map(async (g) =>
+      readGuardrailVerdict(on, g.name, await guarded(g.name, () => g.check(subject, context))),
+    ),
   );
-  const tripped = verdicts.find(({ verdict }) => verdict?.tripwire === true);
-  if (!tripped) return undefined;
-  const reason =
-    typeof tripped.verdict?.reason === 'string' && tripped.verdict.reason.trim() !== ''
-      ? tripped.verdict.reason
-      : 'no reason given';
-  return { on, guardrail: tripped.g.name, reason };
+  for (const r of results) {
+    if (r.outputInfoDropped)
+      Context.current().log.warn(`The ${on} guardrail "${r.guardrail}": ${r.outputInfoDropped}`, {
+        conversationId: context.conversationId,
+      });
+  }
+  const tripped = results.find((r) => r.tripwire);
+  if (!tripped) return { results };
+  return { results, trip: { on, guardrail: tripped.guardrail, reason: tripped.reason ?? 'no reason given' } };
 }
 
 /** What the tool guardrails say about one call: the first block wins, else the first that asks for a person. */
 export async function toolVerdict(
   guardrails: readonly Extract<Guardrail, { on: 'tool' }>[],
   call: { toolName: string; arguments: unknown },
-  context: GuardrailContext,
+  context: ToolGuardrailContext,
 ): Promise<{ action: 'allow' } | { action: 'block' | 'require_approval'; guardrail: string; reason: string }> {
   const verdicts = await Promise.all(
     guardrails.map(async (g) => ({ g, verdict: await guarded(g.name, () => g.check(call, context)) })),

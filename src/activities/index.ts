@@ -8,14 +8,9 @@ import {
   type ConversationActivities,
   type VerifyDecisionInput,
 } from '../contract/activities';
-import {
-  guardrailContext,
-  guardrailsByAgent,
-  toolGuardrailsOf,
-  toolVerdict,
-  type ApplicableGuardrails,
-} from './guardrails';
+import { guardrailsByAgent, toolGuardrailsOf, toolVerdict, type ApplicableGuardrails } from './guardrails';
 import { createModelActivity } from './model';
+import { editCheckContext } from './model/call-checks';
 import { createToolActivity } from './tools';
 import { recordDecision } from '../db/transcript-store';
 import { appendMessagesListingWaits } from '../db/approval-store';
@@ -70,7 +65,7 @@ async function describeRefusedEdit(
   const verdict = await toolVerdict(
     guards,
     { toolName: checked.tool.name, arguments: checked.args },
-    guardrailContext(deps, conversationId, edit.agent),
+    editCheckContext(deps, conversationId, edit),
   );
   if (verdict.action !== 'block') return undefined;
   return `Edit refused: the guardrail "${verdict.guardrail}" blocks these arguments: ${verdict.reason} ${still}`;

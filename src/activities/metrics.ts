@@ -64,7 +64,7 @@ export function modelCallMeasured(call: {
   if (prompt > 0) count(m, AGENT_METRICS.modelTokens, prompt, { model: call.model, agent, kind: 'prompt' });
   if (completion > 0) count(m, AGENT_METRICS.modelTokens, completion, { model: call.model, agent, kind: 'completion' });
   if (call.costUsd !== undefined && call.costUsd > 0)
-    count(m, AGENT_METRICS.modelCost, Math.round(call.costUsd * 1e6), { model: call.model });
+    count(m, AGENT_METRICS.modelCost, Math.round(call.costUsd * 1e6), { model: call.model, agent });
 }
 
 /** An earlier attempt's stored answer was used instead of calling the provider again. */

@@ -8,6 +8,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { NoWorkerAnsweredError } from '../client/client';
 import {
+  ChildConversationError,
   ConversationClosedError,
   DecisionRefusedError,
   EncryptedPayloadError,
@@ -71,6 +72,7 @@ export function refuse(err: unknown, request: FastifyRequest, reply: FastifyRepl
   if (err instanceof InvalidConversationInputError || err instanceof UnstorableTextError)
     return sendRefusal(reply, 'invalid_request', err.message);
   if (err instanceof ConversationClosedError) return sendRefusal(reply, 'conversation_closed', err.message);
+  if (err instanceof ChildConversationError) return sendRefusal(reply, 'child_conversation', err.message);
   if (err instanceof DecisionRefusedError) return sendRefusal(reply, 'decision_refused', err.message);
   // A fork point not (yet) in the transcript, a fork id in use, a regeneration refused: conflicts, with their own code.
   if (err instanceof GoingBackRefusedError) return sendRefusal(reply, err.code, err.message);

@@ -5,7 +5,13 @@
  * operation lists every status it can answer.
  */
 import { z } from 'zod';
-import type { ConversationState, PendingApproval, PendingBelow, WaitingCall } from '../contract';
+import {
+  GUARDRAIL_OUTPUT_INFO_MAX_CHARS,
+  type ConversationState,
+  type PendingApproval,
+  type PendingBelow,
+  type WaitingCall,
+} from '../contract';
 import type { StoredMessage } from '../db/transcript-store';
 import type { DecisionOutcome } from './decisions';
 
@@ -25,6 +31,7 @@ export const API_ERROR_CODES = {
   not_found: 404,
   method_not_allowed: 405,
   conversation_closed: 409,
+  child_conversation: 409,
   decision_refused: 409,
   regenerate_refused: 409,
   conversation_exists: 409,
@@ -64,7 +71,7 @@ const REFUSAL_MEANING: Record<RefusalStatus, string> = {
   403: "The token's roles do not allow this (forbidden), or whoever sent a turn's messages tries to approve its calls (four_eyes).",
   404: 'No such conversation.',
   405: 'The path takes other methods (listed in the Allow header).',
-  409: 'The conversation has ended (conversation_closed), a named call no longer waits for a decision (decision_refused), a fork names a conversation id in use (conversation_exists) or a place not in the transcript of its source (fork_point_outside), or the conversation cannot regenerate now (regenerate_refused: a turn runs, nothing to regenerate, it is ending).',
+  409: 'The conversation has ended (conversation_closed) or runs an agent called as a tool and takes no messages (child_conversation: the message names the conversation to write to), a named call no longer waits for a decision (decision_refused), a fork names a conversation id in use (conversation_exists) or a place not in the transcript of its source (fork_point_outside), or the conversation cannot regenerate now (regenerate_refused: a turn runs, nothing to regenerate, it is ending).',
   413: 'The body, or the message in it, is over its limit.',
   414: 'A path parameter is far over its documented length.',
   415: 'The body is not application/json.',
@@ -154,6 +161,27 @@ const turnRecord = z.looseObject({
     .strictObject({ on: z.enum(['input', 'output']), guardrail: z.string(), reason: z.string() })
     .optional()
     .describe('The guardrail that stopped the turn (guardrail_tripped).'),
+  guardrails: z
+    .array(
+      z.strictObject({
+        on: z.enum(['input', 'output']),
+        guardrail: z.string(),
+        tripwire: z.boolean(),
+        reason: z.string().optional(),
+        outputInfo: z
+          .unknown()
+          .optional()
+          .describe(
+            `What the guardrail reported, as JSON (at most ${GUARDRAIL_OUTPUT_INFO_MAX_CHARS} characters of it).`,
+          ),
+        outputInfoDropped: z
+          .string()
+          .optional()
+          .describe('Why an outputInfo it reported is not kept (too large, not JSON).'),
+      }),
+    )
+    .optional()
+    .describe('What each input and output guardrail said in the turn (its latest verdict), tripped or not.'),
   answerSeq: z.number().int().optional(),
   output: z
     .unknown()
@@ -172,6 +200,13 @@ const turnRecord = z.looseObject({
 export const messageAccepted = z
   .strictObject({ conversationId: z.string(), messageId: z.string() })
   .describe('Taken: the conversation runs a turn for it.');
+
+const usage = z.strictObject({
+  promptTokens: z.number().int(),
+  completionTokens: z.number().int(),
+  costUsd: z.number().describe('US dollars, over the model calls whose model had a price.'),
+  unpricedCalls: z.number().int().describe('Model calls whose model had no price (their cost is not in costUsd).'),
+});
 
 /** `200` of `GET /v1/conversations/{id}`: the `state` query's answer (more fields than listed here). */
 export const conversationStateReply = describing<ConversationState>(
@@ -218,6 +253,13 @@ export const conversationStateReply = describing<ConversationState>(
       ),
     runningToolCalls: z.array(z.string()),
     recentTurns: z.array(turnRecord).describe('The most recent turns, newest last.'),
+    usage: usage.describe(
+      'Tokens and cost of the whole conversation, with what the agents it called as tools spent: its budget covers them.',
+    ),
+    usageByAgent: z
+      .record(z.string(), usage)
+      .optional()
+      .describe("The same by agent, the called agents' at any depth included; absent when no agent is named."),
   }),
 ).describe("The conversation's state.");
 

@@ -36,6 +36,7 @@ import {
   type UnknownEffect,
 } from '../contract';
 import type { ClientContext } from './context';
+import { refuseChildConversation } from './child-conversations';
 import { isWorkerOutage, queryState } from './state-query';
 import { transcript } from './transcripts';
 
@@ -114,6 +115,7 @@ export async function sendMessage(
   if (problems.length === 0 && options.input?.output) problems.push(...uncompilableOutput(options.input.output));
   if (problems.length > 0)
     throw new InvalidConversationInputError(`Invalid conversation input: ${problems.join('; ')}.`);
+  await refuseChildConversation(context, conversationId);
   const input = await withSearchAttributeNames(context, options.input ?? {});
   try {
     await context.temporal.workflow.signalWithStart(CONVERSATION_WORKFLOW_TYPE, {

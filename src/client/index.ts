@@ -16,6 +16,7 @@ export {
 export { StreamView } from './stream';
 export type { StreamEvent } from '../db/stream-channel';
 export {
+  ChildConversationError,
   ConversationClosedError,
   DecisionRefusedError,
   EncryptedPayloadError,

@@ -44,6 +44,27 @@ export class ConversationClosedError extends AgentError {
 }
 
 /**
+ * A message was sent to a child conversation: one that runs an agent called as a tool, which answers only the task its
+ * caller gave it. Nothing was sent; the message names the conversation to write to.
+ */
+export class ChildConversationError extends AgentError {
+  constructor(
+    readonly conversationId: string,
+    /** The conversation whose tool call runs this one. */
+    readonly parentConversationId: string,
+    /** The top-level conversation (a person's): where messages go. */
+    readonly rootConversationId: string,
+  ) {
+    const caller =
+      parentConversationId === rootConversationId ? '' : ` (its caller ${parentConversationId} is a child too)`;
+    super(
+      `Conversation ${conversationId} runs an agent called as a tool by conversation ${parentConversationId} and answers only that task; it takes no messages. ` +
+        `Send your message to the top-level conversation ${rootConversationId}${caller}. Nothing was sent.`,
+    );
+  }
+}
+
+/**
  * A payload is encrypted and cannot be read here: this process has no key for it, or it fails authentication (altered,
  * or another key).
  */

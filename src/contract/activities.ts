@@ -2,11 +2,13 @@
  * Inputs and results of the activities, shared with the workflow as types.
  * Type-only module: safe to import from workflow code.
  */
-import type { ModelSettings, OutputSpec } from './conversation-input';
+import type { ConversationBudget, ModelSettings, OutputSpec } from './conversation-input';
 import type { ApprovalDecision, DecisionKind } from './decisions';
 import type { GuardrailTrip, TokenUsage } from './turn-records';
+import type { GuardrailResult } from './guardrail-results';
 import type { ChatMessage } from './messages';
 import type { WaitingCall } from './waiting-calls';
+import type { HandoffRecord } from './handoffs';
 
 /** An assistant message as returned by the model. */
 export type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>;
@@ -58,6 +60,38 @@ export interface ModelCallInput {
    * turn's end then writes the answer.
    */
   answerSeq?: number;
+  /**
+   * Set when the conversation has a budget: the budget it draws on, shared
+   * with every conversation below its top-level one. The call counts its
+   * spend there (in PostgreSQL), and is not made when that budget is spent.
+   * Absent from workflow code before budgets covered agents called as tools.
+   */
+  budget?: SpendScope;
+  /** Who asked for the turn, for the checks of its calls (`needsApproval`, tool guardrails). Absent in older code. */
+  origin?: TurnOrigin;
+}
+
+/** Who asked for a turn and the conversation it belongs to, as the checks of its calls read them. */
+export interface TurnOrigin {
+  /** The senders of the turn's messages (and, in a child conversation, of the top-level turn's); absent when none. */
+  requestedBy?: string[];
+  /** Set in the child conversation of an agent called as a tool: the top-level conversation. */
+  rootConversationId?: string;
+  /**
+   * Set there too: the calling agent (absent: the worker's default agent), the agent tool it called and the effect key
+   * of that call.
+   */
+  calledAs?: { agent?: string; toolName: string; callKey: string };
+}
+
+/** Whose budget a model call draws on: see {@link ModelCallInput.budget}. */
+export interface SpendScope {
+  /** The top-level conversation, whose budget covers every agent it calls at any depth. */
+  rootConversationId: string;
+  /** The top-level conversation's turn the call is part of: turn limits count what the whole tree spent in it. */
+  rootTurn: number;
+  /** The limits (the top-level conversation's, which every child inherits). */
+  limits: ConversationBudget;
 }
 
 /**
@@ -73,7 +107,7 @@ export interface ToolCallPlan {
   toolCallId: string;
   name: string;
   /** Set when the call cannot run: it is settled as `tool_failed` without running. */
-  problem?: { reason: 'unknown_tool' | 'invalid_arguments' | 'too_many_calls'; message: string };
+  problem?: { reason: 'unknown_tool' | 'invalid_arguments' | 'too_many_calls' | 'handoff_refused'; message: string };
   /** Set when a tool guardrail blocked the call: it is settled as `guardrail_blocked` without running, saying why. */
   blocked?: { guardrail: string; reason: string };
   /**
@@ -81,11 +115,18 @@ export interface ToolCallPlan {
    * runs it.
    */
   handoff?: string;
+  /** Set for a call of a `handoff(agent, options)`: what its options did (src/contract/handoffs.ts). */
+  handoffRecord?: HandoffRecord;
   /**
    * Set when the call runs another agent as a tool (`agent.asTool()`): the
    * agent it runs, as a child workflow whose final answer is the call's result.
    */
   subAgent?: string;
+  /**
+   * Set for such a call when its agent tool declares `parameters` or an `inputBuilder`: the agent's task, made from
+   * the arguments when the call was planned. Absent: the task is the `input` argument.
+   */
+  task?: string;
   needsApproval: boolean;
   /**
    * What a person may decide on it when it waits for approval (its tool's `decisions`). Absent in plans of older
@@ -122,9 +163,22 @@ export interface ModelCallResult {
    * guardrail: the model's answer is withheld, kept in `model_responses`).
    */
   guardrail?: GuardrailTrip;
+  /** What the input and output guardrails that ran in this call said, each with its `outputInfo`. */
+  guardrails?: GuardrailResult[];
   /** The call wrote its final answer at the input's `answerSeq`: nothing is left for the turn's end to write. */
   answerWritten?: true;
+  /**
+   * Set on the final answer of an agent called as a tool whose agent tool has a `customOutputExtractor`: what it made
+   * of the answer, the calling call's result.
+   */
+  extracted?: ExtractedAgentResult;
 }
+
+/**
+ * What an agent tool's output extractor made of the final answer of its agent: the result, stored as a tool result
+ * under `key` (`text` is a preview when long), or why it failed.
+ */
+export type ExtractedAgentResult = { ok: true; key: string; text: string } | { ok: false; error: string };
 
 /** A message body already stored by an activity, appended by reference so its bytes cross history once. */
 export type StoredMessageRef =
@@ -293,6 +347,12 @@ export const ActivityErrorType = {
    * cut off: its effect may have applied.
    */
   WorkerLost: 'WorkerLost',
+  /**
+   * The budget the call draws on (its top-level conversation's, shared with
+   * every agent called below it) is spent: the call was not made. The turn
+   * ends as `budget_exceeded`.
+   */
+  BudgetExceeded: 'BudgetExceeded',
 } as const;
 
 /**
@@ -337,7 +397,7 @@ export interface VerifyDecisionInput {
   conversationId: string;
   decision: ApprovalDecision;
   /** For an `edit`: the call's tool (and the turn's MCP tools), whose schema the new arguments must fit. */
-  edit?: { toolName: string; toolset?: string; agent?: string };
+  edit?: { toolName: string; toolset?: string; agent?: string; toolCallId?: string; origin?: TurnOrigin };
 }
 
 /** Input of `discoverTools`: a conversation's MCP servers, for one turn. */

@@ -38,6 +38,11 @@ export interface CarriedConversation {
   runs: number;
   /** Tokens and cost so far (absent in runs started by older versions: counting starts there). */
   usage?: ConversationUsage;
+  /**
+   * Tokens and cost so far by agent: each agent's own model calls, and what the agents it called as tools spent (absent
+   * in runs started by older versions, and for a conversation of one unnamed agent that called none).
+   */
+  usageByAgent?: Record<string, ConversationUsage>;
   /** Turns taken so far (absent in runs started by older versions: numbering starts again there). */
   turns?: number;
   /** The agent that answers now, when it is not the input's `agent` (a handoff moved the conversation). */

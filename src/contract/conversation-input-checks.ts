@@ -223,7 +223,9 @@ function describeBadCaller(value: unknown): string[] {
     [c.conversationId, c.rootConversationId, c.callKey, c.toolName, c.task].every((v) => typeof v === 'string') &&
     strings(c.path) &&
     (c.path as string[]).length > 0 &&
-    strings(c.requestedBy);
+    strings(c.requestedBy) &&
+    (c.callerAgent === undefined || typeof c.callerAgent === 'string') &&
+    (c.rootTurn === undefined || (Number.isInteger(c.rootTurn) && (c.rootTurn as number) >= 0));
   return ok ? [] : ['calledBy is set by the workflow for an agent called as a tool; it must not be given by hand'];
 }
 

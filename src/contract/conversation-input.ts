@@ -206,4 +206,11 @@ export interface AgentCaller {
   requestedBy: string[];
   /** The task: the `input` the calling model gave, this conversation's one user message. */
   task: string;
+  /** The agent that called (absent: the worker's default agent), whose agent tool may extract the result. */
+  callerAgent?: string;
+  /**
+   * The top-level conversation's turn this call is part of: the turn's budget covers what every agent spends in it.
+   * Absent in children started before budgets covered agents.
+   */
+  rootTurn?: number;
 }

@@ -5,6 +5,7 @@
  * turns are in `turn-records.ts`, calls waiting for a person in
  * `waiting-calls.ts`. Types only; workflow-safe.
  */
+import type { ExtractedAgentResult } from './activities';
 import type { AgentCaller, ForkOrigin } from './conversation-input';
 import type { RefusedDecision } from './decisions';
 import type { MessageMeta } from './messages';
@@ -76,8 +77,16 @@ export interface ConversationState {
    * `<conversation>/regen-<n>/msg-<seq>/call-<index>`.
    */
   regenerations?: number;
-  /** Tokens and cost of the whole conversation (each turn's are in `recentTurns`). */
+  /**
+   * Tokens and cost of the whole conversation (each turn's are in `recentTurns`), the agents it called as tools
+   * included: its budget covers them.
+   */
   usage: ConversationUsage;
+  /**
+   * The same by agent: each agent's model calls, in this conversation and in the conversations of agents it called as
+   * tools, at any depth. Absent when no agent is named.
+   */
+  usageByAgent?: Record<string, ConversationUsage>;
   /**
    * Times the transcript had to be repaired before a model call. Should
    * always be 0: anything else is a bug, and is logged as a warning.
@@ -131,5 +140,9 @@ export interface SubAgentTurn {
   /**
    * The answer's model response, whose full text becomes the calling call's result, and its text (a preview when long).
    */
-  answer?: { responseKey: string; text: string };
+  answer?: { responseKey: string; text: string; extracted?: ExtractedAgentResult };
+  /** What the conversation spent, its own calls and its agents' below it: added to the caller's. */
+  usage?: ConversationUsage;
+  /** The same by agent. */
+  usageByAgent?: Record<string, ConversationUsage>;
 }

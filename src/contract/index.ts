@@ -26,6 +26,7 @@ export * from './conversation-input';
 export * from './conversation-input-checks';
 export * from './conversation-state';
 export * from './decisions';
+export * from './guardrail-results';
 export * from './limits';
 export * from './messages';
 export * from './metrics';

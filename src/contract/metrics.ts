@@ -90,8 +90,8 @@ export const AGENT_METRICS = {
     kind: 'counter',
     unit: 'microdollars',
     description:
-      "What answered model calls cost, in millionths of a US dollar, by model; only models with a price (AGENT_MODEL_PRICES, the plugin's model.prices).",
-    labels: ['model'],
+      "What answered model calls cost, in millionths of a US dollar, by model and agent (empty for conversations of one unnamed agent); only models with a price (AGENT_MODEL_PRICES, the plugin's model.prices).",
+    labels: ['model', 'agent'],
   },
   toolRuns: {
     name: 'agent_tool_runs_total',

@@ -71,6 +71,14 @@ export const WORKFLOW_PATCHES = [
     deprecateWhen:
       'once no run begun before this patch was deployed is still open (docs/changing-workflow-code.md, Retiring a patch)',
   },
+  {
+    id: 'called-agents-spend',
+    guards:
+      "What an agent called as a tool spent (its child conversation's tokens and cost, its own agents' included) is added to the caller's turn and conversation when the child ends, so the caller's budget, state and published usage count it. Before: a caller counted only its own model calls; a run begun before keeps that.",
+    fixture: 'called-agents-spend',
+    deprecateWhen:
+      'once no run begun before this patch was deployed is still open (docs/changing-workflow-code.md, Retiring a patch)',
+  },
 ] as const satisfies readonly WorkflowPatch[];
 
 /** The id of a patch in force: the only ids the core may ask about (`CoreEnvironment.allows`). */

@@ -3,6 +3,7 @@
  * ended, its answer, its typed output), and the tokens and cost counted for a
  * turn and for the whole conversation. Types only; workflow-safe.
  */
+import type { GuardrailResult } from './guardrail-results';
 
 /** A finished turn, kept so clients can find the answer to their message. */
 export interface TurnRecord {
@@ -29,6 +30,11 @@ export interface TurnRecord {
     'answered' | 'failed' | 'cancelled' | 'interrupted' | 'budget_exceeded' | 'invalid_output' | 'guardrail_tripped';
   /** The guardrail that stopped the turn (`guardrail_tripped`). */
   guardrail?: GuardrailTrip;
+  /**
+   * What each input and output guardrail said in the turn (its latest verdict), in the order they first ran: tripped
+   * or not, with its `outputInfo`. Absent when none ran (and in records of older workflow code).
+   */
+  guardrails?: GuardrailResult[];
   /** Seq of the final assistant message, when the turn answered (or its last answer did not match a typed output). */
   answerSeq?: number;
   /**

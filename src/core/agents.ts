@@ -12,6 +12,8 @@ import type { SubAgentStart } from './edge';
 import { handoffContent, toolFailedContent, type ToolFailureReason } from './outcomes';
 import type { CoreState } from './state';
 import { toolCallSummary } from './calls';
+import { answeredOutcome } from './agent-results';
+import { addCalledAgentSpend } from './budget';
 
 /**
  * Settles the handoffs of the answer just stored, at once (no activity runs
@@ -35,7 +37,7 @@ export function takeHandoffs(s: CoreState, plans: readonly ToolCallPlan[]): void
       continue;
     }
     s.nextAgent = plan.handoff;
-    s.batch!.settle(call.id, { kind: 'ok', content: handoffContent(plan.handoff) });
+    s.batch!.settle(call.id, { kind: 'ok', content: handoffContent(plan.handoff, plan.handoffRecord) });
   }
 }
 
@@ -79,8 +81,9 @@ export function agentPath(s: CoreState): string[] | undefined {
 /**
  * The child conversation that runs a started call of an agent as a tool: the
  * agent, the task the model gave, and this conversation's settings, which it
- * inherits (its model, limits, budget, timeouts and search attributes, each
- * its own to spend).
+ * inherits (its model, limits, timeouts and search attributes; its budget is
+ * the top-level conversation's, which covers every agent below it, in that
+ * conversation's current turn).
  */
 export function subAgentStart(s: CoreState, call: BatchCall): SubAgentStart {
   const agent = call.subAgent ?? '';
@@ -117,7 +120,9 @@ export function subAgentStart(s: CoreState, call: BatchCall): SubAgentStart {
         toolName: call.name,
         path: [...(caller?.path ?? [s.kept.agent ?? 'agent']), agent],
         requestedBy: [...s.turn.requesters],
-        task: typeof task === 'string' ? task : String(task ?? ''),
+        task: call.task ?? (typeof task === 'string' ? task : String(task ?? '')),
+        ...(s.kept.agent !== undefined ? { callerAgent: s.kept.agent } : {}),
+        rootTurn: caller ? caller.rootTurn : s.kept.turns,
       },
     },
     summary: `${agent} agent for ${toolCallSummary(s, call)}`,
@@ -133,8 +138,9 @@ export function subAgentStart(s: CoreState, call: BatchCall): SubAgentStart {
 export function subAgentEnded(s: CoreState, call: BatchCall, summary: ConversationSummary): void {
   if (!isOpen(s, call)) return;
   const turn = summary.lastTurn;
+  addCalledAgentSpend(s, turn);
   if (turn?.outcome === 'answered' && turn.answer) {
-    s.batch!.settle(call.id, { kind: 'ok', content: turn.answer.text, storedAnswerKey: turn.answer.responseKey });
+    s.batch!.settle(call.id, answeredOutcome(turn.answer, call.subAgent, call.name));
     return;
   }
   const why = turn

@@ -83,6 +83,8 @@ export interface BatchCall {
   requestedAt: number;
   /** Set for a call of an agent as a tool: the agent it runs in a child conversation. */
   subAgent?: string;
+  /** Its task, when its plan made one from the arguments (else the `input` argument). */
+  task?: string;
   /** What a person may decide on it (absent: approve or reject). */
   decisions?: DecisionKind[];
   phase: CallPhase;
@@ -105,6 +107,8 @@ export interface RequestedCall {
   idempotent?: boolean;
   /** The agent the call runs, for a call of an agent as a tool. */
   subAgent?: string;
+  /** Its task, when its plan made one. */
+  task?: string;
   decisions?: DecisionKind[];
   /** Default {@link TOOL_DEFAULTS}. */
   timeoutMs?: number;
@@ -140,6 +144,7 @@ export class ToolCallBatch {
       ...(r.idempotent !== undefined ? { idempotent: r.idempotent } : {}),
       requestedAt: now,
       ...(r.subAgent !== undefined ? { subAgent: r.subAgent } : {}),
+      ...(r.task !== undefined ? { task: r.task } : {}),
       ...(r.decisions !== undefined ? { decisions: [...r.decisions] } : {}),
       phase: 'ready' as CallPhase,
       problem: r.problem,
@@ -349,6 +354,7 @@ export function requestedCalls(
       key: callInstanceKey(conversationId, assistantSeq, index, regenerations),
       idempotent: plan?.idempotent ?? true,
       ...(plan?.subAgent !== undefined ? { subAgent: plan.subAgent } : {}),
+      ...(plan?.task !== undefined ? { task: plan.task } : {}),
       ...(plan?.decisions !== undefined ? { decisions: plan.decisions } : {}),
       name: call.function.name,
       arguments: call.function.arguments,

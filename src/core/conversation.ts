@@ -151,9 +151,9 @@ export class ConversationCore {
     turn.modelAnswered(this.s, result);
   }
 
-  /** The model call failed for good: the turn fails. */
-  modelFailed(error: string): void {
-    turn.modelFailed(this.s, error);
+  /** The model call failed for good (the turn fails), or was not made as its budget is spent (`overBudget`). */
+  modelFailed(error: string, overBudget = false): void {
+    turn.modelFailed(this.s, error, overBudget);
   }
 
   /** Every call of the open batch is settled: its results are stored and it closes. Returns how its calls ended. */

@@ -16,6 +16,7 @@ import { refuse } from './problems';
 import type { CoreState } from './state';
 import type { DecisionStep, PendingDecision } from './steps';
 import { decisionRecordSummary, verifySummary, whoDecided } from './summaries';
+import { turnOrigin } from './origin';
 
 /** A decision arrived (signal or update): refused at once, or to verify. */
 export function receiveDecision(s: CoreState, decision: ApprovalDecision, via: 'signal' | 'update'): DecisionStep {
@@ -121,6 +122,8 @@ function verificationInput(s: CoreState, decision: ApprovalDecision, ids: readon
         toolName: call.name,
         ...(toolset ? { toolset } : {}),
         ...(s.kept.agent !== undefined ? { agent: s.kept.agent } : {}),
+        toolCallId: call.id,
+        ...turnOrigin(s),
       }
     : undefined;
   return { conversationId: s.id, decision, ...(edit ? { edit } : {}) };

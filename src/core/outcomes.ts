@@ -2,6 +2,7 @@
  * The content of the tool message that settles a call, for every way a call
  * can end. Each is a JSON object the model can read, with a `kind`.
  */
+import { handoffResultContent, type HandoffRecord } from '../contract/handoffs';
 
 /** How a tool call ended. */
 export type OutcomeKind =
@@ -31,9 +32,12 @@ export function toolFailedContent(error: string, reason: ToolFailureReason = 'er
   return JSON.stringify({ error, kind: 'tool_failed', reason });
 }
 
-/** Content for the handoff a response made: the agent that answers from now on (as the OpenAI Agents SDK words it). */
-export function handoffContent(agent: string): string {
-  return JSON.stringify({ assistant: agent });
+/**
+ * Content for the handoff a response made: the agent that answers from now on (as the OpenAI Agents SDK words it),
+ * with the checked input and input filter of a `handoff(agent, options)` (plans of older workers have neither).
+ */
+export function handoffContent(agent: string, record?: HandoffRecord): string {
+  return handoffResultContent(agent, record);
 }
 
 /** Content for a call a person rejected. */

@@ -5,11 +5,13 @@
  * rules that read and change it are free functions in the modules beside this
  * one, by concern; `ConversationCore` is their facade. Pure.
  */
+import type { ExtractedAgentResult } from '../contract/activities';
 import type { CarriedConversation } from '../contract/carried-conversation';
 import type { ConversationInput } from '../contract/conversation-input';
 import type { DecisionResult } from '../contract/decisions';
 import type { ConversationSearchAttributes } from '../contract/search-attribute-names';
 import type { TokenUsage } from '../contract/turn-records';
+import type { GuardrailResult } from '../contract/guardrail-results';
 import type { PendingBelow } from '../contract/waiting-calls';
 import type { ConversationStatus } from '../contract/conversation-state';
 import { CONVERSATION_DEFAULTS, DEDUP_MEMORY } from '../contract/limits';
@@ -51,6 +53,7 @@ const FIRST_RUN: Kept = {
   runs: 0,
   turns: 0,
   usage: { promptTokens: 0, completionTokens: 0, costUsd: 0, unpricedCalls: 0 },
+  usageByAgent: {},
   regenerations: 0,
 };
 
@@ -87,6 +90,8 @@ export interface TurnState {
   supersedeFrom: number | undefined;
   /** The seq the model call under way was asked to write its final answer at, until it answers. */
   answerAt: number | undefined;
+  /** What the input and output guardrails said so far (from the model calls' results), for the turn's record. */
+  guardrails?: GuardrailResult[];
 }
 
 /** The settings of a conversation, from its input with the defaults filled in. */
@@ -138,7 +143,7 @@ export interface CoreState {
   /** What this conversation (an agent called as a tool) last reported to its caller, as JSON. */
   reported: string | undefined;
   /** The last final answer: its model response and text. */
-  lastAnswer: { responseKey: string; text: string } | undefined;
+  lastAnswer: { responseKey: string; text: string; extracted?: ExtractedAgentResult } | undefined;
   /** The calls of the last batch stored, for the workflow's current details. */
   lastCalls: CallLine[];
   /** What this run last published to visibility, to publish only changes. */

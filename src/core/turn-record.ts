@@ -2,7 +2,7 @@
 import type { TurnRecord } from '../contract/turn-records';
 import type { CoreState } from './state';
 
-/** The turn's record as it ends now: its messages, outcome, steps, who asked, what it spent. */
+/** The turn's record as it ends now: its messages, outcome, steps, who asked, what its guardrails said, what it spent. */
 export function record(
   s: CoreState,
   outcome: TurnRecord['outcome'],
@@ -19,6 +19,7 @@ export function record(
     steps: t.steps,
     ...requestedBy,
     ...extra,
+    ...(t.guardrails?.length ? { guardrails: t.guardrails } : {}),
     ...(usage ? { usage } : {}),
   };
 }

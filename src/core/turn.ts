@@ -6,13 +6,15 @@
 import type { ModelCallInput, ModelCallResult, ToolDiscoveryResult } from '../contract/activities';
 import { RECENT_TURNS_KEPT, TURN_INPUT_MAX_BYTES } from '../contract/limits';
 import type { TurnRecord } from '../contract/turn-records';
+import { withGuardrailResults } from '../contract/guardrail-results';
 import { NOT_RUN_TOOL_LABEL } from '../contract/metrics';
 import { handOff, takeHandoffs, withinAgentDepth } from './agents';
 import { requestedCalls, ToolCallBatch } from './batch';
-import { budgetStop } from './budget';
+import { addSpend, budgetStop, spendScope } from './budget';
 import { STOP_REASONS, type StoreEntry } from './edge';
 import type { OutcomeKind } from './outcomes';
-import { roundUsd } from './pricing';
+import { turnOrigin } from './origin';
+import { extractedOf } from './agent-results';
 import { supersedeStep } from './regenerate';
 import { noTurn, type CoreState } from './state';
 import { finishWith, record } from './turn-record';
@@ -110,6 +112,8 @@ export function modelRequest(s: CoreState): ModelCallInput {
     ...(s.input.output ? { output: s.input.output } : {}),
     ...(t.steps === 0 ? { turnFromSeq: t.firstSeq } : {}),
     ...(t.answerAt !== undefined ? { answerSeq: t.answerAt } : {}),
+    ...spendScope(s),
+    ...turnOrigin(s),
   };
 }
 
@@ -124,10 +128,15 @@ export function toolDiscoveryFailed(s: CoreState, error: string): void {
   finishWith(s, record(s, 'failed', { error: `Could not list the tools of the conversation's MCP servers: ${error}` }));
 }
 
-/** The model call failed for good: the turn fails. */
-export function modelFailed(s: CoreState, error: string): void {
+/**
+ * The model call failed for good: the turn fails; or it was not made because
+ * the budget it draws on (shared with the agents of the whole tree) is spent:
+ * the turn ends as `budget_exceeded`, as before any model call.
+ */
+export function modelFailed(s: CoreState, error: string, overBudget = false): void {
   answerUnknown(s);
-  finishWith(s, record(s, 'failed', { error: `Model call failed: ${error}` }));
+  if (overBudget) finishWith(s, record(s, 'budget_exceeded', { error }));
+  else finishWith(s, record(s, 'failed', { error: `Model call failed: ${error}` }));
 }
 
 /**
@@ -140,11 +149,12 @@ export function modelFailed(s: CoreState, error: string): void {
 export function modelAnswered(s: CoreState, result: ModelCallResult): void {
   const t = s.turn;
   s.writes.modelCallAnswered();
+  if (result.guardrails) t.guardrails = withGuardrailResults(t.guardrails, result.guardrails);
   const calls = result.message.tool_calls ?? [];
   const overLimit = t.steps >= s.limits.maxSteps && calls.length > 0;
   t.steps++;
   s.kept.steps++;
-  if (result.usage) addUsage(s, result.usage, result.costUsd);
+  if (result.usage) addSpend(s, result.usage, result.costUsd, result.message.name ?? s.kept.agent);
   const notRun = {
     reason: 'not_run_max_steps' as const,
     message: `The turn reached maxSteps (${s.limits.maxSteps}); the call was not run.`,
@@ -164,32 +174,13 @@ export function modelAnswered(s: CoreState, result: ModelCallResult): void {
     overLimit ? notRun : undefined,
     s.kept.regenerations,
   ).map((r) => withinAgentDepth(s, r));
-  if (calls.length === 0) s.lastAnswer = { responseKey: result.responseKey, text: result.message.content ?? '' };
+  if (calls.length === 0)
+    s.lastAnswer = { responseKey: result.responseKey, text: result.message.content ?? '', ...extractedOf(result) };
   s.batch = calls.length === 0 ? undefined : new ToolCallBatch(requested, s.env.now());
   s.batchOverLimit = overLimit;
   t.stage = 'answered';
   if (!s.batch) return finalAnswer(s, result, seq);
   takeHandoffs(s, result.calls);
-}
-
-/** Adds a model call's tokens and cost to the turn's and the conversation's. */
-function addUsage(s: CoreState, usage: NonNullable<ModelCallResult['usage']>, costUsd: number | undefined): void {
-  const t = s.turn;
-  const u = s.kept.usage;
-  const sum = t.usage ?? { promptTokens: 0, completionTokens: 0 };
-  t.usage = {
-    promptTokens: sum.promptTokens + usage.promptTokens,
-    completionTokens: sum.completionTokens + usage.completionTokens,
-  };
-  u.promptTokens += usage.promptTokens;
-  u.completionTokens += usage.completionTokens;
-  if (costUsd === undefined) {
-    t.cost.unpriced++;
-    u.unpricedCalls++;
-  } else {
-    t.cost.usd = roundUsd(t.cost.usd + costUsd);
-    u.costUsd = roundUsd(u.costUsd + costUsd);
-  }
 }
 
 /**

@@ -13,6 +13,7 @@ import type {
 } from '../contract/conversation-state';
 import { agentPath, waitingBelow } from './agents';
 import { describePendingApproval, type BatchCall } from './batch';
+import type { ConversationUsage } from '../contract/turn-records';
 import type { CoreState } from './state';
 import { currentDetails as describeDetails } from './summaries';
 
@@ -86,7 +87,12 @@ export function conversationState(s: CoreState): ConversationState {
     unknownEffectsCount: k.unknownEffects.count,
     transcriptRepairs: k.transcriptRepairs,
     usage: { ...k.usage },
+    ...(Object.keys(k.usageByAgent).length > 0 ? { usageByAgent: copyUsage(k.usageByAgent) } : {}),
   };
+}
+
+function copyUsage(byAgent: Record<string, ConversationUsage>): Record<string, ConversationUsage> {
+  return Object.fromEntries(Object.entries(byAgent).map(([agent, u]) => [agent, { ...u }]));
 }
 
 /** A call of the open batch as the state shows it: settled ones with their outcome. */
@@ -151,6 +157,8 @@ function subAgentTurn(s: CoreState): { lastTurn?: SubAgentTurn } {
       outcome: last.outcome,
       ...(last.error !== undefined ? { error: last.error } : {}),
       ...(answered ? { answer: { ...s.lastAnswer! } } : {}),
+      usage: { ...s.kept.usage },
+      ...(Object.keys(s.kept.usageByAgent).length > 0 ? { usageByAgent: copyUsage(s.kept.usageByAgent) } : {}),
     },
   };
 }

@@ -168,33 +168,40 @@ export function forkedCallContent(sourceId: string, forkSeq: number): string {
 
 /**
  * The agent speaking at the end of `rows`: the last assistant message's name,
- * or the agent a handoff after it moved the conversation to (a
- * `transfer_to_<agent>` call answered `{"assistant": "<agent>"}`).
+ * or the agent a handoff after it moved the conversation to (a handoff call,
+ * whatever its name, answered `{"assistant": "<agent>"}`).
  */
 function agentAtEnd(rows: readonly SourceRow[]): string | undefined {
   let agent: string | undefined;
-  const handoffs = new Set<string>();
+  let calls = new Set<string>();
   for (const { message } of rows) {
     if (message.role === 'assistant') {
       if (message.name !== undefined) agent = message.name;
-      handoffs.clear();
-      for (const call of message.tool_calls ?? [])
-        if (call.function.name.startsWith('transfer_to_')) handoffs.add(call.id);
-    } else if (message.role === 'tool' && handoffs.has(message.tool_call_id)) {
+      calls = new Set((message.tool_calls ?? []).map((c) => c.id));
+    } else if (message.role === 'tool' && calls.has(message.tool_call_id)) {
       const target = handoffTarget(message.content);
       if (target !== undefined) {
         agent = target;
-        handoffs.clear(); // only the first handoff of a response is taken
+        calls.clear(); // only the first handoff of a response is taken
       }
     }
   }
   return agent;
 }
 
-/** The agent a handoff's result names, when the handoff was taken. */
+/** What a taken handoff's result holds (`handoffContent`): the agent, and the input and filter it may carry. */
+const HANDOFF_RESULT_KEYS = new Set(['assistant', 'input', 'inputFilter']);
+
+/**
+ * The agent a handoff's result names, when the handoff was taken: a result
+ * made of the handoff's fields only, since a handoff may be named anything
+ * (`toolNameOverride`).
+ */
 function handoffTarget(content: string): string | undefined {
   try {
-    const parsed = JSON.parse(content) as { assistant?: unknown };
+    const parsed = JSON.parse(content) as Record<string, unknown> | null;
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return undefined;
+    if (!Object.keys(parsed).every((k) => HANDOFF_RESULT_KEYS.has(k))) return undefined;
     return typeof parsed.assistant === 'string' ? parsed.assistant : undefined;
   } catch {
     return undefined;

@@ -300,6 +300,25 @@ const MIGRATIONS: Migration[] = [
         ADD CONSTRAINT superseded_messages_reason_check CHECK (reason IN ('reset', 'regenerate', 'stopped'));
     `,
   },
+  {
+    version: 17,
+    name: 'the spend of every model call under a budget, by the top-level conversation that holds the budget',
+    sql: (t) => `
+      CREATE TABLE ${t.budgetSpend} (
+        response_key text PRIMARY KEY,
+        root_conversation_id text NOT NULL,
+        root_turn integer NOT NULL,
+        conversation_id text NOT NULL,
+        agent text,
+        spent boolean NOT NULL DEFAULT false,
+        tokens bigint NOT NULL,
+        cost_usd double precision,
+        held_until timestamptz,
+        created_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE INDEX budget_spend_root ON ${t.budgetSpend} (root_conversation_id, root_turn);
+    `,
+  },
 ];
 
 /** Options of {@link migrate}. */

@@ -31,6 +31,7 @@ export const AGENT_TABLE_NAMES = [
   'stream_deltas',
   'superseded_messages',
   'transcript_runs',
+  'budget_spend',
 ] as const;
 
 /** The name of one of the project's tables, unqualified. */
@@ -69,6 +70,11 @@ export interface AgentTables {
   readonly supersededMessages: string;
   /** The workflow runs that wrote each transcript, and which of them a later run displaced (a reset). */
   readonly transcriptRuns: string;
+  /**
+   * What each model call of a conversation with a budget spent, or may spend while it runs, by the top-level
+   * conversation whose budget it draws on (`src/db/budget-ledger.ts`).
+   */
+  readonly budgetSpend: string;
 }
 
 /**
@@ -117,5 +123,6 @@ export function agentTables(schema: string = DEFAULT_DATABASE_SCHEMA): AgentTabl
     streamDeltas: table('stream_deltas'),
     supersededMessages: table('superseded_messages'),
     transcriptRuns: table('transcript_runs'),
+    budgetSpend: table('budget_spend'),
   };
 }

@@ -6,6 +6,7 @@
  * @packageDocumentation
  */
 
+import { countPromptTokens } from './context-window';
 import { randomAlphanumeric, toolCallIdMaker } from './ids';
 import type { FinishReason, ScriptedMessageReply, ToolCallIdScheme } from './types';
 
@@ -47,7 +48,8 @@ export function planCompletion(
   }));
   const hasToolCalls = toolCalls.length > 0;
   const content = reply.content !== undefined ? reply.content : hasToolCalls ? null : '';
-  const promptTokens = request.promptTokens ?? estimateTokens(JSON.stringify(request.messages));
+  // As a provider counts them: messages and tool definitions, with the tokenizer the worker estimates with.
+  const promptTokens = request.promptTokens ?? countPromptTokens(request);
   const completionTokens = estimateTokens(
     (content ?? '') + (reply.reasoningContent ?? '') + toolCalls.map((c) => c.name + c.arguments).join(''),
   );

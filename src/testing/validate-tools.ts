@@ -1,6 +1,8 @@
 /**
  * The checks of a request's `tools`, `tool_choice` and `parallel_tool_calls`:
- * the last two only with tools.
+ * the last two only with tools. A tool sent with `strict: true` must have
+ * parameters strict mode takes, else OpenAI's 400 "Invalid schema for
+ * function '<name>': ..." (src/common/strict-schema.ts).
  *
  * @packageDocumentation
  */
@@ -18,6 +20,7 @@ import {
 } from './provider-errors';
 import type { ValidationFailure } from './types';
 import { checkFunctionName, checkFunctionType, fail, isObject } from './validate-fields';
+import { strictSchemaProblem } from '../common/strict-schema';
 
 /** Checks the request's tools and the parameters that go with them. */
 export function checkTools(body: Record<string, unknown>): ValidationFailure | null {
@@ -44,6 +47,8 @@ export function checkTools(body: Record<string, unknown>): ValidationFailure | n
         return fail(invalidTypeMessage(`${at}.function`, 'an object', fn), `${at}.function`, 'invalid_type');
       const nameFailure = checkFunctionName(fn.name, `${at}.function.name`);
       if (nameFailure) return nameFailure;
+      const strictFailure = checkStrictFunction(fn, `${at}.function`);
+      if (strictFailure) return strictFailure;
     }
   }
 
@@ -95,4 +100,25 @@ export function checkTools(body: Record<string, unknown>): ValidationFailure | n
     }
   }
   return null;
+}
+
+/**
+ * A function sent with `strict: true`: a boolean `strict`, and parameters in the subset strict mode takes (OpenAI's
+ * wording and code).
+ */
+function checkStrictFunction(fn: Record<string, unknown>, at: string): ValidationFailure | null {
+  const strict = fn.strict;
+  if (strict === undefined || strict === null || strict === false) return null;
+  if (strict !== true)
+    return fail(invalidTypeMessage(`${at}.strict`, 'a boolean', strict), `${at}.strict`, 'invalid_type');
+  // Without parameters a function takes no arguments: nothing for strict mode to refuse.
+  if (fn.parameters === undefined || fn.parameters === null) return null;
+  const problem = strictSchemaProblem(fn.parameters);
+  return problem
+    ? fail(
+        `Invalid schema for function '${String(fn.name)}': ${problem}`,
+        `${at}.parameters`,
+        'invalid_function_parameters',
+      )
+    : null;
 }

@@ -12,13 +12,17 @@ import { AGENT_NAME_PATTERN, FUNCTION_NAME_PATTERN } from '../contract/limits';
 import type { FunctionToolSpec, ToolRegistry } from './registry';
 import { MAX_TOOLS } from './registry';
 import type { Tool } from './tool';
+import { agentTool, type AgentTool, type AgentToolOptions } from './agent-tool';
 import { resolveOutput, type OutputType, type ResolvedOutput } from '../common/typed-output';
 import { checkGuardrails, type Guardrail } from './guardrails';
+import { allowsStrict } from '../common/strict-schema';
+import { findHandoff, HANDOFF_TOOL_PREFIX, resolveHandoffs, type HandoffEntry, type ResolvedHandoff } from './handoff';
 
 /** An agent as its author declares it. */
 export interface AgentDefinition {
   /**
-   * 1-52 letters, digits, `_` or `-`: conversations name it (`input.agent`), its handoff tool is `transfer_to_<name>`.
+   * 1-52 letters, digits, `_` or `-`: conversations name it (`input.agent`), its handoff tool is `transfer_to_<name>`
+   * with `-` made `_` (the OpenAI Agents SDK's name).
    */
   name: string;
   /** Its system prompt: sent first in each model call it makes, in place of the conversation's `systemPrompt`. */
@@ -37,8 +41,13 @@ export interface AgentDefinition {
    * without tools sends no `tools`.
    */
   tools?: readonly (Tool | string | AgentTool)[];
-  /** Names of the agents it may transfer the conversation to, each offered as a `transfer_to_<name>` tool. */
-  handoffs?: readonly string[];
+  /**
+   * The agents it may transfer the conversation to: names, agents, or
+   * `handoff(agent, options)` (src/tools/handoff.ts). Each is offered as a
+   * tool, `transfer_to_<name>` with `-` made `_` as in the OpenAI Agents SDK
+   * unless `toolNameOverride` names it.
+   */
+  handoffs?: readonly HandoffEntry[];
   /**
    * Its final answer's type: a zod schema or a JSON Schema. The model is
    * asked for JSON matching it (structured output, `strict` when the schema
@@ -66,75 +75,34 @@ export interface Agent extends AgentDefinition {
    * (its transcript, approvals, budget and effect keys) for one turn, and
    * its final answer is the call's result.
    */
-  asTool(options?: AgentToolOptions): AgentTool;
+  asTool<Args = { input: string }>(options?: AgentToolOptions<Args>): AgentTool;
 }
 
-/** How an agent is offered as a tool (see {@link Agent.asTool}). */
-export interface AgentToolOptions {
-  /** The tool's name, `^[a-zA-Z0-9_-]{1,64}$`. Default: the agent's name. */
-  toolName?: string;
-  /** What the calling model reads about it. Default: the agent's `handoffDescription`. */
-  toolDescription?: string;
-  /** Whether a person approves each call before the agent runs. Default false (its own tools ask for theirs). */
-  needsApproval?: boolean;
-  /**
-   * How long the agent's conversation may take, waits for people included;
-   * past it the call settles as `effect_unknown`. Default: no limit (the
-   * calling turn's cancel still stops it).
-   */
-  timeoutMs?: number;
-}
-
-/** An agent offered as a tool, for another agent's `tools`. */
-export interface AgentTool {
-  readonly kind: 'agent_tool';
-  /** The agent it runs. */
-  readonly agent: string;
-  readonly toolName: string;
-  readonly toolDescription?: string;
-  readonly needsApproval: boolean;
-  readonly timeoutMs?: number;
-}
+export type { AgentTool, AgentToolAnswer, AgentToolOptions } from './agent-tool';
 
 /** Declares an agent. */
 export function agent(definition: AgentDefinition): Agent {
   return {
     ...definition,
     kind: 'agent',
-    asTool: (options: AgentToolOptions = {}): AgentTool => ({
-      kind: 'agent_tool',
-      agent: definition.name,
-      toolName: options.toolName ?? definition.name,
-      ...((options.toolDescription ?? definition.handoffDescription)
-        ? { toolDescription: options.toolDescription ?? definition.handoffDescription }
-        : {}),
-      needsApproval: options.needsApproval ?? false,
-      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
-    }),
+    asTool: (options) => agentTool(definition, options),
   };
 }
 
-/** The prefix of handoff tools: `transfer_to_refunds` moves the conversation to agent `refunds`. */
-export const HANDOFF_TOOL_PREFIX = 'transfer_to_';
+export { HANDOFF_TOOL_PREFIX } from './handoff';
 
 /** The tools offered with the agents', taken from their declarations. */
 export function toolsOfAgents(agents: readonly Agent[]): Tool[] {
   return agents.flatMap((a) => (a.tools ?? []).filter((t): t is Tool => typeof t !== 'string' && t.kind === 'tool'));
 }
 
-/** The arguments every agent tool takes: the task, in words. */
-export const AGENT_TOOL_PARAMETERS = {
-  type: 'object',
-  properties: { input: { type: 'string', description: 'The task for the agent, with everything it needs to know.' } },
-  required: ['input'],
-  additionalProperties: false,
-} as const;
+export { AGENT_TOOL_PARAMETERS } from './agent-tool';
 
 /** The worker's agents by name, checked against each other and the worker's tools. */
 export class AgentRegistry {
   private readonly byName = new Map<string, Agent>();
-  /** Each agent's handoff tools, built once. */
-  private readonly handoffs = new Map<string, FunctionToolSpec[]>();
+  /** Each agent's handoffs, resolved once. */
+  private readonly handoffs = new Map<string, ResolvedHandoff[]>();
   /** Each agent's agent tools, by tool name, with their specs, built once. */
   private readonly agentTools = new Map<string, { byName: Map<string, AgentTool>; specs: FunctionToolSpec[] }>();
   /** Each agent's typed output, resolved once. */
@@ -165,12 +133,6 @@ export class AgentRegistry {
       }
     }
     for (const a of agents) {
-      for (const target of a.handoffs ?? []) {
-        if (!this.byName.has(target))
-          throw new TypeError(
-            `Agent "${a.name}" hands off to "${target}", which is not one of the worker's agents (${this.names().join(', ')}).`,
-          );
-      }
       for (const name of toolNames(a)) {
         if (name.startsWith(HANDOFF_TOOL_PREFIX))
           throw new TypeError(
@@ -206,7 +168,12 @@ export class AgentRegistry {
         names.add(t.toolName);
       }
       this.agentTools.set(a.name, {
-        byName: new Map(asTools.map((t) => [t.toolName, t])),
+        byName: new Map(
+          asTools.flatMap((t) => [
+            [t.toolName, t] as const,
+            ...(t.formerToolName && !names.has(t.formerToolName) ? [[t.formerToolName, t] as const] : []),
+          ]),
+        ),
         specs: asTools.map(agentToolSpec),
       });
       const offered = names.size + (a.handoffs?.length ?? 0);
@@ -214,10 +181,7 @@ export class AgentRegistry {
         throw new TypeError(
           `Agent "${a.name}" offers ${offered} tools and handoffs; providers take at most ${MAX_TOOLS}.`,
         );
-      this.handoffs.set(
-        a.name,
-        (a.handoffs ?? []).map((name) => handoffSpec(name, this.byName.get(name)?.handoffDescription)),
-      );
+      this.handoffs.set(a.name, resolveHandoffs(a.name, a.handoffs ?? [], this.byName, names));
     }
   }
 
@@ -243,6 +207,11 @@ export class AgentRegistry {
 
   /** The handoff tools `agent` offers, in the shape the Chat Completions API takes. */
   handoffSpecs(agent: Agent): FunctionToolSpec[] {
+    return this.handoffsOf(agent).map((h) => h.spec);
+  }
+
+  /** The handoffs `agent` offers, with their options (each model call evaluates `isEnabled`). */
+  handoffsOf(agent: Agent): readonly ResolvedHandoff[] {
     return this.handoffs.get(agent.name) ?? [];
   }
 
@@ -258,22 +227,8 @@ export class AgentRegistry {
 
   /** The agent a call of `toolName` by `agent` transfers to, when it is one of its handoffs. */
   handoffTarget(agent: Agent, toolName: string): string | undefined {
-    if (!toolName.startsWith(HANDOFF_TOOL_PREFIX)) return undefined;
-    const target = toolName.slice(HANDOFF_TOOL_PREFIX.length);
-    return agent.handoffs?.includes(target) ? target : undefined;
+    return findHandoff(this.handoffsOf(agent), toolName)?.target;
   }
-}
-
-/** The tool that hands a conversation to agent `name`, described with what it is for. */
-function handoffSpec(name: string, description: string | undefined): FunctionToolSpec {
-  return {
-    type: 'function',
-    function: {
-      name: `${HANDOFF_TOOL_PREFIX}${name}`,
-      description: `Hand off to the ${name} agent to handle the request.${description ? ` ${description}` : ''}`,
-      parameters: { type: 'object', properties: {}, additionalProperties: false },
-    },
-  };
 }
 
 /** The tool that runs another agent with a task. */
@@ -283,7 +238,8 @@ function agentToolSpec(t: AgentTool): FunctionToolSpec {
     function: {
       name: t.toolName,
       description: t.toolDescription ?? `Ask the ${t.agent} agent to do a task; its answer is the result.`,
-      parameters: structuredClone(AGENT_TOOL_PARAMETERS) as unknown as Record<string, unknown>,
+      parameters: structuredClone(t.parametersSchema),
+      strict: allowsStrict(t.parametersSchema),
     },
   };
 }

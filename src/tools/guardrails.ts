@@ -14,6 +14,7 @@
  *   person.
  */
 import { FUNCTION_NAME_PATTERN } from '../contract/limits';
+import type { ToolGuardrailContext } from './call-context';
 
 /** What every check gets besides its subject. */
 export interface GuardrailContext {
@@ -31,12 +32,13 @@ export interface GuardrailContext {
 }
 
 /**
- * What an input or output check says: `tripwire: true` stops the turn; `reason` is what the user and the model read.
+ * What an input or output check says: `tripwire: true` stops the turn; `reason` is what the user and the model read;
+ * `outputInfo` (JSON, at most `GUARDRAIL_OUTPUT_INFO_MAX_CHARS` characters) is kept in the turn's record for operators.
+ * The OpenAI Agents SDK's `{ tripwireTriggered, outputInfo }` is taken as well.
  */
-export interface GuardrailVerdict {
-  tripwire: boolean;
-  reason?: string;
-}
+export type GuardrailVerdict =
+  | { tripwire: boolean; reason?: string; outputInfo?: unknown }
+  | { tripwireTriggered: boolean; reason?: string; outputInfo?: unknown };
 
 /** What a tool check says about one call. */
 export interface ToolGuardrailVerdict {
@@ -68,10 +70,10 @@ export type GuardrailDefinition =
   | {
       name: string;
       on: 'tool';
-      /** `arguments` are parsed and checked against the tool's schema. */
+      /** `arguments` are parsed and checked against the tool's schema; `context` carries the call's too. */
       check(
         call: { toolName: string; arguments: unknown },
-        context: GuardrailContext,
+        context: ToolGuardrailContext,
       ): ToolGuardrailVerdict | Promise<ToolGuardrailVerdict>;
     };
 

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Tool } from './tool';
 import { checkGuardrails } from './guardrails';
 import { FUNCTION_NAME_PATTERN } from '../contract/limits';
+import { allowsStrict } from '../common/strict-schema';
 
 /** The most tools providers accept in one request. */
 export const MAX_TOOLS = 128;
@@ -10,7 +11,18 @@ export const MAX_TOOLS = 128;
 /** A tool in the shape the Chat Completions API takes. */
 export interface FunctionToolSpec {
   type: 'function';
-  function: { name: string; description: string; parameters: Record<string, unknown> };
+  function: {
+    name: string;
+    description: string;
+    parameters: Record<string, unknown>;
+    /**
+     * OpenAI's strict mode: the model's arguments always match `parameters`.
+     * True when the schema allows it (src/common/strict-schema.ts: every object
+     * closed with `additionalProperties: false`, every property required, no
+     * keyword strict mode refuses), false otherwise.
+     */
+    strict?: boolean;
+  };
 }
 
 /** Looks tools up by name and describes them to the model. */
@@ -37,7 +49,10 @@ export class ToolRegistry {
       this.tools.set(t.name, t);
       const { $schema: _ignored, ...parameters } =
         t.jsonSchema ?? (z.toJSONSchema(t.parameters) as Record<string, unknown>);
-      this.specs.set(t.name, { type: 'function', function: { name: t.name, description: t.description, parameters } });
+      this.specs.set(t.name, {
+        type: 'function',
+        function: { name: t.name, description: t.description, parameters, strict: allowsStrict(parameters) },
+      });
     }
   }
 

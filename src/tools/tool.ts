@@ -4,6 +4,7 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import { z } from 'zod';
+import type { NeedsApproval } from './call-context';
 import type { Guardrail } from './guardrails';
 import type { DecisionKind } from '../contract/decisions';
 
@@ -61,8 +62,14 @@ export interface ToolDefinition<Schema extends z.ZodType = z.ZodType, Result = u
    * not idempotent (a model reads a response as the tool's success).
    */
   decisions?: readonly DecisionKind[];
-  /** Whether a person must approve a call first: always, never, or depending on the arguments. Default false. */
-  needsApproval?: boolean | ((args: z.infer<Schema>) => boolean);
+  /**
+   * Whether a person must approve a call first: always, never, or a function
+   * of the arguments and the call's context (conversation, who asked, the
+   * agent, earlier messages on request), which may be async. Evaluated once,
+   * when the model call's activity plans the call; a function that throws or
+   * times out makes the call wait for a person. Default false.
+   */
+  needsApproval?: NeedsApproval<z.infer<Schema>>;
   /** Start-to-close timeout of one attempt. Default 60 s. */
   timeoutMs?: number;
   /**

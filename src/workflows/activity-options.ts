@@ -173,6 +173,16 @@ export function failureMessage(err: unknown): string {
 }
 
 /**
+ * A model call's failure, as the core reads it: its message, and whether the
+ * call was not made because the budget it draws on is spent (`BudgetExceeded`).
+ */
+export function modelFailure(err: unknown): { error: string; overBudget: boolean } {
+  const cause = err instanceof ActivityFailure ? err.cause : undefined;
+  const overBudget = cause instanceof ApplicationFailure && cause.type === ActivityErrorType.BudgetExceeded;
+  return { error: failureMessage(err), overBudget };
+}
+
+/**
  * A store failure no retry can fix (`StoreRefused`): what PostgreSQL said, and
  * the seqs it refused when it was a transcript write. Undefined for any other
  * failure.

@@ -28,6 +28,7 @@ import {
   describeSubAgentFailure,
   describeToolFailure,
   failureMessage,
+  modelFailure,
   storeRefusal,
   type ConversationSchedules,
 } from './activity-options';
@@ -110,9 +111,9 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
         }
         case 'callModel': {
           const result = await callModel(step).catch((err: unknown) =>
-            isCancellation(err) ? throwAgain(err) : failureMessage(err),
+            isCancellation(err) ? throwAgain(err) : modelFailure(err),
           );
-          if (typeof result === 'string') core.modelFailed(result);
+          if ('error' in result) core.modelFailed(result.error, result.overBudget);
           else {
             core.modelAnswered(result);
             publish();

@@ -4,8 +4,8 @@ import { InvalidConversationInputError } from '../../src/common/errors';
 import { startHarness, type Harness } from '../support/harness';
 
 // Tokens and cost per turn and per conversation, from the usage the provider
-// reports and the worker's price table; a budget ends a turn before its next
-// model call, with an outcome of its own and every call answered.
+// reports and the worker's price table; a budget ends a turn before a model
+// call that would pass it, with an outcome of its own and every call answered.
 
 const PRICES = { 'scripted-model': { input: 2, output: 8 } };
 
@@ -19,6 +19,14 @@ afterAll(async () => {
 
 const findAda = (id: string) => ({ toolCalls: [{ id, name: 'find_customer', arguments: { query: 'Ada' } }] });
 type Wire = { role: string };
+/** What each model call of a conversation with a budget spent, in tokens, oldest first (the budget's ledger). */
+const spentByCall = async (id: string): Promise<number[]> =>
+  (
+    await h.pool.query<{ tokens: string }>(
+      'SELECT tokens FROM durable_agent.budget_spend WHERE conversation_id = $1 AND spent ORDER BY created_at',
+      [id],
+    )
+  ).rows.map((r) => Number(r.tokens));
 
 describe('token and cost accounting', () => {
   it("the state shows each turn's tokens and cost and the conversation's totals", async () => {
@@ -43,16 +51,25 @@ describe('token and cost accounting', () => {
     });
   });
 
-  it('a turn budget that one model call spends ends the turn before the second call, as budget_exceeded, and the next turn goes on', async () => {
+  it("a turn budget: a call is made only while the turn's spend and its prompt fit; the one that would pass it is not made, and the next turn has a budget of its own", async () => {
+    // The same two calls under a budget too large to reach: what each spent, from the ledger.
+    const free = h.newConversationId('turn-budget-free');
+    h.model.enqueue(findAda('call_b0'), { content: 'Ada is cus_ada.' });
+    await h.client.ask(free, 'Who is Ada, on a budget?', { input: { budget: { turnTokens: 1e6 } } });
+    const [s1, s2] = await spentByCall(free);
+    // Room for the first call and the next turn's first, not for the turn's second (about s2 less its reply).
+    const budget = s1 + Math.floor((s2 - 8) / 2);
+
     const id = h.newConversationId('turn-budget');
     h.model.enqueue(findAda('call_b1'));
-    const first = await h.client.ask(id, 'Who is Ada, on a budget?', { input: { budget: { turnTokens: 1 } } });
-    expect(first.turn.outcome).toBe('budget_exceeded');
+    const first = await h.client.ask(id, 'Who is Ada, on a budget!', { input: { budget: { turnTokens: budget } } });
+    expect(first.turn).toMatchObject({ outcome: 'budget_exceeded', steps: 1 });
     expect(first.turn.error).toMatch(
-      /^The turn used \d+ tokens, its budget is 1 \(budget\.turnTokens\)\. No further model call was made in this turn; the next message starts a turn with a budget of its own\.$/,
+      new RegExp(
+        `^The turn \\(with the agents it called as tools, calls still running at their estimate\\) used ${s1} tokens and this call needs about \\d+; the budget is ${budget} \\(budget\\.turnTokens\\)\\. This model call was not made\\. The next message starts a turn with a budget of its own\\.$`,
+      ),
     );
-    expect(first.turn.steps).toBe(1);
-    expect(h.requestsFor('Who is Ada, on a budget?')).toHaveLength(1);
+    expect(h.requestsFor('Who is Ada, on a budget!')).toHaveLength(1);
     // Every call answered: the tool ran and its result is stored.
     const roles = (await h.client.transcript(id)).map((m) => m.message.role);
     expect(roles).toEqual(['user', 'assistant', 'tool']);
@@ -70,36 +87,40 @@ describe('token and cost accounting', () => {
     h.expectOnlyValidModelRequests();
   });
 
-  it('a spent conversation budget ends the next turn at once, without a model call', async () => {
+  it('a conversation budget that a call would pass: the call is not made, in this turn or the next', async () => {
     const id = h.newConversationId('conversation-budget');
-    h.model.enqueue(findAda('call_b2'));
     const first = await h.client.ask(id, 'Who is Ada, cheaply?', {
       input: { budget: { conversationCostUsd: 0.000001 } },
     });
-    expect(first.turn.outcome).toBe('budget_exceeded');
+    expect(first.turn).toMatchObject({ outcome: 'budget_exceeded', steps: 0 });
     expect(first.turn.error).toMatch(
-      /^The conversation cost \$[\d.]+, its budget is \$0\.000001 \(budget\.conversationCostUsd\)\. /,
+      /^The conversation \(with the agents it called as tools, calls still running at their estimate\) cost \$0 and this call about \$[\d.]+; the budget is \$0\.000001 \(budget\.conversationCostUsd\)\. This model call was not made\. /,
     );
     expect(first.turn.error).toContain('go on in a new conversation with a higher one');
     const second = await h.client.ask(id, 'Anything else?');
     expect(second.turn).toMatchObject({ outcome: 'budget_exceeded', steps: 0 });
+    expect(h.requestsFor('Who is Ada, cheaply?')).toHaveLength(0);
     expect(h.requestsFor('Anything else?')).toHaveLength(0);
     const roles = (await h.client.transcript(id)).map((m) => m.message.role);
-    expect(roles).toEqual(['user', 'assistant', 'tool', 'user']);
+    expect(roles).toEqual(['user', 'user']);
+    expect((await h.client.state(id)).usage).toEqual({
+      promptTokens: 0,
+      completionTokens: 0,
+      costUsd: 0,
+      unpricedCalls: 0,
+    });
   });
 
-  it('a budget in dollars for a model without a price ends the turn saying the price is missing', async () => {
+  it('a budget in dollars for a model without a price: no call is made, saying the price is missing', async () => {
     const id = h.newConversationId('unpriced');
-    h.model.enqueue(findAda('call_b3'));
     const turn = await h.client.ask(id, 'Who is Ada, unpriced?', {
       input: { model: { model: 'unpriced-model' }, budget: { turnCostUsd: 1 } },
     });
-    expect(turn.turn.outcome).toBe('budget_exceeded');
+    expect(turn.turn).toMatchObject({ outcome: 'budget_exceeded', steps: 0 });
     expect(turn.turn.error).toContain(
-      "The turn's cost is unknown: a limit in dollars needs a price for the model (AGENT_MODEL_PRICES, or the plugin's model.prices).",
+      "has a model call whose cost is unknown: a limit in dollars needs a price for every model (AGENT_MODEL_PRICES, or the plugin's model.prices).",
     );
-    expect(turn.turn.usage?.costUsd).toBeUndefined();
-    expect((await h.client.state(id)).usage.unpricedCalls).toBe(1);
+    expect(h.requestsFor('Who is Ada, unpriced?')).toHaveLength(0);
   });
 
   it('refuses a budget that is not one, naming the field', async () => {

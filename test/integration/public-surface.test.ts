@@ -9,8 +9,12 @@ import { beforeAll, describe, expect, it } from 'vitest';
 // loaded through the entry points package.json `exports` names.
 
 const ROOT = path.join(__dirname, '..', '..');
-/** Exported names over all entry points at most. */
-const MAX_EXPORTED_NAMES = 60;
+/**
+ * Exported names over all entry points at most: 52 at 1.0, 60 after the features of 0.x, 63 with `handoff`, the
+ * context a standalone needsApproval names (`ToolCallContext`) and the refusal of a message to a child conversation
+ * (`ChildConversationError`). Option types are inferred from the functions that take them.
+ */
+const MAX_EXPORTED_NAMES = 63;
 
 interface EntryPoint {
   /** The subpath of package.json `exports`, e.g. `./client`. */

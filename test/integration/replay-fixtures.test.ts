@@ -71,6 +71,18 @@ describe('replaying recorded histories', () => {
       // Recorded at de8e702, with the final answer written by its model call: a turn with a tool step, a turn
       // cancelled during its model call (its end supersedes what the call may have written), a third turn.
       'final-answer-by-model-call',
+      // Guardrails' results with their outputInfo in the turn's record (from the model calls' results).
+      'guardrail-output-info',
+      // A handoff(agent, options): its input refused, then taken with its record and input filter in its result.
+      'handoff-options',
+      // An agent tool with parameters, a built task and an async needsApproval in its plan, and its child's answer
+      // with what the output extractor made of it.
+      'agent-tool-options',
+      'agent-tool-options-child',
+      // An agent called as a tool under its caller's budget: the child's spend added to the caller's (patch
+      // called-agents-spend), its model calls held against the top-level conversation's budget.
+      'called-agents-spend',
+      'called-agents-spend-child',
     ]) {
       expect(names).toContain(expected);
     }

@@ -140,6 +140,8 @@ describe('agents as tools', () => {
       path: ['desk', 'checker'],
       requestedBy: ['alice'],
       task: 'SUB-1 check ord_1001',
+      callerAgent: 'desk',
+      rootTurn: 1,
     });
     const described = await h.temporal.workflow.getHandle(child).describe();
     expect(described.parentExecution?.workflowId).toBe(id);
@@ -247,11 +249,10 @@ describe('agents as tools', () => {
     });
     expect(own.status).toBe(403); // dave sent the top-level message: he may not approve what it led to
     expect(JSON.stringify(own.json)).toContain('four eyes');
-    // The child answers only its task: a message sent to it is refused, saying where to send it.
-    await h.client.sendMessage(child, 'SUB-2 a message for the child');
-    await expect
-      .poll(async () => (await h.client.state(child)).lastError, { timeout: 10_000 })
-      .toMatch(new RegExp(`answers only that task; send messages to ${id}`));
+    // The child answers only its task: a message sent to it is refused, saying where to send it (child-messages.test.ts).
+    await expect(h.client.sendMessage(child, 'SUB-2 a message for the child')).rejects.toThrow(
+      `Send your message to the top-level conversation ${id}`,
+    );
     const decided = await call('POST', `/v1/conversations/${encodeURIComponent(child)}/decisions`, token('b'), {
       decision: 'approve',
       toolCallIds: ['call_refund'],

@@ -28,7 +28,8 @@ describe('agent registry', () => {
         function: {
           name: 'transfer_to_refunds',
           description: 'Hand off to the refunds agent to handle the request. Issues refunds.',
-          parameters: { type: 'object', properties: {}, additionalProperties: false },
+          parameters: { type: 'object', properties: {}, required: [], additionalProperties: false },
+          strict: true,
         },
       },
     ]);
@@ -101,7 +102,7 @@ describe('agents as tools', () => {
       required: ['input'],
       additionalProperties: false,
     });
-    expect(registry.agentTool(d, 'audit')).toEqual({
+    expect(registry.agentTool(d, 'audit')).toMatchObject({
       kind: 'agent_tool',
       agent: 'auditor',
       toolName: 'audit',
@@ -111,12 +112,23 @@ describe('agents as tools', () => {
     });
     expect(registry.agentTool(d, 'lookup')).toBeUndefined();
     expect(toolsOfAgents([d])).toEqual([lookup]);
-    expect(agent({ name: 'plain' }).asTool()).toEqual({
+    expect(agent({ name: 'plain' }).asTool()).toMatchObject({
       kind: 'agent_tool',
       agent: 'plain',
       toolName: 'plain',
       needsApproval: false,
     });
+  });
+
+  it("names an agent tool as the Agents SDK does by default (my-auditor: my_auditor), and still takes a running conversation's call of the agent's own name", () => {
+    const mine = agent({ name: 'my-auditor', tools: [lookup] });
+    const desk = agent({ name: 'desk', tools: [mine.asTool(), mine.asTool({ toolName: 'named-by-hand' })] });
+    const registry = new AgentRegistry([desk, mine], tools);
+    const d = registry.get('desk')!;
+    expect(registry.agentToolSpecs(d).map((s) => s.function.name)).toEqual(['my_auditor', 'named-by-hand']);
+    expect(registry.agentTool(d, 'my_auditor')).toMatchObject({ agent: 'my-auditor', toolName: 'my_auditor' });
+    expect(registry.agentTool(d, 'my-auditor')).toMatchObject({ agent: 'my-auditor', toolName: 'my_auditor' });
+    expect(registry.agentTool(d, 'my-other')).toBeUndefined();
   });
 
   it('refuses an agent tool of an unknown agent, a clashing or bad name, and a timeout under a second, saying what to fix', () => {

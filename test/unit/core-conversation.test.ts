@@ -741,7 +741,7 @@ describe('ConversationCore: agents called as tools', () => {
           maxSteps: 4,
           budget: { turnTokens: 5000 },
           agent: 'auditor',
-          calledBy: { ...caller, callKey: 'conv-1/msg-2/call-0' },
+          calledBy: { ...caller, callKey: 'conv-1/msg-2/call-0', callerAgent: 'desk', rootTurn: 1 },
         },
         summary: 'auditor agent for ask_auditor, call 1 of turn 1',
         timeoutMs: 60_000, // the agent tool's timeoutMs, from its plan

@@ -4,7 +4,7 @@
  * output guardrails; each tool call gets its plan.
  */
 import type { AssistantMessage, ModelCallResult, OutputCheck } from '../../contract/activities';
-import type { TokenUsage } from '../../contract';
+import type { GuardrailResult, GuardrailTrip, TokenUsage } from '../../contract';
 import type { ResolvedOutput } from '../../common/typed-output';
 import { costOf, type ModelPrices } from '../../core/pricing';
 import { withholdModelResponse, type StoredModelResponse } from '../../db/transcript-store';
@@ -14,6 +14,7 @@ import { DEFAULT_INLINE_LIMIT, inlineOrPreview } from '../history-preview';
 import { modelResponseReused } from '../metrics';
 import { inSpan } from '../tracing';
 import { argumentsOverLimit, planToolCalls } from './plans';
+import { planContexts } from './call-checks';
 import type { ModelEnv, PreparedCall } from './prepare';
 
 /** The largest typed output, as JSON text, that a turn's record carries; a larger one stays in the answer. */
@@ -38,20 +39,24 @@ export async function answerModelCall(
     message: inHistory(response.message, deps.inlineResultLimit, responseKey),
     responseKey,
   };
-  if (response.guardrail) return { ...base, calls: [] };
+  // A stored trip (this attempt's, or an earlier one's whose checks are not run again) is in the results too.
+  if (response.guardrail) return { ...base, calls: [], guardrails: [tripResult(response.guardrail)] };
   const typed = checkedOutput(call.output, response.message);
+  let checked: GuardrailResult[] = [];
   if (isFinal(response.message) && guards.output.length > 0 && typed.output?.ok !== false) {
     const subject = {
       text: response.message.content ?? '',
       ...(typed.value !== undefined ? { output: typed.value } : {}),
     };
-    const trip = await firstTrip('output', guards.output, subject, guardContext);
+    const { trip, results } = await firstTrip('output', guards.output, subject, guardContext);
+    checked = results;
     if (trip) {
       const note = guardrailNote(trip, call.speaker?.name);
       const withheld = await withDatabaseRetry('withhold the answer', () =>
         withholdModelResponse(deps.pool, tables, responseKey, note, trip),
       );
-      return answerModelCall(env, call, withheld);
+      const stopped = await answerModelCall(env, call, withheld);
+      return { ...stopped, guardrails: results }; // the full results, the trip's with its outputInfo
     }
   }
   const calls = await planToolCalls(
@@ -60,9 +65,19 @@ export async function answerModelCall(
     call.offer,
     response.message,
     (tool) => toolGuardrailsOf(guards, tool),
-    guardContext,
+    planContexts(env, call),
   );
-  return { ...base, calls, ...(typed.output ? { output: typed.output } : {}) };
+  return {
+    ...base,
+    calls,
+    ...(typed.output ? { output: typed.output } : {}),
+    ...(checked.length > 0 ? { guardrails: checked } : {}),
+  };
+}
+
+/** The result of the guardrail whose trip is stored with a response: its tripwire and reason (no `outputInfo`). */
+function tripResult(trip: GuardrailTrip): GuardrailResult {
+  return { on: trip.on, guardrail: trip.guardrail, tripwire: true, reason: trip.reason };
 }
 
 /** The answer an earlier attempt got but did not report (crash, lost completion): used again, not paid for twice. */

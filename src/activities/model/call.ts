@@ -17,6 +17,7 @@ import type { ModelEnv, PreparedCall } from './prepare';
 import type { LoadedTranscript } from './read';
 import { contextStillExceeded, fittedRequest, smallerWindow, withInstructions, type FittedRequest } from './request';
 import type { AnswerStream } from './stream';
+import { holdModelSpend, releaseModelSpend } from './spend';
 
 /**
  * Asks the model and stores its answer. Any failure of the request ends the
@@ -41,12 +42,18 @@ export async function askModel(
   };
   const fit = (window: number) => fittedRequest(call, outgoing, read.calibration, window);
   const first = fit(windowTokens);
-  const { completion, sent } = await completeWithinWindow(env, call, first, fit, options).catch(
-    async (err: unknown) => {
+  // The budget the call draws on is checked (and its estimate held) only now, when the prompt's size is known.
+  const { completion, sent } = await holdModelSpend(
+    env,
+    call,
+    Math.ceil((first.report.promptTokens ?? 0) * read.calibration),
+  )
+    .then(() => completeWithinWindow(env, call, first, fit, options))
+    .catch(async (err: unknown) => {
+      await releaseModelSpend(env, call);
       await answerStream.end(false);
       throw err;
-    },
-  );
+    });
   if (!answerStream.held) await answerStream.end(true);
   if (sent.report.truncated.length > 0 || sent.report.elided > 0) {
     logger.info(

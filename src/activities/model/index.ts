@@ -9,6 +9,7 @@
  */
 import { Context } from '@temporalio/activity';
 import type { ModelCallInput, ModelCallResult } from '../../contract/activities';
+import type { GuardrailResult } from '../../contract/guardrail-results';
 import { agentTables } from '../../db/schema';
 import { releaseStickyWorker } from '../activity-context';
 import type { ModelActivityDeps } from '../deps';
@@ -16,8 +17,10 @@ import { guardrailsByAgent } from '../guardrails';
 import { failOnRefusal } from '../store-failures';
 import { answerAgain, answerModelCall } from './answer';
 import { writeFinalAnswer } from './final-answer';
+import { withExtractedResult } from './extract';
 import { askModel } from './call';
-import { prepareModelCall, type ModelEnv } from './prepare';
+import { prepareModelCall, type ModelEnv, type PreparedCall } from './prepare';
+import { recordModelSpend } from './spend';
 import { readForModelCall, stopAtInputGuardrails } from './read';
 import { openAnswerStream } from './stream';
 
@@ -30,7 +33,7 @@ export function createModelActivity(deps: ModelActivityDeps): (input: ModelCallI
 
 /** One model call: its answer, a final one written into the transcript by the call itself. */
 async function callModel(env: ModelEnv, input: ModelCallInput): Promise<ModelCallResult> {
-  return writeFinalAnswer(env, input, await answer(env, input));
+  return writeFinalAnswer(env, input, await withExtractedResult(env, input, await answer(env, input)));
 }
 
 /** The stages: each gets what the ones before it decided, and nothing else. */
@@ -39,13 +42,29 @@ async function answer(env: ModelEnv, input: ModelCallInput): Promise<ModelCallRe
   releaseStickyWorker(activity);
   const call = await prepareModelCall(env, activity, input);
   const read = await readForModelCall(env, call);
-  if (read.earlier) return answerAgain(env, call, read.earlier);
-  const stopped = await stopAtInputGuardrails(env, call, read.transcript);
-  if (stopped) return answerModelCall(env, call, stopped);
+  if (read.earlier) return spent(env, call, await answerAgain(env, call, read.earlier));
+  const checked = await stopAtInputGuardrails(env, call, read.transcript);
+  if (checked.stopped) return withInputResults(await answerModelCall(env, call, checked.stopped), checked.results);
   const answerStream = openAnswerStream(env, call);
   const stored = await askModel(env, call, read, answerStream);
-  const result = await answerModelCall(env, call, stored);
+  const result = withInputResults(await spent(env, call, await answerModelCall(env, call, stored)), checked.results);
   // A held stream sends the answer only now, once the output guardrails let it stand.
   if (answerStream.held) await answerStream.end(!result.guardrail);
   return result;
+}
+
+/** The answer, once what it spent is recorded against the budget it draws on (when it draws on one). */
+async function spent(env: ModelEnv, call: PreparedCall, result: ModelCallResult): Promise<ModelCallResult> {
+  await recordModelSpend(env, call, result);
+  return result;
+}
+
+/**
+ * The result with the input guardrails' results first; a trip's result read back from its stored note (no
+ * `outputInfo`) gives way to the full one.
+ */
+function withInputResults(result: ModelCallResult, input: GuardrailResult[]): ModelCallResult {
+  if (input.length === 0) return result;
+  const covered = (r: GuardrailResult) => input.some((i) => i.on === r.on && i.guardrail === r.guardrail);
+  return { ...result, guardrails: [...input, ...(result.guardrails ?? []).filter((r) => !covered(r))] };
 }

@@ -7,6 +7,7 @@ import type { ModelCallInput } from '../../contract/activities';
 import { parseMcpToolName } from '../../mcp/protocol';
 import type { Agent, AgentRegistry, AgentTool } from '../../tools/agents';
 import type { FunctionToolSpec, ToolRegistry } from '../../tools/registry';
+import { findHandoff, type ResolvedHandoff } from '../../tools/handoff';
 
 /**
  * What a model call offers: tool specs, the names of the tools it may call (undefined: all), and the current agent's
@@ -15,7 +16,8 @@ import type { FunctionToolSpec, ToolRegistry } from '../../tools/registry';
 export interface ToolOffer {
   specs: FunctionToolSpec[];
   allowed: string[] | undefined;
-  handoffTarget(toolName: string): string | undefined;
+  /** The handoff a call of `toolName` makes (by its name, or the name older workers gave it), when offered. */
+  handoff(toolName: string): ResolvedHandoff | undefined;
   agentTool(toolName: string): AgentTool | undefined;
 }
 
@@ -28,16 +30,17 @@ export function toolOffer(
   agents: AgentRegistry | undefined,
   speaker: Agent | undefined,
   input: ModelCallInput,
+  handoffs: readonly ResolvedHandoff[] = speaker && agents ? agents.handoffsOf(speaker) : [],
 ): ToolOffer {
   if (!speaker || !agents) {
     const allowed = offeredNames(registry, input);
-    return { specs: registry.specsFor(allowed), allowed, handoffTarget: () => undefined, agentTool: () => undefined };
+    return { specs: registry.specsFor(allowed), allowed, handoff: () => undefined, agentTool: () => undefined };
   }
   const allowed = agents.toolNames(speaker);
   return {
-    specs: [...registry.specsFor(allowed), ...agents.agentToolSpecs(speaker), ...agents.handoffSpecs(speaker)],
+    specs: [...registry.specsFor(allowed), ...agents.agentToolSpecs(speaker), ...handoffs.map((h) => h.spec)],
     allowed,
-    handoffTarget: (toolName) => agents.handoffTarget(speaker, toolName),
+    handoff: (toolName) => findHandoff(handoffs, toolName),
     agentTool: (toolName) => agents.agentTool(speaker, toolName),
   };
 }

@@ -14,12 +14,16 @@ import { defaultDecisions } from '../../contract';
 import type { ToolCall } from '../../contract/messages';
 import { TOOL_DEFAULTS } from '../../contract/tool-defaults';
 import type { AgentTool } from '../../tools/agents';
-import type { Guardrail, GuardrailContext } from '../../tools/guardrails';
+import type { ToolCallContext } from '../../tools/call-context';
+import type { Guardrail } from '../../tools/guardrails';
 import type { ToolRegistry } from '../../tools/registry';
 import type { Tool } from '../../tools/tool';
 import { toolVerdict } from '../guardrails';
 import { checkToolCall } from '../tool-calls';
+import { agentCallArguments } from './agent-calls';
+import { approvalAsked, type CallContexts } from './call-checks';
 import type { ToolOffer } from './offer';
+import { planHandoffCall } from './handoffs';
 
 /** The tool guardrails that check a call of `tool`. */
 export type ToolGuards = (tool: Tool) => Extract<Guardrail, { on: 'tool' }>[];
@@ -31,13 +35,13 @@ export async function planToolCalls(
   offer: ToolOffer,
   message: AssistantMessage,
   guards: ToolGuards,
-  context: GuardrailContext,
+  contexts: CallContexts,
 ): Promise<ToolCallPlan[]> {
   const calls = message.tool_calls ?? [];
   const limit = maxParallelToolCalls ?? DEFAULT_MAX_PARALLEL_TOOL_CALLS;
   const plans = calls.map((call, index) =>
     index < limit
-      ? planToolCall(registry, offer, call, guards, context)
+      ? planToolCall(registry, offer, call, guards, contexts(call.id), calls)
       : unrunnable(call, {
           reason: 'too_many_calls',
           message:
@@ -60,24 +64,15 @@ async function planToolCall(
   offer: ToolOffer,
   call: ToolCall,
   guards: ToolGuards,
-  context: GuardrailContext,
+  context: ReturnType<CallContexts>,
+  calls: readonly ToolCall[],
 ): Promise<ToolCallPlan> {
-  const handoff = offer.handoffTarget(call.function.name);
-  if (handoff !== undefined) {
-    return {
-      toolCallId: call.id,
-      name: call.function.name,
-      handoff,
-      needsApproval: false,
-      idempotent: true,
-      timeoutMs: TOOL_DEFAULTS.timeoutMs,
-      maxAttempts: 1,
-    };
-  }
+  const handoff = offer.handoff(call.function.name);
+  if (handoff) return planHandoffCall(handoff, call, calls, offer.handoff, context);
   const allowed = offer.allowed;
   const bytes = argumentsOverLimit(call);
   const asTool = offer.agentTool(call.function.name);
-  if (asTool && bytes === undefined) return planAgentCall(asTool, call);
+  if (asTool && bytes === undefined) return planAgentCall(asTool, call, context);
   if (bytes !== undefined) {
     return unrunnable(call, {
       reason: 'invalid_arguments',
@@ -87,7 +82,7 @@ async function planToolCall(
   const checked = checkToolCall(registry, allowed, call.function.name, call.function.arguments);
   if (!checked.ok) return unrunnable(call, { reason: checked.reason, message: checked.message });
   const { tool, args } = checked;
-  const asked = approvalAsked(tool, args);
+  const asked = await approvalAsked(tool.needsApproval, args, context, tool.name);
   const checks = guards(tool);
   const verdict =
     checks.length > 0
@@ -106,39 +101,23 @@ async function planToolCall(
   };
 }
 
-/** Whether the tool asks a person to approve a call with these arguments. */
-function approvalAsked(tool: Tool, args: unknown): boolean {
-  try {
-    return typeof tool.needsApproval === 'function' ? tool.needsApproval(args) : (tool.needsApproval ?? false);
-  } catch {
-    return true; // a predicate that throws must not let a call skip its approval
-  }
-}
-
 /**
- * The plan of a call of an agent as a tool: its task must be `{"input": "<text>"}`.
- * Never idempotent: the agent's conversation runs once, and one cut off
- * (terminated, timed out) may have done part of its work.
+ * The plan of a call of an agent as a tool: its arguments checked, the task
+ * its `inputBuilder` made (recorded here, fixed from then on), whether a
+ * person approves it first. Never idempotent: the agent's conversation runs
+ * once, and one cut off (terminated, timed out) may have done part of its work.
  */
-function planAgentCall(asTool: AgentTool, call: ToolCall): ToolCallPlan {
-  let task: unknown;
-  try {
-    task = (JSON.parse(call.function.arguments) as { input?: unknown } | null)?.input;
-  } catch {
-    task = undefined;
-  }
-  if (typeof task !== 'string' || task.trim() === '') {
-    return unrunnable(call, {
-      reason: 'invalid_arguments',
-      message: `${asTool.toolName} runs the ${asTool.agent} agent with a task: give arguments {"input": "<the task, in words>"}.`,
-    });
-  }
+async function planAgentCall(asTool: AgentTool, call: ToolCall, context: ToolCallContext): Promise<ToolCallPlan> {
+  const checked = await agentCallArguments(asTool, call.function.arguments, context);
+  if (!checked.ok) return unrunnable(call, { reason: 'invalid_arguments', message: checked.message });
+  const needsApproval = await approvalAsked(asTool.needsApproval, checked.args, context, asTool.toolName);
   return {
     toolCallId: call.id,
     name: call.function.name,
     subAgent: asTool.agent,
-    needsApproval: asTool.needsApproval,
-    ...(asTool.needsApproval ? { decisions: ['approve' as const, 'reject' as const] } : {}),
+    ...(checked.task !== undefined ? { task: checked.task } : {}),
+    needsApproval,
+    ...(needsApproval ? { decisions: ['approve' as const, 'reject' as const] } : {}),
     idempotent: false,
     timeoutMs: asTool.timeoutMs ?? 0,
     maxAttempts: 1,

@@ -17,6 +17,7 @@ import type { ModelActivityDeps } from '../deps';
 import { guardrailContext, type ApplicableGuardrails } from '../guardrails';
 import { turnRegistry } from '../mcp-tools';
 import { toolOffer, type ToolOffer } from './offer';
+import { enabledHandoffs } from './handoffs';
 
 /** What every stage of the model activity shares: built once per worker, not per call. */
 export interface ModelEnv {
@@ -59,6 +60,7 @@ export async function prepareModelCall(env: ModelEnv, activity: Context, input: 
   const model = settings.model ?? deps.model.name;
   const responseKey = `${info.workflowExecution?.runId ?? 'standalone'}/${info.activityId}`;
   const registry = await turnRegistry(deps.tools, deps.mcp, input.toolset);
+  const handoffScope = { conversationId: input.conversationId, signal: activity.cancellationSignal };
   return {
     activity,
     input,
@@ -67,7 +69,7 @@ export async function prepareModelCall(env: ModelEnv, activity: Context, input: 
     model,
     responseKey,
     registry,
-    offer: toolOffer(registry, deps.agents, speaker, input),
+    offer: toolOffer(registry, deps.agents, speaker, input, await enabledHandoffs(deps.agents, speaker, handoffScope)),
     output: typedOutput(deps.agents, speaker, input),
     guards: env.guardrailsOf(speaker),
     guardContext: guardrailContext(deps, input.conversationId, speaker?.name),

@@ -8,6 +8,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Pool } from 'pg';
 import { ActivityErrorType, type ModelCallInput } from '../../contract/activities';
 import type { ChatMessage } from '../../contract/messages';
+import type { GuardrailResult } from '../../contract/guardrail-results';
 import { applyPairingRepair, findPairingProblems, type PairingItem } from '../../core/pairing';
 import type { AgentTables } from '../../db/schema';
 import {
@@ -69,18 +70,24 @@ export async function readForModelCall({ deps, tables }: ModelEnv, call: Prepare
 
 /**
  * On a turn's first call, its user messages meet the input guardrails before
- * the model is asked. When one trips, no model is asked: its note is the
- * turn's answer, stored like one so a retry finds it, and returned.
+ * the model is asked; what each said is returned (`results`). When one trips,
+ * no model is asked: its note is the turn's answer, stored like one so a
+ * retry finds it, and returned (`stopped`).
  */
 export async function stopAtInputGuardrails(
   { deps, tables }: ModelEnv,
   call: PreparedCall,
   transcript: LoadedTranscript,
-): Promise<StoredModelResponse | undefined> {
+): Promise<{ stopped?: StoredModelResponse; results: GuardrailResult[] }> {
   const { guards, speaker } = call;
-  if (!transcript.turnInput || guards.input.length === 0) return undefined;
-  const trip = await firstTrip('input', guards.input, { messages: transcript.turnInput }, call.guardContext);
-  if (!trip) return undefined;
+  if (!transcript.turnInput || guards.input.length === 0) return { results: [] };
+  const { trip, results } = await firstTrip(
+    'input',
+    guards.input,
+    { messages: transcript.turnInput },
+    call.guardContext,
+  );
+  if (!trip) return { results };
   const note = {
     key: call.responseKey,
     conversationId: call.input.conversationId,
@@ -88,7 +95,10 @@ export async function stopAtInputGuardrails(
     finishReason: 'guardrail',
     guardrail: trip,
   };
-  return withDatabaseRetry('store the guardrail note', () => storeModelResponse(deps.pool, tables, note));
+  const stopped = await withDatabaseRetry('store the guardrail note', () =>
+    storeModelResponse(deps.pool, tables, note),
+  );
+  return { stopped, results };
 }
 
 /** Reads the transcript, applies the workflow's repair, and refuses to send anything invalid. */

@@ -11,17 +11,20 @@ import type { ChatMessage } from '../../contract/messages';
 import type { Agent } from '../../tools/agents';
 import { fitToContext, type BudgetReport } from '../context-budget';
 import type { PreparedCall } from './prepare';
+import { filteredAfterHandoff, type HandoffFilterNote } from './handoffs';
 
 /** The messages as the current agent sends them, with their seqs when they line up with the transcript's. */
 export interface OutgoingMessages {
   messages: ChatMessage[];
   seqs?: number[];
+  /** Set when a handoff's input filter left messages out: what it left, stored with the request's report. */
+  handoffFilter?: HandoffFilterNote;
 }
 
 /** A request body fitted to a window, with the budget's report of what was cut (stored with the answer). */
 export interface FittedRequest {
   body: ChatCompletionCreateParamsNonStreaming;
-  report: { windowTokens: number } & BudgetReport;
+  report: { windowTokens: number; handoffFilter?: HandoffFilterNote } & BudgetReport;
 }
 
 /**
@@ -29,7 +32,14 @@ export interface FittedRequest {
  * the stored system message (or first, when there is none); which agent wrote
  * each answer stays in the transcript, never sent.
  */
-export function withInstructions(loaded: OutgoingMessages, speaker: Agent | undefined): OutgoingMessages {
+export function withInstructions(transcript: OutgoingMessages, speaker: Agent | undefined): OutgoingMessages {
+  // A handoff's input filter decides what the new agent is sent of the conversation before it.
+  const { outgoing, note } = filteredAfterHandoff(transcript, speaker);
+  const sent = instructed(outgoing, speaker);
+  return note ? { ...sent, handoffFilter: note } : sent;
+}
+
+function instructed(loaded: OutgoingMessages, speaker: Agent | undefined): OutgoingMessages {
   const named = (m: ChatMessage) => m.role === 'assistant' && m.name !== undefined;
   const messages = loaded.messages.some(named)
     ? loaded.messages.map((m) => (named(m) ? withoutName(m as Extract<ChatMessage, { role: 'assistant' }>) : m))
@@ -60,6 +70,8 @@ export function fittedRequest(
     tools,
     calibration,
     seqs: outgoing.seqs,
+    // A call under a budget holds its prompt's tokens against it before it is sent: they are counted, not bounded.
+    alwaysCount: call.input.budget !== undefined,
   });
   const body: ChatCompletionCreateParamsNonStreaming = {
     model,
@@ -76,7 +88,14 @@ export function fittedRequest(
         }
       : {}),
   };
-  return { body, report: { windowTokens: window, ...fitted.report } };
+  return {
+    body,
+    report: {
+      windowTokens: window,
+      ...fitted.report,
+      ...(outgoing.handoffFilter ? { handoffFilter: outgoing.handoffFilter } : {}),
+    },
+  };
 }
 
 /**

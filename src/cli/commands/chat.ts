@@ -10,6 +10,15 @@ import { withClient } from '../connect';
 import { formatTranscript } from '../format';
 import { LineQueue } from '../lines';
 import { printTurn } from '../print-turn';
+import { ChildConversationError } from '../../common/errors';
+
+/**
+ * A refusal because the conversation is a child (it runs an agent called as a tool): every later line would be refused
+ * too, so chat ends with it (exit 1) instead of prompting again. Through the API it is the code `child_conversation`.
+ */
+function isChildRefusal(err: Error): boolean {
+  return err instanceof ChildConversationError || err.message.endsWith('(child_conversation)');
+}
 
 /** Adds `chat` to the program. */
 export function addChatCommand(program: Command): void {
@@ -39,9 +48,10 @@ export function addChatCommand(program: Command): void {
               process.stdout.write(`${formatTranscript(await client.transcript(id))}\n`);
               continue;
             }
-            await printTurn(client, id, line, ask).catch((err: Error) =>
-              process.stdout.write(`error: ${err.message}\n`),
-            );
+            await printTurn(client, id, line, ask).catch((err: Error) => {
+              if (isChildRefusal(err)) throw err;
+              process.stdout.write(`error: ${err.message}\n`);
+            });
           }
         } finally {
           lines.close();
@@ -69,7 +79,11 @@ async function chatThroughApi(api: ApiDecider, id: string): Promise<void> {
       if (line === '') continue;
       const write = (out: string): boolean => process.stdout.write(out);
       if (line === '/show') write(`${formatTranscript(await transcriptThroughApi(api, id))}\n`);
-      else await sayThroughApi(api, id, line, write).catch((err: Error) => write(`error: ${err.message}\n`));
+      else
+        await sayThroughApi(api, id, line, write).catch((err: Error) => {
+          if (isChildRefusal(err)) throw err;
+          write(`error: ${err.message}\n`);
+        });
     }
   } finally {
     lines.close();

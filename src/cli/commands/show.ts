@@ -7,6 +7,8 @@ import { stateThroughApi, transcriptThroughApi } from '../api-conversation';
 import { remoteApi } from '../api-decisions';
 import { withClient } from '../connect';
 import { formatTranscript } from '../format';
+import { formatGuardrailResults } from '../guardrail-lines';
+import { formatUsage } from '../usage-lines';
 
 /** Adds `show` and `state` to the program. */
 export function addShowCommands(program: Command): void {
@@ -31,6 +33,9 @@ export function addShowCommands(program: Command): void {
       if (state.forkedFrom)
         process.stdout.write(`forked from ${state.forkedFrom.conversationId} at seq ${state.forkedFrom.seq}\n`);
       process.stdout.write(`${formatTranscript(transcript)}\n`);
+      if (state.usage) process.stdout.write(`${formatUsage(state)}\n`);
+      const guardrails = formatGuardrailResults(state.recentTurns);
+      if (guardrails) process.stdout.write(`${guardrails}\n`);
     });
 
   program
