@@ -140,14 +140,21 @@ describe('cancelling right after sending', () => {
     // The previous turn's final write is held (its table locked) while a message and then a cancel arrive: the
     // cancel is meant for the message's turn, which is about to start, not for the turn that already ended. (A
     // final answer is written by its model call; a turn its budget stops after a tool call writes its end.)
+    // The turn budget is what the first call spends, measured on the same question in a conversation of its own: the
+    // call fits (its prompt is less), and once it is spent the turn ends before its second call.
+    const findAda = { toolCalls: [{ id: 'call_cwe', name: 'find_customer', arguments: { query: 'Ada' } }] };
+    const measured = h.newConversationId('cancel-while-ending-measure');
+    h.model.enqueue(findAda, { content: 'Ada.' });
+    await h.client.ask(measured, 'CWE first question', { input: { budget: { turnTokens: 1_000_000 } } });
+    const spent = await h.pool.query<{ tokens: string }>(
+      `SELECT tokens FROM ${h.tables.budgetSpend} WHERE conversation_id = $1 ORDER BY created_at LIMIT 1`,
+      [measured],
+    );
+    const budget = { turnTokens: Number(spent.rows[0].tokens) };
     const id = h.newConversationId('cancel-while-ending');
-    h.model.enqueue({
-      kind: 'delay',
-      ms: 1_500,
-      then: { toolCalls: [{ id: 'call_cwe', name: 'find_customer', arguments: { query: 'Ada' } }] },
-    });
-    const first = await h.client.sendMessage(id, 'CWE first question', { input: { budget: { turnTokens: 1 } } });
-    await expect.poll(() => h.requestsFor('CWE first question').length, { timeout: 20_000 }).toBe(1);
+    h.model.enqueue({ kind: 'delay', ms: 1_500, then: findAda });
+    const first = await h.client.sendMessage(id, 'CWE first question', { input: { budget } });
+    await expect.poll(() => h.requestsFor('CWE first question').length, { timeout: 20_000 }).toBe(3);
     const table = h.tables.conversationMessages;
     const lock = await h.pool.connect();
     let second: string;

@@ -102,19 +102,22 @@ describe('needsApproval as an async function of the call and its context', () =>
     expect(await h.client.waitForTurn(id, messageId)).toMatchObject({ outcome: 'answered' });
 
     // One run per planned call, though every workflow task replayed the model call's result from history.
-    const ours = checks.filter((c) => c.context.conversationId === id);
+    // The calls of one answer are planned side by side: in either order.
+    const ours = checks
+      .filter((c) => c.context.conversationId === id)
+      .sort((a, b) => a.context.toolCallId.localeCompare(b.context.toolCallId));
     expect(ours.map((c) => [c.context.toolCallId, c.args.amount_cents])).toEqual([
-      ['call_small', 500],
       ['call_big', ltv + 1],
+      ['call_small', 500],
     ]);
-    expect(ours[0].context).toEqual({
+    expect(ours[1].context).toEqual({
       conversationId: id,
       rootConversationId: id,
       requestedBy: ['alice'],
       agent: 'desk',
       toolCallId: 'call_small',
     });
-    expect(ours[0].said).toEqual(['LTV-1 credit Ada twice']);
+    expect(ours[1].said).toEqual(['LTV-1 credit Ada twice']);
     const results = (await h.client.transcript(id))
       .map((m) => m.message)
       .flatMap((m) => (m.role === 'tool' ? [[m.tool_call_id, m.content]] : []));
@@ -123,9 +126,11 @@ describe('needsApproval as an async function of the call and its context', () =>
       ['call_big', `credited ${ltv + 1}`],
     ]);
     // The tool guardrail saw the same context.
-    expect(guarded.filter((g) => g.rootConversationId === id)).toEqual([
-      { toolCallId: 'call_small', requestedBy: ['alice'], rootConversationId: id, messages: 1 },
+    expect(
+      guarded.filter((g) => g.rootConversationId === id).sort((a, b) => a.toolCallId.localeCompare(b.toolCallId)),
+    ).toEqual([
       { toolCallId: 'call_big', requestedBy: ['alice'], rootConversationId: id, messages: 1 },
+      { toolCallId: 'call_small', requestedBy: ['alice'], rootConversationId: id, messages: 1 },
     ]);
     h.expectOnlyValidModelRequests();
   });

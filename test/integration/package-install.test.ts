@@ -148,6 +148,7 @@ describe('the packed package in a project of its own', () => {
       expect(tables.rows.map((r) => r.name)).toEqual(
         [
           'approval_decisions',
+          'budget_spend',
           'conversation_messages',
           'mcp_toolsets',
           'model_responses',
