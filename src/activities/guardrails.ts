@@ -10,7 +10,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { ActivityErrorType, type AssistantMessage } from '../contract/activities';
 import type { GuardrailResult } from '../contract/guardrail-results';
 import type { GuardrailTrip } from '../contract/turn-records';
-import { readGuardrailVerdict } from './guardrail-results';
+import { boundedOutputInfo, readGuardrailVerdict } from './guardrail-results';
 import { guardrailsOn, type Guardrail, type GuardrailContext } from '../tools/guardrails';
 import type { Agent } from '../tools/agents';
 import type { Tool } from '../tools/tool';
@@ -112,16 +112,38 @@ export async function toolVerdict(
   guardrails: readonly Extract<Guardrail, { on: 'tool' }>[],
   call: { toolName: string; arguments: unknown },
   context: ToolGuardrailContext,
-): Promise<{ action: 'allow' } | { action: 'block' | 'require_approval'; guardrail: string; reason: string }> {
+): Promise<ToolVerdict> {
   const verdicts = await Promise.all(
     guardrails.map(async (g) => ({ g, verdict: await guarded(g.name, () => g.check(call, context)) })),
   );
+  // Kept for the turn's record: every verdict that did more than allow, or reported what it found.
+  const results = verdicts.flatMap(({ g, verdict }): GuardrailResult[] => {
+    const action = verdict?.action ?? 'allow';
+    if (action === 'allow' && verdict?.outputInfo === undefined) return [];
+    const reason = verdict?.reason?.trim();
+    return [
+      {
+        on: 'tool',
+        guardrail: g.name,
+        toolCallId: context.toolCallId,
+        action,
+        tripwire: action === 'block',
+        ...(reason ? { reason } : {}),
+        ...boundedOutputInfo(verdict?.outputInfo),
+      },
+    ];
+  });
   for (const action of ['block', 'require_approval'] as const) {
     const hit = verdicts.find(({ verdict }) => verdict?.action === action);
-    if (hit) return { action, guardrail: hit.g.name, reason: hit.verdict.reason?.trim() || 'no reason given' };
+    if (hit) return { action, guardrail: hit.g.name, reason: hit.verdict.reason?.trim() || 'no reason given', results };
   }
-  return { action: 'allow' };
+  return { action: 'allow', results };
 }
+
+/** What a call's tool guardrails decided, and what each said for the turn's record. */
+export type ToolVerdict = (
+  { action: 'allow' } | { action: 'block' | 'require_approval'; guardrail: string; reason: string }
+) & { results: GuardrailResult[] };
 
 /** The tool guardrails of one call: the worker's and the agent's, then the tool's own. */
 export function toolGuardrailsOf(applicable: ApplicableGuardrails, tool: Tool): Extract<Guardrail, { on: 'tool' }>[] {

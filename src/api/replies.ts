@@ -164,8 +164,13 @@ const turnRecord = z.looseObject({
   guardrails: z
     .array(
       z.strictObject({
-        on: z.enum(['input', 'output']),
+        on: z.enum(['input', 'output', 'tool']),
         guardrail: z.string(),
+        toolCallId: z.string().optional().describe('The call a tool guardrail checked.'),
+        action: z
+          .enum(['allow', 'block', 'require_approval'])
+          .optional()
+          .describe("A tool guardrail's decision on the call."),
         tripwire: z.boolean(),
         reason: z.string().optional(),
         outputInfo: z
@@ -181,7 +186,9 @@ const turnRecord = z.looseObject({
       }),
     )
     .optional()
-    .describe('What each input and output guardrail said in the turn (its latest verdict), tripped or not.'),
+    .describe(
+      'What each input and output guardrail said in the turn (its latest verdict), tripped or not; and each tool guardrail that blocked a call, asked for a person or reported an outputInfo.',
+    ),
   answerSeq: z.number().int().optional(),
   output: z
     .unknown()

@@ -9,7 +9,12 @@ export function formatGuardrailResults(turns: readonly TurnRecord[]): string {
   const blocks = turns.flatMap((turn) => {
     if (!turn.guardrails?.length) return [];
     const lines = turn.guardrails.map((r) => {
-      const verdict = r.tripwire ? 'tripped' : 'passed';
+      const verdict =
+        r.on === 'tool'
+          ? `${r.action === 'require_approval' ? 'asked for a person' : r.action === 'block' ? 'blocked' : 'allowed'} ${r.toolCallId}`
+          : r.tripwire
+            ? 'tripped'
+            : 'passed';
       const reason = r.reason === undefined ? '' : ` (${r.reason})`;
       const info =
         r.outputInfo !== undefined

@@ -13,10 +13,17 @@
  */
 export const GUARDRAIL_OUTPUT_INFO_MAX_CHARS = 1024;
 
-/** One guardrail's verdict in a turn: the latest, when it ran more than once (an output guardrail on each answer). */
+/**
+ * One guardrail's verdict in a turn: the latest, when it ran more than once (an output guardrail on each answer).
+ * A tool guardrail's, per call, when it blocked the call, asked for a person or reported an `outputInfo`.
+ */
 export interface GuardrailResult {
-  /** Where it ran: the turn's input, or a final answer. */
-  on: 'input' | 'output';
+  /** Where it ran: the turn's input, a final answer, or a tool call (`toolCallId`). */
+  on: 'input' | 'output' | 'tool';
+  /** The call a tool guardrail checked. */
+  toolCallId?: string;
+  /** What a tool guardrail decided: `block` (its `tripwire`), `require_approval` or `allow`. */
+  action?: 'allow' | 'block' | 'require_approval';
   /** Its name. */
   guardrail: string;
   /** True when it stopped the turn (ours: `tripwire`; the Agents SDK's: `tripwireTriggered`). */
@@ -29,14 +36,17 @@ export interface GuardrailResult {
   outputInfoDropped?: string;
 }
 
-/** `results` with `next` in: one per guardrail and place, the later verdict replacing the earlier in its position. */
+/**
+ * `results` with `next` in: one per guardrail and place (and call, for a tool guardrail), the later verdict replacing
+ * the earlier in its position.
+ */
 export function withGuardrailResults(
   results: readonly GuardrailResult[] | undefined,
   next: readonly GuardrailResult[],
 ): GuardrailResult[] {
   const merged = [...(results ?? [])];
   for (const r of next) {
-    const at = merged.findIndex((m) => m.on === r.on && m.guardrail === r.guardrail);
+    const at = merged.findIndex((m) => m.on === r.on && m.guardrail === r.guardrail && m.toolCallId === r.toolCallId);
     if (at === -1) merged.push(r);
     else merged[at] = r;
   }

@@ -49,6 +49,8 @@ export interface ToolGuardrailVerdict {
   action: 'allow' | 'block' | 'require_approval';
   /** Why, for the model (a block) and for the approver. */
   reason?: string;
+  /** What it found, kept in the turn's record as for input and output guardrails (`GuardrailResult`). */
+  outputInfo?: unknown;
 }
 
 /** A guardrail as its author declares it: where it runs (`on`) and its check. */

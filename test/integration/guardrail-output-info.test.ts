@@ -11,8 +11,8 @@ import { runCli } from '../support/cli';
 import { startHarness, type Harness } from '../support/harness';
 
 // Guardrail results in the turn's record on the real stack: every input and output guardrail's verdict, in our shape
-// or the OpenAI Agents SDK's ({tripwireTriggered, outputInfo}), with its outputInfo (bounded), readable from the
-// client, the API (state and the turn event) and the CLI's show.
+// or the OpenAI Agents SDK's ({tripwireTriggered, outputInfo}), and a tool guardrail's per call, with its outputInfo
+// (bounded), readable from the client, the API (state and the turn event) and the CLI's show.
 
 /** The Agents SDK's shape: a topic classifier that reports what it found. */
 const topic = guardrail({
@@ -43,6 +43,12 @@ const secrets = guardrail({
       : { tripwire: false, outputInfo: { matches, length: text.length } };
   },
 });
+/** A tool guardrail that allows each call and reports what it looked at. */
+const lookups = guardrail({
+  name: 'lookups',
+  on: 'tool',
+  check: ({ arguments: args }) => ({ action: 'allow', outputInfo: { query: (args as { query?: string }).query } }),
+});
 const desk = agent({ name: 'desk', instructions: 'GOI desk.', tools: ['find_customer'], guardrails: [secrets] });
 
 let h: Harness;
@@ -50,7 +56,7 @@ let api: Awaited<ReturnType<typeof startApiServer>>;
 let scratch: string;
 beforeAll(async () => {
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'guardrail-info-'));
-  h = await startHarness({ agents: [desk], guardrails: [topic, verbose] });
+  h = await startHarness({ agents: [desk], guardrails: [topic, verbose, lookups] });
   api = await startApiServer({ client: h.client, tokens: TEST_TOKENS });
 });
 afterAll(async () => {
@@ -90,6 +96,14 @@ describe("guardrails' outputInfo", () => {
     const expected = [
       { on: 'input', guardrail: 'topic', tripwire: false, outputInfo: { topic: 'orders', checked: 1 } },
       { on: 'input', guardrail: 'verbose', tripwire: false, outputInfoDropped: dropped },
+      {
+        on: 'tool',
+        guardrail: 'lookups',
+        toolCallId: 'call_find',
+        action: 'allow',
+        tripwire: false,
+        outputInfo: { query: 'Ada' },
+      },
       { on: 'output', guardrail: 'secrets', tripwire: false, outputInfo: { matches: 0, length: 21 } },
     ];
     expect(turn.guardrails).toEqual(expected);
@@ -109,6 +123,7 @@ describe("guardrails' outputInfo", () => {
     expect(shown).toContain(`guardrails of the turn for ${turn.messageIds[0]} (answered):`);
     expect(shown).toContain('  input topic: passed  outputInfo {"topic":"orders","checked":1}');
     expect(shown).toMatch(/ {2}input verbose: passed {2}outputInfo not kept: outputInfo is \d+ characters of JSON/);
+    expect(shown).toContain('  tool lookups: allowed call_find  outputInfo {"query":"Ada"}');
     expect(shown).toContain('  output secrets: passed  outputInfo {"matches":0,"length":21}');
     const remote = (
       await runCli(['show', id], { AGENT_API_URL: api.url, AGENT_API_TOKEN: token('c'), AGENT_DATA_DIR: scratch })

@@ -97,6 +97,20 @@ describe('withGuardrailResults', () => {
     expect(withGuardrailResults(undefined, [a])).toEqual([a]);
     expect(withGuardrailResults([a, b], [sameNameOtherPlace, b2])).toEqual([a, b2, sameNameOtherPlace]);
   });
+
+  it("keeps a tool guardrail's result per call: another call's adds one, the same call's replaces it", () => {
+    const first = {
+      on: 'tool' as const,
+      guardrail: 't',
+      toolCallId: 'call_1',
+      action: 'block' as const,
+      tripwire: true,
+    };
+    const second = { ...first, toolCallId: 'call_2', action: 'allow' as const, tripwire: false, outputInfo: 1 };
+    const again = { ...first, action: 'require_approval' as const, tripwire: false };
+    expect(withGuardrailResults([first], [second])).toEqual([first, second]);
+    expect(withGuardrailResults([first, second], [again])).toEqual([again, second]);
+  });
 });
 
 describe('formatGuardrailResults (show)', () => {

@@ -59,7 +59,7 @@ export async function answerModelCall(
       return { ...stopped, guardrails: results }; // the full results, the trip's with its outputInfo
     }
   }
-  const calls = await planToolCalls(
+  const planned = await planToolCalls(
     call.registry,
     deps.maxParallelToolCalls,
     call.offer,
@@ -67,11 +67,14 @@ export async function answerModelCall(
     (tool) => toolGuardrailsOf(guards, tool),
     planContexts(env, call),
   );
+  // The tool guardrails' results go with the input and output guardrails' into the turn's record, not in the plans.
+  const calls = planned.map(({ guardrails: _results, ...plan }) => plan);
+  const results = [...checked, ...planned.flatMap((p) => p.guardrails ?? [])];
   return {
     ...base,
     calls,
     ...(typed.output ? { output: typed.output } : {}),
-    ...(checked.length > 0 ? { guardrails: checked } : {}),
+    ...(results.length > 0 ? { guardrails: results } : {}),
   };
 }
 

@@ -11,6 +11,7 @@ import {
   type ToolCallPlan,
 } from '../../contract/activities';
 import { defaultDecisions } from '../../contract';
+import type { GuardrailResult } from '../../contract/guardrail-results';
 import type { ToolCall } from '../../contract/messages';
 import { TOOL_DEFAULTS } from '../../contract/tool-defaults';
 import type { AgentTool } from '../../tools/agents';
@@ -28,6 +29,9 @@ import { planHandoffCall } from './handoffs';
 /** The tool guardrails that check a call of `tool`. */
 export type ToolGuards = (tool: Tool) => Extract<Guardrail, { on: 'tool' }>[];
 
+/** A call's plan, with what its tool guardrails said for the turn's record (taken out before the workflow gets it). */
+export type PlanWithGuardrails = ToolCallPlan & { guardrails?: GuardrailResult[] };
+
 /** A plan per tool call of `message`; calls past the worker's limit per response are not run. */
 export async function planToolCalls(
   registry: ToolRegistry,
@@ -36,7 +40,7 @@ export async function planToolCalls(
   message: AssistantMessage,
   guards: ToolGuards,
   contexts: CallContexts,
-): Promise<ToolCallPlan[]> {
+): Promise<PlanWithGuardrails[]> {
   const calls = message.tool_calls ?? [];
   const limit = maxParallelToolCalls ?? DEFAULT_MAX_PARALLEL_TOOL_CALLS;
   const plans = calls.map((call, index) =>
@@ -66,7 +70,7 @@ async function planToolCall(
   guards: ToolGuards,
   context: ReturnType<CallContexts>,
   calls: readonly ToolCall[],
-): Promise<ToolCallPlan> {
+): Promise<PlanWithGuardrails> {
   const handoff = offer.handoff(call.function.name);
   if (handoff) return planHandoffCall(handoff, call, calls, offer.handoff, context);
   const allowed = offer.allowed;
@@ -87,9 +91,10 @@ async function planToolCall(
   const verdict =
     checks.length > 0
       ? await toolVerdict(checks, { toolName: tool.name, arguments: args }, context)
-      : { action: 'allow' as const };
+      : { action: 'allow' as const, results: [] };
   const needsApproval = asked || verdict.action === 'require_approval';
   return {
+    ...('results' in verdict && verdict.results.length > 0 ? { guardrails: verdict.results } : {}),
     toolCallId: call.id,
     name: tool.name,
     ...(verdict.action === 'block' ? { blocked: { guardrail: verdict.guardrail, reason: verdict.reason } } : {}),
