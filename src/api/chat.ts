@@ -9,23 +9,29 @@
  * Earlier messages come from the transcript, never from the client: only
  * the request's last message is read. `regenerate()` (trigger
  * `regenerate-message`) regenerates the conversation's last answer and
- * streams the new turn. A user message starts a turn; an
+ * streams the new turn. A user message (its text and file parts:
+ * `message-parts.ts`) starts a turn; an
  * assistant message carrying approval responses (`addToolApprovalResponse`)
  * is a decision per call, made by the token's subject through the same path
  * as `POST /v1/conversations/{id}/decisions` (four eyes, signing, named by
- * call key); its response streams the rest of the turn.
+ * call key); its response streams the rest of the turn. A response whose
+ * reader may decide none of the waiting calls (a requester under four eyes)
+ * stays open for the decision (`ui-hold.ts`, `chat-approvals.ts`).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AgentClient } from '../client/client';
-import { decideCalls, DecisionProblem, type DecisionPolicy } from './decisions';
+import type { DecisionPolicy } from './decisions';
+import { decideFromChat, viewerOf, type ApprovalResponse } from './chat-approvals';
 import { ApiError } from './refusals';
 import { idText } from './schemas';
-import type { ApiPrincipal, ApiRole } from './tokens';
+import type { ApiRole } from './tokens';
 import { csrfMatches, foreignOrigin, type BrowserSessions } from './sessions';
 import { followTurnAsUi } from './ui-turn';
 import { regenerateForChat } from './regenerate-routes';
+import { FILES_BODY_LIMIT_BYTES, sendUserParts } from './message-parts';
+import { messageFileRoutes } from './message-file-routes';
 import type { UiChunk } from './ui-stream';
 
 /** Response headers of a UI message stream (protocol v1). */
@@ -36,6 +42,9 @@ const UI_STREAM_HEADERS = {
   'x-vercel-ai-ui-message-stream': 'v1',
   'x-accel-buffering': 'no',
 };
+
+/** How long a response waits open for someone else's decision before the client is left to resume. */
+export const CHAT_HOLD_FOR_DECISION_MS = 120_000;
 
 /** How long after a turn ended a reconnect still replays it (then 204). */
 export const CHAT_RESUME_AFTER_END_MS = 60_000;
@@ -55,7 +64,8 @@ const uiMessage = z.looseObject({
 /** The body `DefaultChatTransport` sends (extra fields are ignored). */
 const chatBody = z.looseObject({
   id: idText('id', 'The chat id: the conversation id.'),
-  messages: z.array(uiMessage).min(1).max(CHAT_MAX_MESSAGES),
+  // Empty for regenerate() when the page holds nothing before the answer it regenerates (the messages are not read).
+  messages: z.array(uiMessage).max(CHAT_MAX_MESSAGES),
   trigger: z.enum(['submit-message', 'regenerate-message']).optional(),
   messageId: z.string().optional(),
 });
@@ -69,19 +79,18 @@ export interface ChatRoutesOptions {
   /** How long after a turn ended a reconnect still replays it. Default {@link CHAT_RESUME_AFTER_END_MS}. */
   replayEndedTurnMs?: number;
   /**
+   * How long a response stays open while its reader may decide none of the waiting calls (four eyes), streaming the
+   * decision when it comes; then it ends and the client resumes. Default {@link CHAT_HOLD_FOR_DECISION_MS}; 0: end at
+   * once.
+   */
+  holdForDecisionMs?: number;
+  /**
    * The browser sessions of the API's pages: a request with the session
    * cookie and no bearer token is that session's person (the example chat
    * page); a POST must then carry the session's CSRF token (`x-csrf-token`)
    * and come from this host.
    */
   sessions?: BrowserSessions;
-}
-
-/** An approval response as `addToolApprovalResponse` leaves it on a tool part. */
-interface ApprovalResponse {
-  approvalId: string;
-  approved: boolean;
-  reason?: string;
 }
 
 /** Registers `POST /v1/chat` and `GET /v1/chat/{id}/stream`. */
@@ -122,26 +131,27 @@ export function chatRoutes(app: FastifyInstance, options: ChatRoutesOptions): vo
 
   typed.post(
     '/v1/chat',
-    { onRequest: signedIn(true, 'requester', 'approver'), schema: { hide: true, body: chatBody } },
+    {
+      onRequest: signedIn(true, 'requester', 'approver'),
+      bodyLimit: FILES_BODY_LIMIT_BYTES,
+      schema: { hide: true, body: chatBody },
+    },
     async (request, reply) => {
-      const { id, messages, trigger } = request.body;
+      const { id, messages, trigger, messageId: regenerated } = request.body;
       const principal = request.principal!;
       // regenerate(): the conversation's last answer again (the request's messages are the client's, never read).
       if (trigger === 'regenerate-message')
-        return stream(request, reply, id, { messageId: await regenerateForChat(client, id, principal) });
-      const last = messages[messages.length - 1];
+        return stream(request, reply, id, { messageId: await regenerateForChat(client, id, principal, regenerated) });
+      const last = messages.at(-1);
+      if (!last) throw new ApiError('invalid_request', 'The request has no message: send the new user message.');
       if (last.role === 'user') {
         if (!principal.roles.has('requester'))
           throw new ApiError(
             'forbidden',
             `Sending a message needs the role requester; ${principal.subject} has ${[...principal.roles].join(', ')}.`,
           );
-        const text = last.parts
-          .flatMap((p) => (p.type === 'text' && typeof p.text === 'string' ? [p.text] : []))
-          .join('\n');
-        if (text.trim() === '')
-          throw new ApiError('invalid_request', 'The last message has no text: send a user message with a text part.');
-        const messageId = await client.sendMessage(id, text, { messageId: last.id, sentBy: principal.subject });
+        // Its text and files, or a 400 naming the part that cannot go to the model (message-parts.ts).
+        const messageId = await sendUserParts(client, id, last, principal.subject);
         return stream(request, reply, id, { messageId });
       }
       if (last.role === 'assistant') {
@@ -153,7 +163,12 @@ export function chatRoutes(app: FastifyInstance, options: ChatRoutesOptions): vo
           );
         }
         await client.state(id); // a conversation that does not exist answers 404 before the stream starts
-        return stream(request, reply, id, { continuing: { prepare: () => decide(principal, id, responses) } });
+        return stream(request, reply, id, {
+          continuing: {
+            prepare: () => decideFromChat(client, policy, principal, id, responses),
+            callKeys: responses.map((r) => r.approvalId),
+          },
+        });
       }
       throw new ApiError(
         'invalid_request',
@@ -185,6 +200,8 @@ export function chatRoutes(app: FastifyInstance, options: ChatRoutesOptions): vo
       );
     },
   );
+  // The files user messages carried, for the page to show (read with the session cookie, or a token).
+  messageFileRoutes(app, client, signedIn(false, 'requester', 'approver', 'operator'));
 
   /**
    * Streams the turn; with `replay`, answers 204 when none runs. Everything
@@ -212,8 +229,15 @@ export function chatRoutes(app: FastifyInstance, options: ChatRoutesOptions): vo
       reply.raw.write(`data: ${JSON.stringify(chunk)}\n\n`);
     };
     if (!replay) open();
+    const held = {
+      viewer: viewerOf(request.principal!, policy),
+      holdForDecisionMs: options.holdForDecisionMs ?? CHAT_HOLD_FOR_DECISION_MS,
+      ...target,
+    };
+    // A comment line: the AI SDK's stream parser skips it, and proxies see the response alive while it waits.
+    const keepAlive = () => opened && reply.raw.write(': waiting for a decision\n\n');
     try {
-      const followed = await followTurnAsUi(client, conversationId, target, stop.signal, write);
+      const followed = await followTurnAsUi(client, conversationId, held, stop.signal, write, keepAlive);
       if (!followed && replay) {
         reply.status(204).send();
         return;
@@ -225,47 +249,6 @@ export function chatRoutes(app: FastifyInstance, options: ChatRoutesOptions): vo
     }
     open();
     reply.raw.end('data: [DONE]\n\n');
-  }
-
-  /** Sends each approval response as a decision by `principal`; what was refused is said in the stream as text. */
-  async function decide(
-    principal: ApiPrincipal,
-    conversationId: string,
-    responses: readonly ApprovalResponse[],
-  ): Promise<UiChunk[]> {
-    const notes: string[] = [];
-    if (!principal.roles.has('approver')) {
-      notes.push(
-        `${principal.subject} may not decide (it needs the role approver); the calls still wait for an approver (the inbox, or POST /v1/conversations/${conversationId}/decisions).`,
-      );
-    } else {
-      for (const r of responses) {
-        try {
-          await decideCalls(
-            client,
-            principal,
-            conversationId,
-            {
-              decision: r.approved ? 'approve' : 'reject',
-              callKeys: [r.approvalId],
-              ...(r.reason ? { reason: r.reason } : {}),
-            },
-            policy,
-          );
-        } catch (err) {
-          if (!(err instanceof DecisionProblem)) throw err;
-          notes.push(`${err.message} The call still waits.`);
-        }
-      }
-    }
-    return notes.flatMap((note, i) => {
-      const id = `decision-note-${i}`;
-      return [
-        { type: 'text-start', id },
-        { type: 'text-delta', id, delta: note },
-        { type: 'text-end', id },
-      ] satisfies UiChunk[];
-    });
   }
 }
 

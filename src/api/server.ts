@@ -20,6 +20,8 @@ import { forkRoutes } from './fork-routes';
 import { inboxRoutes } from './inbox';
 import { registerOpenApi } from './openapi';
 import { regenerateRoutes } from './regenerate-routes';
+import { FILES_BODY_LIMIT_BYTES, filesOfBody } from './message-parts';
+import { messageWithFilesBody } from './message-files-schema';
 import {
   ApiError,
   MAX_PARAM_LENGTH,
@@ -45,12 +47,12 @@ import {
   decisionBody,
   EVENTS_WAIT_SECONDS,
   eventsQuery,
-  messageBody,
   transcriptQuery,
 } from './schemas';
 import { BrowserSessions } from './sessions';
 import { TokenVerifier, type ApiPrincipal, type ApiRole, type ApiTokenConfig } from './tokens';
 import { followTurn } from './turn-events';
+import { uiHistoryRoutes } from './ui-history-route';
 
 /** The largest request body the API reads (the codec routes read more: `CODEC_BODY_LIMIT_BYTES`). */
 const API_BODY_LIMIT_BYTES = 2 * 1024 * 1024;
@@ -84,7 +86,7 @@ export interface ApiServerOptions {
    * bundled script (`npm run build:chat-page`), served at `/chat` with the
    * inbox's sign-in (unset: no page).
    */
-  chat?: { replayEndedTurnMs?: number; pageBundle?: string };
+  chat?: { replayEndedTurnMs?: number; holdForDecisionMs?: number; pageBundle?: string };
 }
 
 declare module 'fastify' {
@@ -182,12 +184,13 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
     '/v1/conversations/:id/messages',
     {
       onRequest: allow('requester'),
+      bodyLimit: FILES_BODY_LIMIT_BYTES,
       schema: {
         operationId: 'sendMessage',
         summary: 'Send a message; starts the conversation when it does not run yet.',
         security,
         params: conversationParams,
-        body: messageBody,
+        body: messageWithFilesBody,
         response: { 202: messageAccepted, ...refusals(...always, ...withBody, ...onConversation, 409) },
       },
       links: {
@@ -207,6 +210,7 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
         messageId,
         input,
         sentBy: request.principal!.subject,
+        ...(await filesOfBody(client, request.params.id, request.body.files)),
       });
       reply.status(202);
       return { conversationId: request.params.id, messageId: id };
@@ -431,7 +435,8 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
   forkRoutes(app, { client, allow });
   const sessions = options.inbox !== false ? new BrowserSessions() : undefined;
   // The AI SDK's chat transport (useChat): the turn as a UI message stream.
-  chatRoutes(app, { client, policy, allow, replayEndedTurnMs: options.chat?.replayEndedTurnMs, sessions });
+  chatRoutes(app, { ...options.chat, client, policy, allow, sessions });
+  uiHistoryRoutes(app, { client, policy, allow, sessions }); // the history a chat page starts from
   refuseOtherMethods(app, '/v1/chat', ['POST']);
   refuseOtherMethods(app, '/v1/chat/:id/stream', ['GET']);
 

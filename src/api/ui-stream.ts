@@ -15,6 +15,7 @@
  */
 import type { TurnRecord } from '../contract';
 import { parseJsonOrText } from '../contract/text';
+import type { ApprovalAsk, CallDecided } from './chat-approvals';
 
 /** The chunks of the UI message stream this API sends (a subset of `ai` 7's `UIMessageChunk`). */
 export type UiChunk =
@@ -23,8 +24,23 @@ export type UiChunk =
   | { type: 'finish-step' }
   | { type: 'text-start' | 'text-end' | 'reasoning-start' | 'reasoning-end'; id: string }
   | { type: 'text-delta' | 'reasoning-delta'; id: string; delta: string }
-  | { type: 'tool-input-available'; toolCallId: string; toolName: string; input: unknown; dynamic: true }
-  | { type: 'tool-approval-request'; approvalId: string; toolCallId: string }
+  | {
+      type: 'tool-input-available';
+      toolCallId: string;
+      toolName: string;
+      input: unknown;
+      dynamic: true;
+      title?: string;
+      toolMetadata?: { agentPath: string[]; conversationId: string };
+    }
+  | {
+      type: 'tool-approval-request';
+      approvalId: string;
+      toolCallId: string;
+      reason?: string;
+      approvalDescriptor?: unknown;
+    }
+  | { type: 'tool-approval-response'; approvalId: string; approved: boolean; reason?: string }
   | { type: 'tool-output-available'; toolCallId: string; output: unknown; dynamic: true }
   | { type: 'tool-output-error'; toolCallId: string; errorText: string; dynamic: true }
   | { type: 'tool-output-denied'; toolCallId: string }
@@ -36,7 +52,8 @@ export type UiChunk =
     };
 
 /** How a settled call shows in the stream. */
-export type CallOutput = { kind: 'available'; value: unknown } | { kind: 'denied' } | { kind: 'error'; text: string };
+export type CallOutput =
+  { kind: 'available'; value: unknown } | { kind: 'denied'; reason?: string } | { kind: 'error'; text: string };
 
 /** One call of a step: its key (the stream's `toolCallId` and `approvalId`), input and, once settled, output. */
 export interface CallFacts {
@@ -48,6 +65,13 @@ export interface CallFacts {
   input: unknown;
   /** It waited for a person while this stream was open (or waits now). */
   approvalRequested: boolean;
+  /** What the approval request says to the stream's reader (`chat-approvals.ts`). */
+  ask?: ApprovalAsk;
+  /** Once it no longer waits: the decision (shown as the approval response before its output). */
+  decided?: CallDecided;
+  /** Shown on the tool part: for a call waiting below, the agents down to the one asking. */
+  title?: string;
+  toolMetadata?: { agentPath: string[]; conversationId: string };
   output?: CallOutput;
 }
 
@@ -59,6 +83,8 @@ export interface StepFacts {
   /** False while the model still speaks (live text): no calls known yet. */
   stored: boolean;
   calls: CallFacts[];
+  /** Calls waiting (or that waited) inside agents this step's calls run as tools: shown, not awaited. */
+  below?: CallFacts[];
 }
 
 /** What is known of a turn now. */
@@ -67,7 +93,7 @@ export interface TurnFacts {
   messageId: string;
   steps: StepFacts[];
   /** The turn ended (with its record, written), or the response ends here because calls wait for a person. */
-  end?: { record: TurnRecord } | { waiting: true };
+  end?: { record: TurnRecord } | { waiting: true; others?: true };
 }
 
 /** One item of a projection: a chunk, or a text part that may still grow. */
@@ -90,19 +116,9 @@ export function projectTurn(facts: TurnFacts): Item[] {
       });
     if (step.text)
       items.push({ key: `${k}/text`, text: { id: `${k}/text`, kind: 'text', text: step.text, done: step.stored } });
-    for (const c of step.calls) {
-      items.push({
-        key: `${c.callKey}/input`,
-        chunk: { type: 'tool-input-available', toolCallId: c.callKey, toolName: c.name, input: c.input, dynamic: true },
-      });
-      if (c.approvalRequested)
-        items.push({
-          key: `${c.callKey}/approval`,
-          chunk: { type: 'tool-approval-request', approvalId: c.callKey, toolCallId: c.callKey },
-        });
-    }
-    for (const c of step.calls)
-      if (c.output) items.push({ key: `${c.callKey}/output`, chunk: outputChunk(c.callKey, c.output) });
+    for (const c of [...step.calls, ...(step.below ?? [])]) items.push(...callItems(c));
+    for (const c of step.below ?? []) items.push(...settledItems(c));
+    for (const c of step.calls) items.push(...settledItems(c));
     settledSoFar = step.stored && step.calls.every((c) => c.output);
     if (settledSoFar) items.push({ key: `${k}/finish`, chunk: { type: 'finish-step' } });
   }
@@ -111,8 +127,60 @@ export function projectTurn(facts: TurnFacts): Item[] {
   if (end && 'waiting' in end)
     items.push({
       key: 'finish',
-      chunk: { type: 'finish', finishReason: 'tool-calls', messageMetadata: { outcome: 'awaiting_approval' } },
+      chunk: {
+        type: 'finish',
+        finishReason: 'tool-calls',
+        // awaitingOthers: the reader may decide none of the waiting calls; resume to see the decision.
+        messageMetadata: { outcome: 'awaiting_approval', ...(end.others ? { awaitingOthers: true } : {}) },
+      },
     });
+  return items;
+}
+
+/** A call's input and, when it waited, its approval request. */
+function callItems(c: CallFacts): Item[] {
+  const items: Item[] = [
+    {
+      key: `${c.callKey}/input`,
+      chunk: {
+        type: 'tool-input-available',
+        toolCallId: c.callKey,
+        toolName: c.name,
+        input: c.input,
+        dynamic: true,
+        ...(c.title ? { title: c.title } : {}),
+        ...(c.toolMetadata ? { toolMetadata: c.toolMetadata } : {}),
+      },
+    },
+  ];
+  if (c.approvalRequested)
+    items.push({
+      key: `${c.callKey}/approval`,
+      chunk: {
+        type: 'tool-approval-request',
+        approvalId: c.callKey,
+        toolCallId: c.callKey,
+        ...(c.ask ? { approvalDescriptor: c.ask.descriptor } : {}),
+        ...(c.ask?.reason ? { reason: c.ask.reason } : {}),
+      },
+    });
+  return items;
+}
+
+/** A call's decision (the approval response), then its output. */
+function settledItems(c: CallFacts): Item[] {
+  const items: Item[] = [];
+  if (c.approvalRequested && c.decided)
+    items.push({
+      key: `${c.callKey}/decided`,
+      chunk: {
+        type: 'tool-approval-response',
+        approvalId: c.callKey,
+        approved: c.decided.approved,
+        ...(c.decided.reason ? { reason: c.decided.reason } : {}),
+      },
+    });
+  if (c.output) items.push({ key: `${c.callKey}/output`, chunk: outputChunk(c.callKey, c.output) });
   return items;
 }
 
@@ -153,7 +221,8 @@ export function callOutputOf(content: string, kind?: string): CallOutput {
       ? (parsed as { kind?: unknown; error?: unknown; reason?: unknown })
       : undefined;
   const said = kind ?? (typeof body?.kind === 'string' && typeof body.error === 'string' ? body.kind : undefined);
-  if (said === 'rejected') return { kind: 'denied' };
+  if (said === 'rejected')
+    return { kind: 'denied', ...(typeof body?.reason === 'string' && body.reason ? { reason: body.reason } : {}) };
   if (said !== undefined && FAILED_KINDS.has(said)) {
     const why = [
       typeof body?.error === 'string' ? body.error : undefined,

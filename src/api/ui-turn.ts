@@ -9,6 +9,10 @@ import type { AgentClient } from '../client/client';
 import type { StreamView } from '../client/stream';
 import { TurnWatch } from './turn-watch';
 import { followedState } from './followed-state';
+import { approvalAsk, decisionOf, type ChatViewer } from './chat-approvals';
+import { BelowCalls } from './ui-below';
+import type { CallDecisionRecord } from '../db/call-decisions';
+import { holdsFor, type Hold } from './ui-hold';
 import type { AssistantMessage, ConversationState, MessageMeta } from '../contract';
 import { parseJsonOrText } from '../contract/text';
 import { callInstanceKey } from '../core/effect-keys';
@@ -34,7 +38,15 @@ export interface UiTurnTarget {
    * only what comes next: a continuation after decisions. `prepare` runs
    * once that baseline is taken (the decisions are sent there).
    */
-  continuing?: { prepare: () => Promise<UiChunk[]> };
+  continuing?: { prepare: () => Promise<UiChunk[]>; callKeys?: readonly string[] };
+  /** Who reads the stream: what each approval request lets them decide (`chat-approvals.ts`). */
+  viewer?: ChatViewer;
+  /**
+   * While every waiting call waits for someone other than the viewer, keep the response open this long (with
+   * `keepAlive` every 15 s, `ui-hold.ts`) and stream the decision when it comes; then end it with `finish`
+   * (`awaitingOthers` in its metadata) for the client to resume. 0 or unset: end at once.
+   */
+  holdForDecisionMs?: number;
   /**
    * With no `messageId` and no turn running: replay the last turn if it
    * ended at most this long ago (a client whose stream broke near the end
@@ -54,11 +66,12 @@ export async function followTurnAsUi(
   target: UiTurnTarget,
   signal: AbortSignal,
   write: (chunk: UiChunk) => void,
+  keepAlive: () => void = () => undefined,
 ): Promise<boolean> {
   const watch = await TurnWatch.open(client, conversationId);
   const sleep = () => watch.sleep(POLL_MS, signal);
   try {
-    const reader = new TurnReader(client, conversationId, watch.view, signal);
+    const reader = new TurnReader(client, conversationId, watch.view, signal, target.viewer);
     let firstSeq: number | undefined;
     let messageId = target.messageId;
     for (;;) {
@@ -69,6 +82,14 @@ export async function followTurnAsUi(
       if (messageId === undefined) {
         const last =
           target.endedWithinMs === undefined ? undefined : await endedRecently(client, state, target.endedWithinMs);
+        if (!last && target.continuing) {
+          // The decisions have nothing to continue: an error ends the client's automatic send (it would only repeat).
+          write({
+            type: 'error',
+            errorText: `Nothing was decided: no turn of conversation ${conversationId} waits now (its calls were decided already, or timed out). Reload the chat.`,
+          });
+          return true;
+        }
         if (!last) return false;
         [firstSeq, messageId] = [last.firstSeq, last.messageId];
         break;
@@ -76,15 +97,23 @@ export async function followTurnAsUi(
       await sleep();
     }
     const emitter = new UiStreamEmitter(write);
+    const hold: Hold | undefined = holdsFor(target.holdForDecisionMs, keepAlive);
     if (target.continuing) {
+      reader.asked(target.continuing.callKeys ?? []);
       const facts = await reader.read(firstSeq, messageId);
-      emitter.baseline(projectTurn({ ...facts, end: undefined }));
+      // What became of the calls decided here is not in the client's message yet, even when already known.
+      const decidedHere = new Set(target.continuing.callKeys ?? []);
+      const shown = projectTurn({ ...facts, end: undefined }).filter(
+        (i) => !/\/(decided|output)$/.test(i.key) || !decidedHere.has(i.key.slice(0, i.key.lastIndexOf('/'))),
+      );
+      emitter.baseline(shown);
       for (const chunk of await target.continuing.prepare()) write(chunk);
     }
     // A streamed piece wakes the loop: its text is in the watch, so the state is queried again only once per poll
     // (and at once on the first pass, after any decisions of a continuation were sent).
     for (let maxAgeMs = 0; !signal.aborted; maxAgeMs = POLL_MS) {
-      const facts = await reader.read(firstSeq, messageId, undefined, maxAgeMs);
+      const read = await reader.read(firstSeq, messageId, undefined, maxAgeMs);
+      const facts = hold ? hold.shape(read, reader.viewerMayDecide()) : read;
       const items = projectTurn(facts);
       if (emitter.update(items) === 'conflict') {
         write({
@@ -94,7 +123,7 @@ export async function followTurnAsUi(
         return true;
       }
       if (items.some((i) => i.key === 'finish')) return true;
-      await sleep();
+      await (hold?.holding ? watch.sleep(hold.pollMs, signal) : sleep());
     }
     return true;
   } finally {
@@ -132,6 +161,12 @@ export class TurnReader {
   private readonly written = new Map<number, string>();
   /** Calls seen waiting for a person: their approval request stays in the stream once shown. */
   private readonly askedFor = new Set<string>();
+  /** Who sent the requests of the calls seen waiting (four eyes). */
+  private readonly requesters = new Map<string, readonly string[]>();
+  /** The turn's calls whose recorded decisions were read, and those decisions (a call decided before this stream). */
+  private readonly checked = new Set<string>();
+  private readonly recorded = new Map<string, CallDecisionRecord>();
+  private readonly below: BelowCalls;
   /** The state of the last read, and when it was queried. */
   private last: { state: ConversationState; at: number } | undefined;
 
@@ -141,7 +176,30 @@ export class TurnReader {
     private readonly view: StreamView,
     /** The stream's end: until then, a worker outage is waited out ({@link followedState}). */
     private readonly signal: AbortSignal,
-  ) {}
+    /** Who reads the stream (what each approval request says to them); unset: no one in particular. */
+    private readonly viewer?: ChatViewer,
+  ) {
+    const v = viewer;
+    this.below = new BelowCalls(
+      client,
+      v && ((call) => approvalAsk(v, { requestedBy: call.requestedBy, below: call })),
+    );
+  }
+
+  /** Treats these calls as seen waiting (a continuation's decisions name them): their decision shows. */
+  asked(callKeys: readonly string[]): void {
+    for (const key of callKeys) this.askedFor.add(key);
+  }
+
+  /** Whether the viewer may decide any call waiting in the state last read (here or below). */
+  viewerMayDecide(): boolean {
+    const state = this.last?.state;
+    const v = this.viewer;
+    if (!state || !v) return true;
+    return [...state.pendingApprovals, ...(state.waitingBelow ?? []).map((b) => ({ ...b, below: b }))].some(
+      (call) => approvalAsk(v, call).descriptor.decide.length > 0,
+    );
+  }
 
   /**
    * The facts of the turn from `firstSeq` (that takes `messageId`, when
@@ -177,14 +235,48 @@ export class TurnReader {
     const keys = metas.flatMap((m) => (m.responseKey && !this.responses.has(m.responseKey) ? [m.responseKey] : []));
     for (const [key, message] of await this.client.modelResponses(keys)) this.responses.set(key, message);
     await this.readWritten(metas);
-    for (const p of state.pendingApprovals) this.askedFor.add(p.callKey);
+    await this.readDecisions(metas, state);
+    for (const p of state.pendingApprovals) {
+      this.askedFor.add(p.callKey);
+      this.requesters.set(p.callKey, p.requestedBy);
+    }
     const steps = this.steps(metas, state, firstSeq);
+    // Calls waiting below hang on the step whose calls are open (the calls running their agents).
+    const openKeys = new Set((state.openCalls ?? []).map((c) => c.callKey));
+    const openStep = steps.find((s) => s.calls.some((c) => openKeys.has(c.callKey))) ?? steps[steps.length - 1];
+    if (state.currentTurn?.firstSeq === firstSeq) await this.below.update(state, openStep?.responseKey);
+    for (const step of steps) {
+      const below = this.below.facts(step.responseKey);
+      if (below.length > 0) step.below = below;
+    }
     const waiting =
-      state.pendingApprovals.length > 0 &&
-      (state.openCalls ?? []).every((c) => c.outcome || this.askedFor.has(c.callKey));
+      this.below.waiting(state) ||
+      (state.pendingApprovals.length > 0 &&
+        (state.openCalls ?? []).every((c) => c.outcome || this.askedFor.has(c.callKey)));
     const end: TurnFacts['end'] =
       record && this.allWritten(metas) ? { record } : !record && waiting ? { waiting: true } : undefined;
     return { messageId: `turn-${firstSeq}`, steps, ...(end ? { end } : {}) };
+  }
+
+  /**
+   * The decisions recorded on the turn's calls not checked yet: a call decided before this stream opened waited too,
+   * and shows how it was decided.
+   */
+  private async readDecisions(metas: readonly MessageMeta[], state: ConversationState): Promise<void> {
+    const keys = metas.flatMap((m) =>
+      (this.responses.get(m.responseKey ?? '')?.tool_calls ?? []).map((_, index) =>
+        callInstanceKey(this.conversationId, m.seq, index, state.regenerations),
+      ),
+    );
+    const unchecked = keys.filter((k) => !this.checked.has(k));
+    if (unchecked.length === 0) return;
+    const found = await this.client.callDecisions(this.conversationId, unchecked).catch(() => undefined);
+    if (!found) return; // read again next time
+    for (const key of unchecked) this.checked.add(key);
+    for (const [key, record] of found) {
+      this.askedFor.add(key);
+      this.recorded.set(key, record);
+    }
   }
 
   /** The tool messages of the turn, once written (read in pages after the last one read). */
@@ -206,6 +298,7 @@ export class TurnReader {
   private steps(metas: readonly MessageMeta[], state: ConversationState, firstSeq: number): StepFacts[] {
     const steps: StepFacts[] = [];
     const open = new Map((state.openCalls ?? []).map((c) => [c.callKey, c]));
+    const pending = new Set(state.pendingApprovals.map((p) => p.callKey));
     for (const [i, meta] of metas.entries()) {
       if (meta.role !== 'assistant' || !meta.responseKey) continue;
       const body = this.responses.get(meta.responseKey);
@@ -217,16 +310,27 @@ export class TurnReader {
         const answer = answers.find((m) => m.toolCallId === call.id);
         const text = answer ? this.written.get(answer.seq) : undefined;
         const settled = open.get(callKey)?.outcome;
-        const output =
+        let output =
           text !== undefined ? callOutputOf(text) : settled ? callOutputOf(settled.content, settled.kind) : undefined;
         if (answer) answers.splice(answers.indexOf(answer), 1);
+        const asked = this.askedFor.has(callKey);
+        // A call that waited and no longer does was decided: how shows before its output (the approval response).
+        const inferred = asked && !pending.has(callKey) ? decisionOf(output, open.has(callKey) && !settled) : undefined;
+        const record = pending.has(callKey) ? undefined : this.recorded.get(callKey);
+        const known = record
+          ? { decided: { approved: record.decision !== 'reject', ...(record.reason ? { reason: record.reason } : {}) } }
+          : inferred;
+        if (inferred?.output) output = inferred.output;
+        const v = this.viewer;
         return {
           callKey,
           toolCallId: call.id,
           assistantSeq: meta.seq,
           name: call.function.name,
           input: parseJsonOrText(call.function.arguments),
-          approvalRequested: this.askedFor.has(callKey),
+          approvalRequested: asked,
+          ...(asked && v ? { ask: approvalAsk(v, { requestedBy: this.requesters.get(callKey) ?? [] }) } : {}),
+          ...(known ? { decided: known.decided } : {}),
           ...(output ? { output } : {}),
         };
       });

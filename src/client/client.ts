@@ -20,11 +20,17 @@ import { APPROVAL_AGE_THRESHOLDS } from '../contract/metrics';
 import { agentTables, type AgentTables } from '../db/schema';
 import type { StreamEvent } from '../db/stream-channel';
 import type { StoredMessage, SupersededMessage } from '../db/transcript-store';
+import { readHistorySource } from '../db/ui-history-reads';
+import { readCallDecisions, type CallDecisionRecord } from '../db/call-decisions';
 import * as approvals from './approvals';
 import type { DecisionInput, WaitingCallQuery, WaitingCalls } from './approvals';
 import { ClientContext, workflowTaskTimeoutOf, type ClientSettings } from './context';
 import * as conversations from './conversations';
 import * as forks from './fork';
+import * as messageFiles from './message-files';
+import type { MessageFileUpload } from './message-files';
+import type { MessageFile } from '../contract/message-files';
+import type { StoredMessageFile } from '../db/message-files';
 import type { ForkAt, ForkOptions, ForkResult } from './fork';
 import type { AskOptions, ConversationWithUnknownEffects, SendMessageOptions, TurnAnswer } from './conversations';
 import * as regenerating from './regenerate';
@@ -40,6 +46,8 @@ export type { DecisionInput, WaitingCallQuery, WaitingCalls } from './approvals'
 export { ForkPointError, ForkTargetExistsError } from './fork';
 export type { ForkAt, ForkOptions, ForkResult } from './fork';
 export { RegenerateRefusedError, type RegenerateOptions } from './regenerate';
+export type { MessageFileUpload } from './message-files';
+export type { MessageFile } from '../contract/message-files';
 export type { WaitingCall } from '../contract/waiting-calls';
 
 /** Where the client connects. */
@@ -157,6 +165,16 @@ export class AgentClient {
     return conversations.sendMessage(this.context, conversationId, text, options);
   }
 
+  /** Checks and stores files for a message to `conversationId`; send the references it returns as `options.files`. */
+  storeMessageFiles(conversationId: string, files: readonly MessageFileUpload[]): Promise<MessageFile[]> {
+    return messageFiles.storeMessageFiles(this.context, conversationId, files);
+  }
+
+  /** The bytes and type of a file a user message of the conversation carries (`MessageFile.fileId`); else undefined. */
+  readMessageFile(conversationId: string, fileId: string): Promise<StoredMessageFile | undefined> {
+    return messageFiles.readMessageFile(this.context, conversationId, fileId);
+  }
+
   /**
    * The conversation's state (from the workflow). `timeoutMs` overrides the
    * client's `queryTimeoutMs` for this call.
@@ -260,6 +278,16 @@ export class AgentClient {
   /** At most `limit` stored messages, those after seq `after` (-1: from the start), in order. */
   transcriptPage(conversationId: string, after: number, limit: number): Promise<StoredMessage[]> {
     return transcripts.transcriptPage(this.context, conversationId, after, limit);
+  }
+
+  /** The decisions recorded on the conversation's calls named by `callKeys` (effect keys), by call key. */
+  async callDecisions(conversationId: string, callKeys: readonly string[]): Promise<Map<string, CallDecisionRecord>> {
+    return readCallDecisions(await this.context.database(), this.context.tables, conversationId, callKeys);
+  }
+
+  /** The live transcript (with each row's reference key) and the decisions recorded on its calls: a chat's history. */
+  async historySource(conversationId: string): Promise<Awaited<ReturnType<typeof readHistorySource>>> {
+    return readHistorySource(await this.context.database(), this.context.tables, conversationId);
   }
 
   /**

@@ -16,6 +16,7 @@ import {
 } from '../common/errors';
 import { resolveOutput, resolveOutputSpec } from '../common/typed-output';
 import { describeUnstorableText } from '../contract/text';
+import { describeBadMessageFiles, type MessageFile } from '../contract/message-files';
 import {
   cancelTurnSignal,
   CONVERSATION_SEARCH_ATTRIBUTE_FIELDS,
@@ -48,6 +49,8 @@ export interface SendMessageOptions {
   messageId?: string;
   /** Who sends it, as your authentication knows them; shown as `requestedBy` of the approvals its turn asks for. */
   sentBy?: string;
+  /** Files it carries, as `AgentClient.storeMessageFiles` returned them; the text may then be empty. */
+  files?: MessageFile[];
 }
 
 /** A turn's record and, when it answered, the text of its answer and its typed output. */
@@ -90,9 +93,12 @@ export async function sendMessage(
   text: string,
   options: SendMessageOptions = {},
 ): Promise<string> {
-  if (typeof text !== 'string' || text.trim() === '') {
-    throw new TypeError('A message needs some text: got an empty message.');
+  const files = options.files ?? [];
+  if (typeof text !== 'string' || (text.trim() === '' && files.length === 0)) {
+    throw new TypeError('A message needs some text (or a file): got an empty message.');
   }
+  const badFiles = describeBadMessageFiles(options.files);
+  if (badFiles) throw new TypeError(`Invalid message files: ${badFiles}. Nothing was sent.`);
   const oversized = describeOversizedUserMessage(text);
   if (oversized) {
     throw new MessageTooLargeError(
@@ -123,7 +129,14 @@ export async function sendMessage(
       taskQueue: context.taskQueue,
       args: [input],
       signal: userMessageSignal,
-      signalArgs: [{ text, messageId, ...(options.sentBy === undefined ? {} : { sentBy: options.sentBy }) }],
+      signalArgs: [
+        {
+          text,
+          messageId,
+          ...(options.sentBy === undefined ? {} : { sentBy: options.sentBy }),
+          ...(files.length > 0 ? { files } : {}),
+        },
+      ],
       workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
       // A workflow task held by a worker that died is handed to another one after this long
       // (Temporal's default is 10 s). Conversation tasks take milliseconds; continue-as-new keeps it.

@@ -6,6 +6,7 @@
 import type { UnknownEffect } from './conversation-state';
 import type { DecisionResult, RefusedDecision } from './decisions';
 import type { ConversationUsage, TurnRecord } from './turn-records';
+import type { MessageFile } from './message-files';
 
 /**
  * What a conversation carries into its next run when it continues as new,
@@ -26,7 +27,7 @@ export interface CarriedConversation {
   /** The most recent refused decision signals (absent in runs started by older versions). */
   refusedDecisions?: RefusedDecision[];
   /** Messages received and not yet answered. */
-  inbox: { text: string; messageId: string; sentBy?: string }[];
+  inbox: { text: string; messageId: string; sentBy?: string; files?: MessageFile[] }[];
   /** A cancel that arrived for the queued messages before their turn started. */
   pendingCancel?: string;
   /**

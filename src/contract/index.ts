@@ -11,6 +11,7 @@
  *   `turn-records`: finished turns, tokens and cost; `waiting-calls`: calls
  *   waiting for a person; `carried-conversation`: what continue-as-new carries;
  * - `user-messages`, `decisions`, `regenerate`: what people send it, and the checks on each;
+ *   `message-files`: the files a user message carries, by reference;
  * - `search-attribute-names`: the names its search attributes have;
  * - `messages`: the transcript's messages and their structure;
  * - `text`: the one rule for text PostgreSQL cannot store;
@@ -28,6 +29,7 @@ export * from './conversation-state';
 export * from './decisions';
 export * from './guardrail-results';
 export * from './limits';
+export * from './message-files';
 export * from './messages';
 export * from './metrics';
 export * from './patches';

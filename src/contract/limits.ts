@@ -49,6 +49,20 @@ export const TURN_INPUT_MAX_BYTES = 1024 * 1024;
  */
 export const CARRIED_INBOX_MAX_BYTES = 1024 * 1024;
 
+/**
+ * The largest file a user message carries (an image, a PDF), in bytes. Its
+ * bytes are stored in PostgreSQL before the message is sent; only a reference
+ * travels through Temporal's history. `MESSAGE_FILES_MAX_BYTES` bounds a
+ * message's files together, `MESSAGE_FILES_MAX` their number.
+ */
+export const MESSAGE_FILE_MAX_BYTES = 4 * 1024 * 1024;
+
+/** The most bytes of files one user message carries. */
+export const MESSAGE_FILES_MAX_BYTES = 8 * 1024 * 1024;
+
+/** The most files one user message carries. */
+export const MESSAGE_FILES_MAX = 8;
+
 /** The longest `sentBy` of a user message, in characters. */
 export const SENT_BY_MAX_CHARS = 256;
 

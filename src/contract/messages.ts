@@ -4,6 +4,7 @@
  * Pure module: imported by workflow code (deterministic sandbox) and by
  * activities alike, so it must not import anything that does I/O.
  */
+import type { MessageFile } from './message-files';
 
 /** The role of a message in the transcript. */
 export type Role = 'system' | 'user' | 'assistant' | 'tool';
@@ -18,7 +19,12 @@ export interface ToolCall {
 /** A message body, exactly as it is stored in PostgreSQL and sent to the model. */
 export type ChatMessage =
   | { role: 'system'; content: string }
-  | { role: 'user'; content: string }
+  | {
+      role: 'user';
+      content: string;
+      /** Images and documents the user sent, by reference; the model call sends them as content parts. */
+      files?: MessageFile[];
+    }
   | {
       role: 'assistant';
       content: string | null;

@@ -4,6 +4,7 @@
  * checks that say what is wrong with one. Pure and workflow-safe.
  */
 import { SENT_BY_MAX_CHARS, USER_MESSAGE_MAX_BYTES, utf8Bytes } from './limits';
+import { describeBadMessageFiles, type MessageFile } from './message-files';
 import { describeUnstorableFields } from './text';
 
 /** A message from the user. */
@@ -21,6 +22,8 @@ export interface UserMessage {
    * whom its sender chose; see "Trust boundary" in the README.
    */
   sentBy?: string;
+  /** Images and documents it carries, by reference (their bytes are in PostgreSQL); the text may then be empty. */
+  files?: MessageFile[];
 }
 
 /** Asks the current turn to stop, as the "Esc" of an interactive agent. */
@@ -31,8 +34,12 @@ export interface CancelTurnRequest {
 /** Describes what is wrong with a user message payload; undefined when it is valid. */
 export function describeBadUserMessage(message: unknown): string | undefined {
   if (typeof message !== 'object' || message === null) return 'expected an object like {"text": "..."}';
-  const { text, messageId } = message as Record<string, unknown>;
-  if (typeof text !== 'string' || text.trim() === '') return '"text" must be a non-empty string';
+  const { text, messageId, files } = message as Record<string, unknown>;
+  const badFiles = describeBadMessageFiles(files);
+  if (badFiles) return badFiles;
+  const withFiles = Array.isArray(files) && files.length > 0;
+  if (typeof text !== 'string' || (text.trim() === '' && !withFiles))
+    return withFiles ? '"text" must be a string' : '"text" must be a non-empty string';
   if (messageId !== undefined && (typeof messageId !== 'string' || messageId === '')) {
     return '"messageId", when given, must be a non-empty string';
   }

@@ -4,6 +4,7 @@
  */
 import type { CarriedConversation } from '../contract/carried-conversation';
 import { DEDUP_MEMORY, utf8Bytes } from '../contract/limits';
+import type { MessageFile } from '../contract/message-files';
 
 /** One queued message. */
 export interface QueuedMessage {
@@ -11,6 +12,8 @@ export interface QueuedMessage {
   messageId: string;
   /** Who sent it (the message's `sentBy`), when it said. */
   sentBy?: string;
+  /** The files it carries, by reference. */
+  files?: MessageFile[];
 }
 
 /** Received messages in arrival order, deduplicated by id. */

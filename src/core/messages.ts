@@ -42,13 +42,14 @@ export function receiveUserMessage(s: CoreState, message: unknown): boolean {
         `and answers only that task; send messages to ${caller.rootConversationId}`,
     );
   }
-  const { text, messageId: given, sentBy } = message as UserMessage;
+  const { text, messageId: given, sentBy, files } = message as UserMessage;
   const oversized = describeOversizedUserMessage(text);
   if (oversized) return refuse(s, 'userMessage signal', oversized);
   const unstorable = describeUnstorableUserMessage(message as UserMessage);
   if (unstorable) return refuse(s, 'userMessage signal', unstorable);
   const messageId = given ?? s.env.newId();
-  if (!s.inbox.receive({ text, messageId, ...(sentBy === undefined ? {} : { sentBy }) })) {
+  const queued = { text, messageId, ...(sentBy === undefined ? {} : { sentBy }), ...(files?.length ? { files } : {}) };
+  if (!s.inbox.receive(queued)) {
     s.env.log.info('Ignored a user message already received', { conversationId: s.id, messageId });
     return false;
   }

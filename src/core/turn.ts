@@ -41,7 +41,9 @@ export function takeTurn(s: CoreState): boolean {
   s.kept.lastInput = { fromSeq: s.writes.nextSeq, toSeq: s.writes.nextSeq + taken.length };
   store(
     s,
-    taken.map((m): StoreEntry => ({ message: { role: 'user', content: m.text } })),
+    taken.map((m): StoreEntry => ({
+      message: { role: 'user', content: m.text, ...(m.files ? { files: m.files } : {}) },
+    })),
   );
   return true;
 }

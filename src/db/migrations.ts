@@ -319,6 +319,19 @@ const MIGRATIONS: Migration[] = [
       CREATE INDEX budget_spend_root ON ${t.budgetSpend} (root_conversation_id, root_turn);
     `,
   },
+  {
+    version: 18,
+    name: 'the bytes of files user messages carry, by their SHA-256 (messages hold only the reference)',
+    sql: (t) => `
+      CREATE TABLE ${t.messageFiles} (
+        file_id text PRIMARY KEY,
+        media_type text NOT NULL,
+        bytes bytea NOT NULL,
+        conversation_id text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now()
+      );
+    `,
+  },
 ];
 
 /** Options of {@link migrate}. */

@@ -32,6 +32,7 @@ export const AGENT_TABLE_NAMES = [
   'superseded_messages',
   'transcript_runs',
   'budget_spend',
+  'message_files',
 ] as const;
 
 /** The name of one of the project's tables, unqualified. */
@@ -75,6 +76,8 @@ export interface AgentTables {
    * conversation whose budget it draws on (`src/db/budget-ledger.ts`).
    */
   readonly budgetSpend: string;
+  /** The bytes of files user messages carry, by their SHA-256; messages name them (`src/db/message-files.ts`). */
+  readonly messageFiles: string;
 }
 
 /**
@@ -124,5 +127,6 @@ export function agentTables(schema: string = DEFAULT_DATABASE_SCHEMA): AgentTabl
     supersededMessages: table('superseded_messages'),
     transcriptRuns: table('transcript_runs'),
     budgetSpend: table('budget_spend'),
+    messageFiles: table('message_files'),
   };
 }

@@ -20,7 +20,11 @@ interface WireMessage {
 export const demoResponder: Responder = (request: RecordedRequest): ScriptedReply => {
   const messages = ((request.body as { messages?: WireMessage[] }).messages ?? []) as WireMessage[];
   const lastUser = messages.map((m) => m.role).lastIndexOf('user');
-  const userText = String(messages[lastUser]?.content ?? '');
+  const content = messages[lastUser]?.content ?? '';
+  // A message with files arrives as content parts: the demo reads their text.
+  const userText = Array.isArray(content)
+    ? content.flatMap((p: { type?: string; text?: string }) => (p.type === 'text' && p.text ? [p.text] : [])).join('\n')
+    : String(content);
   const since = messages.slice(lastUser + 1);
   // A handoff's result only says which agent answers now: the new agent starts as if nothing ran yet.
   const handoffIds = new Set(

@@ -18,6 +18,7 @@ import {
   VALID_ROLES,
 } from './provider-errors';
 import type { ValidationFailure } from './types';
+import { checkContentParts } from './validate-content-parts';
 import { checkFunctionName, checkFunctionType, fail, isObject } from './validate-fields';
 
 /** Checks `messages[i]`: an object with a known role, then the fields its role requires. */
@@ -46,7 +47,9 @@ export function checkMessage(message: unknown, i: number): ValidationFailure | n
     case 'tool':
       return checkToolMessage(message, i);
     default:
-      return checkContent(message.content, `${at}.content`);
+      return (
+        checkContent(message.content, `${at}.content`) ?? checkContentParts(message.content, `${at}.content`, role)
+      );
   }
 }
 
@@ -88,7 +91,7 @@ function checkAssistantMessage(message: Record<string, unknown>, i: number): Val
       'invalid_type',
     );
   }
-  return null;
+  return checkContentParts(content, `${at}.content`, 'assistant');
 }
 
 function checkToolCall(call: unknown, at: string): ValidationFailure | null {

@@ -24,7 +24,8 @@ beforeAll(async () => {
     client: h.client,
     tokens: TEST_TOKENS,
     decisions: { signingKey: TEST_DECISION_KEY },
-    chat: { replayEndedTurnMs: 1_000 },
+    // The requester's response ends at the approval request (no hold for the decision: chat-approvals-page.test.ts).
+    chat: { replayEndedTurnMs: 1_000, holdForDecisionMs: 0 },
   });
 });
 afterAll(async () => {
@@ -156,6 +157,12 @@ describe('the chat endpoint with the AI SDK', () => {
       /dave@example.com sent the request that asked for .*four eyes.*Ask another approver\. The call still waits\./,
     );
     expect((await h.client.state(id)).pendingApprovals).toHaveLength(1);
+    // Asked for again, naming the rule: nothing is left for the AI SDK to send automatically.
+    expect(toolParts(own)[0]).toMatchObject({
+      state: 'approval-requested',
+      approval: { requestReason: expect.stringContaining('four eyes'), descriptor: { decide: ['reject'] } },
+    });
+    expect(lastAssistantMessageIsCompleteWithApprovalResponses({ messages: [user, own] })).toBe(false);
     const denied = await send(token('d'), id, [user, respond(first, false)]); // rejecting one's own is allowed
     expect(toolParts(denied)[0].state).toBe('output-denied');
     expect(texts(denied)).toContain('I did not refund it.');
@@ -174,8 +181,12 @@ describe('the chat endpoint with the AI SDK', () => {
     await expect(
       send(token('b'), id, [{ id: 'x', role: 'assistant', parts: [{ type: 'text', text: 'hello' }] }]),
     ).rejects.toThrow(/no approval response/);
+    await expect(
+      send(token('a'), id, [{ id: 'y', role: 'user', parts: [{ type: 'text', text: ' ' }] }]),
+    ).rejects.toThrow(/The last message has no text and no file/);
+    // A part a user message may not carry is refused by its index and type, never dropped (chat-files.test.ts).
     await expect(send(token('a'), id, [{ id: 'y', role: 'user', parts: [{ type: 'step-start' }] }])).rejects.toThrow(
-      /The last message has no text/,
+      /Part 0 of the message is of type \\"step-start\\"/,
     );
   });
 

@@ -69,6 +69,8 @@ describe('the HTTP API', () => {
       'post /v1/conversations/{id}/regenerate': 'requester',
       'get /v1/conversations/{id}/events': 'any',
       'post /v1/conversations/{id}/forks': 'any',
+      'get /v1/conversations/{id}/superseded': 'any',
+      'get /v1/conversations/{id}/ui-messages': 'any',
     };
     let checked = 0;
     for (const [route, ops] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {

@@ -26,6 +26,7 @@ beforeAll(async () => {
     client: h.client,
     tokens: TEST_TOKENS,
     decisions: { signingKey: TEST_DECISION_KEY },
+    chat: { holdForDecisionMs: 0 }, // the requester's response ends at the approval request
   });
   env = {
     TEMPORAL_ADDRESS: h.temporalAddress,
@@ -119,6 +120,48 @@ describe('regenerate', () => {
       ['answered', false],
     ]);
     expect(state.regenerations).toBe(1);
+    h.expectOnlyValidModelRequests();
+  });
+
+  it('as the example page sends it: no messages needed, the same message id again, the earlier answer readable from GET superseded; an earlier turn is refused', async () => {
+    const id = h.newConversationId('regen-page');
+    h.model.enqueue({ content: 'First answer.' }, { content: 'Second answer.' });
+    const first = await send(token('a'), id, [userMessage('p-1', 'one')]);
+    const second = await send(token('a'), id, [userMessage('p-2', 'two')]);
+    expect([first.id, second.id]).toEqual(['turn-0', 'turn-2']);
+
+    // regenerate({ messageId }) of an earlier answer: only the last answer can be produced again.
+    const earlier = await fetch(`${api.url}/v1/chat`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token('a')}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ id, messages: [], trigger: 'regenerate-message', messageId: first.id }),
+    });
+    expect(earlier.status).toBe(409);
+    expect(await earlier.json()).toEqual({
+      error: {
+        code: 'regenerate_refused',
+        message: `Message turn-0 belongs to an earlier turn (the turn from seq 0); only the last answer can be produced again. To answer from an earlier point, fork the conversation there (POST /v1/conversations/${id}/forks).`,
+      },
+    });
+
+    // A page that holds only the answer (a reload without history) sends no message at all.
+    h.model.enqueue({ content: 'Second answer, again.' });
+    const again = await send(token('a'), id, [], 'regenerate-message', second.id);
+    expect([again.id, texts(again)]).toEqual(['turn-2', ['Second answer, again.']]);
+    const read = await fetch(`${api.url}/v1/conversations/${id}/superseded`, {
+      headers: { authorization: `Bearer ${token('b')}` },
+    });
+    expect(read.status).toBe(200);
+    expect((await read.json()) as unknown).toEqual({
+      messages: [
+        expect.objectContaining({
+          seq: 3,
+          reason: 'regenerate',
+          message: expect.objectContaining({ role: 'assistant', content: 'Second answer.' }),
+        }),
+      ],
+    });
+    expect((await live(id)).map((m) => m.content)).toEqual(['one', 'First answer.', 'two', 'Second answer, again.']);
     h.expectOnlyValidModelRequests();
   });
 

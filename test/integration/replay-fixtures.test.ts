@@ -83,6 +83,8 @@ describe('replaying recorded histories', () => {
       // called-agents-spend), its model calls held against the top-level conversation's budget.
       'called-agents-spend',
       'called-agents-spend-child',
+      // User messages carrying files by reference (their bytes in PostgreSQL), one of them a file alone.
+      'user-message-files',
     ]) {
       expect(names).toContain(expected);
     }

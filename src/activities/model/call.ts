@@ -14,6 +14,7 @@ import { withDatabaseRetry } from '../database-retry';
 import { modelCallMeasured, modelFailureOutcome } from '../metrics';
 import { inSpan } from '../tracing';
 import type { ModelEnv, PreparedCall } from './prepare';
+import { withFileParts } from './file-parts';
 import type { LoadedTranscript } from './read';
 import { contextStillExceeded, fittedRequest, smallerWindow, withInstructions, type FittedRequest } from './request';
 import type { AnswerStream } from './stream';
@@ -117,7 +118,7 @@ async function completeWithinWindow(
 
 /** One request to the provider, in a span, measured. */
 function completeMeasured(
-  { deps }: ModelEnv,
+  { deps, tables }: ModelEnv,
   call: PreparedCall,
   body: ChatCompletionCreateParamsNonStreaming,
   options: CompletionOptions,
@@ -130,7 +131,9 @@ function completeMeasured(
     async (span) => {
       const started = Date.now();
       try {
-        const done = await requestCompletion(deps.model.client, body, options);
+        // A user message's files are read and sent as content parts only now: the fitted body holds their references.
+        const sent = await withFileParts(deps.pool, tables, body);
+        const done = await requestCompletion(deps.model.client, sent, options);
         const costUsd = costOf(deps.model.prices, model, done.usage);
         modelCallMeasured({
           model,

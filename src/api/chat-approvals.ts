@@ -1,0 +1,178 @@
+/**
+ * Approvals in the chat, as the person reading it may act on them: what each
+ * waiting call lets them decide and, when they may not, who can (the rule,
+ * named in the approval request); the decisions an answer carries, each sent
+ * to the conversation its call waits in (a call below, in an agent called as
+ * a tool, is decided in that agent's conversation); and how a decision shows
+ * once made (the AI SDK's approval response).
+ */
+import type { AgentClient } from '../client/client';
+import { decideCalls, DECISION_WORKER_WAIT_MS, DecisionProblem, type DecisionPolicy } from './decisions';
+import type { ApiPrincipal } from './tokens';
+import type { CallOutput, UiChunk } from './ui-stream';
+
+/** Who reads a chat stream, and whether four eyes are off. */
+export interface ChatViewer {
+  subject: string;
+  /** Has the role approver. */
+  approver: boolean;
+  /** Whoever sent a turn's messages may approve its calls (four eyes off). */
+  allowSelfApproval: boolean;
+}
+
+/** The viewer of a stream opened by `principal` under `policy`. */
+export function viewerOf(principal: ApiPrincipal, policy: DecisionPolicy): ChatViewer {
+  return {
+    subject: principal.subject,
+    approver: principal.roles.has('approver'),
+    allowSelfApproval: policy.allowSelfApproval === true,
+  };
+}
+
+/**
+ * What an approval request says to its viewer: `reason` (the AI SDK's `approval.requestReason`) names who may decide
+ * when the viewer may not approve, and `descriptor` (`approval.descriptor`) lists what the viewer may decide.
+ */
+export interface ApprovalAsk {
+  reason?: string;
+  descriptor: ApprovalDescriptor;
+}
+
+/** The `approval.descriptor` of a waiting call in the chat. */
+export interface ApprovalDescriptor {
+  /** What the viewer may decide on it: both, only reject (four eyes, own request), or nothing. */
+  decide: ('approve' | 'reject')[];
+  /** The rule that keeps the viewer from approving: `role` (not an approver) or `four_eyes` (sent the request). */
+  rule?: 'role' | 'four_eyes';
+  /** For a call waiting inside an agent called as a tool: the agents down to the one asking. */
+  agentPath?: string[];
+  /** For a call waiting inside an agent called as a tool: the conversation it waits in. */
+  conversationId?: string;
+}
+
+/** A waiting call as the chat asks about it. */
+export interface AskedCall {
+  requestedBy: readonly string[];
+  /** Set for a call waiting below, in an agent called as a tool. */
+  below?: { agentPath: string[]; conversationId: string };
+}
+
+/** What `viewer` may decide on `call`, and, when not everything, who may. */
+export function approvalAsk(viewer: ChatViewer, call: AskedCall): ApprovalAsk {
+  const own = !viewer.allowSelfApproval && call.requestedBy.includes(viewer.subject);
+  const where = call.below ? { agentPath: call.below.agentPath, conversationId: call.below.conversationId } : {};
+  if (own)
+    return {
+      reason: `Waits for an approver other than ${viewer.subject} (four eyes: whoever sent the request may not approve its calls)${viewer.approver ? `; ${viewer.subject} may reject it` : ''}.`,
+      descriptor: { decide: viewer.approver ? ['reject'] : [], rule: 'four_eyes', ...where },
+    };
+  if (!viewer.approver)
+    return {
+      reason: `Waits for an approver (${viewer.subject} may not decide: it needs the role approver).`,
+      descriptor: { decide: [], rule: 'role', ...where },
+    };
+  return { descriptor: { decide: ['approve', 'reject'], ...where } };
+}
+
+/** How a decision on a call that waited shows: approved or not, and why (the AI SDK's approval response). */
+export interface CallDecided {
+  approved: boolean;
+  reason?: string;
+}
+
+/**
+ * The decision on a call that waited and no longer does, from how it settled (`output`) or, unsettled, whether it
+ * runs; undefined while that is not known. A call whose wait timed out was not approved: it shows as denied.
+ */
+export function decisionOf(
+  output: CallOutput | undefined,
+  running: boolean,
+): { decided: CallDecided; output?: CallOutput } | undefined {
+  if (output?.kind === 'denied')
+    return { decided: { approved: false, ...(output.reason ? { reason: output.reason } : {}) }, output };
+  if (output?.kind === 'error' && output.text.startsWith('approval_timeout'))
+    return { decided: { approved: false, reason: output.text }, output: { kind: 'denied', reason: output.text } };
+  if (output) return { decided: { approved: true }, output };
+  return running ? { decided: { approved: true } } : undefined;
+}
+
+/** An approval response as `addToolApprovalResponse` leaves it on a tool part. */
+export interface ApprovalResponse {
+  approvalId: string;
+  approved: boolean;
+  reason?: string;
+}
+
+/**
+ * Sends each approval response as a decision by `principal`, in the conversation its call waits in (its own, or an
+ * agent's below it). What was refused is said in the stream as text, once, and a refused call that still waits is
+ * asked for again, naming who may decide: the answer then holds no approval response, so the AI SDK's automatic send
+ * does not fire again.
+ */
+export async function decideFromChat(
+  client: AgentClient,
+  policy: DecisionPolicy,
+  principal: ApiPrincipal,
+  conversationId: string,
+  responses: readonly ApprovalResponse[],
+): Promise<UiChunk[]> {
+  const notes: string[] = [];
+  const { calls } = await client.waitingCalls({
+    conversationId,
+    below: true,
+    workerWaitMs: policy.workerWaitMs ?? DECISION_WORKER_WAIT_MS,
+  });
+  const refused = new Set<string>();
+  if (!principal.roles.has('approver')) {
+    notes.push(
+      `${principal.subject} may not decide (it needs the role approver); the calls still wait for an approver (the inbox, or POST /v1/conversations/${conversationId}/decisions).`,
+    );
+    for (const r of responses) refused.add(r.approvalId);
+  } else {
+    for (const r of responses) {
+      const waitsIn = calls.find((c) => c.callKey === r.approvalId)?.conversationId ?? conversationId;
+      try {
+        await decideCalls(
+          client,
+          principal,
+          waitsIn,
+          {
+            decision: r.approved ? 'approve' : 'reject',
+            callKeys: [r.approvalId],
+            ...(r.reason ? { reason: r.reason } : {}),
+          },
+          policy,
+        );
+      } catch (err) {
+        if (!(err instanceof DecisionProblem)) throw err;
+        notes.push(`${err.message} The call still waits.`);
+        refused.add(r.approvalId);
+      }
+    }
+  }
+  const viewer = viewerOf(principal, policy);
+  const chunks: UiChunk[] = notes.flatMap((note, i) => {
+    const id = `decision-note-${i}`;
+    return [
+      { type: 'text-start', id },
+      { type: 'text-delta', id, delta: note },
+      { type: 'text-end', id },
+    ] satisfies UiChunk[];
+  });
+  for (const call of calls) {
+    if (!refused.has(call.callKey)) continue;
+    const below =
+      call.conversationId === conversationId
+        ? undefined
+        : { agentPath: call.agentPath, conversationId: call.conversationId };
+    const ask = approvalAsk(viewer, { requestedBy: call.requestedBy, ...(below ? { below } : {}) });
+    chunks.push({
+      type: 'tool-approval-request',
+      approvalId: call.callKey,
+      toolCallId: call.callKey,
+      approvalDescriptor: ask.descriptor,
+      ...(ask.reason ? { reason: ask.reason } : {}),
+    });
+  }
+  return chunks;
+}
