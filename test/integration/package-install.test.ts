@@ -151,6 +151,7 @@ describe('the packed package in a project of its own', () => {
           'budget_spend',
           'conversation_messages',
           'mcp_toolsets',
+          'message_files',
           'model_responses',
           'pending_approvals',
           'schema_migrations',
