@@ -14,6 +14,7 @@ import { asCancellation, heartbeatWhileRunning } from './activity-context';
 import { ActivityErrorType, type AssistantMessage } from '../contract/activities';
 import type { DeltaPublisher } from './deltas';
 import { StreamAssembler } from './stream-assembler';
+import type { ReasoningEntry } from '../db/reasoning-store';
 
 /** The assembled answer of one request. */
 export interface ModelCompletion {
@@ -22,6 +23,8 @@ export interface ModelCompletion {
   usage?: TokenUsage;
   /** Tool calls whose id was empty or repeated within the response, and the id each was given instead. */
   reassignedIds: ReassignedToolCallId[];
+  /** The Responses API's reasoning items, stored with the answer and sent back with what followed them. */
+  reasoning?: ReasoningEntry[];
 }
 
 /** A tool call id the provider sent empty or twice in one response, replaced before the message was stored. */
@@ -96,53 +99,16 @@ async function streamed(
   request: ChatCompletionCreateParamsNonStreaming,
   options: CompletionOptions,
 ): Promise<ModelCompletion> {
-  const context = Context.current();
-  // One plain signal for both reasons to stop (a cancel, a stall). Not AbortSignal.any: the OpenAI SDK
-  // leaves its abort listener on the signal it is given, and Node keeps a composite signal that has a
-  // listener alive until it aborts, so every streamed call that ended normally stayed in memory for good.
-  const stop = new AbortController();
-  const cancelled = (): void => stop.abort(context.cancellationSignal.reason);
-  if (context.cancellationSignal.aborted) cancelled();
-  else context.cancellationSignal.addEventListener('abort', cancelled, { once: true });
-  let stalled = false;
-  let timer: NodeJS.Timeout | undefined;
-  const armIdleTimer = (): void => {
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      stalled = true;
-      stop.abort();
-    }, options.idleTimeoutMs);
-  };
   const assembler = new StreamAssembler();
-  armIdleTimer();
-  try {
-    const stream = await openai.chat.completions.create(
-      { ...request, stream: true, stream_options: { include_usage: true } },
-      { signal: stop.signal },
-    );
-    // No heartbeat per chunk: the interval of requestCompletion beats while the answer streams. The SDK sends a
-    // call's first heartbeat to the server at once, so one per chunk cost every model call a server round trip.
-    for await (const chunk of stream) {
-      armIdleTimer();
-      options.publisher?.push(assembler.push(chunk));
-    }
-  } catch (err) {
-    if (context.cancellationSignal.aborted) throw err;
-    if (stalled) {
-      throw ApplicationFailure.retryable(
-        `The model stream stalled: nothing arrived for ${options.idleTimeoutMs} ms after ${assembler.chunkCount} chunks. Nothing of it was used.`,
-        ActivityErrorType.ModelStreamStalled,
-      );
-    }
-    if (err instanceof OpenAI.APIError && err.status !== undefined) throw toActivityFailure(err);
-    throw ApplicationFailure.retryable(
-      `The model stream broke after ${assembler.chunkCount} chunks (${(err as Error).message}). Nothing of it was used.`,
-      ActivityErrorType.IncompleteModelResponse,
-    );
-  } finally {
-    clearTimeout(timer);
-    context.cancellationSignal.removeEventListener('abort', cancelled);
-  }
+  // No heartbeat per chunk: the interval of requestCompletion beats while the answer streams. The SDK sends a
+  // call's first heartbeat to the server at once, so one per chunk cost every model call a server round trip.
+  await readModelStream(
+    options,
+    'chunks',
+    (signal) =>
+      openai.chat.completions.create({ ...request, stream: true, stream_options: { include_usage: true } }, { signal }),
+    (chunk) => options.publisher?.push(assembler.push(chunk)),
+  );
   const assembled = assembler.finish();
   if (assembled.problems.length > 0) {
     throw ApplicationFailure.retryable(
@@ -160,10 +126,69 @@ async function streamed(
 }
 
 /**
+ * Reads a model stream (Chat Completions chunks or Responses events), with
+ * one plain signal for both reasons to stop (a cancel, a stall: nothing for
+ * `idleTimeoutMs`), and turns how it broke into the failure the workflow's
+ * retry policy reads. Not AbortSignal.any: the OpenAI SDK leaves its abort
+ * listener on the signal it is given, and Node keeps a composite signal that
+ * has a listener alive until it aborts, so every streamed call that ended
+ * normally stayed in memory for good. Returns how many items arrived.
+ */
+export async function readModelStream<T>(
+  options: CompletionOptions,
+  unit: 'chunks' | 'events',
+  open: (signal: AbortSignal) => Promise<AsyncIterable<T>>,
+  each: (item: T) => void,
+): Promise<number> {
+  const context = Context.current();
+  const stop = new AbortController();
+  const cancelled = (): void => stop.abort(context.cancellationSignal.reason);
+  if (context.cancellationSignal.aborted) cancelled();
+  else context.cancellationSignal.addEventListener('abort', cancelled, { once: true });
+  let stalled = false;
+  let timer: NodeJS.Timeout | undefined;
+  const armIdleTimer = (): void => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      stalled = true;
+      stop.abort();
+    }, options.idleTimeoutMs);
+  };
+  let count = 0;
+  armIdleTimer();
+  try {
+    const stream = await open(stop.signal);
+    for await (const item of stream) {
+      armIdleTimer();
+      count += 1;
+      each(item);
+    }
+  } catch (err) {
+    if (context.cancellationSignal.aborted || err instanceof ApplicationFailure) throw err;
+    if (stalled) {
+      throw ApplicationFailure.retryable(
+        `The model stream stalled: nothing arrived for ${options.idleTimeoutMs} ms after ${count} ${unit}. Nothing of it was used.`,
+        ActivityErrorType.ModelStreamStalled,
+      );
+    }
+    if (err instanceof OpenAI.APIError && err.status !== undefined) throw toActivityFailure(err);
+    throw ApplicationFailure.retryable(
+      `The model stream broke after ${count} ${unit} (${(err as Error).message}). Nothing of it was used.`,
+      ActivityErrorType.IncompleteModelResponse,
+    );
+  } finally {
+    clearTimeout(timer);
+    context.cancellationSignal.removeEventListener('abort', cancelled);
+  }
+  return count;
+}
+
+/**
  * Builds the assistant message. Decides by the presence of tool calls, not by
  * finish_reason (a forced tool_choice can finish with "stop" and tool calls).
+ * Shared with the Responses API's path (`model/responses-completion.ts`).
  */
-function toCompletion(parts: {
+export function toCompletion(parts: {
   content: string | null;
   reasoningContent?: string;
   toolCalls: { id: string; name: string; arguments: string }[];
@@ -230,7 +255,7 @@ export const MAX_RETRY_AFTER_MS = 10 * 60_000;
  * retry; the rest are retried, after the provider's `Retry-After` when it
  * sends one. The provider's words are kept.
  */
-function toActivityFailure(err: unknown): unknown {
+export function toActivityFailure(err: unknown): unknown {
   if (!(err instanceof OpenAI.APIError) || err.status === undefined) return err;
   const status = err.status;
   const details = { status, code: err.code ?? null, param: err.param ?? null, type: err.type ?? null };

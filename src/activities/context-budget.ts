@@ -92,6 +92,11 @@ export interface BudgetOptions {
   seqs?: number[];
   /** Count tokens even when the bound shows the request fits (an exact estimate every time). Default false. */
   alwaysCount?: boolean;
+  /**
+   * Leading messages always sent, never left out: the system prompt and a summary of earlier turns
+   * (`summary-range.ts`). Default: the first message when it is a system message.
+   */
+  pinned?: number;
 }
 
 /**
@@ -120,7 +125,7 @@ export function fitToContext(
   const sum = (list: Sized[]) => list.reduce((total, m) => total + m.tokens, 0);
 
   // The system prompt and the current turn (from the last user message) are always sent.
-  const lead = messages[0]?.role === 'system' ? 1 : 0;
+  const lead = options.pinned ?? (messages[0]?.role === 'system' ? 1 : 0);
   const lastUser = messages.map((m) => m.role).lastIndexOf('user');
   const currentFrom = lastUser > lead ? lastUser : lead;
   const head = range(0, lead).map((i) => fit(i, share));

@@ -18,7 +18,7 @@ export interface ActivityDeps extends Pick<
    * The model options the activities read, with the client: `model.client`, or one built on `model.apiKey` and
    * `model.baseUrl`.
    */
-  model: Pick<DurableAgentModelOptions, 'name' | 'contextWindow' | 'prices'> &
+  model: Pick<DurableAgentModelOptions, 'name' | 'contextWindow' | 'prices' | 'api'> &
     Required<Pick<DurableAgentModelOptions, 'client'>>;
   /** The pool of `database`: its `pool`, or one opened on its `url`. */
   pool: Pool;

@@ -7,6 +7,7 @@
 import type OpenAI from 'openai';
 import type { DecisionTrust } from '../common/decision-signing';
 import type { ModelPrices } from '../core/pricing';
+import type { ModelApi } from '../contract/model-api';
 import type { Tool } from '../tools/tool';
 import type { Agent } from '../tools/agents';
 import type { Guardrail } from '../tools/guardrails';
@@ -26,6 +27,11 @@ export interface DurableAgentModelOptions {
    * 128000.
    */
   contextWindow?: number;
+  /**
+   * The API model calls speak when a conversation or agent does not choose (`ModelSettings.api`): `'chat'` (Chat
+   * Completions) or `'responses'` (the Responses API, with `store: false`; docs/model-apis.md). Default `'chat'`.
+   */
+  api?: ModelApi;
   /**
    * Prices by model name in US dollars per million tokens, e.g.
    * `{ 'gpt-4.1': { input: 2, output: 8 } }`: turns and conversations then

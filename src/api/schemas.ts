@@ -203,6 +203,14 @@ export const conversationInputSchema = z
         streamFallbackAfterAttempts: positiveInt(100, 'Attempts that stream before a retry does not.').optional(),
         streamIdleMs: positiveInt(DAY_MS, 'A stream silent this long is retried, in ms.').optional(),
         contextWindow: positiveInt(INT32_MAX, "The model's context window in tokens.").optional(),
+        contextOverflow: z
+          .enum(['elide', 'summarize'])
+          .optional()
+          .describe('When earlier turns do not fit the window: leave them out (elide, default) or summarize them.'),
+        api: z
+          .enum(['chat', 'responses'])
+          .optional()
+          .describe("The model API: chat (Chat Completions, default) or responses. Default: the worker's."),
       })
       .optional(),
     tools: z

@@ -16,6 +16,7 @@ import { describeBadPrices, type ModelPrices } from '../core/pricing';
 import { parsePayloadKeys } from '../codec/aes-gcm';
 import { describeBadMcpServers, type McpServers } from '../mcp/protocol';
 import { AGENT_NAME_PATTERN, describeBadSearchAttributePrefix, parseSearchAttributeGroups } from '../contract';
+import { MODEL_APIS } from '../contract/model-api';
 import type { SearchAttributeOptions } from '../contract';
 import {
   checkedBy,
@@ -168,6 +169,11 @@ const SETTINGS = {
         z.number().min(1024, 'must be at least 1024 tokens'),
       ),
       doc: "the model's context window in tokens; unset: known for common models, else 128000 (src/activities/context-budget.ts)",
+    }),
+    api: setting({
+      variable: 'OPENAI_API',
+      parse: text.pipe(z.enum(MODEL_APIS, { error: 'must be chat (Chat Completions) or responses' }).optional()),
+      doc: 'the API model calls speak: `chat` (Chat Completions) or `responses`; a conversation or agent may choose its own ([model-apis.md](model-apis.md))',
     }),
     prices: setting({
       variable: 'AGENT_MODEL_PRICES',

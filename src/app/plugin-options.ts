@@ -45,6 +45,7 @@ export function pluginOptionsFrom(config: WorkerConfig, started: StartedWorkerPa
       name: started.model.name,
       client: createOpenAIClient({ apiKey: started.model.apiKey, baseUrl: started.model.baseUrl }),
       contextWindow: config.openai.contextWindow,
+      ...(config.openai.api ? { api: config.openai.api } : {}),
       prices: config.openai.prices,
     },
     tools: started.tools,

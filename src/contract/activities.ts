@@ -172,6 +172,20 @@ export interface ModelCallResult {
    * of the answer, the calling call's result.
    */
   extracted?: ExtractedAgentResult;
+  /**
+   * Set when this call had the model summarise earlier turns to fit the context window (`model.contextOverflow:
+   * 'summarize'`): what those summary requests spent, counted in the turn's and conversation's usage. Absent otherwise.
+   */
+  summary?: SummarySpend;
+}
+
+/** What the summary requests of one model call spent (see {@link ModelCallResult.summary}). */
+export interface SummarySpend {
+  usage: TokenUsage;
+  /** US dollars, when the worker has a price for the model. */
+  costUsd?: number;
+  /** Summary requests made. */
+  requests: number;
 }
 
 /**

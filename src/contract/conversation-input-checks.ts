@@ -14,6 +14,7 @@ import {
   utf8Bytes,
 } from './limits';
 import { describeBadSearchAttributeNames } from './search-attribute-names';
+import { MODEL_APIS, type ModelApi } from './model-api';
 import { describeUnstorableFields } from './text';
 
 /**
@@ -115,6 +116,14 @@ export function describeInvalidInput(input: unknown, options: { limits?: boolean
   positiveInt(model.streamFallbackAfterAttempts, 'model.streamFallbackAfterAttempts');
   positiveInt(model.streamIdleMs, 'model.streamIdleMs');
   positiveInt(model.contextWindow, 'model.contextWindow');
+  if (model.api !== undefined && !MODEL_APIS.includes(model.api as ModelApi))
+    problems.push(
+      `model.api must be "chat" (Chat Completions, the default) or "responses", got ${JSON.stringify(model.api)}`,
+    );
+  if (model.contextOverflow !== undefined && model.contextOverflow !== 'elide' && model.contextOverflow !== 'summarize')
+    problems.push(
+      `model.contextOverflow must be "elide" (leave earlier turns out, the default) or "summarize" (send a summary of them), got ${JSON.stringify(model.contextOverflow)}`,
+    );
   if (i.budget !== undefined) {
     const budget = i.budget as Record<string, unknown>;
     const known = ['turnTokens', 'conversationTokens', 'turnCostUsd', 'conversationCostUsd'];

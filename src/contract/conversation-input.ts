@@ -7,6 +7,7 @@
  */
 import type { CarriedConversation } from './carried-conversation';
 import type { ConversationSearchAttributes } from './search-attribute-names';
+import type { ModelApi } from './model-api';
 
 /** What a conversation is started with. Every field has a default. */
 export interface ConversationInput {
@@ -144,7 +145,17 @@ export interface ModelSettings {
    * Default: the worker's `OPENAI_CONTEXT_WINDOW`, else known per model name, else 128000.
    */
   contextWindow?: number;
+  /**
+   * What a model call does when earlier turns no longer fit the context window: `'elide'` leaves them out with a
+   * note (the default); `'summarize'` sends a summary of them, written by the model and stored (docs/summaries.md).
+   */
+  contextOverflow?: ContextOverflow;
+  /** The API model calls speak: `'chat'` (Chat Completions) or `'responses'`. Default: the worker's, else `'chat'`. */
+  api?: ModelApi;
 }
+
+/** See {@link ModelSettings.contextOverflow}. */
+export type ContextOverflow = 'elide' | 'summarize';
 
 /** Limits on the activities the conversation schedules. */
 export interface ConversationTimeouts {

@@ -19,6 +19,7 @@
  *   attributes;
  * - `activities`: the activities' names, inputs, results and failure types;
  * - `tool-defaults`, `metrics`: defaults and the metric catalog both sides use;
+ * - `model-api`: the model APIs a worker speaks (Chat Completions, Responses);
  * - `patches`: the one list of the workflow's patches.
  */
 export * from './activities';
@@ -32,6 +33,7 @@ export * from './limits';
 export * from './message-files';
 export * from './messages';
 export * from './metrics';
+export * from './model-api';
 export * from './patches';
 export * from './regenerate';
 export * from './search-attribute-names';

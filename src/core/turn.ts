@@ -157,6 +157,8 @@ export function modelAnswered(s: CoreState, result: ModelCallResult): void {
   t.steps++;
   s.kept.steps++;
   if (result.usage) addSpend(s, result.usage, result.costUsd, result.message.name ?? s.kept.agent);
+  // Summaries of earlier turns, written to fit the window, are the call's spend too (absent in older histories).
+  if (result.summary) addSpend(s, result.summary.usage, result.summary.costUsd, result.message.name ?? s.kept.agent);
   const notRun = {
     reason: 'not_run_max_steps' as const,
     message: `The turn reached maxSteps (${s.limits.maxSteps}); the call was not run.`,

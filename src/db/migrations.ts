@@ -332,6 +332,38 @@ const MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 19,
+    name: 'the encrypted reasoning items of answers the Responses API gave, with the answer they belong to',
+    sql: (t) => `
+      -- Each item as returned (encrypted_content untouched) and the output item that followed it; sent back before
+      -- that item by the next calls (src/db/reasoning-store.ts). Null for answers without reasoning items.
+      ALTER TABLE ${t.modelResponses} ADD COLUMN reasoning jsonb;
+    `,
+  },
+  {
+    version: 20,
+    name: 'summaries a model was sent in place of earlier messages, by conversation and the seq range they replace',
+    sql: (t) => `
+      -- Written by a model call when earlier turns no longer fit the window (model.contextOverflow 'summarize');
+      -- the messages stay in the transcript. The digest is of the messages summarised, so a summary of messages
+      -- that a reset has since replaced is never used again.
+      CREATE TABLE ${t.contextSummaries} (
+        conversation_id text NOT NULL,
+        from_seq integer NOT NULL,
+        through_seq integer NOT NULL,
+        digest text NOT NULL,
+        summary text NOT NULL,
+        model text NOT NULL,
+        usage jsonb,
+        cost_usd double precision,
+        response_key text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (conversation_id, from_seq, through_seq, digest)
+      );
+      CREATE INDEX context_summaries_by_call ON ${t.contextSummaries} (response_key);
+    `,
+  },
 ];
 
 /** Options of {@link migrate}. */

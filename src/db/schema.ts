@@ -33,6 +33,7 @@ export const AGENT_TABLE_NAMES = [
   'transcript_runs',
   'budget_spend',
   'message_files',
+  'context_summaries',
 ] as const;
 
 /** The name of one of the project's tables, unqualified. */
@@ -78,6 +79,8 @@ export interface AgentTables {
   readonly budgetSpend: string;
   /** The bytes of files user messages carry, by their SHA-256; messages name them (`src/db/message-files.ts`). */
   readonly messageFiles: string;
+  /** Summaries of earlier messages a model was sent in their place, by conversation and seq range (`src/db/context-summaries.ts`). */
+  readonly contextSummaries: string;
 }
 
 /**
@@ -128,5 +131,6 @@ export function agentTables(schema: string = DEFAULT_DATABASE_SCHEMA): AgentTabl
     transcriptRuns: table('transcript_runs'),
     budgetSpend: table('budget_spend'),
     messageFiles: table('message_files'),
+    contextSummaries: table('context_summaries'),
   };
 }

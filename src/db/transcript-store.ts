@@ -408,14 +408,16 @@ export async function storeModelResponse(
     conversationId: string;
     promptEstimate?: number;
     contextBudget?: unknown;
+    /** The Responses API's reasoning items of the answer (`reasoning-store.ts`); never read back with it. */
+    reasoning?: unknown[];
   },
 ): Promise<StoredModelResponse> {
   const row = toStorableValue(response).value;
   const { rows } = await pool.query<ModelResponseRow>(
     prepared(
       `WITH inserted AS (
-       INSERT INTO ${tables.modelResponses} (response_key, conversation_id, message, finish_reason, usage, prompt_estimate, context_budget, guardrail)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       INSERT INTO ${tables.modelResponses} (response_key, conversation_id, message, finish_reason, usage, prompt_estimate, context_budget, guardrail, reasoning)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
        ON CONFLICT (response_key) DO NOTHING RETURNING message, finish_reason, usage, guardrail)
      SELECT message, finish_reason, usage, guardrail FROM inserted
      UNION ALL SELECT message, finish_reason, usage, guardrail FROM ${tables.modelResponses} WHERE response_key = $1 LIMIT 1`,
@@ -428,6 +430,7 @@ export async function storeModelResponse(
         row.promptEstimate ?? null,
         row.contextBudget === undefined ? null : JSON.stringify(row.contextBudget),
         row.guardrail ? JSON.stringify(row.guardrail) : null,
+        row.reasoning?.length ? JSON.stringify(row.reasoning) : null,
       ],
     ),
   );

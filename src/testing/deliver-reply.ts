@@ -9,7 +9,7 @@ import { completionObject, planCompletion, type ChatRequestBody } from './comple
 import type { Exchange } from './exchange';
 import { errorBody } from './provider-errors';
 import { writeChatStream } from './stream-writer';
-import type { ScriptedReply, ToolCallIdScheme } from './types';
+import type { ScriptedHttpError, ScriptedReply, ToolCallIdScheme } from './types';
 
 /** OpenAI's message for a 500. */
 export const DEFAULT_SERVER_ERROR_MESSAGE = 'The server had an error while processing your request. Sorry about that!';
@@ -46,11 +46,7 @@ export async function deliverReply(
       }
       return;
     case 'http_error':
-      exchange.send(
-        reply.status,
-        reply.body === undefined ? defaultErrorBody(reply.status) : reply.body,
-        reply.headers,
-      );
+      sendHttpError(reply, exchange);
       return;
     default: {
       const plan = planCompletion(reply, request, toolCallIds);
@@ -58,6 +54,11 @@ export async function deliverReply(
       else exchange.send(200, completionObject(plan));
     }
   }
+}
+
+/** Answers with a scripted HTTP error: its body (or OpenAI's default body for the status) and headers. */
+export function sendHttpError(reply: ScriptedHttpError, exchange: Exchange): void {
+  exchange.send(reply.status, reply.body === undefined ? defaultErrorBody(reply.status) : reply.body, reply.headers);
 }
 
 /** A scripted 500 with OpenAI's `server_error` type and the given `code`. */

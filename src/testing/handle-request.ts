@@ -2,6 +2,7 @@
  * Answers one HTTP request to the scripted model server: lists the model,
  * refuses unknown URLs and invalid requests the way a provider does, holds
  * the prompt to the context window, then plays the next scripted reply.
+ * `POST /v1/responses` (the Responses API) is `responses-handle.ts`'s.
  *
  * @packageDocumentation
  */
@@ -13,11 +14,15 @@ import { contextLengthExceededBody, countPromptTokens } from './context-window';
 import { deliverReply } from './deliver-reply';
 import { readBody, type Exchange } from './exchange';
 import { errorBody, INVALID_JSON_MESSAGE } from './provider-errors';
+import { handleResponsesRequest, RESPONSES_PATH } from './responses-handle';
 import type { ModelServerDialect, RecordedRequest, ScriptedReply, ToolCallIdScheme } from './types';
 import { validateChatRequest } from './validate';
 
 /** Model id listed by `GET /v1/models`. */
 export const SCRIPTED_MODEL_ID = 'scripted-model';
+
+/** The paths a model is called on: Chat Completions and the Responses API. */
+const MODEL_PATHS = ['/v1/chat/completions', RESPONSES_PATH];
 
 /** What answering a request needs from the server; the settings are read when needed, since tests change them. */
 export interface RequestContext {
@@ -42,7 +47,7 @@ export async function handleRequest(
       record.body = JSON.parse(raw);
     } catch {
       record.body = raw;
-      if (record.method === 'POST' && record.path === '/v1/chat/completions') {
+      if (record.method === 'POST' && MODEL_PATHS.includes(record.path.replace(/\/+$/, ''))) {
         exchange.reject(400, errorBody(INVALID_JSON_MESSAGE, 'invalid_request_error'));
         return;
       }
@@ -55,6 +60,10 @@ export async function handleRequest(
       object: 'list',
       data: [{ id: SCRIPTED_MODEL_ID, object: 'model', created: nowSeconds(), owned_by: 'model-server' }],
     });
+    return;
+  }
+  if (record.method === 'POST' && path === RESPONSES_PATH) {
+    await handleResponsesRequest(exchange, context);
     return;
   }
   if (record.method !== 'POST' || path !== '/v1/chat/completions') {

@@ -3,7 +3,8 @@
  *
  * Point the `openai` SDK at {@link ModelServer.url}; the server validates every
  * request like a real provider (exact 400 bodies; the rules are
- * {@link validateChatRequest}'s), records it, and answers with scripted replies.
+ * {@link validateChatRequest}'s, and the Responses API's at `POST /v1/responses`),
+ * records it, and answers with scripted replies.
  *
  * @packageDocumentation
  */

@@ -54,7 +54,10 @@ export interface ScriptedToolCall {
   arguments: string | Record<string, unknown>;
 }
 
-/** A normal assistant reply: content, tool calls or both. */
+/**
+ * A normal assistant reply: content, tool calls or both. The same reply serves both APIs: in the Responses API
+ * (`POST /v1/responses`) the content is an assistant message item and each tool call a `function_call` item.
+ */
 export interface ScriptedMessageReply {
   kind?: 'message';
   /** Defaults to `null` when there are tool calls, else `""`. */
@@ -62,7 +65,11 @@ export interface ScriptedMessageReply {
   toolCalls?: ScriptedToolCall[];
   /** Defaults to `tool_calls` when tool calls are present, else `stop`. */
   finishReason?: FinishReason;
-  /** Sent as `message.reasoning_content` (streaming: `delta.reasoning_content`) when given. */
+  /**
+   * Sent as `message.reasoning_content` (streaming: `delta.reasoning_content`) when given. In the Responses
+   * API it is a reasoning item first in the output, with `encrypted_content` when the request's `include`
+   * asks for `reasoning.encrypted_content` and a summary when `reasoning.summary` is set.
+   */
   reasoningContent?: string;
   /**
    * How to stream this reply: pacing, provider quirks and faults. Used only

@@ -121,6 +121,11 @@ export class AgentRegistry {
       if (this.byName.has(a.name)) throw new TypeError(`Two agents are named "${a.name}"; agent names must be unique.`);
       this.byName.set(a.name, a);
       checkGuardrails(a.guardrails, `Agent "${a.name}"`, ['input', 'output', 'tool']);
+      const overflow: unknown = a.modelSettings?.contextOverflow;
+      if (overflow !== undefined && overflow !== 'elide' && overflow !== 'summarize')
+        throw new TypeError(
+          `Agent "${a.name}": modelSettings.contextOverflow must be "elide" (leave earlier turns out, the default) or "summarize" (send a summary of them), got ${JSON.stringify(overflow)}.`,
+        );
       if (a.outputType !== undefined) {
         this.outputs.set(
           a.name,

@@ -85,6 +85,8 @@ describe('replaying recorded histories', () => {
       'called-agents-spend-child',
       // User messages carrying files by reference (their bytes in PostgreSQL), one of them a file alone.
       'user-message-files',
+      // Summaries of earlier turns (model.contextOverflow 'summarize'): their cost in the model calls' results.
+      'context-summaries',
     ]) {
       expect(names).toContain(expected);
     }

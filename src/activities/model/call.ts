@@ -19,6 +19,8 @@ import type { LoadedTranscript } from './read';
 import { contextStillExceeded, fittedRequest, smallerWindow, withInstructions, type FittedRequest } from './request';
 import type { AnswerStream } from './stream';
 import { holdModelSpend, releaseModelSpend } from './spend';
+import { withSummary } from './summaries';
+import { modelApiOf, requestResponse } from './responses-completion';
 
 /**
  * Asks the model and stores its answer. Any failure of the request ends the
@@ -32,8 +34,19 @@ export async function askModel(
 ): Promise<StoredModelResponse> {
   const { deps, tables } = env;
   const { input, settings, speaker, responseKey } = call;
-  const outgoing = withInstructions(read.transcript, speaker);
   const windowTokens = contextWindowOf(call.model, settings.contextWindow ?? deps.model.contextWindow);
+  // With summaries on, earlier turns that no longer fit are sent as their summary (written now when none covers them).
+  const outgoing = await withSummary(
+    env,
+    call,
+    withInstructions(read.transcript, speaker),
+    read.transcript,
+    read.calibration,
+    windowTokens,
+  ).catch(async (err: unknown) => {
+    await answerStream.end(false);
+    throw err;
+  });
   const streamed =
     settings.stream !== false && call.activity.info.attempt <= (settings.streamFallbackAfterAttempts ?? 2);
   const options = {
@@ -78,6 +91,7 @@ export async function askModel(
       usage: completion.usage,
       promptEstimate: sent.report.promptTokens,
       contextBudget: sent.report,
+      reasoning: completion.reasoning,
     }),
   );
 }
@@ -133,7 +147,10 @@ function completeMeasured(
       try {
         // A user message's files are read and sent as content parts only now: the fitted body holds their references.
         const sent = await withFileParts(deps.pool, tables, body);
-        const done = await requestCompletion(deps.model.client, sent, options);
+        const done =
+          modelApiOf(call.settings.api, deps.model.api) === 'responses'
+            ? await requestResponse(deps.model.client, sent, options)
+            : await requestCompletion(deps.model.client, sent, options);
         const costUsd = costOf(deps.model.prices, model, done.usage);
         modelCallMeasured({
           model,

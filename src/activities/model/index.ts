@@ -22,6 +22,7 @@ import { askModel } from './call';
 import { prepareModelCall, type ModelEnv, type PreparedCall } from './prepare';
 import { recordModelSpend } from './spend';
 import { readForModelCall, stopAtInputGuardrails } from './read';
+import { withSummarySpend } from './summaries';
 import { openAnswerStream } from './stream';
 
 /** Builds the `callModel` activity. */
@@ -53,10 +54,13 @@ async function answer(env: ModelEnv, input: ModelCallInput): Promise<ModelCallRe
   return result;
 }
 
-/** The answer, once what it spent is recorded against the budget it draws on (when it draws on one). */
+/**
+ * The answer, once what it spent is recorded against the budget it draws on (when it draws on one), with what its
+ * summaries of earlier turns cost (when it wrote any).
+ */
 async function spent(env: ModelEnv, call: PreparedCall, result: ModelCallResult): Promise<ModelCallResult> {
   await recordModelSpend(env, call, result);
-  return result;
+  return withSummarySpend(env, call, result);
 }
 
 /**

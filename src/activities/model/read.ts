@@ -23,6 +23,9 @@ import { withDatabaseRetry } from '../database-retry';
 import { writingRun } from '../activity-context';
 import { asStoreFailure } from '../store-failures';
 import { firstTrip, guardrailNote } from '../guardrails';
+import { readReasoning } from '../../db/reasoning-store';
+import { modelApiOf } from './responses-completion';
+import { withStoredReasoning } from './responses-request';
 import type { ModelEnv, PreparedCall } from './prepare';
 
 /** The messages a call sends (repaired when the workflow says so), with their seqs when nothing was repaired. */
@@ -59,7 +62,9 @@ export async function readForModelCall({ deps, tables }: ModelEnv, call: Prepare
     withDatabaseRetry('read a stored model response', () =>
       readModelCallState(deps.pool, tables, responseKey, input.conversationId),
     ),
-    withDatabaseRetry('read the transcript', () => loadModelMessages(deps.pool, tables, input)),
+    withDatabaseRetry('read the transcript', () =>
+      loadModelMessages(deps.pool, tables, input, modelApiOf(call.settings.api, deps.model.api) === 'responses'),
+    ),
   ]);
   if (state.status === 'rejected') throw state.reason;
   const { earlier, calibration } = state.value;
@@ -101,9 +106,20 @@ export async function stopAtInputGuardrails(
   return { stopped, results };
 }
 
-/** Reads the transcript, applies the workflow's repair, and refuses to send anything invalid. */
-async function loadModelMessages(pool: Pool, tables: AgentTables, input: ModelCallInput): Promise<LoadedTranscript> {
-  const stored = await readTranscript(pool, tables, input.conversationId, input.throughSeq);
+/**
+ * Reads the transcript (for the Responses API, with the reasoning items stored with each answer), applies the
+ * workflow's repair, and refuses to send anything invalid.
+ */
+async function loadModelMessages(
+  pool: Pool,
+  tables: AgentTables,
+  input: ModelCallInput,
+  withReasoning: boolean,
+): Promise<LoadedTranscript> {
+  const [stored, reasoning] = await Promise.all([
+    readTranscript(pool, tables, input.conversationId, input.throughSeq),
+    withReasoning ? readReasoning(pool, tables, input.conversationId, input.throughSeq) : undefined,
+  ]);
   if (stored.length !== input.throughSeq + 1) {
     throw ApplicationFailure.retryable(
       `Conversation ${input.conversationId}: PostgreSQL holds ${stored.length} messages through seq ${input.throughSeq}, expected ${input.throughSeq + 1}.`,
@@ -112,7 +128,7 @@ async function loadModelMessages(pool: Pool, tables: AgentTables, input: ModelCa
   }
   const omit = new Set(input.omitSeqs);
   const messages = applyPairingRepair(
-    stored.map((s) => s.message),
+    stored.map((s) => withStoredReasoning(s.message, reasoning?.get(s.seq))),
     {
       problems: [],
       omit: stored.flatMap((s, i) => (omit.has(s.seq) ? [i] : [])),

@@ -19,12 +19,20 @@ export interface OutgoingMessages {
   seqs?: number[];
   /** Set when a handoff's input filter left messages out: what it left, stored with the request's report. */
   handoffFilter?: HandoffFilterNote;
+  /** Leading messages the fitting never leaves out (the instructions and a summary of earlier turns); see `fitToContext`. */
+  pinned?: number;
+  /** Set when a summary stands in for earlier messages (`summaries.ts`): the seqs it replaces, stored with the report. */
+  summary?: { fromSeq: number; throughSeq: number };
 }
 
 /** A request body fitted to a window, with the budget's report of what was cut (stored with the answer). */
 export interface FittedRequest {
   body: ChatCompletionCreateParamsNonStreaming;
-  report: { windowTokens: number; handoffFilter?: HandoffFilterNote } & BudgetReport;
+  report: {
+    windowTokens: number;
+    handoffFilter?: HandoffFilterNote;
+    summary?: { fromSeq: number; throughSeq: number };
+  } & BudgetReport;
 }
 
 /**
@@ -70,6 +78,7 @@ export function fittedRequest(
     tools,
     calibration,
     seqs: outgoing.seqs,
+    pinned: outgoing.pinned,
     // A call under a budget holds its prompt's tokens against it before it is sent: they are counted, not bounded.
     alwaysCount: call.input.budget !== undefined,
   });
@@ -94,6 +103,7 @@ export function fittedRequest(
       windowTokens: window,
       ...fitted.report,
       ...(outgoing.handoffFilter ? { handoffFilter: outgoing.handoffFilter } : {}),
+      ...(outgoing.summary ? { summary: outgoing.summary } : {}),
     },
   };
 }
