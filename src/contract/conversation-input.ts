@@ -87,10 +87,12 @@ export interface ConversationInput {
    */
   continueAsNewAfterEvents?: number;
   /**
-   * Limits on what a turn and the whole conversation may spend. Checked
-   * before each model call: once one is reached, the turn ends as
+   * Limits on what a turn and the whole conversation may spend, the agents
+   * it calls as tools included (they draw on the same budget). Checked
+   * before each model call, with the call's prompt (and `maxTokens`) counted:
+   * a call that would pass a limit is not made, the turn ends as
    * `budget_exceeded` with every call answered (the transcript stays valid),
-   * and a later turn of a spent conversation ends the same way at once.
+   * and a later turn of a spent conversation ends the same way.
    */
   budget?: ConversationBudget;
   /**
