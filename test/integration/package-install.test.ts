@@ -149,6 +149,7 @@ describe('the packed package in a project of its own', () => {
         [
           'approval_decisions',
           'budget_spend',
+          'context_summaries',
           'conversation_messages',
           'mcp_toolsets',
           'message_files',
