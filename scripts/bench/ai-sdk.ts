@@ -12,7 +12,7 @@ import { NOOP_TOOL } from './bench-tools';
 import { checkModelRequests, type BenchContext } from './context';
 import { historyFigures } from './history';
 import { mapLimit, type RunTurn } from './measure';
-import { measurePhases } from './phases';
+import { measureAtEachLatency } from './phases';
 import type { LostWork, SystemFigures } from './project';
 import { turnMessage } from './responder';
 import { AI_SDK_WORKER, spawnWorker } from './worker-process';
@@ -82,23 +82,16 @@ export async function benchAiSdk(ctx: BenchContext): Promise<SystemFigures[]> {
       return { workflowTaskTimeouts, repeatedModelCalls: modelCalls - expected };
     };
     const meter = { worker: worker.pid, temporal: stack.temporalPid, postmaster: stack.postmasterPid };
-    const results: SystemFigures[] = [];
-    for (const latencyMs of options.latencies) {
-      results.push(
-        await measurePhases({
-          options,
-          runTurn,
-          latencyMs,
-          meter,
-          idPrefix: `bench-${ctx.runTag}-aisdk-l${latencyMs}`,
-          label: '@temporalio/ai-sdk',
-          log,
-          check,
-          history: (id) => historyFigures(client, id, options.steps, (type) => type === MODEL_ACTIVITY),
-        }),
-      );
-    }
-    return results;
+    return await measureAtEachLatency({
+      options,
+      runTurn,
+      meter,
+      idPrefix: `bench-${ctx.runTag}-aisdk-`,
+      label: '@temporalio/ai-sdk',
+      log,
+      check,
+      history: (id) => historyFigures(client, id, options.steps, (type) => type === MODEL_ACTIVITY),
+    });
   } finally {
     await closeConnection();
     await stopWorker();

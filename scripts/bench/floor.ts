@@ -8,7 +8,7 @@ import { checkModelRequests, type BenchContext } from './context';
 import type { FloorTurnInput } from './floor-workflows';
 import { historyFigures } from './history';
 import type { RunTurn } from './measure';
-import { measurePhases } from './phases';
+import { measureAtEachLatency } from './phases';
 import type { SystemFigures } from './project';
 import { FLOOR_WORKER, spawnWorker } from './worker-process';
 
@@ -46,21 +46,15 @@ export async function benchFloor(ctx: BenchContext): Promise<FloorFigures[]> {
         if (ran !== expected) throw new Error(`floor turn ${id} ran ${String(ran)} activities, expected ${expected}.`);
         return Date.now() - started;
       };
-      const perLatency: SystemFigures[] = [];
-      for (const latencyMs of options.latencies) {
-        perLatency.push(
-          await measurePhases({
-            options,
-            runTurn,
-            latencyMs,
-            meter,
-            idPrefix: `bench-${ctx.runTag}-floor${activitiesPerStep}-l${latencyMs}`,
-            label: `floor ${activitiesPerStep} activities`,
-            log,
-            history: (id) => historyFigures(client, id, options.steps, (type) => type === 'floorModel'),
-          }),
-        );
-      }
+      const perLatency = await measureAtEachLatency({
+        options,
+        runTurn,
+        meter,
+        idPrefix: `bench-${ctx.runTag}-floor${activitiesPerStep}-`,
+        label: `floor ${activitiesPerStep} activities`,
+        log,
+        history: (id) => historyFigures(client, id, options.steps, (type) => type === 'floorModel'),
+      });
       results.push({ activitiesPerStep, perLatency });
     }
     checkModelRequests(ctx, 'floor'); // the floor never calls the model server

@@ -65,3 +65,11 @@ export async function measurePhases(run: PhasesRun): Promise<SystemFigures> {
     lostSingle && lostMedium && lostHigh ? { single: lostSingle, medium: lostMedium, high: lostHigh } : undefined;
   return { latencyMs, single, medium, high, history, ...(lost ? { lost } : {}) };
 }
+
+/** {@link measurePhases} at each of the options' model latencies in turn; `idPrefix` gets `l<latency>` appended. */
+export async function measureAtEachLatency(run: Omit<PhasesRun, 'latencyMs'>): Promise<SystemFigures[]> {
+  const results: SystemFigures[] = [];
+  for (const latencyMs of run.options.latencies)
+    results.push(await measurePhases({ ...run, latencyMs, idPrefix: `${run.idPrefix}l${latencyMs}` }));
+  return results;
+}

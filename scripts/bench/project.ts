@@ -11,7 +11,7 @@ import { NOOP_TOOL } from './bench-tools';
 import { checkModelRequests, type BenchContext } from './context';
 import { historyFigures, type HistoryFigures } from './history';
 import { mapLimit, type ConcurrencyResult, type RunTurn } from './measure';
-import { measurePhases } from './phases';
+import { measureAtEachLatency } from './phases';
 import { turnMessage } from './responder';
 import { startProjectRig } from './project-rig';
 
@@ -139,30 +139,23 @@ export async function benchProject(ctx: BenchContext, mode: ProjectMode = 'activ
       };
     };
     const meter = { worker: worker.pid, temporal: stack.temporalPid, postmaster: stack.postmasterPid };
-    const results: SystemFigures[] = [];
-    for (const latencyMs of options.latencies) {
-      results.push(
-        await measurePhases({
-          options,
-          runTurn,
-          latencyMs,
-          meter,
-          idPrefix: `bench-${ctx.runTag}-${idTag}l${latencyMs}`,
-          label,
-          log: ctx.log,
-          check,
-          history: (id) =>
-            historyFigures(
-              client.temporal,
-              id,
-              options.steps,
-              // With local model calls a step has no activity, only its markers: no tool step is told apart.
-              (type) => mode !== 'local' && type === conversationActivityType('callModel'),
-            ),
-        }),
-      );
-    }
-    return results;
+    return await measureAtEachLatency({
+      options,
+      runTurn,
+      meter,
+      idPrefix: `bench-${ctx.runTag}-${idTag}`,
+      label,
+      log: ctx.log,
+      check,
+      history: (id) =>
+        historyFigures(
+          client.temporal,
+          id,
+          options.steps,
+          // With local model calls a step has no activity, only its markers: no tool step is told apart.
+          (type) => mode !== 'local' && type === conversationActivityType('callModel'),
+        ),
+    });
   } finally {
     await stop();
   }

@@ -17,7 +17,8 @@
 
 import type { Exchange } from './exchange';
 import { responseObject, type OutputItem, type ResponsesPlan } from './responses-plan';
-import { KEEP_ALIVE_LINE } from './stream-writer';
+import { splitPiecesAt, splitText } from './stream-events';
+import { pacedStream } from './stream-writer';
 import type { StreamScript } from './types';
 
 /** One event to write, tagged so faults can pick their cut point. */
@@ -39,48 +40,21 @@ export async function writeResponsesStream(
   drop = false,
 ): Promise<void> {
   const events = responsesEvents(plan, script);
-  const delayMs = Math.max(0, script.chunkDelayMs ?? 0);
-  const stallAfter =
-    script.stallAfterChunks === undefined ? undefined : Math.max(0, Math.floor(script.stallAfterChunks));
-  exchange.startStream();
-  let writes = 0;
-  const beforeWrite = async (): Promise<boolean> => {
-    if (writes++ > 0) {
-      if (delayMs > 0) return exchange.wait(delayMs);
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    return !exchange.isClosed;
-  };
-  const cut = async (): Promise<void> => {
-    await exchange.flush();
-    exchange.destroy();
-  };
-  for (let i = 0; i < Math.max(0, Math.floor(script.keepAlive ?? 0)); i++) {
-    if (!(await beforeWrite())) return;
-    exchange.write(KEEP_ALIVE_LINE);
-  }
+  const pace = pacedStream(exchange, script);
+  if (!(await pace.start())) return;
   let sent = 0;
   let textDeltas = 0;
   for (const [sequence, event] of events.entries()) {
-    if (stallAfter !== undefined && sent >= stallAfter) {
-      await exchange.flush();
-      await exchange.closed;
-      return;
-    }
-    if (!(await beforeWrite())) return;
+    if (pace.stallsAt(sent)) return pace.stall();
+    if (!(await pace.beforeWrite())) return;
     const data = JSON.stringify({ type: event.type, sequence_number: sequence, ...event.payload });
     exchange.write(`event: ${event.type}\ndata: ${data}\n\n`);
     sent++;
     if (event.part === 'text') textDeltas++;
-    if (event.cutAfter || (drop && textDeltas > 0)) return cut();
+    if (event.cutAfter || (drop && textDeltas > 0)) return pace.cut();
   }
-  if (stallAfter !== undefined && sent >= stallAfter) {
-    await exchange.flush();
-    await exchange.closed;
-    return;
-  }
-  await new Promise((resolve) => setImmediate(resolve));
-  exchange.end();
+  if (pace.stallsAt(sent)) return pace.stall();
+  return pace.end();
 }
 
 /** The events that stream `plan` under `script`, without their sequence numbers. */
@@ -197,24 +171,6 @@ function argumentPieces(
     first && script.cutAfterArgumentChars !== undefined
       ? Math.min(Math.max(0, Math.floor(script.cutAfterArgumentChars)), text.length)
       : undefined;
-  if (cutAt !== undefined && cutAt > 0) {
-    const out: string[] = [];
-    let position = 0;
-    for (const piece of pieces) {
-      if (position < cutAt && cutAt < position + piece.length)
-        out.push(piece.slice(0, cutAt - position), piece.slice(cutAt - position));
-      else out.push(piece);
-      position += piece.length;
-    }
-    pieces = out;
-  }
+  if (cutAt !== undefined && cutAt > 0) pieces = splitPiecesAt(pieces, cutAt);
   return { pieces, cutAt };
-}
-
-function splitText(text: string, pieces: number): string[] {
-  if (text.length === 0) return [];
-  const size = Math.ceil(text.length / Math.min(pieces, text.length));
-  const out: string[] = [];
-  for (let start = 0; start < text.length; start += size) out.push(text.slice(start, start + size));
-  return out;
 }

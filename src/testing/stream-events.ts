@@ -87,7 +87,8 @@ export function streamEvents(plan: CompletionPlan, script: StreamScript): Stream
   return events;
 }
 
-function splitText(text: string, pieces: number): string[] {
+/** Splits `text` into at most `pieces` deltas of (nearly) one size, as a provider streams it. */
+export function splitText(text: string, pieces: number): string[] {
   if (text.length === 0) return [];
   const count = Math.min(pieces, text.length);
   const size = Math.ceil(text.length / count);
@@ -113,7 +114,7 @@ function splitEvenly(text: string, pieces: number): string[] {
 }
 
 /** Splits the piece that spans character `at` of the joined pieces in two, so a piece ends exactly there. */
-function splitPiecesAt(pieces: string[], at: number): string[] {
+export function splitPiecesAt(pieces: string[], at: number): string[] {
   const out: string[] = [];
   let position = 0;
   for (const piece of pieces) {

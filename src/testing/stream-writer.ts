@@ -25,20 +25,15 @@ export interface StreamOptions {
   script?: StreamScript;
 }
 
-/** Streams `plan` on `exchange`; resolves when the stream ended, stalled until the connection closed, or was cut. */
-export async function writeChatStream(
-  exchange: Exchange,
-  plan: CompletionPlan,
-  options: StreamOptions = {},
-): Promise<void> {
-  const { fault, script = {} } = options;
-  const events = streamEvents(plan, script);
+/**
+ * How a script paces a stream, for both APIs' streams: the keep-alive lines
+ * first, `chunkDelayMs` between writes, a stall after `stallAfterChunks` data
+ * chunks, and the ways it ends (whole, cut, or held open).
+ */
+export function pacedStream(exchange: Exchange, script: StreamScript) {
   const delayMs = Math.max(0, script.chunkDelayMs ?? 0);
-  const keepAlive = Math.max(0, Math.floor(script.keepAlive ?? 0));
   const stallAfter =
     script.stallAfterChunks === undefined ? undefined : Math.max(0, Math.floor(script.stallAfterChunks));
-
-  exchange.startStream();
   let writes = 0;
   /** Paces writes; false when the connection closed meanwhile. */
   const beforeWrite = async (): Promise<boolean> => {
@@ -48,35 +43,58 @@ export async function writeChatStream(
     }
     return !exchange.isClosed;
   };
-  const stall = async (): Promise<void> => {
-    await exchange.flush();
-    await exchange.closed;
+  return {
+    beforeWrite,
+    /** Starts the stream with the script's keep-alive lines; false when the connection closed meanwhile. */
+    async start(): Promise<boolean> {
+      exchange.startStream();
+      for (let i = 0; i < Math.max(0, Math.floor(script.keepAlive ?? 0)); i++) {
+        if (!(await beforeWrite())) return false;
+        exchange.write(KEEP_ALIVE_LINE);
+      }
+      return true;
+    },
+    /** True when the script stalls once `sent` data chunks are out. */
+    stallsAt: (sent: number): boolean => stallAfter !== undefined && sent >= stallAfter,
+    /** Sends nothing more and holds the connection until the client closes it. */
+    async stall(): Promise<void> {
+      await exchange.flush();
+      await exchange.closed;
+    },
+    /** Cuts the connection after what was written. */
+    async cut(): Promise<void> {
+      await exchange.flush();
+      exchange.destroy();
+    },
+    /** Ends the stream whole. */
+    async end(): Promise<void> {
+      await new Promise((resolve) => setImmediate(resolve));
+      exchange.end();
+    },
   };
+}
 
-  for (let i = 0; i < keepAlive; i++) {
-    if (!(await beforeWrite())) return;
-    exchange.write(KEEP_ALIVE_LINE);
-  }
+/** Streams `plan` on `exchange`; resolves when the stream ended, stalled until the connection closed, or was cut. */
+export async function writeChatStream(
+  exchange: Exchange,
+  plan: CompletionPlan,
+  options: StreamOptions = {},
+): Promise<void> {
+  const { fault, script = {} } = options;
+  const events = streamEvents(plan, script);
+  const pace = pacedStream(exchange, script);
+  if (!(await pace.start())) return;
   let dataChunks = 0;
   let contentPieces = 0;
   for (const event of events) {
-    if (stallAfter !== undefined && dataChunks >= stallAfter) return stall();
-    if (!(await beforeWrite())) return;
-    if (fault?.kind === 'drop' && event.part !== 'role' && contentPieces >= fault.afterContentPieces) {
-      await exchange.flush();
-      exchange.destroy();
-      return;
-    }
+    if (pace.stallsAt(dataChunks)) return pace.stall();
+    if (!(await pace.beforeWrite())) return;
+    if (fault?.kind === 'drop' && event.part !== 'role' && contentPieces >= fault.afterContentPieces) return pace.cut();
     exchange.write(`data: ${event.data}\n\n`);
     dataChunks++;
     if (event.part === 'content') contentPieces++;
-    if (event.cutAfter) {
-      await exchange.flush();
-      exchange.destroy();
-      return;
-    }
+    if (event.cutAfter) return pace.cut();
   }
-  if (stallAfter !== undefined && dataChunks >= stallAfter) return stall();
-  await new Promise((resolve) => setImmediate(resolve));
-  exchange.end();
+  if (pace.stallsAt(dataChunks)) return pace.stall();
+  return pace.end();
 }
