@@ -7,6 +7,7 @@
  * once made (the AI SDK's approval response).
  */
 import type { AgentClient } from '../client/client';
+import type { CallDecisionRecord } from '../db/call-decisions';
 import { decideCalls, DECISION_WORKER_WAIT_MS, DecisionProblem, type DecisionPolicy } from './decisions';
 import type { ApiPrincipal } from './tokens';
 import type { CallOutput, UiChunk } from './ui-stream';
@@ -78,6 +79,11 @@ export function approvalAsk(viewer: ChatViewer, call: AskedCall): ApprovalAsk {
 export interface CallDecided {
   approved: boolean;
   reason?: string;
+}
+
+/** How a recorded decision shows: anything but a rejection approved the call (an edit too), with its reason. */
+export function decidedAs(record: CallDecisionRecord): CallDecided {
+  return { approved: record.decision !== 'reject', ...(record.reason ? { reason: record.reason } : {}) };
 }
 
 /**

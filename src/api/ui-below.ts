@@ -8,7 +8,7 @@
  */
 import type { AgentClient } from '../client/client';
 import type { ConversationState, PendingBelow } from '../contract';
-import { decisionOf, type ApprovalAsk, type CallDecided } from './chat-approvals';
+import { decidedAs, decisionOf, type ApprovalAsk, type CallDecided } from './chat-approvals';
 import { callOutputOf, type CallFacts, type CallOutput } from './ui-stream';
 
 /** One call seen waiting below, and what is known of it since. */
@@ -74,9 +74,15 @@ export class BelowCalls {
       });
   }
 
-  /** Reads how a call that no longer waits below was decided: its answer in its conversation, else its open call. */
+  /**
+   * Reads how a call that no longer waits below was decided: the decision recorded in its conversation, and its
+   * answer there (else its open call's outcome); with no decision recorded (a timeout), from its answer alone.
+   */
   private async settle(seen: SeenBelow): Promise<void> {
     const { call } = seen;
+    const record = (await this.client.callDecisions(call.conversationId, [call.callKey]).catch(() => undefined))?.get(
+      call.callKey,
+    );
     const seq = askedAtSeq(call.callKey);
     let output: CallOutput | undefined;
     let running = false;
@@ -92,8 +98,8 @@ export class BelowCalls {
       running = open !== undefined && !open.outcome;
     }
     const known = decisionOf(output, running);
-    if (!known) return;
-    seen.decided = known.decided;
-    if (known.output) seen.output = known.output;
+    if (record) seen.decided = decidedAs(record);
+    else if (known) seen.decided = known.decided;
+    if (known?.output) seen.output = known.output;
   }
 }

@@ -9,7 +9,7 @@ import type { AgentClient } from '../client/client';
 import type { StreamView } from '../client/stream';
 import { TurnWatch } from './turn-watch';
 import { followedState } from './followed-state';
-import { approvalAsk, decisionOf, type ChatViewer } from './chat-approvals';
+import { approvalAsk, decidedAs, decisionOf, type ChatViewer } from './chat-approvals';
 import { BelowCalls } from './ui-below';
 import type { CallDecisionRecord } from '../db/call-decisions';
 import { holdsFor, type Hold } from './ui-hold';
@@ -244,7 +244,9 @@ export class TurnReader {
     // Calls waiting below hang on the step whose calls are open (the calls running their agents).
     const openKeys = new Set((state.openCalls ?? []).map((c) => c.callKey));
     const openStep = steps.find((s) => s.calls.some((c) => openKeys.has(c.callKey))) ?? steps[steps.length - 1];
-    if (state.currentTurn?.firstSeq === firstSeq) await this.below.update(state, openStep?.responseKey);
+    // New calls below are taken while the turn runs; those seen are settled on every read, the last one too (the
+    // turn may have ended between two reads, right after the call below was decided).
+    await this.below.update(state, state.currentTurn?.firstSeq === firstSeq ? openStep?.responseKey : undefined);
     for (const step of steps) {
       const below = this.below.facts(step.responseKey);
       if (below.length > 0) step.below = below;
@@ -317,9 +319,7 @@ export class TurnReader {
         // A call that waited and no longer does was decided: how shows before its output (the approval response).
         const inferred = asked && !pending.has(callKey) ? decisionOf(output, open.has(callKey) && !settled) : undefined;
         const record = pending.has(callKey) ? undefined : this.recorded.get(callKey);
-        const known = record
-          ? { decided: { approved: record.decision !== 'reject', ...(record.reason ? { reason: record.reason } : {}) } }
-          : inferred;
+        const known = record ? { decided: decidedAs(record) } : inferred;
         if (inferred?.output) output = inferred.output;
         const v = this.viewer;
         return {
