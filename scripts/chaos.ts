@@ -19,6 +19,13 @@ const count =
     return n;
   };
 
+const share = (value: string): number => {
+  const n = Number(value);
+  if (value.trim() === '' || !(n >= 0 && n <= 1))
+    throw new InvalidArgumentError(`expected a share between 0 and 1 (e.g. 0.5 for half), got "${value}".`);
+  return n;
+};
+
 const program = new Command()
   .name('npm run chaos --')
   .description(
@@ -34,6 +41,12 @@ const program = new Command()
   )
   .option('--db-restarts <n>', 'PostgreSQL restarts (down 5-20 s each)', count(0), 1)
   .option('--concurrency <n>', 'conversations driven at once', count(1), 8)
+  .option(
+    '--responses-share <share>',
+    'share of the conversations on the Responses API (0..1; the others on Chat Completions)',
+    share,
+    0.5,
+  )
   .option('--seed <seed>', 'seed of every random choice (default: random)')
   .option('--max-minutes <n>', 'hard stop: end (and fail) the run after this many minutes', count(1), 10)
   .option(
@@ -57,6 +70,7 @@ async function main(): Promise<void> {
     serverRestarts: number;
     dbRestarts: number;
     concurrency: number;
+    responsesShare: number;
     seed?: string;
     maxMinutes: number;
     continueAsNewAfter?: number;
@@ -74,6 +88,7 @@ async function main(): Promise<void> {
     serverRestarts: opts.serverRestarts,
     databaseRestarts: opts.dbRestarts,
     concurrency: opts.concurrency,
+    responsesShare: opts.responsesShare,
     seed: opts.seed,
     maxMinutes: opts.maxMinutes,
     continueAsNewAfterEvents: opts.continueAsNewAfter,

@@ -12,18 +12,22 @@
  * 3. If the current turn alone is still too large, its largest messages are
  *    cut further, down to a floor.
  *
- * Leaving turns out (not summarising them with another model call) keeps a
- * model call one request, deterministic, and free of a second failure mode.
+ * Leaving turns out keeps a model call one request, deterministic, and free
+ * of a second failure mode; a conversation may ask for a summary of them
+ * instead (`model.contextOverflow: 'summarize'`, `model/summaries.ts`).
  *
  * Tokens are counted with `gpt-tokenizer` (o200k, the encoding of OpenAI's
  * current models; an estimate for other providers' models; see `tokens.ts`),
  * never more text than the budget needs: a message is counted only as far as
  * it is kept, and nothing is counted when a bound (a text has no more tokens
  * than UTF-8 bytes) shows the request fits as it is: then nothing would be
- * cut or left out, and the request goes unchanged with its bound.
+ * cut or left out, and the request goes unchanged with its bound. What a
+ * message sends besides text (a user's images, the Responses API's reasoning
+ * items sent back) is added at an estimate of its own (`sent-extras.ts`).
  */
 import { countTokens, takeTokens, tokenBound } from '../common/tokens';
 import type { ChatMessage } from '../contract/messages';
+import { extraTokens } from './sent-extras';
 
 /**
  * Context windows of well-known models, in tokens; `ModelSettings.contextWindow` or `OPENAI_CONTEXT_WINDOW` set others.
@@ -215,7 +219,10 @@ function fitsUncounted(
 
 /** At least the tokens of `message` as {@link fitMessage} counts them: framing, then bytes for tokens. */
 function messageBound(message: ChatMessage): number {
-  let bound = TOKENS_PER_MESSAGE + (typeof message.content === 'string' ? tokenBound(message.content) : 0);
+  let bound =
+    TOKENS_PER_MESSAGE +
+    (typeof message.content === 'string' ? tokenBound(message.content) : 0) +
+    extraTokens(message, tokenBound);
   if (message.role === 'assistant') {
     if (message.tool_calls && message.tool_calls.length > 0) bound += tokenBound(JSON.stringify(message.tool_calls));
     if (message.reasoning_content) bound += tokenBound(message.reasoning_content);
@@ -259,10 +266,10 @@ function fitMessage(
   return { message: { ...message, content: text } as ChatMessage, tokens: fixed + countTokens(text), cut: true };
 }
 
-/** Tokens of a message besides its content: tool calls, reasoning. */
+/** Tokens of a message besides its content: tool calls, reasoning, images. */
 function fixedTokens(message: ChatMessage): number {
-  if (message.role !== 'assistant') return 0;
-  let tokens = 0;
+  if (message.role !== 'assistant') return extraTokens(message, countTokens);
+  let tokens = extraTokens(message, countTokens);
   if (message.tool_calls && message.tool_calls.length > 0) tokens += countTokens(JSON.stringify(message.tool_calls));
   if (message.reasoning_content) tokens += countTokens(message.reasoning_content);
   return tokens;

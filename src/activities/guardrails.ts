@@ -15,8 +15,10 @@ import { guardrailsOn, type Guardrail, type GuardrailContext } from '../tools/gu
 import type { Agent } from '../tools/agents';
 import type { Tool } from '../tools/tool';
 import type { ToolGuardrailContext } from '../tools/call-context';
+import type { ModelApi } from '../contract/model-api';
 import { requestCompletion } from './completion';
 import type { ModelActivityDeps } from './deps';
+import { modelApiOf, requestResponse } from './model/responses-completion';
 
 /** The guardrails that apply to a model call: the worker's, then its agent's. */
 export interface ApplicableGuardrails {
@@ -49,11 +51,16 @@ export function guardrailsByAgent(
   };
 }
 
-/** What a check gets besides its subject: the conversation, and the worker's model for a guardrail that asks one. */
+/**
+ * What a check gets besides its subject: the conversation, and the worker's model for a guardrail that asks one,
+ * asked on `api` (the call's: the conversation's, else the agent's, else the worker's), so a worker, agent or
+ * conversation on the Responses API never sends a guardrail's request to Chat Completions.
+ */
 export function guardrailContext(
   deps: Pick<ModelActivityDeps, 'model'>,
   conversationId: string,
   agent: string | undefined,
+  api?: ModelApi,
 ): GuardrailContext {
   return {
     conversationId,
@@ -64,11 +71,12 @@ export function guardrailContext(
         ...(options.system ? [{ role: 'system' as const, content: options.system }] : []),
         { role: 'user' as const, content: prompt },
       ];
-      const done = await requestCompletion(
-        deps.model.client,
-        { model: deps.model.name, messages },
-        { stream: false, idleTimeoutMs: 60_000 },
-      );
+      const body = { model: deps.model.name, messages };
+      const sent = { stream: false, idleTimeoutMs: 60_000 };
+      const done =
+        modelApiOf(api, deps.model.api) === 'responses'
+          ? await requestResponse(deps.model.client, body, sent)
+          : await requestCompletion(deps.model.client, body, sent);
       return done.message.content ?? '';
     },
   };

@@ -28,6 +28,19 @@ export interface SpentCall {
 export interface HeldCall extends SpentCall {
   /** How long the hold counts when the call never reports (its worker was lost): its attempt's timeout. */
   holdMs: number;
+  /**
+   * The call this one is made for, which must fit after it (a summary's: the model call it is written for, at that
+   * call's estimate): checked with this call's estimate, never held. A summary the call after it could not be made
+   * with is not written.
+   */
+  serves?: FollowingCall;
+}
+
+/** The estimate of the call a held call is made for (see {@link HeldCall.serves}), and what it is, in words. */
+export interface FollowingCall {
+  tokens: number;
+  costUsd: number | undefined;
+  what: string;
 }
 
 /** What the tree spent in one scope: tokens, dollars over priced calls, and calls whose cost is unknown. */
@@ -126,8 +139,16 @@ export function limitReached(
   limits: ConversationBudget,
   turn: TreeSpend,
   all: TreeSpend,
-  call: { tokens: number; costUsd: number | undefined },
+  call: { tokens: number; costUsd: number | undefined; serves?: FollowingCall },
 ): string | undefined {
+  const served = call.serves;
+  const tokens = call.tokens + (served?.tokens ?? 0);
+  const costUsd =
+    call.costUsd === undefined || (served && served.costUsd === undefined)
+      ? undefined
+      : call.costUsd + (served?.costUsd ?? 0);
+  // With the call it is made for: what both need, and that call's part.
+  const withServed = (part: string) => (served ? ` with ${served.what} (${part} of it for that call)` : '');
   const scopes = [
     {
       what: 'turn',
@@ -147,12 +168,12 @@ export function limitReached(
   for (const s of scopes) {
     const who = `The ${s.what} (with the agents it called as tools, calls still running at their estimate)`;
     const notMade = `This model call was not made. ${s.then}`;
-    if (s.tokens !== undefined && s.spend.tokens + call.tokens > s.tokens)
-      return `${who} used ${s.spend.tokens} tokens and this call needs about ${call.tokens}; the budget is ${s.tokens} (budget.${s.what}Tokens). ${notMade}`;
-    if (s.usd !== undefined && (s.spend.unpriced > 0 || call.costUsd === undefined))
+    if (s.tokens !== undefined && s.spend.tokens + tokens > s.tokens)
+      return `${who} used ${s.spend.tokens} tokens and this call needs about ${tokens}${withServed(`${served?.tokens}`)}; the budget is ${s.tokens} (budget.${s.what}Tokens). ${notMade}`;
+    if (s.usd !== undefined && (s.spend.unpriced > 0 || costUsd === undefined))
       return `${who} has a model call whose cost is unknown: a limit in dollars needs a price for every model (AGENT_MODEL_PRICES, or the plugin's model.prices). ${notMade}`;
-    if (s.usd !== undefined && s.spend.costUsd + call.costUsd! > s.usd)
-      return `${who} cost $${usd(s.spend.costUsd)} and this call about $${usd(call.costUsd!)}; the budget is $${s.usd} (budget.${s.what}CostUsd). ${notMade}`;
+    if (s.usd !== undefined && s.spend.costUsd + costUsd! > s.usd)
+      return `${who} cost $${usd(s.spend.costUsd)} and this call about $${usd(costUsd!)}${withServed(`$${usd(served?.costUsd ?? 0)}`)}; the budget is $${s.usd} (budget.${s.what}CostUsd). ${notMade}`;
   }
   return undefined;
 }

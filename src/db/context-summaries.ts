@@ -3,6 +3,10 @@
  * and the seq range they replace. The transcript keeps every message; a summary only changes what later model
  * calls are sent. Each summary names the model call that wrote it (its response key), so that call reports what
  * the summary cost once, whichever of its attempts wrote it.
+ *
+ * A summary request that spent tokens and left no summary (the model wrote nothing: its answer was cut by its
+ * token limit) is kept as a row with an empty summary and a digest of its own, only so that what it cost is
+ * reported and counted like a summary's; it is never sent.
  */
 import type { Pool } from 'pg';
 import type { TokenUsage } from '../contract/turn-records';
@@ -63,7 +67,7 @@ export async function readSummaries(
 ): Promise<StoredSummary[]> {
   const { rows } = await pool.query<SummaryRow>(
     `SELECT * FROM ${tables.contextSummaries}
-      WHERE conversation_id = $1 AND from_seq = $2 AND through_seq < $3
+      WHERE conversation_id = $1 AND from_seq = $2 AND through_seq < $3 AND summary <> ''
       ORDER BY through_seq DESC, created_at LIMIT $4`,
     [conversationId, fromSeq, beforeSeq, limit],
   );
@@ -110,6 +114,39 @@ export async function summariesWrittenBy(
   const { rows } = await pool.query<SummaryRow>(
     `SELECT * FROM ${tables.contextSummaries} WHERE response_key = $1 ORDER BY created_at, through_seq`,
     [responseKey],
+  );
+  return rows.map(fromRow);
+}
+
+/**
+ * The key of a summary request's spend in the budget's ledger (`budget_spend.response_key`): the conversation, the
+ * range and the digest, which name one row here whichever call reports it. The hold made before the request uses
+ * the key of the summary it is asked to write.
+ */
+export function summaryLedgerKey(
+  s: Pick<StoredSummary, 'conversationId' | 'fromSeq' | 'throughSeq' | 'digest'>,
+): string {
+  return `${s.conversationId}/summary/${s.fromSeq}-${s.throughSeq}/${s.digest}`;
+}
+
+/**
+ * Gives `responseKey` the conversation's summaries whose writing call has no stored answer: that call failed for
+ * good after writing them (its request was refused, the budget stopped it), so it never reported what they cost.
+ * The model calls of one conversation run one at a time, so such a call is over; the next call that reports
+ * summaries reports these, once (they are its own from then on). Returns them.
+ */
+export async function adoptUnreported(
+  pool: Pool,
+  tables: AgentTables,
+  conversationId: string,
+  responseKey: string,
+): Promise<StoredSummary[]> {
+  const { rows } = await pool.query<SummaryRow>(
+    `UPDATE ${tables.contextSummaries} s SET response_key = $2
+      WHERE s.conversation_id = $1 AND s.response_key <> $2
+        AND NOT EXISTS (SELECT 1 FROM ${tables.modelResponses} r WHERE r.response_key = s.response_key)
+      RETURNING s.*`,
+    [conversationId, responseKey],
   );
   return rows.map(fromRow);
 }

@@ -20,10 +20,14 @@ import type { ConversationRecord, DecisionSent, RunLog } from './run-log';
 import { callInstanceKey } from '../../src/core/effect-keys';
 import { callKeyOfEffect } from '../support/effect-keys';
 import { effectKey } from '../../src/activities/effect-key';
+import { checkStoredReasoning } from './reasoning-checks';
 
 /** Counts that must be 0 after any run. */
 export interface MustBeZero {
-  /** Requests the model server answered with a 400/404 because they were invalid. */
+  /**
+   * Requests the model server answered with a 400/404 because they were invalid, on either API, and Responses requests
+   * it accepted that break a rule of their form when read again (`model-request.ts`).
+   */
   invalidModelRequests: number;
   /** Side effects applied twice, missing for a call reported done, or inconsistent with the ledger. */
   sideEffectsAppliedTwice: number;
@@ -33,7 +37,10 @@ export interface MustBeZero {
   decisionsLost: number;
   /** Conversations not settled at the deadline, or whose script the driver could not finish. */
   conversationsStuck: number;
-  /** Conversations whose stored transcript breaks the pairing rules, has gaps, or disagrees with the workflow. */
+  /**
+   * Conversations whose stored transcript breaks the pairing rules, has gaps, or disagrees with the workflow; and those
+   * with a Responses reasoning item kept in a form it could not be sent back in (`reasoning-checks.ts`).
+   */
   brokenTranscripts: number;
   /** Repairs the workflow made before model calls (it should never need one). */
   transcriptRepairs: number;
@@ -50,6 +57,11 @@ export interface MustBeZero {
   conversationsNotAnswering: number;
   /** Recorded decisions not authenticated (no valid signature) or without a decider; unsigned decisions applied. */
   decisionsWithoutIdentity: number;
+  /**
+   * Tool calls sent back on the Responses API without the reasoning item the model wrote just before them (counted by
+   * the run from the requests, `model-request.ts`).
+   */
+  reasoningNotSentBack: number;
 }
 
 /** Decisions sent by the driver, and what became of them. */
@@ -107,6 +119,8 @@ export interface CheckResults {
   notStarted: number;
   /** Conversations of agents called as tools (child workflows), checked like the others. */
   subAgentConversations: number;
+  /** Answers of the Responses API stored with reasoning items, and those items (each checked with its answer). */
+  storedReasoning: { answers: number; items: number };
 }
 
 /** What the checks need. */
@@ -322,6 +336,10 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
     }
     collectCalls(id, stored);
   }
+  // The Responses API's reasoning kept with answers: each can be sent back with the item that followed it.
+  const reasoning = await checkStoredReasoning(ctx.pool, ctx.conversationPrefix);
+  broken += reasoning.broken.size;
+  problems.push(...reasoning.problems.slice(0, 20));
 
   // 3. Turns, from the workflows' own records.
   const turnOutcomes: Record<string, number> = {};
@@ -367,6 +385,7 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
       lostToSizeLimits,
       conversationsNotAnswering: notAnswering,
       decisionsWithoutIdentity: withoutIdentity,
+      reasoningNotSentBack: 0,
     },
     problems,
     turns,
@@ -379,6 +398,7 @@ export async function runFinalChecks(ctx: CheckContext): Promise<CheckResults> {
     continuedAsNew,
     notStarted,
     subAgentConversations,
+    storedReasoning: { answers: reasoning.answers, items: reasoning.items },
   };
 }
 

@@ -196,6 +196,7 @@ class ConversationPlayer {
         tag: this.plan.tag,
         turns: this.goingBack.int(1, 2),
         forkOf: this.plan.id,
+        modelApi: this.plan.modelApi,
         ...(depth < 1 && this.goingBack.chance(0.3) ? { fork: 'after' as const } : {}),
       };
       this.ctx.runLog.addConversation(plan, copiedMessageIds);
@@ -230,11 +231,13 @@ class ConversationPlayer {
     return this.plan.turns + (this.plan.coverage ? 4 : 2);
   }
 
-  /** The conversation's start options: the run's, with its own continue-as-new threshold. */
+  /** The conversation's start options: the run's, with its own continue-as-new threshold and model API. */
   private get input(): ConversationInput {
     const low = this.plan.continueAsNewAfterEvents;
     return {
       ...this.ctx.input,
+      // Named even for Chat Completions, so the split holds whatever API the workers default to.
+      model: { ...this.ctx.input.model, api: this.plan.modelApi },
       ...(low ? { continueAsNewAfterEvents: low } : {}),
       ...(this.plan.agent ? { agent: this.plan.agent } : {}),
       ...(this.plan.coverage?.approvalTimeoutMs ? { approvalTimeoutMs: this.plan.coverage.approvalTimeoutMs } : {}),

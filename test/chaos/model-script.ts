@@ -7,13 +7,16 @@
  * are megabytes, and tool-call ids as some providers send them: restarted in
  * every response (`functions.NAME:0`) or repeated within one response. A
  * message with {@link PROBE_MARK} (the checks' last question) is answered
- * plainly.
+ * plainly. It reads requests of both APIs alike (`model-request.ts`); on the
+ * Responses API most replies also carry reasoning, which the server sends as
+ * an encrypted reasoning item the worker must keep and send back.
  */
 import { TOOL_ARGUMENTS_MAX_BYTES } from '../../src/contract/activities';
 import type { RecordedRequest, ScriptedReply } from '../../src/testing';
+import type { ModelApi } from '../../src/contract/model-api';
 import type { ScriptedToolCall } from '../../src/testing/types';
-import { contextLengthExceededBody, countPromptTokens } from '../../src/testing/context-window';
 import { FAIL_FIRST_SKU } from './chaos-tools';
+import { contextExceededBody, viewRequest, type RequestMessage } from './model-request';
 import type { CallKind, ConversationPlan } from './plan';
 import { Rng } from './random';
 
@@ -99,6 +102,8 @@ const P_HUGE_ANSWER = 0.03;
 const MAX_CONSECUTIVE_500 = 2;
 /** Model calls with tools per turn, at most (then a final answer). */
 const MAX_TOOL_STEPS = 3;
+/** Of replies on the Responses API: they carry reasoning (a reasoning item before the answer's first item). */
+const P_REASONING = 0.8;
 
 interface ConversationScript {
   plan: ConversationPlan;
@@ -124,11 +129,18 @@ interface ConversationScript {
    * `firstAction` is done).
    */
   childCoverageSent: boolean;
+  /** Whether a reply on the Responses API carries reasoning: a stream of its own. */
+  reasoningRng: Rng;
 }
 
-interface RequestMessage {
-  role: string;
-  content?: unknown;
+/** What each API's endpoint received for the run's conversations, as the scripted model saw it. */
+export interface ApiUse {
+  /** The run's conversations (forks and agents called as tools counted with theirs) with requests here. */
+  conversations: Set<string>;
+  /** Requests the scripted model answered (with a reply or an injected fault). */
+  requests: number;
+  /** Replies that carried reasoning (Responses API only). */
+  reasoningReplies: number;
 }
 
 /** Builds the responder and counts what it injects. */
@@ -148,6 +160,18 @@ export class ChaosModel {
     handoff: 0,
     sub_agent: 0,
   };
+  /** Per API, what the scripted model answered. */
+  readonly apis: Record<ModelApi, ApiUse> = {
+    chat: { conversations: new Set(), requests: 0, reasoningReplies: 0 },
+    responses: { conversations: new Set(), requests: 0, reasoningReplies: 0 },
+  };
+  /** Requests of a conversation on the other API than the one its plan names (its forks and agents inherit it). */
+  readonly wrongApi: string[] = [];
+  /**
+   * Call ids (unique to the run) of tool calls the model wrote right after reasoning: wherever such a call is sent
+   * back, its reasoning item must come just before it.
+   */
+  readonly reasoningLed = new Set<string>();
   readonly hugeAnswers: HugeAnswerSent[] = [];
   /** Model requests answered per conversation id (valid ones). */
   readonly requestsByConversation = new Map<string, number>();
@@ -171,24 +195,49 @@ export class ChaosModel {
         subAgentRng: new Rng(seed, 'sub-agents', plan.index),
         agentToolOffered: false,
         childCoverageSent: false,
+        reasoningRng: new Rng(seed, 'reasoning', plan.index),
       });
     }
   }
 
   /** The model server's responder. */
   readonly responder = (request: RecordedRequest): ScriptedReply => {
-    const messages = ((request.body as { messages?: RequestMessage[] } | undefined)?.messages ??
-      []) as RequestMessage[];
+    const view = viewRequest(request);
+    const reply = this.play(request, view.messages, view.toolNames);
+    const script = this.scriptOf(view.messages);
+    if (!script) return reply;
+    const use = this.apis[view.api];
+    use.requests++;
+    use.conversations.add(script.plan.id);
+    if (view.api !== script.plan.modelApi && this.wrongApi.length < 20)
+      this.wrongApi.push(
+        `request #${request.index} of ${script.plan.id} (on ${script.plan.modelApi}) went to ${view.api}`,
+      );
+    // Reasoning before the answer's first item, from a stream of its own, so the other choices stay what they were.
+    if (view.api !== 'responses' || !answers(reply) || !script.reasoningRng.chance(P_REASONING)) return reply;
+    use.reasoningReplies++;
+    const first = firstCall(reply);
+    // Ids restarted in every response (`functions.NAME:0`) name many calls: only a call the run's id names alone counts.
+    if (first?.id?.startsWith('call_c')) this.reasoningLed.add(first.id);
+    return withReasoning(reply, `Reasoning of ${script.plan.tag} before reply ${use.reasoningReplies}.`);
+  };
+
+  /** The script of the conversation whose messages these are (by the tag its first user message starts with). */
+  private scriptOf(messages: readonly RequestMessage[]): ConversationScript | undefined {
     const firstUser = messages.find((m) => m.role === 'user');
-    const tag = typeof firstUser?.content === 'string' ? firstUser.content.split(' ')[0] : '';
-    const script = this.scripts.get(tag);
+    return this.scripts.get(typeof firstUser?.content === 'string' ? firstUser.content.split(' ')[0] : '');
+  }
+
+  private play(request: RecordedRequest, messages: RequestMessage[], toolNames: readonly string[]): ScriptedReply {
+    const firstUser = messages.find((m) => m.role === 'user');
+    const script = this.scriptOf(messages);
     if (!script) return { content: 'This conversation is not part of the chaos run.' };
+    const tag = script.plan.tag;
     const id = script.plan.id;
     this.requestsByConversation.set(id, (this.requestsByConversation.get(id) ?? 0) + 1);
     const { rng, plan } = script;
-    const offered = (request.body as { tools?: { function?: { name?: string } }[] } | undefined)?.tools ?? [];
-    script.handoffs = offered.flatMap((t) => (t.function?.name?.startsWith('transfer_to_') ? [t.function.name] : []));
-    script.agentToolOffered = offered.some((t) => t.function?.name === 'ask_backdesk');
+    script.handoffs = toolNames.filter((name) => name.startsWith('transfer_to_'));
+    script.agentToolOffered = toolNames.includes('ask_backdesk');
     const inChild = typeof firstUser?.content === 'string' && firstUser.content.startsWith(`${tag} ${SUB_TASK_MARK}`);
     const isFirstRequest = !messages.some((m) => m.role === 'assistant');
     const last = messages[messages.length - 1];
@@ -217,7 +266,7 @@ export class ChaosModel {
     if (!afterContext && rng.chance(P_CONTEXT)) return this.overContext(script, request);
     const reply = this.reply(script, messages, isFirstRequest, inChild);
     return rng.chance(P_SLOW) ? this.slow(rng, reply) : reply;
-  };
+  }
 
   private serverError(script: ConversationScript): ScriptedReply {
     script.consecutive500++;
@@ -235,12 +284,7 @@ export class ChaosModel {
   private overContext(script: ConversationScript, request: RecordedRequest): ScriptedReply {
     script.lastWasContext = true;
     this.faults.context_length_exceeded++;
-    const tokens = countPromptTokens(request.body as { messages?: unknown; tools?: unknown });
-    return {
-      kind: 'http_error',
-      status: 400,
-      body: contextLengthExceededBody(STATED_WINDOW_TOKENS, Math.max(tokens, STATED_WINDOW_TOKENS + 1)),
-    };
+    return { kind: 'http_error', status: 400, body: contextExceededBody(request, STATED_WINDOW_TOKENS) };
   }
 
   /** A final answer of 1–3 MB, starting with a marker the checks look for. */
@@ -388,4 +432,23 @@ export class ChaosModel {
           : { id, name: 'issue_refund', arguments: `{"order_id": "${order}", "amount_cents": }` };
     }
   }
+}
+
+/** Whether the reply (after any delay) is an answer, not a fault. */
+function answers(reply: ScriptedReply): boolean {
+  if (reply.kind === 'delay') return answers(reply.then);
+  return reply.kind === undefined || reply.kind === 'message';
+}
+
+/** The first tool call of the answer (after any delay), when the answer has no text before it. */
+function firstCall(reply: ScriptedReply): ScriptedToolCall | undefined {
+  if (reply.kind === 'delay') return firstCall(reply.then);
+  if (reply.kind !== undefined && reply.kind !== 'message') return undefined;
+  return reply.content ? undefined : reply.toolCalls?.[0];
+}
+
+/** The answer (after any delay) with `reasoning` before its first item. */
+function withReasoning(reply: ScriptedReply, reasoning: string): ScriptedReply {
+  if (reply.kind === 'delay') return { ...reply, then: withReasoning(reply.then, reasoning) };
+  return reply.kind === undefined || reply.kind === 'message' ? { ...reply, reasoningContent: reasoning } : reply;
 }

@@ -3,6 +3,7 @@
  * conversations, their turns, and the "coverage" scenarios that make sure
  * every kind of fault happens at least once even in a small run.
  */
+import type { ModelApi } from '../../src/contract/model-api';
 import { Rng } from './random';
 import type { DecisionPath } from './run-log';
 
@@ -131,6 +132,10 @@ export interface ConversationPlan {
   fork?: PlannedFork;
   /** For a fork: the conversation it was forked from. */
   forkOf?: string;
+  /**
+   * The model API it names at its start (`input.model.api`); its forks and the agents it calls as tools inherit it.
+   */
+  modelApi: ModelApi;
 }
 
 /**
@@ -208,14 +213,31 @@ export const COVERAGE: readonly CoverageScenario[] = [
   },
 ];
 
-/** The conversations of a run. */
-export function planConversations(runId: string, seed: string, count: number): ConversationPlan[] {
+/** The share of a run's conversations on the Responses API unless told otherwise. */
+export const DEFAULT_RESPONSES_SHARE = 0.5;
+
+/**
+ * The conversations of a run. `responsesShare` (0..1) of them, rounded and chosen by the seed, name the Responses API;
+ * the others name Chat Completions.
+ */
+export function planConversations(
+  runId: string,
+  seed: string,
+  count: number,
+  responsesShare = DEFAULT_RESPONSES_SHARE,
+): ConversationPlan[] {
+  if (!(responsesShare >= 0 && responsesShare <= 1))
+    throw new RangeError(`responsesShare must be between 0 and 1, got ${responsesShare}; pass e.g. 0.5 for half.`);
   const rng = new Rng(seed, 'plan');
   const plans: ConversationPlan[] = [];
   for (let i = 0; i < count; i++) {
     const id = `chaos-${runId}-${String(i).padStart(3, '0')}`;
-    plans.push({ index: i, id, tag: `[${id}]`, turns: rng.int(1, 3) });
+    plans.push({ index: i, id, tag: `[${id}]`, turns: rng.int(1, 3), modelApi: 'chat' });
   }
+  // Exactly the share (a small run gets both APIs), which ones drawn from a stream of its own.
+  const apis = new Rng(seed, 'plan-api');
+  const order = plans.map((p) => ({ p, key: apis.float() })).sort((a, b) => a.key - b.key);
+  for (const { p } of order.slice(0, Math.round(count * responsesShare))) p.modelApi = 'responses';
   const covered = Math.min(COVERAGE.length, count);
   for (let j = 0; j < covered; j++) plans[Math.floor((j * count) / covered)].coverage = COVERAGE[j];
   // Streams of their own, so the choices above stay what the seed made them before these faults existed.

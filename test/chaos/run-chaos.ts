@@ -29,10 +29,12 @@ import { restartPostgres, startLocalCluster, startLocalServers, stopPostgres } f
 import { connectionOptions, type TemporalConnectionSettings } from '../../src/app/temporal-connection';
 import type { EmbeddedPostgresServer } from '../../src/db/embedded-postgres';
 import type { ConversationInput } from '../../src/contract';
+import type { ModelApi } from '../../src/contract/model-api';
 import { runFinalChecks, type CheckResults } from './checks';
 import { playConversation, type DriverContext } from './driver';
 import { ChaosModel, CHAOS_ORDERS } from './model-script';
-import { planConversations } from './plan';
+import { apiOf, checkResponsesRequests } from './model-request';
+import { DEFAULT_RESPONSES_SHARE, planConversations } from './plan';
 import { Rng } from './random';
 import { explainRecoveries, HELD_UP_BY_FAULT, quantile, RecoveryTracker, type RecoveryMeasurement } from './recovery';
 import { RunLog, type FaultKind } from './run-log';
@@ -60,6 +62,11 @@ export interface ChaosOptions {
   databaseDownMs?: [number, number];
   /** Conversations driven at once. Default 8. */
   concurrency?: number;
+  /**
+   * The share (0..1) of the conversations on the Responses API (`input.model.api: 'responses'`; their forks and the
+   * agents they call as tools inherit it), the others on Chat Completions. Default 0.5.
+   */
+  responsesShare?: number;
   /** Seed of every random choice; random when unset. */
   seed?: string;
   /** Hard stop: the run ends (and fails) after this long. Default 10. */
@@ -151,6 +158,7 @@ export interface ChaosSummary {
       | 'lostWorkerTakeover'
       | 'controls'
       | 'cluster'
+      | 'responsesShare'
     >
   >;
   durationMs: number;
@@ -162,6 +170,8 @@ export interface ChaosSummary {
   turnOutcomes: Record<string, number>;
   toolOutcomes: Record<string, number>;
   modelRequests: number;
+  /** Per model API: the run's conversations on it and the requests its endpoint received. */
+  modelApis: Record<ModelApi, ModelApiUse>;
   faults: Record<FaultKind, number>;
   decisions: CheckResults['decisions'];
   mustBeZero: CheckResults['mustBeZero'];
@@ -206,6 +216,26 @@ export interface ChaosSummary {
   text: string;
 }
 
+/** What one model API's endpoint saw in a run. */
+export interface ModelApiUse {
+  /** The run's conversations that sent requests there (their forks and agents called as tools counted with them). */
+  conversations: number;
+  /** Requests its endpoint received, invalid ones included. */
+  requests: number;
+  /** Of those, answered with a 400/404 (or, on the Responses API, found breaking a rule when read again). */
+  invalid: number;
+  /** Replies that carried reasoning (Responses API). */
+  reasoningReplies: number;
+  /** Reasoning items sent back in requests (Responses API). */
+  reasoningItemsSentBack: number;
+  /** Calls sent back that the model wrote right after reasoning, each checked for it (Responses API). */
+  reasoningLedCallsSent: number;
+  /** Calls sent back without the reasoning the model wrote just before them (Responses API; must be 0). */
+  reasoningLost: number;
+  /** Answers stored with reasoning items, and those items (Responses API). */
+  storedReasoning: { answers: number; items: number };
+}
+
 /** How long a control waits for an earlier fault's conversations to move, and for its own. */
 const CONTROL_WAIT_MS = 30_000;
 
@@ -225,6 +255,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
     lostWorkerTakeover: options.lostWorkerTakeover ?? true,
     controls: options.controls ?? true,
     cluster: options.cluster ?? false,
+    responsesShare: options.responsesShare ?? DEFAULT_RESPONSES_SHARE,
   };
   const seed = options.seed ?? String(randomBytes(4).readUInt32BE());
   const runId = randomBytes(3).toString('hex');
@@ -280,7 +311,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
         ${CHAOS_ORDERS.map((id) => `('${id}', 'cus_chaos', 'Chaos run order', 2000000000)`).join(',\n        ')};
     `);
 
-    const plans = planConversations(runId, seed, o.conversations);
+    const plans = planConversations(runId, seed, o.conversations, o.responsesShare);
     const runLog = new RunLog(plans);
     const chaosModel = new ChaosModel(seed, plans);
     const model: ModelServer = await startModelServer({ responder: chaosModel.responder });
@@ -516,9 +547,33 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
       historyDir: options.keepFiles ? scratch : undefined,
       signal: checksStop.signal,
     });
+    // The Responses requests the server accepted, read again: each must keep the rules of its form of the guarantee.
+    // Counted after the checks, so the requests of their last question to each conversation count too.
+    const responsesRequests = checkResponsesRequests(model.requests, chaosModel.reasoningLed);
+    checks.mustBeZero.invalidModelRequests = model.invalidRequests().length + responsesRequests.ruleBreaks.length;
+    checks.mustBeZero.reasoningNotSentBack = responsesRequests.reasoningLost.length;
     for (const bad of model.invalidRequests().slice(0, 5)) {
-      checks.problems.push(`invalid model request #${bad.index}: ${JSON.stringify(bad.error?.body).slice(0, 300)}`);
+      checks.problems.push(
+        `invalid model request #${bad.index} (${bad.path}): ${JSON.stringify(bad.error?.body).slice(0, 300)}`,
+      );
     }
+    checks.problems.push(...responsesRequests.ruleBreaks.slice(0, 5).map((line) => line.slice(0, 400)));
+    checks.problems.push(...responsesRequests.reasoningLost.slice(0, 5).map((line) => `reasoning lost: ${line}`));
+    // Forks and agents called as tools inherit their conversation's API: a request on the other is a problem.
+    checks.problems.push(...chaosModel.wrongApi.map((line) => `model API not kept: ${line}`));
+    const apiUse = (api: ModelApi): ModelApiUse => {
+      const sent = model.requests.filter((r) => r.method === 'POST' && apiOf(r) === api);
+      return {
+        conversations: chaosModel.apis[api].conversations.size,
+        requests: sent.length,
+        invalid: sent.filter((r) => !r.valid).length + (api === 'responses' ? responsesRequests.ruleBreaks.length : 0),
+        reasoningReplies: chaosModel.apis[api].reasoningReplies,
+        reasoningItemsSentBack: api === 'responses' ? responsesRequests.reasoningItemsSentBack : 0,
+        reasoningLedCallsSent: api === 'responses' ? responsesRequests.reasoningLedCallsSent : 0,
+        reasoningLost: api === 'responses' ? responsesRequests.reasoningLost.length : 0,
+        storedReasoning: api === 'responses' ? checks.storedReasoning : { answers: 0, items: 0 },
+      };
+    };
     await tracker.stop();
     await explainRecoveries(client.temporal, tracker.measurements).catch((err: Error) =>
       log(`could not read the causes of recoveries: ${err.message}`),
@@ -536,6 +591,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosSummary
       turnOutcomes: checks.turnOutcomes,
       toolOutcomes: checks.toolOutcomes,
       modelRequests: model.requests.length,
+      modelApis: { chat: apiUse('chat'), responses: apiUse('responses') },
       faults: runLog.faults,
       decisions: checks.decisions,
       mustBeZero: checks.mustBeZero,

@@ -1,5 +1,5 @@
 /** The one summary a chaos run prints. */
-import type { ChaosSummary, RecoveryStats } from './run-chaos';
+import type { ChaosSummary, ModelApiUse, RecoveryStats } from './run-chaos';
 import { FAULT_KINDS } from './run-log';
 
 const MUST_BE_ZERO_LABELS: Record<keyof ChaosSummary['mustBeZero'], string> = {
@@ -14,7 +14,13 @@ const MUST_BE_ZERO_LABELS: Record<keyof ChaosSummary['mustBeZero'], string> = {
   lostToSizeLimits: 'messages, answers or results lost to a size limit',
   conversationsNotAnswering: 'conversations that no longer answer',
   decisionsWithoutIdentity: 'decisions recorded without an authenticated identity',
+  reasoningNotSentBack: 'calls sent back without their reasoning (Responses API)',
 };
+
+/** The conversations and requests of one model API. */
+function apiLine(use: ModelApiUse): string {
+  return `${use.conversations} conversations, ${use.requests} requests (${use.invalid} invalid)`;
+}
 
 const seconds = (ms: number | undefined): string => (ms === undefined ? '–' : `${(ms / 1000).toFixed(1)} s`);
 
@@ -57,6 +63,7 @@ export function formatSummary(s: ChaosSummary): string {
   const secs = Math.round((s.durationMs % 60_000) / 1000);
   const verdict = s.passed ? 'PASS' : 'FAIL';
   const faultLine = FAULT_KINDS.map((k) => `${k} ${s.faults[k]}`);
+  const reasoning = s.modelApis.responses;
   const lines = [
     '══════════════════ chaos run summary ══════════════════',
     `run ${s.runId} · seed ${s.seed} · ${minutes}m ${secs}s · ${s.conversations} conversations (concurrency ${s.options.concurrency}) · ${s.options.workers} worker processes` +
@@ -76,6 +83,11 @@ export function formatSummary(s: ChaosSummary): string {
         : ''),
     `turns         ${s.turns} (${counts(s.turnOutcomes)}) for ${s.messagesSent} user messages; ${s.modelRequests} model requests; ` +
       `${s.continuedAsNew} continue-as-new; ${s.subAgentConversations} sub-agent conversations`,
+    `model APIs    Chat Completions: ${apiLine(s.modelApis.chat)}; Responses (share ${s.options.responsesShare}): ` +
+      apiLine(s.modelApis.responses),
+    `  reasoning   ${reasoning.reasoningReplies} replies with reasoning; ${reasoning.reasoningItemsSentBack} reasoning items sent back; ` +
+      `${reasoning.reasoningLedCallsSent} calls that followed reasoning sent back, ${reasoning.reasoningLost} without it; ` +
+      `${reasoning.storedReasoning.answers} answers stored with ${reasoning.storedReasoning.items} reasoning items`,
     'faults injected',
     ...Array.from(
       { length: Math.ceil(faultLine.length / 6) },

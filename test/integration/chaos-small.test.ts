@@ -3,10 +3,11 @@ import { runChaos } from '../chaos/run-chaos';
 import { DECISION_PATHS, FAULT_KINDS } from '../chaos/run-log';
 
 // A small chaos run (`npm run chaos` with a CI-sized configuration): its own
-// Temporal dev server and PostgreSQL, two worker processes, 8 conversations,
-// 2 worker kills and a server restart. Every "must be 0" must be 0, and every
-// kind of fault must actually have been injected, agents called as tools,
-// Temporal resets and forks among them.
+// Temporal dev server and PostgreSQL, two worker processes, 8 conversations
+// (half of them on the Responses API, the others on Chat Completions),
+// 2 worker kills and a server restart. Every "must be 0" must be 0 on both
+// APIs, and every kind of fault must actually have been injected, agents
+// called as tools, Temporal resets and forks among them.
 
 describe('chaos run (small)', () => {
   it('injects every kind of fault, and nothing is lost, duplicated, stuck or broken', async () => {
@@ -35,6 +36,7 @@ describe('chaos run (small)', () => {
       lostToSizeLimits: 0,
       conversationsNotAnswering: 0,
       decisionsWithoutIdentity: 0,
+      reasoningNotSentBack: 0,
     });
     expect(summary.problems).toEqual([]);
     const notInjected = FAULT_KINDS.filter((kind) => !(summary.faults[kind] > 0));
@@ -48,6 +50,14 @@ describe('chaos run (small)', () => {
     // through the API).
     expect(summary.subAgentConversations).toBeGreaterThan(0);
     expect(summary.decisions.appliedInSubAgents).toBeGreaterThan(0);
+    // Both APIs served conversations, and reasoning of the Responses API was kept and sent back.
+    const { chat, responses } = summary.modelApis;
+    expect(chat.conversations + responses.conversations).toBe(8);
+    expect(responses.conversations).toBe(4);
+    expect(chat.requests).toBeGreaterThan(0);
+    expect(responses.requests).toBeGreaterThan(0);
+    expect(responses.reasoningItemsSentBack).toBeGreaterThan(0);
+    expect(responses.storedReasoning.items).toBeGreaterThan(0);
     expect(summary.passed).toBe(true);
   }, 240_000);
 });

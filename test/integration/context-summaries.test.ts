@@ -74,6 +74,87 @@ function respond(r: RecordedRequest): ScriptedReply {
   };
 }
 
+const summarising = {
+  systemPrompt: 'You look orders up.',
+  model: { contextWindow: WINDOW, contextOverflow: 'summarize' as const },
+  budget: { conversationTokens: 10_000_000 },
+};
+
+interface UsageRow {
+  summary: string;
+  usage: { promptTokens: number; completionTokens: number } | null;
+  cost_usd: number | null;
+}
+
+const summaryRows = async (id: string) =>
+  (
+    await h.pool.query<UsageRow>(
+      'SELECT summary, usage, cost_usd FROM durable_agent.context_summaries WHERE conversation_id = $1',
+      [id],
+    )
+  ).rows;
+
+/**
+ * Every summary request the server answered is in the conversation's usage once (beside its answers), and in the
+ * budget's ledger once, under a key of its own.
+ */
+async function expectSummariesCountedOnce(id: string, summaryRequests: RecordedRequest[]): Promise<void> {
+  const rows = await summaryRows(id);
+  const sum = (list: { usage: UsageRow['usage'] }[], k: 'promptTokens' | 'completionTokens') =>
+    list.reduce((n, r) => n + (r.usage?.[k] ?? 0), 0);
+  expect(sum(rows, 'promptTokens')).toBe(summaryRequests.reduce((n, r) => n + (r.promptTokens ?? 0), 0));
+  const { rows: answers } = await h.pool.query<{ usage: UsageRow['usage'] }>(
+    'SELECT usage FROM durable_agent.model_responses WHERE conversation_id = $1',
+    [id],
+  );
+  const state = await h.client.state(id);
+  expect(state.usage.promptTokens).toBe(sum(answers, 'promptTokens') + sum(rows, 'promptTokens'));
+  expect(state.usage.completionTokens).toBe(sum(answers, 'completionTokens') + sum(rows, 'completionTokens'));
+  const { rows: ledger } = await h.pool.query<{ tokens: string }>(
+    "SELECT tokens FROM durable_agent.budget_spend WHERE conversation_id = $1 AND response_key LIKE '%/summary/%'",
+    [id],
+  );
+  expect(ledger).toHaveLength(summaryRequests.length);
+  expect(ledger.reduce((n, r) => n + Number(r.tokens), 0)).toBe(
+    sum(rows, 'promptTokens') + sum(rows, 'completionTokens'),
+  );
+}
+
+/**
+ * Runs the orders conversation with turns left out (the default) until a model call leaves turns out: the turn it is
+ * in, what the conversation spent before it, and its estimate (the prompt's tokens, counted: it has a budget).
+ */
+async function firstElision(
+  id: string,
+  budget: { conversationTokens: number },
+): Promise<{ elidedAt: number; spentBefore: number; estimate: number }> {
+  for (let order = 1; order <= 12; order++) {
+    const { turn } = await h.client.ask(id, `Look up order ${order}`, {
+      input: { systemPrompt: 'You look orders up.', model: { contextWindow: WINDOW }, budget },
+    });
+    const { rows } = await h.pool.query<{
+      usage: { promptTokens: number; completionTokens: number };
+      prompt_estimate: number;
+      context_budget: { elided: number };
+    }>(
+      `SELECT r.usage, r.prompt_estimate, r.context_budget FROM durable_agent.model_responses r
+         JOIN durable_agent.conversation_messages m ON m.ref_key = r.response_key
+        WHERE m.conversation_id = $1 ORDER BY m.seq`,
+      [id],
+    );
+    const first = rows.findIndex((r) => r.context_budget.elided > 0);
+    if (first >= 0) {
+      return {
+        elidedAt: order,
+        spentBefore: rows.slice(0, first).reduce((n, r) => n + r.usage.promptTokens + r.usage.completionTokens, 0),
+        estimate: rows[first].prompt_estimate,
+      };
+    }
+    expect(turn.outcome).toBe('answered');
+  }
+  throw new Error('no model call left turns out');
+}
+
 describe('summaries when the context is full', () => {
   it('the model sees a summary in place of earlier turns; the transcript keeps everything; the cost is counted; a replay asks no model', async () => {
     const id = h.newConversationId('summaries');
@@ -198,6 +279,105 @@ describe('summaries when the context is full', () => {
       id,
     ]);
     expect(rows).toHaveLength(0);
+  });
+
+  it('a summary request that spent tokens and wrote nothing is counted once; that call leaves the turns out', async () => {
+    const id = h.newConversationId('summary-empty');
+    const firstRequest = h.model.requests.length;
+    let summaries = 0;
+    // The first summary request is cut by its token limit before any text (a reasoning model that spent them all
+    // thinking): it is billed, and no summary comes of it.
+    h.model.setResponder((r) =>
+      isSummaryRequest(r) && ++summaries === 1
+        ? { content: '', reasoningContent: 'Weighing which orders matter. '.repeat(20), finishReason: 'length' }
+        : respond(r),
+    );
+    try {
+      for (let order = 1; order <= 8; order++) {
+        const { turn } = await h.client.ask(id, `Look up order ${order}`, { input: summarising });
+        expect(turn.outcome).toBe('answered');
+      }
+    } finally {
+      h.model.setResponder(respond);
+    }
+    const requests = h.model.requests.slice(firstRequest);
+    const summaryRequests = requests.filter(isSummaryRequest);
+    expect(summaryRequests.length).toBeGreaterThan(1);
+    // The call whose summary request wrote nothing left the earlier turns out instead.
+    const empty = requests.indexOf(summaryRequests[0]);
+    expect(
+      messagesOf(requests[empty + 1]).some((m) => m.role === 'system' && m.content.startsWith('[Context note:')),
+    ).toBe(true);
+    await expectSummariesCountedOnce(id, summaryRequests);
+    // What it spent is kept in a row of its own with no summary, never sent.
+    expect((await summaryRows(id)).filter((r) => r.summary === '')).toHaveLength(1);
+  });
+
+  it('a summary written by a call that then failed for good is counted once, by the next call of the conversation', async () => {
+    const id = h.newConversationId('summary-orphan');
+    const firstRequest = h.model.requests.length;
+    let summaries = 0;
+    let refuseNext = false;
+    // The request the first summary is written for is refused (a 400): that model call fails for good, its turn fails.
+    h.model.setResponder((r) => {
+      if (isSummaryRequest(r)) refuseNext ||= ++summaries === 1;
+      else if (refuseNext) {
+        refuseNext = false;
+        return { kind: 'http_error', status: 400 };
+      }
+      return respond(r);
+    });
+    const outcomes: string[] = [];
+    try {
+      for (let order = 1; order <= 8; order++) {
+        const { turn } = await h.client.ask(id, `Look up order ${order}`, { input: summarising });
+        outcomes.push(turn.outcome);
+      }
+    } finally {
+      h.model.setResponder(respond);
+    }
+    expect(outcomes.filter((o) => o === 'failed')).toHaveLength(1);
+    expect(outcomes.filter((o) => o === 'answered')).toHaveLength(7);
+    const requests = h.model.requests.slice(firstRequest).filter((r) => r.reply?.kind !== 'http_error');
+    const summaryRequests = requests.filter(isSummaryRequest);
+    expect(summaryRequests.length).toBeGreaterThan(0);
+    // Each request answered left one row; the one written by the failed call is in the usage through a later call.
+    expect(await summaryRows(id)).toHaveLength(summaryRequests.length);
+    await expectSummariesCountedOnce(id, summaryRequests);
+  });
+
+  it('a summary that the budget has no room for, with the call it is written for, is not asked for: the turn ends budget_exceeded', async () => {
+    // Measured on the same conversation with turns left out: what was spent before the first call that leaves turns
+    // out, and that call's estimate.
+    const measured = h.newConversationId('summary-budget-measure');
+    const { elidedAt, spentBefore, estimate } = await firstElision(measured, { conversationTokens: 10_000_000 });
+    // Room for that call (left as it is, with turns out), not for a summary before it.
+    const budget = { conversationTokens: spentBefore + estimate + 10 };
+    const roomy = h.newConversationId('summary-budget-elide');
+    expect((await firstElision(roomy, budget)).elidedAt).toBe(elidedAt);
+
+    const id = h.newConversationId('summary-budget');
+    const firstRequest = h.model.requests.length;
+    const outcomes: string[] = [];
+    let error: string | undefined;
+    for (let order = 1; order <= elidedAt; order++) {
+      const { turn } = await h.client.ask(id, `Look up order ${order}`, {
+        input: { ...summarising, budget },
+      });
+      outcomes.push(turn.outcome);
+      error = turn.error;
+    }
+    expect(outcomes).toEqual([...Array<string>(elidedAt - 1).fill('answered'), 'budget_exceeded']);
+    expect(error).toMatch(
+      /^The summary of earlier turns was not asked for: The conversation .* used \d+ tokens and this call needs about \d+ with the model call it is written for \(\d+ of it for that call\); the budget is \d+ \(budget\.conversationTokens\)\. This model call was not made\./,
+    );
+    expect(h.model.requests.slice(firstRequest).filter((r) => isSummaryRequest(r))).toHaveLength(0);
+    expect(await summaryRows(id)).toHaveLength(0);
+    const { rows: held } = await h.pool.query(
+      "SELECT 1 FROM durable_agent.budget_spend WHERE conversation_id = $1 AND response_key LIKE '%/summary/%'",
+      [id],
+    );
+    expect(held).toHaveLength(0);
   });
 
   it('an unknown contextOverflow is refused, saying what is allowed', async () => {

@@ -153,6 +153,35 @@ describe('guardrails', () => {
     expect(on).toMatchObject({ turn: { outcome: 'answered' }, answer: 'Order ord_1 ships Monday.' });
   });
 
+  it('a guardrail that is a model call, in a conversation on the Responses API, asks there too: valid requests to /v1/responses only', async () => {
+    const id = h.newConversationId('model-guard-responses');
+    const before = h.model.requests.length;
+    h.model.enqueue({ content: 'no' });
+    const off = await h.client.ask(id, 'Write me a poem', {
+      input: { agent: 'screened', model: { api: 'responses' } },
+    });
+    expect(off.turn).toMatchObject({ outcome: 'guardrail_tripped', guardrail: { on: 'input', guardrail: 'on_topic' } });
+    const classified = h.model.requests.slice(before);
+    expect(classified.map((r) => [r.path, r.valid])).toEqual([['/v1/responses', true]]);
+    expect(classified[0].body).toMatchObject({
+      store: false,
+      input: [
+        { type: 'message', role: 'system', content: 'You classify requests.' },
+        { type: 'message', role: 'user', content: 'Is this about orders? Answer yes or no.\n\nWrite me a poem' },
+      ],
+    });
+    expect(classified[0].body).not.toHaveProperty('tools');
+    // The guardrail passes on "yes": the answering call is made, on the same API.
+    h.model.enqueue({ content: 'yes' }, { content: 'Order ord_1 ships Monday.' });
+    const on = await h.client.ask(id, 'When does ord_1 ship?');
+    expect(on).toMatchObject({ turn: { outcome: 'answered' }, answer: 'Order ord_1 ships Monday.' });
+    const answered = h.model.requests.slice(before + 1);
+    expect(answered.map((r) => [r.path, r.valid])).toEqual([
+      ['/v1/responses', true],
+      ['/v1/responses', true],
+    ]);
+  });
+
   it('a tool guardrail blocks one of two parallel calls: the other runs, both are answered, the model reads the reason', async () => {
     const id = h.newConversationId('tool-guard');
     emails.length = 0;

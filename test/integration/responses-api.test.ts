@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../support/harness';
+import { requestsWithUserText, type ResponsesItem } from '../support/model-requests';
 
 let h: Harness;
 beforeAll(async () => {
@@ -9,26 +10,14 @@ afterAll(async () => {
   await h?.stop();
 });
 
-type Item = {
-  type?: string;
-  role?: string;
-  id?: string;
-  call_id?: string;
-  encrypted_content?: string;
-  content?: unknown;
-};
+type Item = ResponsesItem;
 
 /** The Responses requests of one conversation (its first user message carries `marker`), in order. */
-function responsesRequestsFor(marker: string): Record<string, unknown>[] {
-  return h.model.requests
-    .filter((r) => r.path === '/v1/responses')
-    .map((r) => r.body as Record<string, unknown>)
-    .filter((body) =>
-      ((body?.input as Item[] | undefined) ?? []).some(
-        (i) => i.role === 'user' && typeof i.content === 'string' && i.content.includes(marker),
-      ),
-    );
-}
+const responsesRequestsFor = (marker: string) =>
+  requestsWithUserText(
+    h.model.requests.filter((r) => r.path === '/v1/responses'),
+    marker,
+  );
 
 const refund = (id: string, order: string, cents: number) => ({
   id,

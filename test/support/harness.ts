@@ -18,6 +18,7 @@ import { migrate } from '../../src/db/migrations';
 import { createPool } from '../../src/db/pool';
 import { agentTables, type AgentTables } from '../../src/db/schema';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy';
+import { requestsWithUserText } from './model-requests';
 import { startModelServer, type ModelServer, type ModelServerOptions } from '../../src/testing';
 import { createAgentWorker } from '../../src/worker/worker';
 import type { ModelPrices } from '../../src/core/pricing';
@@ -28,6 +29,7 @@ import type { Tool } from '../../src/tools/tool';
 import type { Agent } from '../../src/tools/agents';
 import type { Guardrail } from '../../src/tools/guardrails';
 import type { SearchAttributeOptions } from '../../src/contract';
+import type { ModelApi } from '../../src/contract/model-api';
 
 try {
   Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -70,6 +72,8 @@ export interface HarnessOptions {
   namespace?: string;
   /** The search attribute groups and prefix of the in-process worker and the client. */
   searchAttributes?: SearchAttributeOptions;
+  /** The API the in-process worker's model calls speak when a conversation or agent does not choose (`model.api`). */
+  modelApi?: ModelApi;
 }
 
 /** What a test file works with. */
@@ -94,7 +98,7 @@ export interface Harness {
   worker?: Worker;
   /** A fresh conversation id. */
   newConversationId(prefix?: string): string;
-  /** Requests the model server received whose messages include `marker` in a user message. */
+  /** Requests the model server received (either API) whose messages or input items include `marker` in a user message. */
   requestsFor(marker: string): Record<string, unknown>[];
   /** Asserts the scripted model server never saw an invalid request. */
   expectOnlyValidModelRequests(): void;
@@ -167,6 +171,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         client: createOpenAIClient({ apiKey: 'test-key', baseUrl: model.url }),
         contextWindow: options.workerContextWindow,
         prices: options.modelPrices,
+        api: options.modelApi,
       },
       tools: options.tools ?? backofficeTools(),
       agents: options.agents,
@@ -208,14 +213,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     temporal,
     worker,
     newConversationId: (prefix = 'conv') => `${prefix}-${randomUUID().slice(0, 8)}`,
-    requestsFor: (marker) =>
-      model.requests
-        .map((r) => r.body as Record<string, unknown>)
-        .filter((body) =>
-          ((body?.messages as { role: string; content: unknown }[] | undefined) ?? []).some(
-            (m) => m.role === 'user' && typeof m.content === 'string' && m.content.includes(marker),
-          ),
-        ),
+    requestsFor: (marker) => requestsWithUserText(model.requests, marker),
     expectOnlyValidModelRequests: () => {
       expect(model.invalidRequests().map((r) => r.error?.body)).toEqual([]);
     },

@@ -117,9 +117,13 @@ export async function withinTime<T>(
   }
 }
 
-/** The context of a tool guardrail that checks the arguments a person gave in an edit of a waiting call. */
+/**
+ * The context of a tool guardrail that checks the arguments a person gave in an edit of a waiting call. A guardrail
+ * that asks the model asks it on the agent's API when the agent sets one, else the worker's (the decision does not
+ * carry the conversation's settings).
+ */
 export function editCheckContext(
-  deps: Pick<ActivityDeps, 'model' | 'pool' | 'schema'>,
+  deps: Pick<ActivityDeps, 'model' | 'pool' | 'schema' | 'agents'>,
   conversationId: string,
   edit: NonNullable<VerifyDecisionInput['edit']>,
 ): ToolGuardrailContext {
@@ -129,7 +133,12 @@ export function editCheckContext(
     conversationId,
     ...(edit.origin ? { origin: edit.origin } : {}),
     ...(edit.agent !== undefined ? { agent: edit.agent } : {}),
-    guard: guardrailContext(deps, conversationId, edit.agent),
+    guard: guardrailContext(
+      deps,
+      conversationId,
+      edit.agent,
+      edit.agent !== undefined ? deps.agents?.get(edit.agent)?.modelSettings?.api : undefined,
+    ),
   })(edit.toolCallId ?? '');
 }
 

@@ -22,7 +22,7 @@ import { askModel } from './call';
 import { prepareModelCall, type ModelEnv, type PreparedCall } from './prepare';
 import { recordModelSpend } from './spend';
 import { readForModelCall, stopAtInputGuardrails } from './read';
-import { withSummarySpend } from './summaries';
+import { withSummarySpend } from './summary-spend';
 import { openAnswerStream } from './stream';
 
 /** Builds the `callModel` activity. */

@@ -72,7 +72,7 @@ export async function prepareModelCall(env: ModelEnv, activity: Context, input: 
     offer: toolOffer(registry, deps.agents, speaker, input, await enabledHandoffs(deps.agents, speaker, handoffScope)),
     output: typedOutput(deps.agents, speaker, input),
     guards: env.guardrailsOf(speaker),
-    guardContext: guardrailContext(deps, input.conversationId, speaker?.name),
+    guardContext: guardrailContext(deps, input.conversationId, speaker?.name, settings.api),
     spanAttributes: {
       'agent.conversation_id': input.conversationId,
       'agent.model': model,

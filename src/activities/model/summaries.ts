@@ -6,18 +6,18 @@
  * PostgreSQL with the seq range it replaces and what it cost (`src/db/context-summaries.ts`), and used again by
  * later calls and by a retried attempt; when more must be left out, the stored summary is extended (the model is
  * sent it with the messages that follow). The transcript is never changed: operators, the API and the CLI read
- * every message. The call that wrote a summary reports what it cost in its result (`ModelCallResult.summary`), so
- * the workflow counts it once, in the turn's and the conversation's usage; a replay reads that result from
- * history and asks no model. A conversation with a budget has each summary recorded in the budget's ledger too.
+ * every message. What summary requests cost is held, recorded and reported as `summary-spend.ts` says: in the
+ * budget's ledger before and after each request, and in the result of the call (`ModelCallResult.summary`), so the
+ * workflow counts it once; a replay reads that result from history and asks no model.
  */
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { logger } from '../../common/logger';
 import { countTokens } from '../../common/tokens';
-import type { ModelCallResult, SummarySpend } from '../../contract/activities';
 import type { ChatMessage } from '../../contract/messages';
+import type { TokenUsage } from '../../contract/turn-records';
 import { costOf } from '../../core/pricing';
-import { recordSpend } from '../../db/budget-ledger';
-import { readSummaries, storeSummary, summariesWrittenBy, type StoredSummary } from '../../db/context-summaries';
+import type { FollowingCall } from '../../db/budget-ledger';
+import { readSummaries, storeSummary, summaryLedgerKey, type StoredSummary } from '../../db/context-summaries';
 import { requestCompletion } from '../completion';
 import { withDatabaseRetry } from '../database-retry';
 import {
@@ -36,6 +36,13 @@ import type { ModelEnv, PreparedCall } from './prepare';
 import type { LoadedTranscript } from './read';
 import { fittedRequest, type OutgoingMessages } from './request';
 import { modelApiOf, requestResponse } from './responses-completion';
+import {
+  holdSummarySpend,
+  recordSummarySpend,
+  releaseSummarySpend,
+  servedCall,
+  summaryPromptTokens,
+} from './summary-spend';
 
 /** Tokens of the note's own words around a summary, with room to spare. */
 const NOTE_TOKENS = 64;
@@ -63,7 +70,8 @@ export async function withSummary(
     fittedRequest(call, outgoing, calibration, Math.max(1, window)).report.elided;
   const boundary = (elided: number) => turnBoundaryAtOrBefore(messages, start + elided);
   // Summaries start only when the window calls for it: when the request would leave turns out.
-  if (elidedWithin(windowTokens) === 0) return outgoing;
+  const unsummarised = fittedRequest(call, outgoing, calibration, windowTokens).report;
+  if (unsummarised.elided === 0) return outgoing;
   const maxTokens = summaryMaxTokens(windowTokens);
   // A summary must cover what is left out once the summary itself takes its room in the window.
   const neededEnd = boundary(elidedWithin(windowTokens - maxTokens - NOTE_TOKENS));
@@ -80,7 +88,26 @@ export async function withSummary(
   const summary =
     usable && usable.end >= neededEnd
       ? usable
-      : await writeSummary(env, call, { messages, seqs, start, targetEnd, calibration, windowTokens }, usable);
+      : await writeSummary(
+          env,
+          call,
+          {
+            messages,
+            seqs,
+            start,
+            targetEnd,
+            calibration,
+            windowTokens,
+            // The call the summary is written for, at its estimate with the turns left out: a summary it could not
+            // be made after is not written.
+            serves: servedCall(
+              call,
+              env,
+              Math.ceil((unsummarised.promptTokens ?? unsummarised.boundTokens ?? 0) * calibration),
+            ),
+          },
+          usable,
+        );
   if (!summary) return outgoing;
   const { s, end } = summary;
   return {
@@ -96,32 +123,6 @@ export async function withSummary(
   };
 }
 
-/**
- * The result with what this call's summaries cost (by any of its attempts; a summary another call wrote and this
- * one reused is that call's). Unchanged for a call that does not summarise or wrote none.
- */
-export async function withSummarySpend(
-  env: ModelEnv,
-  call: PreparedCall,
-  result: ModelCallResult,
-): Promise<ModelCallResult> {
-  if (call.settings.contextOverflow !== 'summarize') return result;
-  const written = await withDatabaseRetry('read what the summaries cost', () =>
-    summariesWrittenBy(env.deps.pool, env.tables, call.responseKey),
-  );
-  if (written.length === 0) return result;
-  const spend: SummarySpend = {
-    usage: {
-      promptTokens: written.reduce((n, s) => n + (s.usage?.promptTokens ?? 0), 0),
-      completionTokens: written.reduce((n, s) => n + (s.usage?.completionTokens ?? 0), 0),
-    },
-    requests: written.length,
-  };
-  // A cost only when every summary has one: an unknown cost stays unknown (it stops a limit in dollars).
-  if (written.every((s) => s.costUsd !== undefined)) spend.costUsd = written.reduce((n, s) => n + s.costUsd!, 0);
-  return { ...result, summary: spend };
-}
-
 interface Range {
   messages: ChatMessage[];
   seqs: number[];
@@ -131,6 +132,8 @@ interface Range {
   targetEnd: number;
   calibration: number;
   windowTokens: number;
+  /** The call the summary is written for, checked with each summary request against the budget. */
+  serves: FollowingCall | undefined;
 }
 
 /**
@@ -164,26 +167,46 @@ async function writeSummary(
       .slice(from, end)
       .map((m, i) => renderMessage(m, seqs[from + i], clipTo))
       .join('\n');
-    const written = await summarise(
-      env,
-      call,
+    const request = summaryRequestMessages(
       done?.s,
       { text, fromSeq: seqs[from], throughSeq: seqs[end - 1] },
       maxTokens,
     );
-    if (!written) return done;
+    const row = {
+      conversationId: call.input.conversationId,
+      fromSeq: seqs[start],
+      throughSeq: seqs[end - 1],
+      digest: digestOf(messages.slice(start, end)),
+      model: call.model,
+      responseKey: call.responseKey,
+    };
+    const held = summaryLedgerKey(row);
+    const promptTokens = summaryPromptTokens(request, range.calibration);
+    await holdSummarySpend(env, call, held, { promptTokens, maxTokens }, range.serves);
+    const written = await summarise(env, call, request, maxTokens).catch(async (err: unknown) => {
+      // Refused, a server error, a broken connection: no usage is reported and nothing is billed.
+      await releaseSummarySpend(env, call, held);
+      throw err;
+    });
+    const spent = {
+      ...(written.usage ? { usage: written.usage } : {}),
+      ...(written.costUsd !== undefined ? { costUsd: written.costUsd } : {}),
+    };
+    if (written.text === '') {
+      // Spent without a summary: kept under a digest of its own (never sent), so the call reports what it cost.
+      if (written.usage) {
+        const attempt = call.activity.info.attempt;
+        const unused = { ...row, ...spent, digest: `${row.digest}/unused/${call.responseKey}/${attempt}`, summary: '' };
+        const kept = await withDatabaseRetry('store what the summary request spent', () =>
+          storeSummary(env.deps.pool, env.tables, unused),
+        );
+        await recordSummarySpend(env, call, kept);
+      }
+      await releaseSummarySpend(env, call, held);
+      return done;
+    }
     const s = await withDatabaseRetry('store the summary', () =>
-      storeSummary(env.deps.pool, env.tables, {
-        conversationId: call.input.conversationId,
-        fromSeq: seqs[start],
-        throughSeq: seqs[end - 1],
-        digest: digestOf(messages.slice(start, end)),
-        summary: written.text,
-        model: call.model,
-        ...(written.usage ? { usage: written.usage } : {}),
-        ...(written.costUsd !== undefined ? { costUsd: written.costUsd } : {}),
-        responseKey: call.responseKey,
-      }),
+      storeSummary(env.deps.pool, env.tables, { ...row, ...spent, summary: written.text }),
     );
     await recordSummarySpend(env, call, s);
     logger.info(
@@ -201,21 +224,19 @@ async function writeSummary(
   return done;
 }
 
-/** One summary request: not streamed, no tools, the call's model. Undefined when the model answered nothing. */
+/**
+ * One summary request: not streamed, no tools, the call's model. Its text is empty when the model wrote nothing
+ * (what it spent is still returned).
+ */
 async function summarise(
   env: ModelEnv,
   call: PreparedCall,
-  previous: StoredSummary | undefined,
-  rendered: { text: string; fromSeq: number; throughSeq: number },
+  messages: ChatMessage[],
   maxTokens: number,
-): Promise<{ text: string; usage?: { promptTokens: number; completionTokens: number }; costUsd?: number } | undefined> {
+): Promise<{ text: string; usage?: TokenUsage; costUsd?: number }> {
   const body: ChatCompletionCreateParamsNonStreaming = {
     model: call.model,
-    messages: summaryRequestMessages(
-      previous,
-      rendered,
-      maxTokens,
-    ) as ChatCompletionCreateParamsNonStreaming['messages'],
+    messages: messages as ChatCompletionCreateParamsNonStreaming['messages'],
     max_tokens: maxTokens,
     ...(call.settings.temperature !== undefined ? { temperature: call.settings.temperature } : {}),
   };
@@ -228,28 +249,17 @@ async function summarise(
   const text = (done.message.content ?? '').trim();
   if (text === '') {
     logger.warn(
-      { conversationId: call.input.conversationId, responseKey: call.responseKey, finishReason: done.finishReason },
+      {
+        conversationId: call.input.conversationId,
+        responseKey: call.responseKey,
+        finishReason: done.finishReason,
+        usage: done.usage,
+      },
       'The model wrote an empty summary; earlier turns are left out instead',
     );
-    return undefined;
   }
   const costUsd = costOf(env.deps.model.prices, call.model, done.usage);
   return { text, ...(done.usage ? { usage: done.usage } : {}), ...(costUsd !== undefined ? { costUsd } : {}) };
-}
-
-/** A summary this call wrote is spent from the conversation's budget, under a key of its own in the ledger. */
-async function recordSummarySpend(env: ModelEnv, call: PreparedCall, s: StoredSummary): Promise<void> {
-  const scope = call.input.budget;
-  if (!scope || !s.usage || s.responseKey !== call.responseKey) return;
-  await withDatabaseRetry('record the summary against its budget', () =>
-    recordSpend(env.deps.pool, env.tables, scope, {
-      responseKey: `${call.responseKey}/summary/${s.fromSeq}-${s.throughSeq}`,
-      conversationId: call.input.conversationId,
-      ...(call.speaker ? { agent: call.speaker.name } : {}),
-      tokens: s.usage!.promptTokens + s.usage!.completionTokens,
-      costUsd: s.costUsd,
-    }),
-  );
 }
 
 /**
