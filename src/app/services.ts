@@ -95,11 +95,15 @@ export async function startServices(config: WorkerConfig, signal?: AbortSignal):
       };
       modelOrigin = `${config.openai.model} at ${config.openai.baseUrl ?? 'api.openai.com'}`;
     } else {
+      // The demo model reads both APIs' requests alike (src/demo/request-view.ts).
       const server = await startModelServer({ responder: demoResponder });
       stops.push(() => server.close());
       model = { baseUrl: server.url, apiKey: 'offline-demo', name: 'offline-demo', offlineDemo: true };
       modelOrigin = `${DEMO_LABEL.toUpperCase()}: scripted, no API key set (set OPENAI_API_KEY for a real model)`;
     }
+
+    // Chat Completions is the default and goes unsaid.
+    if (config.openai.api === 'responses') modelOrigin += ', Responses API';
 
     signal?.throwIfAborted();
     const info: RuntimeInfo & { databaseUrl: string } = {

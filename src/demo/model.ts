@@ -5,20 +5,15 @@
  * plainly that it comes from the offline demo model.
  */
 import type { RecordedRequest, Responder, ScriptedMessageReply, ScriptedReply } from '../testing/types';
+import { demoRequestOf, type WireMessage } from './request-view';
 
 /** Prefix of every text answer of the demo model. */
 export const DEMO_LABEL = '[offline demo model]';
 
-interface WireMessage {
-  role: string;
-  content?: unknown;
-  tool_calls?: { id: string; function: { name: string; arguments: string } }[];
-  tool_call_id?: string;
-}
-
 /** Answers like a small agent that can look up customers, list orders and issue refunds. */
 export const demoResponder: Responder = (request: RecordedRequest): ScriptedReply => {
-  const messages = ((request.body as { messages?: WireMessage[] }).messages ?? []) as WireMessage[];
+  // Either API (OPENAI_API=responses too): read as Chat Completions carries it.
+  const { messages, tools: offered, toolChoice } = demoRequestOf(request);
   const lastUser = messages.map((m) => m.role).lastIndexOf('user');
   const content = messages[lastUser]?.content ?? '';
   // A message with files arrives as content parts: the demo reads their text.
@@ -34,11 +29,7 @@ export const demoResponder: Responder = (request: RecordedRequest): ScriptedRepl
   );
   const results = since.filter((m) => m.role === 'tool' && !handoffIds.has(m.tool_call_id ?? ''));
   const calledTools = since.flatMap((m) => m.tool_calls?.map((c) => c.function.name) ?? []);
-  const offered = ((request.body as { tools?: { function: { name: string } }[] }).tools ?? []).map(
-    (t) => t.function.name,
-  );
   const toolsOffered = offered.length > 0;
-  const toolChoice = (request.body as { tool_choice?: unknown }).tool_choice;
 
   const first = toolsOffered && toolChoice !== 'none' ? planFromUserText(userText) : undefined;
   if (first?.toolCalls && !first.toolCalls.every((c) => calledTools.includes(c.name))) {
