@@ -8,8 +8,8 @@
  */
 import { useChat } from '@ai-sdk/react';
 import { DefaultChatTransport, type UIMessage } from 'ai';
-import { useState } from 'react';
-import { Approval, sendOnceWhenAnswered, useResumeWhileOthersDecide, type ToolPart } from './approvals';
+import { useRef, useState } from 'react';
+import { Approval, heldForOthers, sendOnceWhenAnswered, useResumeWhileOthersDecide, type ToolPart } from './approvals';
 import { createRoot } from 'react-dom/client';
 import { loadHistory } from './history';
 import { FilePart, useAttachments } from './files';
@@ -56,16 +56,29 @@ function Part({
 function Chat({ history }: { history: UIMessage[] }) {
   const [draft, setDraft] = useState('');
   const [sendOnce] = useState(sendOnceWhenAnswered);
-  const { messages, sendMessage, regenerate, addToolApprovalResponse, status, error, resumeStream } = useChat({
+  // Set when a message is sent while the response is held: once its answer ends, the page reads the conversation again.
+  const reread = useRef(false);
+  const chat = useChat({
     id: conversationId,
     // The whole conversation so far (history.ts); resuming a turn's stream then replaces its message, never doubles it.
     messages: history,
     transport,
     resume: true,
     sendAutomaticallyWhen: sendOnce,
+    // The turn a message sent while held interrupted (or waited behind) shows as it ended, as a reload would show it.
+    onFinish: ({ isAbort }) => {
+      if (isAbort || !reread.current) return;
+      reread.current = false;
+      loadHistory(conversationId).then(chat.setMessages, () => undefined);
+    },
   });
+  const { messages, sendMessage, regenerate, addToolApprovalResponse, status, error, resumeStream, stop } = chat;
   useResumeWhileOthersDecide(messages, status, resumeStream);
-  const busy = status === 'submitted' || status === 'streaming';
+  // A response held open while a call waits for someone else does not keep the reader from writing: a message sent
+  // then ends that response and goes to the conversation, which interrupts the turn or queues it (its onNewMessage).
+  const held = heldForOthers(messages, status);
+  const streaming = status === 'submitted' || status === 'streaming';
+  const busy = streaming && !held;
   const attached = useAttachments(busy);
   return (
     <main>
@@ -83,10 +96,16 @@ function Chat({ history }: { history: UIMessage[] }) {
       <form
         onSubmit={(e) => {
           e.preventDefault();
-          if (draft.trim() === '' && !attached.files) return;
-          void sendMessage({ text: draft, files: attached.files });
-          setDraft('');
-          attached.clear();
+          if (busy || (draft.trim() === '' && !attached.files)) return;
+          // The files are read as the send starts: the picker is cleared only then.
+          const send = () => {
+            void sendMessage({ text: draft, files: attached.files });
+            setDraft('');
+            attached.clear();
+          };
+          if (!held) return send();
+          reread.current = true;
+          void stop().then(send);
         }}
       >
         <input aria-label="Message" value={draft} onChange={(e) => setDraft(e.target.value)} disabled={busy} />
@@ -97,7 +116,7 @@ function Chat({ history }: { history: UIMessage[] }) {
         <button
           type="button"
           onClick={() => void regenerate()}
-          disabled={busy || messages.at(-1)?.role !== 'assistant'}
+          disabled={streaming || messages.at(-1)?.role !== 'assistant'}
         >
           Regenerate
         </button>

@@ -2,8 +2,9 @@
  * Approvals on the example chat page: the buttons a reader may use (the
  * approval request's descriptor lists them), else who may decide (its
  * reason); the decision once made (the AI SDK's approval response); an
- * automatic send that sends each set of answers once; and a resume while
- * the turn waits for someone else's decision.
+ * automatic send that sends each set of answers once; a resume while
+ * the turn waits for someone else's decision, and whether the response is
+ * held for it (the reader may still write).
  */
 import type { ChatStatus, UIMessage } from 'ai';
 import { useEffect } from 'react';
@@ -74,6 +75,19 @@ export function sendOnceWhenAnswered(): (options: { messages: UIMessage[] }) => 
     sent.add(answers);
     return true;
   };
+}
+
+/**
+ * Whether the response is open only because a call of the last answer waits for someone else (the server holds it:
+ * `src/api/ui-hold.ts`): streaming, with a call asking for a decision.
+ */
+export function heldForOthers(messages: UIMessage[], status: ChatStatus): boolean {
+  const last = messages[messages.length - 1];
+  return (
+    status === 'streaming' &&
+    last?.role === 'assistant' &&
+    (last.parts as unknown as ToolPart[]).some((p) => p.type === 'dynamic-tool' && p.state === 'approval-requested')
+  );
 }
 
 /**

@@ -10,6 +10,7 @@ import type { AgentClient } from '../client/client';
 import type { CallDecisionRecord } from '../db/call-decisions';
 import { decideCalls, DECISION_WORKER_WAIT_MS, DecisionProblem, type DecisionPolicy } from './decisions';
 import type { ApiPrincipal } from './tokens';
+import { repeatedResponses } from './chat-repeats';
 import type { CallOutput, UiChunk } from './ui-stream';
 
 /** Who reads a chat stream, and whether four eyes are off. */
@@ -111,7 +112,8 @@ export interface ApprovalResponse {
 
 /**
  * Sends each approval response as a decision by `principal`, in the conversation its call waits in (its own, or an
- * agent's below it). What was refused is said in the stream as text, once, and a refused call that still waits is
+ * agent's below it); one that repeats a decision `principal` took already on its call is not sent again
+ * (`chat-repeats.ts`). What was refused is said in the stream as text, once, and a refused call that still waits is
  * asked for again, naming who may decide: the answer then holds no approval response, so the AI SDK's automatic send
  * does not fire again.
  */
@@ -123,11 +125,12 @@ export async function decideFromChat(
   responses: readonly ApprovalResponse[],
 ): Promise<UiChunk[]> {
   const notes: string[] = [];
-  const { calls } = await client.waitingCalls({
+  const waiting = await client.waitingCalls({
     conversationId,
     below: true,
     workerWaitMs: policy.workerWaitMs ?? DECISION_WORKER_WAIT_MS,
   });
+  const { calls } = waiting;
   const refused = new Set<string>();
   if (!principal.roles.has('approver')) {
     notes.push(
@@ -135,7 +138,9 @@ export async function decideFromChat(
     );
     for (const r of responses) refused.add(r.approvalId);
   } else {
-    for (const r of responses) {
+    // A decision taken already (the automatic send repeats an answer until its call shows an outcome) is not sent again.
+    const repeated = await repeatedResponses(client, principal.subject, responses, waiting);
+    for (const r of responses.filter((x) => !repeated.has(x.approvalId))) {
       const waitsIn = calls.find((c) => c.callKey === r.approvalId)?.conversationId ?? conversationId;
       try {
         await decideCalls(
@@ -151,7 +156,8 @@ export async function decideFromChat(
         );
       } catch (err) {
         if (!(err instanceof DecisionProblem)) throw err;
-        notes.push(`${err.message} The call still waits.`);
+        const waits = calls.some((c) => c.callKey === r.approvalId);
+        notes.push(waits ? `${err.message} The call still waits.` : err.message);
         refused.add(r.approvalId);
       }
     }

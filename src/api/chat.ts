@@ -14,7 +14,8 @@
  * assistant message carrying approval responses (`addToolApprovalResponse`)
  * is a decision per call, made by the token's subject through the same path
  * as `POST /v1/conversations/{id}/decisions` (four eyes, signing, named by
- * call key); its response streams the rest of the turn. A response whose
+ * call key; one its sender already made on that call is not sent again:
+ * `chat-repeats.ts`); its response streams the rest of the turn. A response whose
  * reader may decide none of the waiting calls (a requester under four eyes)
  * stays open for the decision (`ui-hold.ts`, `chat-approvals.ts`).
  */
@@ -24,6 +25,7 @@ import { z } from 'zod';
 import type { AgentClient } from '../client/client';
 import type { DecisionPolicy } from './decisions';
 import { decideFromChat, viewerOf, type ApprovalResponse } from './chat-approvals';
+import { endedTurnOf } from './chat-repeats';
 import { ApiError } from './refusals';
 import { idText } from './schemas';
 import type { ApiRole } from './tokens';
@@ -162,11 +164,15 @@ export function chatRoutes(app: FastifyInstance, options: ChatRoutesOptions): vo
             'The last message is an answer with no approval response: send a user message, or approve or reject a waiting call.',
           );
         }
-        await client.state(id); // a conversation that does not exist answers 404 before the stream starts
+        const state = await client.state(id); // a conversation that does not exist answers 404 before the stream starts
+        const callKeys = responses.map((r) => r.approvalId);
+        // Answers on an ended turn (sent again) read its rest: what became of their calls.
+        const messageId = endedTurnOf(state, id, callKeys);
         return stream(request, reply, id, {
+          ...(messageId ? { messageId } : {}),
           continuing: {
             prepare: () => decideFromChat(client, policy, principal, id, responses),
-            callKeys: responses.map((r) => r.approvalId),
+            callKeys,
           },
         });
       }

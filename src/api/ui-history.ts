@@ -9,7 +9,9 @@
  * as `ai` reads them. So a page that loads the history and then resumes a
  * turn's stream replaces that message instead of adding a second one.
  *
- * Ended turns are read from the stored transcript; the turn running now as
+ * Ended turns are read from the stored transcript (the running turn's user
+ * messages before they are written, from where they came in:
+ * `ui-unwritten.ts`); the turn running now as
  * the stream reads it (`TurnReader`: the workflow's state, stored responses
  * and the text streamed so far). A call shows its approval and decision when
  * a person decided it (the recorded decisions), when it was rejected, or
@@ -29,6 +31,7 @@ import type { HistoryRow } from '../db/ui-history-reads';
 import { decisionOf, type ChatViewer } from './chat-approvals';
 import { callOutputOf, projectTurn, type CallFacts, type StepFacts, type TurnFacts, type UiChunk } from './ui-stream';
 import { TurnReader } from './ui-turn';
+import { unwrittenUserRows } from './ui-unwritten';
 
 /** A part of a {@link UiMessage}, as `ai` 7's `UIMessagePart` (text, reasoning, step-start, dynamic-tool, file). */
 export type UiPart = { type: string } & Record<string, unknown>;
@@ -64,7 +67,11 @@ export async function uiHistory(
   state: ConversationState | undefined,
   viewer?: ChatViewer,
 ): Promise<UiMessage[]> {
-  const { rows, decisions } = await client.historySource(conversationId);
+  const source = await client.historySource(conversationId);
+  const { decisions } = source;
+  // The running turn's user messages not written yet (its first moment) stand at their seqs, from where they came in.
+  const unwritten = await unwrittenUserRows(client, conversationId, state, source.rows);
+  const rows = unwritten.length > 0 ? [...source.rows, ...unwritten].sort((a, b) => a.seq - b.seq) : source.rows;
   const messages: UiMessage[] = [];
   for (const turn of splitTurns(rows, state)) {
     for (const row of turn.user) messages.push(userMessage(conversationId, row));

@@ -101,9 +101,13 @@ export async function followTurnAsUi(
     if (target.continuing) {
       reader.asked(target.continuing.callKeys ?? []);
       const facts = await reader.read(firstSeq, messageId);
-      // What became of the calls decided here is not in the client's message yet, even when already known.
+      // What became of the calls decided here is not in the client's message yet, even when already known; nor is
+      // anything after their step (an answer sent again, after the turn went on).
       const decidedHere = new Set(target.continuing.callKeys ?? []);
-      const shown = projectTurn({ ...facts, end: undefined }).filter(
+      const holding = facts.steps.map((s) => [...s.calls, ...(s.below ?? [])].some((c) => decidedHere.has(c.callKey)));
+      const step = holding.lastIndexOf(true);
+      const steps = step < 0 ? facts.steps : facts.steps.slice(0, step + 1);
+      const shown = projectTurn({ ...facts, steps, end: undefined }).filter(
         (i) => !/\/(decided|output)$/.test(i.key) || !decidedHere.has(i.key.slice(0, i.key.lastIndexOf('/'))),
       );
       emitter.baseline(shown);

@@ -2,10 +2,12 @@
  * The scripted model server's context window: how many tokens a request's
  * prompt holds, counted as a provider does (message contents, tool calls and
  * tool definitions with the o200k tokenizer, plus a few tokens of framing per
- * message; in pieces, like the worker, see `src/common/tokens.ts`), and
+ * message; in pieces, like the worker, see `src/common/tokens.ts`; an image
+ * part at a fixed share, see `content-tokens.ts`), and
  * OpenAI's exact answer when it is over the window.
  */
 import { countTokens } from '../common/tokens';
+import { contentTokens } from './content-tokens';
 import type { ProviderErrorBody } from './types';
 import { errorBody } from './validate';
 
@@ -20,7 +22,8 @@ export function countPromptTokens(body: { messages?: unknown; tools?: unknown })
   let tokens = REPLY_PRIMING_TOKENS;
   for (const message of messages) {
     tokens += TOKENS_PER_MESSAGE;
-    for (const field of ['content', 'reasoning_content', 'name'] as const) {
+    tokens += contentTokens(message.content);
+    for (const field of ['reasoning_content', 'name'] as const) {
       const value = message[field];
       if (typeof value === 'string') tokens += countTokens(value);
     }

@@ -12,6 +12,7 @@
 import { randomBytes } from 'node:crypto';
 
 import { countTokens } from '../common/tokens';
+import { contentTokens, reasoningInputTokens } from './content-tokens';
 import { nowSeconds } from './completion';
 import { toolCallIdMaker } from './ids';
 import { sealReasoning, type SealedReasoning } from './responses-encrypted';
@@ -74,9 +75,11 @@ export interface ResponsesPlan {
   createdAt: number;
   request: ResponsesRequestBody;
   output: OutputItem[];
-  /** `incomplete` when the reply's finish reason is `length` or `content_filter`. */
-  status: 'completed' | 'incomplete';
+  /** `incomplete` when the reply's finish reason is `length` or `content_filter`; `failed` when it scripts a `responseError`. */
+  status: 'completed' | 'incomplete' | 'failed';
   incompleteReason: 'max_output_tokens' | 'content_filter' | null;
+  /** The `error` of a failed response. */
+  error: { code: string; message: string } | null;
   usage: {
     input_tokens: number;
     input_tokens_details: { cached_tokens: number };
@@ -102,8 +105,10 @@ export function planResponse(
     status: 'completed',
   }));
   const text = reply.content ?? '';
-  const incompleteReason =
-    reply.finishReason === 'length'
+  const failed = reply.responseError !== undefined;
+  const incompleteReason = failed
+    ? null
+    : reply.finishReason === 'length'
       ? 'max_output_tokens'
       : reply.finishReason === 'content_filter'
         ? 'content_filter'
@@ -115,7 +120,7 @@ export function planResponse(
       type: 'message',
       id: itemId('msg'),
       role: 'assistant',
-      status: incompleteReason ? 'incomplete' : 'completed',
+      status: incompleteReason || failed ? 'incomplete' : 'completed',
       content: [{ type: 'output_text', text, annotations: [], logprobs: [] }],
     });
   }
@@ -123,7 +128,8 @@ export function planResponse(
   if (reply.reasoningContent !== undefined) output.unshift(reasoningItem(reply.reasoningContent, output[0], request));
 
   const inputTokens = request.promptTokens ?? countInputTokens(request);
-  const reasoningTokens = estimateTokens(reply.reasoningContent ?? '');
+  // Counted as the reasoning item sent back is counted in a later input (`content-tokens.ts`), as OpenAI bills it twice.
+  const reasoningTokens = countTokens(reply.reasoningContent ?? '');
   // Reasoning tokens are part of the output tokens, as OpenAI counts (and bills) them.
   const outputTokens = Math.max(
     1,
@@ -134,8 +140,9 @@ export function planResponse(
     createdAt: nowSeconds(),
     request,
     output,
-    status: incompleteReason ? 'incomplete' : 'completed',
+    status: failed ? 'failed' : incompleteReason ? 'incomplete' : 'completed',
     incompleteReason,
+    error: reply.responseError ?? null,
     usage: {
       input_tokens: inputTokens,
       input_tokens_details: { cached_tokens: 0 },
@@ -177,7 +184,7 @@ export function responseObject(plan: ResponsesPlan, stage: 'in_progress' | 'fina
     status: final ? plan.status : 'in_progress',
     background: false,
     completed_at: final && plan.status === 'completed' ? nowSeconds() : null,
-    error: null,
+    error: final ? plan.error : null,
     incomplete_details: final && plan.incompleteReason ? { reason: plan.incompleteReason } : null,
     instructions: request.instructions ?? null,
     max_output_tokens: request.max_output_tokens ?? null,
@@ -201,8 +208,10 @@ export function responseObject(plan: ResponsesPlan, stage: 'in_progress' | 'fina
 
 /**
  * The input tokens of a Responses request, counted like the chat prompt:
- * instructions, the text of every item (message text, call arguments, call
- * outputs, reasoning) and the tool definitions, plus a few framing tokens per item.
+ * instructions, the text of every item (message text and content parts, call
+ * arguments, call outputs) and the tool definitions, plus a few framing tokens
+ * per item. A reasoning item sent back counts the reasoning it holds, as
+ * OpenAI bills it (`content-tokens.ts`); an image part its fixed share.
  */
 export function countInputTokens(body: { input?: unknown; instructions?: unknown; tools?: unknown }): number {
   let tokens = 3;
@@ -210,8 +219,12 @@ export function countInputTokens(body: { input?: unknown; instructions?: unknown
   const items =
     typeof body.input === 'string' ? [{ content: body.input }] : Array.isArray(body.input) ? body.input : [];
   for (const raw of items as Record<string, unknown>[]) {
-    tokens += 4;
-    for (const field of ['content', 'arguments', 'output', 'name', 'summary'] as const) {
+    if (raw?.type === 'reasoning') {
+      tokens += reasoningInputTokens(raw);
+      continue;
+    }
+    tokens += 4 + contentTokens(raw.content);
+    for (const field of ['arguments', 'output', 'name'] as const) {
       const value = raw[field];
       if (typeof value === 'string') tokens += countTokens(value);
       else if (value !== undefined && value !== null) tokens += countTokens(JSON.stringify(value));

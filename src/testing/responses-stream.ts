@@ -5,7 +5,7 @@
  * `response.in_progress`, per output item `response.output_item.added`, its
  * deltas (reasoning summary, `output_text`, function call arguments) and
  * `response.output_item.done`, then `response.completed` (or
- * `response.incomplete`) with the usage. There is no `[DONE]`.
+ * `response.incomplete`, `response.failed`) with the usage. There is no `[DONE]`.
  *
  * The reply's {@link StreamScript} shapes it as for Chat Completions:
  * `chunkDelayMs`, `keepAlive`, `argumentChunks`, `cutAfterArgumentChars`,
@@ -136,7 +136,7 @@ function responsesEvents(plan: ResponsesPlan, script: StreamScript): ResponsesEv
   });
   if (!script.omitDone) {
     events.push({
-      type: plan.status === 'incomplete' ? 'response.incomplete' : 'response.completed',
+      type: `response.${plan.status}`,
       payload: { response: responseObject(plan) },
       part: 'final',
     });

@@ -72,6 +72,13 @@ export interface ScriptedMessageReply {
    */
   reasoningContent?: string;
   /**
+   * Responses API only (Chat Completions ignores it): the response ends `status: 'failed'` with this `error`
+   * (streamed: a `response.failed` event), still carrying the scripted output items and the usage, as OpenAI
+   * bills a response that failed part way. A content-filtered answer is `finishReason: 'content_filter'`
+   * (`status: 'incomplete'`, `incomplete_details.reason: 'content_filter'`).
+   */
+  responseError?: { code: string; message: string };
+  /**
    * How to stream this reply: pacing, provider quirks and faults. Used only
    * when the request has `stream: true`; ignored for non-streaming requests.
    */

@@ -168,6 +168,52 @@ describe('the chat endpoint with the AI SDK', () => {
     expect(texts(denied)).toContain('I did not refund it.');
   });
 
+  it('an answer sent again (as the automatic send does while its call shows no outcome) is taken once: no second decision, no note, no error; another answer on the decided call is refused in the text', async () => {
+    const id = h.newConversationId('ai-chat-again');
+    h.model.enqueue(
+      {
+        toolCalls: [
+          {
+            id: 'call_refund',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_1001', amount_cents: 11_000, reason: 'late' },
+          },
+        ],
+      },
+      { content: 'Refunded 110.00 on ord_1001.' },
+    );
+    const user = userMessage('ui-msg-again', 'Refund 110.00 on ord_1001');
+    const first = await send(token('a'), id, [user]);
+    const approved = respond(first, true);
+    expect(texts(await send(token('b'), id, [user, approved]))).toEqual(['Refunded 110.00 on ord_1001.']);
+    const decisions = async () =>
+      (
+        await h.pool.query(
+          'SELECT decision, decided_by FROM durable_agent.approval_decisions WHERE conversation_id = $1',
+          [id],
+        )
+      ).rows;
+    expect(await decisions()).toEqual([{ decision: 'approve', decided_by: 'bob@example.com' }]);
+
+    const again = await send(token('b'), id, [user, approved]);
+    expect(again.id).toBe(first.id);
+    expect(texts(again)).toEqual(['Refunded 110.00 on ord_1001.']); // what became of the call, and no note
+    expect(toolParts(again)[0]).toMatchObject({ state: 'output-available', approval: { approved: true } });
+    expect(lastAssistantMessageIsCompleteWithApprovalResponses({ messages: [user, again] })).toBe(false);
+    expect(await validateUIMessages({ messages: [user, again] })).toEqual([user, again]);
+    expect(await decisions()).toHaveLength(1);
+    const state = await h.client.state(id);
+    expect(state.refusedDecisions).toEqual([]);
+    expect(state.decisionsApplied).toBe(1);
+
+    const rejected = await send(token('b'), id, [user, respond(first, false)]);
+    const said = texts(rejected).join(' ');
+    expect(said).toMatch(/Nothing was decided: call .* is not waiting for approval .*decided already/);
+    expect(said).not.toMatch(/still waits/);
+    expect(toolParts(rejected)[0]).toMatchObject({ state: 'output-available', approval: { approved: true } });
+    expect(await decisions()).toHaveLength(1);
+  });
+
   it('refuses what it cannot take with a clear error, before any stream: no token, a regenerate of no conversation, an answer without approvals, a message without text', async () => {
     const id = h.newConversationId('ai-chat-bad');
     await expect(send(token('z'), id, [userMessage('u', 'hi')])).rejects.toThrow(/The token is not valid/);

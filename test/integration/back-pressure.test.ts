@@ -6,9 +6,10 @@ import { startHarness, type Harness } from '../support/harness';
 import { conversationActivityType } from '../../src/contract/activities';
 
 // Provider back-pressure and database outages: a 429 with Retry-After is retried after the wait the
-// provider asked for; a database the worker cannot reach for 15 s during a model call delays the
-// turn without using up the call's attempts. The worker reaches the real PostgreSQL through a TCP
-// proxy the test cuts (every connection closed, new ones refused), as a network outage would.
+// provider asked for; a database the worker cannot reach during a model call, for longer than the
+// call's heartbeat timeout, delays the turn without using up the call's attempts (the wait for the
+// database heartbeats). The worker reaches the real PostgreSQL through a TCP proxy the test cuts
+// (every connection closed, new ones refused), as a network outage would.
 
 let h: Harness;
 let sent = 0;
@@ -78,15 +79,25 @@ describe('provider back-pressure', () => {
   });
 });
 
+/**
+ * The model call's heartbeat timeout in the outage test, shorter than the default 10 s: the outage lasts longer than
+ * it, so a wait for the database that did not heartbeat would fail the attempt.
+ */
+const OUTAGE_HEARTBEAT_MS = 8_000;
+const OUTAGE_MS = 10_000;
+
 describe('a database outage', () => {
-  it('of 15 s during a model call delays the turn and does not fail it or use up its attempts', async () => {
+  it('of 10 s, past the heartbeat timeout, during a model call delays the turn and does not fail it or use up its attempts', async () => {
     const id = h.newConversationId('db-outage');
     const before = h.model.requests.length;
     h.model.enqueue({ kind: 'delay', ms: 1500, then: { content: 'Answered across the outage.' } });
-    const asked = h.client.ask(id, 'Survive the outage', { timeoutMs: 120_000 });
+    const asked = h.client.ask(id, 'Survive the outage', {
+      timeoutMs: 120_000,
+      input: { timeouts: { heartbeatMs: OUTAGE_HEARTBEAT_MS } },
+    });
     await expect.poll(() => h.model.requests.length, { timeout: 20_000 }).toBeGreaterThan(before);
     await h.databaseProxy!.cut(); // the model is still answering; storing its answer will find no database
-    await new Promise((resolve) => setTimeout(resolve, 15_000));
+    await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS));
     await h.databaseProxy!.restore();
     const { turn, answer } = await asked;
     expect(turn.outcome).toBe('answered');
@@ -107,7 +118,8 @@ describe('a database outage after a tool ran', () => {
     const asked = h.client.ask(id, 'Send Ada a letter', { timeoutMs: 120_000 });
     await expect.poll(() => sent, { timeout: 20_000 }).toBe(1);
     await h.databaseProxy!.cut(); // the tool is running; storing its result will find no database
-    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    // 3 s: the result's first writes (1.5 s in, when the tool ends, and 1 s later) find no database.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
     await h.databaseProxy!.restore();
     const { answer } = await asked;
     expect(answer).toBe('The letter is on its way.');

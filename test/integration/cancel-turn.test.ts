@@ -1,30 +1,10 @@
-import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backofficeTools } from '../../src/demo/tools';
-import { tool } from '../../src/tools/tool';
+import { slowExportTool } from '../support/slow-export';
 import { startHarness, type Harness } from '../support/harness';
 
 let h: Harness;
-let slowExportAborted = false;
-let slowExportStarted = false;
-
-const slowExport = tool({
-  name: 'slow_export',
-  description: 'Exports everything; takes a long time.',
-  parameters: z.object({}),
-  async execute(_args, { signal }) {
-    slowExportStarted = true;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, 60_000);
-      signal.addEventListener('abort', () => {
-        slowExportAborted = true;
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-    return 'exported';
-  },
-});
+const { tool: slowExport, seen: slow } = slowExportTool();
 
 beforeAll(async () => {
   h = await startHarness({ tools: [...backofficeTools(), slowExport] });
@@ -39,8 +19,8 @@ const kindOf = (m: Message) => (m.role === 'tool' ? (JSON.parse(m.content).kind 
 
 describe('cancelling the current turn', () => {
   it('while a tool is running: the finished result is kept, the running call is interrupted and sees its abort signal', async () => {
-    slowExportAborted = false;
-    slowExportStarted = false;
+    slow.aborted = false;
+    slow.started = false;
     const id = h.newConversationId('cancel-tool');
     h.model.enqueue({
       toolCalls: [
@@ -52,7 +32,7 @@ describe('cancelling the current turn', () => {
     await expect
       .poll(async () => (await h.client.state(id)).runningToolCalls, { timeout: 20_000 })
       .toEqual(['call_slow']);
-    await expect.poll(() => slowExportStarted).toBe(true);
+    await expect.poll(() => slow.started).toBe(true);
 
     await h.client.cancelTurn(id, 'taking too long');
     const turn = await h.client.waitForTurn(id, messageId);
@@ -64,7 +44,7 @@ describe('cancelling the current turn', () => {
       kind: 'interrupted',
       started: true,
     });
-    await expect.poll(() => slowExportAborted, { timeout: 10_000 }).toBe(true);
+    await expect.poll(() => slow.aborted, { timeout: 10_000 }).toBe(true);
     expect((await h.client.state(id)).status).toBe('idle');
 
     h.model.enqueue({ content: 'Cancelled; what next?' });

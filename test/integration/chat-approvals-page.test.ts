@@ -206,6 +206,43 @@ describe('approvals on the example chat page, four eyes on', () => {
     await alice.context.close();
   });
 
+  it('the requester may write while the call waits for someone else: the message ends the held response and interrupts the turn; the page then shows the new answer and the interrupted turn as it ended', async () => {
+    const id = h.newConversationId('chat-write-held');
+    h.model.enqueue(
+      {
+        toolCalls: [
+          {
+            id: 'call_held',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_2001', amount_cents: 10_600, reason: 'late' },
+          },
+        ],
+      },
+      { content: 'Fine, no refund then.' },
+    );
+    const alice = await openChat(id, token('a'), 'alice@example.com');
+    await send(alice.page, 'Refund 106.00 on ord_2001');
+    await waitingCall(alice.page).waitFor({ timeout: 20_000 });
+    expect(await alice.page.textContent('#status')).toBe('streaming'); // the response is held for bob's decision
+    expect(await alice.page.isEnabled('input[aria-label=Message]')).toBe(true);
+    await send(alice.page, 'Never mind, do not refund it');
+    await alice.page.waitForSelector('text=Fine, no refund then.', { timeout: 20_000 });
+    // Once the new answer ended, the page read the conversation again: the interrupted call no longer asks.
+    await expect.poll(() => waitingCall(alice.page).count(), { timeout: 10_000 }).toBe(0);
+    expect(await alice.page.locator('li.user').allTextContents()).toEqual([
+      'Refund 106.00 on ord_2001',
+      'Never mind, do not refund it',
+    ]);
+    expect(await alice.page.locator('li.assistant').count()).toBe(2);
+    expect(await alice.page.locator('p.error').count()).toBe(0);
+    expect(await alice.page.textContent('#status')).toBe('ready');
+    const state = await h.client.state(id);
+    expect(state.pendingApprovals).toEqual([]);
+    expect(state.recentTurns.map((t) => t.outcome)).toEqual(['interrupted', 'answered']);
+    expect([alice.posts(), alice.navigations()]).toEqual([2, 0]);
+    await alice.context.close();
+  });
+
   it("a call waiting inside an agent called as a tool shows in the parent's chat, with the agents that ask, and an approver decides it there", async () => {
     const id = h.newConversationId('chat-below');
     h.model.enqueue(

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../support/harness';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
 import { effectKeyOf } from '../support/effect-keys';
@@ -9,6 +9,10 @@ import { effectKeyOf } from '../support/effect-keys';
 // Real worker processes killed with SIGKILL at chosen points; a new process
 // must finish every conversation with a valid transcript, each side effect
 // applied once and no decision lost.
+//
+// Every worker of the file shares one crash marker (crash-tools.ts kills its worker at a refund while the marker is
+// absent): a test arms it by removing it, so the worker left running by the test before serves as the one to crash, and
+// only the worker after each crash is started anew (a worker start is seconds).
 
 const HEARTBEAT_MS = 3_000;
 const input = { timeouts: { heartbeatMs: HEARTBEAT_MS } };
@@ -18,11 +22,19 @@ const LOCAL = { localActivities: { modelCalls: true, idempotentTools: true } };
 let h: Harness;
 let worker: WorkerProcess | undefined;
 let scratch: string;
+/** The crash marker of every worker of the file: present (disarmed) except while a test waits for a crash. */
+let marker: string;
 const recoveries: { point: string; ms: number }[] = [];
 
 beforeAll(async () => {
   h = await startHarness({ worker: false });
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-crash-'));
+  marker = path.join(scratch, 'crash-marker');
+  fs.writeFileSync(marker, 'disarmed');
+});
+// A test that failed before its crash leaves the marker armed: the next test's refund must not crash.
+afterEach(() => {
+  if (!fs.existsSync(marker)) fs.writeFileSync(marker, 'disarmed');
 });
 afterAll(async () => {
   await worker?.stop('SIGKILL');
@@ -33,12 +45,19 @@ afterAll(async () => {
   );
 });
 
-const startWorker = async (env: Record<string, string> = {}): Promise<WorkerProcess> => {
+const startWorker = async (): Promise<WorkerProcess> => {
   worker = await startWorkerProcess(
-    h.workerEnv({ AGENT_TOOLS_MODULE: path.join(__dirname, '..', 'support', 'crash-tools.ts'), ...env }),
+    h.workerEnv({
+      AGENT_TOOLS_MODULE: path.join(__dirname, '..', 'support', 'crash-tools.ts'),
+      CRASH_MARKER_FILE: marker,
+    }),
   );
   return worker;
 };
+/** A running worker: the one an earlier test left, or a new one. */
+const aWorker = async (): Promise<WorkerProcess> => worker ?? (await startWorker());
+/** Arms the crash marker: the next refund kills the worker running it (and writes the marker again). */
+const armCrash = (): void => fs.rmSync(marker, { force: true });
 const kill = async (): Promise<number> => {
   await worker?.stop('SIGKILL');
   worker = undefined;
@@ -62,7 +81,7 @@ async function killDuringModelCall(
     return calls === 1 ? { kind: 'hang' } : { content: 'Answered after the crash.' };
   });
   try {
-    await startWorker();
+    await aWorker();
     const messageId = await h.client.sendMessage(id, text, { input: conversationInput });
     await expect.poll(() => calls, { timeout: 20_000 }).toBe(1);
     const killedAt = await kill();
@@ -89,8 +108,6 @@ async function killAfterRefund(
   orderId: string,
   conversationInput: Record<string, unknown>,
 ): Promise<string> {
-  await kill();
-  const marker = path.join(scratch, name);
   const id = h.newConversationId(name);
   h.model.enqueue(
     {
@@ -104,12 +121,14 @@ async function killAfterRefund(
     },
     { content: 'Refunded 15.00.' },
   );
-  await startWorker({ CRASH_MARKER_FILE: marker });
+  await aWorker();
+  armCrash();
   const messageId = await h.client.sendMessage(id, `Refund 15 on ${orderId} and crash`, { input: conversationInput });
   await expect.poll(() => fs.existsSync(marker), { timeout: 20_000 }).toBe(true);
   const killedAt = JSON.parse(fs.readFileSync(marker, 'utf8')).killedAt as number;
   await expect.poll(() => worker!.child.exitCode !== null || worker!.child.signalCode !== null).toBe(true);
-  await startWorker({ CRASH_MARKER_FILE: marker });
+  await kill();
+  await startWorker();
   const turn = await h.client.waitForTurn(id, messageId, 60_000);
   recoveries.push({ point: name, ms: Date.now() - killedAt });
   expect(turn.outcome).toBe('answered');
@@ -149,8 +168,6 @@ describe('SIGKILL of the worker process', () => {
   });
 
   it("after a handoff, during the new agent's refund: one refund, and the new agent answers on the next worker", async () => {
-    await kill();
-    const marker = path.join(scratch, 'kill-handoff');
     const id = h.newConversationId('kill-handoff');
     h.model.enqueue(
       { toolCalls: [{ id: 'call_handoff', name: 'transfer_to_refunds', arguments: {} }] },
@@ -165,13 +182,15 @@ describe('SIGKILL of the worker process', () => {
       },
       { content: 'Refunded 12.00.' },
     );
-    await startWorker({ CRASH_MARKER_FILE: marker });
+    await aWorker();
+    armCrash();
     const messageId = await h.client.sendMessage(id, 'HANDOFF-CRASH refund 12 on ord_1002', {
       input: { ...input, agent: 'triage' },
     });
     await expect.poll(() => fs.existsSync(marker), { timeout: 20_000 }).toBe(true);
     await expect.poll(() => worker!.child.exitCode !== null || worker!.child.signalCode !== null).toBe(true);
-    await startWorker({ CRASH_MARKER_FILE: marker });
+    await kill();
+    await startWorker();
     expect((await h.client.waitForTurn(id, messageId, 60_000)).outcome).toBe('answered');
     const key = (await effectKeyOf(h.pool, id, 'call_refund'))!;
     expect(await refundsFor(key)).toEqual([{ amount_cents: 1_200 }]);
@@ -187,8 +206,6 @@ describe('SIGKILL of the worker process', () => {
   });
 
   it('during a refund inside an agent called as a tool: one refund, the child answers and so does the parent', async () => {
-    await kill();
-    const marker = path.join(scratch, 'kill-sub-agent');
     const id = h.newConversationId('kill-sub-agent');
     h.model.enqueue(
       {
@@ -208,14 +225,16 @@ describe('SIGKILL of the worker process', () => {
       { content: 'Refunded 13.00 once.' },
       { content: 'The refunds agent refunded 13.00.' },
     );
-    await startWorker({ CRASH_MARKER_FILE: marker });
+    await aWorker();
+    armCrash();
     const messageId = await h.client.sendMessage(id, 'SUBAGENT-CRASH please refund', {
       input: { ...input, agent: 'desk' },
     });
     await expect.poll(() => fs.existsSync(marker), { timeout: 30_000 }).toBe(true);
     await expect.poll(() => worker!.child.exitCode !== null || worker!.child.signalCode !== null).toBe(true);
+    await kill();
     const killedAt = Date.now();
-    await startWorker({ CRASH_MARKER_FILE: marker });
+    await startWorker();
     const turn = await h.client.waitForTurn(id, messageId, 60_000);
     recoveries.push({ point: 'refund in a sub-agent', ms: Date.now() - killedAt });
     expect(turn.outcome).toBe('answered');
@@ -231,7 +250,6 @@ describe('SIGKILL of the worker process', () => {
   });
 
   it('while waiting for approval: a decision sent while no worker runs is applied once the new worker starts', async () => {
-    await kill();
     const id = h.newConversationId('kill-approval');
     h.model.enqueue(
       {
@@ -245,7 +263,7 @@ describe('SIGKILL of the worker process', () => {
       },
       { content: 'Approved refund issued.' },
     );
-    await startWorker();
+    await aWorker();
     const messageId = await h.client.sendMessage(id, 'Big refund, then crash', { input });
     await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 20_000 }).toBe(1);
     const killedAt = await kill();
@@ -267,7 +285,7 @@ describe('SIGKILL of the worker process', () => {
   it('between turns: the next message waits for a worker and is answered', async () => {
     const id = h.newConversationId('kill-idle');
     h.model.enqueue({ content: 'First.' }, { content: 'Second, after the crash.' });
-    if (!worker) await startWorker();
+    await aWorker();
     await h.client.ask(id, 'Before the crash', { input });
     const killedAt = await kill();
     const messageId = await h.client.sendMessage(id, 'After the crash');
@@ -280,7 +298,6 @@ describe('SIGKILL of the worker process', () => {
   });
 
   it('with local activities, during the model call: the workflow task times out, a new worker runs the call again and the turn finishes', async () => {
-    await kill();
     const id = await killDuringModelCall('kill-local-model', 'kill during the local model call', {
       ...input,
       ...LOCAL,

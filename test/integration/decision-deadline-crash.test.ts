@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { Worker } from '@temporalio/worker';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { STALE_QUERY_TASK_MESSAGE } from '../../src/contract';
 import { exportHistoryFixture } from '../support/fixture-export';
 import { startHarness, type Harness } from '../support/harness';
@@ -16,6 +16,11 @@ import type { ScriptedReply } from '../../src/testing';
 // Long enough to kill the worker holding the conversation before the first query, sent 2.9 s before the deadline.
 const APPROVAL_TIMEOUT_MS = 6_000;
 const input = { timeouts: { heartbeatMs: 3_000 }, approvalTimeoutMs: APPROVAL_TIMEOUT_MS };
+/**
+ * The deadline of the tests without queries: long enough to kill the worker as soon as the call waits and still send a
+ * decision 2 s before the deadline; each second of it is a second of waiting.
+ */
+const SHORT_APPROVAL_TIMEOUT_MS = 4_000;
 
 let h: Harness;
 const workers: WorkerProcess[] = [];
@@ -23,10 +28,10 @@ const workers: WorkerProcess[] = [];
 beforeAll(async () => {
   h = await startHarness({ worker: false });
 });
-afterEach(async () => {
-  while (workers.length > 0) await workers.pop()!.stop('SIGKILL');
-});
+// The worker a test leaves running serves as the next test's first worker when it needs one alone (a worker start is
+// seconds); the tests with two start from none.
 afterAll(async () => {
+  while (workers.length > 0) await workers.pop()!.stop('SIGKILL');
   await h?.stop();
 });
 
@@ -37,12 +42,21 @@ const startWorker = async (): Promise<WorkerProcess> => {
   workers.push(worker);
   return worker;
 };
+/** The one worker running: the one the test before left, or a new one. */
+const aWorker = async (): Promise<WorkerProcess> => {
+  while (workers.length > 1) await workers.pop()!.stop('SIGKILL'); // none but one left from a failed test
+  return workers[0] ?? (await startWorker());
+};
 const sleepUntil = (at: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, at - Date.now())));
 
-/** Starts a conversation whose refund waits for approval; returns its message id and the call's deadline. */
+/**
+ * Starts a conversation whose refund waits for approval; returns its message id and the call's deadline. `after`: the
+ * reply to the call after the refund's (`null`: the responder's).
+ */
 async function awaitingApproval(
   id: string,
-  after: ScriptedReply = { content: 'Done.' },
+  after: ScriptedReply | null = { content: 'Done.' },
+  approvalTimeoutMs = APPROVAL_TIMEOUT_MS,
 ): Promise<{ messageId: string; deadline: number }> {
   h.model.enqueue(
     {
@@ -54,12 +68,14 @@ async function awaitingApproval(
         },
       ],
     },
-    after,
+    ...(after ? [after] : []),
   );
-  const messageId = await h.client.sendMessage(id, 'Refund 110.00 on ord_2001', { input });
+  const messageId = await h.client.sendMessage(id, 'Refund 110.00 on ord_2001', {
+    input: { ...input, approvalTimeoutMs },
+  });
   await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 30_000 }).toBe(1);
   const [pending] = (await h.client.state(id)).pendingApprovals;
-  return { messageId, deadline: Date.parse(pending.requestedAt) + APPROVAL_TIMEOUT_MS };
+  return { messageId, deadline: Date.parse(pending.requestedAt) + approvalTimeoutMs };
 }
 
 /** The worker that completed the conversation's last workflow task: it holds the conversation in its cache. */
@@ -87,10 +103,11 @@ async function expectReplaysCleanly(id: string): Promise<void> {
 async function splitByQueries(
   id: string,
   signal: (deadline: number) => Promise<unknown>,
-  after?: ScriptedReply,
+  after?: ScriptedReply | null,
 ): Promise<{ messageId: string; queryOutcomes: Promise<string[]> }> {
-  while (workers.length > 0) await workers.pop()!.stop('SIGKILL'); // none left from a failed attempt
-  const [a, b] = await Promise.all([startWorker(), startWorker()]);
+  while (workers.length > 1) await workers.pop()!.stop('SIGKILL'); // none but one left from a failed attempt
+  // The worker the test before left, and one more; or two new ones.
+  const [a, b] = await Promise.all([workers[0] ?? startWorker(), startWorker()]);
   const { messageId, deadline } = await awaitingApproval(id, after);
   const victim = await holder(id, [a, b]);
   await workers.splice(workers.indexOf(victim), 1)[0].stop('SIGKILL');
@@ -145,8 +162,8 @@ const toolContent = async (id: string) => {
 describe('approval deadline passing while the worker is dead', () => {
   it('a decision sent before the deadline is applied when the new worker starts after it', async () => {
     const id = h.newConversationId('deadline-sent-in-time');
-    const first = await startWorker();
-    const { messageId, deadline } = await awaitingApproval(id);
+    const first = await aWorker();
+    const { messageId, deadline } = await awaitingApproval(id, undefined, SHORT_APPROVAL_TIMEOUT_MS);
     await workers.splice(workers.indexOf(first), 1)[0].stop('SIGKILL');
     await sleepUntil(deadline - 2_000);
     await h.client.signalDecision(id, { decisionId: 'approved-in-time', decision: 'approve', decidedBy: 'ops' });
@@ -169,8 +186,8 @@ describe('approval deadline passing while the worker is dead', () => {
 
   it('a decision sent after the deadline is refused, though no worker had handled the deadline yet', async () => {
     const id = h.newConversationId('deadline-sent-late');
-    const first = await startWorker();
-    const { messageId, deadline } = await awaitingApproval(id);
+    const first = await aWorker();
+    const { messageId, deadline } = await awaitingApproval(id, undefined, SHORT_APPROVAL_TIMEOUT_MS);
     await workers.splice(workers.indexOf(first), 1)[0].stop('SIGKILL');
     await sleepUntil(deadline + 800);
     await h.client.signalDecision(id, { decisionId: 'approved-late', decision: 'approve', decidedBy: 'ops' });
@@ -241,13 +258,14 @@ describe('approval deadline passing while the worker is dead', () => {
     const id = h.newConversationId('deadline-query-split-cancel');
     // The model call after the timeout answers slowly: on a loaded machine the surviving worker may
     // take the timer's task before the cancel is sent, and the cancel must still find the turn running.
-    // Whichever way it went, the next message is answered "Done." (the slow reply, or the responder).
-    h.model.setResponder(() => ({ content: 'Done.' }));
-    const { messageId } = await splitByQueries(id, () => h.client.cancelTurn(id, 'changed my mind'), {
-      kind: 'delay',
-      ms: 10_000,
-      then: { content: 'Done.' },
-    });
+    // The responder answers it, not the queue: when the cancel came first no such call is made, and
+    // the next message is answered "Done." at once rather than after the slow reply.
+    h.model.setResponder((request) =>
+      JSON.stringify(request.body).includes('Anything else?')
+        ? { content: 'Done.' }
+        : { kind: 'delay', ms: 10_000, then: { content: 'Done.' } },
+    );
+    const { messageId } = await splitByQueries(id, () => h.client.cancelTurn(id, 'changed my mind'), null);
 
     const turn = await h.client.waitForTurn(id, messageId, 60_000);
     expect(turn.outcome).toBe('cancelled');
@@ -256,7 +274,7 @@ describe('approval deadline passing while the worker is dead', () => {
     // The cancel and the fired timer reach the workflow in one task; either may settle the waiting
     // call, and both mean it never ran. What matters is one tool message and no refund.
     expect(['cancelled', 'approval_timeout']).toContain(JSON.parse(await toolContent(id)).kind);
-    // The conversation goes on; the reply scripted for after the refund answers the next message.
+    // The conversation goes on: the next message is answered.
     expect((await h.client.ask(id, 'Anything else?', { timeoutMs: 60_000 })).answer).toBe('Done.');
     h.model.setResponder(undefined);
     h.expectOnlyValidModelRequests();

@@ -54,6 +54,10 @@ const kill = async () => {
   await worker?.stop('SIGKILL');
   worker = undefined;
 };
+/** The worker an earlier test left running (it crashed none of its calls), or a new one: a worker start is seconds. */
+const aWorker = async () => {
+  if (!worker) await startWorker();
+};
 const toolMessages = async (id: string) =>
   (await h.client.transcript(id))
     .map((m) => m.message)
@@ -67,7 +71,7 @@ const started = (tool: string, effectKeyPrefix: string) => logged('start', tool,
  * message id.
  */
 const approveThenKillMidCall = async (id: string, text: string, turnInput: typeof input): Promise<string> => {
-  await startWorker();
+  await aWorker();
   const messageId = await h.client.sendMessage(id, text, { input: turnInput });
   await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 30_000 }).toBe(1);
   await h.client.decide(id, { decision: 'approve', decidedBy: 'ops@example.com' });
@@ -84,7 +88,7 @@ describe('SIGKILL during an MCP call', () => {
       { toolCalls: [{ id: 'call_report', name: 'crm__slow_report', arguments: { seconds: 3 } }] },
       { content: 'Here is the report.' },
     );
-    await startWorker();
+    await aWorker();
     const messageId = await h.client.sendMessage(id, 'MCP-KILL-READ: the report', { input });
     await expect.poll(() => started('slow_report', `${id}/`).length, { timeout: 30_000 }).toBe(1);
     await kill();

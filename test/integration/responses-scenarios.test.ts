@@ -1,9 +1,8 @@
-import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backofficeTools } from '../../src/demo/tools';
 import { agent } from '../../src/tools/agents';
 import { handoff } from '../../src/tools/handoff';
-import { tool } from '../../src/tools/tool';
+import { slowExportTool } from '../support/slow-export';
 import type { ScriptedToolCall } from '../../src/testing/types';
 import { startHarness, type Harness } from '../support/harness';
 import type { ResponsesItem } from '../support/model-requests';
@@ -12,23 +11,7 @@ import type { ResponsesItem } from '../support/model-requests';
 // conversation says which API it speaks. The scripted model reasons before its calls, so each interruption is
 // also a test of "no reasoning item without the item that followed it" besides "every call answered once".
 
-let slowStarted = false;
-const slowExport = tool({
-  name: 'slow_export',
-  description: 'Exports everything; takes a long time.',
-  parameters: z.object({}),
-  async execute(_args, { signal }) {
-    slowStarted = true;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, 60_000);
-      signal.addEventListener('abort', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-    return 'exported';
-  },
-});
+const { tool: slowExport, seen: slow } = slowExportTool();
 const tools = [...backofficeTools(), slowExport];
 const refunder = agent({ name: 'refunder', instructions: 'REFUNDER', tools: ['issue_refund'] });
 const agents = [
@@ -162,7 +145,7 @@ describe('the end-to-end scenarios on the Responses API (the worker speaks it)',
   });
 
   it('cancel while a tool runs: the finished call keeps its result, the running one is answered as interrupted', async () => {
-    slowStarted = false;
+    slow.started = false;
     const id = h.newConversationId('rs-cancel-tool');
     h.model.enqueue(
       reasoned(
@@ -175,7 +158,7 @@ describe('the end-to-end scenarios on the Responses API (the worker speaks it)',
     await expect
       .poll(async () => (await h.client.state(id)).runningToolCalls, { timeout: 20_000 })
       .toEqual(['call_slow']);
-    await expect.poll(() => slowStarted).toBe(true);
+    await expect.poll(() => slow.started).toBe(true);
     await h.client.cancelTurn(id, 'too slow');
     expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('cancelled');
     expect(await kinds(id)).toEqual(['user', 'assistant', 'ok', 'interrupted']);

@@ -9,6 +9,7 @@ import {
   withStoredReasoning,
 } from '../../src/activities/model/responses-request';
 import { modelApiOf } from '../../src/activities/model/responses-completion';
+import { stoppedParts, stoppedReason } from '../../src/activities/model/responses-stopped';
 import { toCompletion } from '../../src/activities/completion';
 import { loadConfig } from '../../src/app/config';
 import { describeInvalidInput } from '../../src/contract/conversation-input-checks';
@@ -283,6 +284,55 @@ describe('a Responses answer in the transcript form', () => {
     expect(parts.finishReason).toBe('length');
     expect(parts.reasoning).toEqual([]);
     expect(parts.content).toBe('The refund polic');
+  });
+
+  it('keeps a failed response that was billed as the answer: its text, a note saying why, no calls, no reasoning', () => {
+    const failed = response(
+      [
+        { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: 'enc1' },
+        { type: 'function_call', id: 'fc_1', call_id: 'call_a', name: 'refund_order', arguments: '{"order_' },
+      ],
+      { status: 'failed', error: { code: 'server_error', message: 'The model had an error.' } },
+    );
+    const stopped = stoppedReason(failed)!;
+    expect(stopped).toEqual({ status: 'failed', code: 'server_error', message: 'The model had an error.' });
+    const { parts } = stoppedParts(readResponsesOutput(failed), stopped);
+    const completion = toCompletion(parts);
+    expect(completion.message).toEqual({
+      role: 'assistant',
+      content:
+        "[The model's response failed (server_error: The model had an error.); its usage was counted and it was not retried. Its 1 tool call(s) were not run. Send the message again to retry.]",
+    });
+    expect(completion.finishReason).toBe('failed');
+    expect(completion.usage).toEqual({ promptTokens: 120, completionTokens: 30 });
+    expect(parts.reasoning).toEqual([]);
+    // Without usage nothing was billed: the call fails and is retried, as before.
+    expect(stoppedReason({ ...failed, usage: undefined })).toBeUndefined();
+  });
+
+  it('keeps a content-filtered answer with a note after its text; an answer cut at max_output_tokens has none', () => {
+    const message = (text: string) => ({
+      type: 'message',
+      id: 'msg_1',
+      role: 'assistant',
+      status: 'incomplete',
+      content: [{ type: 'output_text', text, annotations: [] }],
+    });
+    const filtered = response([message('Here is how')], {
+      status: 'incomplete',
+      incomplete_details: { reason: 'content_filter' },
+    });
+    const { parts, note } = stoppedParts(readResponsesOutput(filtered), stoppedReason(filtered)!);
+    expect(parts.finishReason).toBe('content_filter');
+    expect(parts.content).toBe(`Here is how${note}`);
+    expect(note).toBe(
+      "\n\n[The model's response is incomplete: the provider's content filter stopped it (content_filter); what it wrote before is kept and its usage was counted. Rephrase the message and send it again to go on.]",
+    );
+    const cut = response([message('The refund polic')], {
+      status: 'incomplete',
+      incomplete_details: { reason: 'max_output_tokens' },
+    });
+    expect(stoppedReason(cut)).toBeUndefined();
   });
 
   it('chooses the API: the call, else the worker, else Chat Completions', () => {

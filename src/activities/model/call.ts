@@ -149,7 +149,7 @@ function completeMeasured(
         const sent = await withFileParts(deps.pool, tables, body);
         const done =
           modelApiOf(call.settings.api, deps.model.api) === 'responses'
-            ? await requestResponse(deps.model.client, sent, options)
+            ? await requestResponse(deps.model.client, sent, options, true)
             : await requestCompletion(deps.model.client, sent, options);
         const costUsd = costOf(deps.model.prices, model, done.usage);
         modelCallMeasured({

@@ -22,7 +22,9 @@ import {
   type CompletionOptions,
   type ModelCompletion,
 } from '../completion';
+import { logger } from '../../common/logger';
 import { readResponsesOutput, reasoningEntries } from './responses-answer';
+import { stoppedParts, stoppedReason } from './responses-stopped';
 import { findResponsesItemProblems, toResponsesRequest } from './responses-request';
 
 /** The API a call speaks: the call's setting (conversation, then agent), else the worker's, else Chat Completions. */
@@ -34,12 +36,17 @@ export function modelApiOf(setting: ModelApi | undefined, worker: ModelApi | und
  * Sends a fitted Chat Completions body as a Responses request and assembles
  * the answer. Refuses, for good, input that breaks the Responses form of the
  * guarantee (the transcript's own checks make that unreachable). Heartbeats
- * while waiting; stops at once when the activity is cancelled.
+ * while waiting; stops at once when the activity is cancelled. `keepStopped`
+ * is set by the conversation's own model call: a billed response the model did
+ * not finish is then its answer, with a note (`responses-stopped.ts`). Without
+ * it (a summary, a guardrail's question) the answer is the model's words only,
+ * and a failed response fails the call.
  */
 export async function requestResponse(
   openai: OpenAI,
   body: ChatCompletionCreateParamsNonStreaming,
   options: CompletionOptions,
+  keepStopped = false,
 ): Promise<ModelCompletion> {
   const request = toResponsesRequest(body);
   const problems = findResponsesItemProblems(request.input as Parameters<typeof findResponsesItemProblems>[0]);
@@ -52,8 +59,21 @@ export async function requestResponse(
   const context = Context.current();
   const stopHeartbeats = heartbeatWhileRunning(context);
   try {
-    const response = options.stream ? await streamed(openai, request, options) : await unstreamed(openai, request);
-    const parts = readResponsesOutput(response);
+    const response = options.stream
+      ? await streamed(openai, request, options, keepStopped)
+      : await unstreamed(openai, request, keepStopped);
+    const stopped = keepStopped ? stoppedReason(response) : undefined;
+    let parts = readResponsesOutput(response);
+    if (stopped) {
+      const settled = stoppedParts(parts, stopped);
+      parts = settled.parts;
+      logger.warn(
+        { responseId: response.id, ...stopped },
+        'The model did not finish its response; kept it as the answer',
+      );
+      // A streamed answer's text reached clients already; the note follows it.
+      if (options.stream) options.publisher?.push(settled.note);
+    }
     const completion = toCompletion(parts);
     if (!options.stream) options.publisher?.push(completion.message.content ?? '');
     const reasoning = reasoningEntries(parts, completion.message.tool_calls ?? []);
@@ -65,21 +85,28 @@ export async function requestResponse(
   }
 }
 
-async function unstreamed(openai: OpenAI, request: ResponseCreateParamsNonStreaming): Promise<Response> {
+async function unstreamed(
+  openai: OpenAI,
+  request: ResponseCreateParamsNonStreaming,
+  keepStopped: boolean,
+): Promise<Response> {
   let response: Response;
   try {
     response = await openai.responses.create(request, { signal: Context.current().cancellationSignal });
   } catch (err) {
     throw toActivityFailure(err);
   }
-  return answered(response);
+  return answered(response, keepStopped);
 }
 
-/** A failed response is a failed call; any other carries an answer (an incomplete one says why in its status). */
-function answered(response: Response): Response {
-  if (response.status === 'failed') {
+/**
+ * A failed response is a failed call, retried, unless it was billed (it reports usage) and `keepStopped` makes it the
+ * answer (`responses-stopped.ts`). Any other carries an answer (an incomplete one says why in its status).
+ */
+function answered(response: Response, keepStopped: boolean): Response {
+  if (response.status === 'failed' && !(keepStopped && response.usage)) {
     throw ApplicationFailure.retryable(
-      `The model's response failed: ${response.error?.message ?? 'no reason given'} (${response.error?.code ?? 'no code'}).`,
+      `The model's response failed: ${response.error?.message ?? 'no reason given'} (${response.error?.code ?? 'no code'}). Nothing of it was used; the call is retried.`,
       ActivityErrorType.ModelCallFailed,
     );
   }
@@ -90,6 +117,7 @@ async function streamed(
   openai: OpenAI,
   request: ResponseCreateParamsNonStreaming,
   options: CompletionOptions,
+  keepStopped: boolean,
 ): Promise<Response> {
   let last: Response | undefined;
   const events = await readModelStream(
@@ -99,7 +127,7 @@ async function streamed(
     (event) => {
       if (event.type === 'response.output_text.delta') options.publisher?.push(event.delta);
       else if (event.type === 'response.completed' || event.type === 'response.incomplete') last = event.response;
-      else if (event.type === 'response.failed') last = answered(event.response);
+      else if (event.type === 'response.failed') last = answered(event.response, keepStopped);
       else if (event.type === 'error') {
         throw ApplicationFailure.retryable(
           `The model stream reported an error: ${event.message} (${event.code ?? 'no code'}). Nothing of it was used.`,
