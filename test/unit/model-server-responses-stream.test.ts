@@ -3,6 +3,7 @@ import type { ResponseInputItem, ResponseStreamEvent } from 'openai/resources/re
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import { startModelServer, type ModelServer } from '../../src/testing';
+import { lookupTool } from '../support/responses-tools';
 
 let server: ModelServer;
 let client: OpenAI;
@@ -20,18 +21,6 @@ beforeEach(() => {
 afterAll(async () => {
   await server.close();
 });
-
-const lookupTool = {
-  type: 'function' as const,
-  name: 'lookup',
-  parameters: {
-    type: 'object',
-    properties: { city: { type: 'string' } },
-    required: ['city'],
-    additionalProperties: false,
-  },
-  strict: true,
-};
 
 const ARGS = '{"city":"Oslo","unit":"celsius"}';
 

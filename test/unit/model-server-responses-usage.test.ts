@@ -7,6 +7,7 @@ import { startModelServer, type ModelServer } from '../../src/testing';
 import { SCRIPTED_IMAGE_TOKENS } from '../../src/testing/content-tokens';
 import { countPromptTokens } from '../../src/testing/context-window';
 import { countInputTokens } from '../../src/testing/responses-plan';
+import { lookupTool } from '../support/responses-tools';
 
 // What the scripted server bills: reasoning sent back and images as input, and the answers that did not finish.
 
@@ -20,17 +21,6 @@ afterAll(async () => {
   await server.close();
 });
 
-const lookupTool = {
-  type: 'function' as const,
-  name: 'lookup',
-  parameters: {
-    type: 'object',
-    properties: { city: { type: 'string' } },
-    required: ['city'],
-    additionalProperties: false,
-  },
-  strict: true,
-};
 const thought = 'The user wants the weather in Oslo; I should call lookup with the city and read what it says. '.repeat(
   5,
 );

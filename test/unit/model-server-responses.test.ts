@@ -13,6 +13,7 @@ import {
   reasoningWithoutFollowingItemMessage,
   RESPONSES_CONTEXT_EXCEEDED_MESSAGE,
 } from '../../src/testing/responses-errors';
+import { lookupTool } from '../support/responses-tools';
 
 let server: ModelServer;
 let client: OpenAI;
@@ -31,18 +32,6 @@ beforeEach(() => {
 afterAll(async () => {
   await server.close();
 });
-
-const lookupTool = {
-  type: 'function' as const,
-  name: 'lookup',
-  parameters: {
-    type: 'object',
-    properties: { city: { type: 'string' } },
-    required: ['city'],
-    additionalProperties: false,
-  },
-  strict: true,
-};
 
 /** What the SDK throws for a refused request, reduced to what OpenAI sends. */
 async function refusal(body: Record<string, unknown>): Promise<{ status: number; error: unknown }> {
