@@ -243,6 +243,69 @@ describe('approvals on the example chat page, four eyes on', () => {
     await alice.context.close();
   });
 
+  it("in a conversation that queues new messages, the requester's message written while the call waits is answered after the approver's decision ends the held turn, both answers on the page without a reload", async () => {
+    const id = h.newConversationId('chat-queue-held');
+    // The chat route starts conversations with the default input: a first message through the client sets the policy.
+    h.model.enqueue(
+      { content: 'Hello, how can I help?' },
+      {
+        toolCalls: [
+          {
+            id: 'call_queued',
+            name: 'issue_refund',
+            arguments: { order_id: 'ord_2001', amount_cents: 10_700, reason: 'late' },
+          },
+        ],
+      },
+      { content: 'Refunded 107.00 on ord_2001.' },
+      { content: 'The refund shows within 5 days.' },
+    );
+    const hello = await h.client.sendMessage(id, 'Hello', {
+      input: { onNewMessage: 'queue' },
+      sentBy: 'alice@example.com',
+    });
+    expect((await h.client.waitForTurn(id, hello, 20_000)).outcome).toBe('answered');
+    const alice = await openChat(id, token('a'), 'alice@example.com');
+    await alice.page.waitForSelector('text=Hello, how can I help?', { timeout: 20_000 });
+    await send(alice.page, 'Refund 107.00 on ord_2001');
+    await waitingCall(alice.page).waitFor({ timeout: 20_000 });
+    expect(await alice.page.textContent('#status')).toBe('streaming'); // held for bob's decision
+    await send(alice.page, 'When will I see it?');
+    // The message waits behind the held turn: the page shows it sent, with no error, and the call still waiting.
+    await expect
+      .poll(() => alice.page.locator('li.user').allTextContents(), { timeout: 10_000 })
+      .toContain('When will I see it?');
+    await expect.poll(async () => (await h.client.state(id)).pendingApprovals.length, { timeout: 10_000 }).toBe(1);
+    expect(await alice.page.textContent('#status')).toBe('submitted'); // no part of its turn yet
+    expect(await alice.page.locator('p.error').count()).toBe(0);
+
+    const [pending] = (await h.client.state(id)).pendingApprovals;
+    const approved = await call('POST', `/v1/conversations/${id}/decisions`, token('b'), {
+      decision: 'approve',
+      callKeys: [pending.callKey],
+    });
+    expect(approved.status).toBe(200);
+    for (const answer of ['Refunded 107.00 on ord_2001.', 'The refund shows within 5 days.'])
+      await alice.page.waitForSelector(`text=${answer}`, { timeout: 20_000 });
+    await expect.poll(() => alice.page.textContent('#status'), { timeout: 10_000 }).toBe('ready');
+    expect(await alice.page.locator('li.user').allTextContents()).toEqual([
+      'Hello',
+      'Refund 107.00 on ord_2001',
+      'When will I see it?',
+    ]);
+    expect(await alice.page.locator('p.error').count()).toBe(0);
+    expect(await alice.page.locator('li.assistant').count()).toBe(3);
+    expect(await alice.page.getAttribute('.tool', 'data-state')).toBe('output-available');
+    expect(await alice.page.textContent('.tool [data-testid=decided]')).toBe('approved');
+    expect([alice.posts(), alice.navigations()]).toEqual([2, 0]);
+    const state = await h.client.state(id);
+    expect(state.pendingApprovals).toEqual([]);
+    expect(state.recentTurns.map((t) => t.outcome)).toEqual(['answered', 'answered', 'answered']);
+    const applied = await h.pool.query('SELECT amount_cents FROM refunds WHERE idempotency_key LIKE $1', [`${id}/%`]);
+    expect(applied.rows).toEqual([{ amount_cents: 10_700 }]);
+    await alice.context.close();
+  });
+
   it("a call waiting inside an agent called as a tool shows in the parent's chat, with the agents that ask, and an approver decides it there", async () => {
     const id = h.newConversationId('chat-below');
     h.model.enqueue(
