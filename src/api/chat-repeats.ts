@@ -9,18 +9,10 @@
 import type { AgentClient } from '../client/client';
 import type { ConversationState } from '../contract';
 import type { ApprovalDecision } from '../contract/decisions';
+import { parseCallInstanceKey } from '../core/effect-keys';
 import { decisionSignal } from '../contract/workflow';
 import type { ApprovalResponse } from './chat-approvals';
 import { runSignals } from './run-signals';
-
-/** Where a call key's conversation ends: `<conversation>[/regen-<n>]/msg-<seq>/call-<index>` (`effect-keys.ts`). */
-const CALL_KEY_TAIL = /(?:\/regen-\d+)?\/msg-(\d+)\/call-\d+$/;
-
-/** The conversation a call key names and the seq of the assistant message that made the call. */
-function callOf(callKey: string): { conversationId: string; seq: number } | undefined {
-  const tail = CALL_KEY_TAIL.exec(callKey);
-  return tail ? { conversationId: callKey.slice(0, tail.index), seq: Number(tail[1]) } : undefined;
-}
 
 /** Whether a decision of `kind` says what `response` says (anything but a rejection approves: an edit too). */
 const sameWay = (kind: string | undefined, response: ApprovalResponse) => (kind !== 'reject') === response.approved;
@@ -39,7 +31,8 @@ export async function repeatedResponses(
   const byConversation = new Map<string, ApprovalResponse[]>();
   for (const r of responses) {
     const where =
-      waiting.calls.find((c) => c.callKey === r.approvalId)?.conversationId ?? callOf(r.approvalId)?.conversationId;
+      waiting.calls.find((c) => c.callKey === r.approvalId)?.conversationId ??
+      parseCallInstanceKey(r.approvalId)?.conversationId;
     if (where !== undefined) byConversation.set(where, [...(byConversation.get(where) ?? []), r]);
   }
   for (const [conversationId, named] of byConversation) {
@@ -78,8 +71,8 @@ export function endedTurnOf(
   callKeys: readonly string[],
 ): string | undefined {
   const seqs = callKeys.flatMap((k) => {
-    const call = callOf(k);
-    return call?.conversationId === conversationId ? [call.seq] : [];
+    const call = parseCallInstanceKey(k);
+    return call?.conversationId === conversationId ? [call.assistantSeq] : [];
   });
   if (seqs.length === 0) return undefined;
   const seq = Math.max(...seqs);

@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
 import type { AgentClient } from '../client/client';
+import { parseCallInstanceKey } from '../core/effect-keys';
 import type { ShownCall, ShownMessage } from './inbox-page';
 
 /** Messages shown with each conversation. */
@@ -58,7 +59,7 @@ export async function messagesBefore(
   conversationId: string,
   calls: readonly ShownCall[],
 ): Promise<ShownMessage[]> {
-  const seqs = calls.map((c) => /\/msg-(\d+)\/call-\d+$/.exec(c.callKey)).map((m) => (m ? Number(m[1]) : NaN));
+  const seqs = calls.map((c) => parseCallInstanceKey(c.callKey)?.assistantSeq ?? NaN);
   const through = seqs.every((s) => Number.isInteger(s))
     ? Math.max(...seqs)
     : (await client.state(conversationId)).messageCount - 1;

@@ -8,6 +8,7 @@
  */
 import type { AgentClient } from '../client/client';
 import type { ConversationState, PendingBelow } from '../contract';
+import { parseCallInstanceKey } from '../core/effect-keys';
 import { decidedAs, decisionOf, type ApprovalAsk, type CallDecided } from './chat-approvals';
 import { callOutputOf, type CallFacts, type CallOutput } from './ui-stream';
 
@@ -18,12 +19,6 @@ interface SeenBelow {
   stepKey: string;
   decided?: CallDecided;
   output?: CallOutput;
-}
-
-/** The seq of the assistant message that asked for the call, from its effect key (`…/msg-<seq>/call-<index>`). */
-function askedAtSeq(callKey: string): number | undefined {
-  const match = /\/msg-(\d+)\/call-\d+$/.exec(callKey);
-  return match ? Number(match[1]) : undefined;
 }
 
 /** The calls a turn's stream saw waiting below it. */
@@ -61,7 +56,7 @@ export class BelowCalls {
         return {
           callKey: call.callKey,
           toolCallId: call.toolCallId,
-          assistantSeq: askedAtSeq(call.callKey) ?? 0,
+          assistantSeq: parseCallInstanceKey(call.callKey)?.assistantSeq ?? 0,
           name: call.toolName,
           input: call.arguments,
           approvalRequested: true,
@@ -83,7 +78,7 @@ export class BelowCalls {
     const record = (await this.client.callDecisions(call.conversationId, [call.callKey]).catch(() => undefined))?.get(
       call.callKey,
     );
-    const seq = askedAtSeq(call.callKey);
+    const seq = parseCallInstanceKey(call.callKey)?.assistantSeq;
     let output: CallOutput | undefined;
     let running = false;
     if (seq !== undefined) {

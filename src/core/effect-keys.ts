@@ -27,3 +27,12 @@ export function callInstanceKey(
   const generation = regenerations > 0 ? `/regen-${regenerations}` : '';
   return `${conversationId}${generation}/msg-${assistantSeq}/call-${index}`;
 }
+
+/**
+ * What a key of {@link callInstanceKey} names: its conversation and the seq of the assistant message that asked for
+ * the call; undefined for a string of another form.
+ */
+export function parseCallInstanceKey(key: string): { conversationId: string; assistantSeq: number } | undefined {
+  const tail = /(?:\/regen-\d+)?\/msg-(\d+)\/call-\d+$/.exec(key);
+  return tail ? { conversationId: key.slice(0, tail.index), assistantSeq: Number(tail[1]) } : undefined;
+}
