@@ -1,6 +1,6 @@
 /** The project set against Temporal's own AI integration, `@temporalio/ai-sdk`, for the printed table. */
-import type { SystemFigures } from './project';
-import type { BenchResults } from './report';
+import type { SystemFigures } from './phases';
+import type { BenchResults } from './results';
 
 const ratio = (a: number | undefined, b: number | undefined): string =>
   a !== undefined && b !== undefined && b !== 0 && Number.isFinite(a) && Number.isFinite(b)

@@ -12,8 +12,7 @@ import { NOOP_TOOL } from './bench-tools';
 import { checkModelRequests, type BenchContext } from './context';
 import { historyFigures } from './history';
 import { mapLimit, type RunTurn } from './measure';
-import { measureAtEachLatency } from './phases';
-import type { LostWork, SystemFigures } from './project';
+import { measureAtEachLatency, type LostWork, type SystemFigures } from './phases';
 import { turnMessage } from './responder';
 import { AI_SDK_WORKER, spawnWorker } from './worker-process';
 

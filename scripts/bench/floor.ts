@@ -9,7 +9,7 @@ import type { FloorTurnInput } from './floor-workflows';
 import { historyFigures } from './history';
 import type { RunTurn } from './measure';
 import { measureAtEachLatency } from './phases';
-import type { SystemFigures } from './project';
+import type { SystemFigures } from './phases';
 import { FLOOR_WORKER, spawnWorker } from './worker-process';
 
 /** The floor's figures, per activities per step. */

@@ -20,7 +20,8 @@ import type { BenchContext } from './context';
 import { machineInfo } from './machine';
 import { useBaselineWorker, useCompiledProjectWorker } from './worker-process';
 import { parseOptions, type Part } from './options';
-import { contentionWarnings, DEFINITIONS, formatTable, writeResults, type BenchResults } from './report';
+import { contentionWarnings, DEFINITIONS, formatTable, writeResults } from './report';
+import type { BenchResults } from './results';
 import { startStack, type Stack } from './stack';
 
 async function main(): Promise<void> {

@@ -9,7 +9,7 @@
 import { checkModelRequests, type BenchContext } from './context';
 import type { LangGraphTurnReply, LangGraphTurnRequest } from './langgraph-worker';
 import { runPhases, type RunTurn } from './measure';
-import type { SystemFigures } from './project';
+import type { SystemFigures } from './phases';
 import { turnMessage } from './responder';
 import { NOOP_TOOL } from './bench-tools';
 import { LANGGRAPH_WORKER, spawnWorker } from './worker-process';

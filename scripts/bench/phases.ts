@@ -6,8 +6,33 @@
  */
 import type { BenchOptions } from './options';
 import type { HistoryFigures } from './history';
-import { runConcurrent, type MeteredProcesses, type RunTurn } from './measure';
-import type { LostWork, SystemFigures } from './project';
+import { runConcurrent, type ConcurrencyResult, type MeteredProcesses, type RunTurn } from './measure';
+
+/** One system's figures at one model latency. */
+export interface SystemFigures {
+  latencyMs: number;
+  single: ConcurrencyResult;
+  medium: ConcurrencyResult;
+  high: ConcurrencyResult;
+  /** History of one turn of the single-conversation phase (Temporal systems). */
+  history?: HistoryFigures;
+  /** Work lost in each phase (the project): workflow tasks that timed out, model calls made again. */
+  lost?: { single: LostWork; medium: LostWork; high: LostWork };
+}
+
+/**
+ * Work a phase lost: its conversations' workflow tasks that timed out, and model calls beyond one per call its turns
+ * needed.
+ */
+export interface LostWork {
+  workflowTaskTimeouts: number;
+  /**
+   * Of those, the ones that timed out waiting to start (a sticky queue not polled within its schedule-to-start
+   * timeout, then offered to any worker), the rest timed out running.
+   */
+  scheduleToStartTimeouts?: number;
+  repeatedModelCalls: number;
+}
 
 /** One system at one model latency, as {@link measurePhases} runs it. */
 export interface PhasesRun {

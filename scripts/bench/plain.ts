@@ -13,7 +13,7 @@ import { ToolRegistry } from '../../src/tools/registry';
 import { noopTool, NOOP_TOOL } from './bench-tools';
 import { checkModelRequests, type BenchContext } from './context';
 import { runPhases, type RunTurn } from './measure';
-import type { SystemFigures } from './project';
+import type { SystemFigures } from './phases';
 import { turnMessage } from './responder';
 
 /** The plain loop's figures, without and with a PostgreSQL commit per message. */

@@ -9,37 +9,11 @@ import { temporal } from '@temporalio/proto';
 import { conversationActivityType } from '../../src/contract/activities';
 import { NOOP_TOOL } from './bench-tools';
 import { checkModelRequests, type BenchContext } from './context';
-import { historyFigures, type HistoryFigures } from './history';
-import { mapLimit, type ConcurrencyResult, type RunTurn } from './measure';
-import { measureAtEachLatency } from './phases';
+import { historyFigures } from './history';
+import { mapLimit, type RunTurn } from './measure';
+import { measureAtEachLatency, type LostWork, type SystemFigures } from './phases';
 import { turnMessage } from './responder';
 import { startProjectRig } from './project-rig';
-
-/** One system's figures at one model latency. */
-export interface SystemFigures {
-  latencyMs: number;
-  single: ConcurrencyResult;
-  medium: ConcurrencyResult;
-  high: ConcurrencyResult;
-  /** History of one turn of the single-conversation phase (Temporal systems). */
-  history?: HistoryFigures;
-  /** Work lost in each phase (the project): workflow tasks that timed out, model calls made again. */
-  lost?: { single: LostWork; medium: LostWork; high: LostWork };
-}
-
-/**
- * Work a phase lost: its conversations' workflow tasks that timed out, and model calls beyond one per call its turns
- * needed.
- */
-export interface LostWork {
-  workflowTaskTimeouts: number;
-  /**
-   * Of those, the ones that timed out waiting to start (a sticky queue not polled within its schedule-to-start
-   * timeout, then offered to any worker), the rest timed out running.
-   */
-  scheduleToStartTimeouts?: number;
-  repeatedModelCalls: number;
-}
 
 /**
  * How the project's conversations run their calls: `'activity'`, every call

@@ -11,10 +11,9 @@ import { ActivityErrorType, type AssistantMessage } from '../contract/activities
 import type { GuardrailResult } from '../contract/guardrail-results';
 import type { GuardrailTrip } from '../contract/turn-records';
 import { boundedOutputInfo, readGuardrailVerdict } from './guardrail-results';
-import { guardrailsOn, type Guardrail, type GuardrailContext } from '../tools/guardrails';
+import { guardrailsOn, type Guardrail, type GuardrailContext, type ToolGuardrailContext } from '../tools/guardrails';
 import type { Agent } from '../tools/agents';
 import type { Tool } from '../tools/tool';
-import type { ToolGuardrailContext } from '../tools/call-context';
 import type { ModelApi } from '../contract/model-api';
 import { requestCompletion } from './completion';
 import type { ModelActivityDeps } from './deps';

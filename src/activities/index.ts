@@ -16,7 +16,8 @@ import { recordDecision } from '../db/transcript-store';
 import { appendMessagesListingWaits } from '../db/approval-store';
 import { agentTables } from '../db/schema';
 import { verifyDecision } from '../common/decision-signing';
-import { createToolDiscoveryActivity, turnRegistry } from './mcp-tools';
+import { turnRegistry } from './mcp-tools';
+import { createToolDiscoveryActivity } from './tool-discovery';
 import { checkToolCall } from './tool-calls';
 import { failOnRefusal } from './store-failures';
 import { writingRun } from './activity-context';
@@ -31,7 +32,7 @@ export function createActivities(deps: ActivityDeps): ConversationActivities {
     appendMessages: (input) => failOnRefusal(() => appendMessagesListingWaits(deps.pool, tables, input, writingRun())),
     callModel: createModelActivity(deps),
     runTool: createToolActivity(deps),
-    recordDecision: (record) => failOnRefusal(() => recordDecision(deps.pool, tables, record)),
+    recordDecision: (record) => failOnRefusal(() => recordDecision(deps.pool, tables, record, writingRun())),
     verifyDecision: async ({ conversationId, decision, edit }) => {
       const verdict = verifyDecision(deps.decisionTrust ?? { keys: [] }, conversationId, decision);
       if (verdict.refusal || !edit) return verdict;

@@ -17,12 +17,11 @@ import { ToolEffectUnknownError, ToolError } from '../common/errors';
 import type { AgentTables } from '../db/schema';
 import { mcpIdempotent, mcpNeedsApproval, mcpToolName, type McpServers, type McpToolDescriptor } from '../mcp/protocol';
 import { TOOL_DEFAULTS } from '../contract/tool-defaults';
-import { MAX_TOOLS, type ToolRegistry } from '../tools/registry';
+import type { ToolRegistry } from '../tools/registry';
 import type { Tool } from '../tools/tool';
 import { withDatabaseRetry } from './database-retry';
 import { toStorableValue } from '../contract/text';
-import { ActivityErrorType, type ToolDiscoveryInput, type ToolDiscoveryResult } from '../contract/activities';
-import type { ToolDiscoveryDeps } from './deps';
+import { ActivityErrorType } from '../contract/activities';
 import { McpServerUnreachableError, UnknownMcpServerError, type McpConnections } from './mcp-connections';
 
 /** How much longer than a call's own timeout the SDK waits: the activity's timeout decides, and reads as a cut-off. */
@@ -231,70 +230,4 @@ export async function turnRegistry(
     );
   }
   return withDatabaseRetry('read the MCP tool list', () => mcp.registry(tools, toolset));
-}
-
-/**
- * Builds the `discoverTools` activity: the tools of a conversation's MCP
- * servers for one turn, stored by reference. A server this worker lacks, or
- * more tools than providers accept, fails it for good with what to change; a
- * server that cannot be reached fails the attempt (retried).
- */
-export function createToolDiscoveryActivity(
-  deps: ToolDiscoveryDeps,
-): (input: ToolDiscoveryInput) => Promise<ToolDiscoveryResult> {
-  return async function discoverTools(input: ToolDiscoveryInput): Promise<ToolDiscoveryResult> {
-    const mcp = deps.mcp;
-    const descriptors: McpToolDescriptor[] = [];
-    const skipped: string[] = [];
-    const fromServers: Record<string, number> = {};
-    for (const server of input.servers) {
-      if (!mcp) {
-        throw ApplicationFailure.nonRetryable(
-          `The conversation uses MCP server "${server}", and this worker has no MCP servers. Every worker of a task queue must configure the same MCP servers (AGENT_MCP_SERVERS, or the plugin's mcp.servers).`,
-          ActivityErrorType.UnknownMcpServer,
-        );
-      }
-      try {
-        mcp.connections.config(server);
-      } catch (err) {
-        if (err instanceof UnknownMcpServerError)
-          throw ApplicationFailure.nonRetryable(err.message, ActivityErrorType.UnknownMcpServer);
-        throw err;
-      }
-      let listed;
-      try {
-        listed = await mcp.connections.listTools(server);
-      } catch (err) {
-        // Already tried under the server's reconnect policy: the turn fails now, saying so, rather than after more
-        // retries.
-        if (err instanceof McpServerUnreachableError)
-          throw ApplicationFailure.nonRetryable(err.message, ActivityErrorType.McpServerUnreachable);
-        throw err;
-      }
-      fromServers[server] = 0;
-      for (const tool of listed.tools) {
-        const described = describeMcpTool(server, tool, listed.effectKeys);
-        if ('problem' in described) skipped.push(described.problem);
-        else if (deps.tools.get(described.descriptor.name))
-          skipped.push(
-            `MCP tool "${described.descriptor.name}" has the name of one of the worker's own tools, so it is not offered.`,
-          );
-        else {
-          descriptors.push(described.descriptor);
-          fromServers[server]++;
-        }
-      }
-    }
-    const own = deps.tools.specsFor(input.tools).length;
-    const offered = own + descriptors.length;
-    if (offered > MAX_TOOLS) {
-      throw ApplicationFailure.nonRetryable(
-        `This conversation would offer ${offered} tools (${own} of the worker's own, ${descriptors.length} from MCP servers ${input.servers.join(', ')}); ` +
-          `providers accept at most ${MAX_TOOLS}. Select fewer MCP servers (ConversationInput.mcpServers) or fewer tools (ConversationInput.tools).`,
-        ActivityErrorType.TooManyTools,
-      );
-    }
-    const toolset = await withDatabaseRetry('store the MCP tool list', () => mcp!.save(descriptors));
-    return { toolset, offered, fromServers, skipped };
-  };
 }

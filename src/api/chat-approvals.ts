@@ -12,6 +12,7 @@ import { decideCalls, DECISION_WORKER_WAIT_MS, DecisionProblem, type DecisionPol
 import type { ApiPrincipal } from './tokens';
 import { repeatedResponses } from './chat-repeats';
 import type { CallOutput, UiChunk } from './ui-stream';
+import type { ApprovalAsk, ApprovalResponse, CallDecided } from './ui-approvals';
 
 /** Who reads a chat stream, and whether four eyes are off. */
 export interface ChatViewer {
@@ -29,27 +30,6 @@ export function viewerOf(principal: ApiPrincipal, policy: DecisionPolicy): ChatV
     approver: principal.roles.has('approver'),
     allowSelfApproval: policy.allowSelfApproval === true,
   };
-}
-
-/**
- * What an approval request says to its viewer: `reason` (the AI SDK's `approval.requestReason`) names who may decide
- * when the viewer may not approve, and `descriptor` (`approval.descriptor`) lists what the viewer may decide.
- */
-export interface ApprovalAsk {
-  reason?: string;
-  descriptor: ApprovalDescriptor;
-}
-
-/** The `approval.descriptor` of a waiting call in the chat. */
-export interface ApprovalDescriptor {
-  /** What the viewer may decide on it: both, only reject (four eyes, own request), or nothing. */
-  decide: ('approve' | 'reject')[];
-  /** The rule that keeps the viewer from approving: `role` (not an approver) or `four_eyes` (sent the request). */
-  rule?: 'role' | 'four_eyes';
-  /** For a call waiting inside an agent called as a tool: the agents down to the one asking. */
-  agentPath?: string[];
-  /** For a call waiting inside an agent called as a tool: the conversation it waits in. */
-  conversationId?: string;
 }
 
 /** A waiting call as the chat asks about it. */
@@ -76,12 +56,6 @@ export function approvalAsk(viewer: ChatViewer, call: AskedCall): ApprovalAsk {
   return { descriptor: { decide: ['approve', 'reject'], ...where } };
 }
 
-/** How a decision on a call that waited shows: approved or not, and why (the AI SDK's approval response). */
-export interface CallDecided {
-  approved: boolean;
-  reason?: string;
-}
-
 /** How a recorded decision shows: anything but a rejection approved the call (an edit too), with its reason. */
 export function decidedAs(record: CallDecisionRecord): CallDecided {
   return { approved: record.decision !== 'reject', ...(record.reason ? { reason: record.reason } : {}) };
@@ -101,13 +75,6 @@ export function decisionOf(
     return { decided: { approved: false, reason: output.text }, output: { kind: 'denied', reason: output.text } };
   if (output) return { decided: { approved: true }, output };
   return running ? { decided: { approved: true } } : undefined;
-}
-
-/** An approval response as `addToolApprovalResponse` leaves it on a tool part. */
-export interface ApprovalResponse {
-  approvalId: string;
-  approved: boolean;
-  reason?: string;
 }
 
 /**

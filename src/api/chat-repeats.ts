@@ -11,8 +11,8 @@ import type { ConversationState } from '../contract';
 import type { ApprovalDecision } from '../contract/decisions';
 import { parseCallInstanceKey } from '../core/effect-keys';
 import { decisionSignal } from '../contract/workflow';
-import type { ApprovalResponse } from './chat-approvals';
 import { runSignals } from './run-signals';
+import type { ApprovalResponse } from './ui-approvals';
 
 /** Whether a decision of `kind` says what `response` says (anything but a rejection approves: an edit too). */
 const sameWay = (kind: string | undefined, response: ApprovalResponse) => (kind !== 'reject') === response.approved;

@@ -9,7 +9,8 @@
 import type { AgentClient } from '../client/client';
 import type { ConversationState, PendingBelow } from '../contract';
 import { parseCallInstanceKey } from '../core/effect-keys';
-import { decidedAs, decisionOf, type ApprovalAsk, type CallDecided } from './chat-approvals';
+import { decidedAs, decisionOf } from './chat-approvals';
+import type { ApprovalAsk, CallDecided } from './ui-approvals';
 import { callOutputOf, type CallFacts, type CallOutput } from './ui-stream';
 
 /** One call seen waiting below, and what is known of it since. */

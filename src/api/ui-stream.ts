@@ -15,7 +15,7 @@
  */
 import type { TurnRecord } from '../contract';
 import { parseJsonOrText } from '../contract/text';
-import type { ApprovalAsk, CallDecided } from './chat-approvals';
+import type { ApprovalAsk, CallDecided } from './ui-approvals';
 
 /** The chunks of the UI message stream this API sends (a subset of `ai` 7's `UIMessageChunk`). */
 export type UiChunk =

@@ -1,9 +1,9 @@
 /**
  * What a conversation carries into its next run when it continues as new
- * ({@link CarriedConversation}, the input's `carried`). Types only;
- * workflow-safe.
+ * ({@link CarriedConversation}, the input's `carried`), with the calls of
+ * unknown effect it keeps ({@link UnknownEffect}, which its state shows too).
+ * Types only; workflow-safe.
  */
-import type { UnknownEffect } from './conversation-state';
 import type { DecisionResult, RefusedDecision } from './decisions';
 import type { ConversationUsage, TurnRecord } from './turn-records';
 import type { MessageFile } from './message-files';
@@ -57,4 +57,16 @@ export interface CarriedConversation {
   regenerations?: number;
   /** A regenerate request accepted and not yet taken into a turn. */
   regenerate?: { requestId: string; sentBy?: string };
+}
+
+/** A call that settled as `effect_unknown`: it started, did not report back, and its tool is not idempotent. */
+export interface UnknownEffect {
+  toolCallId: string;
+  /** Effect key of the call instance. */
+  callKey: string;
+  toolName: string;
+  /** Why it did not report back (timed out, worker lost). */
+  why: string;
+  /** When it settled (ISO 8601, workflow time). */
+  settledAt: string;
 }

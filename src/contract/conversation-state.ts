@@ -7,6 +7,7 @@
  */
 import type { ExtractedAgentResult } from './activities';
 import type { AgentCaller, ForkOrigin } from './conversation-input';
+import type { UnknownEffect } from './carried-conversation';
 import type { RefusedDecision } from './decisions';
 import type { MessageMeta } from './messages';
 import type { ConversationUsage, TurnRecord } from './turn-records';
@@ -104,18 +105,6 @@ export interface OpenCall {
   toolName: string;
   /** Once settled: how (`ok`, `rejected`, `tool_failed`, ...) and the result the model reads (a preview when long). */
   outcome?: { kind: string; content: string };
-}
-
-/** A call that settled as `effect_unknown`: it started, did not report back, and its tool is not idempotent. */
-export interface UnknownEffect {
-  toolCallId: string;
-  /** Effect key of the call instance. */
-  callKey: string;
-  toolName: string;
-  /** Why it did not report back (timed out, worker lost). */
-  why: string;
-  /** When it settled (ISO 8601, workflow time). */
-  settledAt: string;
 }
 
 /** What the workflow returns when the conversation ends. */

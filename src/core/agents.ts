@@ -11,7 +11,7 @@ import { describePendingApproval, type BatchCall } from './batch';
 import type { SubAgentStart } from './edge';
 import { handoffContent, toolFailedContent, type ToolFailureReason } from './outcomes';
 import type { CoreState } from './state';
-import { toolCallSummary } from './calls';
+import { toolCallSummary } from './call-summary';
 import { answeredOutcome } from './agent-results';
 import { addCalledAgentSpend } from './budget';
 

@@ -9,7 +9,8 @@ import type { ToolFailure } from './edge';
 import { effectUnknownContent, toolFailedContent, type OutcomeKind } from './outcomes';
 import type { CoreState } from './state';
 import type { CallRun, CallStep } from './steps';
-import { approvalTimerSummary, toolCallSummary as describeToolCall, whoDecided } from './summaries';
+import { approvalTimerSummary } from './summaries';
+import { toolCallSummary } from './call-summary';
 import { UNKNOWN_EFFECTS_KEPT } from '../contract/limits';
 import { isOpen, subAgentStart } from './agents';
 
@@ -62,19 +63,6 @@ function toolCallInput(s: CoreState, call: BatchCall): ToolCallInput {
         }
       : {}),
   };
-}
-
-/** The summary of a started call's activity: `issue_refund, call 2 of turn 5, approved by alice`. */
-export function toolCallSummary(s: CoreState, call: BatchCall): string {
-  const approvedBy = call.decision?.approved
-    ? whoDecided(call.decision.decidedBy, call.decision.authenticated)
-    : undefined;
-  return describeToolCall(
-    call.name,
-    s.turn.callNumbers.get(call.id) ?? s.turn.callNumbers.size,
-    s.kept.turns,
-    approvedBy,
-  );
 }
 
 /** The tool reported its result. */

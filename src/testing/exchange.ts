@@ -1,7 +1,8 @@
 /**
  * One request and its response on the scripted model server, tracking
  * whether and how the connection ended so the {@link RecordedRequest} can
- * say so (answered, aborted by the client, cut by the server).
+ * say so (answered, aborted by the client, cut by the server), and what
+ * answering it needs from the server ({@link RequestContext}).
  *
  * @packageDocumentation
  */
@@ -9,7 +10,16 @@
 import type http from 'node:http';
 
 import { randomAlphanumeric } from './ids';
-import type { RecordedRequest } from './types';
+import type { ModelServerDialect, RecordedRequest, ScriptedReply, ToolCallIdScheme } from './types';
+
+/** What answering a request needs from the server; the settings are read when needed, since tests change them. */
+export interface RequestContext {
+  dialect: ModelServerDialect;
+  /** The next scripted reply for the request (the queue's first, else the responder's). */
+  nextReply: (record: RecordedRequest) => Promise<ScriptedReply>;
+  currentToolCallIds: () => ToolCallIdScheme;
+  currentContextWindow: () => number | undefined;
+}
 
 /** One request/response pair, tracking whether and how the connection ended. */
 export class Exchange {

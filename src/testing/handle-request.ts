@@ -12,10 +12,9 @@ import type http from 'node:http';
 import { nowSeconds, type ChatRequestBody } from './completion';
 import { contextLengthExceededBody, countPromptTokens } from './context-window';
 import { deliverReply } from './deliver-reply';
-import { readBody, type Exchange } from './exchange';
+import { readBody, type Exchange, type RequestContext } from './exchange';
 import { errorBody, INVALID_JSON_MESSAGE } from './provider-errors';
 import { handleResponsesRequest, RESPONSES_PATH } from './responses-handle';
-import type { ModelServerDialect, RecordedRequest, ScriptedReply, ToolCallIdScheme } from './types';
 import { validateChatRequest } from './validate';
 
 /** Model id listed by `GET /v1/models`. */
@@ -23,15 +22,6 @@ export const SCRIPTED_MODEL_ID = 'scripted-model';
 
 /** The paths a model is called on: Chat Completions and the Responses API. */
 const MODEL_PATHS = ['/v1/chat/completions', RESPONSES_PATH];
-
-/** What answering a request needs from the server; the settings are read when needed, since tests change them. */
-export interface RequestContext {
-  dialect: ModelServerDialect;
-  /** The next scripted reply for the request (the queue's first, else the responder's). */
-  nextReply: (record: RecordedRequest) => Promise<ScriptedReply>;
-  currentToolCallIds: () => ToolCallIdScheme;
-  currentContextWindow: () => number | undefined;
-}
 
 /** Reads the request on `exchange`, records its body and answers it. */
 export async function handleRequest(

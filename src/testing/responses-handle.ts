@@ -12,8 +12,7 @@
 
 import { sendHttpError } from './deliver-reply';
 import { DEFAULT_DROP_CONTENT } from './deliver-reply';
-import type { Exchange } from './exchange';
-import type { RequestContext } from './handle-request';
+import type { Exchange, RequestContext } from './exchange';
 import { errorBody } from './provider-errors';
 import { RESPONSES_CONTEXT_EXCEEDED_MESSAGE } from './responses-errors';
 import { countInputTokens, planResponse, responseObject, type ResponsesRequestBody } from './responses-plan';

@@ -6,7 +6,6 @@
  * workflow records, so a replay never runs it again.
  */
 import type { ChatMessage } from '../contract/messages';
-import type { GuardrailContext } from './guardrails';
 
 /** The conversation, the turn and the call a check is about. */
 export interface ToolCallContext {
@@ -35,9 +34,6 @@ export interface ToolCallContext {
   /** Aborted when the check runs out of time or the activity is cancelled. */
   signal: AbortSignal;
 }
-
-/** What a tool guardrail's check gets: a guardrail's context and the call's. */
-export type ToolGuardrailContext = GuardrailContext & ToolCallContext;
 
 /**
  * Whether a person must approve a call first: always, never, or as a

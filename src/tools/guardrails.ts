@@ -14,7 +14,7 @@
  *   person.
  */
 import { FUNCTION_NAME_PATTERN } from '../contract/limits';
-import type { ToolGuardrailContext } from './call-context';
+import type { ToolCallContext } from './call-context';
 
 /** What every check gets besides its subject. */
 export interface GuardrailContext {
@@ -30,6 +30,9 @@ export interface GuardrailContext {
   /** Aborted when the activity is cancelled (the turn stopped). */
   signal: AbortSignal;
 }
+
+/** What a tool guardrail's check gets: a guardrail's context and the call's. */
+export type ToolGuardrailContext = GuardrailContext & ToolCallContext;
 
 /**
  * What an input or output check says: `tripwire: true` stops the turn; `reason` is what the user and the model read;

@@ -14,7 +14,7 @@ import { findPairingProblems, type PairingItem } from '../../src/core/pairing';
 import type { ConversationState } from '../../src/contract';
 import { TOOL_ARGUMENTS_MAX_BYTES } from '../../src/contract/activities';
 import { USER_MESSAGE_MAX_BYTES } from '../../src/contract';
-import { retrying } from './driver';
+import { retrying } from './retrying';
 import { CHAOS_ORDERS, PROBE_MARK, type HugeAnswerSent } from './model-script';
 import type { ConversationRecord, DecisionSent, RunLog } from './run-log';
 import { callInstanceKey } from '../../src/core/effect-keys';

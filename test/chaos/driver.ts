@@ -13,7 +13,6 @@ import { signDecision, type DecisionKey } from '../../src/common/decision-signin
 import type { ApprovalDecision } from '../../src/contract';
 import type { AgentClient, DecisionInput } from '../../src/client/client';
 import { USER_MESSAGE_MAX_BYTES } from '../../src/contract';
-import { ConversationClosedError, InvalidConversationInputError, MessageTooLargeError } from '../../src/common/errors';
 import type { ConversationInput, ConversationState, PendingApproval } from '../../src/contract';
 
 /**
@@ -23,9 +22,10 @@ import type { ConversationInput, ConversationState, PendingApproval } from '../.
 type Target = PendingApproval & { conversationId: string };
 import { runCli } from '../support/cli';
 import { forkConversation, resetConversation } from './going-back';
-import type { ApprovalAction, ConversationPlan, ResetKind } from './plan';
+import type { ApprovalAction, ConversationPlan, DecisionPath, ResetKind } from './plan';
 import { Rng } from './random';
-import type { ConversationRecord, DecisionPath, DecisionSent, RunLog } from './run-log';
+import { retrying } from './retrying';
+import type { ConversationRecord, DecisionSent, RunLog } from './run-log';
 
 /** Where decisions go: the HTTP API and its approvers' tokens, the key it signs with, and the CLIs' settings. */
 export interface DecisionRoutes {
@@ -81,39 +81,6 @@ const ACTION_WEIGHTS: Record<ApprovalAction, number> = {
   interrupt: 10,
   timeout: 12,
 };
-
-/** Errors a retry cannot fix. */
-function isPermanent(err: unknown): boolean {
-  return (
-    err instanceof TypeError ||
-    err instanceof InvalidConversationInputError ||
-    err instanceof ConversationClosedError ||
-    err instanceof MessageTooLargeError
-  );
-}
-
-/**
- * Runs `fn` (one client call) until it succeeds, with backoff, each attempt
- * with an RPC deadline. Throws the last error after `timeoutMs`.
- */
-export async function retrying<T>(
-  ctx: Pick<DriverContext, 'client' | 'runLog' | 'signal'>,
-  fn: () => Promise<T>,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let delay = 200;
-  for (;;) {
-    try {
-      return await ctx.client.temporal.connection.withDeadline(Date.now() + 10_000, fn);
-    } catch (err) {
-      if (isPermanent(err) || ctx.signal.aborted || Date.now() + delay > deadline) throw err;
-      ctx.runLog.clientRetries++;
-      await sleep(delay, undefined, { signal: ctx.signal }).catch(() => undefined);
-      delay = Math.min(Math.round(delay * 1.6), 3_000);
-    }
-  }
-}
 
 /** Plays one conversation's script to its end (or until it gives up). */
 export async function playConversation(plan: ConversationPlan, ctx: DriverContext): Promise<void> {

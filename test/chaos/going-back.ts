@@ -11,39 +11,16 @@ import { temporal } from '@temporalio/proto';
 import { tsToMs } from '@temporalio/common/lib/time';
 import { ForkPointError, type ForkAt } from '../../src/client/client';
 import { userMessageSignal } from '../../src/contract/workflow';
-import type { DriverContext } from './driver';
-import { retrying } from './driver';
 import type { ResetKind } from './plan';
 import type { Rng } from './random';
+import { retrying, type RetryContext } from './retrying';
+import type { ForkDone } from './run-log';
 
 const { EventType } = temporal.api.enums.v1;
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
-/** A reset the driver made. */
-export interface ResetDone {
-  conversationId: string;
-  kind: ResetKind;
-  /** The completed workflow task reset to. */
-  eventId: number;
-  /** When that task completed (the server's time): signals after it are applied again by the new run. */
-  pointAt: number;
-  /** When the reset was asked for, and when the server answered it. */
-  sentAt: number;
-  doneAt: number;
-}
-
-/** A fork the driver made. */
-export interface ForkDone {
-  sourceId: string;
-  forkId: string;
-  at: ForkAt;
-  /** The source's seq the fork keeps up to. */
-  forkSeq: number;
-  /** The calls the copy answered (`ran`: the source's result; `not_run`: the fork's outcome). */
-  answered: { toolCallId: string; how: 'ran' | 'not_run' }[];
-  /** Made while calls of the source waited for a person. */
-  whileWaiting: boolean;
-}
+/** What going back needs of the driver's context. */
+type GoingBackContext = RetryContext & { log: (line: string) => void };
 
 /**
  * The completed workflow tasks of a run that a reset may go back to: every
@@ -77,7 +54,7 @@ function resetPoints(events: readonly HistoryEvent[]): HistoryEvent[] {
  * reset could not be made.
  */
 export async function resetConversation(
-  ctx: DriverContext,
+  ctx: GoingBackContext,
   conversationId: string,
   kind: ResetKind,
   rng: Rng,
@@ -136,7 +113,7 @@ export async function resetConversation(
  * undefined when no fork could be made.
  */
 export async function forkConversation(
-  ctx: DriverContext,
+  ctx: GoingBackContext,
   sourceId: string,
   forkId: string,
   rng: Rng,

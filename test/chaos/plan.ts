@@ -5,7 +5,6 @@
  */
 import type { ModelApi } from '../../src/contract/model-api';
 import { Rng } from './random';
-import type { DecisionPath } from './run-log';
 
 /** A tool call the scripted model can make. */
 export type CallKind =
@@ -28,6 +27,26 @@ export type CallKind =
    * and approvals.
    */
   | 'sub_agent';
+
+/**
+ * The ways a decision reaches a conversation. Through the HTTP API (`api`),
+ * the project's CLI talking to it (`cli`), or a service holding the signing
+ * key (`signed_signal`), it is signed and applies. Around the API it is not
+ * signed, and the workers (which hold the key) refuse it: `client_unsigned`
+ * (`AgentClient.signalDecision`), `temporal_cli_unsigned` (`temporal workflow
+ * signal`), `raw_malformed` (a signal whose payload is not a decision); the
+ * person then decides through the API.
+ */
+export const DECISION_PATHS = [
+  'api',
+  'cli',
+  'signed_signal',
+  'client_unsigned',
+  'temporal_cli_unsigned',
+  'raw_malformed',
+] as const;
+
+export type DecisionPath = (typeof DECISION_PATHS)[number];
 
 /** A fault the model injects on a conversation's first request. */
 export type RequestFault = 'model_500' | 'model_slow' | 'model_429' | 'context_length_exceeded';

@@ -1,6 +1,6 @@
 /** What the chaos run did and saw, recorded as it happens and read by the final checks. */
-import type { ForkDone, ResetDone } from './going-back';
-import type { ConversationPlan } from './plan';
+import type { ForkAt } from '../../src/client/client';
+import { DECISION_PATHS, type ConversationPlan, type DecisionPath, type ResetKind } from './plan';
 import type { DecisionKind } from '../../src/contract';
 
 /** Every kind of fault the run injects. */
@@ -36,26 +36,6 @@ export const FAULT_KINDS = [
   'reset',
   'fork',
 ] as const;
-
-/**
- * The ways a decision reaches a conversation. Through the HTTP API (`api`),
- * the project's CLI talking to it (`cli`), or a service holding the signing
- * key (`signed_signal`), it is signed and applies. Around the API it is not
- * signed, and the workers (which hold the key) refuse it: `client_unsigned`
- * (`AgentClient.signalDecision`), `temporal_cli_unsigned` (`temporal workflow
- * signal`), `raw_malformed` (a signal whose payload is not a decision); the
- * person then decides through the API.
- */
-export const DECISION_PATHS = [
-  'api',
-  'cli',
-  'signed_signal',
-  'client_unsigned',
-  'temporal_cli_unsigned',
-  'raw_malformed',
-] as const;
-
-export type DecisionPath = (typeof DECISION_PATHS)[number];
 
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -96,6 +76,32 @@ export interface SizedMessageSent {
   overLimit: boolean;
   /** The client's error, when it refused the message. */
   refusal?: string;
+}
+
+/** A reset the driver made. */
+export interface ResetDone {
+  conversationId: string;
+  kind: ResetKind;
+  /** The completed workflow task reset to. */
+  eventId: number;
+  /** When that task completed (the server's time): signals after it are applied again by the new run. */
+  pointAt: number;
+  /** When the reset was asked for, and when the server answered it. */
+  sentAt: number;
+  doneAt: number;
+}
+
+/** A fork the driver made. */
+export interface ForkDone {
+  sourceId: string;
+  forkId: string;
+  at: ForkAt;
+  /** The source's seq the fork keeps up to. */
+  forkSeq: number;
+  /** The calls the copy answered (`ran`: the source's result; `not_run`: the fork's outcome). */
+  answered: { toolCallId: string; how: 'ran' | 'not_run' }[];
+  /** Made while calls of the source waited for a person. */
+  whileWaiting: boolean;
 }
 
 /** The driver's view of one conversation. */

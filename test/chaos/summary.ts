@@ -1,6 +1,144 @@
-/** The one summary a chaos run prints. */
-import type { ChaosSummary, ModelApiUse, RecoveryStats } from './run-chaos';
-import { FAULT_KINDS } from './run-log';
+/** The one summary a chaos run returns and prints: what it did and found ({@link ChaosSummary}), and its text. */
+import type { ModelApi } from '../../src/contract/model-api';
+import type { CheckResults } from './checks';
+import type { ChaosOptions } from './options';
+import { FAULT_KINDS, type FaultKind } from './run-log';
+import type { UnexpectedExit } from './worker-pool';
+import type { LoggedMessage } from './worker-logs';
+
+/** How many times were measured, and their p50 and p99 (unset when none). */
+export interface Percentiles {
+  count: number;
+  p50Ms?: number;
+  p99Ms?: number;
+}
+
+/** Recovery times of one kind of fault. */
+export interface RecoveryStats {
+  /** Faults of this kind. */
+  count: number;
+  /** Those with at least one turn in flight (the others have nothing to recover). */
+  withTurnsInFlight: number;
+  /** Controls a fault ended before every conversation in them had moved (left out of the times); 0 for faults. */
+  cutShort: number;
+  /** Conversations in flight at one of these faults that never progressed afterwards (left out of the times). */
+  neverProgressed: string[];
+  p50Ms?: number;
+  p99Ms?: number;
+  maxMs?: number;
+  /** The slowest faults: when (ms into the run), how many turns were in flight, and which conversation moved last. */
+  slowest: { atMs: number; inFlight: number; recoveredMs?: number; conversationId?: string; cause?: string }[];
+  /** What the last conversation to move waited for, by cause: how many faults, and their median recovery. */
+  causes: Record<string, { count: number; p50Ms?: number }>;
+  /**
+   * Fault → the last conversation it held up (a timeout or a takeover in its wait) progressed, over the faults that
+   * held one up.
+   */
+  heldUp: Percentiles;
+  /** Fault → each conversation it held up progressed, over every held-up conversation of every fault of this kind. */
+  heldUpConversations: Percentiles;
+  /**
+   * Fault → the held-up work of each such conversation ran again (its retried
+   * attempt started, or its next workflow task after a timeout): recovery
+   * without the redone work's own time.
+   */
+  resumed: Percentiles;
+}
+
+/** What a run did and found. `text` is the summary as printed. */
+export interface ChaosSummary {
+  runId: string;
+  seed: string;
+  options: Required<
+    Pick<
+      ChaosOptions,
+      | 'conversations'
+      | 'kills'
+      | 'serverRestarts'
+      | 'databaseRestarts'
+      | 'concurrency'
+      | 'maxMinutes'
+      | 'workers'
+      | 'lostWorkerTakeover'
+      | 'controls'
+      | 'cluster'
+      | 'responsesShare'
+    >
+  >;
+  durationMs: number;
+  /** True when the hard stop (`maxMinutes`) ended the run. */
+  hardStopped: boolean;
+  conversations: number;
+  messagesSent: number;
+  turns: number;
+  turnOutcomes: Record<string, number>;
+  toolOutcomes: Record<string, number>;
+  modelRequests: number;
+  /** Per model API: the run's conversations on it and the requests its endpoint received. */
+  modelApis: Record<ModelApi, ModelApiUse>;
+  faults: Record<FaultKind, number>;
+  decisions: CheckResults['decisions'];
+  mustBeZero: CheckResults['mustBeZero'];
+  refundsApplied: number;
+  effectsOfInterruptedCalls: number;
+  /** Effects applied by runs a reset abandoned: real, and kept. */
+  effectsOfAbandonedRuns: number;
+  /** Resets made, by kind, and forks made (forks of forks among them). */
+  goingBack: { resets: Record<string, number>; forks: number; forksOfForks: number; forksWhileWaiting: number };
+  continueAsNewAfterEvents?: number;
+  continuedAsNew: number;
+  /** Conversations of agents called as tools (child workflows) the run made and checked. */
+  subAgentConversations: number;
+  /** Conversations never started because the hard stop came first. */
+  notStarted: number;
+  recovery: {
+    definition: string;
+    workerKills: RecoveryStats;
+    serverRestarts: RecoveryStats;
+    databaseRestarts: RecoveryStats;
+    /** The same measure at moments with no fault: the floor the recovery times stand on. */
+    controls: RecoveryStats;
+  };
+  workers: {
+    started: number;
+    /** Spawn → ready of the first workers (each bundles the workflow code). */
+    startupP50Ms?: number;
+    /** Replacements of killed or exited workers, on their predecessors' data folders (the bundle reused). */
+    restarts: number;
+    restartP50Ms?: number;
+    restartMaxMs?: number;
+    unexpectedExits: UnexpectedExit[];
+    loggedWarnings: LoggedMessage[];
+  };
+  clientRetries: number;
+  /** One line per problem behind a non-zero "must be 0". */
+  problems: string[];
+  /** Every "must be 0" is 0 and the hard stop did not fire. */
+  passed: boolean;
+  /** Where the worker logs are, when kept. */
+  keptFiles?: string;
+  text: string;
+}
+
+/** What one model API's endpoint saw in a run. */
+export interface ModelApiUse {
+  /** The run's conversations that sent requests there (their forks and agents called as tools counted with them). */
+  conversations: number;
+  /** Requests its endpoint received, invalid ones included. */
+  requests: number;
+  /** Of those, answered with a 400/404 (or, on the Responses API, found breaking a rule when read again). */
+  invalid: number;
+  /** Replies that carried reasoning (Responses API). */
+  reasoningReplies: number;
+  /** Reasoning items sent back in requests (Responses API). */
+  reasoningItemsSentBack: number;
+  /** Calls sent back that the model wrote right after reasoning, each checked for it (Responses API). */
+  reasoningLedCallsSent: number;
+  /** Calls sent back without the reasoning the model wrote just before them (Responses API; must be 0). */
+  reasoningLost: number;
+  /** Answers stored with reasoning items, and those items (Responses API). */
+  storedReasoning: { answers: number; items: number };
+}
 
 const MUST_BE_ZERO_LABELS: Record<keyof ChaosSummary['mustBeZero'], string> = {
   invalidModelRequests: 'invalid requests seen by the model server',

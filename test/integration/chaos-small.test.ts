@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { runChaos } from '../chaos/run-chaos';
-import { DECISION_PATHS, FAULT_KINDS } from '../chaos/run-log';
+import { DECISION_PATHS } from '../chaos/plan';
+import { FAULT_KINDS } from '../chaos/run-log';
 
 // A small chaos run (`npm run chaos` with a CI-sized configuration): its own
 // Temporal dev server and PostgreSQL, two worker processes, 8 conversations

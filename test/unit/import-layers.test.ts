@@ -1,6 +1,6 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { importsOf, resolveImport as resolve, sourceFiles } from '../support/imports';
 
 // The folders of src/ say where code runs, in layers: a module imports only
 // from its own folder and from lower layers, never uphill (the store never
@@ -32,40 +32,18 @@ const LAYERS: Record<string, number> = {
   '.': 7,
 };
 
-/** The module specifiers a file imports or re-exports (type-only ones included). */
-function importsOf(file: string): string[] {
-  const text = fs.readFileSync(file, 'utf8');
-  return [...text.matchAll(/^\s*(?:import|export)\s[^'"]*?from\s+'([^']+)'|\bimport\(\s*'([^']+)'\s*\)/gm)].map(
-    (m) => m[1] ?? m[2],
-  );
-}
+/** The module specifiers a file imports or re-exports, statically or by `import()` (type-only ones included). */
+const specifiersOf = (file: string): string[] => importsOf(file).map((i) => i.specifier);
 
 /**
  * The module specifiers a file loads when it is loaded: its static imports and
  * re-exports that bring a value (an `import type`, or one naming only types,
  * is erased), not its dynamic `import()`s, which load only when they run.
  */
-function loadedOnImport(file: string): string[] {
-  const text = fs.readFileSync(file, 'utf8');
-  const loaded: string[] = [];
-  for (const m of text.matchAll(/^\s*(?:import|export)\s+([^'"]*?)\s*from\s+'([^']+)'|^\s*import\s+'([^']+)'/gm)) {
-    if (m[3] !== undefined) {
-      loaded.push(m[3]);
-      continue;
-    }
-    const clause = m[1];
-    const names = /^\{([^}]*)\}$/
-      .exec(clause)?.[1]
-      .split(',')
-      .map((n) => n.trim())
-      .filter((n) => n !== '');
-    const typesOnly =
-      clause.startsWith('type ') ||
-      (names !== undefined && names.length > 0 && names.every((n) => n.startsWith('type ')));
-    if (!typesOnly) loaded.push(m[2]);
-  }
-  return loaded;
-}
+const loadedOnImport = (file: string): string[] =>
+  importsOf(file)
+    .filter((i) => !i.dynamic && !i.typeOnly)
+    .map((i) => i.specifier);
 
 /** Every source file and package that loading `entry` loads, following {@link loadedOnImport}. */
 function loadedFrom(entry: string): { files: string[]; packages: string[] } {
@@ -87,21 +65,6 @@ function loadedFrom(entry: string): { files: string[]; packages: string[] } {
   };
 }
 
-function resolve(from: string, specifier: string): string {
-  // A `.js` specifier names the `.ts` source (compiled Node16 ESM `import()` needs the extension).
-  const base = path.resolve(path.dirname(from), specifier.replace(/\.js$/, ''));
-  for (const candidate of [`${base}.ts`, path.join(base, 'index.ts')]) if (fs.existsSync(candidate)) return candidate;
-  throw new Error(`cannot resolve ${specifier} from ${from}`);
-}
-
-function sourceFiles(dir: string): string[] {
-  return fs
-    .readdirSync(dir, { withFileTypes: true })
-    .flatMap((e) =>
-      e.isDirectory() ? sourceFiles(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : [],
-    );
-}
-
 const folderOf = (file: string) => {
   const rel = path.relative(SRC, file).split(path.sep);
   return rel.length === 1 ? '.' : rel[0];
@@ -113,7 +76,7 @@ describe('the layers of src', () => {
     for (const file of sourceFiles(SRC)) {
       const from = folderOf(file);
       expect(LAYERS[from], `src/${from} has no layer`).toBeDefined();
-      for (const specifier of importsOf(file)) {
+      for (const specifier of specifiersOf(file)) {
         if (!specifier.startsWith('.')) continue;
         const to = folderOf(resolve(file, specifier));
         if (to !== from && LAYERS[to] >= LAYERS[from])
@@ -133,7 +96,7 @@ describe('the layers of src', () => {
       const file = queue.pop()!;
       if (seen.has(file)) continue;
       seen.add(file);
-      for (const specifier of importsOf(file)) {
+      for (const specifier of specifiersOf(file)) {
         if (!specifier.startsWith('.')) outside.push(`${path.relative(SRC, file)} imports ${specifier}`);
         else queue.push(resolve(file, specifier));
       }

@@ -10,13 +10,8 @@ import type { ChatMessage } from '../../contract/messages';
 import { logger } from '../../common/logger';
 import { agentTables, type AgentTables } from '../../db/schema';
 import { readTranscript } from '../../db/transcript-store';
-import {
-  APPROVAL_CHECK_TIMEOUT_MS,
-  type NeedsApproval,
-  type ToolCallContext,
-  type ToolGuardrailContext,
-} from '../../tools/call-context';
-import type { GuardrailContext } from '../../tools/guardrails';
+import { APPROVAL_CHECK_TIMEOUT_MS, type NeedsApproval, type ToolCallContext } from '../../tools/call-context';
+import type { GuardrailContext, ToolGuardrailContext } from '../../tools/guardrails';
 import { withDatabaseRetry } from '../database-retry';
 import type { ActivityDeps } from '../deps';
 import { guardrailContext } from '../guardrails';
