@@ -109,9 +109,55 @@ async function listedCalls(context: ClientContext, query: WaitingCallQuery): Pro
     context,
     calls.map((c) => c.conversationId),
   );
-  return calls
+  const listed = calls
     .filter((call) => running.has(call.conversationId) && (!own || call.conversationId === query.conversationId))
     .map((call) => ({ ...call, arguments: parseJsonOrText(call.arguments), ageMs: now - call.requestedAt.getTime() }));
+  const unlisted = await unlistedCalls(context, query, listed);
+  return unlisted.length === 0
+    ? listed
+    : [...listed, ...unlisted].sort((a, b) => a.requestedAt.getTime() - b.requestedAt.getTime());
+}
+
+/** Conversations {@link unlistedCalls} asks at most per list, and how long it waits for each one's worker. */
+const UNLISTED_CONVERSATIONS = 50;
+const UNLISTED_STATE_WAIT_MS = 3_000;
+
+/**
+ * The calls conversations wait on that PostgreSQL does not list, read from their state: after a reset to a point
+ * where a call waited with nothing reapplied (`--reapply-exclude All`), the decision the abandoned run recorded took
+ * the call out of the list, and the new run asked for nothing new; or PostgreSQL refused the list. Found through the
+ * `PendingApprovals` search attribute: running conversations on this task queue that wait and have no listed call
+ * (their own, or below them). None where the namespace lacks that attribute, or where no worker answers in time.
+ */
+async function unlistedCalls(
+  context: ClientContext,
+  query: WaitingCallQuery,
+  listed: readonly WaitingCall<Date>[],
+): Promise<WaitingCall<Date>[]> {
+  const names = await context.searchAttributeNamesInUse();
+  if (!names.pendingApprovals) return [];
+  const seen = new Set(listed.flatMap((c) => [c.conversationId, c.rootConversationId]));
+  const one =
+    query.conversationId === undefined ? '' : ` AND WorkflowId = '${query.conversationId.replace(/'/g, "''")}'`;
+  const ids: string[] = [];
+  for await (const execution of context.temporal.workflow.list({
+    query: `${names.pendingApprovals} > 0 AND ExecutionStatus = 'Running' AND ${context.taskQueueClause()}${one}`,
+  })) {
+    if (!seen.has(execution.workflowId)) ids.push(execution.workflowId);
+    if (ids.length >= UNLISTED_CONVERSATIONS) break;
+  }
+  const now = Date.now();
+  const states = await Promise.all(
+    ids.map((id) => queryState(context, id, { timeoutMs: UNLISTED_STATE_WAIT_MS }).catch(() => undefined)),
+  );
+  // Each conversation's own calls: one below another is found in its own conversation.
+  return states.flatMap((state) =>
+    state
+      ? callsInState(state, false)
+          .filter((call) => matches(call, query, now))
+          .map((call) => ({ ...call, ageMs: now - call.requestedAt.getTime() }))
+      : [],
+  );
 }
 
 /**

@@ -61,7 +61,8 @@ export async function appendMessagesListingWaits(
  * conversation goes: a conversation has one batch open at a time, so any
  * other is stale (a reset run, an id reused after retention). A call whose
  * decision is recorded or whose tool message is stored already (a late
- * attempt of this write) is not listed again. Takes the conversation's lock
+ * attempt of this write) is not listed again; a decision a reset superseded
+ * (one the abandoned run made on a call at the same key) does not count. Takes the conversation's lock
  * that the removal triggers take, so a decision recorded at the same moment
  * is seen, or removes what this wrote.
  */
@@ -91,7 +92,8 @@ async function listWaitingCalls(
                             e ->> 'rootConversationId' AS root_conversation_id,
                             CASE WHEN e ? 'agentPath' THEN ARRAY(SELECT jsonb_array_elements_text(e -> 'agentPath')) END AS agent_path,
                             CASE WHEN e ? 'decisions' THEN ARRAY(SELECT jsonb_array_elements_text(e -> 'decisions')) END AS decisions) AS w
-      WHERE NOT EXISTS (SELECT 1 FROM ${tables.approvalDecisions} d WHERE d.conversation_id = $1 AND w.call_key = ANY (d.call_keys))
+      WHERE NOT EXISTS (SELECT 1 FROM ${tables.approvalDecisions} d
+                         WHERE d.conversation_id = $1 AND w.call_key = ANY (d.call_keys) AND d.superseded_at IS NULL)
         AND NOT EXISTS (SELECT 1 FROM ${tables.conversationMessages} m
                          WHERE m.conversation_id = $1 AND m.seq > w.assistant_seq AND m.role = 'tool' AND m.message ->> 'tool_call_id' = w.tool_call_id)
      ON CONFLICT (conversation_id, call_key) DO UPDATE SET

@@ -14,7 +14,10 @@ export interface CallDecisionRecord {
   decidedBy?: string;
 }
 
-/** The decisions recorded on the conversation's calls named by `callKeys` (all its calls when unset), by call key. */
+/**
+ * The decisions recorded on the conversation's calls named by `callKeys` (all its calls when unset), by call key;
+ * without those a Temporal reset superseded (made by the abandoned run on calls the new run may ask for again).
+ */
 export async function readCallDecisions(
   pool: Pool,
   tables: AgentTables,
@@ -30,7 +33,8 @@ export async function readCallDecisions(
     decided_by: string | null;
   }>(
     `SELECT call_keys, decision, reason, decided_by FROM ${tables.approvalDecisions}
-      WHERE conversation_id = $1 AND ($2::text[] IS NULL OR call_keys && $2::text[]) ORDER BY decided_at, decision_id`,
+      WHERE conversation_id = $1 AND superseded_at IS NULL AND ($2::text[] IS NULL OR call_keys && $2::text[])
+      ORDER BY decided_at, decision_id`,
     [conversationId, callKeys ?? null],
   );
   for (const row of rows)

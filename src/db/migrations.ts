@@ -364,6 +364,21 @@ const MIGRATIONS: Migration[] = [
       CREATE INDEX context_summaries_by_call ON ${t.contextSummaries} (response_key);
     `,
   },
+  {
+    version: 21,
+    name: 'decisions of a run abandoned by a reset no longer decide the calls the new run asks for',
+    sql: (t) => `
+      -- The workflow run that applied each decision (null before this migration), and when a Temporal reset took the
+      -- call it decided out of the live transcript: the new run's first write supersedes the decisions on calls from
+      -- its first seq on (src/db/transcript-store.ts). A superseded decision neither hides a call from approvers' lists
+      -- nor marks it decided; the same decision applied again by the new run (Temporal reapplies it) is live again.
+      ALTER TABLE ${t.approvalDecisions} ADD COLUMN run_id text, ADD COLUMN superseded_at timestamptz;
+      DROP TRIGGER pending_approval_decided ON ${t.approvalDecisions};
+      CREATE TRIGGER pending_approval_decided AFTER INSERT OR UPDATE OF superseded_at ON ${t.approvalDecisions}
+        FOR EACH ROW WHEN (NEW.call_keys IS NOT NULL AND NEW.superseded_at IS NULL)
+        EXECUTE FUNCTION ${t.quotedSchema}.pending_approval_decided();
+    `,
+  },
 ];
 
 /** Options of {@link migrate}. */

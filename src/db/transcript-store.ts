@@ -99,6 +99,10 @@ function describeRefused(entry: AppendEntry, err: unknown): string {
  * - `scope.supersedeFrom` supersedes every live message from that seq on;
  * - superseded messages move to `superseded_messages`, with the reason and
  *   the run, unless the write stores the same message at the same seq;
+ * - a run's first write also supersedes the decisions recorded on calls from
+ *   its first seq on (after a reset: the abandoned run's, made after the reset
+ *   point), so they neither hide the calls the new run asks for at the same
+ *   seqs from approvers' lists nor mark them decided;
  * - a write of a displaced run stores nothing and throws {@link DisplacedRunError};
  * - a model call's write of its own answer (`scope.ownAnswer`) stores nothing
  *   when its run stopped the call first: a write superseding for reason
@@ -189,6 +193,11 @@ export async function insertMessages(
      removed AS (
        DELETE FROM ${tables.conversationMessages} m USING cut_at c
         WHERE m.conversation_id = $1 AND m.seq >= c.from_seq AND NOT EXISTS (SELECT 1 FROM written w WHERE w.seq = m.seq)),
+     undecided AS (
+       UPDATE ${tables.approvalDecisions} d SET superseded_at = now() FROM cut_at c
+        WHERE c.reason = 'reset' AND d.conversation_id = $1 AND d.superseded_at IS NULL
+          AND EXISTS (SELECT 1 FROM unnest(d.call_keys) AS k (key)
+                       WHERE substring(k.key FROM '/msg-([0-9]+)/call-[0-9]+$')::int >= c.from_seq)),
      stored AS (
        INSERT INTO ${tables.conversationMessages} (conversation_id, seq, role, message, ref_key)
        SELECT $1, seq, role, message, ref_key FROM written WHERE NOT EXISTS (SELECT 1 FROM displaced)
@@ -204,15 +213,37 @@ export async function insertMessages(
 
 /**
  * Records a decision for people; the same decision id twice is stored once. Text PostgreSQL cannot store is replaced
- * with U+FFFD.
+ * with U+FFFD. `runId` is the workflow run that applied it:
+ * - a run displaced by a later one (a late activity of a run abandoned by a reset) records nothing;
+ * - a decision a reset superseded (`insertMessages`) that the new run applies again (Temporal reapplies signals and
+ *   updates after the reset point) is the new run's, live again;
+ * - it supersedes the decisions other runs recorded on the same calls: a call decided again after a reset (to a
+ *   point where it waited, nothing reapplied) has the new run's decision only.
  */
-export async function recordDecision(pool: Pool, tables: AgentTables, decision: DecisionRecord): Promise<void> {
+export async function recordDecision(
+  pool: Pool,
+  tables: AgentTables,
+  decision: DecisionRecord,
+  runId?: string,
+): Promise<void> {
   const record = toStorableValue(decision).value;
   await pool.query(
-    `INSERT INTO ${tables.approvalDecisions}
-            (conversation_id, decision_id, decision, tool_call_ids, reason, decided_by, decided_at, via, call_keys, authenticated, arguments, model_arguments, response)
-     VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), $8, $9, $10, $11::jsonb, $12::jsonb, $13)
-     ON CONFLICT (conversation_id, decision_id) DO NOTHING`,
+    `WITH displaced AS (
+       SELECT 1 FROM ${tables.transcriptRuns} r WHERE r.conversation_id = $1 AND r.run_id = $14 AND r.displaced_at IS NOT NULL),
+     other_runs AS (
+       UPDATE ${tables.approvalDecisions} d SET superseded_at = now()
+        WHERE d.conversation_id = $1 AND d.decision_id <> $2 AND $14::text IS NOT NULL AND d.run_id IS DISTINCT FROM $14
+          AND d.call_keys && $9::text[] AND d.superseded_at IS NULL AND NOT EXISTS (SELECT 1 FROM displaced))
+     INSERT INTO ${tables.approvalDecisions}
+            (conversation_id, decision_id, decision, tool_call_ids, reason, decided_by, decided_at, via, call_keys, authenticated, arguments, model_arguments, response, run_id)
+     SELECT $1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), $8, $9, $10, $11::jsonb, $12::jsonb, $13, $14
+      WHERE NOT EXISTS (SELECT 1 FROM displaced)
+     ON CONFLICT (conversation_id, decision_id) DO UPDATE SET
+       decision = EXCLUDED.decision, tool_call_ids = EXCLUDED.tool_call_ids, reason = EXCLUDED.reason,
+       decided_by = EXCLUDED.decided_by, decided_at = EXCLUDED.decided_at, via = EXCLUDED.via, call_keys = EXCLUDED.call_keys,
+       authenticated = EXCLUDED.authenticated, arguments = EXCLUDED.arguments, model_arguments = EXCLUDED.model_arguments,
+       response = EXCLUDED.response, run_id = EXCLUDED.run_id, superseded_at = NULL
+      WHERE ${tables.approvalDecisions}.superseded_at IS NOT NULL`,
     [
       record.conversationId,
       record.decisionId,
@@ -227,6 +258,7 @@ export async function recordDecision(pool: Pool, tables: AgentTables, decision: 
       record.arguments ?? null,
       jsonOrNull(record.modelArguments),
       record.response ?? null,
+      runId ?? null,
     ],
   );
 }

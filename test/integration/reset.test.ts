@@ -1,22 +1,15 @@
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
-import type { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../src/contract/messages';
 import { readSuperseded } from '../../src/db/transcript-store';
-import { findTemporalCli } from '../../src/app/temporal-server';
 import { pairingProblemsOf } from '../support/pairing';
 import { startHarness, type Harness } from '../support/harness';
 import { anEffectKeyOf } from '../support/effect-key-match';
+import * as reset from '../support/temporal-reset';
 
 // `temporal workflow reset` as operators use it, on the real dev server: the workflow's history goes back to a
 // workflow task, PostgreSQL does not. After it, the transcript the model reads and the one readers show are the new
 // run's, what the abandoned run wrote past the reset point is kept as superseded, the ledger never answers a call
 // with another call's result, and no effect runs twice for the same call.
-
-type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
-const run = promisify(execFile);
-const { EventType } = (await import('@temporalio/proto')).temporal.api.enums.v1;
 
 let h: Harness;
 beforeAll(async () => {
@@ -26,74 +19,16 @@ afterAll(async () => {
   await h?.stop();
 });
 
-/** The history of the conversation's current run. */
-async function historyOf(id: string): Promise<HistoryEvent[]> {
-  return (await h.temporal.workflow.getHandle(id).fetchHistory()).events ?? [];
-}
-
-/** The workflow task that scheduled the `nth` (1-based) model call of the run: where an operator resets to. */
-function taskSchedulingModelCall(events: HistoryEvent[], nth: number): number {
-  const scheduled = events.filter(
-    (e) =>
-      e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED &&
-      e.activityTaskScheduledEventAttributes?.activityType?.name?.endsWith('callModel') === true,
-  )[nth - 1];
-  if (!scheduled) throw new Error(`the history has no model call number ${nth}`);
-  const task = events
-    .filter(
-      (e) =>
-        e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED && Number(e.eventId) < Number(scheduled.eventId),
-    )
-    .at(-1);
-  return Number(task!.eventId);
-}
-
-/** The last completed workflow task of the run. */
-function lastTask(events: HistoryEvent[]): number {
-  return Number(events.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED).at(-1)!.eventId);
-}
-
-/**
- * Resets the conversation's current run to the workflow task that completed at `eventId`, with the Temporal CLI as an
- * operator does; returns the new run's id.
- */
-async function resetTo(id: string, eventId: number): Promise<string> {
-  const cli = findTemporalCli(process.env.TEMPORAL_CLI_PATH);
-  if (!cli) throw new Error('the temporal CLI is missing: run scripts/ensure-temporal-cli.sh');
-  const before = (await h.temporal.workflow.getHandle(id).describe()).runId;
-  const { stdout } = await run(
-    cli,
-    ['workflow', 'reset', '--workflow-id', id, '--event-id', String(eventId), '--reason', 'an operator goes back'],
-    { env: { ...process.env, ...h.temporalEnv, TEMPORAL_NAMESPACE: h.namespace } },
-  );
-  expect(stdout).toContain(`Resetting workflow ${id} to event ID ${eventId}`);
-  const runId = (await h.temporal.workflow.getHandle(id).describe()).runId;
-  expect(runId).not.toBe(before);
-  return runId;
-}
-
-/** Waits until the conversation's current run has answered `turns` turns. */
-async function waitForTurns(id: string, turns: number): Promise<void> {
-  for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
-    const state = await h.client.state(id).catch(() => undefined);
-    if (state && state.status === 'idle' && state.recentTurns.length >= turns) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`conversation ${id} did not answer ${turns} turns within 60 s`);
-}
+const historyOf = (id: string) => reset.historyOf(h, id);
+const resetTo = (id: string, eventId: number) => reset.resetTo(h, id, eventId);
+const waitForTurns = (id: string, turns: number) => reset.waitForTurns(h, id, turns);
+const waitForApproval = (id: string) => reset.waitForApproval(h, id);
+const { taskSchedulingModelCall, lastTask } = reset;
 
 const live = async (id: string): Promise<ChatMessage[]> => (await h.client.transcript(id)).map((m) => m.message);
 
 function expectPaired(messages: ChatMessage[]): void {
   expect(pairingProblemsOf(messages)).toEqual([]);
-}
-
-/** Waits until the conversation waits for a person. */
-async function waitForApproval(id: string): Promise<void> {
-  for (const deadline = Date.now() + 30_000; (await h.client.state(id)).status !== 'awaiting_approval';) {
-    if (Date.now() > deadline) throw new Error(`conversation ${id} never waited for approval`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 const refundsOf = async (id: string) =>
