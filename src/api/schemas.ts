@@ -23,8 +23,11 @@ import {
   FUNCTION_NAME_PATTERN,
   OUTPUT_RETRIES,
   OUTPUT_SCHEMA_MAX_BYTES,
+  PROVIDER_LIMITS,
   USER_MESSAGE_MAX_BYTES,
+  describeUnsendableModelSettings,
 } from '../contract';
+import { describeUnusableOutputSchema } from '../common/typed-output';
 import { describeUnstorableText } from '../contract/text';
 import { NAME_THE_CALLS } from './decisions';
 
@@ -197,8 +200,17 @@ export const conversationInputSchema = z
           maxChars: 200,
           description: "Model name; the worker's OPENAI_MODEL when unset.",
         }).optional(),
-        temperature: z.number().optional(),
-        maxTokens: positiveInt(INT32_MAX, 'Largest completion, in tokens.').optional(),
+        temperature: z
+          .number()
+          .meta({ minimum: PROVIDER_LIMITS.temperature.min, maximum: PROVIDER_LIMITS.temperature.max })
+          .optional()
+          .describe(
+            `Sampling temperature, ${PROVIDER_LIMITS.temperature.min} to ${PROVIDER_LIMITS.temperature.max} (what the model APIs take).`,
+          ),
+        maxTokens: positiveInt(
+          INT32_MAX,
+          `Largest completion, in tokens; at least ${PROVIDER_LIMITS.minMaxTokens.responses} with "api": "responses" (the Responses API's least max_output_tokens).`,
+        ).optional(),
         stream: z.boolean().optional().describe('Stream the response. Default true.'),
         streamFallbackAfterAttempts: positiveInt(100, 'Attempts that stream before a retry does not.').optional(),
         streamIdleMs: positiveInt(DAY_MS, 'A stream silent this long is retried, in ms.').optional(),
@@ -211,6 +223,15 @@ export const conversationInputSchema = z
           .enum(['chat', 'responses'])
           .optional()
           .describe("The model API: chat (Chat Completions, default) or responses. Default: the worker's."),
+      })
+      .superRefine((model, ctx) => {
+        // What the provider would refuse, on the API the input names (the worker checks the one it resolves).
+        for (const message of describeUnsendableModelSettings(model, model.api, 'input.model'))
+          ctx.addIssue({ code: 'custom', message, path: [/^input\.model\.(\w+)/.exec(message)?.[1] ?? 'model'] });
+      })
+      .meta({
+        if: { properties: { api: { const: 'responses' } }, required: ['api'] },
+        then: { properties: { maxTokens: { minimum: PROVIDER_LIMITS.minMaxTokens.responses } } },
       })
       .optional(),
     tools: z
@@ -264,8 +285,16 @@ export const conversationInputSchema = z
       .strictObject({
         schema: z
           .record(z.string(), z.unknown())
+          .meta({
+            required: ['type'],
+            properties: {
+              type: { const: 'object' },
+              // Each property's schema is a JSON Schema: an object or a boolean.
+              properties: { type: 'object', additionalProperties: { type: ['object', 'boolean'] } },
+            },
+          })
           .describe(
-            `A JSON Schema (2020-12, or draft-07 when its $schema says so) the final answer must match; at most ${OUTPUT_SCHEMA_MAX_BYTES} bytes as JSON.`,
+            `A JSON Schema (2020-12, or draft-07 when its $schema says so) of an object ("type": "object" at its root, as structured outputs require) the final answer must match; at most ${OUTPUT_SCHEMA_MAX_BYTES} bytes as JSON. One that does not compile is refused.`,
           ),
         name: z
           .string()
@@ -279,6 +308,10 @@ export const conversationInputSchema = z
           .max(OUTPUT_RETRIES.max)
           .optional()
           .describe(`Re-asks per turn after a mismatched answer. Default ${OUTPUT_RETRIES.default}.`),
+      })
+      .superRefine((output, ctx) => {
+        for (const message of describeUnusableOutputSchema(output, 'input.output'))
+          ctx.addIssue({ code: 'custom', message, path: ['schema'] });
       })
       .optional()
       .describe('A typed final answer (docs/typed-output.md): the turn record carries it as `output`.'),

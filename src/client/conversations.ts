@@ -14,7 +14,7 @@ import {
   OutputMismatchError,
   UnstorableTextError,
 } from '../common/errors';
-import { resolveOutput, resolveOutputSpec } from '../common/typed-output';
+import { describeUnusableOutputSchema, resolveOutput } from '../common/typed-output';
 import { describeUnstorableText } from '../contract/text';
 import { describeBadMessageFiles, type MessageFile } from '../contract/message-files';
 import {
@@ -113,7 +113,8 @@ export async function sendMessage(
     describeUnstorableText('The conversation id', conversationId) ??
     describeUnstorableUserMessage({ text, messageId, sentBy: options.sentBy });
   if (unstorable) throw new UnstorableTextError(`${unstorable}. Nothing was sent.`);
-  const problems = describeInvalidInput(options.input);
+  // With what a provider would refuse for certain: such an input is refused here rather than failing every turn.
+  const problems = describeInvalidInput(options.input, { providers: true });
   // Only the workflow starts a conversation for an agent called as a tool: a caller typed by hand would place its calls
   // under another conversation.
   if (options.input?.calledBy !== undefined)
@@ -268,10 +269,5 @@ async function withSearchAttributeNames(context: ClientContext, input: Conversat
 
 /** Why a conversation's typed output cannot be used (its JSON Schema does not compile), before anything is sent. */
 function uncompilableOutput(spec: NonNullable<ConversationInput['output']>): string[] {
-  try {
-    resolveOutputSpec(spec);
-    return [];
-  } catch (err) {
-    return [(err as Error).message.replace(/\.$/, '')];
-  }
+  return describeUnusableOutputSchema(spec, 'output');
 }

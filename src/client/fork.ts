@@ -13,6 +13,7 @@ import { InvalidConversationInputError, UnstorableTextError } from '../common/er
 import {
   CONVERSATION_WORKFLOW_TYPE,
   describeInvalidInput,
+  describeRefusedByProviders,
   type CarriedConversation,
   type ConversationInput,
   type ForkOrigin,
@@ -82,6 +83,13 @@ export async function fork(
     );
   }
   const { carried: _carried, forkedFrom: _origin, ...inherited } = source;
+  // The source's settings with the fork's over them: together they must be a request the provider takes.
+  const refused = describeRefusedByProviders({ ...inherited, ...options.input });
+  if (refused.length > 0) {
+    throw new InvalidConversationInputError(
+      `Invalid input for the fork (the source's, with options.input over it): ${refused.join('; ')}. Nothing was forked; give options.input what to change.`,
+    );
+  }
   const pool = await context.database();
   const copy = await copyForFork(pool, context.tables, sourceId, targetId, at, callInstanceKey);
   const forkedFrom: ForkOrigin = { conversationId: sourceId, seq: copy.forkSeq };
@@ -145,7 +153,7 @@ function checkForkPointShape(at: unknown): asserts at is ForkAt {
 /** Refuses start options a fork cannot take. */
 function checkForkInput(input: ConversationInput | undefined): void {
   if (input === undefined) return;
-  const problems = describeInvalidInput(input);
+  const problems = describeInvalidInput(input, { providers: true });
   for (const field of ['carried', 'forkedFrom', 'calledBy'] as const)
     if (input[field] !== undefined) problems.push(`${field} is set by the fork itself, never by its caller`);
   if (problems.length > 0)

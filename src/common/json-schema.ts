@@ -1,8 +1,8 @@
 /**
  * JSON Schema at the worker's edges: compiling a schema someone else wrote
  * (an MCP server's input schema, a conversation's typed output) into a check
- * that says what is wrong in words, and telling whether a schema is in the
- * subset providers accept as `strict` structured output.
+ * that says what is wrong in words. Whether a schema is in the subset
+ * providers accept as `strict` is `src/contract/strict-schema.ts`'s.
  */
 import Ajv from 'ajv';
 import Ajv2020 from 'ajv/dist/2020';
@@ -31,27 +31,4 @@ export function compileJsonSchema(schema: Record<string, unknown>, dataVar: stri
       : [validators.draft07, declared.includes('draft-07') ? schema : rest];
   const compiled = ajv.compile(usable);
   return (value) => (compiled(value) ? undefined : ajv.errorsText(compiled.errors, { dataVar }));
-}
-
-/**
- * True when `schema` is in the strict structured-output subset: every object
- * schema lists all its properties in `required` and sets
- * `additionalProperties: false`, down through properties, items, `$defs`
- * and `anyOf` branches. A schema outside it is sent with `strict: false`.
- */
-export function isStrictSchema(schema: unknown): boolean {
-  if (typeof schema !== 'object' || schema === null) return true;
-  if (Array.isArray(schema)) return schema.every(isStrictSchema);
-  const s = schema as Record<string, unknown>;
-  const types = Array.isArray(s.type) ? s.type : [s.type];
-  const props =
-    typeof s.properties === 'object' && s.properties !== null ? (s.properties as Record<string, unknown>) : undefined;
-  if (types.includes('object') || props) {
-    const required = Array.isArray(s.required) ? s.required : [];
-    if (s.additionalProperties !== false || Object.keys(props ?? {}).some((k) => !required.includes(k))) return false;
-  }
-  const nested = [props, s.$defs, s.definitions].flatMap((group) =>
-    group && typeof group === 'object' ? Object.values(group) : [],
-  );
-  return [...nested, s.items, s.anyOf].every((part) => part === undefined || isStrictSchema(part));
 }

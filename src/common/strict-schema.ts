@@ -1,9 +1,12 @@
 /**
- * OpenAI's strict mode for function parameters (`tools[].function.strict`):
+ * OpenAI's strict mode for function parameters (`tools[].function.strict`)
+ * and structured outputs (`response_format.json_schema.strict`, a typed
+ * output's schema):
  * which JSON Schemas it takes, and, for one it does not, where the schema
  * breaks the rules in OpenAI's words ("In context=(...), ..."). The worker
  * sends `strict: true` only for schemas this accepts; the scripted model
- * server refuses a strict tool whose schema it does not accept, as OpenAI does.
+ * server refuses a strict tool or response format whose schema it does not
+ * accept, as OpenAI does.
  */
 
 /**

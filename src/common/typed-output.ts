@@ -6,7 +6,9 @@
 import { z } from 'zod';
 import type { OutputSpec } from '../contract/conversation-input';
 import { FUNCTION_NAME_PATTERN, OUTPUT_RETRIES, OUTPUT_SCHEMA_MAX_BYTES, utf8Bytes } from '../contract/limits';
-import { compileJsonSchema, isStrictSchema } from './json-schema';
+import { describeUnsendableOutputSchema } from '../contract/provider-rules';
+import { compileJsonSchema } from './json-schema';
+import { allowsStrict } from './strict-schema';
 
 /** What an agent's `outputType` may be: a zod schema, or a JSON Schema object. */
 export type OutputType = z.ZodType | Record<string, unknown>;
@@ -20,7 +22,11 @@ export interface ResolvedOutput {
   name: string;
   /** The JSON Schema sent (without `$schema`). */
   schema: Record<string, unknown>;
-  /** Whether it is in the strict subset, and so sent with `strict: true`. */
+  /**
+   * Whether it is in the strict subset, and so sent with `strict: true`: the rules strict tools keep
+   * (`allowsStrict`: an object at the root, every object closed with all its properties required, no keyword strict
+   * mode refuses), so that a schema sent strict is one providers take.
+   */
   strict: boolean;
   /** Re-asks a turn allows after a mismatch. */
   retries: number;
@@ -86,7 +92,7 @@ export function resolveOutput(
   return {
     name,
     schema,
-    strict: isStrictSchema(schema),
+    strict: allowsStrict(schema),
     retries,
     check(text) {
       let value: unknown;
@@ -102,9 +108,42 @@ export function resolveOutput(
 }
 
 /**
+ * Resolves a typed final answer's type (an agent's `outputType`, a
+ * conversation's `output`): {@link resolveOutput}, then what a provider would
+ * refuse of it (`describeUnsendableOutputSchema`: an object at its root).
+ * Throws a `TypeError` saying what to fix.
+ */
+export function resolveTypedOutput(
+  type: OutputType,
+  options: { name?: string; retries?: number; what: string },
+): ResolvedOutput {
+  const resolved = resolveOutput(type, options);
+  const problems = describeUnsendableOutputSchema(resolved.schema, 'the output schema');
+  if (problems.length > 0) throw new TypeError(`${options.what}: ${problems.join('; ')}.`);
+  return resolved;
+}
+
+/**
  * Resolves a conversation's {@link OutputSpec} (a JSON Schema), saying which input field is wrong when it cannot be
  * used.
  */
 export function resolveOutputSpec(spec: OutputSpec): ResolvedOutput {
-  return resolveOutput(spec.schema, { name: spec.name, retries: spec.retries, what: 'ConversationInput.output' });
+  return resolveTypedOutput(spec.schema, { name: spec.name, retries: spec.retries, what: 'ConversationInput.output' });
+}
+
+/**
+ * What makes an {@link OutputSpec}'s schema unusable, as `at` (e.g.
+ * `input.output`) names it: what a provider would refuse of it, else that it
+ * does not compile. Empty when it is usable. The HTTP API's and the client's
+ * check; the worker resolves the spec.
+ */
+export function describeUnusableOutputSchema(spec: { schema: Record<string, unknown> }, at: string): string[] {
+  const refused = describeUnsendableOutputSchema(spec.schema, `${at}.schema`);
+  if (refused.length > 0) return refused;
+  try {
+    compileJsonSchema(spec.schema, 'output');
+    return [];
+  } catch (err) {
+    return [`${at}.schema cannot be compiled as JSON Schema: ${(err as Error).message}`];
+  }
 }

@@ -15,6 +15,7 @@ import {
 } from './limits';
 import { describeBadSearchAttributeNames } from './search-attribute-names';
 import { MODEL_APIS, type ModelApi } from './model-api';
+import { describeRefusedByProviders } from './provider-rules';
 import { describeUnstorableFields } from './text';
 
 /**
@@ -41,9 +42,17 @@ export function checkConversationInput(
  * Lists what is wrong with a {@link ConversationInput}; empty when it is valid.
  * Checked by the client before starting, and by the workflow at start.
  * `limits: false` leaves out {@link describeOverLimits} (the workflow applies
- * those only to runs started after they existed).
+ * those only to runs started after they existed). `providers: true` adds
+ * what a model provider would refuse for certain
+ * ({@link describeRefusedByProviders}): the client, a fork and the HTTP API
+ * ask it; the workflow's check at start does not, since a run begun with such
+ * an input would then fail where it replayed (the worker refuses such a model
+ * call before sending it instead).
  */
-export function describeInvalidInput(input: unknown, options: { limits?: boolean } = {}): string[] {
+export function describeInvalidInput(
+  input: unknown,
+  options: { limits?: boolean; providers?: boolean } = {},
+): string[] {
   if (input === undefined) return [];
   if (typeof input !== 'object' || input === null || Array.isArray(input)) return ['the input must be an object'];
   const i = input as Record<string, unknown>;
@@ -140,6 +149,7 @@ export function describeInvalidInput(input: unknown, options: { limits?: boolean
     }
   }
   problems.push(...describeBadSearchAttributeNames(i.searchAttributes));
+  if (options.providers === true) problems.push(...describeRefusedByProviders(input));
   return problems;
 }
 

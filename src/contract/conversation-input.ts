@@ -190,11 +190,13 @@ export interface LocalActivityChoice {
 /** A typed final answer, as {@link ConversationInput.output} declares it. */
 export interface OutputSpec {
   /**
-   * A JSON Schema (2020-12, or draft-07 when its `$schema` says so) the final
-   * answer must match, at most {@link OUTPUT_SCHEMA_MAX_BYTES}. Sent as
-   * `strict` structured output when it is in the providers' strict subset
-   * (every object lists all its properties in `required` and sets
-   * `additionalProperties: false`); checked by the worker either way.
+   * A JSON Schema (2020-12, or draft-07 when its `$schema` says so) of an
+   * object (`"type": "object"` at its root, as structured outputs require)
+   * the final answer must match, at most {@link OUTPUT_SCHEMA_MAX_BYTES}.
+   * Sent as `strict` structured output when it is in the providers' strict
+   * subset (every object lists all its properties in `required` and sets
+   * `additionalProperties: false`, with no keyword strict mode refuses);
+   * checked by the worker either way.
    */
   schema: Record<string, unknown>;
   /** Its name in the request (`response_format.json_schema.name`), 1-64 of `a-zA-Z0-9_-`. Default `output`. */

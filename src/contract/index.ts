@@ -20,6 +20,8 @@
  * - `activities`: the activities' names, inputs, results and failure types;
  * - `tool-defaults`, `metrics`: defaults and the metric catalog both sides use;
  * - `model-api`: the model APIs a worker speaks (Chat Completions, Responses);
+ *   `provider-rules`: what providers refuse for certain in model settings and
+ *   typed outputs;
  * - `patches`: the one list of the workflow's patches.
  */
 export * from './activities';
@@ -35,6 +37,7 @@ export * from './messages';
 export * from './metrics';
 export * from './model-api';
 export * from './patches';
+export * from './provider-rules';
 export * from './regenerate';
 export * from './search-attribute-names';
 export * from './text';

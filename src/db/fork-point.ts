@@ -81,7 +81,8 @@ export function turnStarts(rows: readonly SourceRow[]): number[] {
 /**
  * The last source seq a fork at `at` keeps. Throws a {@link ForkPointError}
  * naming the limit when `at` is not a place in the transcript: a seq outside
- * 0..last, a turn outside 1..turns, or a turn with nothing before it.
+ * 0..last, or a turn outside 1..turns (2..turns when turn 1 starts the
+ * transcript: without a system message nothing comes before it).
  */
 export function resolveForkPoint(sourceId: string, rows: readonly SourceRow[], at: ForkAt): number {
   if (rows.length === 0) {
@@ -99,20 +100,21 @@ export function resolveForkPoint(sourceId: string, rows: readonly SourceRow[], a
     return at.seq;
   }
   const starts = turnStarts(rows);
-  if (!Number.isInteger(at.turn) || at.turn < 1 || at.turn > starts.length) {
+  // Without a system message turn 1 starts the transcript: a fork before it would hold nothing.
+  const first = starts.length > 0 && starts[0] <= rows[0].seq ? 2 : 1;
+  if (!Number.isInteger(at.turn) || at.turn < first || at.turn > starts.length) {
+    const got = JSON.stringify(at.turn);
     throw new ForkPointError(
       starts.length === 0
         ? `Conversation ${sourceId} has no turns yet, so there is no turn to fork at; fork at a seq from 0 to ${last} instead.`
-        : `The fork point turn must be an integer from 1 to ${starts.length} (the turns of conversation ${sourceId}), got ${JSON.stringify(at.turn)}.`,
+        : first > starts.length
+          ? `Conversation ${sourceId} has one turn, which starts it (it has no system message), so a fork before it would hold nothing; fork at a seq from 0 to ${last} instead, got turn ${got}.`
+          : first === 2
+            ? `The fork point turn must be ${starts.length === 2 ? '2' : `an integer from 2 to ${starts.length}`} (conversation ${sourceId} has ${starts.length} turns, and turn 1 starts it: with no system message, a fork before it would hold nothing), got ${got}; or fork at a seq from 0 to ${last}.`
+            : `The fork point turn must be an integer from 1 to ${starts.length} (the turns of conversation ${sourceId}), got ${got}.`,
     );
   }
-  const seq = starts[at.turn - 1] - 1;
-  if (seq < rows[0].seq) {
-    throw new ForkPointError(
-      `Turn ${at.turn} starts conversation ${sourceId} (it has no system message), so a fork before it would hold nothing; fork at turn 2 or later, or at a seq.`,
-    );
-  }
-  return seq;
+  return starts[at.turn - 1] - 1;
 }
 
 /**

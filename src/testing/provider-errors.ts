@@ -133,6 +133,21 @@ export function invalidValueMessage(value: unknown, supported: readonly string[]
   return `Invalid value: '${typeof value === 'string' ? value : JSON.stringify(value)}'. Supported values are: ${list}.`;
 }
 
+/**
+ * Message for a number outside its range, as OpenAI words it, e.g. `Invalid 'max_output_tokens': integer below
+ * minimum value. Expected a value >= 16, but got 10 instead.`
+ */
+export function outOfRangeMessage(param: string, bound: 'min' | 'max', limit: number, value: number): string {
+  const kind = Number.isInteger(value) ? 'integer' : 'decimal';
+  const [side, op] = bound === 'min' ? ['below minimum', '>='] : ['above maximum', '<='];
+  return `Invalid '${param}': ${kind} ${side} value. Expected a value ${op} ${limit}, but got ${value} instead.`;
+}
+
+/** The code OpenAI gives {@link outOfRangeMessage}, e.g. `integer_below_min_value`. */
+export function outOfRangeCode(bound: 'min' | 'max', value: number): string {
+  return `${Number.isInteger(value) ? 'integer' : 'decimal'}_${bound === 'min' ? 'below_min' : 'above_max'}_value`;
+}
+
 /** Builds a provider error body. */
 export function errorBody(
   message: string,

@@ -1,7 +1,8 @@
 /**
  * Validation of Responses API requests (`POST /v1/responses`) as OpenAI does
  * it: the body's shape (model, input items, function tools, `tool_choice`,
- * `text.format`, `include`), `previous_response_id` (this server stores
+ * `text.format`, `include`, the ranges of `temperature`, `top_p` and
+ * `max_output_tokens`), `previous_response_id` (this server stores
  * nothing, as with `store: false`), then the item sequence rules of
  * `responses-sequence.ts`. docs/provider-protocol.md states the rules.
  *
@@ -21,7 +22,7 @@ import {
 import { previousResponseNotFoundMessage, typeNotPlayedMessage } from './responses-errors';
 import { checkItemSequence, type TypedItem } from './responses-sequence';
 import type { ValidationFailure } from './types';
-import { checkFunctionName, fail, isObject } from './validate-fields';
+import { checkFunctionName, checkNumberParameter, fail, isObject } from './validate-fields';
 import { checkResponseFormat } from './validate-response-format';
 import { checkTools } from './validate-tools';
 
@@ -114,6 +115,11 @@ export function validateResponsesRequest(body: unknown): ValidationFailure | nul
   if (toolsFailure) return toolsFailure;
   const formatFailure = checkTextFormat(body.text);
   if (formatFailure) return formatFailure;
+  const rangeFailure =
+    checkNumberParameter(body.temperature, 'temperature', { min: 0, max: 2 }) ??
+    checkNumberParameter(body.top_p, 'top_p', { min: 0, max: 1 }) ??
+    checkNumberParameter(body.max_output_tokens, 'max_output_tokens', { min: 16, integer: true });
+  if (rangeFailure) return rangeFailure;
 
   return checkItemSequence(items, store);
 }

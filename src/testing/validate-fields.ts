@@ -8,6 +8,8 @@
 
 import {
   errorBody,
+  outOfRangeCode,
+  outOfRangeMessage,
   FUNCTION_NAME_PATTERN,
   invalidTypeMessage,
   invalidValueMessage,
@@ -52,5 +54,24 @@ export function checkFunctionName(name: unknown, param: string): ValidationFailu
     return fail(stringTooLongMessage(param, MAX_FUNCTION_NAME_LENGTH, name.length), param, 'string_above_max_length');
   }
   if (!FUNCTION_NAME_PATTERN.test(name)) return fail(namePatternMessage(param), param, 'invalid_value');
+  return null;
+}
+
+/**
+ * Checks an optional number parameter: absent or null, else a number from `min` to `max` (an integer with `integer`),
+ * as OpenAI refuses one outside ("Invalid 'temperature': decimal above maximum value. Expected a value <= 2, ...").
+ */
+export function checkNumberParameter(
+  value: unknown,
+  param: string,
+  range: { min: number; max?: number; integer?: boolean },
+): ValidationFailure | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'number' || (range.integer && !Number.isInteger(value)))
+    return fail(invalidTypeMessage(param, range.integer ? 'an integer' : 'a number', value), param, 'invalid_type');
+  if (value < range.min)
+    return fail(outOfRangeMessage(param, 'min', range.min, value), param, outOfRangeCode('min', value));
+  if (range.max !== undefined && value > range.max)
+    return fail(outOfRangeMessage(param, 'max', range.max, value), param, outOfRangeCode('max', value));
   return null;
 }

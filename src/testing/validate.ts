@@ -17,7 +17,7 @@ import {
   STREAM_OPTIONS_WITHOUT_STREAM_MESSAGE,
 } from './provider-errors';
 import type { ModelServerDialect, ValidationFailure } from './types';
-import { fail, isObject } from './validate-fields';
+import { checkNumberParameter, fail, isObject } from './validate-fields';
 import { checkMessage } from './validate-messages';
 import { checkResponseFormat } from './validate-response-format';
 import { checkSequence, checkThinkingMode } from './validate-sequence';
@@ -43,6 +43,8 @@ export {
   MODEL_REQUIRED_MESSAGE,
   namePatternMessage,
   ORPHAN_TOOL_MESSAGE,
+  outOfRangeCode,
+  outOfRangeMessage,
   PARALLEL_TOOL_CALLS_WITHOUT_TOOLS_MESSAGE,
   REASONING_CONTENT_REQUIRED_MESSAGE,
   STREAM_OPTIONS_WITHOUT_STREAM_MESSAGE,
@@ -59,7 +61,8 @@ export {
  * Checks a Chat Completions request body the way a real provider does.
  *
  * Shape checks run first (body, `model`, `messages`, each message, `tools`,
- * `tool_choice`, `parallel_tool_calls`, `stream_options`), then the
+ * `tool_choice`, `parallel_tool_calls`, `stream_options`, `response_format`,
+ * the ranges of `temperature`, `top_p` and the token limits), then the
  * message-sequence rules, then the DeepSeek thinking-mode rules.
  *
  * @param body - the parsed JSON request body
@@ -96,6 +99,13 @@ export function validateChatRequest(body: unknown, dialect: ModelServerDialect =
 
   const formatFailure = checkResponseFormat(body.response_format);
   if (formatFailure) return formatFailure;
+
+  const rangeFailure =
+    checkNumberParameter(body.temperature, 'temperature', { min: 0, max: 2 }) ??
+    checkNumberParameter(body.top_p, 'top_p', { min: 0, max: 1 }) ??
+    checkNumberParameter(body.max_tokens, 'max_tokens', { min: 1, integer: true }) ??
+    checkNumberParameter(body.max_completion_tokens, 'max_completion_tokens', { min: 1, integer: true });
+  if (rangeFailure) return rangeFailure;
 
   const sequenceFailure = checkSequence(messages as Record<string, unknown>[], dialect);
   if (sequenceFailure) return sequenceFailure;

@@ -13,7 +13,8 @@ import type { FunctionToolSpec, ToolRegistry } from './registry';
 import { MAX_TOOLS } from './registry';
 import type { Tool } from './tool';
 import { agentTool, type AgentTool, type AgentToolOptions } from './agent-tool';
-import { resolveOutput, type OutputType, type ResolvedOutput } from '../common/typed-output';
+import { resolveTypedOutput, type OutputType, type ResolvedOutput } from '../common/typed-output';
+import { describeUnsendableModelSettings } from '../contract/provider-rules';
 import { checkGuardrails, type Guardrail } from './guardrails';
 import { allowsStrict } from '../common/strict-schema';
 import { findHandoff, HANDOFF_TOOL_PREFIX, resolveHandoffs, type HandoffEntry, type ResolvedHandoff } from './handoff';
@@ -49,7 +50,8 @@ export interface AgentDefinition {
    */
   handoffs?: readonly HandoffEntry[];
   /**
-   * Its final answer's type: a zod schema or a JSON Schema. The model is
+   * Its final answer's type: a zod object or a JSON Schema of an object
+   * (`"type": "object"` at its root: structured outputs take no other). The model is
    * asked for JSON matching it (structured output, `strict` when the schema
    * allows), each final answer is checked, and a mismatch is said to the
    * model and asked again within `outputRetries`; the turn's record carries
@@ -126,10 +128,12 @@ export class AgentRegistry {
         throw new TypeError(
           `Agent "${a.name}": modelSettings.contextOverflow must be "elide" (leave earlier turns out, the default) or "summarize" (send a summary of them), got ${JSON.stringify(overflow)}.`,
         );
+      const unsendable = describeUnsendableModelSettings(a.modelSettings, a.modelSettings?.api, 'modelSettings');
+      if (unsendable.length > 0) throw new TypeError(`Agent "${a.name}": ${unsendable.join('; ')}.`);
       if (a.outputType !== undefined) {
         this.outputs.set(
           a.name,
-          resolveOutput(a.outputType, {
+          resolveTypedOutput(a.outputType, {
             name: `${a.name}_output`,
             retries: a.outputRetries,
             what: `Agent "${a.name}"`,

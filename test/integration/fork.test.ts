@@ -226,9 +226,15 @@ describe('fork', () => {
     expect(past.status).toBe(409);
     expect(past.json.error.code).toBe('fork_point_outside');
     expect(past.json.error.message).toMatch(/from 0 to 3 \(the last message/);
-    const turnPast = await call('POST', path, token('a'), { turn: 3 });
-    expect(turnPast.status).toBe(409);
-    expect(turnPast.json.error.message).toMatch(/from 1 to 2 \(the turns/);
+    // Without a system prompt nothing comes before turn 1: of two turns, only turn 2 is a fork point, and the refusal
+    // says so, for a turn past the last and for turn 1 alike.
+    for (const turn of [3, 1]) {
+      const refused = await call('POST', path, token('a'), { turn });
+      expect(refused.status).toBe(409);
+      expect(refused.json.error.message).toBe(
+        `The fork point turn must be 2 (conversation ${source} has 2 turns, and turn 1 starts it: with no system message, a fork before it would hold nothing), got ${turn}; or fork at a seq from 0 to 3.`,
+      );
+    }
     const taken = await call('POST', path, token('a'), { seq: 1, conversationId: one });
     expect(taken.status).toBe(409);
     expect(taken.json.error.code).toBe('conversation_exists');

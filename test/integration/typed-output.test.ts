@@ -171,14 +171,14 @@ describe('typed output', () => {
       InvalidConversationInputError,
     );
     await expect(h.client.sendMessage(h.newConversationId('typed-bad'), 'hi', { input: bad })).rejects.toThrow(
-      /output schema cannot be compiled as JSON Schema/,
+      /output.schema cannot be compiled as JSON Schema/,
     );
     const viaApi = await call('POST', `/v1/conversations/${h.newConversationId('typed-bad')}/messages`, token('a'), {
       text: 'hi',
       ...{ input: bad },
     });
     expect(viaApi.status).toBe(400);
-    expect(JSON.stringify(viaApi.json)).toMatch(/output schema cannot be compiled/);
+    expect(JSON.stringify(viaApi.json)).toMatch(/output.schema cannot be compiled/);
     const tooMany = await call('POST', `/v1/conversations/${h.newConversationId('typed-bad')}/messages`, token('a'), {
       text: 'hi',
       input: { output: { schema: {}, retries: 11 } },

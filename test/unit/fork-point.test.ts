@@ -72,8 +72,23 @@ describe('fork points', () => {
     );
     // Without a system message, nothing comes before turn 1.
     expect(() => resolveForkPoint('s', rows(user('hi'), answer('hello')), { turn: 1 })).toThrow(
-      /Turn 1 starts conversation s.*fork at turn 2 or later/,
+      /has one turn, which starts it.*fork at a seq from 0 to 1 instead, got turn 1/,
     );
+  });
+
+  it('without a system message, says the range that is really open: from turn 2', () => {
+    const twoTurns = rows(user('hi'), answer('hello'), user('refund A'), answer('refunded'));
+    expect(resolveForkPoint('s', twoTurns, { turn: 2 })).toBe(1);
+    for (const turn of [5, 1, 0]) {
+      expect(() => resolveForkPoint('s', twoTurns, { turn })).toThrow(
+        `The fork point turn must be 2 (conversation s has 2 turns, and turn 1 starts it: with no system message, a fork before it would hold nothing), got ${turn}; or fork at a seq from 0 to 3.`,
+      );
+    }
+    const threeTurns = rows(...twoTurns.map((r) => r.message), user('and B'), answer('refunded B'));
+    expect(() => resolveForkPoint('s', threeTurns, { turn: 1 })).toThrow(
+      /must be an integer from 2 to 3 \(conversation s has 3 turns, and turn 1 starts it/,
+    );
+    expect(() => resolveForkPoint('s', threeTurns, { turn: 1 })).toThrow(ForkPointError);
   });
 });
 

@@ -8,6 +8,8 @@ import type { Attributes } from '@opentelemetry/api';
 import { ApplicationFailure } from '@temporalio/common';
 import { ActivityErrorType, type ModelCallInput } from '../../contract/activities';
 import type { ModelSettings } from '../../contract/conversation-input';
+import type { ModelApi } from '../../contract/model-api';
+import { describeUnsendableModelSettings } from '../../contract/provider-rules';
 import { resolveOutputSpec, type ResolvedOutput } from '../../common/typed-output';
 import type { AgentTables } from '../../db/schema';
 import type { Agent, AgentRegistry } from '../../tools/agents';
@@ -18,6 +20,7 @@ import { guardrailContext, type ApplicableGuardrails } from '../guardrails';
 import { turnRegistry } from '../mcp-tools';
 import { toolOffer, type ToolOffer } from './offer';
 import { enabledHandoffs } from './handoffs';
+import { modelApiOf } from './responses-completion';
 
 /** What every stage of the model activity shares: built once per worker, not per call. */
 export interface ModelEnv {
@@ -48,7 +51,8 @@ export interface PreparedCall {
 
 /**
  * Decides who answers and with what. Fails for good when the conversation's
- * agent is not on this worker or its typed output cannot be compiled.
+ * agent is not on this worker, its settings hold what the provider would
+ * refuse, or its typed output cannot be used.
  */
 export async function prepareModelCall(env: ModelEnv, activity: Context, input: ModelCallInput): Promise<PreparedCall> {
   const { deps } = env;
@@ -58,6 +62,7 @@ export async function prepareModelCall(env: ModelEnv, activity: Context, input: 
     ? { ...input.settings, ...speaker.modelSettings, ...(speaker.model ? { model: speaker.model } : {}) }
     : input.settings;
   const model = settings.model ?? deps.model.name;
+  refuseUnsendableSettings(settings, modelApiOf(settings.api, deps.model.api), input.conversationId, speaker);
   const responseKey = `${info.workflowExecution?.runId ?? 'standalone'}/${info.activityId}`;
   const registry = await turnRegistry(deps.tools, deps.mcp, input.toolset);
   const handoffScope = { conversationId: input.conversationId, signal: activity.cancellationSignal };
@@ -80,6 +85,29 @@ export async function prepareModelCall(env: ModelEnv, activity: Context, input: 
       ...(speaker ? { 'agent.name': speaker.name } : {}),
     },
   };
+}
+
+/**
+ * Fails the call for good, before anything is sent, when its settings (the conversation's, the agent's over them) hold
+ * what the provider of `api` (the one the call speaks, the worker's own when neither says) would refuse: the same check
+ * the client and the API make on the API an input names.
+ */
+function refuseUnsendableSettings(
+  settings: ModelSettings,
+  api: ModelApi,
+  conversationId: string,
+  speaker: Agent | undefined,
+): void {
+  const problems = describeUnsendableModelSettings(settings, api);
+  if (problems.length === 0) return;
+  const whose = speaker?.modelSettings
+    ? `the conversation's input.model with agent "${speaker.name}"'s modelSettings over it`
+    : "the conversation's input.model";
+  throw ApplicationFailure.nonRetryable(
+    `Conversation ${conversationId}: nothing was sent to the model, whose provider would refuse these settings (${whose}): ` +
+      `${problems.join('; ')}.`,
+    ActivityErrorType.ModelRequestRejected,
+  );
 }
 
 /**
