@@ -9,7 +9,7 @@
  *
  * The reply's {@link StreamScript} shapes it as for Chat Completions:
  * `chunkDelayMs`, `keepAlive`, `argumentChunks`, `cutAfterArgumentChars`,
- * `stallAfterChunks` (counting events) and `omitDone` (no final
+ * `stallAfterChunks` (counting events), `textDeltaChars` and `omitDone` (no final
  * `response.completed`); `emptyIdAndName` and `omitFinish` have no Responses form.
  *
  * @packageDocumentation
@@ -17,7 +17,7 @@
 
 import type { Exchange } from './exchange';
 import { responseObject, type OutputItem, type ResponsesPlan } from './responses-plan';
-import { splitPiecesAt, splitText } from './stream-events';
+import { splitPiecesAt, splitText, textDeltas } from './stream-events';
 import { pacedStream } from './stream-writer';
 import type { StreamScript } from './types';
 
@@ -79,7 +79,7 @@ function responsesEvents(plan: ResponsesPlan, script: StreamScript): ResponsesEv
           payload: { ...where, part: { type: 'summary_text', text: '' } },
           part: 'reasoning',
         });
-        for (const delta of splitText(summary.text, 3))
+        for (const delta of textDeltas(summary.text, script))
           events.push({
             type: 'response.reasoning_summary_text.delta',
             payload: { ...where, delta },
@@ -104,7 +104,7 @@ function responsesEvents(plan: ResponsesPlan, script: StreamScript): ResponsesEv
         payload: { ...where, part: { ...part, text: '' } },
         part: 'item',
       });
-      for (const delta of splitText(part.text, 3))
+      for (const delta of textDeltas(part.text, script))
         events.push({ type: 'response.output_text.delta', payload: { ...where, delta, logprobs: [] }, part: 'text' });
       events.push({
         type: 'response.output_text.done',

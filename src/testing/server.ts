@@ -62,10 +62,10 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
 
   const nextReply = async (record: RecordedRequest): Promise<ScriptedReply> => {
     const queued = queue.shift();
-    if (queued) return queued;
+    if (queued) return withTextDeltaChars(queued, options.textDeltaChars);
     if (!responder) return serverError(NO_SCRIPTED_REPLY_MESSAGE, 'no_scripted_reply');
     try {
-      return await responder(record);
+      return withTextDeltaChars(await responder(record), options.textDeltaChars);
     } catch (err) {
       return serverError(
         RESPONDER_FAILED_PREFIX + (err instanceof Error ? err.message : String(err)),
@@ -139,6 +139,18 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
       return closed;
     },
   };
+}
+
+/**
+ * `reply` with the server's {@link ModelServerOptions.textDeltaChars}, unless its own stream script sets its deltas'
+ * size or pacing (`chunkDelayMs`: a paced stream keeps the pieces its timing was written for).
+ */
+function withTextDeltaChars(reply: ScriptedReply, textDeltaChars: number | undefined): ScriptedReply {
+  if (textDeltaChars === undefined) return reply;
+  if (reply.kind === 'delay') return { ...reply, then: withTextDeltaChars(reply.then, textDeltaChars) };
+  if (reply.kind !== undefined && reply.kind !== 'message') return reply;
+  if (reply.stream?.textDeltaChars !== undefined || reply.stream?.chunkDelayMs !== undefined) return reply;
+  return { ...reply, stream: { ...reply.stream, textDeltaChars } };
 }
 
 function checkContextWindow(tokens: number | undefined): number | undefined {

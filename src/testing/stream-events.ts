@@ -29,10 +29,10 @@ export function streamEvents(plan: CompletionPlan, script: StreamScript): Stream
     });
 
   const events: StreamEvent[] = [{ part: 'role', data: chunk({ role: 'assistant', content: '' }) }];
-  for (const piece of splitText(plan.reasoningContent ?? '', 3)) {
+  for (const piece of textDeltas(plan.reasoningContent ?? '', script)) {
     events.push({ part: 'reasoning', data: chunk({ reasoning_content: piece }) });
   }
-  for (const piece of splitText(plan.content ?? '', 3)) {
+  for (const piece of textDeltas(plan.content ?? '', script)) {
     events.push({ part: 'content', data: chunk({ content: piece }) });
   }
   plan.toolCalls.forEach((call, index) => {
@@ -85,6 +85,15 @@ export function streamEvents(plan: CompletionPlan, script: StreamScript): Stream
   }
   if (!script.omitDone) events.push({ part: 'done', data: '[DONE]' });
   return events;
+}
+
+/**
+ * The deltas a streamed text (content, reasoning, a Responses answer or summary) is sent in: three by default,
+ * pieces of at most {@link StreamScript.textDeltaChars} characters when the script sets it.
+ */
+export function textDeltas(text: string, script: StreamScript): string[] {
+  const size = script.textDeltaChars === undefined ? undefined : Math.max(1, Math.floor(script.textDeltaChars));
+  return size === undefined ? splitText(text, 3) : splitText(text, Math.ceil(text.length / size));
 }
 
 /** Splits `text` into at most `pieces` deltas of (nearly) one size, as a provider streams it. */

@@ -108,6 +108,11 @@ export interface StreamScript {
    */
   emptyIdAndName?: boolean;
   /**
+   * Send the reply's text (content and reasoning; on the Responses API its output text and reasoning summaries) in
+   * deltas of at most this many characters (values below 1 count as 1) instead of three deltas.
+   */
+  textDeltaChars?: number;
+  /**
    * Split each tool call's arguments into this many fragments (at most one
    * per character; values below 1 count as 1). Without it: 3 fragments for
    * arguments longer than 8 characters, else 2.
@@ -248,6 +253,14 @@ export interface ModelServerOptions {
    * OpenAI's `context_length_exceeded` 400. No limit when unset.
    */
   contextWindow?: number;
+  /**
+   * For tests: the {@link StreamScript.textDeltaChars} of every streamed message reply whose own `stream` script
+   * sets neither it nor `chunkDelayMs` (a paced stream keeps the pieces its timing was written for); the recorded
+   * {@link RecordedRequest.reply} shows it. Unset: three deltas. Small values (1 to 3) put a delta boundary inside
+   * every word of the model's text, so whatever splits it further on (a worker publishes the text it has every
+   * 50 ms) splits it inside a sentence.
+   */
+  textDeltaChars?: number;
 }
 
 /** A running scripted model server. */

@@ -19,7 +19,7 @@ import { streamedMessage } from '../support/ui-messages';
 let h: Harness;
 let api: Awaited<ReturnType<typeof startApiServer>>;
 beforeAll(async () => {
-  h = await startHarness({ decisionTrust: { keys: [TEST_DECISION_KEY] } });
+  h = await startHarness({ textDeltaChars: 2, decisionTrust: { keys: [TEST_DECISION_KEY] } });
   api = await startApiServer({
     client: h.client,
     tokens: TEST_TOKENS,

@@ -19,7 +19,7 @@ let other: Awaited<ReturnType<typeof startApiServer>>;
 let worker: WorkerProcess | undefined;
 let apiClient: AgentClient | undefined;
 beforeAll(async () => {
-  h = await startHarness({ worker: false });
+  h = await startHarness({ worker: false, textDeltaChars: 2 });
   worker = await startWorkerProcess(h.workerEnv());
   // As `npm run api` runs: a state query no worker answers fails after a while (10 s there, 3 s here).
   apiClient = AgentClient.fromClient(h.temporal, {

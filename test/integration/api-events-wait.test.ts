@@ -3,6 +3,7 @@ import { startApiServer } from '../../src/api/server';
 import { sayThroughApi } from '../../src/cli/api-conversation';
 import { apiCaller, TEST_DECISION_KEY, TEST_TOKENS, token } from '../support/api';
 import { startHarness, type Harness } from '../support/harness';
+import { readTurnEvents, type TurnStreamEvent } from '../support/stream-bodies';
 
 // A turn's events are followed for at most waitSeconds (default 300, at most
 // 3600): a turn not finished by then ends the stream with a wait_ended event,
@@ -11,7 +12,7 @@ import { startHarness, type Harness } from '../support/harness';
 let h: Harness;
 let api: Awaited<ReturnType<typeof startApiServer>>;
 beforeAll(async () => {
-  h = await startHarness({ decisionTrust: { keys: [TEST_DECISION_KEY] } });
+  h = await startHarness({ textDeltaChars: 2, decisionTrust: { keys: [TEST_DECISION_KEY] } });
   api = await startApiServer({ client: h.client, tokens: TEST_TOKENS, decisions: { signingKey: TEST_DECISION_KEY } });
 });
 afterAll(async () => {
@@ -22,14 +23,10 @@ afterAll(async () => {
 const call = apiCaller(() => api.url);
 
 /** The events of one stream, as `{event, data}`, read until the API ends it. */
-async function readStream(url: string): Promise<{ event: string; data: any }[]> {
+async function readStream(url: string): Promise<TurnStreamEvent[]> {
   const response = await fetch(url, { headers: { authorization: `Bearer ${token('a')}` } });
   expect(response.status).toBe(200);
-  const text = await response.text();
-  return text
-    .split('\n\n')
-    .filter((block) => block.trim() !== '')
-    .map((block) => ({ event: /^event: (.*)$/m.exec(block)![1], data: JSON.parse(/^data: (.*)$/m.exec(block)![1]) }));
+  return readTurnEvents(response.body!);
 }
 
 describe('following a turn', () => {

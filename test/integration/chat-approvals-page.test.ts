@@ -38,6 +38,7 @@ beforeAll(async () => {
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'chat-approvals-'));
   const bundle = (await buildChatPage(path.join(scratch, 'app.js'))) as string;
   h = await startHarness({
+    textDeltaChars: 2,
     tools,
     agents: [desk, refunder],
     defaultAgent: 'desk',

@@ -26,7 +26,7 @@ let scratch: string;
 beforeAll(async () => {
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'chat-page-history-'));
   const bundle = (await buildChatPage(path.join(scratch, 'app.js'))) as string;
-  h = await startHarness();
+  h = await startHarness({ textDeltaChars: 2 });
   api = await startApiServer({ client: h.client, tokens: TEST_TOKENS, chat: { pageBundle: bundle } });
   late = await startApiServer({
     client: h.client,

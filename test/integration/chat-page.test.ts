@@ -22,7 +22,7 @@ let scratch: string;
 beforeAll(async () => {
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'chat-page-'));
   const bundle = (await buildChatPage(path.join(scratch, 'app.js'))) as string;
-  h = await startHarness({ decisionTrust: { keys: [TEST_DECISION_KEY] } });
+  h = await startHarness({ textDeltaChars: 2, decisionTrust: { keys: [TEST_DECISION_KEY] } });
   // dave both asks and approves here: the page's user decides on their own calls (four eyes off for this test).
   api = await startApiServer({
     client: h.client,

@@ -9,6 +9,7 @@ import { guardrail } from '../../src/tools/guardrails';
 import { apiCaller, TEST_TOKENS, token } from '../support/api';
 import { runCli } from '../support/cli';
 import { startHarness, type Harness } from '../support/harness';
+import { readTurnEvents } from '../support/stream-bodies';
 
 // Guardrail results in the turn's record on the real stack: every input and output guardrail's verdict, in our shape
 // or the OpenAI Agents SDK's ({tripwireTriggered, outputInfo}), and a tool guardrail's per call, with its outputInfo
@@ -56,7 +57,7 @@ let api: Awaited<ReturnType<typeof startApiServer>>;
 let scratch: string;
 beforeAll(async () => {
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'guardrail-info-'));
-  h = await startHarness({ agents: [desk], guardrails: [topic, verbose, lookups] });
+  h = await startHarness({ textDeltaChars: 2, agents: [desk], guardrails: [topic, verbose, lookups] });
   api = await startApiServer({ client: h.client, tokens: TEST_TOKENS });
 });
 afterAll(async () => {
@@ -78,9 +79,8 @@ async function turnEvent(id: string, messageId: string): Promise<Record<string, 
     `${api.url}/v1/conversations/${encodeURIComponent(id)}/events?messageId=${encodeURIComponent(messageId)}`,
     { headers: { authorization: `Bearer ${token('a')}` } },
   );
-  const text = await response.text();
-  const block = text.split('\n\n').find((b) => b.startsWith('event: turn\n'));
-  return JSON.parse(block!.split('\n')[1].slice('data: '.length)) as Record<string, unknown>;
+  const turn = (await readTurnEvents(response.body!)).find((e) => e.event === 'turn');
+  return turn!.data as Record<string, unknown>;
 }
 
 describe("guardrails' outputInfo", () => {

@@ -92,6 +92,7 @@ const screened = agent({
 let h: Harness;
 beforeAll(async () => {
   h = await startHarness({
+    textDeltaChars: 2,
     tools: [sendEmail, payInvoice],
     agents: [screened],
     guardrails: [noCardNumbers, paymentLimits],

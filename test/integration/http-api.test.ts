@@ -9,6 +9,7 @@ import { DecisionRefusedError } from '../../src/common/errors';
 import { exportHistoryFixture } from '../support/fixture-export';
 import { apiCaller, TEST_DECISION_KEY, TEST_TOKENS, token } from '../support/api';
 import { startHarness, type Harness } from '../support/harness';
+import { turnEvents, type TurnStreamEvent } from '../support/stream-bodies';
 
 // The HTTP API against the real stack: tokens and roles on every /v1 route,
 // a message sent, each waiting call listed with its tool, arguments and
@@ -23,7 +24,7 @@ const KEY = TEST_DECISION_KEY;
 let h: Harness;
 let api: Awaited<ReturnType<typeof startApiServer>>;
 beforeAll(async () => {
-  h = await startHarness({ decisionTrust: { keys: [KEY] } });
+  h = await startHarness({ textDeltaChars: 2, decisionTrust: { keys: [KEY] } });
   api = await startApiServer({ client: h.client, tokens: TOKENS, decisions: { signingKey: KEY } });
 });
 afterAll(async () => {
@@ -315,27 +316,16 @@ describe('the HTTP API', () => {
     });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toContain('text/event-stream');
-    const events: { event: string; data: any }[] = [];
-    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = '';
+    const events: TurnStreamEvent[] = [];
     let approved = false;
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffer += value;
-      let end: number;
-      while ((end = buffer.indexOf('\n\n')) >= 0) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const event = /^event: (.*)$/m.exec(block)![1];
-        events.push({ event, data: JSON.parse(/^data: (.*)$/m.exec(block)![1]) });
-        if (event === 'approval' && !approved) {
-          approved = true;
-          await call('POST', `/v1/conversations/${id}/decisions`, token('b'), {
-            decision: 'approve',
-            toolCallIds: ['call_sse'],
-          });
-        }
+    for await (const e of turnEvents(response.body!)) {
+      events.push(e);
+      if (e.event === 'approval' && !approved) {
+        approved = true;
+        await call('POST', `/v1/conversations/${id}/decisions`, token('b'), {
+          decision: 'approve',
+          toolCallIds: ['call_sse'],
+        });
       }
     }
     const names = events.map((e) => e.event);

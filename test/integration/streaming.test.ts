@@ -8,7 +8,7 @@ import { startHarness, type Harness } from '../support/harness';
 
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness();
+  h = await startHarness({ textDeltaChars: 2 });
 });
 afterAll(async () => {
   await h?.stop();
@@ -186,7 +186,7 @@ describe('streamed model calls', () => {
 describe('DeepSeek thinking mode', () => {
   let deepseek: Harness;
   beforeAll(async () => {
-    deepseek = await startHarness({ dialect: 'deepseek-thinking' });
+    deepseek = await startHarness({ dialect: 'deepseek-thinking', textDeltaChars: 2 });
   });
   afterAll(async () => {
     await deepseek?.stop();

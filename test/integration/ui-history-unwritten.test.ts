@@ -13,7 +13,7 @@ import { startHarness, type Harness } from '../support/harness';
 let h: Harness;
 let api: Awaited<ReturnType<typeof startApiServer>>;
 beforeAll(async () => {
-  h = await startHarness({ databaseProxy: true });
+  h = await startHarness({ textDeltaChars: 2, databaseProxy: true });
   api = await startApiServer({ client: h.client, tokens: TEST_TOKENS });
 });
 afterAll(async () => {

@@ -30,7 +30,7 @@ const desk = agent({
 let h: Harness;
 let api: Awaited<ReturnType<typeof startApiServer>>;
 beforeAll(async () => {
-  h = await startHarness({ tools, agents: [desk, checker, writer], defaultAgent: 'desk' });
+  h = await startHarness({ textDeltaChars: 2, tools, agents: [desk, checker, writer], defaultAgent: 'desk' });
   api = await startApiServer({ client: h.client, tokens: TEST_TOKENS });
 });
 afterAll(async () => {

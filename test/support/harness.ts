@@ -50,6 +50,14 @@ export interface HarnessOptions {
   /** Start an in-process worker. Default true. */
   worker?: boolean;
   dialect?: ModelServerOptions['dialect'];
+  /**
+   * The model server's {@link ModelServerOptions.textDeltaChars}: its streamed text in deltas of at most this many
+   * characters (three deltas when unset). The files that read streamed text run with 2 (it costs no time), so that a
+   * split of the API's streams, which timing decides, falls inside a sentence. It does not make the worker publish
+   * the deltas apart (it sends what it has every 50 ms); a reply's `stream: { chunkDelayMs: 60 }` does, at 60 ms a
+   * delta. Read a stream's text as a client assembles it: `stream-bodies.ts`.
+   */
+  textDeltaChars?: number;
   /** A Temporal server of the test's own; the run's shared dev server when unset. */
   temporalAddress?: string;
   /** The in-process worker's limit of tool calls per response. */
@@ -133,7 +141,11 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   // Most tests' tools include the demo's, whose tables only the demo sets up.
   await setupBackofficeDemo(pool);
 
-  const model = await startModelServer({ dialect: options.dialect, contextWindow: options.contextWindow });
+  const model = await startModelServer({
+    dialect: options.dialect,
+    contextWindow: options.contextWindow,
+    textDeltaChars: options.textDeltaChars,
+  });
   let databaseProxy: TcpProxy | undefined;
   let workerPool = pool;
   if (options.databaseProxy) {

@@ -498,3 +498,44 @@ describe('finish reasons and reasoning content in streams', () => {
     }
   });
 });
+
+describe('stream scripts: text deltas', () => {
+  const sentence = 'Refunded 110.00 on ord_1001.';
+
+  it('textDeltaChars sends the text and the reasoning in deltas of at most that many characters', async () => {
+    server.enqueue({ content: sentence, reasoningContent: 'Look it up first.', stream: { textDeltaChars: 2 } });
+    const got = await collect(await client.chat.completions.create({ ...ask(), stream: true }));
+    const pieces = got.chunks.flatMap((c) => (c.choices[0]?.delta.content ? [c.choices[0].delta.content] : []));
+    expect(pieces).toHaveLength(Math.ceil(sentence.length / 2));
+    expect(pieces.every((p) => p.length <= 2)).toBe(true);
+    expect(got.content).toBe(sentence);
+    expect(got.reasoning.every((p) => p.length <= 2)).toBe(true);
+    expect(got.reasoning.join('')).toBe('Look it up first.');
+  });
+
+  it("the server's textDeltaChars applies to the replies that set neither it nor chunkDelayMs, on both APIs", async () => {
+    const small = await startModelServer({ textDeltaChars: 1 });
+    try {
+      const openai = new OpenAI({ baseURL: small.url, apiKey: 'test', maxRetries: 0 });
+      const contentPieces = async () =>
+        (await collect(await openai.chat.completions.create({ ...ask(), stream: true }))).chunks.flatMap((c) =>
+          c.choices[0]?.delta.content ? [c.choices[0].delta.content] : [],
+        );
+      small.enqueue({ content: sentence, stream: { keepAlive: 1 } });
+      expect(await contentPieces()).toEqual([...sentence]);
+      expect(small.requests.at(-1)!.reply).toEqual({ content: sentence, stream: { keepAlive: 1, textDeltaChars: 1 } });
+      small.enqueue({ content: sentence, stream: { chunkDelayMs: 1 } }); // paced: the three pieces its timing expects
+      expect(await contentPieces()).toHaveLength(3);
+      small.enqueue({ content: sentence, stream: { textDeltaChars: 10 } });
+      expect(await contentPieces()).toEqual(['Refunded 1', '10.00 on o', 'rd_1001.']);
+
+      small.enqueue({ kind: 'delay', ms: 1, then: { content: sentence } });
+      const events = await openai.responses.create({ model: 'gpt-test', input: 'hi', store: false, stream: true });
+      const deltas: string[] = [];
+      for await (const event of events) if (event.type === 'response.output_text.delta') deltas.push(event.delta);
+      expect(deltas).toEqual([...sentence]);
+    } finally {
+      await small.close();
+    }
+  });
+});
