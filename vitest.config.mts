@@ -34,6 +34,13 @@ const CLUSTER_SUBSET = [
 export const TEST_NODE_FLAGS =
   Number(process.versions.node.split('.')[0]) >= 22 ? ['--no-experimental-strip-types'] : [];
 
+/**
+ * `expect.poll`'s defaults for the projects with servers: a poll with no timeout of its own waits up to 20 s (vitest's
+ * default is 1 s), since on a loaded machine a worker process's exit, a workflow task or a visibility update can take
+ * longer than that; a poll still ends as soon as its matcher passes.
+ */
+const POLL = { poll: { timeout: 20_000, interval: 50 } };
+
 /** The fuzzer: a step of its own after the others, not part of `integration`. */
 const FUZZ = ['test/integration/api-fuzz.test.ts'];
 
@@ -95,6 +102,7 @@ export default defineConfig({
           globalSetup: ['test/support/global-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 180_000,
+          expect: POLL,
           pool: 'forks',
           execArgv: TEST_NODE_FLAGS,
           maxWorkers: 2,
@@ -108,6 +116,7 @@ export default defineConfig({
           globalSetup: ['test/support/global-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 180_000,
+          expect: POLL,
           pool: 'forks',
           execArgv: TEST_NODE_FLAGS,
           maxWorkers: 2,
@@ -120,6 +129,7 @@ export default defineConfig({
           globalSetup: ['test/support/global-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 180_000,
+          expect: POLL,
           pool: 'forks',
           execArgv: TEST_NODE_FLAGS,
           maxWorkers: 2,
