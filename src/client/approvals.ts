@@ -134,9 +134,10 @@ async function unlistedCalls(
   query: WaitingCallQuery,
   listed: readonly WaitingCall<Date>[],
 ): Promise<WaitingCall<Date>[]> {
+  const seen = new Set(listed.flatMap((c) => [c.conversationId, c.rootConversationId]));
+  if (query.conversationId !== undefined && seen.has(query.conversationId)) return [];
   const names = await context.searchAttributeNamesInUse();
   if (!names.pendingApprovals) return [];
-  const seen = new Set(listed.flatMap((c) => [c.conversationId, c.rootConversationId]));
   const one =
     query.conversationId === undefined ? '' : ` AND WorkflowId = '${query.conversationId.replace(/'/g, "''")}'`;
   const ids: string[] = [];
