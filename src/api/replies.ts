@@ -332,8 +332,16 @@ export const cancelAccepted = z
 /** The data of each server-sent event of `GET /v1/conversations/{id}/events`, by event name. */
 export const TURN_EVENT_DATA = {
   delta: z
-    .strictObject({ responseKey: z.string(), attempt: z.number().int(), text: z.string(), reset: z.boolean() })
-    .describe("The model's text as it streams."),
+    .strictObject({
+      responseKey: z.string(),
+      attempt: z.number().int(),
+      offset: z.number().int().describe("Characters (UTF-16 code units) of this attempt's text before `text`."),
+      text: z.string(),
+      reset: z.boolean(),
+    })
+    .describe(
+      "The model's text as it streams: `text` continues the attempt's text at `offset`. A stream opened again sends the running model call's text from offset 0; a newer `attempt` of a response replaces the text of the one before.",
+    ),
   tool_call: z
     .strictObject({ toolCallId: z.string(), toolName: z.string(), seq: z.number().int() })
     .describe('A call the model asked for.'),

@@ -14,7 +14,7 @@ import type { ConversationState, TurnRecord } from '../contract';
 
 /** One event of a turn, named like its SSE `event:` field. */
 export type TurnEvent =
-  | { event: 'delta'; data: { responseKey: string; attempt: number; text: string; reset: boolean } }
+  | { event: 'delta'; data: { responseKey: string; attempt: number; offset: number; text: string; reset: boolean } }
   | { event: 'tool_call'; data: { toolCallId: string; toolName: string; seq: number } }
   | {
       event: 'approval';
@@ -49,9 +49,12 @@ export async function followTurn(
   const started = new Set<string>();
   let emitNow: ((state: ConversationState) => Promise<void>) | undefined;
   const watch = await TurnWatch.open(client, conversationId, (changed) => {
+    const { responseKey, attempt } = changed.response;
+    // Where the piece starts, now: the response's text grows with the pieces after it before the queue sends this one.
+    const offset = changed.response.text.length - changed.appended.length;
     void inOrder(async () => {
-      if (!started.has(changed.response.responseKey)) {
-        started.add(changed.response.responseKey);
+      if (!started.has(responseKey)) {
+        started.add(responseKey);
         // The calls of the response before this one were stored before this one began.
         const state = emitNow && (await client.state(conversationId).catch(() => undefined));
         if (state) await emitNow!(state).catch(() => undefined);
@@ -59,12 +62,7 @@ export async function followTurn(
       if (changed.appended || changed.reset) {
         emit({
           event: 'delta',
-          data: {
-            responseKey: changed.response.responseKey,
-            attempt: changed.response.attempt,
-            text: changed.appended,
-            reset: changed.reset,
-          },
+          data: { responseKey, attempt, offset, text: changed.appended, reset: changed.reset },
         });
       }
     });

@@ -9,6 +9,7 @@
 import type { StoredMessage } from '../db/transcript-store';
 import type { ConversationState } from '../contract';
 import { callApi, type ApiDecider } from './api-decisions';
+import { TurnText } from './turn-text';
 
 const conversationPath = (conversationId: string): string => `/v1/conversations/${encodeURIComponent(conversationId)}`;
 
@@ -64,8 +65,9 @@ async function* readEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<Sse
  * turn to `out`. Returns when the turn finishes, or when it waits for an
  * approval (printing the commands that decide it). A stream the API ends
  * with `wait_ended` (its turn outlasted the stream's wait, `waitSeconds`,
- * the API's default when unset) is opened again; calls already printed are
- * not printed twice.
+ * the API's default when unset) is opened again; what was printed is not
+ * printed again (a stream opened again sends the calls so far and the running
+ * model call's text from its start: each delta says where its text starts).
  */
 export async function sayThroughApi(
   api: ApiDecider,
@@ -79,17 +81,8 @@ export async function sayThroughApi(
     typeof text === 'string'
       ? await callApi<{ messageId: string }>(api, 'POST', `${path}/messages`, { text })
       : await callApi<{ messageId: string }>(api, 'POST', `${path}/regenerate`, {});
-  let midLine = false;
-  let streamed = '';
-  let responseKey = '';
+  const printer = new TurnText(out);
   const printedCalls = new Set<string>();
-  const write = (s: string): void => {
-    out(s);
-    midLine = !s.endsWith('\n');
-  };
-  const newline = (): void => {
-    if (midLine) write('\n');
-  };
   for (;;) {
     const stop = new AbortController();
     const wait = options.waitSeconds === undefined ? '' : `&waitSeconds=${options.waitSeconds}`;
@@ -105,34 +98,25 @@ export async function sayThroughApi(
       );
     }
     let waitEnded = false;
+    // What this stream sent of each response, for a delta without an offset (an API from before deltas carried one):
+    // a stream starts the running call's text over, so a delta continues what the same stream sent.
+    const received = new Map<string, { attempt: number; length: number }>();
     try {
       for await (const { event, data } of readEvents(response.body)) {
         if (event === 'delta') {
-          const d = data as { responseKey: string; text: string; reset: boolean };
-          if (d.responseKey !== responseKey) {
-            responseKey = d.responseKey;
-            streamed = '';
-          }
-          if (d.reset) {
-            newline();
-            write('  ↻ the model call was retried; its text starts over\n');
-            streamed = '';
-          }
-          if (d.text) {
-            if (!midLine) write('agent> ');
-            write(d.text);
-            streamed += d.text;
-          }
+          const d = data as { responseKey: string; attempt: number; offset?: number; text: string };
+          const before = received.get(d.responseKey);
+          const offset = d.offset ?? (before?.attempt === d.attempt ? before.length : 0);
+          received.set(d.responseKey, { attempt: d.attempt, length: offset + d.text.length });
+          printer.piece(d.responseKey, d.attempt, offset, d.text);
         } else if (event === 'tool_call') {
           const d = data as { toolName: string; toolCallId: string; seq: number };
           if (printedCalls.has(`${d.seq}/${d.toolCallId}`)) continue;
           printedCalls.add(`${d.seq}/${d.toolCallId}`);
-          newline();
-          write(`  ⚙ ${d.toolName} [${d.toolCallId}]\n`);
+          printer.line(`  ⚙ ${d.toolName} [${d.toolCallId}]\n`);
         } else if (event === 'approval') {
           const d = data as { toolName: string; toolCallId: string; arguments: unknown };
-          newline();
-          write(
+          printer.line(
             `  ⏸ ${d.toolName}(${JSON.stringify(d.arguments)}) needs approval:\n` +
               `      npm run cli -- approve ${conversationId} ${d.toolCallId}\n` +
               `      npm run cli -- reject ${conversationId} ${d.toolCallId} --reason "..."\n`,
@@ -140,13 +124,9 @@ export async function sayThroughApi(
           return;
         } else if (event === 'turn') {
           const d = data as { outcome: string; error?: string; answer?: string };
-          if (d.outcome !== 'answered') {
-            newline();
-            write(`agent> (turn ${d.outcome}: ${d.error})\n`);
-          } else if (d.answer !== undefined && d.answer !== streamed) {
-            newline();
-            write(`agent> ${d.answer}\n`);
-          } else newline();
+          if (d.outcome !== 'answered') printer.line(`agent> (turn ${d.outcome}: ${d.error})\n`);
+          else if (d.answer !== undefined) printer.answer(d.answer);
+          else printer.newline();
           return;
         } else if (event === 'wait_ended') {
           waitEnded = true;

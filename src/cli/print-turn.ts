@@ -6,6 +6,8 @@
 import type { AgentClient } from '../client/client';
 import { StreamView } from '../client/stream';
 import { decideCalls } from './decide';
+import { TurnText } from './turn-text';
+import type { StoredMessage } from '../db/transcript-store';
 
 /** Starts a turn other than by a message (a regeneration): its id, and the seq its messages are stored from. */
 export type TurnStarter = () => Promise<{ messageId: string; fromSeq: number }>;
@@ -22,32 +24,35 @@ export async function printTurn(
   text: string | TurnStarter,
   ask?: (question: string) => Promise<string>,
 ): Promise<void> {
-  let printedSeq = (await client.transcript(conversationId).catch(() => [])).length;
+  const before = await client.transcript(conversationId).catch((): StoredMessage[] => []);
+  /**
+   * The messages stored before the turn started, by seq, with when each was stored. A regenerated turn stores its
+   * messages at the seqs of the answer it replaces, once its first step moved that answer out of the live transcript:
+   * a step of the workflow, later than the regeneration's answer to this command. Until then a message read at one of
+   * those seqs is the old answer's (the same row: stored at the same time), not the new turn's.
+   */
+  const storedBefore = new Map(before.map((m) => [m.seq, m.createdAt.getTime()]));
+  /** The first seq of the turn's messages: known once the turn started (a regenerated turn's from its answer). */
+  let printFrom = typeof text === 'string' ? (before.at(-1)?.seq ?? -1) + 1 : undefined;
+  const printedSeqs = new Set<number>();
   const view = new StreamView();
-  let midLine = false;
-  let lastStreamed = '';
-  /** Texts of responses streamed to the end: the answer is not printed again. */
-  const streamed = new Set<string>();
-  const write = (s: string): void => {
-    process.stdout.write(s);
-    midLine = !s.endsWith('\n');
-  };
-  const newline = (): void => {
-    if (midLine) write('\n');
-  };
-  /** Prints the stored tool calls and results not printed yet. */
+  const printer = new TurnText((s) => process.stdout.write(s));
+  /** Prints the turn's stored tool calls and results not printed yet. */
   const printNew = async (): Promise<void> => {
-    const transcript = await client.transcript(conversationId);
-    for (const { message } of transcript.slice(printedSeq)) {
+    if (printFrom === undefined) return;
+    const from = printFrom;
+    for (const { seq, message, createdAt } of await client.transcript(conversationId)) {
+      if (seq < from || printedSeqs.has(seq)) continue;
+      if (storedBefore.get(seq) === createdAt.getTime()) break; // not superseded yet: the new turn wrote nothing here
+      printedSeqs.add(seq);
       if (message.role === 'assistant' && message.tool_calls?.length) {
-        newline();
-        for (const call of message.tool_calls) write(`  ⚙ ${call.function.name}(${call.function.arguments})\n`);
+        printer.line(
+          message.tool_calls.map((call) => `  ⚙ ${call.function.name}(${call.function.arguments})\n`).join(''),
+        );
       } else if (message.role === 'tool') {
-        newline();
-        write(`  ↳ ${message.content.slice(0, 200)}\n`);
+        printer.line(`  ↳ ${message.content.slice(0, 200)}\n`);
       }
     }
-    printedSeq = Math.max(printedSeq, transcript.length);
   };
   // Everything printed goes through one queue, in order: stream events, and the transcript's new messages.
   let queue: Promise<void> = Promise.resolve();
@@ -63,17 +68,9 @@ export async function printTurn(
         await printNew().catch(() => undefined);
       }
       const change = view.apply(event);
-      if (!change) return;
-      if (change.reset) {
-        newline();
-        write('  ↻ the model call was retried; its text starts over\n');
-      }
-      if (change.appended) {
-        if (!midLine) write('agent> ');
-        write(change.appended);
-        lastStreamed = change.response.text;
-      }
-      if (change.response.done && change.response.ok) streamed.add(change.response.text);
+      if (!change) return; // a newer attempt without text yet still says the older one's text starts over
+      const { responseKey, attempt, text: shown } = change.response;
+      printer.piece(responseKey, attempt, shown.length - change.appended.length, change.appended);
     });
   });
   try {
@@ -81,7 +78,7 @@ export async function printTurn(
       typeof text === 'string' ? { messageId: await client.sendMessage(conversationId, text) } : await text();
     const messageId = started.messageId;
     // A regenerated turn stores its messages from the first seq it superseded.
-    if ('fromSeq' in started) await inOrder(() => void (printedSeq = started.fromSeq));
+    if ('fromSeq' in started) await inOrder(() => void (printFrom = started.fromSeq));
     const asked = new Set<string>();
     for (;;) {
       const state = await client.state(conversationId);
@@ -95,31 +92,27 @@ export async function printTurn(
           const content = answer?.role === 'assistant' ? (answer.content ?? '') : '';
           await queue; // the stream's events so far print before the answer is judged
           finished = true; // and any that come later print nothing
-          if (streamed.has(content) || content === lastStreamed) newline();
-          else if (lastStreamed !== '' && midLine && content.startsWith(lastStreamed))
-            write(`${content.slice(lastStreamed.length)}\n`);
-          else {
-            newline();
-            write(`agent> ${content}\n`);
-          }
+          printer.answer(content);
         } else {
-          newline();
-          write(`agent> (turn ${turn.outcome}: ${turn.error})\n`);
+          await queue;
+          finished = true;
+          printer.line(`agent> (turn ${turn.outcome}: ${turn.error})\n`);
         }
         return;
       }
-      for (const pending of state.pendingApprovals.filter((p) => !asked.has(p.toolCallId))) {
-        asked.add(pending.toolCallId);
-        newline();
+      // By call key: a provider may give a later step's call the id of one decided before (ids restarting per response).
+      for (const pending of state.pendingApprovals.filter((p) => !asked.has(p.callKey))) {
+        asked.add(pending.callKey);
         const call = `${pending.toolName}(${JSON.stringify(pending.arguments)})`;
         if (!ask) {
-          write(
+          printer.line(
             `  ⏸ ${call} needs approval:\n` +
               `      npm run cli -- approve ${conversationId} ${pending.toolCallId}\n` +
               `      npm run cli -- reject ${conversationId} ${pending.toolCallId} --reason "..."\n`,
           );
           continue;
         }
+        printer.newline();
         const answer = (await ask(`  ⏸ ${call} needs approval. Approve? [y/N, or a reason to reject] `)).trim();
         const approve = /^y(es)?$/i.test(answer);
         await decideCalls(
@@ -132,7 +125,7 @@ export async function printTurn(
             decidedBy: process.env.USER ?? 'cli',
           },
           client,
-        ).catch((err: Error) => write(`  (decision not applied: ${err.message})\n`));
+        ).catch((err: Error) => printer.line(`  (decision not applied: ${err.message})\n`));
       }
       if (!ask && asked.size > 0 && state.pendingApprovals.length > 0) return;
       await new Promise((resolve) => setTimeout(resolve, 250));

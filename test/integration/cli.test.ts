@@ -78,6 +78,27 @@ describe('the CLI', () => {
     expect(texts).toEqual(['one', 'two', 'three']);
   });
 
+  it('piped chat asks about each call that waits, also a later call with the id of one decided before', async () => {
+    const id = h.newConversationId('chat-same-id');
+    // Providers that restart ids in every response give the turn's second refund the first one's id.
+    const refund = (cents: number) => ({
+      toolCalls: [
+        {
+          id: 'call_again',
+          name: 'issue_refund',
+          arguments: { order_id: 'ord_2001', amount_cents: cents, reason: 'twice' },
+        },
+      ],
+    });
+    h.model.enqueue(refund(10_100), refund(10_200), { content: 'Refunded twice.' });
+    const { stdout } = await runCli(['chat', id], env, 'refund twice\ny\ny\n');
+    expect(count(stdout, 'needs approval. Approve?')).toBe(2);
+    expect(stdout).toContain('"amount_cents":10100');
+    expect(stdout).toContain('"amount_cents":10200');
+    expect(count(stdout, 'Refunded twice.')).toBe(1);
+    h.expectOnlyValidModelRequests();
+  });
+
   it('pending shows how long each call has waited', async () => {
     const id = h.newConversationId('ages');
     h.model.enqueue(

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DefaultChatTransport, type UIMessage } from 'ai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startApiServer } from '../../src/api/server';
 import { RegenerateRefusedError } from '../../src/client/client';
 import { readSuperseded } from '../../src/db/transcript-store';
@@ -235,6 +235,47 @@ describe('regenerate', () => {
     ]);
     const state = await h.client.state(id);
     expect(state.recentTurns.map((t) => t.outcome)).toEqual(['answered', 'answered', 'answered']);
+    h.expectOnlyValidModelRequests();
+  });
+
+  it("through the CLI: retry prints the new turn's calls once, not the old answer's, when the old answer leaves the transcript late", async () => {
+    const id = h.newConversationId('regen-cli-late');
+    h.model.enqueue(
+      { toolCalls: [{ name: 'find_customer', arguments: { query: 'Grace' } }] },
+      { content: 'The first answer.' },
+    );
+    await h.client.ask(id, 'find her');
+    h.model.enqueue(
+      { toolCalls: [{ name: 'find_customer', arguments: { query: 'Ada' } }] },
+      { content: 'The second answer.' },
+    );
+    // The regenerated turn's first step moves the old answer out of the live transcript, after `retry` has its
+    // answer. A lock on the old answer's rows holds that step back while the CLI follows the turn, as a loaded worker
+    // would: the CLI reads the old answer (calls at the seqs the new turn writes its own) before it leaves.
+    const lock = await h.pool.connect();
+    try {
+      await lock.query('BEGIN');
+      await lock.query(
+        `SELECT seq FROM ${h.tables.conversationMessages} WHERE conversation_id = $1 AND seq >= 1 FOR UPDATE`,
+        [id],
+      );
+      const retried = runCli(['retry', id], env);
+      await vi.waitFor(async () => expect((await h.client.state(id)).regenerations).toBe(1), {
+        timeout: 30_000,
+        interval: 100,
+      });
+      await new Promise((resolve) => setTimeout(resolve, 1_500)); // the CLI reads the transcript every 250 ms
+      await lock.query('ROLLBACK');
+      const { stdout } = await retried;
+      expect(stdout).toContain('⚙ find_customer({"query":"Ada"})');
+      expect(stdout.split('⚙ find_customer').length - 1).toBe(1);
+      expect(stdout.split('↳ ').length - 1).toBe(1);
+      expect(stdout).not.toContain('Grace');
+      expect(stdout.split('The second answer.').length - 1).toBe(1);
+    } finally {
+      await lock.query('ROLLBACK').catch(() => undefined);
+      lock.release();
+    }
     h.expectOnlyValidModelRequests();
   });
 });
