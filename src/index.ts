@@ -1,7 +1,7 @@
 /**
  * The package's main entry, for the worker side: {@link DurableAgentPlugin}
- * for a team's own Temporal worker, `tool()` and `agent()` to declare tools and agents, and the
- * errors a tool or a start throws. Other entries:
+ * for a team's own Temporal worker, `tool()` and `agent()` to declare tools and agents,
+ * `approvalPolicy()` to say who decides their calls, and the errors a tool or a start throws. Other entries:
  * `durable-agent-worker/workflow` (the workflow sandbox),
  * `durable-agent-worker/client` (anywhere, with payload encryption),
  * `durable-agent-worker/api` (the HTTP API) and
@@ -17,6 +17,8 @@ export { agent, type Agent } from './tools/agents';
 export type { ToolCallContext } from './tools/call-context';
 export { handoff } from './tools/handoff';
 export { guardrail, type Guardrail } from './tools/guardrails';
+// Who decides each tool call: rules that ask a person (of some groups, N of them), allow or deny without asking.
+export { approvalPolicy } from './policies/approval-policy';
 export { AgentError, ToolEffectUnknownError, ToolError } from './common/errors';
 export { SearchAttributeLimitError } from './worker/search-attributes';
 export { migrate } from './db/migrations';

@@ -36,6 +36,8 @@ import { loadToolsModule } from './app/tools-module';
 import type { Tool } from './tools/tool';
 import type { Agent } from './tools/agents';
 import type { Guardrail } from './tools/guardrails';
+import { readApprovalPolicy } from './policies/policy-file';
+import type { ApprovalPolicy } from './policies/approval-policy';
 
 /**
  * SIGINT and SIGTERM (src/app/stop-signals.ts) stop everything at any point,
@@ -65,6 +67,8 @@ async function main(): Promise<void> {
   const { metricsUrl } = installRuntime(config.metricsAddress, config.coreLogLevel);
   // Tokens and decision keys are settled before anything starts: a bad token file stops here.
   const security = resolveApiSecurity(config);
+  // So is the approval policy of AGENT_APPROVAL_POLICY_FILE or AGENT_APPROVAL_POLICY: a bad rule stops here.
+  const configuredPolicy = readApprovalPolicy(config.approvalPolicy);
   // Before anything starts too: a missing tracing package stops here. Nothing makes spans until the worker runs.
   traceExport = config.traces && startTraceExport(config.traces);
   // Encrypted payloads: the workers, their workflow bundle and the clients share one data converter.
@@ -113,7 +117,13 @@ async function main(): Promise<void> {
       logger.debug({ codePath }, 'reused the workflow bundle of an earlier start: nothing it is made of changed');
     const workflowBundle = { codePath };
     const worker = await createAgentWorker({
-      ...pluginOptionsFrom(config, { pool, model: services.model, ...loaded, decisionTrust: security.decisionTrust }),
+      ...pluginOptionsFrom(config, {
+        pool,
+        model: services.model,
+        ...loaded,
+        configuredPolicy,
+        decisionTrust: security.decisionTrust,
+      }),
       connection,
       namespace: services.namespace,
       taskQueue: services.taskQueue,
@@ -146,7 +156,8 @@ async function main(): Promise<void> {
       recordApi(config.dataDir, { apiUrl: api.url, developmentTokensFile: security.developmentTokensFile });
     }
     if (!stop.requested && client && metricsUrl) stopBacklog = watchApprovalBacklog(client);
-    if (!stop.requested) printBanner(services, api?.url, security, metricsUrl, config);
+    if (!stop.requested)
+      printBanner(services, api?.url, security, metricsUrl, config, loaded.approvalPolicy ?? configuredPolicy);
     runningWorker = worker;
     await worker.run();
     logger.info('worker stopped');
@@ -163,14 +174,15 @@ async function main(): Promise<void> {
 }
 
 /**
- * The tools and agents of AGENT_TOOLS_MODULE, else the demo's, with the
- * demo's tables set up (migrations never create them). Conversations that
- * name no agent are with the first agent.
+ * The tools and agents of AGENT_TOOLS_MODULE (and its guardrails and
+ * approval policy), else the demo's, with the demo's tables set up
+ * (migrations never create them). Conversations that name no agent are with
+ * the first agent.
  */
 async function loadTools(
   config: WorkerConfig,
   pool: Pool,
-): Promise<{ tools: Tool[]; agents: Agent[]; guardrails: Guardrail[] }> {
+): Promise<{ tools: Tool[]; agents: Agent[]; guardrails: Guardrail[]; approvalPolicy?: ApprovalPolicy }> {
   if (config.toolsModule) return loadToolsModule(config.toolsModule);
   await setupBackofficeDemo(pool);
   const tools = backofficeTools();
@@ -183,6 +195,7 @@ function printBanner(
   security: ApiSecurity,
   metricsUrl: string | undefined,
   config: WorkerConfig,
+  policy: ApprovalPolicy | undefined,
 ): void {
   const payloadsEncrypted = config.payloadKeys !== undefined;
   const mcp = Object.entries(config.mcpServers ?? {}).map(
@@ -221,6 +234,7 @@ function printBanner(
     `  Model        ${services.origins.model}`,
     `  Task queue   ${services.taskQueue}`,
     `  MCP servers  ${mcp.length > 0 ? mcp.join(', ') : 'none (AGENT_MCP_SERVERS)'}`,
+    `  Approvals    ${describePolicy(policy, config)}`,
     ...api,
     `  Metrics      ${metricsUrl ?? 'off (AGENT_METRICS_ADDRESS=off)'}`,
     `  Traces       ${describeTraceExport(traceExport)}`,
@@ -233,6 +247,15 @@ function printBanner(
     '',
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+/** The banner's line on the approval policy: how many rules, from where. */
+function describePolicy(policy: ApprovalPolicy | undefined, config: WorkerConfig): string {
+  if (!policy) return "each tool's needsApproval (no approval policy: AGENT_APPROVAL_POLICY_FILE)";
+  const rules = `${policy.rules.length} approval policy rule${policy.rules.length === 1 ? '' : 's'}`;
+  if (config.approvalPolicy.file) return `${rules} from ${config.approvalPolicy.file}`;
+  if (config.approvalPolicy.inline) return `${rules} from AGENT_APPROVAL_POLICY`;
+  return `${rules} from the tools module`;
 }
 
 main().then(

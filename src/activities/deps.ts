@@ -12,7 +12,13 @@ import type { McpToolsets } from './mcp-tools';
 /** What the activities need. */
 export interface ActivityDeps extends Pick<
   ActivityOptions,
-  'schema' | 'inlineResultLimit' | 'maxParallelToolCalls' | 'decisionTrust' | 'defaultAgent' | 'guardrails'
+  | 'schema'
+  | 'inlineResultLimit'
+  | 'maxParallelToolCalls'
+  | 'decisionTrust'
+  | 'defaultAgent'
+  | 'guardrails'
+  | 'approvalPolicy'
 > {
   /**
    * The model options the activities read, with the client: `model.client`, or one built on `model.apiKey` and
@@ -43,6 +49,7 @@ export type ModelActivityDeps = Pick<
   | 'inlineResultLimit'
   | 'maxParallelToolCalls'
   | 'guardrails'
+  | 'approvalPolicy'
 >;
 
 /** What the tool activity needs. */

@@ -11,6 +11,7 @@ import type { ModelApi } from '../contract/model-api';
 import type { Tool } from '../tools/tool';
 import type { Agent } from '../tools/agents';
 import type { Guardrail } from '../tools/guardrails';
+import type { ApprovalPolicy } from '../policies/approval-policy';
 
 /** The model the conversations call: a client of yours, or the endpoint and key for one built here. */
 export interface DurableAgentModelOptions {
@@ -89,4 +90,10 @@ export interface ActivityOptions {
    * before it runs). Agents and tools add their own (docs/guardrails.md). Default none.
    */
   guardrails?: readonly Guardrail[];
+  /**
+   * Who decides each tool call: rules made with `approvalPolicy([...])` that ask a person (of some groups, N of
+   * them), allow or deny a call without asking; the first that matches decides, a call none matches keeps its tool's
+   * `needsApproval` (docs/approval-policies.md). Default none.
+   */
+  approvalPolicy?: ApprovalPolicy;
 }

@@ -1,24 +1,29 @@
 /**
  * Approvals in the chat, as the person reading it may act on them: what each
- * waiting call lets them decide and, when they may not, who can (the rule,
- * named in the approval request); the decisions an answer carries, each sent
+ * waiting call lets them decide and, when they may not, who can (four eyes,
+ * the role, or the approval policy's rule the call waits under, named in the
+ * approval request); the decisions an answer carries, each sent
  * to the conversation its call waits in (a call below, in an agent called as
  * a tool, is decided in that agent's conversation); and how a decision shows
  * once made (the AI SDK's approval response).
  */
 import type { AgentClient } from '../client/client';
+import type { WaitingPolicy } from '../contract';
 import type { CallDecisionRecord } from '../db/call-decisions';
 import { decideCalls, DECISION_WORKER_WAIT_MS, DecisionProblem, type DecisionPolicy } from './decisions';
 import type { ApiPrincipal } from './tokens';
 import { repeatedResponses } from './chat-repeats';
 import type { CallOutput, UiChunk } from './ui-stream';
 import type { ApprovalAsk, ApprovalResponse, CallDecided } from './ui-approvals';
+import { decisionRefusal, whoMayDecide } from './who-decides';
 
 /** Who reads a chat stream, and whether four eyes are off. */
 export interface ChatViewer {
   subject: string;
   /** Has the role approver. */
   approver: boolean;
+  /** The groups the viewer's token gave (an approval policy's rule may let only some groups decide); default none. */
+  groups?: readonly string[];
   /** Whoever sent a turn's messages may approve its calls (four eyes off). */
   allowSelfApproval: boolean;
 }
@@ -28,6 +33,7 @@ export function viewerOf(principal: ApiPrincipal, policy: DecisionPolicy): ChatV
   return {
     subject: principal.subject,
     approver: principal.roles.has('approver'),
+    groups: [...principal.groups].sort(),
     allowSelfApproval: policy.allowSelfApproval === true,
   };
 }
@@ -35,15 +41,21 @@ export function viewerOf(principal: ApiPrincipal, policy: DecisionPolicy): ChatV
 /** A waiting call as the chat asks about it. */
 export interface AskedCall {
   requestedBy: readonly string[];
+  /** Set when an approval policy's rule made it wait: who may decide it, and its approvals so far. */
+  policy?: WaitingPolicy;
   /** Set for a call waiting below, in an agent called as a tool. */
   below?: { agentPath: string[]; conversationId: string };
 }
 
-/** What `viewer` may decide on `call`, and, when not everything, who may. */
+/**
+ * What `viewer` may decide on `call`, and, when not everything, who may: four eyes (the API's setting, or the rule's
+ * `requesterMayApprove` for a call a rule made wait), the approver role, then the call's rule (its groups, an approval
+ * the viewer gave already).
+ */
 export function approvalAsk(viewer: ChatViewer, call: AskedCall): ApprovalAsk {
-  const own = !viewer.allowSelfApproval && call.requestedBy.includes(viewer.subject);
   const where = call.below ? { agentPath: call.below.agentPath, conversationId: call.below.conversationId } : {};
-  if (own)
+  const approving = decisionRefusal(viewer, call, true, viewer.allowSelfApproval);
+  if (approving?.code === 'four_eyes')
     return {
       reason: `Waits for an approver other than ${viewer.subject} (four eyes: whoever sent the request may not approve its calls)${viewer.approver ? `; ${viewer.subject} may reject it` : ''}.`,
       descriptor: { decide: viewer.approver ? ['reject'] : [], rule: 'four_eyes', ...where },
@@ -53,6 +65,13 @@ export function approvalAsk(viewer: ChatViewer, call: AskedCall): ApprovalAsk {
       reason: `Waits for an approver (${viewer.subject} may not decide: it needs the role approver).`,
       descriptor: { decide: [], rule: 'role', ...where },
     };
+  if (approving && call.policy) {
+    const rejecting = decisionRefusal(viewer, call, false, viewer.allowSelfApproval);
+    return {
+      reason: `Waits for ${whoMayDecide(call.policy)} (the approval policy's rule "${call.policy.rule}"): ${approving.message}`,
+      descriptor: { decide: rejecting ? [] : ['reject'], rule: 'policy', ...where },
+    };
+  }
   return { descriptor: { decide: ['approve', 'reject'], ...where } };
 }
 
@@ -144,7 +163,11 @@ export async function decideFromChat(
       call.conversationId === conversationId
         ? undefined
         : { agentPath: call.agentPath, conversationId: call.conversationId };
-    const ask = approvalAsk(viewer, { requestedBy: call.requestedBy, ...(below ? { below } : {}) });
+    const ask = approvalAsk(viewer, {
+      requestedBy: call.requestedBy,
+      ...(call.policy ? { policy: call.policy } : {}),
+      ...(below ? { below } : {}),
+    });
     chunks.push({
       type: 'tool-approval-request',
       approvalId: call.callKey,

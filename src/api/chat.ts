@@ -30,7 +30,7 @@ import { endedTurnOf } from './chat-repeats';
 import { ApiError } from './refusals';
 import { idText } from './schemas';
 import type { ApiRole } from './tokens';
-import { csrfMatches, foreignOrigin, type BrowserSessions } from './sessions';
+import { csrfMatches, foreignOrigin, sessionPrincipal, type BrowserSessions } from './sessions';
 import { followTurnAsUi } from './ui-turn';
 import { regenerateForChat } from './regenerate-routes';
 import { FILES_BODY_LIMIT_BYTES, sendUserParts } from './message-parts';
@@ -129,7 +129,7 @@ export function chatRoutes(app: FastifyInstance, options: ChatRoutesOptions): vo
           `This needs one of the roles ${roles.join(', ')}; ${session.subject} has ${session.roles.join(', ')}.`,
         );
       }
-      request.principal = { subject: session.subject, roles: new Set(session.roles) };
+      request.principal = sessionPrincipal(session);
     };
 
   typed.post(

@@ -1,24 +1,31 @@
 /**
  * Deciding tool calls on behalf of an authenticated person: the one path the
- * HTTP API and the inbox page share. The decider is the principal's subject;
- * four eyes keep a turn's requester from approving its calls; each call is
- * named by its effect key as the decider saw it; each decision is signed for
- * the workers (`src/common/decision-signing.ts`).
+ * HTTP API, the inbox page and the chat share. The decider is the principal's
+ * subject, with the groups their token gave them; four eyes keep a turn's
+ * requester from approving its calls, and a call's approval policy rule
+ * says who may decide it (`who-decides.ts`: checked here as a courtesy, the
+ * workflow checks again); each call is named by its effect key as the
+ * decider saw it; each decision is signed for the workers
+ * (`src/common/decision-signing.ts`), groups included.
  */
 import { randomUUID } from 'node:crypto';
 import type { AgentClient } from '../client/client';
 import { signDecision, type DecisionKey } from '../common/decision-signing';
-import type { ApprovalDecision, DecisionKind, DecisionResult } from '../contract';
+import type { ApprovalDecision, DecisionKind, DecisionResult, WaitingPolicy } from '../contract';
 import type { ApiPrincipal } from './tokens';
+import { decisionRefusal, fourEyesForbid } from './who-decides';
 
 /** Why a decision that names no calls, or names them both ways, is refused. */
 export const NAME_THE_CALLS =
   'Name the calls you decide, either by "toolCallIds" or by "callKeys" (as listed by GET /v1/approvals), not both.';
 
-/** Why a decision was not sent, with the API's stable code. */
+/**
+ * Why a decision was not sent, with the API's stable code: `four_eyes` (the requester approving), `not_permitted` (the
+ * call's approval policy rule does not let this person decide it), `decision_refused`, `invalid_request`.
+ */
 export class DecisionProblem extends Error {
   constructor(
-    readonly code: 'four_eyes' | 'decision_refused' | 'invalid_request',
+    readonly code: 'four_eyes' | 'not_permitted' | 'decision_refused' | 'invalid_request',
     message: string,
   ) {
     super(message);
@@ -47,7 +54,7 @@ export interface DecideRequest {
 export interface DecisionPolicy {
   /**
    * Let whoever sent a turn's messages approve its calls. Default false (four eyes). Rejecting one's own is always
-   * allowed.
+   * allowed. A call an approval policy's rule made wait follows its rule instead (`requesterMayApprove`).
    */
   allowSelfApproval?: boolean;
   /** Signs every decision; workers holding the key refuse decisions without a valid signature. */
@@ -73,6 +80,11 @@ export interface CallDecision extends DecisionResult {
   toolName: string;
   arguments: unknown;
   /**
+   * Set when an approval policy's rule made the call wait: the rule, who may decide it, and its approvals as they stood
+   * before this decision (an approval that is not the last one needed leaves the call waiting for the others).
+   */
+  policy?: WaitingPolicy;
+  /**
    * True when no worker answered: the decision waits, signed, in the
    * conversation's history and applies when a worker runs it, if the call
    * still waits then (else it is listed in the state's `refusedDecisions`).
@@ -91,8 +103,11 @@ export interface DecisionOutcome {
 /**
  * Decides the named calls of one conversation as `principal`. Reads the
  * conversation's pending approvals once, refuses (changing nothing) when a
- * named call is not waiting or when four eyes forbid it, then sends one
- * decision per call, naming its effect key. When no worker answers within
+ * named call is not waiting, when four eyes forbid it (`four_eyes`) or when
+ * its approval policy rule does not let `principal` take this decision
+ * (`not_permitted`: not in its groups, approved it already), then sends one
+ * decision per call, naming its effect key, with the principal's groups
+ * (signed with the rest). When no worker answers within
  * `policy.workerWaitMs`, the calls waiting are read from PostgreSQL, the same
  * checks apply, and each decision is sent as a signal that waits for a worker
  * (`queued: true`).
@@ -133,16 +148,24 @@ export async function decideCalls(
     );
   }
   const subject = principal.subject;
-  // Editing runs the call and responding answers it: both are approvals as far as four eyes go.
-  if (request.decision !== 'reject' && !policy.allowSelfApproval) {
-    const own = named.filter((n) => n.found!.requestedBy.includes(subject)).map((n) => n.name);
-    if (own.length > 0) {
-      throw new DecisionProblem(
-        'four_eyes',
-        `Nothing was decided: ${subject} sent the request that asked for ${own.join(', ')}, and a request's sender may not approve its calls (four eyes). Ask another approver.`,
-      );
-    }
+  // Editing runs the call and responding answers it: both are approvals as far as four eyes and rules go.
+  const approving = request.decision !== 'reject';
+  const allowSelfApproval = policy.allowSelfApproval === true;
+  const own = named.filter((n) => fourEyesForbid(principal, n.found!, approving, allowSelfApproval)).map((n) => n.name);
+  if (own.length > 0) {
+    throw new DecisionProblem(
+      'four_eyes',
+      `Nothing was decided: ${subject} sent the request that asked for ${own.join(', ')}, and a request's sender may not approve its calls (four eyes). Ask another approver.`,
+    );
   }
+  const ruled = named.flatMap((n) => {
+    const refusal = decisionRefusal(principal, n.found!, approving, allowSelfApproval);
+    return refusal ? [`${n.name} (${n.found!.toolName}): ${refusal.message}`] : [];
+  });
+  if (ruled.length > 0) throw new DecisionProblem('not_permitted', `Nothing was decided. ${ruled.join(' ')}`);
+  // The groups go with (and are signed with) every decision on a call a rule made wait, and every decision of someone
+  // who has groups; otherwise the decision keeps the signing format workers of earlier releases check.
+  const groups = [...principal.groups].sort();
   const results: CallDecision[] = [];
   for (const { found } of named) {
     const call = found!;
@@ -156,6 +179,7 @@ export async function decideCalls(
       ...(request.response === undefined ? {} : { response: request.response }),
       decidedBy: subject,
       sentAt: new Date().toISOString(),
+      ...(groups.length > 0 || call.policy ? { deciderGroups: groups } : {}),
     };
     if (policy.signingKey) decision.signature = signDecision(policy.signingKey, conversationId, decision);
     const result: DecisionResult = queued
@@ -171,6 +195,7 @@ export async function decideCalls(
       callKey: call.callKey,
       toolName: call.toolName,
       arguments: call.arguments,
+      ...(call.policy ? { policy: call.policy } : {}),
       queued,
     });
   }

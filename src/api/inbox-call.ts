@@ -1,11 +1,14 @@
 /**
  * A call waiting for a person, as the inbox shows it: what, for whom, since
- * when, the arguments as the tool receives them, and the form that decides
- * it (approve, reject, and where its tool allows, edit or respond).
+ * when, the approval policy's rule it waits under (who may decide it, its
+ * approvals so far), the arguments as the tool receives them, and the form
+ * that decides it (approve, reject, and where its tool allows, edit or
+ * respond), without what the viewer may not decide.
  */
-import { DECISION_FIELD_MAX_CHARS, type DecisionKind, type WaitingCall } from '../contract';
+import { DECISION_FIELD_MAX_CHARS, type DecisionKind, type WaitingCall, type WaitingPolicy } from '../contract';
 import { html, humanDuration, prettyArguments, visible, type Html } from './html';
 import type { Flash, Viewer } from './inbox-frame';
+import { approvalsSoFar, decisionRefusal, whoMayDecide } from './who-decides';
 
 /** One waiting call as the inbox shows it (its age is computed when shown). */
 export type ShownCall = Omit<WaitingCall<Date>, 'ageMs'>;
@@ -18,7 +21,12 @@ export function callBlock(
   call: ShownCall,
   ctx: { viewer: Viewer; flash?: Flash; back: 'inbox' | 'conversation'; fourEyes: boolean; now: number },
 ): Html {
-  const own = ctx.fourEyes && call.requestedBy.includes(ctx.viewer.subject);
+  const own = ctx.fourEyes && !call.policy && call.requestedBy.includes(ctx.viewer.subject);
+  // A call a rule made wait: what the rule lets the viewer decide (the workflow checks it again).
+  const decider = { subject: ctx.viewer.subject, groups: ctx.viewer.groups };
+  const noApproving = call.policy && decisionRefusal(decider, call, true, !ctx.fourEyes);
+  const noDeciding = call.policy && decisionRefusal(decider, call, false, !ctx.fourEyes);
+  const decides = ctx.viewer.canDecide && !noDeciding;
   const reason = ctx.flash?.callKey === call.callKey ? (ctx.flash.reason ?? '') : '';
   // "Fork here": a new conversation up to the message asking for the call (a call inside an agent called as a tool
   // belongs to that agent's conversation, which is not forked).
@@ -50,11 +58,13 @@ export function callBlock(
             <a href="${conversationPath(call.conversationId)}"><code>${visible(call.conversationId)}</code></a>
           </dd>`
       }
+      ${call.policy && policyFacts(call.policy)}
     </dl>
     <pre class="args" data-testid="arguments">${prettyArguments(call.arguments)}</pre>
     ${own && html`<div class="note">You sent the request that asked for this call: another approver has to approve it (four eyes). You may reject it.</div>`}
+    ${noApproving && html`<div class="note" data-testid="policy-note">${noApproving.message}</div>`}
     ${
-      ctx.viewer.canDecide
+      decides
         ? html`<form method="post" action="${conversationPath(call.conversationId)}/decisions">
             <input type="hidden" name="_csrf" value="${ctx.viewer.csrf}" />
             <input type="hidden" name="callKey" value="${call.callKey}" />
@@ -63,11 +73,16 @@ export function callBlock(
               >Reason (recorded with the decision)<textarea name="reason" maxlength="2000" placeholder="Why you approve or reject">${reason}</textarea>
             </label>
             <div class="actions">
-              <button class="approve" type="submit" name="decision" value="approve">Approve</button>
+              ${
+                noApproving
+                  ? html`<button class="approve" type="submit" name="decision" value="approve" disabled title="${noApproving.message}">Approve</button>`
+                  : html`<button class="approve" type="submit" name="decision" value="approve">Approve</button>`
+              }
               <button class="reject" type="submit" name="decision" value="reject">Reject</button>
               ${forkable && forkButton}
             </div>
             ${
+              !noApproving &&
               allows(call, 'edit') &&
               html`<details class="alt" data-testid="edit">
                 <summary>Edit the arguments, then approve</summary>
@@ -80,6 +95,7 @@ ${editableArguments(call.arguments)}</textarea>
               </details>`
             }
             ${
+              !noApproving &&
               allows(call, 'respond') &&
               html`<details class="alt" data-testid="respond">
                 <summary>Answer in the tool's place</summary>
@@ -94,10 +110,12 @@ ${editableArguments(call.arguments)}</textarea>
               </details>`
             }
           </form>`
-        : html`<p class="readonly">Read only: deciding needs the approver role.</p>`
+        : ctx.viewer.canDecide
+          ? html`<p class="readonly">Read only for you: the approval policy's rule lets ${whoMayDecide(call.policy!)} decide it.</p>`
+          : html`<p class="readonly">Read only: deciding needs the approver role.</p>`
     }
     ${
-      !ctx.viewer.canDecide &&
+      !decides &&
       forkable &&
       html`<form method="post" action="${forkAction}" data-testid="fork">
         <input type="hidden" name="_csrf" value="${ctx.viewer.csrf}" />
@@ -105,6 +123,17 @@ ${editableArguments(call.arguments)}</textarea>
       </form>`
     }
   </article>`;
+}
+
+/** The rule a call waits under, as facts of its block: its name and reason, who may decide it, approvals so far. */
+function policyFacts(policy: WaitingPolicy): Html {
+  const requester = policy.requesterMayApprove ? ' (whoever asked may approve too)' : '';
+  return html`<dt>Rule</dt>
+    <dd data-testid="policy-rule"><code>${visible(policy.rule)}</code>${policy.reason && html` · ${visible(policy.reason)}`}</dd>
+    <dt>Who decides</dt>
+    <dd data-testid="policy-deciders">${visible(whoMayDecide(policy))}${requester}</dd>
+    <dt>Approvals</dt>
+    <dd data-testid="policy-approvals">${visible(approvalsSoFar(policy))}</dd>`;
 }
 
 /**

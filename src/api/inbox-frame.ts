@@ -11,6 +11,8 @@ import { INBOX_STYLE } from './inbox-style';
 export interface Viewer {
   subject: string;
   roles: readonly string[];
+  /** The groups the token that signed in gave: an approval policy's rule may let only some groups decide a call. */
+  groups: readonly string[];
   /** The session's CSRF token, sent back with every form. */
   csrf: string;
   /** May decide (the approver role); otherwise the page is read-only. */
@@ -66,7 +68,7 @@ export function page(frame: PageFrame): string {
           ${
             viewer &&
             html`<div class="who">
-              <span>Signed in as <strong data-testid="subject">${viewer.subject}</strong> <span class="roles">(${viewer.roles.join(', ')})</span></span>
+              <span>Signed in as <strong data-testid="subject">${viewer.subject}</strong> <span class="roles">(${viewer.roles.join(', ')}${viewer.groups.length > 0 ? `; groups ${viewer.groups.join(', ')}` : ''})</span></span>
               <form method="post" action="/inbox/sign-out">
                 <input type="hidden" name="_csrf" value="${viewer.csrf}" /><button type="submit">Sign out</button>
               </form>
@@ -86,7 +88,7 @@ export function signInMain(options: { problem?: string; next?: string }): Html {
   return html`<div class="signin">
     <div class="card">
       <h1>Sign in</h1>
-      <p>Paste your API token. It is checked once and not kept: the page remembers only who you are and your roles, for 8 hours or until you sign out.</p>
+      <p>Paste your API token. It is checked once and not kept: the page remembers only who you are, your roles and your groups, for 8 hours or until you sign out.</p>
       ${options.problem && html`<div class="flash error" role="alert">${options.problem}</div>`}
       <form method="post" action="/inbox/sign-in">
         ${options.next && html`<input type="hidden" name="next" value="${options.next}" />`}

@@ -48,6 +48,7 @@ button.approve,button.reject,button.primary{font:inherit;font-weight:600;border-
 button.approve{background:var(--ok);color:#fff}
 button.primary{background:var(--accent);color:#fff}
 button.reject{background:#fff;color:var(--bad);border-color:var(--bad)}
+button.approve:disabled{opacity:.45;cursor:not-allowed}
 .badge{display:inline-block;font-size:12px;font-weight:600;padding:1px 8px;border-radius:999px;background:#eef0f4;color:var(--fg)}
 .badge.awaiting_approval,.badge.waiting{background:var(--warnbg);color:var(--warn)}
 .badge.running{background:#e8eefc;color:var(--accent)}

@@ -8,9 +8,9 @@
  * - Every POST is checked against the Origin header (when the browser sends
  *   one) and, once signed in, a per-session synchronizer token compared in
  *   constant time: a missing or wrong one is refused with 403, deciding nothing.
- * - Decisions go through {@link decideCalls}, as the API's do: four eyes,
- *   signed, recorded under the session's subject; only the approver role
- *   decides (operators read). A reason or call key with a character
+ * - Decisions go through {@link decideCalls}, as the API's do: four eyes and
+ *   approval policy rules, signed, recorded under the session's subject with
+ *   its groups; only the approver role decides (operators read). A reason or call key with a character
  *   PostgreSQL cannot store (NUL, an unpaired surrogate) is refused with 400
  *   naming it.
  * - Responses carry a Content-Security-Policy whose nonce admits the page's
@@ -44,7 +44,7 @@ import {
 } from './inbox-page';
 import { inboxForkRoute } from './inbox-fork';
 import { field, messagesBefore, PageRefusal, RECENT_MESSAGES, sendHtml } from './inbox-http';
-import { BrowserSessions, csrfMatches, foreignOrigin, type BrowserSession } from './sessions';
+import { BrowserSessions, csrfMatches, foreignOrigin, sessionPrincipal, type BrowserSession } from './sessions';
 import { chatPage } from './chat-page';
 import type { ApiPrincipal, ApiRole } from './tokens';
 
@@ -84,6 +84,7 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
   const viewerOf = (session: Session): Viewer => ({
     subject: session.subject,
     roles: session.roles,
+    groups: session.groups,
     csrf: session.csrf,
     canDecide: session.roles.includes('approver'),
   });
@@ -412,7 +413,7 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
           `A response needs 1 to ${DECISION_FIELD_MAX_CHARS.response} characters. Nothing was decided; the call still waits.`,
         );
       }
-      const principal: ApiPrincipal = { subject: session.subject, roles: new Set(session.roles) };
+      const principal = sessionPrincipal(session);
       try {
         const { results, queued } = await decideCalls(
           client,

@@ -1,11 +1,13 @@
 /**
  * OIDC/JWT bearer tokens of the HTTP API: a token signed by the configured
- * identity provider (IdP) for the configured audience names a subject, and a
- * claim of it names roles, mapped to the API's roles. Keys come from the IdP's
+ * identity provider (IdP) for the configured audience names a subject, a
+ * claim of it names roles, mapped to the API's roles, and another its groups
+ * (which approval policy rules let it decide). Keys come from the IdP's
  * JWKS, fetched lazily and cached (with a cooldown) by `jose`.
  */
 import { createRemoteJWKSet, decodeJwt, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { AgentError, ConfigError } from '../common/errors';
+import { POLICY_GROUP_NAME } from '../contract/policies';
 import { API_ROLES, type ApiPrincipal, type ApiRole } from './tokens';
 
 /** How a {@link createJwtVerifier} checks tokens and reads their subject and roles. */
@@ -30,6 +32,13 @@ export interface JwtVerifierOptions {
   rolesClaim?: string;
   /** IdP role/group names to API roles. Without it, claim values that are API role names are taken as they are. */
   roleMap?: Record<string, ApiRole[]>;
+  /**
+   * The claim holding the caller's groups (default `groups`), which an approval policy's rule may require of whoever
+   * decides a call. A dotted path such as `realm_access.groups` is followed when no claim has that exact name. Its value
+   * is an array of strings or a space-separated string; a token without it has no groups. Values that are not valid
+   * group names (`POLICY_GROUP_NAME`: 1 to 128 letters, digits and `_ . : @ / -`) are left out.
+   */
+  groupsClaim?: string;
   /** The claim naming the caller (default `sub`; e.g. `email`). A token without it is refused. */
   subjectClaim?: string;
   /** Leeway for `exp`/`nbf`/`iat` against clock skew, in seconds (default 30). */
@@ -41,7 +50,7 @@ export interface JwtVerifierOptions {
 /** Checks bearer tokens against one IdP; made by {@link createJwtVerifier}. */
 export interface JwtVerifier {
   /**
-   * The principal a token names, or undefined when it is not a valid JWT of this issuer and audience
+   * The principal a token names, with its roles and groups, or undefined when it is not a valid JWT of this issuer and audience
    * (not a JWT at all, bad signature, disallowed algorithm, expired or no `exp`, wrong `iss`/`aud`,
    * unknown key id, no subject). A principal whose claim names no API role is returned with empty
    * roles, so the caller can answer 403 rather than 401. Strings that are not JWTs, or whose `iss`
@@ -130,6 +139,7 @@ function validate(options: JwtVerifierOptions): Settings {
   );
   const jwksUrl = options.jwksUrl === undefined ? undefined : idpUrl('jwksUrl', options.jwksUrl);
   const rolesClaim = nonEmpty('rolesClaim', options.rolesClaim ?? 'roles', '"roles" or "realm_access.roles"');
+  const groupsClaim = nonEmpty('groupsClaim', options.groupsClaim ?? 'groups', '"groups" or "realm_access.groups"');
   const subjectClaim = nonEmpty('subjectClaim', options.subjectClaim ?? 'sub', '"sub" or "email"');
   const clockToleranceSeconds = options.clockToleranceSeconds ?? 30;
   if (
@@ -167,6 +177,7 @@ function validate(options: JwtVerifierOptions): Settings {
     audience,
     jwksUrl,
     rolesClaim,
+    groupsClaim,
     subjectClaim,
     clockToleranceSeconds,
     algorithms,
@@ -183,6 +194,12 @@ function claim(payload: JWTPayload, name: string): unknown {
     value = (value as Record<string, unknown>)[part];
   }
   return value;
+}
+
+/** The names a roles or groups claim holds: an array of strings (others left out) or a space-separated string. */
+function claimNames(value: unknown): string[] {
+  if (typeof value === 'string') return value.split(' ').filter((name) => name !== '');
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
 }
 
 /** The IdP's discovery document's `jwks_uri`, or an IdentityProviderUnavailableError. */
@@ -253,14 +270,8 @@ export function createJwtVerifier(options: JwtVerifierOptions): JwtVerifier {
   };
 
   const toRoles = (value: unknown): Set<ApiRole> => {
-    const names =
-      typeof value === 'string'
-        ? value.split(' ')
-        : Array.isArray(value)
-          ? value.filter((v): v is string => typeof v === 'string')
-          : [];
     const roles = new Set<ApiRole>();
-    for (const name of names) {
+    for (const name of claimNames(value)) {
       if (o.roleMap) for (const role of Object.hasOwn(o.roleMap, name) ? o.roleMap[name] : []) roles.add(role);
       else if ((API_ROLES as readonly string[]).includes(name)) roles.add(name as ApiRole);
     }
@@ -282,7 +293,11 @@ export function createJwtVerifier(options: JwtVerifierOptions): JwtVerifier {
         });
         const subject = claim(payload, o.subjectClaim);
         if (typeof subject !== 'string' || subject.trim() === '') return undefined;
-        return { subject, roles: toRoles(claim(payload, o.rolesClaim)) };
+        return {
+          subject,
+          roles: toRoles(claim(payload, o.rolesClaim)),
+          groups: new Set(claimNames(claim(payload, o.groupsClaim)).filter((g) => POLICY_GROUP_NAME.test(g))),
+        };
       } catch (err) {
         if (err instanceof errors.JOSEError) return undefined;
         throw err;

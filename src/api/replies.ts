@@ -28,6 +28,7 @@ export const API_ERROR_CODES = {
   unauthorized: 401,
   forbidden: 403,
   four_eyes: 403,
+  not_permitted: 403,
   not_found: 404,
   method_not_allowed: 405,
   conversation_closed: 409,
@@ -68,7 +69,7 @@ export const apiErrorBody = z.strictObject({
 const REFUSAL_MEANING: Record<RefusalStatus, string> = {
   400: 'The request is not valid (a field, a parameter, the JSON body, an encoding): the message names what and the limit.',
   401: 'No bearer token, or one that is not valid.',
-  403: "The token's roles do not allow this (forbidden), or whoever sent a turn's messages tries to approve its calls (four_eyes).",
+  403: "The token's roles do not allow this (forbidden), whoever sent a turn's messages tries to approve its calls (four_eyes), or the approval policy's rule a call waits under does not let this person decide it (not_permitted: not a member of the rule's groups, or approved it already; the message names the rule, its groups and the caller's).",
   404: 'No such conversation.',
   405: 'The path takes other methods (listed in the Allow header).',
   409: 'The conversation has ended (conversation_closed) or runs an agent called as a tool and takes no messages (child_conversation: the message names the conversation to write to), a named call no longer waits for a decision (decision_refused), a fork names a conversation id in use (conversation_exists) or a place not in the transcript of its source (fork_point_outside), or the conversation cannot regenerate now (regenerate_refused: a turn runs, nothing to regenerate, it is ending).',
@@ -102,6 +103,18 @@ export function refusals(...statuses: RefusalStatus[]) {
   ) as Record<RefusalStatus, { description: string; content: { 'application/json': { schema: typeof apiErrorBody } } }>;
 }
 
+/** The approval policy's rule a call waits under, and where its approvals stand. */
+const waitingPolicy = z
+  .object({
+    rule: z.string().describe("The approval policy's rule that made it wait."),
+    groups: z.array(z.string()).optional().describe('Members of these groups may decide it; absent: any approver.'),
+    approvals: z.number().int().describe('How many different people must approve it.'),
+    approvedBy: z.array(z.string()).describe('Who approved it so far.'),
+    requesterMayApprove: z.boolean().optional().describe("Whether a sender of the turn's messages may approve it."),
+    reason: z.string().optional().describe("The rule's reason, for approvers."),
+  })
+  .describe("Set when an approval policy's rule made it wait: who may decide it, and how many approvals it needs.");
+
 const pendingApproval = z.looseObject({
   toolCallId: z.string(),
   callKey: z.string().describe('Name the call by this key in a decision.'),
@@ -110,6 +123,7 @@ const pendingApproval = z.looseObject({
   requestedAt: z.string().describe('When the model asked for it (ISO 8601).'),
   ageMs: z.number(),
   requestedBy: z.array(z.string()).describe('Who sent the messages of the turn that asked for it.'),
+  policy: waitingPolicy.optional(),
 });
 
 /** A call waiting inside an agent called as a tool, in its callers' states. */
@@ -128,6 +142,19 @@ const waitingCall = pendingApproval.extend({
     .describe('The agents from the top-level conversation down to the one asking; empty for one unnamed agent.'),
 });
 
+/** A call as `GET /v1/approvals` lists it: a waiting call, and whether the caller may decide it. */
+const listedCall = waitingCall.extend({
+  mayDecide: z
+    .boolean()
+    .optional()
+    .describe(
+      "Whether the caller may approve it: has the role approver, is not kept out by four eyes, and the approval policy's rule it waits under (if any) lets them (its groups, not approved it already). Calls the caller may decide come first.",
+    ),
+});
+
+/** A call as `GET /v1/approvals` lists it, with `mayDecide` for the caller. */
+export type ApprovalListItem = WaitingCall & { mayDecide?: boolean };
+
 /** The fields a loose schema lists, without the index signature through which the others pass. */
 type Listed<T> = { [K in keyof T as string extends K ? never : K]: T[K] };
 /** `true` when `A` and `B` are the same type. */
@@ -142,7 +169,8 @@ const _waitingCallSchemasMatch: [
   Same<Listed<z.infer<typeof pendingApproval>>, Omit<PendingApproval, 'decisions'>>,
   Same<Listed<z.infer<typeof pendingBelow>>, Omit<PendingBelow, 'decisions'>>,
   Same<Listed<z.infer<typeof waitingCall>>, Omit<WaitingCall, 'decisions'>>,
-] = [true, true, true];
+  Same<Listed<z.infer<typeof listedCall>>, Omit<ApprovalListItem, 'decisions'>>,
+] = [true, true, true, true];
 
 const conversationStatus = z.enum(['idle', 'running', 'awaiting_approval', 'failed', 'closed']);
 
@@ -299,9 +327,11 @@ export const transcriptPageReply = describing<{ messages: StoredMessage[]; next:
 ).describe('A page of stored messages, in order.');
 
 /** `200` of `GET /v1/approvals`. */
-export const approvalsReply = describing<{ approvals: WaitingCall[] }>(
-  z.strictObject({ approvals: z.array(waitingCall) }),
-).describe('Tool calls waiting for a decision, oldest first.');
+export const approvalsReply = describing<{ approvals: ApprovalListItem[] }>(
+  z.strictObject({ approvals: z.array(listedCall) }),
+).describe(
+  'Tool calls waiting for a decision: first those the caller may decide (mayDecide), then the others; each part oldest first.',
+);
 
 /** `200` (applied) and `202` (queued) of `POST /v1/conversations/{id}/decisions`. */
 export const decisionOutcomeReply = describing<DecisionOutcome>(
@@ -318,6 +348,11 @@ export const decisionOutcomeReply = describing<DecisionOutcome>(
         callKey: z.string(),
         toolName: z.string(),
         arguments: z.unknown(),
+        policy: waitingPolicy
+          .optional()
+          .describe(
+            "Set when an approval policy's rule made the call wait: its approvals as they stood before this decision (an approval short of the number needed leaves the call waiting).",
+          ),
         queued: z.boolean(),
       }),
     ),

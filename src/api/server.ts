@@ -14,6 +14,7 @@ import { SENT_BY_MAX_CHARS } from '../contract';
 import { describeUnstorableText } from '../contract/text';
 import { ConfigError } from '../common/errors';
 import { decideCalls, type DecisionPolicy } from './decisions';
+import { mayApprove } from './who-decides';
 import { chatRoutes } from './chat';
 import { codecRoutes, type CodecOptions } from './codec';
 import { forkRoutes } from './fork-routes';
@@ -281,7 +282,7 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
       schema: {
         operationId: 'listApprovals',
         summary:
-          'Tool calls waiting for a decision across conversations, oldest first (from PostgreSQL, one visibility query on system attributes; no query per conversation).',
+          "Tool calls waiting for a decision across conversations: first those the caller may decide (mayDecide: the approver role, four eyes and each call's approval policy rule allow it), then the others, each part oldest first (from PostgreSQL, one visibility query on system attributes; no query per conversation).",
         security,
         querystring: approvalsQuery,
         response: { 200: approvalsReply, ...refusals(...always) },
@@ -292,7 +293,7 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
             '$response.body#/approvals/0/conversationId',
             '$response.body#/approvals/0/callKey',
             'approve',
-            'Approve the oldest waiting call, named by its key.',
+            'Approve the first call listed (the oldest the caller may decide), named by its key.',
           ),
           getConversation: {
             operationId: 'getConversation',
@@ -310,7 +311,14 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
         requester,
         minAgeMs: minAgeSeconds === undefined ? undefined : minAgeSeconds * 1000,
       });
-      return { approvals: calls.map((a) => ({ ...a, requestedAt: a.requestedAt.toISOString() })) };
+      const principal = request.principal!;
+      const listed = calls.map((a) => ({
+        ...a,
+        requestedAt: a.requestedAt.toISOString(),
+        mayDecide: mayApprove(principal, a, policy),
+      }));
+      // The caller's queue first: the calls they may decide, then the others, each part in the list's order.
+      return { approvals: [...listed.filter((a) => a.mayDecide), ...listed.filter((a) => !a.mayDecide)] };
     },
   );
   refuseOtherMethods(app, '/v1/approvals', ['GET']);

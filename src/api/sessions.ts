@@ -5,7 +5,7 @@
  * Sessions live on the server (in this process's memory, 8 hours by
  * default): the cookie `agent_session` holds a random 32-byte id (HttpOnly,
  * SameSite=Strict, Path=/, Secure over https); the server keeps only the
- * SHA-256 of that id, the subject, the roles and the session's CSRF token.
+ * SHA-256 of that id, the subject, the roles, the groups and the session's CSRF token.
  * The token that signed in is checked once and never kept.
  *
  * The inbox page signs people in and out; the codec server (`codec.ts`)
@@ -27,6 +27,8 @@ export const DEFAULT_SESSION_TTL_MS = 8 * 60 * 60 * 1000;
 export interface BrowserSession {
   subject: string;
   roles: ApiRole[];
+  /** The groups the token that signed in gave (which approval policy rules let the person decide). */
+  groups: string[];
   /** The synchronizer token the session's forms carry. */
   csrf: string;
   expiresAt: number;
@@ -57,6 +59,11 @@ export function foreignOrigin(request: FastifyRequest): string | undefined {
     host = undefined;
   }
   return host === request.host ? undefined : origin;
+}
+
+/** The principal a session acts as: who signed in, with the roles and groups their token gave. */
+export function sessionPrincipal(session: BrowserSession): ApiPrincipal {
+  return { subject: session.subject, roles: new Set(session.roles), groups: new Set(session.groups) };
 }
 
 /** The sessions of one API process, keyed by the SHA-256 of their ids (the ids themselves are only in the cookies). */
@@ -97,6 +104,7 @@ export class BrowserSessions {
     const session: BrowserSession = {
       subject: principal.subject,
       roles: [...principal.roles],
+      groups: [...principal.groups],
       csrf: randomBytes(32).toString('base64url'),
       expiresAt: now + this.ttlMs,
     };

@@ -18,10 +18,16 @@ export interface ApprovalAsk {
 
 /** The `approval.descriptor` of a waiting call in the chat. */
 export interface ApprovalDescriptor {
-  /** What the viewer may decide on it: both, only reject (four eyes, own request), or nothing. */
+  /**
+   * What the viewer may decide on it: both, only reject (four eyes, own request; or an approval policy's rule that
+   * needs other people's approvals), or nothing.
+   */
   decide: ('approve' | 'reject')[];
-  /** The rule that keeps the viewer from approving: `role` (not an approver) or `four_eyes` (sent the request). */
-  rule?: 'role' | 'four_eyes';
+  /**
+   * The rule that keeps the viewer from approving: `role` (not an approver), `four_eyes` (sent the request) or `policy`
+   * (the approval policy's rule the call waits under: not in its groups, or approved it already).
+   */
+  rule?: 'role' | 'four_eyes' | 'policy';
   /** For a call waiting inside an agent called as a tool: the agents down to the one asking. */
   agentPath?: string[];
   /** For a call waiting inside an agent called as a tool: the conversation it waits in. */

@@ -15,7 +15,7 @@ import type { DecisionPolicy } from './decisions';
 import { ApiError, refuseOtherMethods } from './refusals';
 import { refusals } from './replies';
 import { conversationParams } from './schemas';
-import type { BrowserSessions } from './sessions';
+import { sessionPrincipal, type BrowserSessions } from './sessions';
 import type { ApiRole } from './tokens';
 import { uiHistory } from './ui-history';
 
@@ -73,7 +73,7 @@ export function uiHistoryRoutes(app: FastifyInstance, options: UiHistoryRouteOpt
         'forbidden',
         `This needs one of the roles ${ROLES.join(', ')}; ${session.subject} has ${session.roles.join(', ')}.`,
       );
-    request.principal = { subject: session.subject, roles: new Set(session.roles) };
+    request.principal = sessionPrincipal(session);
   };
   app.withTypeProvider<ZodTypeProvider>().get(
     '/v1/conversations/:id/ui-messages',

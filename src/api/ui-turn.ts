@@ -9,7 +9,7 @@ import type { AgentClient } from '../client/client';
 import type { StreamView } from '../client/stream';
 import { TurnWatch } from './turn-watch';
 import { followedState } from './followed-state';
-import { approvalAsk, decidedAs, decisionOf, type ChatViewer } from './chat-approvals';
+import { approvalAsk, decidedAs, decisionOf, type AskedCall, type ChatViewer } from './chat-approvals';
 import { BelowCalls } from './ui-below';
 import type { CallDecisionRecord } from '../db/call-decisions';
 import { holdsFor, type Hold } from './ui-hold';
@@ -165,8 +165,11 @@ export class TurnReader {
   private readonly written = new Map<number, string>();
   /** Calls seen waiting for a person: their approval request stays in the stream once shown. */
   private readonly askedFor = new Set<string>();
-  /** Who sent the requests of the calls seen waiting (four eyes). */
-  private readonly requesters = new Map<string, readonly string[]>();
+  /**
+   * Who sent the requests of the calls seen waiting (four eyes) and the approval policy's rule each waits under, as last
+   * seen (its approvals so far change while it waits).
+   */
+  private readonly asks = new Map<string, AskedCall>();
   /** The turn's calls whose recorded decisions were read, and those decisions (a call decided before this stream). */
   private readonly checked = new Set<string>();
   private readonly recorded = new Map<string, CallDecisionRecord>();
@@ -186,7 +189,13 @@ export class TurnReader {
     const v = viewer;
     this.below = new BelowCalls(
       client,
-      v && ((call) => approvalAsk(v, { requestedBy: call.requestedBy, below: call })),
+      v &&
+        ((call) =>
+          approvalAsk(v, {
+            requestedBy: call.requestedBy,
+            ...(call.policy ? { policy: call.policy } : {}),
+            below: call,
+          })),
     );
   }
 
@@ -242,7 +251,7 @@ export class TurnReader {
     await this.readDecisions(metas, state);
     for (const p of state.pendingApprovals) {
       this.askedFor.add(p.callKey);
-      this.requesters.set(p.callKey, p.requestedBy);
+      this.asks.set(p.callKey, { requestedBy: p.requestedBy, ...(p.policy ? { policy: p.policy } : {}) });
     }
     const steps = this.steps(metas, state, firstSeq);
     // Calls waiting below hang on the step whose calls are open (the calls running their agents).
@@ -333,7 +342,7 @@ export class TurnReader {
           name: call.function.name,
           input: parseJsonOrText(call.function.arguments),
           approvalRequested: asked,
-          ...(asked && v ? { ask: approvalAsk(v, { requestedBy: this.requesters.get(callKey) ?? [] }) } : {}),
+          ...(asked && v ? { ask: approvalAsk(v, this.asks.get(callKey) ?? { requestedBy: [] }) } : {}),
           ...(known ? { decided: known.decided } : {}),
           ...(output ? { output } : {}),
         };

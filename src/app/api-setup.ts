@@ -97,6 +97,7 @@ export function resolveApiSecurity(config: WorkerConfig): ApiSecurity {
         audience: oidc.audience!,
         jwksUrl: oidc.jwksUrl,
         rolesClaim: oidc.rolesClaim,
+        groupsClaim: oidc.groupsClaim,
         subjectClaim: oidc.subjectClaim,
       })
     : undefined;

@@ -18,6 +18,7 @@ import { describeBadMcpServers, type McpServers } from '../mcp/protocol';
 import { AGENT_NAME_PATTERN, describeBadSearchAttributePrefix, parseSearchAttributeGroups } from '../contract';
 import { MODEL_APIS } from '../contract/model-api';
 import type { SearchAttributeOptions } from '../contract';
+import type { ApprovalPolicySource } from '../policies/policy-file';
 import {
   checkedBy,
   deploymentVariables,
@@ -193,7 +194,27 @@ const SETTINGS = {
   toolsModule: setting({
     variable: 'AGENT_TOOLS_MODULE',
     parse: text,
-    doc: 'module whose `tools` (and `agents`, `guardrails`) replace the demo back-office ones',
+    doc: 'module whose `tools` (and `agents`, `guardrails`, `policy`) replace the demo back-office ones',
+  }),
+  approvalPolicy: group({
+    members: {
+      file: setting({
+        variable: 'AGENT_APPROVAL_POLICY_FILE',
+        parse: text,
+        doc: 'a JSON file of approval policy rules (docs/approval-policies.md)',
+      }),
+      inline: setting({
+        variable: 'AGENT_APPROVAL_POLICY',
+        parse: text,
+        doc: 'approval policy rules as JSON, in place of a file',
+      }),
+    },
+    doc: 'who decides each tool call: a JSON approval policy, from a file or the variable itself; read when the worker starts',
+    // Read by npm start alone (src/policies/policy-file.ts), so the CLI and `npm run api` never open the file.
+    build: ({ file, inline }): ApprovalPolicySource => ({
+      ...(file !== undefined ? { file } : {}),
+      ...(inline !== undefined ? { inline } : {}),
+    }),
   }),
   defaultAgent: setting({
     variable: 'AGENT_DEFAULT_AGENT',
@@ -364,6 +385,11 @@ const SETTINGS = {
           variable: 'AGENT_OIDC_ROLES_CLAIM',
           parse: text,
           doc: 'the claim (dotted path) with the roles',
+        }),
+        groupsClaim: setting({
+          variable: 'AGENT_OIDC_GROUPS_CLAIM',
+          parse: text,
+          doc: "the claim (dotted path) with the groups an approval policy's rules name",
         }),
         subjectClaim: setting({
           variable: 'AGENT_OIDC_SUBJECT_CLAIM',

@@ -7,9 +7,11 @@
 import type { Pool } from 'pg';
 import { createOpenAIClient } from '../activities/openai-client';
 import type { DecisionTrust } from '../common/decision-signing';
-import type { Agent } from '../tools/agents';
+import { toolsOfAgents, type Agent } from '../tools/agents';
 import type { Guardrail } from '../tools/guardrails';
 import type { Tool } from '../tools/tool';
+import type { ApprovalPolicy } from '../policies/approval-policy';
+import { MCP_NAME_SEPARATOR } from '../mcp/protocol';
 import type { DurableAgentPluginOptions } from '../worker/plugin-options';
 import { ConfigError, type WorkerConfig } from './config';
 import type { RunningServices } from './services';
@@ -24,6 +26,10 @@ export interface StartedWorkerParts {
   tools: readonly Tool[];
   agents: readonly Agent[];
   guardrails: readonly Guardrail[];
+  /** The approval policy of AGENT_TOOLS_MODULE (its `policy` export), when it has one. */
+  approvalPolicy?: ApprovalPolicy;
+  /** The approval policy of AGENT_APPROVAL_POLICY_FILE or AGENT_APPROVAL_POLICY, read before anything started. */
+  configuredPolicy?: ApprovalPolicy;
   /** The decision keys the API signs with, settled with the API's security. */
   decisionTrust: DecisionTrust;
 }
@@ -33,10 +39,12 @@ export interface StartedWorkerParts {
  * found (with the configured context window and prices), the tools module's
  * tools and agents, and each setting the plugin reads (`AGENT_DEFAULT_AGENT`,
  * `AGENT_MAX_PARALLEL_TOOL_CALLS`, `AGENT_DATABASE_SCHEMA`, `AGENT_MCP_SERVERS`,
- * lost-worker takeover, search attributes). The worker's own options (cache
- * size, data converter, bundle) are not the plugin's and stay with the caller.
+ * lost-worker takeover, search attributes, the approval policy). The worker's
+ * own options (cache size, data converter, bundle) are not the plugin's and
+ * stay with the caller.
  *
- * @throws ConfigError when AGENT_DEFAULT_AGENT names none of the agents.
+ * @throws ConfigError when AGENT_DEFAULT_AGENT names none of the agents, when both the tools module and the variables
+ * give an approval policy, or when a rule names a tool or agent the worker does not have.
  */
 export function pluginOptionsFrom(config: WorkerConfig, started: StartedWorkerParts): DurableAgentPluginOptions {
   return {
@@ -51,6 +59,7 @@ export function pluginOptionsFrom(config: WorkerConfig, started: StartedWorkerPa
     tools: started.tools,
     agents: started.agents,
     guardrails: started.guardrails,
+    ...approvalPolicyOf(config, started),
     ...defaultAgentOf(config, started.agents),
     maxParallelToolCalls: config.maxParallelToolCalls,
     schema: config.databaseSchema,
@@ -71,4 +80,53 @@ function defaultAgentOf(config: WorkerConfig, agents: readonly Agent[]): { defau
     );
   }
   return { defaultAgent: chosen };
+}
+
+/**
+ * The one approval policy of the worker: the tools module's or the variables', never both. Its rules may name only
+ * the worker's tools (its own, its agents', its agents called as tools, `server__tool` of its MCP servers) and agents:
+ * a misspelt name would make a rule match nothing, and a call it was written to stop would run.
+ */
+function approvalPolicyOf(config: WorkerConfig, started: StartedWorkerParts): { approvalPolicy?: ApprovalPolicy } {
+  const fromVariables = config.approvalPolicy.file
+    ? `AGENT_APPROVAL_POLICY_FILE=${config.approvalPolicy.file}`
+    : 'AGENT_APPROVAL_POLICY';
+  if (started.approvalPolicy && started.configuredPolicy) {
+    throw new ConfigError(
+      `AGENT_TOOLS_MODULE=${config.toolsModule} exports an approval policy ("policy"), and ${fromVariables} gives another: ` +
+        'a worker has one. Unset the variable, or drop the export.',
+    );
+  }
+  const policy = started.approvalPolicy ?? started.configuredPolicy;
+  if (!policy) return {};
+  const origin = started.approvalPolicy ? `AGENT_TOOLS_MODULE=${config.toolsModule} (its "policy")` : fromVariables;
+  const tools = new Set([
+    ...started.tools.map((t) => t.name),
+    ...toolsOfAgents(started.agents).map((t) => t.name),
+    ...started.agents.flatMap((a) =>
+      (a.tools ?? []).flatMap((t) => (typeof t === 'string' ? [t] : t.kind === 'agent_tool' ? [t.toolName] : [])),
+    ),
+  ]);
+  const mcpServers = Object.keys(config.mcpServers ?? {});
+  const agents = started.agents.map((a) => a.name);
+  for (const rule of policy.rules) {
+    const unknownTool = rule.tools?.find(
+      (name) => !tools.has(name) && !mcpServers.some((server) => name.startsWith(`${server}${MCP_NAME_SEPARATOR}`)),
+    );
+    if (unknownTool !== undefined) {
+      throw new ConfigError(
+        `${origin}: approval policy rule "${rule.name}" names tool "${unknownTool}", which this worker does not have ` +
+          `(its tools: ${[...tools].sort().join(', ') || 'none'}${mcpServers.length > 0 ? `, and ${mcpServers.map((m) => `${m}${MCP_NAME_SEPARATOR}…`).join(', ')}` : ''}). ` +
+          'Name one of them: a rule naming no tool of the worker would match no call.',
+      );
+    }
+    const unknownAgent = rule.agents?.find((name) => !agents.includes(name));
+    if (unknownAgent !== undefined) {
+      throw new ConfigError(
+        `${origin}: approval policy rule "${rule.name}" names agent "${unknownAgent}", which this worker does not have ` +
+          `(its agents: ${agents.join(', ') || 'none'}). Name one of them: a rule naming no agent of the worker would match no call.`,
+      );
+    }
+  }
+  return { approvalPolicy: policy };
 }

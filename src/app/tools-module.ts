@@ -4,6 +4,7 @@ import { ConfigError } from '../common/errors';
 import type { Tool } from '../tools/tool';
 import type { Agent } from '../tools/agents';
 import type { Guardrail } from '../tools/guardrails';
+import type { ApprovalPolicy } from '../policies/approval-policy';
 
 /**
  * Loads the tools exported by `modulePath` (as `tools`, or as the default
@@ -11,11 +12,13 @@ import type { Guardrail } from '../tools/guardrails';
  * exports `agents` (values made with `agent(...)`; the first is where
  * conversations started through the API begin, unless they name another);
  * and the guardrails of every conversation, when it exports `guardrails`
- * (values made with `guardrail(...)`).
+ * (values made with `guardrail(...)`); and its approval policy, when it
+ * exports `policy` (made with `approvalPolicy([...])`: a policy in code,
+ * whose rules may have `when`; named so it does not clash with the import).
  */
 export async function loadToolsModule(
   modulePath: string,
-): Promise<{ tools: Tool[]; agents: Agent[]; guardrails: Guardrail[] }> {
+): Promise<{ tools: Tool[]; agents: Agent[]; guardrails: Guardrail[]; approvalPolicy?: ApprovalPolicy }> {
   const resolved = path.resolve(modulePath);
   let loaded: Record<string, unknown>;
   try {
@@ -42,5 +45,16 @@ export async function loadToolsModule(
       `AGENT_TOOLS_MODULE=${modulePath}: its "guardrails" export must be an array of guardrails made with guardrail({...}).`,
     );
   }
-  return { tools: tools as Tool[], agents: agents as Agent[], guardrails: guardrails as Guardrail[] };
+  const policy = loaded.policy ?? nested?.policy;
+  if (policy !== undefined && (policy as Partial<ApprovalPolicy>)?.kind !== 'approval-policy') {
+    throw new ConfigError(
+      `AGENT_TOOLS_MODULE=${modulePath}: its "policy" export must be an approval policy made with approvalPolicy([...]).`,
+    );
+  }
+  return {
+    tools: tools as Tool[],
+    agents: agents as Agent[],
+    guardrails: guardrails as Guardrail[],
+    ...(policy !== undefined ? { approvalPolicy: policy as ApprovalPolicy } : {}),
+  };
 }

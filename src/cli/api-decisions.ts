@@ -10,7 +10,7 @@
 // tokens.ts, not setup.ts: the CLI must not load the API server (Fastify, jose, the inbox) to read a token file.
 import { readTokenFile } from '../api/tokens';
 import type { RunningApi } from './running-api';
-import type { DecisionKind, WaitingCall } from '../contract';
+import type { DecisionKind, WaitingCall, WaitingPolicy } from '../contract';
 
 /** Where and as whom the CLI decides through the API. */
 export interface ApiDecider {
@@ -46,6 +46,8 @@ export interface ApiCallDecision {
   callKey: string;
   toolName: string;
   arguments: unknown;
+  /** The approval policy's rule the call waited under, with its approvals before this decision. */
+  policy?: WaitingPolicy;
 }
 
 /** What the API did: applied, or queued because no worker answered. */
@@ -80,11 +82,18 @@ export async function callApi<T>(api: ApiDecider, method: 'GET' | 'POST', route:
 
 /**
  * The calls waiting for a decision, of one conversation or of all, as the API lists them (from the list in PostgreSQL:
- * no worker needed).
+ * no worker needed): those the token may decide first (`mayDecide`).
  */
-export async function waitingThroughApi(api: ApiDecider, conversationId?: string): Promise<WaitingCall[]> {
+export async function waitingThroughApi(
+  api: ApiDecider,
+  conversationId?: string,
+): Promise<(WaitingCall & { mayDecide?: boolean })[]> {
   const query = conversationId === undefined ? '' : `?conversationId=${encodeURIComponent(conversationId)}`;
-  const { approvals } = await callApi<{ approvals: WaitingCall[] }>(api, 'GET', `/v1/approvals${query}`);
+  const { approvals } = await callApi<{ approvals: (WaitingCall & { mayDecide?: boolean })[] }>(
+    api,
+    'GET',
+    `/v1/approvals${query}`,
+  );
   // The list of a top-level conversation has the calls of the agents it called as tools too; those are decided in their
   // own.
   return conversationId === undefined ? approvals : approvals.filter((a) => a.conversationId === conversationId);

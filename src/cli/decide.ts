@@ -8,7 +8,7 @@ import { readRuntimeInfo } from '../app/runtime-file';
 import type { AgentClient } from '../client/client';
 import { isUnsignedRefusal } from '../common/decision-signing';
 import { DecisionRefusedError } from '../common/errors';
-import type { DecisionKind } from '../contract';
+import type { DecisionKind, WaitingPolicy } from '../contract';
 import { decideThroughApi, findApiDecider, waitingThroughApi, type ApiDecider } from './api-decisions';
 import { withClient } from './connect';
 import { findRunningApi, howToDecideThroughApi, type RunningApi } from './running-api';
@@ -20,7 +20,15 @@ export const CLI_DECISION_WAIT_MS = 3_000;
  * What the CLI decided: the calls, as whom, and whether no worker answered so they wait in the conversation's history.
  */
 export interface CliDecision {
-  calls: { decisionId?: string; toolCallId: string; callKey?: string; toolName: string; arguments: unknown }[];
+  calls: {
+    decisionId?: string;
+    toolCallId: string;
+    callKey?: string;
+    toolName: string;
+    arguments: unknown;
+    /** The approval policy's rule the call waited under, with its approvals before this decision. */
+    policy?: WaitingPolicy;
+  }[];
   decidedBy?: string;
   queued: boolean;
   /** Sent without the HTTP API: workers that require signed decisions refuse it. */

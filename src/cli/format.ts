@@ -1,5 +1,17 @@
-/** Readable transcripts for terminals. */
+/** Readable transcripts and waiting calls' rules for terminals. */
+import { approvalsSoFar, whoMayDecide } from '../api/who-decides';
+import type { WaitingPolicy } from '../contract';
 import type { StoredMessage } from '../db/transcript-store';
+
+/**
+ * The approval policy's rule a call waits under, in one line: its name, who may decide it, its approvals so far and
+ * its reason, e.g. `rule large-refunds: members of finance decide; approvals 1 of 2 (by alice); "Refunds over 500"`.
+ */
+export function policyLine(policy: WaitingPolicy): string {
+  const requester = policy.requesterMayApprove ? ' (whoever asked may approve too)' : '';
+  const reason = policy.reason ? `; ${JSON.stringify(policy.reason)}` : '';
+  return `rule ${policy.rule}: ${whoMayDecide(policy)} decide${policy.groups?.length ? '' : 's'}${requester}; approvals ${approvalsSoFar(policy)}${reason}`;
+}
 
 /**
  * One line (or a few) per message: seq, role (with the agent that wrote an answer, in conversations with agents), text

@@ -6,6 +6,7 @@
 import type { AgentClient } from '../client/client';
 import { StreamView } from '../client/stream';
 import { decideCalls } from './decide';
+import { policyLine } from './format';
 import { TurnText } from './turn-text';
 import type { StoredMessage } from '../db/transcript-store';
 
@@ -103,7 +104,8 @@ export async function printTurn(
       // By call key: a provider may give a later step's call the id of one decided before (ids restarting per response).
       for (const pending of state.pendingApprovals.filter((p) => !asked.has(p.callKey))) {
         asked.add(pending.callKey);
-        const call = `${pending.toolName}(${JSON.stringify(pending.arguments)})`;
+        // A call an approval policy's rule made wait: who may decide it and its approvals so far.
+        const call = `${pending.toolName}(${JSON.stringify(pending.arguments)})${pending.policy ? ` [${policyLine(pending.policy)}]` : ''}`;
         if (!ask) {
           printer.line(
             `  ⏸ ${call} needs approval:\n` +

@@ -59,6 +59,16 @@ export function decisionSigningPayload(conversationId: string, d: ApprovalDecisi
     d.decidedBy ?? null,
     d.sentAt ?? null,
   ];
+  // A decider's groups (approval policies) are covered by the third format, which covers everything.
+  if (d.deciderGroups !== undefined) {
+    return JSON.stringify([
+      'durable-agent-decision/3',
+      ...v1,
+      d.arguments === undefined ? null : canonicalJson(d.arguments),
+      d.response ?? null,
+      [...d.deciderGroups].sort(),
+    ]);
+  }
   // Approvals and rejections keep the first format (decisions queued in histories stay valid); an edit's
   // arguments and a response's text are covered by the second.
   if (d.decision === 'approve' || d.decision === 'reject') return JSON.stringify(['durable-agent-decision/1', ...v1]);

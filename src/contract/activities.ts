@@ -9,6 +9,7 @@ import type { GuardrailResult } from './guardrail-results';
 import type { ChatMessage } from './messages';
 import type { WaitingCall } from './waiting-calls';
 import type { HandoffRecord } from './handoffs';
+import type { CallPolicy } from './policies';
 
 /** An assistant message as returned by the model. */
 export type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>;
@@ -129,6 +130,12 @@ export interface ToolCallPlan {
   task?: string;
   needsApproval: boolean;
   /**
+   * Set when the worker's approval policy has a rule for the call: `deny` settles it as rejected by the rule without
+   * running it, `allow` runs it without asking (unless a guardrail asks a person), `ask` makes it wait for the people
+   * the rule names. Absent in plans of workers without a policy (and before policies).
+   */
+  policy?: CallPolicy;
+  /**
    * What a person may decide on it when it waits for approval (its tool's `decisions`). Absent in plans of older
    * workers: approve or reject.
    */
@@ -227,6 +234,11 @@ export interface AppendMessagesInput {
    * call may have written, unknown to the workflow, leaves the live transcript).
    */
   supersedeReason?: 'regenerate' | 'stopped';
+  /**
+   * What the approval policy's rules decided without a person (calls they allowed or denied), recorded in
+   * `approval_decisions` in the same transaction as the message that asked for the calls. Absent from other writes.
+   */
+  ruled?: DecisionRecord[];
 }
 
 /**
@@ -239,7 +251,7 @@ export interface AppendMessagesInput {
  */
 export type ApprovalRequest = Pick<
   WaitingCall<number>,
-  'callKey' | 'toolCallId' | 'toolName' | 'requestedAt' | 'requestedBy' | 'decisions'
+  'callKey' | 'toolCallId' | 'toolName' | 'requestedAt' | 'requestedBy' | 'decisions' | 'policy'
 > &
   Partial<Pick<WaitingCall, 'rootConversationId' | 'agentPath'>> & {
     /** Seq of the assistant message that asked for it. */
@@ -394,9 +406,19 @@ export interface DecisionRecord {
   decidedBy?: string;
   /** Workflow time of the decision, ms since the epoch. */
   decidedAt: number;
-  via: 'signal' | 'update';
+  /** How it arrived: a person's signal or update, or an approval policy's rule that decided without a person. */
+  via: 'signal' | 'update' | 'policy';
   /** Whether `decidedBy` was authenticated by a valid signature (absent from workflow code before signed decisions). */
   authenticated?: boolean;
+  /** The approval policy's rule the call was under: the one that decided it (`via: 'policy'`) or that let this person. */
+  rule?: string;
+  /** The groups the decider's signed token gave them, when the call's rule names groups. */
+  deciderGroups?: string[];
+  /**
+   * An approval that does not decide the call yet: its rule needs more people (N of M). The call keeps waiting and
+   * stays in approvers' lists.
+   */
+  callStillWaits?: boolean;
 }
 
 /** What `verifyDecision` found: whether the decider is authenticated, or why the decision is refused. */

@@ -66,6 +66,11 @@ export interface ApprovalDecision {
    * is refused (or, where signatures are not required, recorded as unauthenticated).
    */
   signature?: string;
+  /**
+   * The groups of the person deciding, as the HTTP API read them from their token: an approval policy's rule may let
+   * only some groups decide a call. Covered by the signature; the workflow trusts them only when it is valid.
+   */
+  deciderGroups?: string[];
 }
 
 /** What a decision did. */
@@ -75,6 +80,11 @@ export interface DecisionResult {
   applied: boolean;
   /** The calls the decision settled or released. */
   toolCallIds: string[];
+  /**
+   * Set when an approval counted but the call still waits: how many more different people must approve it (its
+   * approval policy's rule needs several).
+   */
+  approvalsStillNeeded?: number;
 }
 
 /** A decision signal that changed nothing, as shown in the state. */
@@ -123,6 +133,14 @@ export function describeBadDecision(decision: unknown): string | undefined {
     return '"sentAt", when given, must be an ISO 8601 time like "2026-11-22T10:15:00.000Z"';
   }
   if (d.signature !== undefined && typeof d.signature !== 'string') return '"signature", when given, must be a string';
+  if (
+    d.deciderGroups !== undefined &&
+    (!Array.isArray(d.deciderGroups) ||
+      d.deciderGroups.length > 100 ||
+      d.deciderGroups.some((g) => typeof g !== 'string' || g === '' || g.length > 128 || g.includes('\u0000')))
+  ) {
+    return '"deciderGroups", when given, must be a list of at most 100 group names (1 to 128 characters each)';
+  }
   return undefined;
 }
 

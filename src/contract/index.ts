@@ -37,6 +37,7 @@ export * from './messages';
 export * from './metrics';
 export * from './model-api';
 export * from './patches';
+export * from './policies';
 export * from './provider-rules';
 export * from './regenerate';
 export * from './search-attribute-names';

@@ -50,6 +50,24 @@ export interface WaitingCall<When = string> {
   requestedBy: string[];
   /** What may be decided on it (its tool's `decisions`). Absent: approve or reject. */
   decisions?: DecisionKind[];
+  /** Set when an approval policy's rule made it wait: who may decide it and how many approvals it still needs. */
+  policy?: WaitingPolicy;
+}
+
+/** Who may decide a waiting call under an approval policy's rule, and where its approvals stand. */
+export interface WaitingPolicy {
+  /** The rule's name. */
+  rule: string;
+  /** Members of these groups may decide it; absent: any approver. */
+  groups?: string[];
+  /** How many different people must approve it. */
+  approvals: number;
+  /** Who approved it so far (fewer than `approvals`). */
+  approvedBy: string[];
+  /** Whether a sender of the turn's messages may approve it (four eyes off for this rule). */
+  requesterMayApprove?: boolean;
+  /** The rule's reason, for approvers. */
+  reason?: string;
 }
 
 /**

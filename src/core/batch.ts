@@ -15,16 +15,18 @@ import {
   respondedContent,
   toolFailedContent,
   guardrailBlockedContent,
+  ruleDeniedContent,
   type OutcomeKind,
   type ToolFailureReason,
 } from './outcomes';
 import { TOOL_DEFAULTS } from '../contract/tool-defaults';
 import type { ToolCallPlan } from '../contract/activities';
 import type { DecisionKind } from '../contract/decisions';
-import type { PendingApproval } from '../contract/waiting-calls';
+import type { PendingApproval, WaitingPolicy } from '../contract/waiting-calls';
 import { callInstanceKey } from './effect-keys';
 import { parseJsonOrText } from '../contract/text';
 import type { ToolCall } from '../contract/messages';
+import { approvalsNeeded, ruleDecider, ruleDecisionId, type CallPolicy } from '../contract/policies';
 
 /** Where a call stands. */
 export type CallPhase = 'awaiting_approval' | 'ready' | 'running' | 'settled';
@@ -45,6 +47,8 @@ export interface CallDecision {
   authenticated?: boolean;
   /** Workflow time, ms since the epoch. */
   decidedAt: number;
+  /** The approval policy's rule that decided it, when no person did. */
+  rule?: string;
 }
 
 /** The settled result of a call: the tool message content and how it came about. */
@@ -94,6 +98,10 @@ export interface BatchCall {
   problem?: { reason: ToolFailureReason; message: string };
   /** The tool guardrail that blocked it: settled at once as `guardrail_blocked`. */
   blocked?: { guardrail: string; reason: string };
+  /** The approval policy's verdict on it: `deny` settled it as rejected, `allow` let it run, `ask` names who decides. */
+  policy?: CallPolicy;
+  /** Approvals counted so far of a call whose rule needs several people (each a different person). */
+  approvals?: CallDecision[];
 }
 
 /** What the model asked for, as the batch receives it. */
@@ -116,6 +124,7 @@ export interface RequestedCall {
   maxAttempts?: number;
   problem?: { reason: ToolFailureReason; message: string };
   blocked?: { guardrail: string; reason: string };
+  policy?: CallPolicy;
 }
 
 /** Why a decision was refused, in words for its sender. */
@@ -149,6 +158,7 @@ export class ToolCallBatch {
       phase: 'ready' as CallPhase,
       problem: r.problem,
       ...(r.blocked && !r.problem ? { blocked: { ...r.blocked } } : {}),
+      ...(r.policy && !r.problem ? { policy: { ...r.policy } } : {}),
     }));
     for (const call of this.calls) {
       if (call.problem)
@@ -161,8 +171,17 @@ export class ToolCallBatch {
           kind: 'guardrail_blocked',
           content: guardrailBlockedContent(call.blocked.guardrail, call.blocked.reason),
         });
-      else if (call.needsApproval) call.phase = 'awaiting_approval';
+      else if (call.policy?.outcome === 'deny') {
+        call.decision = ruleDecision(call, call.policy, false, now);
+        this.settle(call.id, { kind: 'rejected', content: ruleDeniedContent(call.policy.rule, call.policy.reason) });
+      } else if (call.needsApproval) call.phase = 'awaiting_approval';
+      else if (call.policy?.outcome === 'allow') call.decision = ruleDecision(call, call.policy, true, now);
     }
+  }
+
+  /** The calls an approval policy's rule decided without a person (allowed or denied), with their decisions. */
+  ruled(): BatchCall[] {
+    return this.calls.filter((c) => c.decision?.rule !== undefined);
   }
 
   /** Rebuilds a batch from {@link snapshot}. */
@@ -272,6 +291,11 @@ export class ToolCallBatch {
     for (const id of ids) {
       const call = this.get(id);
       if (!call || call.phase !== 'awaiting_approval') continue;
+      if (decision.approved && !decision.kind && approvalsNeeded(call.policy) > 1) {
+        // N of M: each approval counts once per person; the call runs with the last one it needs.
+        call.approvals = [...(call.approvals ?? []), { ...decision }];
+        if (call.approvals.length < approvalsNeeded(call.policy)) continue;
+      }
       call.decision = { ...decision };
       if (decision.kind === 'respond')
         this.settle(id, { kind: 'responded', content: respondedContent(decision.response ?? '', decision.decidedBy) });
@@ -363,8 +387,26 @@ export function requestedCalls(
       maxAttempts: plan?.maxAttempts,
       problem: notRun ?? (plan ? plan.problem : noPlan),
       ...(plan?.blocked ? { blocked: plan.blocked } : {}),
+      ...(plan?.policy ? { policy: plan.policy } : {}),
     };
   });
+}
+
+/** The decision an approval policy's rule made on a call, recorded as a person's would be (by `rule:<name>`). */
+function ruleDecision(call: BatchCall, policy: CallPolicy, approved: boolean, now: number): CallDecision {
+  return {
+    decisionId: ruleDecisionId(call.key),
+    approved,
+    ...(policy.reason !== undefined ? { reason: policy.reason } : {}),
+    decidedBy: ruleDecider(policy.rule),
+    decidedAt: now,
+    rule: policy.rule,
+  };
+}
+
+/** Who approved a call so far, when its rule needs several people. */
+export function approvedBy(call: BatchCall): string[] {
+  return (call.approvals ?? []).flatMap((a) => (a.decidedBy !== undefined ? [a.decidedBy] : []));
 }
 
 /** A call waiting for a person, as the state shows it (arguments parsed when they are JSON). */
@@ -382,5 +424,18 @@ export function describePendingApproval(
     callKey: call.key,
     requestedBy: [...requestedBy],
     ...(call.decisions ? { decisions: [...call.decisions] } : {}),
+    ...(call.policy?.outcome === 'ask' ? { policy: waitingPolicy(call, call.policy) } : {}),
+  };
+}
+
+/** Who may decide a waiting call under its rule, and the approvals it has. */
+export function waitingPolicy(call: BatchCall, policy: CallPolicy): WaitingPolicy {
+  return {
+    rule: policy.rule,
+    ...(policy.groups ? { groups: [...policy.groups] } : {}),
+    approvals: approvalsNeeded(policy),
+    approvedBy: approvedBy(call),
+    ...(policy.requesterMayApprove ? { requesterMayApprove: true } : {}),
+    ...(policy.reason !== undefined ? { reason: policy.reason } : {}),
   };
 }

@@ -17,6 +17,8 @@ import type { CoreState } from './state';
 import type { DecisionStep, PendingDecision } from './steps';
 import { decisionRecordSummary, verifySummary, whoDecided } from './summaries';
 import { turnOrigin } from './origin';
+import { approvedBy } from './batch';
+import { approvalsNeeded, policyRefusal } from '../contract/policies';
 
 /** A decision arrived (signal or update): refused at once, or to verify. */
 export function receiveDecision(s: CoreState, decision: ApprovalDecision, via: 'signal' | 'update'): DecisionStep {
@@ -49,11 +51,40 @@ export function decisionVerified(
   if (verdict.refusal) return refused(s, decision, via, verdict.refusal);
   const now = checkDecision(s, decision, scope);
   if ('refusal' in now) return refused(s, decision, via, now.refusal);
+  const outsider = s.decisions.has(decision.decisionId)
+    ? undefined
+    : policyCheck(s, decision, now.ids, verdict.authenticated);
+  if (outsider) return refused(s, decision, via, `${outsider} Nothing was decided (conversation ${s.id}).`);
   const { result, record } = applyDecision(s, decision, now.ids, via, verdict.authenticated);
   if (!record) return { kind: 'answered', result };
   const calls = record.toolCallIds.map((id) => ({ id, name: s.batch?.get(id)?.name ?? 'tool' }));
   const summary = decisionRecordSummary(record.decision, calls, whoDecided(record.decidedBy, record.authenticated));
   return { kind: 'record', record, summary, result };
+}
+
+/**
+ * Why the decision may not apply to a call of `ids` under its approval policy's rule (who may decide, four eyes, the
+ * same person twice), or undefined. Calls without a rule (and every call planned before policies) have no such check.
+ */
+function policyCheck(
+  s: CoreState,
+  decision: ApprovalDecision,
+  ids: readonly string[],
+  authenticated: boolean | undefined,
+): string | undefined {
+  const approving = decision.decision !== 'reject';
+  for (const id of ids) {
+    const call = s.batch?.get(id);
+    const problem = policyRefusal(
+      call?.policy,
+      { subject: decision.decidedBy, groups: decision.deciderGroups, authenticated },
+      approving,
+      s.turn.requesters,
+      call ? approvedBy(call) : [],
+    );
+    if (problem) return ids.length > 1 ? `Tool call "${id}" (${call?.name}): ${problem}` : problem;
+  }
+  return undefined;
 }
 
 /** A refusal: a signal gets no answer, so it is kept in the state for its sender; an update's caller gets it. */
@@ -158,7 +189,19 @@ export function applyDecision(
     ...signed,
     decidedAt,
   });
-  const result: DecisionResult = { decisionId: decision.decisionId, applied: true, toolCallIds: ids };
+  const stillNeeded = Math.max(
+    0,
+    ...ids.map((id) => {
+      const call = s.batch?.get(id);
+      return call?.phase === 'awaiting_approval' ? approvalsNeeded(call.policy) - approvedBy(call).length : 0;
+    }),
+  );
+  const result: DecisionResult = {
+    decisionId: decision.decisionId,
+    applied: true,
+    toolCallIds: ids,
+    ...(stillNeeded > 0 ? { approvalsStillNeeded: stillNeeded } : {}),
+  };
   s.decisions.set(decision.decisionId, result);
   const record: DecisionRecord = {
     conversationId: s.id,
@@ -173,8 +216,26 @@ export function applyDecision(
     ...(edited !== undefined ? { arguments: edited, modelArguments } : {}),
     ...(decision.decision === 'respond' ? { response: decision.response } : {}),
     ...signed,
+    ...policyFields(s, decision, ids),
   };
   return { result, record };
+}
+
+/** What a decision's record says about the approval policy its calls were under: the rule, the groups, N of M. */
+function policyFields(
+  s: CoreState,
+  decision: ApprovalDecision,
+  ids: readonly string[],
+): Pick<DecisionRecord, 'rule' | 'deciderGroups' | 'callStillWaits'> {
+  const calls = ids.flatMap((id) => s.batch?.get(id) ?? []);
+  const rule = calls.find((c) => c.policy)?.policy?.rule;
+  if (rule === undefined) return {};
+  const waiting = calls.some((c) => c.phase === 'awaiting_approval');
+  return {
+    rule,
+    ...(decision.deciderGroups ? { deciderGroups: [...decision.deciderGroups] } : {}),
+    ...(waiting ? { callStillWaits: true } : {}),
+  };
 }
 
 /** A decision signal was refused: a signal gets no answer, so the refusal is kept in the state for its sender. */

@@ -62,6 +62,16 @@ export function respondedContent(response: string, by: string | undefined): stri
   });
 }
 
+/** Content for a call an approval policy's rule denied: nobody was asked; it did not run. */
+export function ruleDeniedContent(rule: string, reason: string | undefined): string {
+  return JSON.stringify({
+    error: `The approval policy's rule "${rule}" denies this tool call; it was not run and no person was asked.`,
+    kind: 'rejected',
+    rule,
+    reason: reason ?? null,
+  });
+}
+
 /** Content for a call a tool guardrail blocked: it did not run; the reason is the guardrail's. */
 export function guardrailBlockedContent(guardrail: string, reason: string): string {
   return JSON.stringify({

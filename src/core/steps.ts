@@ -29,7 +29,7 @@ export type TurnStep =
   /** A regenerated turn's first step: supersede the stored messages from `input.supersedeFrom` on (an empty write). */
   | { kind: 'supersede'; input: AppendMessagesInput; summary: string }
   /** Write what is unwritten, with the calls that now wait for a person: whoever decides may read the transcript. */
-  | { kind: 'write'; waiting: ApprovalRequest[] }
+  | { kind: 'write'; waiting: ApprovalRequest[]; ruled?: DecisionRecord[] }
   /** Run the batch's calls, each as its own {@link CallStep}s say, then close the batch. */
   | { kind: 'runCalls'; calls: readonly BatchCall[] }
   /** The turn is over: write its end and finish it with this record. */

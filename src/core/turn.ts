@@ -21,7 +21,7 @@ import { finishWith, record } from './turn-record';
 import type { TurnStep } from './steps';
 import { modelCallSummary, toolDiscoverySummary, whoDecided } from './summaries';
 import { modelView, store } from './transcript';
-import { approvalRequests } from './views';
+import { approvalRequests, ruledRecords } from './views';
 
 /** Takes every queued message into a new turn and stores them; false when none is queued (the conversation ends). */
 export function takeTurn(s: CoreState): boolean {
@@ -77,7 +77,10 @@ export function nextTurnStep(s: CoreState): TurnStep {
   }
   if (t.stage === 'answered') {
     const waiting = approvalRequests(s);
+    const ruled = ruledRecords(s);
     t.stage = 'calls';
+    // Calls an approval policy's rule allowed or denied are recorded with the message that asked for them.
+    if (ruled.length > 0) return { kind: 'write', waiting, ruled };
     if (waiting.length > 0) return { kind: 'write', waiting };
   }
   if (t.stage === 'calls') {

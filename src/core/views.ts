@@ -3,7 +3,7 @@
  * listed for approvers, the workflow's current details and what the
  * conversation returns when it ends. Pure reads of the state.
  */
-import type { ApprovalRequest } from '../contract/activities';
+import type { ApprovalRequest, DecisionRecord } from '../contract/activities';
 import type {
   ConversationState,
   ConversationStatus,
@@ -12,7 +12,7 @@ import type {
   SubAgentTurn,
 } from '../contract/conversation-state';
 import { agentPath, waitingBelow } from './agents';
-import { describePendingApproval, type BatchCall } from './batch';
+import { describePendingApproval, waitingPolicy, type BatchCall } from './batch';
 import type { ConversationUsage } from '../contract/turn-records';
 import type { CoreState } from './state';
 import { currentDetails as describeDetails } from './summaries';
@@ -46,10 +46,33 @@ export function approvalRequests(s: CoreState): ApprovalRequest[] {
             ...(caller ? { rootConversationId: caller.rootConversationId } : {}),
             ...(path ? { agentPath: path } : {}),
             ...(call.decisions ? { decisions: [...call.decisions] } : {}),
+            ...(call.policy?.outcome === 'ask' ? { policy: waitingPolicy(call, call.policy) } : {}),
           },
         ]
       : [],
   );
+}
+
+/** The decisions the approval policy's rules made on the open batch's calls without a person, to record. */
+export function ruledRecords(s: CoreState): DecisionRecord[] {
+  return (s.batch?.ruled() ?? []).flatMap((call) => {
+    const d = call.decision;
+    if (!d?.rule) return [];
+    return [
+      {
+        conversationId: s.id,
+        decisionId: d.decisionId,
+        decision: d.approved ? ('approve' as const) : ('reject' as const),
+        toolCallIds: [call.id],
+        callKeys: [call.key],
+        ...(d.reason !== undefined ? { reason: d.reason } : {}),
+        ...(d.decidedBy !== undefined ? { decidedBy: d.decidedBy } : {}),
+        decidedAt: d.decidedAt,
+        via: 'policy' as const,
+        rule: d.rule,
+      },
+    ];
+  });
 }
 
 /** The state shown to clients (the `state` query). */

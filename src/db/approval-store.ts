@@ -15,9 +15,9 @@
 import type { Pool, PoolClient } from 'pg';
 import type { AppendMessagesInput, ApprovalRequest } from '../contract/activities';
 import type { DecisionKind } from '../contract/decisions';
-import type { WaitingCall } from '../contract/waiting-calls';
+import type { WaitingCall, WaitingPolicy } from '../contract/waiting-calls';
 import type { AgentTables } from './schema';
-import { appendMessages, insertMessages, writeScope } from './transcript-store';
+import { appendMessages, insertMessages, recordDecision, writeScope } from './transcript-store';
 import { describeRefusal, isRefusedValue } from './errors';
 import { logger } from '../common/logger';
 import { inTransaction } from './transaction';
@@ -39,16 +39,19 @@ export async function appendMessagesListingWaits(
   runId?: string,
 ): Promise<void> {
   const waiting = input.waiting ?? [];
-  if (waiting.length === 0) return appendMessages(pool, tables, input, runId);
+  const ruled = input.ruled ?? [];
+  if (waiting.length === 0 && ruled.length === 0) return appendMessages(pool, tables, input, runId);
   try {
     await inTransaction(pool, async (client) => {
       await insertMessages(client, tables, input.conversationId, input.messages, writeScope(input, runId));
-      await listWaitingCalls(client, tables, input.conversationId, waiting);
+      if (waiting.length > 0) await listWaitingCalls(client, tables, input.conversationId, waiting);
+      for (const record of ruled) await recordDecision(client, tables, record, runId);
     });
   } catch (err) {
     if (!isRefusedValue(err)) throw err;
     // Stores what it can, naming the seqs PostgreSQL refused; when it refused none, it refused the list.
     await appendMessages(pool, tables, input, runId);
+    for (const record of ruled) await recordDecision(pool, tables, record, runId);
     logger.warn(
       { conversationId: input.conversationId, calls: waiting.map((w) => w.callKey), error: describeRefusal(err) },
       "PostgreSQL refused to list calls waiting for a person: they wait, shown in the conversation's state, but not in approvers' lists",
@@ -81,9 +84,9 @@ async function listWaitingCalls(
   );
   await client.query(
     `INSERT INTO ${tables.pendingApprovals}
-            (conversation_id, call_key, tool_call_id, tool_name, assistant_seq, call_index, requested_at, requested_by, root_conversation_id, agent_path, decisions)
+            (conversation_id, call_key, tool_call_id, tool_name, assistant_seq, call_index, requested_at, requested_by, root_conversation_id, agent_path, decisions, policy)
      SELECT $1, w.call_key, w.tool_call_id, w.tool_name, w.assistant_seq, w.call_index, to_timestamp(w.requested_at / 1000.0), w.requested_by,
-            w.root_conversation_id, w.agent_path, w.decisions
+            w.root_conversation_id, w.agent_path, w.decisions, w.policy
        FROM jsonb_array_elements($2::jsonb) AS e,
             LATERAL (SELECT e ->> 'callKey' AS call_key, e ->> 'toolCallId' AS tool_call_id, e ->> 'toolName' AS tool_name,
                             (e ->> 'assistantSeq')::int AS assistant_seq, (e ->> 'callIndex')::int AS call_index,
@@ -91,15 +94,17 @@ async function listWaitingCalls(
                             ARRAY(SELECT jsonb_array_elements_text(e -> 'requestedBy')) AS requested_by,
                             e ->> 'rootConversationId' AS root_conversation_id,
                             CASE WHEN e ? 'agentPath' THEN ARRAY(SELECT jsonb_array_elements_text(e -> 'agentPath')) END AS agent_path,
-                            CASE WHEN e ? 'decisions' THEN ARRAY(SELECT jsonb_array_elements_text(e -> 'decisions')) END AS decisions) AS w
+                            CASE WHEN e ? 'decisions' THEN ARRAY(SELECT jsonb_array_elements_text(e -> 'decisions')) END AS decisions,
+                            (e -> 'policy') - 'approvedBy' AS policy) AS w
       WHERE NOT EXISTS (SELECT 1 FROM ${tables.approvalDecisions} d
-                         WHERE d.conversation_id = $1 AND w.call_key = ANY (d.call_keys) AND d.superseded_at IS NULL)
+                         WHERE d.conversation_id = $1 AND w.call_key = ANY (d.call_keys) AND d.superseded_at IS NULL AND NOT d.call_still_waits)
         AND NOT EXISTS (SELECT 1 FROM ${tables.conversationMessages} m
                          WHERE m.conversation_id = $1 AND m.seq > w.assistant_seq AND m.role = 'tool' AND m.message ->> 'tool_call_id' = w.tool_call_id)
      ON CONFLICT (conversation_id, call_key) DO UPDATE SET
        tool_call_id = EXCLUDED.tool_call_id, tool_name = EXCLUDED.tool_name, assistant_seq = EXCLUDED.assistant_seq,
        call_index = EXCLUDED.call_index, requested_at = EXCLUDED.requested_at, requested_by = EXCLUDED.requested_by,
-       root_conversation_id = EXCLUDED.root_conversation_id, agent_path = EXCLUDED.agent_path, decisions = EXCLUDED.decisions`,
+       root_conversation_id = EXCLUDED.root_conversation_id, agent_path = EXCLUDED.agent_path, decisions = EXCLUDED.decisions,
+       policy = EXCLUDED.policy`,
     [conversationId, JSON.stringify(waiting)],
   );
 }
@@ -144,9 +149,16 @@ export async function readWaitingCalls(
     root_conversation_id: string | null;
     agent_path: string[] | null;
     decisions: DecisionKind[] | null;
+    policy: Omit<WaitingPolicy, 'approvedBy'> | null;
+    approved_by: string[] | null;
   }>(
     `SELECT p.conversation_id, p.call_key, p.tool_call_id, p.tool_name, p.requested_at, p.requested_by, p.root_conversation_id, p.agent_path, p.decisions,
-            m.message -> 'tool_calls' -> p.call_index -> 'function' ->> 'arguments' AS arguments
+            m.message -> 'tool_calls' -> p.call_index -> 'function' ->> 'arguments' AS arguments, p.policy,
+            CASE WHEN p.policy IS NOT NULL THEN ARRAY(
+              SELECT d.decided_by FROM ${tables.approvalDecisions} d
+               WHERE d.conversation_id = p.conversation_id AND p.call_key = ANY (d.call_keys) AND d.call_still_waits
+                 AND d.superseded_at IS NULL AND d.decided_by IS NOT NULL
+               ORDER BY d.decided_at) END AS approved_by
        FROM ${tables.pendingApprovals} p
        JOIN ${tables.conversationMessages} m ON m.conversation_id = p.conversation_id AND m.seq = p.assistant_seq
       WHERE ($1::text IS NULL OR p.conversation_id = $1 OR p.root_conversation_id = $1)
@@ -172,5 +184,6 @@ export async function readWaitingCalls(
     rootConversationId: r.root_conversation_id ?? r.conversation_id,
     agentPath: r.agent_path ?? [],
     ...(r.decisions ? { decisions: r.decisions } : {}),
+    ...(r.policy ? { policy: { ...r.policy, approvedBy: r.approved_by ?? [] } } : {}),
   }));
 }

@@ -33,7 +33,7 @@ export async function readCallDecisions(
     decided_by: string | null;
   }>(
     `SELECT call_keys, decision, reason, decided_by FROM ${tables.approvalDecisions}
-      WHERE conversation_id = $1 AND superseded_at IS NULL AND ($2::text[] IS NULL OR call_keys && $2::text[])
+      WHERE conversation_id = $1 AND superseded_at IS NULL AND NOT call_still_waits AND ($2::text[] IS NULL OR call_keys && $2::text[])
       ORDER BY decided_at, decision_id`,
     [conversationId, callKeys ?? null],
   );

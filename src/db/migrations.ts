@@ -379,6 +379,23 @@ const MIGRATIONS: Migration[] = [
         EXECUTE FUNCTION ${t.quotedSchema}.pending_approval_decided();
     `,
   },
+  {
+    version: 22,
+    name: 'approval policies: who may decide a waiting call, rules that decide without a person, N of M',
+    sql: (t) => `
+      -- The approval policy's rule a decision was made under (the rule itself decided when via = 'policy'), the
+      -- groups the decider's signed token gave them, and whether the call still waits after it (an approval of a
+      -- call whose rule needs several people): such a row does not take the call out of approvers' lists.
+      ALTER TABLE ${t.approvalDecisions} ADD COLUMN rule text, ADD COLUMN decider_groups text[],
+        ADD COLUMN call_still_waits boolean NOT NULL DEFAULT false;
+      -- Who may decide a listed call under its rule ({rule, groups, approvals, requesterMayApprove, reason}).
+      ALTER TABLE ${t.pendingApprovals} ADD COLUMN policy jsonb;
+      DROP TRIGGER pending_approval_decided ON ${t.approvalDecisions};
+      CREATE TRIGGER pending_approval_decided AFTER INSERT OR UPDATE OF superseded_at ON ${t.approvalDecisions}
+        FOR EACH ROW WHEN (NEW.call_keys IS NOT NULL AND NEW.superseded_at IS NULL AND NOT NEW.call_still_waits)
+        EXECUTE FUNCTION ${t.quotedSchema}.pending_approval_decided();
+    `,
+  },
 ];
 
 /** Options of {@link migrate}. */

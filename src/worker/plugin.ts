@@ -102,6 +102,11 @@ export class DurableAgentPlugin extends SimplePluginAwaited {
       );
     }
     checkGuardrails(options.guardrails, 'DurableAgentPlugin guardrails', ['input', 'output', 'tool']);
+    if (options.approvalPolicy !== undefined && options.approvalPolicy?.kind !== 'approval-policy') {
+      throw new TypeError(
+        'DurableAgentPlugin: approvalPolicy must be made by approvalPolicy([...rules]), which checks each rule (docs/approval-policies.md).',
+      );
+    }
     const tools = new ToolRegistry([...new Set([...options.tools, ...toolsOfAgents(agents)])]);
     const agentRegistry = agents.length > 0 ? new AgentRegistry(agents, tools) : undefined;
     const client =

@@ -18,7 +18,7 @@ import {
   isCancellation,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { ApprovalRequest, ModelCallResult } from '../contract/activities';
+import type { ApprovalRequest, DecisionRecord, ModelCallResult } from '../contract/activities';
 import type { BatchCall } from '../core/batch';
 import { ConversationCore, type SubAgentStart, type TurnStep } from '../core/conversation';
 import type { PendingWrite } from '../core/steps';
@@ -64,10 +64,10 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
   const edge: Edge = { core, act, metrics, publish, children: new Set() };
 
   /** Writes what is unwritten, before anyone may read it: a turn's end, a wait for a person, the end. */
-  const flush = async (waiting?: ApprovalRequest[]): Promise<void> => {
+  const flush = async (waiting?: ApprovalRequest[], ruled?: DecisionRecord[]): Promise<void> => {
     const pending = core.takeWrites();
-    if (pending.messages.length > 0 || pending.supersedeFrom !== undefined)
-      await write(edge, pending, waiting).finally(() => core.writesDone());
+    if (pending.messages.length > 0 || pending.supersedeFrom !== undefined || (ruled?.length ?? 0) > 0)
+      await write(edge, pending, waiting, ruled).finally(() => core.writesDone());
   };
   /** Calls the model, which writes the unwritten messages before it reads the transcript. */
   const callModel = ({ request, summary }: TurnStep & { kind: 'callModel' }): Promise<ModelCallResult> =>
@@ -124,7 +124,7 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
           await nonCancellable(() => act.store.appendMessages(step.input, step.summary));
           break;
         case 'write':
-          await flush(step.waiting).then(report); // whoever decides may read the transcript: its calls are written first
+          await flush(step.waiting, step.ruled).then(report); // whoever decides may read the transcript: its calls are written first
           break;
         case 'runCalls':
           await Promise.all(step.calls.map((call) => runCall(edge, call)));
@@ -233,7 +233,12 @@ async function childrenSettled({ children }: Edge): Promise<void> {
  * Writes messages, with the calls that now wait for a person, never cancelled half-way; what PostgreSQL refuses gets a
  * note in its place.
  */
-async function write({ core, act }: Edge, pending: PendingWrite, waiting?: ApprovalRequest[]): Promise<void> {
+async function write(
+  { core, act }: Edge,
+  pending: PendingWrite,
+  waiting?: ApprovalRequest[],
+  ruled?: DecisionRecord[],
+): Promise<void> {
   // What a stopped model call may have written leaves the live transcript in the first statement only (a refused write
   // still supersedes: appendMessages then stores what it can, and the notes written after must stay).
   for (let entries = pending.messages, supersedeFrom = pending.supersedeFrom; ; supersedeFrom = undefined) {
@@ -242,6 +247,7 @@ async function write({ core, act }: Edge, pending: PendingWrite, waiting?: Appro
       messages: entries,
       ...(supersedeFrom !== undefined ? { supersedeFrom, supersedeReason: 'stopped' as const } : {}),
       ...(waiting ? { waiting } : {}),
+      ...(ruled && ruled.length > 0 ? { ruled } : {}),
     };
     try {
       return await nonCancellable(() => act.store.appendMessages(request, storeSummary(entries, supersedeFrom)));

@@ -5,6 +5,7 @@
  * scripted model server speaking real HTTP, a real worker on its own task
  * queue, and the project's client.
  */
+import type { ApprovalPolicy } from '../../src/policies/approval-policy';
 import type { McpServers } from '../../src/mcp/protocol';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
@@ -45,6 +46,8 @@ export interface HarnessOptions {
   agents?: Agent[];
   /** The worker's guardrails (the plugin's `guardrails`). */
   guardrails?: Guardrail[];
+  /** The worker's approval policy (the plugin's `approvalPolicy`). */
+  approvalPolicy?: ApprovalPolicy;
   defaultAgent?: string;
   inlineResultLimit?: number;
   /** Start an in-process worker. Default true. */
@@ -188,6 +191,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       tools: options.tools ?? backofficeTools(),
       agents: options.agents,
       guardrails: options.guardrails,
+      approvalPolicy: options.approvalPolicy,
       defaultAgent: options.defaultAgent,
       workflowBundle: { codePath: inject('workflowBundlePath') },
       inlineResultLimit: options.inlineResultLimit,

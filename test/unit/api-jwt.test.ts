@@ -118,6 +118,38 @@ describe('JWT bearer tokens', () => {
     expect(unknown?.roles.size).toBe(0);
   });
 
+  it('reads groups from the groups claim: an array or a space-separated string, none when absent, names that are not group names left out', async () => {
+    const v = verifier();
+    const array = await v.verify(
+      await sign({ sub: 'gina', roles: ['approver'], groups: ['finance', 'support-leads', 42, 'no spaces', ''] }),
+    );
+    expect(sorted(array?.groups)).toEqual(['finance', 'support-leads']);
+    expect(sorted(array?.roles)).toEqual(['approver']);
+    const text = await v.verify(await sign({ sub: 'gina', groups: 'finance  legal' }));
+    expect(sorted(text?.groups)).toEqual(['finance', 'legal']);
+    const none = await v.verify(await sign({ sub: 'gina', roles: ['approver'] }));
+    expect(none?.groups.size).toBe(0);
+    const notAList = await v.verify(await sign({ sub: 'gina', groups: { finance: true } }));
+    expect(notAList?.groups.size).toBe(0);
+  });
+
+  it('reads groups from groupsClaim, following a dotted path as rolesClaim does, or a claim whose own name has dots', async () => {
+    const v = verifier({ groupsClaim: 'realm_access.groups' });
+    const principal = await v.verify(
+      await sign({
+        sub: 'hal',
+        roles: ['approver'],
+        groups: ['ignored'],
+        realm_access: { groups: ['/finance', 'legal'] },
+      }),
+    );
+    expect(sorted(principal?.groups)).toEqual(['/finance', 'legal']);
+    const named = await verifier({ groupsClaim: 'https://example.com/groups' }).verify(
+      await sign({ sub: 'hal', 'https://example.com/groups': ['finance'] }),
+    );
+    expect(sorted(named?.groups)).toEqual(['finance']);
+  });
+
   it('refuses an expired token (beyond the clock tolerance) and one without exp, and accepts one just expired within it', async () => {
     const v = verifier();
     const now = Math.floor(Date.now() / 1000);
@@ -246,6 +278,7 @@ describe('JWT bearer tokens', () => {
       [{ roleMap: { admins: ['admin' as never] } }, /roleMap must map/],
       [{ rolesClaim: '' }, /rolesClaim must be a non-empty string/],
       [{ subjectClaim: ' ' }, /subjectClaim must be a non-empty string/],
+      [{ groupsClaim: '' }, /groupsClaim must be a non-empty string/],
       [{ clockToleranceSeconds: -1 }, /clockToleranceSeconds must be/],
     ];
     for (const [options, message] of bad) {

@@ -19,6 +19,8 @@ const LAYERS: Record<string, number> = {
   codec: 2,
   mcp: 2,
   tools: 2,
+  // Approval policies are declared beside tools and read their call context; activities evaluate them.
+  policies: 2.5,
   testing: 2,
   workflows: 3,
   activities: 3,

@@ -66,6 +66,7 @@ export async function answerModelCall(
     response.message,
     (tool) => toolGuardrailsOf(guards, tool),
     planContexts(env, call),
+    deps.approvalPolicy,
   );
   // The tool guardrails' results go with the input and output guardrails' into the turn's record, not in the plans.
   const calls = planned.map(({ guardrails: _results, ...plan }) => plan);

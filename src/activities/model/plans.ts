@@ -10,7 +10,7 @@ import {
   type AssistantMessage,
   type ToolCallPlan,
 } from '../../contract/activities';
-import { defaultDecisions } from '../../contract';
+import { defaultDecisions, type DecisionKind } from '../../contract';
 import type { GuardrailResult } from '../../contract/guardrail-results';
 import type { ToolCall } from '../../contract/messages';
 import { TOOL_DEFAULTS } from '../../contract/tool-defaults';
@@ -25,6 +25,9 @@ import { agentCallArguments } from './agent-calls';
 import { approvalAsked, type CallContexts } from './call-checks';
 import type { ToolOffer } from './offer';
 import { planHandoffCall } from './handoffs';
+import type { ApprovalPolicy } from '../../policies/approval-policy';
+import { evaluatePolicy } from '../../policies/evaluate';
+import type { CallPolicy } from '../../contract/policies';
 
 /** The tool guardrails that check a call of `tool`. */
 export type ToolGuards = (tool: Tool) => Extract<Guardrail, { on: 'tool' }>[];
@@ -40,12 +43,13 @@ export async function planToolCalls(
   message: AssistantMessage,
   guards: ToolGuards,
   contexts: CallContexts,
+  policy?: ApprovalPolicy,
 ): Promise<PlanWithGuardrails[]> {
   const calls = message.tool_calls ?? [];
   const limit = maxParallelToolCalls ?? DEFAULT_MAX_PARALLEL_TOOL_CALLS;
   const plans = calls.map((call, index) =>
     index < limit
-      ? planToolCall(registry, offer, call, guards, contexts(call.id), calls)
+      ? planToolCall(registry, offer, call, guards, contexts(call.id), calls, policy)
       : unrunnable(call, {
           reason: 'too_many_calls',
           message:
@@ -70,13 +74,14 @@ async function planToolCall(
   guards: ToolGuards,
   context: ReturnType<CallContexts>,
   calls: readonly ToolCall[],
+  policy: ApprovalPolicy | undefined,
 ): Promise<PlanWithGuardrails> {
   const handoff = offer.handoff(call.function.name);
   if (handoff) return planHandoffCall(handoff, call, calls, offer.handoff, context);
   const allowed = offer.allowed;
   const bytes = argumentsOverLimit(call);
   const asTool = offer.agentTool(call.function.name);
-  if (asTool && bytes === undefined) return planAgentCall(asTool, call, context);
+  if (asTool && bytes === undefined) return planAgentCall(asTool, call, context, policy);
   if (bytes !== undefined) {
     return unrunnable(call, {
       reason: 'invalid_arguments',
@@ -86,20 +91,24 @@ async function planToolCall(
   const checked = checkToolCall(registry, allowed, call.function.name, call.function.arguments);
   if (!checked.ok) return unrunnable(call, { reason: checked.reason, message: checked.message });
   const { tool, args } = checked;
-  const asked = await approvalAsked(tool.needsApproval, args, context, tool.name);
+  const ruled = await evaluatePolicy(policy, { toolName: tool.name, args, context });
+  const asked = ruled ? ruled.outcome === 'ask' : await approvalAsked(tool.needsApproval, args, context, tool.name);
   const checks = guards(tool);
   const verdict =
     checks.length > 0
       ? await toolVerdict(checks, { toolName: tool.name, arguments: args }, context)
       : { action: 'allow' as const, results: [] };
-  const needsApproval = asked || verdict.action === 'require_approval';
+  const needsApproval = ruled?.outcome !== 'deny' && (asked || verdict.action === 'require_approval');
   return {
     ...('results' in verdict && verdict.results.length > 0 ? { guardrails: verdict.results } : {}),
     toolCallId: call.id,
     name: tool.name,
     ...(verdict.action === 'block' ? { blocked: { guardrail: verdict.guardrail, reason: verdict.reason } } : {}),
     needsApproval,
-    ...(needsApproval ? { decisions: [...(tool.decisions ?? defaultDecisions(tool.idempotent))] } : {}),
+    ...(ruled ? { policy: asAsked(ruled, needsApproval) } : {}),
+    ...(needsApproval
+      ? { decisions: decisionsUnder(ruled, [...(tool.decisions ?? defaultDecisions(tool.idempotent))]) }
+      : {}),
     idempotent: tool.idempotent !== false,
     timeoutMs: tool.timeoutMs ?? TOOL_DEFAULTS.timeoutMs,
     maxAttempts: tool.idempotent === false ? 1 : (tool.maxAttempts ?? TOOL_DEFAULTS.maxAttempts),
@@ -112,21 +121,44 @@ async function planToolCall(
  * person approves it first. Never idempotent: the agent's conversation runs
  * once, and one cut off (terminated, timed out) may have done part of its work.
  */
-async function planAgentCall(asTool: AgentTool, call: ToolCall, context: ToolCallContext): Promise<ToolCallPlan> {
+async function planAgentCall(
+  asTool: AgentTool,
+  call: ToolCall,
+  context: ToolCallContext,
+  policy: ApprovalPolicy | undefined,
+): Promise<ToolCallPlan> {
   const checked = await agentCallArguments(asTool, call.function.arguments, context);
   if (!checked.ok) return unrunnable(call, { reason: 'invalid_arguments', message: checked.message });
-  const needsApproval = await approvalAsked(asTool.needsApproval, checked.args, context, asTool.toolName);
+  const ruled = await evaluatePolicy(policy, { toolName: call.function.name, args: checked.args, context });
+  const needsApproval = ruled
+    ? ruled.outcome === 'ask'
+    : await approvalAsked(asTool.needsApproval, checked.args, context, asTool.toolName);
   return {
     toolCallId: call.id,
     name: call.function.name,
     subAgent: asTool.agent,
     ...(checked.task !== undefined ? { task: checked.task } : {}),
     needsApproval,
+    ...(ruled ? { policy: ruled } : {}),
     ...(needsApproval ? { decisions: ['approve' as const, 'reject' as const] } : {}),
     idempotent: false,
     timeoutMs: asTool.timeoutMs ?? 0,
     maxAttempts: 1,
   };
+}
+
+/**
+ * The rule's verdict as the plan carries it: an `allow` that a tool guardrail turned into a question asks any
+ * approver, under the rule's name.
+ */
+function asAsked(ruled: CallPolicy, needsApproval: boolean): CallPolicy {
+  return ruled.outcome === 'allow' && needsApproval ? { rule: ruled.rule, outcome: 'ask' } : ruled;
+}
+
+/** What may be decided on a call under a rule: several approvals are counted for the call as asked, so no edit or answer. */
+function decisionsUnder(ruled: CallPolicy | undefined, decisions: DecisionKind[]): DecisionKind[] {
+  if ((ruled?.approvals ?? 1) <= 1) return decisions;
+  return decisions.filter((d) => d === 'approve' || d === 'reject');
 }
 
 /** The plan of a call that cannot run: the workflow settles it as `tool_failed` with the problem's words. */

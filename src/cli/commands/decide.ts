@@ -3,7 +3,8 @@
  * was decided, as whom, and whether it was queued for a worker.
  */
 import type { Command } from 'commander';
-import { CLI_DECISION_WAIT_MS, decideCalls, parseEdit } from '../decide';
+import { CLI_DECISION_WAIT_MS, decideCalls, parseEdit, type CliDecision } from '../decide';
+import { policyLine } from '../format';
 
 /** Adds `approve`, `reject` and `respond` to the program. */
 export function addDecisionCommands(program: Command): void {
@@ -52,11 +53,12 @@ export function addDecisionCommands(program: Command): void {
             ...(edited ? { arguments: edited } : {}),
           });
           if (options.json) {
-            const calls = result.calls.map(({ decisionId, toolCallId: id, callKey, toolName }) => ({
+            const calls = result.calls.map(({ decisionId, toolCallId: id, callKey, toolName, policy }) => ({
               decisionId,
               toolCallId: id,
               callKey,
               toolName,
+              ...(policy ? { policy } : {}),
             }));
             process.stdout.write(
               `${JSON.stringify({ decision, decidedBy: result.decidedBy, queued: result.queued, unsigned: result.unsigned, calls })}\n`,
@@ -73,15 +75,25 @@ export function addDecisionCommands(program: Command): void {
               ? 'Approved'
               : 'Rejected';
           const follow = `Follow the turn: npm run cli -- show ${conversationId}`;
+          const short = decision === 'approve' && !result.queued ? waitingForMore(result) : [];
           if (!result.queued) {
-            const next = decision === 'approve' ? 'it runs now' : 'the model is told';
+            const next =
+              decision !== 'approve'
+                ? 'the model is told'
+                : short.length === 0
+                  ? 'it runs now'
+                  : short.length === result.calls.length
+                    ? 'its approval policy rule needs more approvals before it runs'
+                    : 'each runs now unless its approval policy rule needs more approvals';
             process.stdout.write(`${verb}${as}: ${decided}; ${next}. ${follow}\n`);
+            for (const call of result.calls) if (call.policy) printRule(call, short.includes(call), result.decidedBy);
             return;
           }
           process.stdout.write(
             `Queued${as}: ${decision} ${decided}. No worker answered for conversation ${conversationId} within ${CLI_DECISION_WAIT_MS / 1000} s, ` +
               `so the decision waits in the conversation's history and applies when a worker runs (npm start), if the call still waits then. ${follow}\n`,
           );
+          for (const call of result.calls) if (call.policy) printRule(call, false, undefined);
           if (result.unsigned) {
             process.stdout.write(
               `It was sent without the HTTP API, unsigned: a worker that requires signed decisions will refuse it. ${result.howToSign}\n`,
@@ -131,4 +143,22 @@ export function addDecisionCommands(program: Command): void {
         );
       },
     );
+}
+
+type DecidedCall = CliDecision['calls'][number];
+
+/** The approved calls whose approval policy rule needs more approvals than they have now, with this one. */
+function waitingForMore(result: CliDecision): DecidedCall[] {
+  return result.calls.filter((c) => c.policy && c.policy.approvedBy.length + 1 < c.policy.approvals);
+}
+
+/**
+ * The rule a decided call waited under, with its approvals: counting the one just given (`approvedNow`, by `decider`)
+ * when the call still waits for more.
+ */
+function printRule(call: DecidedCall, approvedNow: boolean, decider: string | undefined): void {
+  const policy = call.policy!;
+  const approvedBy = approvedNow ? [...policy.approvedBy, decider ?? 'you'] : policy.approvedBy;
+  const waits = approvedNow ? '; it still waits' : '';
+  process.stdout.write(`  ${call.toolCallId}: ${policyLine({ ...policy, approvedBy })}${waits}\n`);
 }

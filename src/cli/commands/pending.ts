@@ -1,10 +1,12 @@
 /**
  * `pending` and `unknown-effects`: the tool calls that need a person, across
- * conversations.
+ * conversations (with the approval policy's rule each waits under: who may
+ * decide it and its approvals so far).
  */
 import type { Command } from 'commander';
 import type { WaitingCall } from '../../contract';
 import { remoteApi, waitingThroughApi } from '../api-decisions';
+import { policyLine } from '../format';
 import { withClient } from '../connect';
 
 /** Adds `pending` and `unknown-effects` to the program. */
@@ -12,12 +14,12 @@ export function addPendingCommands(program: Command): void {
   program
     .command('pending')
     .description(
-      'list every tool call waiting for a decision, oldest first (from PostgreSQL; no search attribute needed)',
+      'list every tool call waiting for a decision, oldest first (from PostgreSQL; no search attribute needed); through the HTTP API (AGENT_API_URL), those your token may decide first',
     )
     .action(async () => {
       const remote = remoteApi(process.env);
       // Through the API its time is ISO text, from the client a Date; neither is printed.
-      const waiting: Omit<WaitingCall, 'requestedAt'>[] = remote
+      const waiting: (Omit<WaitingCall, 'requestedAt'> & { mayDecide?: boolean })[] = remote
         ? await waitingThroughApi(remote)
         : await withClient(async (client) => (await client.waitingCalls()).calls);
       if (waiting.length === 0) {
@@ -29,9 +31,12 @@ export function addPendingCommands(program: Command): void {
         // A call inside an agent called as a tool: the top-level conversation it serves, and the agents down to it.
         const below = p.rootConversationId !== p.conversationId ? `  for ${p.rootConversationId}` : '';
         const agents = p.agentPath.length > 0 ? `  agents ${p.agentPath.join(' > ')}` : '';
+        // Through the API, whether this token may decide it (four eyes, the rule's groups).
+        const yours = p.mayDecide === false ? '  not yours to approve' : '';
         process.stdout.write(
-          `${p.conversationId}  ${p.toolCallId}  ${p.toolName}(${JSON.stringify(p.arguments)})  waiting ${formatAge(p.ageMs)}${by}${below}${agents}  key ${p.callKey}\n`,
+          `${p.conversationId}  ${p.toolCallId}  ${p.toolName}(${JSON.stringify(p.arguments)})  waiting ${formatAge(p.ageMs)}${by}${below}${agents}  key ${p.callKey}${yours}\n`,
         );
+        if (p.policy) process.stdout.write(`  ${policyLine(p.policy)}\n`);
       }
     });
 
