@@ -419,6 +419,11 @@ export interface DecisionRecord {
    * stays in approvers' lists.
    */
   callStillWaits?: boolean;
+  /**
+   * The decision as its sender signed it (`signature` set), kept so an audit can check the signature again later
+   * (`src/common/decision-signing.ts`). Absent for unsigned decisions and the rules' own.
+   */
+  signedDecision?: ApprovalDecision;
 }
 
 /** What `verifyDecision` found: whether the decider is authenticated, or why the decision is refused. */

@@ -217,6 +217,7 @@ export function applyDecision(
     ...(decision.decision === 'respond' ? { response: decision.response } : {}),
     ...signed,
     ...policyFields(s, decision, ids),
+    ...(decision.signature !== undefined ? { signedDecision: decision } : {}),
   };
   return { result, record };
 }

@@ -396,6 +396,17 @@ const MIGRATIONS: Migration[] = [
         EXECUTE FUNCTION ${t.quotedSchema}.pending_approval_decided();
     `,
   },
+  {
+    version: 23,
+    name: 'decisions keep what their sender signed, for audits',
+    sql: (t) => `
+      -- The decision as its sender signed it (the fields the signature covers and the signature), so an audit can
+      -- check the signature again with the API's keys; null for unsigned decisions, the rules' own, and decisions
+      -- recorded before. Decisions are found by time for an audit export.
+      ALTER TABLE ${t.approvalDecisions} ADD COLUMN signed_decision jsonb;
+      CREATE INDEX approval_decisions_by_time ON ${t.approvalDecisions} (decided_at);
+    `,
+  },
 ];
 
 /** Options of {@link migrate}. */

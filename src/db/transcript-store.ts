@@ -236,15 +236,15 @@ export async function recordDecision(
           AND d.call_keys && $9::text[] AND d.superseded_at IS NULL AND NOT EXISTS (SELECT 1 FROM displaced))
      INSERT INTO ${tables.approvalDecisions}
             (conversation_id, decision_id, decision, tool_call_ids, reason, decided_by, decided_at, via, call_keys, authenticated,
-             arguments, model_arguments, response, run_id, rule, decider_groups, call_still_waits)
-     SELECT $1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), $8, $9, $10, $11::jsonb, $12::jsonb, $13, $14, $15, $16, $17
+             arguments, model_arguments, response, run_id, rule, decider_groups, call_still_waits, signed_decision)
+     SELECT $1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), $8, $9, $10, $11::jsonb, $12::jsonb, $13, $14, $15, $16, $17, $18::jsonb
       WHERE NOT EXISTS (SELECT 1 FROM displaced)
      ON CONFLICT (conversation_id, decision_id) DO UPDATE SET
        decision = EXCLUDED.decision, tool_call_ids = EXCLUDED.tool_call_ids, reason = EXCLUDED.reason,
        decided_by = EXCLUDED.decided_by, decided_at = EXCLUDED.decided_at, via = EXCLUDED.via, call_keys = EXCLUDED.call_keys,
        authenticated = EXCLUDED.authenticated, arguments = EXCLUDED.arguments, model_arguments = EXCLUDED.model_arguments,
        response = EXCLUDED.response, run_id = EXCLUDED.run_id, rule = EXCLUDED.rule, decider_groups = EXCLUDED.decider_groups,
-       call_still_waits = EXCLUDED.call_still_waits, superseded_at = NULL
+       call_still_waits = EXCLUDED.call_still_waits, signed_decision = EXCLUDED.signed_decision, superseded_at = NULL
       WHERE ${tables.approvalDecisions}.superseded_at IS NOT NULL`,
     [
       record.conversationId,
@@ -264,6 +264,7 @@ export async function recordDecision(
       record.rule ?? null,
       record.deciderGroups ?? null,
       record.callStillWaits === true,
+      record.signedDecision === undefined ? null : JSON.stringify(record.signedDecision),
     ],
   );
 }

@@ -83,7 +83,7 @@ const listed = async (id: string, who = token('b')) =>
 const decisionRows = async (id: string) =>
   (
     await h.pool.query(
-      `SELECT decision, decided_by, via, rule, decider_groups, call_still_waits, authenticated
+      `SELECT decision, decided_by, via, rule, decider_groups, call_still_waits, authenticated, signed_decision ->> 'signature' IS NOT NULL AS signed
          FROM durable_agent.approval_decisions WHERE conversation_id = $1 ORDER BY decided_at, decision_id`,
       [id],
     )
@@ -182,6 +182,7 @@ describe('approval policies', () => {
         decider_groups: ['finance'],
         call_still_waits: false,
         authenticated: true,
+        signed: true,
       },
     ]);
     h.expectOnlyValidModelRequests();
