@@ -14,6 +14,7 @@ import { editCheckContext } from './model/call-checks';
 import { createToolActivity } from './tools';
 import { recordDecision } from '../db/transcript-store';
 import { appendMessagesListingWaits } from '../db/approval-store';
+import { recordEscalation } from '../db/escalations';
 import { agentTables } from '../db/schema';
 import { verifyDecision } from '../common/decision-signing';
 import { turnRegistry } from './mcp-tools';
@@ -33,6 +34,9 @@ export function createActivities(deps: ActivityDeps): ConversationActivities {
     callModel: createModelActivity(deps),
     runTool: createToolActivity(deps),
     recordDecision: (record) => failOnRefusal(() => recordDecision(deps.pool, tables, record, writingRun())),
+    recordEscalation: async (record) => {
+      await recordEscalation(deps.pool, tables, record);
+    },
     verifyDecision: async ({ conversationId, decision, edit }) => {
       const verdict = verifyDecision(deps.decisionTrust ?? { keys: [] }, conversationId, decision);
       if (verdict.refusal || !edit) return verdict;

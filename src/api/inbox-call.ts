@@ -8,7 +8,7 @@
 import { DECISION_FIELD_MAX_CHARS, type DecisionKind, type WaitingCall, type WaitingPolicy } from '../contract';
 import { html, humanDuration, prettyArguments, visible, type Html } from './html';
 import type { Flash, Viewer } from './inbox-frame';
-import { approvalsSoFar, decisionRefusal, whoMayDecide } from './who-decides';
+import { approvalsSoFar, decisionRefusal, escalationSoFar, whoMayDecide } from './who-decides';
 
 /** One waiting call as the inbox shows it (its age is computed when shown). */
 export type ShownCall = Omit<WaitingCall<Date>, 'ageMs'>;
@@ -128,12 +128,14 @@ ${editableArguments(call.arguments)}</textarea>
 /** The rule a call waits under, as facts of its block: its name and reason, who may decide it, approvals so far. */
 function policyFacts(policy: WaitingPolicy): Html {
   const requester = policy.requesterMayApprove ? ' (whoever asked may approve too)' : '';
+  const escalation = escalationSoFar(policy);
   return html`<dt>Rule</dt>
     <dd data-testid="policy-rule"><code>${visible(policy.rule)}</code>${policy.reason && html` · ${visible(policy.reason)}`}</dd>
     <dt>Who decides</dt>
     <dd data-testid="policy-deciders">${visible(whoMayDecide(policy))}${requester}</dd>
     <dt>Approvals</dt>
-    <dd data-testid="policy-approvals">${visible(approvalsSoFar(policy))}</dd>`;
+    <dd data-testid="policy-approvals">${visible(approvalsSoFar(policy))}</dd>
+    ${escalation && html`<dt>Escalation</dt><dd data-testid="policy-escalation">${visible(escalation)}</dd>`}`;
 }
 
 /**

@@ -70,7 +70,7 @@ const REFUSAL_MEANING: Record<RefusalStatus, string> = {
   400: 'The request is not valid (a field, a parameter, the JSON body, an encoding): the message names what and the limit.',
   401: 'No bearer token, or one that is not valid.',
   403: "The token's roles do not allow this (forbidden), whoever sent a turn's messages tries to approve its calls (four_eyes), or the approval policy's rule a call waits under does not let this person decide it (not_permitted: not a member of the rule's groups, or approved it already; the message names the rule, its groups and the caller's).",
-  404: 'No such conversation.',
+  404: 'No such conversation (not_found), or no such notification kept.',
   405: 'The path takes other methods (listed in the Allow header).',
   409: 'The conversation has ended (conversation_closed) or runs an agent called as a tool and takes no messages (child_conversation: the message names the conversation to write to), a named call no longer waits for a decision (decision_refused), a fork names a conversation id in use (conversation_exists) or a place not in the transcript of its source (fork_point_outside), or the conversation cannot regenerate now (regenerate_refused: a turn runs, nothing to regenerate, it is ending).',
   413: 'The body, or the message in it, is over its limit.',
@@ -112,6 +112,12 @@ const waitingPolicy = z
     approvedBy: z.array(z.string()).describe('Who approved it so far.'),
     requesterMayApprove: z.boolean().optional().describe("Whether a sender of the turn's messages may approve it."),
     reason: z.string().optional().describe("The rule's reason, for approvers."),
+    escalated: z
+      .number()
+      .int()
+      .optional()
+      .describe("How many steps of the rule's escalation ladder were taken; groups includes those they added."),
+    escalationSteps: z.number().int().optional().describe("How many steps the rule's escalation ladder has."),
   })
   .describe("Set when an approval policy's rule made it wait: who may decide it, and how many approvals it needs.");
 

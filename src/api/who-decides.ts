@@ -111,3 +111,9 @@ export function approvalsSoFar(policy: WaitingPolicy): string {
   const by = policy.approvedBy.length > 0 ? ` (by ${policy.approvedBy.join(', ')})` : '';
   return `${policy.approvedBy.length} of ${policy.approvals}${by}`;
 }
+
+/** Where a call's escalation ladder stands: "step 1 of 2", or undefined for a rule without one. */
+export function escalationSoFar(policy: WaitingPolicy): string | undefined {
+  if (policy.escalationSteps === undefined) return undefined;
+  return `step ${policy.escalated ?? 0} of ${policy.escalationSteps}`;
+}

@@ -1,5 +1,5 @@
 /** Readable transcripts and waiting calls' rules for terminals. */
-import { approvalsSoFar, whoMayDecide } from '../api/who-decides';
+import { approvalsSoFar, escalationSoFar, whoMayDecide } from '../api/who-decides';
 import type { WaitingPolicy } from '../contract';
 import type { StoredMessage } from '../db/transcript-store';
 
@@ -10,7 +10,9 @@ import type { StoredMessage } from '../db/transcript-store';
 export function policyLine(policy: WaitingPolicy): string {
   const requester = policy.requesterMayApprove ? ' (whoever asked may approve too)' : '';
   const reason = policy.reason ? `; ${JSON.stringify(policy.reason)}` : '';
-  return `rule ${policy.rule}: ${whoMayDecide(policy)} decide${policy.groups?.length ? '' : 's'}${requester}; approvals ${approvalsSoFar(policy)}${reason}`;
+  const escalation = escalationSoFar(policy);
+  const ladder = escalation ? `; escalation ${escalation}` : '';
+  return `rule ${policy.rule}: ${whoMayDecide(policy)} decide${policy.groups?.length ? '' : 's'}${requester}; approvals ${approvalsSoFar(policy)}${ladder}${reason}`;
 }
 
 /**

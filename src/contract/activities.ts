@@ -426,6 +426,31 @@ export interface DecisionRecord {
   signedDecision?: ApprovalDecision;
 }
 
+/** A step of a waiting call's escalation ladder, taken: recorded for approvers' lists and announced to webhooks. */
+export interface EscalationRecord {
+  conversationId: string;
+  /** The effect key of the waiting call. */
+  callKey: string;
+  toolCallId: string;
+  toolName: string;
+  /** The approval policy's rule the call waits under. */
+  rule: string;
+  /** Which step of the ladder this is, from 1. */
+  step: number;
+  /** The step is a reminder. */
+  remind: boolean;
+  /** The groups this step added. */
+  addedGroups: string[];
+  /** Who may decide the call from now on (absent: any approver). */
+  groups?: string[];
+  /** Workflow time of the step, ms since the epoch. */
+  escalatedAt: number;
+  /** When the next step is due, workflow ms; absent when none is left (the deadline's outcome comes next). */
+  nextEscalationAt?: number;
+  /** The call's approval deadline, workflow ms. */
+  deadlineAt: number;
+}
+
 /** What `verifyDecision` found: whether the decider is authenticated, or why the decision is refused. */
 export interface DecisionVerification {
   authenticated: boolean;
@@ -474,6 +499,8 @@ export interface ConversationActivities {
   runTool(input: ToolCallInput): Promise<ToolCallResult>;
   /** Records an applied decision (idempotent on its id). */
   recordDecision(record: DecisionRecord): Promise<void>;
+  /** Records a step of a waiting call's escalation ladder (idempotent on the call and step). */
+  recordEscalation(record: EscalationRecord): Promise<void>;
   /** Checks a decision's signature against the worker's decision keys (`decision-signing.ts`); no I/O. */
   verifyDecision(input: VerifyDecisionInput): Promise<DecisionVerification>;
   /** Lists the tools of a conversation's MCP servers and stores the list by reference. */
@@ -490,6 +517,7 @@ export const CONVERSATION_ACTIVITY_NAMES = [
   'runTool',
   'recordDecision',
   'verifyDecision',
+  'recordEscalation',
   'discoverTools',
 ] as const satisfies readonly ConversationActivityName[];
 

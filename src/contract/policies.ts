@@ -15,6 +15,22 @@ export type PolicyOutcome = 'ask' | 'allow' | 'deny';
 /** The outcomes a rule may have. */
 export const POLICY_OUTCOMES: readonly PolicyOutcome[] = ['ask', 'allow', 'deny'];
 
+/**
+ * One step of a waiting call's escalation ladder: `afterMs` after the call was asked for, while nobody decided it,
+ * remind (a `call.escalated` notification) and/or let more groups decide it.
+ */
+export interface EscalationStep {
+  /** Milliseconds after the model asked for the call; each step's later than the one before. */
+  afterMs: number;
+  /** Send a reminder (every step is announced as `call.escalated`; `remind` says it is one). */
+  remind?: boolean;
+  /** Groups that may decide the call from this step on, besides the rule's. */
+  addGroups?: string[];
+}
+
+/** The most steps an escalation ladder may have. */
+export const MAX_ESCALATION_STEPS = 10;
+
 /** The policy's verdict on one call, fixed when the call is planned. */
 export interface CallPolicy {
   /** The name of the rule that matched. */
@@ -34,6 +50,8 @@ export interface CallPolicy {
   requesterMayApprove?: boolean;
   /** Why, in the rule's words: what the model reads for a `deny`, what approvers see for an `ask`. */
   reason?: string;
+  /** `ask`: what happens while nobody decides it, step by step, before the approval deadline's outcome. */
+  escalation?: EscalationStep[];
 }
 
 /** The most approvals a rule may ask for one call. */

@@ -68,6 +68,10 @@ export interface WaitingPolicy {
   requesterMayApprove?: boolean;
   /** The rule's reason, for approvers. */
   reason?: string;
+  /** How many steps of the rule's escalation ladder were taken (absent: none); `groups` includes the groups they added. */
+  escalated?: number;
+  /** How many steps the ladder has (absent: none). */
+  escalationSteps?: number;
 }
 
 /**

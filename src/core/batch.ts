@@ -102,6 +102,8 @@ export interface BatchCall {
   policy?: CallPolicy;
   /** Approvals counted so far of a call whose rule needs several people (each a different person). */
   approvals?: CallDecision[];
+  /** Steps of its rule's escalation ladder taken while it waited (their groups are in `policy.groups`). */
+  escalated?: number;
 }
 
 /** What the model asked for, as the batch receives it. */
@@ -312,6 +314,23 @@ export class ToolCallBatch {
     return `Tool call "${call.id}" (${call.name}) does not allow "${kind}": its tool allows ${(call.decisions ?? ['approve', 'reject']).join(', ')}.`;
   }
 
+  /**
+   * Takes the next step of a waiting call's escalation ladder: the groups it adds may decide the call from now on.
+   * Returns the step, or undefined when the call no longer waits or has no step left.
+   */
+  escalate(id: string): { step: number; remind: boolean; addedGroups: string[] } | undefined {
+    const call = this.get(id);
+    const ladder = call?.policy?.escalation ?? [];
+    const taken = call?.escalated ?? 0;
+    if (!call || call.phase !== 'awaiting_approval' || taken >= ladder.length || !call.policy) return undefined;
+    const next = ladder[taken];
+    const added = (next.addGroups ?? []).filter((g) => !(call.policy!.groups ?? []).includes(g));
+    if (added.length > 0 && call.policy.groups)
+      call.policy = { ...call.policy, groups: [...call.policy.groups, ...added] };
+    call.escalated = taken + 1;
+    return { step: taken + 1, remind: next.remind === true, addedGroups: added };
+  }
+
   /** Marks a ready call as running (its activity is scheduled). */
   markRunning(id: string): void {
     const call = this.get(id);
@@ -437,5 +456,6 @@ export function waitingPolicy(call: BatchCall, policy: CallPolicy): WaitingPolic
     approvedBy: approvedBy(call),
     ...(policy.requesterMayApprove ? { requesterMayApprove: true } : {}),
     ...(policy.reason !== undefined ? { reason: policy.reason } : {}),
+    ...(policy.escalation ? { escalated: call.escalated ?? 0, escalationSteps: policy.escalation.length } : {}),
   };
 }

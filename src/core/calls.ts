@@ -3,13 +3,13 @@
  * start, and the outcome its result or failure gives it (with the rules for a
  * run cut off or a worker lost). Pure.
  */
-import type { ToolCallInput, ToolCallResult } from '../contract/activities';
+import type { EscalationRecord, ToolCallInput, ToolCallResult } from '../contract/activities';
 import type { BatchCall } from './batch';
 import type { ToolFailure } from './edge';
 import { effectUnknownContent, toolFailedContent, type OutcomeKind } from './outcomes';
 import type { CoreState } from './state';
 import type { CallRun, CallStep } from './steps';
-import { approvalTimerSummary } from './summaries';
+import { approvalTimerSummary, escalationTimerSummary } from './summaries';
 import { toolCallSummary } from './call-summary';
 import { UNKNOWN_EFFECTS_KEPT } from '../contract/limits';
 import { isOpen, subAgentStart } from './agents';
@@ -21,9 +21,53 @@ const WORKER_LOST = 'its worker stopped while it ran (lost, and its attempt fail
 export function nextCallStep(s: CoreState, call: BatchCall): CallStep {
   if (call.phase === 'awaiting_approval') {
     const timeoutMs = Math.max(s.limits.approvalTimeoutMs - (s.env.now() - call.requestedAt), 1);
-    return { kind: 'waitForPerson', timeoutMs, summary: approvalTimerSummary(call.name, call.id) };
+    const next = nextEscalationAt(call);
+    const escalation =
+      next !== undefined && next < call.requestedAt + s.limits.approvalTimeoutMs
+        ? {
+            inMs: Math.max(next - s.env.now(), 1),
+            summary: escalationTimerSummary(call.name, call.id, (call.escalated ?? 0) + 1),
+          }
+        : undefined;
+    return {
+      kind: 'waitForPerson',
+      timeoutMs,
+      summary: approvalTimerSummary(call.name, call.id),
+      ...(escalation ? { escalation } : {}),
+    };
   }
   return call.phase === 'ready' ? { kind: 'start' } : { kind: 'none' };
+}
+
+/** When the next step of a waiting call's escalation ladder is due (workflow ms), or undefined when none is left. */
+function nextEscalationAt(call: BatchCall): number | undefined {
+  const step = call.policy?.escalation?.[call.escalated ?? 0];
+  return step === undefined ? undefined : call.requestedAt + step.afterMs;
+}
+
+/**
+ * The call waited until its escalation step was due and nobody decided it: the step is taken (its groups may decide
+ * from now on). Returns what to record, or undefined when the call no longer waits.
+ */
+export function escalate(s: CoreState, call: BatchCall): EscalationRecord | undefined {
+  const taken = s.batch?.escalate(call.id);
+  if (!taken || !call.policy) return undefined;
+  const next = nextEscalationAt(call);
+  const deadlineAt = call.requestedAt + s.limits.approvalTimeoutMs;
+  return {
+    conversationId: s.id,
+    callKey: call.key,
+    toolCallId: call.id,
+    toolName: call.name,
+    rule: call.policy.rule,
+    step: taken.step,
+    remind: taken.remind,
+    addedGroups: taken.addedGroups,
+    ...(call.policy.groups ? { groups: [...call.policy.groups] } : {}),
+    escalatedAt: s.env.now(),
+    ...(next !== undefined && next < deadlineAt ? { nextEscalationAt: next } : {}),
+    deadlineAt,
+  };
 }
 
 /**

@@ -16,6 +16,7 @@ import type {
   AppendEntry,
   ApprovalRequest,
   DecisionRecord,
+  EscalationRecord,
   ModelCallInput,
   ModelCallResult,
   ToolCallResult,
@@ -42,6 +43,7 @@ import type { CallRun, CallStep, DecisionStep, PendingDecision, PendingWrite, Tu
 import * as transcript from './transcript';
 import * as turn from './turn';
 import * as views from './views';
+import { escalationRecordSummary } from './summaries';
 import * as visibility from './visibility';
 
 export * from './edge';
@@ -194,6 +196,16 @@ export class ConversationCore {
   /** True while the call waits for a person's decision. */
   awaitsApproval(call: BatchCall): boolean {
     return call.phase === 'awaiting_approval';
+  }
+
+  /**
+   * The call's next escalation step is due and nobody decided it: the step is taken. Returns what to record (and its
+   * summary), or undefined when the call no longer waits.
+   */
+  escalate(call: BatchCall): { record: EscalationRecord; summary: string } | undefined {
+    const record = calls.escalate(this.s, call);
+    if (!record) return undefined;
+    return { record, summary: escalationRecordSummary(call.name, call.id, record.step, record.addedGroups) };
   }
 
   /** True while a decision sent in time is being verified: the deadline of the calls it names waits for its verdict. */

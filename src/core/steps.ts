@@ -38,7 +38,16 @@ export type TurnStep =
 /** The next step of one call of the open batch ({@link ConversationCore.nextCallStep}). */
 export type CallStep =
   /** Wait for a person's decision, until the deadline (then {@link ConversationCore.approvalDeadlinePassed}). */
-  | { kind: 'waitForPerson'; timeoutMs: number; summary: string }
+  | {
+      kind: 'waitForPerson';
+      timeoutMs: number;
+      summary: string;
+      /**
+       * The next step of the call's escalation ladder, due before the deadline: wait `inMs` for a decision, then take
+       * the step ({@link ConversationCore.escalate}) and ask again.
+       */
+      escalation?: { inMs: number; summary: string };
+    }
   /** Nothing to run: the call is settled (rejected, answered by a person, timed out) or runs already. */
   | { kind: 'none' }
   /** Run it: the edge starts it ({@link ConversationCore.startCall}) unless the turn was stopped meanwhile. */

@@ -67,6 +67,22 @@ export function approvalTimerSummary(name: string, id: string): string {
   return `approval deadline: ${name} (${id})`;
 }
 
+/** The summary of the timer of a waiting call's escalation step, as operators see it in the history. */
+export function escalationTimerSummary(name: string, id: string, step: number): string {
+  return `escalation step ${step}: ${name} (${id})`;
+}
+
+/** The summary of the activity that records an escalation step. */
+export function escalationRecordSummary(
+  name: string,
+  id: string,
+  step: number,
+  addedGroups: readonly string[],
+): string {
+  const added = addedGroups.length > 0 ? `, ${addedGroups.join(', ')} may decide` : '';
+  return `escalated ${name} (${id}): step ${step}${added}`;
+}
+
 /** How a call ended, in a few words: `ok, from ledger`, `rejected by bob`. */
 export function describeCall(call: CallLine): string {
   if (call.outcome === 'rejected' && call.decidedBy) return `${call.name} (${call.id}): rejected by ${call.decidedBy}`;

@@ -11,10 +11,12 @@
  */
 import { ConfigError } from '../common/errors';
 import {
+  MAX_ESCALATION_STEPS,
   MAX_POLICY_APPROVALS,
   POLICY_GROUP_NAME,
   POLICY_OUTCOMES,
   POLICY_RULE_NAME,
+  type EscalationStep,
   type PolicyOutcome,
 } from '../contract/policies';
 import type { ToolCallContext } from '../tools/call-context';
@@ -70,6 +72,12 @@ export interface ApprovalRule<Args = Record<string, unknown>> {
   requesterMayApprove?: boolean;
   /** Why: what the model reads when the rule denies a call, what approvers see when it asks. */
   reason?: string;
+  /**
+   * `ask`: while nobody decides the call, steps at times after it was asked for (each later than the one before): a
+   * reminder, and/or more groups that may decide it (`addGroups`, for a rule with `groups`). At most 10 steps; steps
+   * past the approval deadline never come (the deadline's outcome does).
+   */
+  escalation?: readonly EscalationStep[];
 }
 
 /** A checked list of rules, made by {@link approvalPolicy}. */
@@ -91,6 +99,7 @@ const RULE_KEYS = [
   'approvals',
   'requesterMayApprove',
   'reason',
+  'escalation',
 ] as const;
 
 /**
@@ -136,7 +145,9 @@ function describeBadRule(rule: ApprovalRule<never>): string | undefined {
   )
     return `"approvals" must be a whole number from 1 to ${MAX_POLICY_APPROVALS}`;
   if (rule.outcome !== 'ask') {
-    const asking = (['groups', 'approvals', 'requesterMayApprove'] as const).filter((k) => rule[k] !== undefined);
+    const asking = (['groups', 'approvals', 'requesterMayApprove', 'escalation'] as const).filter(
+      (k) => rule[k] !== undefined,
+    );
     if (asking.length > 0) return `${asking.map((k) => `"${k}"`).join(', ')} go with "outcome": "ask" only`;
   }
   if (rule.requesterMayApprove !== undefined && typeof rule.requesterMayApprove !== 'boolean')
@@ -144,6 +155,10 @@ function describeBadRule(rule: ApprovalRule<never>): string | undefined {
   if (rule.reason !== undefined && (typeof rule.reason !== 'string' || rule.reason.length > 2000))
     return '"reason", when given, must be text of at most 2000 characters';
   if (rule.when !== undefined && typeof rule.when !== 'function') return '"when", when given, must be a function';
+  if (rule.escalation !== undefined) {
+    const problem = describeBadEscalation(rule.escalation, rule.groups !== undefined);
+    if (problem) return problem;
+  }
   if (rule.where !== undefined) {
     if (typeof rule.where !== 'object' || rule.where === null || Array.isArray(rule.where))
       return '"where" must be an object of argument names to conditions, e.g. {"amount_cents": {"gt": 100000}}';
@@ -151,6 +166,34 @@ function describeBadRule(rule: ApprovalRule<never>): string | undefined {
       const problem = describeBadCondition(condition);
       if (problem) return `the condition on "${path}" ${problem}`;
     }
+  }
+  return undefined;
+}
+
+function describeBadEscalation(steps: readonly EscalationStep[], hasGroups: boolean): string | undefined {
+  if (!Array.isArray(steps) || steps.length === 0 || steps.length > MAX_ESCALATION_STEPS)
+    return `"escalation", when given, must be a list of 1 to ${MAX_ESCALATION_STEPS} steps like {"afterMs": 3600000, "remind": true}`;
+  let last = 0;
+  for (const [i, step] of steps.entries()) {
+    const where = `escalation step ${i + 1}`;
+    if (typeof step !== 'object' || step === null)
+      return `${where} must be an object like {"afterMs": 3600000, "remind": true}`;
+    const unknown = Object.keys(step).filter((k) => !['afterMs', 'remind', 'addGroups'].includes(k));
+    if (unknown.length > 0)
+      return `${where} has unknown ${unknown.map((k) => `"${k}"`).join(', ')} (afterMs, remind, addGroups)`;
+    if (!Number.isInteger(step.afterMs) || step.afterMs < 1 || step.afterMs <= last)
+      return `${where}'s "afterMs" must be a whole number of milliseconds after the call was asked for, later than the step before (${last})`;
+    last = step.afterMs;
+    if (step.remind !== undefined && typeof step.remind !== 'boolean')
+      return `${where}'s "remind" must be true or false`;
+    if (step.addGroups !== undefined) {
+      if (!hasGroups)
+        return `${where} adds groups, but the rule names none (any approver may decide already): give the rule "groups"`;
+      if (!strings(step.addGroups) || step.addGroups.some((g: string) => !POLICY_GROUP_NAME.test(g)))
+        return `${where}'s "addGroups" must be a non-empty list of group names`;
+    }
+    if (step.remind !== true && step.addGroups === undefined)
+      return `${where} does nothing: give it "remind": true or "addGroups"`;
   }
   return undefined;
 }

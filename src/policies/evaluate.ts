@@ -42,6 +42,15 @@ function verdictOf(rule: ApprovalRule): CallPolicy {
       : {}),
     ...(rule.outcome === 'ask' && rule.requesterMayApprove ? { requesterMayApprove: true } : {}),
     ...(rule.reason !== undefined ? { reason: rule.reason } : {}),
+    ...(rule.outcome === 'ask' && rule.escalation
+      ? {
+          escalation: rule.escalation.map((step) => ({
+            afterMs: step.afterMs,
+            ...(step.remind ? { remind: true } : {}),
+            ...(step.addGroups ? { addGroups: [...step.addGroups] } : {}),
+          })),
+        }
+      : {}),
   };
 }
 

@@ -293,7 +293,21 @@ async function decide(
  */
 async function runCall(edge: Edge, call: BatchCall): Promise<void> {
   const { core, publish } = edge;
-  const wait = core.nextCallStep(call);
+  let wait = core.nextCallStep(call);
+  // A call whose approval policy rule has an escalation ladder takes each step that comes before a decision.
+  while (wait.kind === 'waitForPerson' && wait.escalation) {
+    const { inMs, summary } = wait.escalation;
+    if (await condition(() => !core.awaitsApproval(call), inMs, { summary })) {
+      wait = core.nextCallStep(call);
+      break;
+    }
+    const step = core.escalate(call);
+    if (step) {
+      await nonCancellable(() => edge.act.store.recordEscalation(step.record, step.summary));
+      publish();
+    }
+    wait = core.nextCallStep(call);
+  }
   if (
     wait.kind === 'waitForPerson' &&
     !(await condition(() => !core.awaitsApproval(call), wait.timeoutMs, { summary: wait.summary }))

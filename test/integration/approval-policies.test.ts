@@ -10,6 +10,7 @@ import { backofficeTools } from '../../src/demo/tools';
 import { approvalPolicy } from '../../src/policies/approval-policy';
 import { tool } from '../../src/tools/tool';
 import { apiCaller, TEST_DECISION_KEY, token } from '../support/api';
+import { exportHistoryFixture } from '../support/fixture-export';
 import { startHarness, type Harness } from '../support/harness';
 
 // Approval policies against a real worker, dev server, PostgreSQL and the HTTP API: a refund over 300.00 waits for
@@ -238,6 +239,7 @@ describe('approval policies', () => {
       ['leo@example.com', false, 'close-needs-two-leads'],
     ]);
     expect(await listed(id)).toEqual([]);
+    await exportHistoryFixture(h.temporal, id, 'approval-policy-two-people');
   });
 
   it('allow and deny rules decide without a person, recorded as decisions of the rule; the model reads why a call was denied', async () => {
@@ -287,5 +289,6 @@ describe('approval policies', () => {
     const next = h.requestsFor('Refund 20 and delete Alan')[1].messages as { role: string; tool_call_id?: string }[];
     expect(next.filter((m) => m.role === 'tool').map((m) => m.tool_call_id)).toEqual(['call_small', 'call_delete']);
     h.expectOnlyValidModelRequests();
+    await exportHistoryFixture(h.temporal, id, 'approval-policy-allow-deny');
   });
 });

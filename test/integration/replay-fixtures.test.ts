@@ -87,6 +87,12 @@ describe('replaying recorded histories', () => {
       'user-message-files',
       // Summaries of earlier turns (model.contextOverflow 'summarize'): their cost in the model calls' results.
       'context-summaries',
+      // Approval policies: two different people approving one call (N of M), rules that allow and deny without a
+      // person (recorded with the message that asked), and an escalation ladder's two steps before a decision, in a
+      // run continued as new.
+      'approval-policy-two-people',
+      'approval-policy-allow-deny',
+      'escalation',
     ]) {
       expect(names).toContain(expected);
     }

@@ -91,6 +91,36 @@ describe('approvalPolicy() refuses a rule it cannot apply, naming the rule and w
     expect(approvalPolicy([refund({ approvals: 10 })]).rules[0].approvals).toBe(10);
   });
 
+  it('an escalation ladder that is not one: out of order, doing nothing, adding groups to a rule without any, too long', () => {
+    const ladder = (escalation: unknown, extra: Partial<ApprovalRule> = { groups: ['finance'] }) =>
+      configErrorOf(() => approvalPolicy([refund({ name: 'esc', ...extra, escalation } as Partial<ApprovalRule>)]));
+    expect(
+      ladder([
+        { afterMs: 2000, remind: true },
+        { afterMs: 1000, remind: true },
+      ]),
+    ).toBe(
+      'Approval policy rule 1 ("esc"): escalation step 2\'s "afterMs" must be a whole number of milliseconds after the call was asked for, later than the step before (2000).',
+    );
+    expect(ladder([{ afterMs: 1000 }])).toBe(
+      'Approval policy rule 1 ("esc"): escalation step 1 does nothing: give it "remind": true or "addGroups".',
+    );
+    expect(ladder([{ afterMs: 1000, addGroups: ['managers'] }], {})).toBe(
+      'Approval policy rule 1 ("esc"): escalation step 1 adds groups, but the rule names none (any approver may decide already): give the rule "groups".',
+    );
+    expect(ladder([{ afterMs: 1000, remind: true, notify: 'x' }])).toMatch(/escalation step 1 has unknown "notify"/);
+    expect(ladder(Array.from({ length: 11 }, (_, i) => ({ afterMs: i + 1, remind: true })))).toMatch(
+      /must be a list of 1 to 10 steps/,
+    );
+    expect(ladder([{ afterMs: 1000, remind: true }], { outcome: 'deny' })).toMatch(
+      /"escalation" go with "outcome": "ask" only/,
+    );
+    const ok = approvalPolicy([
+      refund({ groups: ['finance'], escalation: [{ afterMs: 1000, addGroups: ['managers'] }] }),
+    ]);
+    expect(ok.rules[0].escalation).toEqual([{ afterMs: 1000, addGroups: ['managers'] }]);
+  });
+
   it('a condition that is not one: not a number where one is needed, empty, or with an unknown bound', () => {
     const withCondition = (condition: unknown) =>
       configErrorOf(() => approvalPolicy([refund({ name: 'big', where: { amount_cents: condition } as never })]));
