@@ -85,9 +85,13 @@ export async function waitForTurns(h: Harness, id: string, turns: number): Promi
   throw new Error(`conversation ${id} did not answer ${turns} turns within 60 s`);
 }
 
-/** Waits until the conversation waits for a person (30 s at most). */
+/**
+ * Waits until a call of the conversation waits for a person and is shown (30 s at most). The status says
+ * `awaiting_approval` as soon as the call waits, but the state lists the call (and a decision can name it) only once
+ * the message that asked for it is written, which on a busy machine comes noticeably later.
+ */
 export async function waitForApproval(h: Harness, id: string): Promise<void> {
-  for (const deadline = Date.now() + 30_000; (await h.client.state(id)).status !== 'awaiting_approval';) {
+  for (const deadline = Date.now() + 30_000; (await h.client.state(id)).pendingApprovals.length === 0; ) {
     if (Date.now() > deadline) throw new Error(`conversation ${id} never waited for approval`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
