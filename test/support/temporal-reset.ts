@@ -91,7 +91,7 @@ export async function waitForTurns(h: Harness, id: string, turns: number): Promi
  * the message that asked for it is written, which on a busy machine comes noticeably later.
  */
 export async function waitForApproval(h: Harness, id: string): Promise<void> {
-  for (const deadline = Date.now() + 30_000; (await h.client.state(id)).pendingApprovals.length === 0; ) {
+  for (const deadline = Date.now() + 30_000; (await h.client.state(id)).pendingApprovals.length === 0;) {
     if (Date.now() > deadline) throw new Error(`conversation ${id} never waited for approval`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
