@@ -37,6 +37,8 @@ import type { Tool } from './tools/tool';
 import type { Agent } from './tools/agents';
 import type { Guardrail } from './tools/guardrails';
 import { readApprovalPolicy } from './policies/policy-file';
+import { readWebhookSettings } from './app/webhook-settings';
+import type { NotificationOptions } from './notifications/options';
 import type { ApprovalPolicy } from './policies/approval-policy';
 
 /**
@@ -69,6 +71,8 @@ async function main(): Promise<void> {
   const security = resolveApiSecurity(config);
   // So is the approval policy of AGENT_APPROVAL_POLICY_FILE or AGENT_APPROVAL_POLICY: a bad rule stops here.
   const configuredPolicy = readApprovalPolicy(config.approvalPolicy);
+  // And the webhooks of AGENT_WEBHOOKS_FILE or AGENT_WEBHOOK_URL: a file others can read, or a bad endpoint, stops here.
+  const notifications = readWebhookSettings(config.webhooks);
   // Before anything starts too: a missing tracing package stops here. Nothing makes spans until the worker runs.
   traceExport = config.traces && startTraceExport(config.traces);
   // Encrypted payloads: the workers, their workflow bundle and the clients share one data converter.
@@ -123,6 +127,7 @@ async function main(): Promise<void> {
         ...loaded,
         configuredPolicy,
         decisionTrust: security.decisionTrust,
+        notifications,
       }),
       connection,
       namespace: services.namespace,
@@ -157,7 +162,15 @@ async function main(): Promise<void> {
     }
     if (!stop.requested && client && metricsUrl) stopBacklog = watchApprovalBacklog(client);
     if (!stop.requested)
-      printBanner(services, api?.url, security, metricsUrl, config, loaded.approvalPolicy ?? configuredPolicy);
+      printBanner(
+        services,
+        api?.url,
+        security,
+        metricsUrl,
+        config,
+        loaded.approvalPolicy ?? configuredPolicy,
+        notifications,
+      );
     runningWorker = worker;
     await worker.run();
     logger.info('worker stopped');
@@ -196,6 +209,7 @@ function printBanner(
   metricsUrl: string | undefined,
   config: WorkerConfig,
   policy: ApprovalPolicy | undefined,
+  notifications: NotificationOptions | undefined,
 ): void {
   const payloadsEncrypted = config.payloadKeys !== undefined;
   const mcp = Object.entries(config.mcpServers ?? {}).map(
@@ -235,6 +249,7 @@ function printBanner(
     `  Task queue   ${services.taskQueue}`,
     `  MCP servers  ${mcp.length > 0 ? mcp.join(', ') : 'none (AGENT_MCP_SERVERS)'}`,
     `  Approvals    ${describePolicy(policy, config)}`,
+    `  Webhooks     ${describeWebhooks(notifications, config)}`,
     ...api,
     `  Metrics      ${metricsUrl ?? 'off (AGENT_METRICS_ADDRESS=off)'}`,
     `  Traces       ${describeTraceExport(traceExport)}`,
@@ -247,6 +262,13 @@ function printBanner(
     '',
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+/** The banner's line on the webhooks: the endpoints' names and hosts (never their secrets), from where. */
+function describeWebhooks(notifications: NotificationOptions | undefined, config: WorkerConfig): string {
+  if (!notifications || notifications.endpoints.length === 0) return 'none (AGENT_WEBHOOKS_FILE, AGENT_WEBHOOK_URL)';
+  const endpoints = notifications.endpoints.map((e) => `${e.name} (${new URL(e.url).host})`).join(', ');
+  return `${endpoints} from ${config.webhooks.file ?? 'AGENT_WEBHOOK_URL'}`;
 }
 
 /** The banner's line on the approval policy: how many rules, from where. */

@@ -12,9 +12,10 @@ import { guardrailsByAgent, toolGuardrailsOf, toolVerdict, type ApplicableGuardr
 import { createModelActivity } from './model';
 import { editCheckContext } from './model/call-checks';
 import { createToolActivity } from './tools';
-import { recordDecision } from '../db/transcript-store';
+import { recordDecision, recordGrantRevocation } from '../db/transcript-store';
 import { appendMessagesListingWaits } from '../db/approval-store';
-import { recordEscalation } from '../db/escalations';
+import { recordEscalation, escalationPayload } from '../db/escalations';
+import { enqueueNotification } from '../db/outbox';
 import { agentTables } from '../db/schema';
 import { verifyDecision } from '../common/decision-signing';
 import { turnRegistry } from './mcp-tools';
@@ -34,8 +35,17 @@ export function createActivities(deps: ActivityDeps): ConversationActivities {
     callModel: createModelActivity(deps),
     runTool: createToolActivity(deps),
     recordDecision: (record) => failOnRefusal(() => recordDecision(deps.pool, tables, record, writingRun())),
+    recordGrantRevocation: (record) => recordGrantRevocation(deps.pool, tables, record),
     recordEscalation: async (record) => {
-      await recordEscalation(deps.pool, tables, record);
+      // The step is announced (call.escalated) in the transaction that records it, once per step.
+      await recordEscalation(deps.pool, tables, record, async (client) => {
+        await enqueueNotification(client, tables, {
+          type: 'call.escalated',
+          conversationId: record.conversationId,
+          callKey: record.callKey,
+          payload: { escalation: escalationPayload(record) },
+        });
+      });
     },
     verifyDecision: async ({ conversationId, decision, edit }) => {
       const verdict = verifyDecision(deps.decisionTrust ?? { keys: [] }, conversationId, decision);

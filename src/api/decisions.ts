@@ -6,12 +6,12 @@
  * says who may decide it (`who-decides.ts`: checked here as a courtesy, the
  * workflow checks again); each call is named by its effect key as the
  * decider saw it; each decision is signed for the workers
- * (`src/common/decision-signing.ts`), groups included.
+ * (`src/common/decision-signing.ts`), groups and a standing grant included.
  */
 import { randomUUID } from 'node:crypto';
 import type { AgentClient } from '../client/client';
 import { signDecision, type DecisionKey } from '../common/decision-signing';
-import type { ApprovalDecision, DecisionKind, DecisionResult, WaitingPolicy } from '../contract';
+import type { ApprovalDecision, DecisionKind, DecisionResult, GrantRequest, WaitingPolicy } from '../contract';
 import type { ApiPrincipal } from './tokens';
 import { decisionRefusal, fourEyesForbid } from './who-decides';
 
@@ -48,6 +48,11 @@ export interface DecideRequest {
    */
   callKeys?: string[];
   reason?: string;
+  /**
+   * `approve` of exactly one call: also give a standing grant, so later calls of the same tool in the conversation
+   * (under the same approval policy rule) run without asking, within these limits.
+   */
+  grant?: GrantRequest;
 }
 
 /** How decisions are made: who may approve their own requests, and the key that signs. */
@@ -90,6 +95,11 @@ export interface CallDecision extends DecisionResult {
    * still waits then (else it is listed in the state's `refusedDecisions`).
    */
   queued: boolean;
+  /**
+   * The standing grant asked for with this approval: its id is the decision's. Given when the approval applies (queued:
+   * when a worker applies it); the state's `grants` shows it with its use.
+   */
+  grant?: GrantRequest & { id: string };
 }
 
 /** What {@link decideCalls} did. */
@@ -130,6 +140,12 @@ export async function decideCalls(
       `An "${request.decision}" decision names exactly one call (one toolCallIds or callKeys entry).`,
     );
   }
+  if (request.grant !== undefined && (request.decision !== 'approve' || byId.length + byKey.length !== 1)) {
+    throw new DecisionProblem(
+      'invalid_request',
+      'A grant goes with an "approve" decision naming exactly one call (one toolCallIds or callKeys entry). Nothing was decided.',
+    );
+  }
   const { calls: pending, workerAnswered } = await client.waitingCalls({
     conversationId,
     below: false,
@@ -163,6 +179,10 @@ export async function decideCalls(
     return refusal ? [`${n.name} (${n.found!.toolName}): ${refusal.message}`] : [];
   });
   if (ruled.length > 0) throw new DecisionProblem('not_permitted', `Nothing was decided. ${ruled.join(' ')}`);
+  if (request.grant !== undefined) {
+    const refusal = grantRefusal(named[0].name, named[0].found!);
+    if (refusal) throw new DecisionProblem('decision_refused', refusal);
+  }
   // The groups go with (and are signed with) every decision on a call a rule made wait, and every decision of someone
   // who has groups; otherwise the decision keeps the signing format workers of earlier releases check.
   const groups = [...principal.groups].sort();
@@ -180,6 +200,7 @@ export async function decideCalls(
       decidedBy: subject,
       sentAt: new Date().toISOString(),
       ...(groups.length > 0 || call.policy ? { deciderGroups: groups } : {}),
+      ...(request.grant === undefined ? {} : { grant: request.grant }),
     };
     if (policy.signingKey) decision.signature = signDecision(policy.signingKey, conversationId, decision);
     const result: DecisionResult = queued
@@ -197,7 +218,21 @@ export async function decideCalls(
       arguments: call.arguments,
       ...(call.policy ? { policy: call.policy } : {}),
       queued,
+      ...(request.grant === undefined ? {} : { grant: { id: decision.decisionId, ...request.grant } }),
     });
   }
   return { decidedBy: subject, queued, results };
+}
+
+/**
+ * Why a grant cannot go with the approval of `call`, as the API sees it before sending anything: its rule needs several
+ * people (a grant would let one approve later calls alone). The workflow checks again, and also refuses a grant on a
+ * call that runs an agent.
+ */
+function grantRefusal(name: string, call: { toolName: string; policy?: WaitingPolicy }): string | undefined {
+  if (!call.policy || call.policy.approvals <= 1) return undefined;
+  return (
+    `Nothing was decided: ${name} (${call.toolName}) waits under the approval policy's rule "${call.policy.rule}", which needs ${call.policy.approvals} different people to approve it, ` +
+    'and a grant would let one person approve its later calls alone. Approve it without a grant.'
+  );
 }

@@ -3,11 +3,13 @@
  * when, the approval policy's rule it waits under (who may decide it, its
  * approvals so far), the arguments as the tool receives them, and the form
  * that decides it (approve, reject, and where its tool allows, edit or
- * respond), without what the viewer may not decide.
+ * respond; approve with a standing grant where the rule needs one person),
+ * without what the viewer may not decide.
  */
 import { DECISION_FIELD_MAX_CHARS, type DecisionKind, type WaitingCall, type WaitingPolicy } from '../contract';
 import { html, humanDuration, prettyArguments, visible, type Html } from './html';
 import type { Flash, Viewer } from './inbox-frame';
+import { grantFields } from './inbox-grants';
 import { approvalsSoFar, decisionRefusal, escalationSoFar, whoMayDecide } from './who-decides';
 
 /** One waiting call as the inbox shows it (its age is computed when shown). */
@@ -93,6 +95,10 @@ ${editableArguments(call.arguments)}</textarea>
                 <p class="error-text" data-testid="edit-problem" role="alert"></p>
                 <button class="approve" type="submit" name="decision" value="edit">Run with these arguments</button>
               </details>`
+            }
+            ${
+              // A grant lets one person approve later calls alone: not on a call whose rule needs several.
+              !own && !noApproving && (call.policy?.approvals ?? 1) <= 1 && grantFields(call)
             }
             ${
               !noApproving &&

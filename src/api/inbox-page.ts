@@ -9,6 +9,7 @@ import type { ChatMessage } from '../contract/messages';
 import { clip, html, visible, type Html } from './html';
 import { callBlock, conversationPath, type ShownCall } from './inbox-call';
 import { flashBox, type Flash, type Viewer } from './inbox-frame';
+import { grantsBlock } from './inbox-grants';
 import { REFRESH_MS } from './inbox-script';
 
 export { escapeHtml, html, Html, humanDuration, prettyArguments, visible } from './html';
@@ -114,7 +115,10 @@ export function turnInProgress(state: Pick<ConversationState, 'status' | 'queued
   return state.status === 'running' || state.status === 'awaiting_approval' || state.queuedMessages > 0;
 }
 
-/** One conversation: its state, the last turn's outcome and answer, waiting calls and recent messages. */
+/**
+ * One conversation: its state, the last turn's outcome and answer, waiting calls and recent messages, and its standing
+ * grants.
+ */
 export function conversationMain(
   view: {
     state: ConversationState;
@@ -165,5 +169,6 @@ export function conversationMain(
           ${messagesList(view.messages, toolNamesOf(view.messages))}
         </div>
       </div>
-    </section>`;
+    </section>
+    ${grantsBlock(state.conversationId, state.grants, ctx)}`;
 }

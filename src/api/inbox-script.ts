@@ -10,16 +10,19 @@ export const REFRESH_MS = 2_000;
 /**
  * Refreshes `<main>` every {@link REFRESH_MS} while it says `data-live="true"`:
  * fetches the same address and swaps the element. It waits while the person
- * has a field or button of it focused, carries typed reasons over to the same call's form, and keeps
- * the messages shown above the content (`data-flash`).
+ * has a field or button of it focused, carries what was typed (reasons, a grant's limits) and which
+ * of its parts were open over to the same call's form, and keeps the messages shown above the content (`data-flash`).
  */
 export const INBOX_SCRIPT = `(function(){
 var wait=${REFRESH_MS};
 function typing(m){var a=document.activeElement;return !!a&&a!==document.body&&m.contains(a);}
 function swap(m,next){
-var fields=m.querySelectorAll('[data-call-key] textarea');
-for(var i=0;i<fields.length;i++){var key=fields[i].closest('[data-call-key]').getAttribute('data-call-key');
-var same=next.querySelector('[data-call-key="'+CSS.escape(key)+'"] textarea[name="'+CSS.escape(fields[i].name)+'"]');if(same)same.value=fields[i].value;}
+function call(e){return '[data-call-key="'+CSS.escape(e.closest('[data-call-key]').getAttribute('data-call-key'))+'"] ';}
+var fields=m.querySelectorAll('[data-call-key] textarea,[data-call-key] input:not([type=hidden]),[data-call-key] select');
+for(var i=0;i<fields.length;i++){
+var same=next.querySelector(call(fields[i])+'[name="'+CSS.escape(fields[i].name)+'"]');if(same)same.value=fields[i].value;}
+var open=m.querySelectorAll('[data-call-key] details[open][data-testid]');
+for(var k=0;k<open.length;k++){var d=next.querySelector(call(open[k])+'details[data-testid="'+CSS.escape(open[k].getAttribute('data-testid'))+'"]');if(d)d.open=true;}
 var flashes=m.querySelectorAll('[data-flash]');for(var j=flashes.length-1;j>=0;j--)next.insertBefore(flashes[j],next.firstChild);
 m.replaceWith(next);}
 function tick(){var m=document.querySelector('main');if(!m||m.getAttribute('data-live')!=='true')return;

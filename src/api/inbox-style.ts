@@ -70,4 +70,14 @@ button.approve:disabled{opacity:.45;cursor:not-allowed}
 .muted{color:var(--muted)}
 details.alt{margin-top:.6rem}details.alt summary{cursor:pointer;color:var(--muted)}details.alt textarea{font-family:ui-monospace,SFMono-Regular,Menlo,monospace}
 code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.92em;overflow-wrap:anywhere}
+input[type=number],input[type=text],select{font:inherit;padding:5px 8px;border:1px solid #c5cbd5;border-radius:6px;background:#fff}
+input[type=number],input[type=text]{width:100%}
+.grant-fields{display:grid;grid-template-columns:repeat(auto-fit,minmax(150px,1fr));gap:0 12px}
+.grant-fields .duration{display:flex;gap:6px}
+.grants{padding:6px 18px 14px}
+.grant+.grant{margin-top:12px;padding-top:12px;border-top:1px dashed var(--line)}
+.grant .name{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-weight:650}
+form.revoke{display:flex;align-items:flex-end;gap:8px}form.revoke label{flex:1;margin:0}
+.badge.live{background:var(--okbg);color:var(--ok)}
+.badge.revoked,.badge.expired{background:var(--badbg);color:var(--bad)}
 `;

@@ -13,6 +13,9 @@
  *   its groups; only the approver role decides (operators read). A reason or call key with a character
  *   PostgreSQL cannot store (NUL, an unpaired surrogate) is refused with 400
  *   naming it.
+ * - An approval may give a standing grant (later calls of the tool run
+ *   without asking, within limits); a conversation's page lists its grants,
+ *   and approvers revoke them there (`inbox-grants.ts`, `inbox-grant-route.ts`).
  * - Responses carry a Content-Security-Policy whose nonce admits the page's
  *   one inline style and script; every value from a conversation is escaped
  *   (`inbox-page.ts`).
@@ -43,6 +46,8 @@ import {
   type Viewer,
 } from './inbox-page';
 import { inboxForkRoute } from './inbox-fork';
+import { grantOfForm, inboxGrantRoute } from './inbox-grant-route';
+import { grantRequestWords } from './inbox-grants';
 import { field, messagesBefore, PageRefusal, RECENT_MESSAGES, sendHtml } from './inbox-http';
 import { BrowserSessions, csrfMatches, foreignOrigin, sessionPrincipal, type BrowserSession } from './sessions';
 import { chatPage } from './chat-page';
@@ -347,6 +352,7 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
   });
 
   inboxForkRoute(app, { client, inboxSession, checkOrigin, checkCsrf });
+  inboxGrantRoute(app, { client, policy, inboxSession, checkOrigin, checkCsrf });
 
   app.post<{ Params: { id: string } }>(
     '/inbox/conversations/:id/decisions',
@@ -365,7 +371,9 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
           `Deciding needs the approver role; ${session.subject} has ${session.roles.join(', ')}. Nothing was decided.`,
         );
       const callKey = field(request.body, 'callKey');
-      const decision = field(request.body, 'decision');
+      // "Run it and grant": an approval with a standing grant, whose limits are the form's grant fields.
+      const granting = field(request.body, 'decision') === 'grant';
+      const decision = granting ? 'approve' : field(request.body, 'decision');
       const reason = field(request.body, 'reason')?.trim() ?? '';
       const back = field(request.body, 'back') === 'inbox' ? '/inbox' : conversationPath(id);
       const kinds = ['approve', 'reject', 'edit', 'respond'] as const;
@@ -413,6 +421,9 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
           `A response needs 1 to ${DECISION_FIELD_MAX_CHARS.response} characters. Nothing was decided; the call still waits.`,
         );
       }
+      const asked = granting ? grantOfForm(request.body) : undefined;
+      if (asked && 'problem' in asked) return refuse(`${asked.problem} Nothing was decided; the call still waits.`);
+      const grant = asked?.grant;
       const principal = sessionPrincipal(session);
       try {
         const { results, queued } = await decideCalls(
@@ -425,6 +436,7 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
             ...(reason ? { reason } : {}),
             ...(edited ? { arguments: edited } : {}),
             ...(response ? { response } : {}),
+            ...(grant ? { grant } : {}),
           },
           policy,
         );
@@ -435,11 +447,14 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
           respond: 'answered',
         }[kind];
         const calls = results.map((r) => `call ${r.toolCallId}`).join(', ');
+        const granted = results[0]?.grant
+          ? ` With it you granted later calls of ${results[0].toolName} in this conversation to run without asking, ${grantRequestWords(results[0].grant)} (grant ${results[0].grant.id}).`
+          : '';
         session.flash = {
           kind: 'ok',
           message: queued
-            ? `You ${verb} ${calls}. No worker answers for this conversation right now: your decision is queued and applies when a worker runs, if the call still waits then.`
-            : `You ${verb} ${calls}. The turn goes on below.`,
+            ? `You ${verb} ${calls}.${granted} No worker answers for this conversation right now: your decision is queued and applies when a worker runs, if the call still waits then.`
+            : `You ${verb} ${calls}.${granted} The turn goes on below.`,
         };
         return reply.redirect(conversationPath(id), 303);
       } catch (err) {

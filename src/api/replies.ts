@@ -8,6 +8,7 @@ import { z } from 'zod';
 import {
   GUARDRAIL_OUTPUT_INFO_MAX_CHARS,
   type ConversationState,
+  type GrantView,
   type PendingApproval,
   type PendingBelow,
   type WaitingCall,
@@ -72,7 +73,7 @@ const REFUSAL_MEANING: Record<RefusalStatus, string> = {
   403: "The token's roles do not allow this (forbidden), whoever sent a turn's messages tries to approve its calls (four_eyes), or the approval policy's rule a call waits under does not let this person decide it (not_permitted: not a member of the rule's groups, or approved it already; the message names the rule, its groups and the caller's).",
   404: 'No such conversation (not_found), or no such notification kept.',
   405: 'The path takes other methods (listed in the Allow header).',
-  409: 'The conversation has ended (conversation_closed) or runs an agent called as a tool and takes no messages (child_conversation: the message names the conversation to write to), a named call no longer waits for a decision (decision_refused), a fork names a conversation id in use (conversation_exists) or a place not in the transcript of its source (fork_point_outside), or the conversation cannot regenerate now (regenerate_refused: a turn runs, nothing to regenerate, it is ending).',
+  409: 'The conversation has ended (conversation_closed) or runs an agent called as a tool and takes no messages (child_conversation: the message names the conversation to write to), a named call no longer waits for a decision or cannot take it as asked, e.g. a grant on a call whose rule needs several people, or a grant revoked already (decision_refused), a fork names a conversation id in use (conversation_exists) or a place not in the transcript of its source (fork_point_outside), or the conversation cannot regenerate now (regenerate_refused: a turn runs, nothing to regenerate, it is ending).',
   413: 'The body, or the message in it, is over its limit.',
   414: 'A path parameter is far over its documented length.',
   415: 'The body is not application/json.',
@@ -177,6 +178,39 @@ const _waitingCallSchemasMatch: [
   Same<Listed<z.infer<typeof waitingCall>>, Omit<WaitingCall, 'decisions'>>,
   Same<Listed<z.infer<typeof listedCall>>, Omit<ApprovalListItem, 'decisions'>>,
 ] = [true, true, true, true];
+
+/** A standing grant as the state shows it (`GrantView`). */
+export const grantView = z
+  .strictObject({
+    id: z.string().describe('The id of the decision that gave it; name it to revoke it.'),
+    toolName: z.string().describe('The tool whose later calls it covers.'),
+    rule: z
+      .string()
+      .optional()
+      .describe("The approval policy's rule of the call it was given with: it covers calls under that rule only."),
+    grantedBy: z.string().optional().describe("Who gave it (the approving decision's decider)."),
+    authenticated: z.boolean().optional().describe('Whether a signature proved who gave it.'),
+    callKey: z.string().describe('The call it was given with.'),
+    grantedAt: z.string().describe('ISO 8601.'),
+    expiresAt: z
+      .string()
+      .describe('When it ends, whatever else is left (ISO 8601): 30 days after it was given at most.'),
+    maxCalls: z.number().int().optional().describe('How many calls it covers.'),
+    callsUsed: z.number().int().describe('Calls it covered so far.'),
+    amount: z
+      .strictObject({ argument: z.string(), total: z.number(), used: z.number() })
+      .optional()
+      .describe(
+        'Its amount limit: the argument summed, the most it may add up to, and what the covered calls added up to.',
+      ),
+    revokedAt: z.string().optional().describe('When it was revoked (ISO 8601).'),
+    revokedBy: z.string().optional().describe('Who revoked it.'),
+    live: z.boolean().describe('Whether it covers calls now: not revoked, not expired, within its limits.'),
+  })
+  .describe('A standing grant: later calls of its tool (under its rule) run without asking while it is live.');
+
+/** The grant schema lists every field of the state's view of a grant: `tsc` fails here when they part. */
+const _grantSchemaMatches: Same<Listed<z.infer<typeof grantView>>, Listed<GrantView>> = true;
 
 const conversationStatus = z.enum(['idle', 'running', 'awaiting_approval', 'failed', 'closed']);
 
@@ -293,6 +327,12 @@ export const conversationStateReply = describing<ConversationState>(
         'Set when this conversation runs an agent called as a tool: its caller, the top-level conversation and the path of agents.',
       ),
     runningToolCalls: z.array(z.string()),
+    grants: z
+      .array(grantView)
+      .optional()
+      .describe(
+        'Standing grants given in this conversation (live, used up, expired or revoked); absent when none was given.',
+      ),
     recentTurns: z.array(turnRecord).describe('The most recent turns, newest last.'),
     usage: usage.describe(
       'Tokens and cost of the whole conversation, with what the agents it called as tools spent: its budget covers them.',
@@ -360,10 +400,34 @@ export const decisionOutcomeReply = describing<DecisionOutcome>(
             "Set when an approval policy's rule made the call wait: its approvals as they stood before this decision (an approval short of the number needed leaves the call waiting).",
           ),
         queued: z.boolean(),
+        grant: z
+          .strictObject({
+            id: z.string().describe("The grant's id: this decision's id."),
+            maxCalls: z.number().int().optional(),
+            maxAmount: z.strictObject({ argument: z.string(), total: z.number() }).optional(),
+            expiresInMs: z.number().int().optional(),
+          })
+          .optional()
+          .describe(
+            "The standing grant given with this approval, as asked for: given when the approval applies (when queued, once a worker applies it); the state's grants show it with its use.",
+          ),
       }),
     ),
   }),
 );
+
+/** `200` (applied) and `202` (queued) of `POST /v1/conversations/{id}/grants/{grantId}/revoke`. */
+export const grantRevokedReply = z
+  .strictObject({
+    conversationId: z.string(),
+    grantId: z.string(),
+    revokedBy: z.string().describe("The token's subject."),
+    queued: z
+      .boolean()
+      .describe("True when no worker answered in time: the revocation waits in the conversation's history."),
+    grant: grantView.optional().describe('The grant as it stands now, revoked (absent when queued).'),
+  })
+  .describe('Revoked: the calls it would have covered wait for a person again.');
 
 /** `202` of `POST /v1/conversations/{id}/cancel`. */
 export const cancelAccepted = z

@@ -29,6 +29,7 @@ import {
 } from '../contract';
 import { describeUnusableOutputSchema } from '../common/typed-output';
 import { describeUnstorableText } from '../contract/text';
+import { GRANT_MAX_CALLS, GRANT_MAX_MS } from '../contract/grants';
 import { NAME_THE_CALLS } from './decisions';
 
 /** The longest conversation id and message id, in characters (Unicode code points, as JSON Schema counts them). */
@@ -346,6 +347,59 @@ const reason = (field: string) =>
   personText(field, { maxChars: REASON_MAX_CHARS, description: 'Why; sent to the model with a rejection.' });
 
 /**
+ * The longest argument name (or dotted path) a grant's amount sums over, in characters: at most 200 UTF-16 code units
+ * whatever the characters (the workflow's limit), so the document's `maxLength` and the worker agree.
+ */
+export const GRANT_ARGUMENT_MAX_CHARS = 100;
+
+/**
+ * A standing grant asked for with an approval (`GrantRequest`, docs/approval-policies.md#standing-grants): at least
+ * one limit; it lasts 30 days at most, and by default.
+ */
+export const grantRequestSchema = z
+  .strictObject({
+    maxCalls: z
+      .number()
+      .int()
+      .min(1)
+      .max(GRANT_MAX_CALLS)
+      .optional()
+      .describe(`How many later calls it covers: 1 to ${GRANT_MAX_CALLS}.`),
+    maxAmount: z
+      .strictObject({
+        argument: personText('grant.maxAmount.argument', {
+          minChars: 1,
+          maxChars: GRANT_ARGUMENT_MAX_CHARS,
+          description: 'The numeric argument summed over the covered calls: its name, or a dotted path.',
+        }),
+        total: z
+          .number()
+          .gt(0)
+          .max(Number.MAX_SAFE_INTEGER)
+          .describe(
+            'The most the covered calls may add up to: a call that would take the sum over it, or without a number there, waits for a person.',
+          ),
+      })
+      .optional()
+      .describe('An amount limit, summed over one numeric argument of the covered calls.'),
+    expiresInMs: z
+      .number()
+      .int()
+      .min(1)
+      .max(GRANT_MAX_MS)
+      .optional()
+      .describe(`How long it lasts, in ms from the approval: 1 to ${GRANT_MAX_MS} (30 days, also the default).`),
+  })
+  .superRefine((grant, ctx) => {
+    if (grant.maxCalls === undefined && grant.maxAmount === undefined && grant.expiresInMs === undefined)
+      ctx.addIssue({ code: 'custom', message: '"grant" needs a limit: "maxCalls", "maxAmount" or "expiresInMs"' });
+  })
+  .meta({ minProperties: 1 })
+  .describe(
+    "approve of one call only: also let later calls of the same tool in this conversation, under the same approval policy rule, run without asking, within these limits (a standing grant, whose id is this decision's id). Refused (409 decision_refused) on a call whose rule needs several approvals, or that runs an agent.",
+  );
+
+/**
  * `POST /v1/conversations/{id}/decisions`: the calls named either by
  * tool-call id or by call key, never both (`oneOf` in the document). Strict:
  * a field such as `decidedBy` is refused, never used (the decider is the
@@ -374,10 +428,21 @@ export const decisionBody = z
       .optional()
       .describe('Or the calls as listed by GET /v1/approvals (their callKey): the version the approver saw.'),
     reason: reason('reason').optional(),
+    grant: grantRequestSchema.optional(),
   })
   .superRefine((body, ctx) => {
     if ((body.toolCallIds === undefined) === (body.callKeys === undefined))
       ctx.addIssue({ code: 'custom', message: NAME_THE_CALLS });
+    if (
+      body.grant !== undefined &&
+      (body.decision !== 'approve' || (body.toolCallIds ?? body.callKeys ?? []).length !== 1)
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          '"grant" goes with an "approve" decision naming exactly one call (one toolCallIds or callKeys entry): approve the others without a grant.',
+      });
+    }
     if ((body.decision === 'edit') !== (body.arguments !== undefined)) {
       ctx.addIssue({
         code: 'custom',
@@ -413,8 +478,28 @@ export const decisionBody = z
         if: { properties: { decision: { enum: ['edit', 'respond'] } } },
         then: { properties: { toolCallIds: { maxItems: 1 }, callKeys: { maxItems: 1 } } },
       },
+      // A grant goes with the approval of one call.
+      {
+        if: { required: ['grant'] },
+        then: {
+          properties: { decision: { const: 'approve' }, toolCallIds: { maxItems: 1 }, callKeys: { maxItems: 1 } },
+        },
+      },
     ],
   });
+
+/** The path of `POST /v1/conversations/{id}/grants/{grantId}/revoke`. */
+export const grantParams = z.object({
+  id: conversationParams.shape.id,
+  grantId: idText('grantId', "The grant's id: the id of the decision that gave it (the state's grants list them)."),
+});
+
+/** `POST /v1/conversations/{id}/grants/{grantId}/revoke`: optional. */
+export const revokeGrantBody = z
+  .strictObject({
+    reason: personText('reason', { maxChars: REASON_MAX_CHARS, description: 'Why, for the records.' }).optional(),
+  })
+  .optional();
 
 /** `POST /v1/conversations/{id}/cancel`. */
 export const cancelBody = z.strictObject({ reason: reason('reason').optional() }).optional();

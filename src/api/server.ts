@@ -13,11 +13,14 @@ import { isWorkerOutage, type AgentClient } from '../client/client';
 import { SENT_BY_MAX_CHARS } from '../contract';
 import { describeUnstorableText } from '../contract/text';
 import { ConfigError } from '../common/errors';
+import { auditRoutes } from './audit-routes';
 import { decideCalls, type DecisionPolicy } from './decisions';
 import { mayApprove } from './who-decides';
 import { chatRoutes } from './chat';
 import { codecRoutes, type CodecOptions } from './codec';
 import { forkRoutes } from './fork-routes';
+import { grantRoutes } from './grant-routes';
+import { notificationRoutes } from './notification-routes';
 import { inboxRoutes } from './inbox';
 import { registerOpenApi } from './openapi';
 import { regenerateRoutes } from './regenerate-routes';
@@ -331,6 +334,7 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
         operationId: 'decide',
         summary:
           'Approve or reject the named tool calls. Each call is named: a call that appeared after the approver looked is never decided by accident. ' +
+          'The approval of one call may also give a standing grant (grant): later calls of its tool in the conversation, under the same approval policy rule, run without asking within its limits. ' +
           "Answers 200 when the conversation's worker applied the decisions, 202 with queued: true when no worker answered in time (3 s by default): the signed decisions then wait in the conversation's history and apply when a worker runs, if the calls still wait.",
         security,
         params: conversationParams,
@@ -441,6 +445,9 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
   regenerateRoutes(app, { client, allow });
 
   forkRoutes(app, { client, allow });
+  grantRoutes(app, { client, policy, allow }); // revoking a standing grant, for approvers
+  notificationRoutes(app, { client, allow }); // webhook deliveries, for operators
+  auditRoutes(app, { client, allow }); // decisions in a time range, as JSON Lines, for operators
   const sessions = options.inbox !== false ? new BrowserSessions() : undefined;
   // The AI SDK's chat transport (useChat): the turn as a UI message stream.
   chatRoutes(app, { ...options.chat, client, policy, allow, sessions });

@@ -8,15 +8,11 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import {
-  parseDecisionKeys,
-  readDecisionKeyFile,
-  type DecisionKey,
-  type DecisionTrust,
-} from '../common/decision-signing';
+import type { DecisionTrust } from '../common/decision-signing';
 import { AesGcmPayloadCodec } from '../codec/aes-gcm';
 import { ConfigError } from '../common/errors';
 import type { WorkerConfig } from './config';
+import { resolveDecisionKeys, writeOnce } from './decision-keys';
 import type { DecisionPolicy } from '../api/decisions';
 import type { AgentClient } from '../client/client';
 import { createJwtVerifier } from '../api/jwt';
@@ -38,8 +34,7 @@ export interface ApiSecurity {
   decisionKeysOrigin: string;
 }
 
-/** The decision key made in the data folder when none is configured. */
-export const DEVELOPMENT_DECISION_KEYS_FILE = 'decision-keys';
+export { DEVELOPMENT_DECISION_KEYS_FILE } from './decision-keys';
 export { DEVELOPMENT_TOKENS_FILE };
 
 /**
@@ -70,22 +65,7 @@ export function resolveApiSecurity(config: WorkerConfig): ApiSecurity {
     );
     tokens = readTokenFile(developmentTokensFile);
   }
-  let keys: DecisionKey[];
-  let decisionKeysOrigin: string;
-  if (api.decisionKeys) {
-    keys = parseDecisionKeys(api.decisionKeys, 'AGENT_DECISION_KEYS');
-    decisionKeysOrigin = 'AGENT_DECISION_KEYS';
-  } else {
-    const file = api.decisionKeysFile ?? path.join(config.dataDir, DEVELOPMENT_DECISION_KEYS_FILE);
-    if (!api.decisionKeysFile)
-      writeOnce(file, () => `local-${Date.now().toString(36)}:${randomBytes(32).toString('hex')}\n`);
-    keys = readDecisionKeyFile(file);
-    decisionKeysOrigin = file;
-  }
-  if (keys.length === 0)
-    throw new ConfigError(
-      `No decision key in ${decisionKeysOrigin}: write one as "id:secret" (a secret from \`openssl rand -hex 32\`).`,
-    );
+  const { keys, origin: decisionKeysOrigin } = resolveDecisionKeys(config, { create: true });
   const oidc = api.oidc;
   if (oidc && !oidc.audience)
     throw new ConfigError(
@@ -140,14 +120,3 @@ export async function serveConfiguredApi(
 
 /** Where `npm run build:chat-page` writes the example chat page's script. */
 const CHAT_PAGE_BUNDLE = path.join(__dirname, '..', '..', 'examples', 'chat-page', 'dist', 'app.js');
-
-/** Writes `file` (mode 0600) unless it exists. */
-function writeOnce(file: string, content: () => string): void {
-  // The folder keeps the default mode: as root, embedded PostgreSQL's user must enter the data folder.
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  try {
-    fs.writeFileSync(file, content(), { mode: 0o600, flag: 'wx' });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  }
-}

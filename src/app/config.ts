@@ -19,6 +19,7 @@ import { AGENT_NAME_PATTERN, describeBadSearchAttributePrefix, parseSearchAttrib
 import { MODEL_APIS } from '../contract/model-api';
 import type { SearchAttributeOptions } from '../contract';
 import type { ApprovalPolicySource } from '../policies/policy-file';
+import type { WebhookSource } from './webhook-settings';
 import {
   checkedBy,
   deploymentVariables,
@@ -341,6 +342,47 @@ const SETTINGS = {
     },
     doc: 'lost-worker takeover, on unless AGENT_LOST_WORKER_TAKEOVER=false',
     build: ({ enabled, confirmMs }) => ({ enabled, ...(confirmMs ? { confirmMs } : {}) }),
+  }),
+  webhooks: group({
+    members: {
+      file: setting({
+        variable: 'AGENT_WEBHOOKS_FILE',
+        parse: text,
+        doc: 'a JSON file of webhook endpoints, readable by its owner only (it holds their secrets)',
+      }),
+      url: setting({
+        variable: 'AGENT_WEBHOOK_URL',
+        parse: text.pipe(
+          z
+            .url({ protocol: /^https?$/, error: 'must be an http(s) URL such as https://hooks.example.com/agent' })
+            .optional(),
+        ),
+        doc: 'one webhook endpoint, in place of a file',
+      }),
+      secret: setting({
+        variable: 'AGENT_WEBHOOK_SECRET',
+        parse: text,
+        doc: "`keyId:secret` that signs AGENT_WEBHOOK_URL's deliveries",
+      }),
+    },
+    doc: 'webhooks about waiting calls (docs/notifications.md): endpoints from a file, or one from AGENT_WEBHOOK_URL and AGENT_WEBHOOK_SECRET; read when the worker starts',
+    refine: ({ file, url, secret }, refuse) => {
+      if (file !== undefined && url !== undefined)
+        refuse(
+          'url',
+          'is set with AGENT_WEBHOOKS_FILE: give the endpoints in the file, or one endpoint here, not both',
+        );
+      if (url !== undefined && secret === undefined)
+        refuse('secret', 'must be set with AGENT_WEBHOOK_URL: keyId:secret, such as k1:$(openssl rand -hex 32)');
+      if (url === undefined && secret !== undefined)
+        refuse('secret', 'is set without AGENT_WEBHOOK_URL: set the URL it signs for, or unset it');
+    },
+    // Read by npm start alone (src/app/webhook-settings.ts), so the CLI and `npm run api` never open the file.
+    build: ({ file, url, secret }): WebhookSource => ({
+      ...(file !== undefined ? { file } : {}),
+      ...(url !== undefined ? { url } : {}),
+      ...(secret !== undefined ? { secret } : {}),
+    }),
   }),
   traces: traceSettings,
   api: {

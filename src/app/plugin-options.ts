@@ -13,6 +13,7 @@ import type { Tool } from '../tools/tool';
 import type { ApprovalPolicy } from '../policies/approval-policy';
 import { MCP_NAME_SEPARATOR } from '../mcp/protocol';
 import type { DurableAgentPluginOptions } from '../worker/plugin-options';
+import type { NotificationOptions } from '../notifications/options';
 import { ConfigError, type WorkerConfig } from './config';
 import type { RunningServices } from './services';
 
@@ -32,6 +33,8 @@ export interface StartedWorkerParts {
   configuredPolicy?: ApprovalPolicy;
   /** The decision keys the API signs with, settled with the API's security. */
   decisionTrust: DecisionTrust;
+  /** The webhooks of AGENT_WEBHOOKS_FILE, or AGENT_WEBHOOK_URL and AGENT_WEBHOOK_SECRET, read before anything started. */
+  notifications?: NotificationOptions;
 }
 
 /**
@@ -39,7 +42,7 @@ export interface StartedWorkerParts {
  * found (with the configured context window and prices), the tools module's
  * tools and agents, and each setting the plugin reads (`AGENT_DEFAULT_AGENT`,
  * `AGENT_MAX_PARALLEL_TOOL_CALLS`, `AGENT_DATABASE_SCHEMA`, `AGENT_MCP_SERVERS`,
- * lost-worker takeover, search attributes, the approval policy). The worker's
+ * lost-worker takeover, search attributes, the approval policy, the webhooks). The worker's
  * own options (cache size, data converter, bundle) are not the plugin's and
  * stay with the caller.
  *
@@ -67,6 +70,7 @@ export function pluginOptionsFrom(config: WorkerConfig, started: StartedWorkerPa
     mcp: config.mcpServers ? { servers: config.mcpServers } : undefined,
     lostWorkers: config.lostWorkers,
     searchAttributes: config.searchAttributes,
+    ...(started.notifications ? { notifications: started.notifications } : {}),
   };
 }
 

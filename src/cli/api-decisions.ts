@@ -10,7 +10,7 @@
 // tokens.ts, not setup.ts: the CLI must not load the API server (Fastify, jose, the inbox) to read a token file.
 import { readTokenFile } from '../api/tokens';
 import type { RunningApi } from './running-api';
-import type { DecisionKind, WaitingCall, WaitingPolicy } from '../contract';
+import type { DecisionKind, GrantRequest, WaitingCall, WaitingPolicy } from '../contract';
 
 /** Where and as whom the CLI decides through the API. */
 export interface ApiDecider {
@@ -48,6 +48,8 @@ export interface ApiCallDecision {
   arguments: unknown;
   /** The approval policy's rule the call waited under, with its approvals before this decision. */
   policy?: WaitingPolicy;
+  /** The standing grant given with this approval (its id is the decision's). */
+  grant?: GrantRequest & { id: string };
 }
 
 /** What the API did: applied, or queued because no worker answered. */
@@ -57,8 +59,17 @@ export interface ApiDecisionOutcome {
   results: ApiCallDecision[];
 }
 
-/** Calls the API with the CLI's token; throws with the API's message when it refuses. */
-export async function callApi<T>(api: ApiDecider, method: 'GET' | 'POST', route: string, body?: unknown): Promise<T> {
+/**
+ * Calls the API with the CLI's token; throws with the API's message when it refuses, and saying `notDone` (what did not
+ * happen) when it does not answer.
+ */
+export async function callApi<T>(
+  api: ApiDecider,
+  method: 'GET' | 'POST',
+  route: string,
+  body?: unknown,
+  notDone = 'Nothing was decided.',
+): Promise<T> {
   const response = await fetch(`${api.url}${route}`, {
     method,
     headers: {
@@ -68,7 +79,7 @@ export async function callApi<T>(api: ApiDecider, method: 'GET' | 'POST', route:
     body: body === undefined ? undefined : JSON.stringify(body),
   }).catch((err: Error) => {
     throw new Error(
-      `The HTTP API at ${api.url} did not answer (${err.message}). Is npm start (or npm run api) running? Nothing was decided.`,
+      `The HTTP API at ${api.url} did not answer (${err.message}). Is npm start (or npm run api) running? ${notDone}`,
     );
   });
   const json = (await response.json().catch(() => undefined)) as
@@ -125,6 +136,7 @@ export async function decideThroughApi(
     reason?: string;
     arguments?: Record<string, unknown>;
     response?: string;
+    grant?: GrantRequest;
   },
 ): Promise<ApiDecisionOutcome> {
   const outcome = await callApi<ApiDecisionOutcome>(

@@ -1,6 +1,7 @@
 /**
  * The command line: `chat`, `say`, `retry`, `show`, `state`, `pending`,
- * `unknown-effects`, `approve`, `reject`, `respond`, `fork`, `cancel`, `end`.
+ * `unknown-effects`, `approve`, `reject`, `respond`, `grants`, `revoke-grant`, `fork`, `cancel`, `end`,
+ * `audit export`, `audit verify`.
  * Finds Temporal and PostgreSQL from the environment, or from the runtime
  * file a running `npm start` writes; decides through the HTTP API of
  * AGENT_API_URL, or of the `npm start` running here for the same target
@@ -8,9 +9,12 @@
  */
 import '../app/node-check';
 import { Command } from 'commander';
+import { addAuditCommands } from './commands/audit';
 import { addChatCommand } from './commands/chat';
 import { addDecisionCommands } from './commands/decide';
 import { addForkCommand } from './commands/fork';
+import { addGrantCommands } from './commands/grants';
+import { addNotificationCommands } from './commands/notifications';
 import { addPendingCommands } from './commands/pending';
 import { addRetryCommand } from './commands/retry';
 import { addSayCommand } from './commands/say';
@@ -28,8 +32,11 @@ addRetryCommand(program);
 addShowCommands(program);
 addPendingCommands(program);
 addDecisionCommands(program);
+addGrantCommands(program);
 addForkCommand(program);
 addStopCommands(program);
+addNotificationCommands(program);
+addAuditCommands(program);
 
 program.parseAsync().catch((err: Error) => {
   process.stderr.write(`error: ${err.message}\n`);

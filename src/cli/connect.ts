@@ -8,7 +8,9 @@ import { readRuntimeInfo } from '../app/runtime-file';
 import { connectionOptions, EMBEDDED_DEV_SERVER, explainConnectionFailure } from '../app/temporal-connection';
 import { AgentClient } from '../client/client';
 import { encryptingDataConverter } from '../codec';
-import { resolveCliTarget } from './target';
+import type { Pool } from 'pg';
+import { agentTables, type AgentTables } from '../db/schema';
+import { resolveCliDatabase, resolveCliTarget } from './target';
 
 /** How long the CLI waits for a worker to answer a query. */
 const CLI_QUERY_TIMEOUT_MS = 5_000;
@@ -45,5 +47,22 @@ export async function withClient<T>(action: (client: AgentClient) => Promise<T>)
     return await action(client);
   } finally {
     await client.close();
+  }
+}
+
+/**
+ * Runs `action` with a pool on the CLI's database (`DATABASE_URL`, else the running `npm start`'s) and its tables,
+ * closing it afterwards: for reads of PostgreSQL alone, without Temporal. `pg` is loaded only here.
+ */
+export async function withDatabase<T>(action: (pool: Pool, tables: AgentTables) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const { databaseUrl, schema } = resolveCliDatabase(config, readRuntimeInfo(config.dataDir));
+  const tables = agentTables(schema);
+  const { createPool } = await import('../db/pool.js');
+  const pool = createPool(databaseUrl, 2);
+  try {
+    return await action(pool, tables);
+  } finally {
+    await pool.end();
   }
 }

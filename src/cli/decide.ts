@@ -3,12 +3,13 @@
  * configured or running here (signed), else with the client directly, queued
  * when no worker answers.
  */
+import { randomUUID } from 'node:crypto';
 import { loadConfig } from '../app/config';
 import { readRuntimeInfo } from '../app/runtime-file';
 import type { AgentClient } from '../client/client';
 import { isUnsignedRefusal } from '../common/decision-signing';
 import { DecisionRefusedError } from '../common/errors';
-import type { DecisionKind, WaitingPolicy } from '../contract';
+import type { DecisionKind, GrantRequest, WaitingPolicy } from '../contract';
 import { decideThroughApi, findApiDecider, waitingThroughApi, type ApiDecider } from './api-decisions';
 import { withClient } from './connect';
 import { findRunningApi, howToDecideThroughApi, type RunningApi } from './running-api';
@@ -28,6 +29,8 @@ export interface CliDecision {
     arguments: unknown;
     /** The approval policy's rule the call waited under, with its approvals before this decision. */
     policy?: WaitingPolicy;
+    /** The standing grant given with this approval (its id is the decision's). */
+    grant?: GrantRequest & { id: string };
   }[];
   decidedBy?: string;
   queued: boolean;
@@ -57,14 +60,19 @@ export async function decideCalls(
     decidedBy?: string;
     arguments?: Record<string, unknown>;
     response?: string;
+    /** `approve` of one named call: also give a standing grant with these limits. */
+    grant?: GrantRequest;
   },
   client?: AgentClient,
 ): Promise<CliDecision> {
   const { running, api } = localApi();
   const { decision, reason } = d;
+  if (d.grant && (decision !== 'approve' || (!d.toolCallId && !d.callKey)))
+    throw new Error('A grant goes with the approval of one call: name it (a tool call id or --key), not --all.');
   const extra = {
     ...(d.arguments ? { arguments: d.arguments } : {}),
     ...(d.response !== undefined ? { response: d.response } : {}),
+    ...(d.grant ? { grant: d.grant } : {}),
   };
   if (api) {
     const named = d.callKey
@@ -99,8 +107,10 @@ export async function decideCalls(
       `${what} not waiting for approval in conversation ${conversationId}${how}. Nothing was decided; see "pending".`,
     );
   }
+  const decided: CliDecision['calls'] = [];
   for (const call of chosen) {
     const one = {
+      decisionId: randomUUID(),
       decision,
       toolCallId: call.toolCallId,
       callKey: call.callKey,
@@ -116,9 +126,14 @@ export async function decideCalls(
           : err;
       });
     } else await client.signalDecision(conversationId, one);
+    decided.push({
+      ...call,
+      decisionId: one.decisionId,
+      ...(d.grant ? { grant: { id: one.decisionId, ...d.grant } } : {}),
+    });
   }
   return {
-    calls: chosen,
+    calls: decided,
     decidedBy: d.decidedBy,
     queued: !workerAnswered,
     unsigned: true,
@@ -131,7 +146,7 @@ export async function decideCalls(
  * API of the `npm start` running here for the CLI's target, with its local
  * approver's token), and what the CLI found of that `npm start`.
  */
-function localApi(): { running: RunningApi; api?: ApiDecider } {
+export function localApi(): { running: RunningApi; api?: ApiDecider } {
   const config = loadConfig();
   const running = findRunningApi(config, process.env, readRuntimeInfo(config.dataDir));
   return { running, api: findApiDecider(process.env, running) };

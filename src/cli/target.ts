@@ -56,3 +56,25 @@ export function resolveCliTarget(
     embedded: !config.temporal.address,
   };
 }
+
+/** The database the CLI reads directly, and the schema of the project's tables in it. */
+export interface CliDatabase {
+  databaseUrl: string;
+  schema: string;
+}
+
+/**
+ * The database of {@link resolveCliTarget}, for commands that read PostgreSQL alone (`audit export`): `DATABASE_URL`
+ * when set, else the running `npm start`'s. No Temporal address is needed. Throws when neither names one.
+ */
+export function resolveCliDatabase(config: WorkerConfig, runtime: RuntimeInfo | undefined): CliDatabase {
+  const databaseUrl = config.databaseUrl ?? runtime?.databaseUrl;
+  if (!databaseUrl)
+    throw new Error(
+      `DATABASE_URL is not set and no running worker was found (no ${config.dataDir}/runtime.json with a database): set DATABASE_URL to the workers' PostgreSQL, or start one with "npm start" in another terminal.`,
+    );
+  return {
+    databaseUrl,
+    schema: config.databaseUrl ? config.databaseSchema : (runtime?.databaseSchema ?? config.databaseSchema),
+  };
+}

@@ -6,6 +6,8 @@
  * Runs anywhere; talks to Temporal and, for message bodies and the list of
  * waiting calls, to PostgreSQL, loading `pg` only for the first such read.
  */
+import { revokeGrantSignal } from '../contract/workflow';
+import type { GrantRevocation } from '../contract/grants';
 import { Client, Connection, type ClientPlugin, type ConnectionOptions } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import type {
@@ -22,6 +24,11 @@ import type { StreamEvent } from '../db/stream-channel';
 import type { StoredMessage, SupersededMessage } from '../db/transcript-store';
 import { readHistorySource } from '../db/ui-history-reads';
 import { readCallDecisions, type CallDecisionRecord } from '../db/call-decisions';
+import { readNotifications, resendNotification, type NotificationFilter } from '../db/outbox';
+import type { NotificationDelivery } from '../contract/notifications';
+import { readAuditRecords } from '../db/audit';
+import type { AuditRecord } from '../audit/record';
+import type { AuditRange } from '../audit/range';
 import * as approvals from './approvals';
 import type { DecisionInput, WaitingCallQuery, WaitingCalls } from './approvals';
 import { ClientContext, workflowTaskTimeoutOf, type ClientSettings } from './context';
@@ -270,6 +277,15 @@ export class AgentClient {
     return approvals.signalDecision(this.context, conversationId, decision);
   }
 
+  /**
+   * Revokes a standing grant given in the conversation (its id is the id of the decision that gave it): from now on
+   * the calls it would have covered wait for a person. A grant unknown or revoked already changes nothing (said in the
+   * state's `lastError`). The state's `grants` shows it revoked.
+   */
+  async revokeGrant(conversationId: string, revocation: GrantRevocation): Promise<void> {
+    await this.context.temporal.workflow.getHandle(conversationId).signal(revokeGrantSignal, revocation);
+  }
+
   /** The stored transcript (message bodies), through `throughSeq` when given. */
   transcript(conversationId: string, throughSeq?: number): Promise<StoredMessage[]> {
     return transcripts.transcript(this.context, conversationId, throughSeq);
@@ -283,6 +299,15 @@ export class AgentClient {
   /** The decisions recorded on the conversation's calls named by `callKeys` (effect keys), by call key. */
   async callDecisions(conversationId: string, callKeys: readonly string[]): Promise<Map<string, CallDecisionRecord>> {
     return readCallDecisions(await this.context.database(), this.context.tables, conversationId, callKeys);
+  }
+
+  /**
+   * The audit records of the decisions made in `range` (`from` included, `to` excluded): every person's decision and
+   * every approval policy rule's own, with the calls' tools and arguments and what the sender signed, oldest first, a
+   * page of at most 500 at a time (each read when the previous one is taken). Needs `databaseUrl`.
+   */
+  async *auditRecords(range: AuditRange): AsyncGenerator<AuditRecord[]> {
+    yield* readAuditRecords(await this.context.database(), this.context.tables, range);
   }
 
   /** The live transcript (with each row's reference key) and the decisions recorded on its calls: a chat's history. */
@@ -347,6 +372,24 @@ export class AgentClient {
    */
   regenerate(conversationId: string, options?: RegenerateOptions): Promise<RegenerateResult> {
     return regenerating.regenerate(this.context, conversationId, options);
+  }
+
+  /**
+   * Webhook notifications' deliveries, one per event and endpoint (docs/notifications.md): `pending` (the default:
+   * not delivered yet, failing or not, oldest first), `failing` (undelivered after the dispatcher's number of attempts)
+   * or `delivered` (most recent first), at most `limit` (default 100). Read from PostgreSQL; needs `databaseUrl`.
+   */
+  async notifications(filter: NotificationFilter = {}): Promise<NotificationDelivery[]> {
+    return readNotifications(await this.context.database(), this.context.tables, filter);
+  }
+
+  /**
+   * Sends a webhook notification again, with the same event id: its deliveries (to `endpoint`, or to each endpoint
+   * it was for) are due at once, delivered before or not, and a running worker posts them. Returns those endpoints;
+   * none when no such event is kept (unknown, or deleted after its keep). Needs `databaseUrl`.
+   */
+  async resendNotification(eventId: string, endpoint?: string): Promise<string[]> {
+    return resendNotification(await this.context.database(), this.context.tables, eventId, endpoint);
   }
 
   /** Closes the connections this client opened. */

@@ -1,7 +1,8 @@
 /**
  * The client side, safe anywhere: {@link AgentClient} to send messages,
- * decide, follow and read conversations, the errors it throws, and payload
- * encryption for the clients and workers of an encrypted deployment.
+ * decide, follow and read conversations, the errors it throws, payload
+ * encryption for the clients and workers of an encrypted deployment, and the
+ * check of a webhook delivery's signature for receivers.
  *
  * @packageDocumentation
  */
@@ -27,3 +28,5 @@ export {
   UnstorableTextError,
 } from '../common/errors';
 export { encryptingDataConverter, parsePayloadKeys, type PayloadKey } from '../codec';
+// A receiver of the worker's webhooks checks each delivery's signature (docs/notifications.md).
+export { verifyWebhook } from '../common/webhook-signature';

@@ -60,13 +60,14 @@ export function decisionSigningPayload(conversationId: string, d: ApprovalDecisi
     d.sentAt ?? null,
   ];
   // A decider's groups (approval policies) are covered by the third format, which covers everything.
-  if (d.deciderGroups !== undefined) {
+  if (d.deciderGroups !== undefined || d.grant !== undefined) {
     return JSON.stringify([
       'durable-agent-decision/3',
       ...v1,
       d.arguments === undefined ? null : canonicalJson(d.arguments),
       d.response ?? null,
-      [...d.deciderGroups].sort(),
+      d.deciderGroups === undefined ? null : [...d.deciderGroups].sort(),
+      d.grant === undefined ? null : canonicalJson(d.grant),
     ]);
   }
   // Approvals and rejections keep the first format (decisions queued in histories stay valid); an edit's
@@ -82,9 +83,9 @@ export function decisionSigningPayload(conversationId: string, d: ApprovalDecisi
 
 /**
  * JSON with every object's keys sorted, so the same arguments always sign the same, whatever order they were written
- * in.
+ * in (and an audit compares them the same way).
  */
-function canonicalJson(value: unknown): string {
+export function canonicalJson(value: unknown): string {
   const sorted = (v: unknown): unknown =>
     Array.isArray(v)
       ? v.map(sorted)

@@ -10,6 +10,7 @@ import type { ChatMessage } from './messages';
 import type { WaitingCall } from './waiting-calls';
 import type { HandoffRecord } from './handoffs';
 import type { CallPolicy } from './policies';
+import type { StandingGrant } from './grants';
 
 /** An assistant message as returned by the model. */
 export type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>;
@@ -407,7 +408,7 @@ export interface DecisionRecord {
   /** Workflow time of the decision, ms since the epoch. */
   decidedAt: number;
   /** How it arrived: a person's signal or update, or an approval policy's rule that decided without a person. */
-  via: 'signal' | 'update' | 'policy';
+  via: 'signal' | 'update' | 'policy' | 'grant';
   /** Whether `decidedBy` was authenticated by a valid signature (absent from workflow code before signed decisions). */
   authenticated?: boolean;
   /** The approval policy's rule the call was under: the one that decided it (`via: 'policy'`) or that let this person. */
@@ -424,6 +425,21 @@ export interface DecisionRecord {
    * (`src/common/decision-signing.ts`). Absent for unsigned decisions and the rules' own.
    */
   signedDecision?: ApprovalDecision;
+  /** The grant this approval gave (recorded in `approval_grants`). */
+  grant?: StandingGrant;
+  /** `via: 'grant'`: the grant that let the call run without asking, and what the call counted against its amount. */
+  grantId?: string;
+  grantAmount?: number;
+}
+
+/** A grant revoked: recorded in `approval_grants`. */
+export interface GrantRevocationRecord {
+  conversationId: string;
+  grantId: string;
+  revokedBy?: string;
+  reason?: string;
+  /** Workflow time, ms since the epoch. */
+  revokedAt: number;
 }
 
 /** A step of a waiting call's escalation ladder, taken: recorded for approvers' lists and announced to webhooks. */
@@ -499,6 +515,8 @@ export interface ConversationActivities {
   runTool(input: ToolCallInput): Promise<ToolCallResult>;
   /** Records an applied decision (idempotent on its id). */
   recordDecision(record: DecisionRecord): Promise<void>;
+  /** Records that a grant was revoked (idempotent). */
+  recordGrantRevocation(record: GrantRevocationRecord): Promise<void>;
   /** Records a step of a waiting call's escalation ladder (idempotent on the call and step). */
   recordEscalation(record: EscalationRecord): Promise<void>;
   /** Checks a decision's signature against the worker's decision keys (`decision-signing.ts`); no I/O. */
@@ -518,6 +536,7 @@ export const CONVERSATION_ACTIVITY_NAMES = [
   'recordDecision',
   'verifyDecision',
   'recordEscalation',
+  'recordGrantRevocation',
   'discoverTools',
 ] as const satisfies readonly ConversationActivityName[];
 

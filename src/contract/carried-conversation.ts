@@ -4,6 +4,7 @@
  * unknown effect it keeps ({@link UnknownEffect}, which its state shows too).
  * Types only; workflow-safe.
  */
+import type { StandingGrant } from './grants';
 import type { DecisionResult, RefusedDecision } from './decisions';
 import type { ConversationUsage, TurnRecord } from './turn-records';
 import type { MessageFile } from './message-files';
@@ -24,6 +25,8 @@ export interface CarriedConversation {
   receivedMessageIds: string[];
   /** The most recent applied decisions, for deduplication (at most {@link DEDUP_MEMORY}). */
   decisions: DecisionResult[];
+  /** Standing grants given in this conversation, live or spent (absent when none was ever given). */
+  grants?: StandingGrant[];
   /** The most recent refused decision signals (absent in runs started by older versions). */
   refusedDecisions?: RefusedDecision[];
   /** Messages received and not yet answered. */

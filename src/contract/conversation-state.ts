@@ -5,6 +5,7 @@
  * turns are in `turn-records.ts`, calls waiting for a person in
  * `waiting-calls.ts`. Types only; workflow-safe.
  */
+import type { StandingGrant } from './grants';
 import type { ExtractedAgentResult } from './activities';
 import type { AgentCaller, ForkOrigin } from './conversation-input';
 import type { UnknownEffect } from './carried-conversation';
@@ -55,6 +56,8 @@ export interface ConversationState {
    * its sender finds out; the update `submitDecision` answers directly instead.
    */
   refusedDecisions: RefusedDecision[];
+  /** Standing grants given in this conversation (live, spent, expired or revoked); absent when none was given. */
+  grants?: GrantView[];
   /** The most recent turns, newest last (at most {@link RECENT_TURNS_KEPT}). */
   recentTurns: TurnRecord[];
   /** The turn running now: the user messages it answers, and the seq of its first message. */
@@ -135,3 +138,12 @@ export interface SubAgentTurn {
   /** The same by agent. */
   usageByAgent?: Record<string, ConversationUsage>;
 }
+
+/** A standing grant as the state shows it: times as ISO 8601, and whether it still covers calls now. */
+export type GrantView = Omit<StandingGrant, 'grantedAt' | 'expiresAt' | 'revokedAt'> & {
+  grantedAt: string;
+  expiresAt: string;
+  revokedAt?: string;
+  /** Whether it covers calls now: not revoked, not expired, within its limits. */
+  live: boolean;
+};

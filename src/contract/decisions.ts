@@ -4,6 +4,7 @@
  * what it did or why it was refused, and the checks that say what is wrong
  * with one. Pure and workflow-safe.
  */
+import { describeBadGrant, type GrantRequest } from './grants';
 import { DECISION_FIELD_MAX_CHARS, EDITED_ARGUMENTS_MAX_BYTES } from './limits';
 import { describeUnstorableFields } from './text';
 
@@ -71,6 +72,11 @@ export interface ApprovalDecision {
    * only some groups decide a call. Covered by the signature; the workflow trusts them only when it is valid.
    */
   deciderGroups?: string[];
+  /**
+   * `approve` of one call only: also let later calls of the same tool in this conversation (under the same approval
+   * policy rule) run without asking, within these limits. Covered by the signature.
+   */
+  grant?: GrantRequest;
 }
 
 /** What a decision did. */
@@ -140,6 +146,12 @@ export function describeBadDecision(decision: unknown): string | undefined {
       d.deciderGroups.some((g) => typeof g !== 'string' || g === '' || g.length > 128 || g.includes('\u0000')))
   ) {
     return '"deciderGroups", when given, must be a list of at most 100 group names (1 to 128 characters each)';
+  }
+  if (d.grant !== undefined) {
+    if (d.decision !== 'approve') return '"grant" goes with an "approve" decision only';
+    if (!oneCall) return '"grant" goes with a decision on one call: name it with "toolCallId" or "callKey"';
+    const problem = describeBadGrant(d.grant);
+    if (problem) return problem;
   }
   return undefined;
 }

@@ -125,6 +125,30 @@ export const AGENT_METRICS = {
       "Conversations of the task queue waiting for a person (counted by Temporal's visibility, or from PostgreSQL without the approvals search attributes), by how long the oldest call has waited (waited: any, over_1h, over_1d, over_7d). Every standalone worker reports the same figure.",
     labels: ['waited'],
   },
+  webhookDeliveries: {
+    name: 'agent_webhook_deliveries_total',
+    kind: 'counter',
+    unit: 'attempts',
+    description:
+      'Attempts to deliver a notification to a webhook endpoint, by endpoint (its configured name) and outcome (delivered: answered 2xx; failed: another status, no answer in time, no connection).',
+    labels: ['endpoint', 'outcome'],
+  },
+  webhookUndelivered: {
+    name: 'agent_webhook_undelivered',
+    kind: 'gauge',
+    unit: 'events',
+    description:
+      "Notifications not delivered yet, by endpoint and state (pending; failing: after the dispatcher's number of failed attempts, still retried). Every worker delivering to the endpoint reports the same figure.",
+    labels: ['endpoint', 'state'],
+  },
+  webhookOldestUndelivered: {
+    name: 'agent_webhook_oldest_undelivered_age',
+    kind: 'gauge',
+    unit: 'ms',
+    description:
+      'How long ago the oldest notification not yet delivered to the endpoint was written (0 when none waits), by endpoint.',
+    labels: ['endpoint'],
+  },
 } as const satisfies Record<string, MetricSpec>;
 
 /** The `waited` label values of {@link AGENT_METRICS}.conversationsAwaitingApproval, with their thresholds (ms). */

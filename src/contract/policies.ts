@@ -73,6 +73,19 @@ export function ruleDecisionId(callKey: string): string {
   return `rule/${callKey}`;
 }
 
+/** The argument at a dotted path of a call's arguments (an exact key first), or undefined. */
+export function argumentAt(args: unknown, path: string): unknown {
+  if (typeof args !== 'object' || args === null) return undefined;
+  const record = args as Record<string, unknown>;
+  if (Object.hasOwn(record, path)) return record[path];
+  let v: unknown = args;
+  for (const part of path.split('.')) {
+    if (typeof v !== 'object' || v === null || !Object.hasOwn(v, part)) return undefined;
+    v = (v as Record<string, unknown>)[part];
+  }
+  return v;
+}
+
 /** How many approvals a call under `policy` needs (1 without a policy). */
 export function approvalsNeeded(policy: CallPolicy | undefined): number {
   return policy?.outcome === 'ask' ? (policy.approvals ?? 1) : 1;

@@ -4,6 +4,7 @@
  * (the other modules of `src/contract`). Defined once, imported by the
  * workflow and by clients. Workflow-safe: no I/O, no Node imports.
  */
+import type { GrantRevocation } from './grants';
 import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributeUpdatePair } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { ConversationState } from './conversation-state';
@@ -37,6 +38,9 @@ export const regenerateSignal = defineSignal<[RegenerateRequest?]>('regenerate')
 
 /** The same request as an update: a refused one (a turn runs, nothing to regenerate, ending) fails with the reason. */
 export const regenerateUpdate = defineUpdate<RegenerateResult, [RegenerateRequest]>('regenerateAnswer');
+
+/** Revokes a standing grant (`src/contract/grants.ts`): calls it would have covered wait for a person again. */
+export const revokeGrantSignal = defineSignal<[GrantRevocation]>('revokeGrant');
 
 /** Ends the conversation once the current turn and queued messages are done. */
 export const endConversationSignal = defineSignal<[]>('endConversation');

@@ -47,8 +47,11 @@ export interface CallDecision {
   authenticated?: boolean;
   /** Workflow time, ms since the epoch. */
   decidedAt: number;
-  /** The approval policy's rule that decided it, when no person did. */
+  /** The approval policy's rule that decided it, when no person did (or the rule of the grant that did). */
   rule?: string;
+  /** The standing grant that let it run without asking (its id), and what it counted against the grant's amount. */
+  grant?: string;
+  grantAmount?: number;
 }
 
 /** The settled result of a call: the tool message content and how it came about. */
@@ -181,9 +184,25 @@ export class ToolCallBatch {
     }
   }
 
-  /** The calls an approval policy's rule decided without a person (allowed or denied), with their decisions. */
+  /**
+   * The calls decided without anyone asked: allowed or denied by an approval policy's rule, or covered by a standing
+   * grant, with their decisions.
+   */
   ruled(): BatchCall[] {
-    return this.calls.filter((c) => c.decision?.rule !== undefined);
+    return this.calls.filter(
+      (c) =>
+        c.decision !== undefined &&
+        (c.decision.grant !== undefined ||
+          (c.decision.rule !== undefined && c.decision.decidedBy?.startsWith('rule:'))),
+    );
+  }
+
+  /** A standing grant covers a waiting call: it is decided by the grant and ready to run. */
+  coverByGrant(id: string, decision: CallDecision): void {
+    const call = this.get(id);
+    if (!call || call.phase !== 'awaiting_approval') return;
+    call.decision = { ...decision };
+    call.phase = 'ready';
   }
 
   /** Rebuilds a batch from {@link snapshot}. */

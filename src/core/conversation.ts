@@ -17,6 +17,7 @@ import type {
   ApprovalRequest,
   DecisionRecord,
   EscalationRecord,
+  GrantRevocationRecord,
   ModelCallInput,
   ModelCallResult,
   ToolCallResult,
@@ -37,6 +38,9 @@ import * as decisions from './decisions';
 import type { CoreEnvironment, SearchAttributeValues, StoreEntry, ToolFailure } from './edge';
 import * as messages from './messages';
 import * as regen from './regenerate';
+import * as grants from './grants';
+import { refuse } from './problems';
+import type { GrantRevocation } from '../contract/grants';
 import type { OutcomeKind } from './outcomes';
 import { carryOver, newState, type CoreState } from './state';
 import type { CallRun, CallStep, DecisionStep, PendingDecision, PendingWrite, TurnStep } from './steps';
@@ -97,6 +101,19 @@ export class ConversationCore {
   validateDecision(decision: ApprovalDecision): void {
     const checked = decisions.checkDecision(this.s, decision);
     if ('refusal' in checked) throw new Error(checked.refusal);
+  }
+
+  /**
+   * A request to revoke a standing grant: the grant covers nothing from now on. Returns what to record (and its
+   * summary), or undefined when refused (no such grant, revoked already: said in `lastError` and the log).
+   */
+  revokeGrant(request: GrantRevocation): { record: GrantRevocationRecord; summary: string } | undefined {
+    const done = grants.revokeGrant(this.s, request);
+    if ('refusal' in done) {
+      refuse(this.s, 'grant revocation', done.refusal);
+      return undefined;
+    }
+    return { record: done.record, summary: `revoke grant ${done.record.grantId}` };
   }
 
   /** A regenerate request (`check`: an update's validator, throwing why it is refused); undefined when refused. */

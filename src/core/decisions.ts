@@ -18,6 +18,7 @@ import type { DecisionStep, PendingDecision } from './steps';
 import { decisionRecordSummary, verifySummary, whoDecided } from './summaries';
 import { turnOrigin } from './origin';
 import { approvedBy } from './batch';
+import { giveGrant, grantRefusal } from './grants';
 import { approvalsNeeded, policyRefusal } from '../contract/policies';
 
 /** A decision arrived (signal or update): refused at once, or to verify. */
@@ -123,6 +124,8 @@ export function checkDecision(
   }
   const checked = batch.checkDecision(decision.toolCallId, decision.callKey);
   if (!('ids' in checked)) return { refusal: `${checked.message} (conversation ${s.id})` };
+  const grantProblem = grantRefusal(s, decision, checked.ids);
+  if (grantProblem) return { refusal: `${grantProblem} Nothing was decided (conversation ${s.id}).` };
   const kindRefused = batch.refusedKind(checked.ids, decision.decision);
   if (kindRefused)
     return { refusal: `${kindRefused} Nothing was decided; the call still waits (conversation ${s.id}).` };
@@ -218,8 +221,22 @@ export function applyDecision(
     ...signed,
     ...policyFields(s, decision, ids),
     ...(decision.signature !== undefined ? { signedDecision: decision } : {}),
+    ...grantFields(s, decision, ids, authenticated),
   };
   return { result, record };
+}
+
+/** The grant an approval gave with it, given now (kept in the state), for its record. */
+function grantFields(
+  s: CoreState,
+  decision: ApprovalDecision,
+  ids: readonly string[],
+  authenticated: boolean | undefined,
+): Pick<DecisionRecord, 'grant'> {
+  const call = decision.grant && ids.length === 1 ? s.batch?.get(ids[0]) : undefined;
+  if (!call || call.phase === 'awaiting_approval') return {};
+  const grant = giveGrant(s, decision, call, authenticated);
+  return grant ? { grant: { ...grant } } : {};
 }
 
 /** What a decision's record says about the approval policy its calls were under: the rule, the groups, N of M. */

@@ -37,7 +37,7 @@ export type Kept = Required<Omit<CarriedConversation, KeptApart | KeptWhenSet | 
   Pick<CarriedConversation, KeptWhenSet> & { phase: Phase };
 
 /** Fields of {@link Kept} that have no value until something sets them. */
-type KeptWhenSet = 'lastError' | 'agent' | 'lastInput' | 'regenerate';
+type KeptWhenSet = 'lastError' | 'agent' | 'lastInput' | 'regenerate' | 'grants';
 
 type KeptApart = 'nextSeq' | 'receivedMessageIds' | 'decisions' | 'inbox' | 'pendingCancel';
 
@@ -240,7 +240,7 @@ export function carryOver(s: CoreState): CarriedConversation {
  * The fields of {@link Kept} that the previous run carried with a value (a run begun by an older version lacks some).
  */
 function keptFields(carried: CarriedConversation | undefined): Partial<Kept> {
-  const names = new Set<string>([...Object.keys(FIRST_RUN), 'lastError', 'lastInput', 'regenerate']);
+  const names = new Set<string>([...Object.keys(FIRST_RUN), 'lastError', 'lastInput', 'regenerate', 'grants']);
   return Object.fromEntries(
     Object.entries(carried ?? {}).filter(([name, value]) => names.has(name) && value !== undefined),
   ) as Partial<Kept>;

@@ -22,6 +22,7 @@ import type { TurnStep } from './steps';
 import { modelCallSummary, toolDiscoverySummary, whoDecided } from './summaries';
 import { modelView, store } from './transcript';
 import { approvalRequests, ruledRecords } from './views';
+import { applyGrants } from './grants';
 
 /** Takes every queued message into a new turn and stores them; false when none is queued (the conversation ends). */
 export function takeTurn(s: CoreState): boolean {
@@ -184,6 +185,7 @@ export function modelAnswered(s: CoreState, result: ModelCallResult): void {
   if (calls.length === 0)
     s.lastAnswer = { responseKey: result.responseKey, text: result.message.content ?? '', ...extractedOf(result) };
   s.batch = calls.length === 0 ? undefined : new ToolCallBatch(requested, s.env.now());
+  applyGrants(s);
   s.batchOverLimit = overLimit;
   t.stage = 'answered';
   if (!s.batch) return finalAnswer(s, result, seq);

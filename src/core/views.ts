@@ -4,15 +4,18 @@
  * conversation returns when it ends. Pure reads of the state.
  */
 import type { ApprovalRequest, DecisionRecord } from '../contract/activities';
+import type { StandingGrant } from '../contract/grants';
 import type {
   ConversationState,
   ConversationStatus,
   ConversationSummary,
+  GrantView,
   OpenCall,
   SubAgentTurn,
 } from '../contract/conversation-state';
 import { agentPath, waitingBelow } from './agents';
 import { describePendingApproval, waitingPolicy, type BatchCall } from './batch';
+import { grantedRecord, isLive } from './grants';
 import type { ConversationUsage } from '../contract/turn-records';
 import type { CoreState } from './state';
 import { currentDetails as describeDetails } from './summaries';
@@ -57,6 +60,8 @@ export function approvalRequests(s: CoreState): ApprovalRequest[] {
 export function ruledRecords(s: CoreState): DecisionRecord[] {
   return (s.batch?.ruled() ?? []).flatMap((call) => {
     const d = call.decision;
+    const granted = grantedRecord(s, call);
+    if (granted) return [granted];
     if (!d?.rule) return [];
     return [
       {
@@ -104,6 +109,7 @@ export function conversationState(s: CoreState): ConversationState {
     runningToolCalls: calls.filter((c) => c.phase === 'running').map((c) => c.id),
     decisionsApplied: s.decisions.size,
     refusedDecisions: k.refusedDecisions.map((r) => ({ ...r })),
+    ...(k.grants && k.grants.length > 0 ? { grants: k.grants.map((g) => grantView(g, now)) } : {}),
     recentTurns: k.recentTurns.map((t) => ({ ...t })),
     ...(s.turn.active ? { currentTurn: { messageIds: [...s.turn.messageIds], firstSeq: s.turn.firstSeq } } : {}),
     unknownEffects: k.unknownEffects.recent.map((u) => ({ ...u })),
@@ -183,5 +189,18 @@ function subAgentTurn(s: CoreState): { lastTurn?: SubAgentTurn } {
       usage: { ...s.kept.usage },
       ...(Object.keys(s.kept.usageByAgent).length > 0 ? { usageByAgent: copyUsage(s.kept.usageByAgent) } : {}),
     },
+  };
+}
+
+/** A grant as the state shows it. */
+function grantView(g: StandingGrant, now: number): GrantView {
+  const { grantedAt, expiresAt, revokedAt, ...rest } = g;
+  return {
+    ...rest,
+    ...(g.amount ? { amount: { ...g.amount } } : {}),
+    grantedAt: new Date(grantedAt).toISOString(),
+    expiresAt: new Date(expiresAt).toISOString(),
+    ...(revokedAt !== undefined ? { revokedAt: new Date(revokedAt).toISOString() } : {}),
+    live: isLive(g, now),
   };
 }

@@ -33,3 +33,17 @@ export async function recordEscalation(
     return true;
   });
 }
+
+/** What a `call.escalated` notification says about the step (its `escalation`), times as ISO 8601. */
+export function escalationPayload(record: EscalationRecord): Record<string, unknown> {
+  return {
+    rule: record.rule,
+    step: record.step,
+    remind: record.remind,
+    addedGroups: record.addedGroups,
+    groups: record.groups ?? null,
+    escalatedAt: new Date(record.escalatedAt).toISOString(),
+    nextEscalationAt: record.nextEscalationAt === undefined ? null : new Date(record.nextEscalationAt).toISOString(),
+    deadlineAt: new Date(record.deadlineAt).toISOString(),
+  };
+}

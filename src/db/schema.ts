@@ -34,6 +34,10 @@ export const AGENT_TABLE_NAMES = [
   'budget_spend',
   'message_files',
   'context_summaries',
+  'notification_outbox',
+  'notification_endpoints',
+  'notification_deliveries',
+  'approval_grants',
 ] as const;
 
 /** The name of one of the project's tables, unqualified. */
@@ -51,6 +55,8 @@ export interface AgentTables {
   readonly toolResults: string;
   readonly modelResponses: string;
   readonly toolLedger: string;
+  /** Standing grants given with approvals (`src/core/grants.ts`): who gave them, their limits, their revocation. */
+  readonly approvalGrants: string;
   readonly approvalDecisions: string;
   /** The MCP tool lists conversations were offered, by reference. */
   readonly mcpToolsets: string;
@@ -81,6 +87,15 @@ export interface AgentTables {
   readonly messageFiles: string;
   /** Summaries of earlier messages a model was sent in their place, by conversation and seq range (`src/db/context-summaries.ts`). */
   readonly contextSummaries: string;
+  /**
+   * Notifications of changes around waiting calls, each written in the transaction of the change it announces
+   * (`src/db/outbox.ts`).
+   */
+  readonly notificationOutbox: string;
+  /** The webhook endpoints running workers deliver notifications to, by name, and when a worker last served each. */
+  readonly notificationEndpoints: string;
+  /** Each notification's delivery to each endpoint: attempts, when the next is due, when it was delivered. */
+  readonly notificationDeliveries: string;
 }
 
 /**
@@ -132,5 +147,9 @@ export function agentTables(schema: string = DEFAULT_DATABASE_SCHEMA): AgentTabl
     budgetSpend: table('budget_spend'),
     messageFiles: table('message_files'),
     contextSummaries: table('context_summaries'),
+    notificationOutbox: table('notification_outbox'),
+    notificationEndpoints: table('notification_endpoints'),
+    notificationDeliveries: table('notification_deliveries'),
+    approvalGrants: table('approval_grants'),
   };
 }

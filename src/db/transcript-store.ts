@@ -7,7 +7,14 @@ import type { Pool, PoolClient } from 'pg';
 import type { AgentTables } from './schema';
 import type { ChatMessage } from '../contract/messages';
 import type { GuardrailTrip, TokenUsage } from '../contract';
-import type { AppendEntry, AppendMessagesInput, AssistantMessage, DecisionRecord } from '../contract/activities';
+import type {
+  AppendEntry,
+  AppendMessagesInput,
+  AssistantMessage,
+  DecisionRecord,
+  GrantRevocationRecord,
+} from '../contract/activities';
+import type { StandingGrant } from '../contract/grants';
 import { parseJsonOrText, toStorableText, toStorableValue } from '../contract/text';
 import { describeRefusal, isRefusedValue, ValuesRefusedError } from './errors';
 import { prepared } from './prepared';
@@ -236,15 +243,16 @@ export async function recordDecision(
           AND d.call_keys && $9::text[] AND d.superseded_at IS NULL AND NOT EXISTS (SELECT 1 FROM displaced))
      INSERT INTO ${tables.approvalDecisions}
             (conversation_id, decision_id, decision, tool_call_ids, reason, decided_by, decided_at, via, call_keys, authenticated,
-             arguments, model_arguments, response, run_id, rule, decider_groups, call_still_waits, signed_decision)
-     SELECT $1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), $8, $9, $10, $11::jsonb, $12::jsonb, $13, $14, $15, $16, $17, $18::jsonb
+             arguments, model_arguments, response, run_id, rule, decider_groups, call_still_waits, signed_decision, grant_id, grant_amount)
+     SELECT $1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), $8, $9, $10, $11::jsonb, $12::jsonb, $13, $14, $15, $16, $17, $18::jsonb, $19, $20
       WHERE NOT EXISTS (SELECT 1 FROM displaced)
      ON CONFLICT (conversation_id, decision_id) DO UPDATE SET
        decision = EXCLUDED.decision, tool_call_ids = EXCLUDED.tool_call_ids, reason = EXCLUDED.reason,
        decided_by = EXCLUDED.decided_by, decided_at = EXCLUDED.decided_at, via = EXCLUDED.via, call_keys = EXCLUDED.call_keys,
        authenticated = EXCLUDED.authenticated, arguments = EXCLUDED.arguments, model_arguments = EXCLUDED.model_arguments,
        response = EXCLUDED.response, run_id = EXCLUDED.run_id, rule = EXCLUDED.rule, decider_groups = EXCLUDED.decider_groups,
-       call_still_waits = EXCLUDED.call_still_waits, signed_decision = EXCLUDED.signed_decision, superseded_at = NULL
+       call_still_waits = EXCLUDED.call_still_waits, signed_decision = EXCLUDED.signed_decision, grant_id = EXCLUDED.grant_id,
+       grant_amount = EXCLUDED.grant_amount, superseded_at = NULL
       WHERE ${tables.approvalDecisions}.superseded_at IS NOT NULL`,
     [
       record.conversationId,
@@ -265,7 +273,53 @@ export async function recordDecision(
       record.deciderGroups ?? null,
       record.callStillWaits === true,
       record.signedDecision === undefined ? null : JSON.stringify(record.signedDecision),
+      record.grantId ?? null,
+      record.grantAmount ?? null,
     ],
+  );
+  if (record.grant) await recordGrant(pool, tables, record.conversationId, record.grant);
+}
+
+/** Records a standing grant an approval gave (`approval_grants`); the same grant twice is stored once. */
+async function recordGrant(
+  pool: Pool | PoolClient,
+  tables: AgentTables,
+  conversationId: string,
+  grant: StandingGrant,
+): Promise<void> {
+  await pool.query(
+    `INSERT INTO ${tables.approvalGrants}
+            (conversation_id, grant_id, tool_name, rule, granted_by, authenticated, call_key, granted_at, expires_at,
+             max_calls, amount_argument, max_amount)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, to_timestamp($8 / 1000.0), to_timestamp($9 / 1000.0), $10, $11, $12)
+     ON CONFLICT (conversation_id, grant_id) DO NOTHING`,
+    [
+      conversationId,
+      grant.id,
+      grant.toolName,
+      grant.rule ?? null,
+      grant.grantedBy ?? null,
+      grant.authenticated ?? null,
+      grant.callKey,
+      grant.grantedAt,
+      grant.expiresAt,
+      grant.maxCalls ?? null,
+      grant.amount?.argument ?? null,
+      grant.amount?.total ?? null,
+    ],
+  );
+}
+
+/** Records that a grant was revoked; the first revocation stays. */
+export async function recordGrantRevocation(
+  pool: Pool,
+  tables: AgentTables,
+  record: GrantRevocationRecord,
+): Promise<void> {
+  await pool.query(
+    `UPDATE ${tables.approvalGrants} SET revoked_at = to_timestamp($3 / 1000.0), revoked_by = $4, revoke_reason = $5
+      WHERE conversation_id = $1 AND grant_id = $2 AND revoked_at IS NULL`,
+    [record.conversationId, record.grantId, record.revokedAt, record.revokedBy ?? null, record.reason ?? null],
   );
 }
 

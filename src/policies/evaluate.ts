@@ -3,7 +3,7 @@
  * carries for it. Runs in the model call's activity, once per planned call.
  */
 import { logger } from '../common/logger';
-import type { CallPolicy } from '../contract/policies';
+import { argumentAt, type CallPolicy } from '../contract/policies';
 import type { ToolCallContext } from '../tools/call-context';
 import type { ApprovalPolicy, ApprovalRule, ArgumentCondition } from './approval-policy';
 
@@ -58,7 +58,7 @@ async function matches(rule: ApprovalRule, q: PolicyQuestion, timeoutMs: number)
   if (rule.tools && !rule.tools.includes(q.toolName)) return false;
   if (rule.agents && (q.context.agent === undefined || !rule.agents.includes(q.context.agent))) return false;
   if (rule.requestedBy && !q.context.requestedBy.some((who) => rule.requestedBy!.includes(who))) return false;
-  if (rule.where && !Object.entries(rule.where).every(([path, c]) => meets(valueAt(q.args, path), c))) return false;
+  if (rule.where && !Object.entries(rule.where).every(([path, c]) => meets(argumentAt(q.args, path), c))) return false;
   if (!rule.when) return true;
   try {
     const answer = await withinTime((signal) => rule.when!(q.args as never, { ...q.context, signal }), timeoutMs);
@@ -73,19 +73,6 @@ async function matches(rule: ApprovalRule, q: PolicyQuestion, timeoutMs: number)
     );
     return counts;
   }
-}
-
-/** The argument at a dotted path (an exact key first), or undefined. */
-function valueAt(args: unknown, path: string): unknown {
-  if (typeof args !== 'object' || args === null) return undefined;
-  const record = args as Record<string, unknown>;
-  if (Object.hasOwn(record, path)) return record[path];
-  let v: unknown = args;
-  for (const part of path.split('.')) {
-    if (typeof v !== 'object' || v === null || !Object.hasOwn(v, part)) return undefined;
-    v = (v as Record<string, unknown>)[part];
-  }
-  return v;
 }
 
 /** Whether `value` meets every bound of `c`. */

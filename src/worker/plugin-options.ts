@@ -10,6 +10,7 @@ import type { McpServers } from '../mcp/protocol';
 import type { LostWorkerOptions } from './lost-workers';
 import type { SearchAttributeOptions } from '../contract';
 import type { ActivityOptions } from '../activities/options';
+import type { NotificationOptions } from '../notifications/options';
 
 export type { DurableAgentModelOptions } from '../activities/options';
 
@@ -62,4 +63,12 @@ export interface DurableAgentPluginOptions extends ActivityOptions {
    * See docs/operating.md, "When a worker dies".
    */
   lostWorkers?: LostWorkerOptions;
+  /**
+   * Webhooks about calls that wait for a person: `{ endpoints: [{ name, url, keyId, secret, events? }] }`. Each
+   * event (a call waits, is decided, times out, is cancelled, escalates) is written to an outbox in PostgreSQL in the
+   * transaction of the change it announces, and the worker posts it to each endpoint, signed, at least once, in order
+   * per call, retrying with backoff. Retries and timeouts: `timeoutMs`, `maxBackoffMs`, `failingAfterAttempts`,
+   * `concurrency`, `pollEveryMs`, `keepDeliveredDays`. See docs/notifications.md. Default none.
+   */
+  notifications?: NotificationOptions;
 }

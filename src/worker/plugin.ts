@@ -39,6 +39,8 @@ import { refusePreReleaseConversations } from './pre-release-conversations';
 import { agentTables } from '../db/schema';
 import { describeBadMcpServers } from '../mcp/protocol';
 import type { DurableAgentModelOptions, DurableAgentPluginOptions } from './plugin-options';
+import { NotificationDispatcher } from '../notifications/dispatcher';
+import { describeBadNotificationOptions } from '../notifications/options';
 
 /** The extension the project's own modules have here: `.ts` from the sources, `.js` from the built package. */
 const MODULE_EXTENSION = path.extname(__filename);
@@ -84,6 +86,8 @@ export class DurableAgentPlugin extends SimplePluginAwaited {
   private readonly mcp?: McpConnections;
   /** Lost-worker takeover, unless turned off. */
   private readonly lostWorkers?: LostWorkerWatch;
+  /** Webhook deliveries, when the options name endpoints. */
+  private readonly dispatcher?: NotificationDispatcher;
 
   /**
    * Checks the options (a bad one throws a `TypeError` naming it) and builds the activities; connects to nothing yet.
@@ -94,6 +98,10 @@ export class DurableAgentPlugin extends SimplePluginAwaited {
     const mcpServers = options.mcp?.servers ?? {};
     const problems = Object.keys(mcpServers).length > 0 ? describeBadMcpServers(mcpServers, 'mcp.servers') : [];
     if (problems.length > 0) throw new TypeError(`DurableAgentPlugin: ${problems.join('; ')}.`);
+    const notificationProblems =
+      options.notifications !== undefined ? describeBadNotificationOptions(options.notifications, 'notifications') : [];
+    if (notificationProblems.length > 0)
+      throw new TypeError(`DurableAgentPlugin: ${notificationProblems.join('; ')} (docs/notifications.md).`);
     // Tools and agents are checked before anything is opened: a bad declaration stops here.
     const agents = options.agents ?? [];
     if (options.defaultAgent !== undefined && !agents.some((a) => a.name === options.defaultAgent)) {
@@ -154,6 +162,11 @@ export class DurableAgentPlugin extends SimplePluginAwaited {
     this.ownsPool = 'url' in options.database;
     this.mcp = mcp;
     this.lostWorkers = lostWorkers;
+    const { notifications } = options;
+    this.dispatcher =
+      notifications && notifications.endpoints.length > 0
+        ? new NotificationDispatcher(pool, tables, notifications)
+        : undefined;
   }
 
   /**
@@ -183,16 +196,23 @@ export class DurableAgentPlugin extends SimplePluginAwaited {
     return { ...configured, workflowInterceptorModules: [...new Set(configured.workflowInterceptorModules ?? [])] };
   }
 
-  /** Runs the worker with lost-worker takeover beside it; closes what the plugin opened when it stops. */
+  /**
+   * Runs the worker with lost-worker takeover and webhook deliveries beside it; closes what the plugin opened when it
+   * stops.
+   */
   override async runWorker(worker: Worker, next: (w: Worker) => Promise<void>): Promise<void> {
     const client = worker.client;
     if (this.lostWorkers && client) {
       const { identity, namespace, taskQueue } = worker.options;
       await this.lostWorkers.start({ client, identity, namespace, taskQueue });
     }
+    // The runtime exists once a worker does, and its meter carries the delivery metrics (loaded here, where the worker
+    // has it loaded already: the plugin's module loads no native code of its own).
+    if (this.dispatcher) this.dispatcher.start((await import('@temporalio/worker')).Runtime.instance().metricMeter);
     try {
       await super.runWorker(worker, next);
     } finally {
+      await this.dispatcher?.stop();
       await this.lostWorkers?.stop();
       await this.mcp?.close();
       if (this.ownsPool) await this.pool.end().catch(() => undefined);
@@ -219,6 +239,8 @@ export class DurableAgentPlugin extends SimplePluginAwaited {
       if (applied.length > 0)
         logger.info({ versions: applied, schema: this.settings.schema }, 'applied database migrations');
     }
+    // Before the worker polls: events its activities write from the start are for these endpoints too.
+    await this.dispatcher?.register();
     if ((this.settings.registerSearchAttributes ?? true) && connection) {
       const { added, off } = await ensureSearchAttributes(connection, namespace, this.settings.searchAttributes);
       if (added.length > 0) logger.info({ added, namespace }, 'registered search attributes');

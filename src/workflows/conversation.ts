@@ -9,6 +9,7 @@
  * so an assistant message with tool calls is always answered by one tool
  * message per call. Changing it: docs/changing-workflow-code.md.
  */
+import type { GrantRevocation } from '../contract/grants';
 import * as wf from '@temporalio/workflow';
 import {
   ApplicationFailure,
@@ -93,6 +94,7 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
     validator: (request) => void core.regenerate(request, 'check'),
   });
   wf.setHandler(api.endConversationSignal, () => core.end());
+  wf.setHandler(api.revokeGrantSignal, (request) => revokeGrant(edge, request));
   wf.setHandler(api.subAgentWaitingSignal, (waiting) => void (core.subAgentWaiting(waiting) && publish()));
   wf.setHandler(api.stateQuery, () => core.state());
 
@@ -256,6 +258,14 @@ async function write(
       if (entries.length === 0) return;
     }
   }
+}
+
+/** A grant revoked: it covers nothing from now on (the core), then the revocation is recorded for people. */
+async function revokeGrant({ core, act, publish }: Edge, request: GrantRevocation): Promise<void> {
+  const revoked = core.revokeGrant(request);
+  if (!revoked) return;
+  publish();
+  await nonCancellable(() => act.store.recordGrantRevocation(revoked.record, revoked.summary));
 }
 
 /**

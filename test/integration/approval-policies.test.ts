@@ -291,4 +291,163 @@ describe('approval policies', () => {
     h.expectOnlyValidModelRequests();
     await exportHistoryFixture(h.temporal, id, 'approval-policy-allow-deny');
   });
+
+  it('through the API, finance approves a big refund with a standing grant: the next big refund runs without asking, in her name; a grant is refused on a call that needs two leads; an approver revokes it', async () => {
+    const id = h.newConversationId('api-grant');
+    const bigRefund = (callId: string, cents: number) => ({
+      toolCalls: [
+        { id: callId, name: 'issue_refund', arguments: { order_id: 'ord_2001', amount_cents: cents, reason: 'late' } },
+      ],
+    });
+    h.model.enqueue(bigRefund('call_g0', 31_000), { content: 'First refunded.' });
+    const first = await call('POST', `/v1/conversations/${id}/messages`, token('a'), { text: 'Refund 310' });
+    await expect.poll(async () => (await listed(id)).length).toBe(1);
+    const [waiting] = await listed(id);
+
+    // A grant goes with an approval of one call: with a rejection it is refused before anything is sent.
+    const onReject = await call('POST', `/v1/conversations/${id}/decisions`, token('f'), {
+      decision: 'reject',
+      callKeys: [waiting.callKey],
+      grant: { maxCalls: 1 },
+    });
+    expect(onReject.status).toBe(400);
+    expect(onReject.json.error.message).toContain('"grant" goes with an "approve" decision naming exactly one call');
+    const noLimit = await call('POST', `/v1/conversations/${id}/decisions`, token('f'), {
+      decision: 'approve',
+      callKeys: [waiting.callKey],
+      grant: {},
+    });
+    expect(noLimit.status).toBe(400);
+    expect(noLimit.json.error.message).toContain('needs a limit');
+
+    const granted = await call('POST', `/v1/conversations/${id}/decisions`, token('f'), {
+      decision: 'approve',
+      callKeys: [waiting.callKey],
+      grant: { maxCalls: 2, maxAmount: { argument: 'amount_cents', total: 70_000 } },
+    });
+    expect(granted.status).toBe(200);
+    const grantId = granted.json.results[0].decisionId;
+    expect(granted.json.results[0].grant).toEqual({
+      id: grantId,
+      maxCalls: 2,
+      maxAmount: { argument: 'amount_cents', total: 70_000 },
+    });
+    expect((await h.client.waitForTurn(id, first.json.messageId)).outcome).toBe('answered');
+    const state = await call('GET', `/v1/conversations/${id}`, token('b'));
+    expect(state.json.grants).toEqual([
+      expect.objectContaining({
+        id: grantId,
+        toolName: 'issue_refund',
+        rule: 'big-refunds-to-finance',
+        grantedBy: 'fiona@example.com',
+        authenticated: true,
+        maxCalls: 2,
+        callsUsed: 0,
+        amount: { argument: 'amount_cents', total: 70_000, used: 0 },
+        live: true,
+      }),
+    ]);
+
+    // The next big refund runs without asking anyone, decided in fiona's name by the grant. (The demo's order may have
+    // less left to refund than asked, so the tool may refuse the refund: what counts here is that it ran unasked.)
+    h.model.enqueue(bigRefund('call_g1', 32_000), { content: 'Second refunded.' });
+    const second = await call('POST', `/v1/conversations/${id}/messages`, token('a'), { text: 'Refund 320' });
+    expect((await h.client.waitForTurn(id, second.json.messageId)).outcome).toBe('answered');
+    const rows = await h.pool.query(
+      `SELECT decided_by, via, grant_id, authenticated, tool_call_ids FROM durable_agent.approval_decisions
+        WHERE conversation_id = $1 ORDER BY decided_at, decision_id`,
+      [id],
+    );
+    expect(rows.rows).toEqual([
+      {
+        decided_by: 'fiona@example.com',
+        via: 'update',
+        grant_id: null,
+        authenticated: true,
+        tool_call_ids: ['call_g0'],
+      },
+      {
+        decided_by: 'fiona@example.com',
+        via: 'grant',
+        grant_id: grantId,
+        authenticated: true,
+        tool_call_ids: ['call_g1'],
+      },
+    ]);
+
+    // Revoking: a requester may not; an unknown grant is 404; an approver (any) revokes it, recorded under their token.
+    const revokePath = `/v1/conversations/${id}/grants/${grantId}/revoke`;
+    expect((await call('POST', revokePath, token('a'), {})).status).toBe(403);
+    const unknown = await call('POST', `/v1/conversations/${id}/grants/no-such-grant/revoke`, token('b'), {});
+    expect(unknown.status).toBe(404);
+    expect(unknown.json.error.message).toContain('has no grant "no-such-grant"');
+    const typed = await call('POST', revokePath, token('b'), { reason: 'enough', revokedBy: 'mallory' });
+    expect(typed.status).toBe(400);
+    const revoked = await call('POST', revokePath, token('b'), { reason: 'enough for today' });
+    expect(revoked.status).toBe(200);
+    expect(revoked.json).toMatchObject({
+      conversationId: id,
+      grantId,
+      revokedBy: 'bob@example.com',
+      queued: false,
+      grant: { id: grantId, revokedBy: 'bob@example.com', live: false, callsUsed: 1 },
+    });
+    const again = await call('POST', revokePath, token('b'), {});
+    expect(again.status).toBe(409);
+    expect(again.json.error).toMatchObject({ code: 'decision_refused' });
+    expect(again.json.error.message).toContain('revoked already by bob@example.com');
+    await expect
+      .poll(
+        async () =>
+          (
+            await h.pool.query(
+              'SELECT revoked_by, revoke_reason FROM durable_agent.approval_grants WHERE conversation_id = $1',
+              [id],
+            )
+          ).rows,
+      )
+      .toEqual([{ revoked_by: 'bob@example.com', revoke_reason: 'enough for today' }]);
+    // Revoked, it covers nothing: the next big refund waits for finance again.
+    h.model.enqueue(bigRefund('call_g2', 33_000), { content: 'Not refunded.' });
+    await call('POST', `/v1/conversations/${id}/messages`, token('a'), { text: 'Refund 330' });
+    await expect.poll(async () => (await listed(id)).map((w) => w.toolCallId)).toEqual(['call_g2']);
+    const [third] = await listed(id);
+    await call('POST', `/v1/conversations/${id}/decisions`, token('f'), {
+      decision: 'reject',
+      callKeys: [third.callKey],
+    });
+    await expect.poll(async () => (await h.client.state(id)).status).toBe('idle');
+
+    // A call whose rule needs two people takes no grant: refused at the API, nothing decided.
+    const two = h.newConversationId('api-grant-two');
+    h.model.enqueue(
+      { toolCalls: [{ id: 'call_close2', name: 'close_account', arguments: { customer_id: 'cus_ada' } }] },
+      { content: 'Closed.' },
+    );
+    await call('POST', `/v1/conversations/${two}/messages`, token('a'), { text: 'Close Ada' });
+    await expect.poll(async () => (await listed(two)).length).toBe(1);
+    const [close] = await listed(two);
+    const nOfM = await call('POST', `/v1/conversations/${two}/decisions`, token('l'), {
+      decision: 'approve',
+      callKeys: [close.callKey],
+      grant: { maxCalls: 5 },
+    });
+    expect(nOfM.status).toBe(409);
+    expect(nOfM.json.error.code).toBe('decision_refused');
+    expect(nOfM.json.error.message).toContain('"close-needs-two-leads", which needs 2 different people');
+    expect((await h.client.state(two)).pendingApprovals[0].policy?.approvedBy).toEqual([]);
+    // The workflow refuses it too, when a signed decision goes around the API's check.
+    const around = { ...signedAround(two, 'lea@example.com', ['leads'], close.callKey), grant: { maxCalls: 5 } };
+    const { signature: _s, ...unsignedAround } = around;
+    const workflowRefusal = await h.client
+      .decide(two, { ...unsignedAround, signature: signDecision(KEY, two, unsignedAround) })
+      .catch((e: unknown) => (e as Error).message);
+    expect(workflowRefusal).toContain('a grant would let one person approve later calls alone');
+    await call('POST', `/v1/conversations/${two}/decisions`, token('l'), {
+      decision: 'reject',
+      callKeys: [close.callKey],
+    });
+    await expect.poll(async () => (await h.client.state(two)).status).toBe('idle');
+    h.expectOnlyValidModelRequests();
+  });
 });

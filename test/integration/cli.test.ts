@@ -2,16 +2,20 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApiServer } from '../../src/api/server';
 import { AgentClient } from '../../src/client/client';
 import { freePort } from '../../src/common/free-port';
+import { TEST_TOKENS, token } from '../support/api';
 import { runCli } from '../support/cli';
 import { startHarness, type Harness } from '../support/harness';
 
 // The command line as a user meets it: `say` prints each step once and in
 // order; a message comes from arguments, standard input or a file; piped
 // `chat` answers every line, also lines that arrive while a turn runs;
-// `pending` shows real ages; `approve` says what it approved; a command on a
-// conversation no worker answers for fails within seconds and says why.
+// `pending` shows real ages; `approve` says what it approved, and gives a
+// standing grant with --grant-*, which `grants` lists and `revoke-grant`
+// revokes (directly and through the HTTP API); a command on a conversation
+// no worker answers for fails within seconds and says why.
 
 let h: Harness;
 let env: Record<string, string>;
@@ -29,6 +33,54 @@ afterAll(async () => {
 });
 
 const count = (text: string, part: string) => text.split(part).length - 1;
+
+/** Sends a message whose model asks for one refund on an order of its own, and waits until the call waits for a person. */
+async function refundWaits(id: string, callId: string, text: string): Promise<string> {
+  await h.pool.query(
+    `INSERT INTO public.orders (id, customer_id, description, total_cents) VALUES ('ord_cli_grant', 'cus_alan', 'CLI grant order', 200000)
+     ON CONFLICT (id) DO NOTHING`,
+  );
+  h.model.enqueue(
+    {
+      toolCalls: [
+        {
+          id: callId,
+          name: 'issue_refund',
+          arguments: { order_id: 'ord_cli_grant', amount_cents: 10_500, reason: 'late' },
+        },
+      ],
+    },
+    { content: `Refunded with ${callId}.` },
+  );
+  const messageId = await h.client.sendMessage(id, text);
+  await expect
+    .poll(async () => (await h.client.state(id)).pendingApprovals.map((p) => p.toolCallId), { timeout: 20_000 })
+    .toEqual([callId]);
+  return messageId;
+}
+
+/** Sends a message whose model asks for one refund that a grant covers: the turn answers without anyone deciding. */
+async function refundRunsUnasked(id: string, callId: string, text: string): Promise<void> {
+  h.model.enqueue(
+    {
+      toolCalls: [
+        {
+          id: callId,
+          name: 'issue_refund',
+          arguments: { order_id: 'ord_cli_grant', amount_cents: 10_500, reason: 'late' },
+        },
+      ],
+    },
+    { content: `Refunded with ${callId}.` },
+  );
+  const messageId = await h.client.sendMessage(id, text);
+  expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('answered');
+  const via = await h.pool.query(
+    `SELECT via FROM durable_agent.approval_decisions WHERE conversation_id = $1 AND $2 = ANY (tool_call_ids)`,
+    [id, callId],
+  );
+  expect(via.rows).toEqual([{ via: 'grant' }]);
+}
 
 describe('the CLI', () => {
   it('say prints the tool call, its result, then the answer, each once', async () => {
@@ -130,6 +182,89 @@ describe('the CLI', () => {
       .toContain('call_age');
     expect(Number(/waiting (\d+)s/.exec(line)?.[1])).toBeGreaterThanOrEqual(1);
     await h.client.decide(id, { decision: 'reject', reason: 'test over' });
+  });
+
+  it('approve --grant-calls gives a standing grant: the next call runs unasked, grants lists it used up; revoke-grant revokes another', async () => {
+    const id = h.newConversationId('cli-grant');
+    const first = await refundWaits(id, 'call_cg0', 'Refund 105');
+    // A grant goes with the approval of one named call.
+    const all = await runCli(['approve', id, '--all', '--grant-calls', '1'], env).catch((e: { stderr: string }) => e);
+    expect((all as { stderr: string }).stderr).toContain('A grant goes with the approval of one call');
+    const bad = await runCli(['approve', id, 'call_cg0', '--grant-for', '2 weeks'], env).catch(
+      (e: { stderr: string }) => e,
+    );
+    expect((bad as { stderr: string }).stderr).toContain('--grant-for takes a duration like 30m, 2h or 1d');
+    expect((await h.client.state(id)).pendingApprovals).toHaveLength(1);
+
+    const approved = await runCli(
+      ['approve', id, 'call_cg0', '--grant-calls', '1', '--grant-for', '2h', '--by', 'bob'],
+      env,
+    );
+    expect(approved.stdout).toContain('Approved as bob: issue_refund(');
+    expect(approved.stdout).toContain(
+      'Granted: later calls of issue_refund in this conversation run without asking, up to 1 later call, for 2h (grant ',
+    );
+    const grantId = /\(grant ([^),]+)\)/.exec(approved.stdout)?.[1];
+    expect(grantId, approved.stdout).toBeDefined();
+    expect(approved.stdout).toContain(`revoke: npm run cli -- revoke-grant ${id} ${grantId}`);
+    expect((await h.client.waitForTurn(id, first)).outcome).toBe('answered');
+
+    await refundRunsUnasked(id, 'call_cg1', 'Refund 105 again');
+    const listed = (await runCli(['grants', id], env)).stdout;
+    expect(listed).toMatch(new RegExp(`^${grantId}  used up  issue_refund  by bob  calls 1 of 1  until `, 'm'));
+    const json = JSON.parse((await runCli(['grants', id, '--json'], env)).stdout);
+    expect(json).toEqual([expect.objectContaining({ id: grantId, callsUsed: 1, maxCalls: 1, live: false })]);
+
+    // Spent, it covers no more: the third refund waits, and is approved with an amount grant, which is revoked.
+    const third = await refundWaits(id, 'call_cg2', 'Refund 105 once more');
+    const amount = await runCli(
+      ['approve', id, 'call_cg2', '--grant-amount', 'amount_cents=50000', '--by', 'bob', '--json'],
+      env,
+    );
+    const decided = JSON.parse(amount.stdout);
+    const otherId = decided.calls[0].grant.id;
+    expect(decided.calls[0].grant).toEqual({ id: otherId, maxAmount: { argument: 'amount_cents', total: 50_000 } });
+    expect(otherId).toBe(decided.calls[0].decisionId);
+    expect((await h.client.waitForTurn(id, third)).outcome).toBe('answered');
+    const revoked = await runCli(['revoke-grant', id, otherId, '--reason', 'enough', '--by', 'carol'], env);
+    expect(revoked.stdout).toContain(
+      `Revoked as carol: grant ${otherId}; later calls of issue_refund in ${id} wait for a person again.`,
+    );
+    expect(revoked.stdout).toMatch(
+      new RegExp(`${otherId}  revoked  issue_refund  by bob  calls 0  amount_cents 0 of 50000  revoked by carol at `),
+    );
+    const again = await runCli(['revoke-grant', id, otherId], env).catch((e: { stderr: string }) => e);
+    expect((again as { stderr: string }).stderr).toContain(`Grant "${otherId}" was revoked already by carol`);
+    const unknown = await runCli(['revoke-grant', id, 'no-such-grant'], env).catch((e: { stderr: string }) => e);
+    expect((unknown as { stderr: string }).stderr).toContain(`Conversation ${id} has no grant "no-such-grant"`);
+  });
+
+  it("through the HTTP API (AGENT_API_URL), approve --grant-calls gives a grant under the token's subject, grants lists it and revoke-grant revokes it as that subject", async () => {
+    const api = await startApiServer({ client: h.client, tokens: TEST_TOKENS });
+    try {
+      const through = { ...env, AGENT_API_URL: api.url, AGENT_API_TOKEN: token('b') };
+      const id = h.newConversationId('cli-grant-api');
+      const first = await refundWaits(id, 'call_ca0', 'Refund 105');
+      const approved = await runCli(['approve', id, 'call_ca0', '--grant-calls', '2'], through);
+      expect(approved.stdout).toContain('Approved as bob@example.com');
+      const grantId = /\(grant ([^),]+)\)/.exec(approved.stdout)?.[1];
+      expect(grantId, approved.stdout).toBeDefined();
+      expect((await h.client.waitForTurn(id, first)).outcome).toBe('answered');
+      await refundRunsUnasked(id, 'call_ca1', 'Refund 105 again');
+      expect((await runCli(['grants', id], through)).stdout).toMatch(
+        new RegExp(`^${grantId}  live  issue_refund  by bob@example\\.com  calls 1 of 2  until `, 'm'),
+      );
+      // The API records the token's subject as who revokes; a requester's token may not revoke.
+      const requester = await runCli(['revoke-grant', id, grantId!], { ...through, AGENT_API_TOKEN: token('a') }).catch(
+        (e: { stderr: string }) => e,
+      );
+      expect((requester as { stderr: string }).stderr).toContain('(forbidden)');
+      const revoked = await runCli(['revoke-grant', id, grantId!, '--reason', 'done'], through);
+      expect(revoked.stdout).toContain(`Revoked as bob@example.com: grant ${grantId}`);
+      expect((await h.client.state(id)).grants?.[0]).toMatchObject({ revokedBy: 'bob@example.com', live: false });
+    } finally {
+      await api.stop();
+    }
   });
 
   it('a command on a conversation no worker answers for fails within seconds, saying so and changing nothing', async () => {

@@ -5,6 +5,8 @@ import { approvalPolicy } from '../../src/policies/approval-policy';
 import { apiCaller, TEST_DECISION_KEY, token } from '../support/api';
 import { exportHistoryFixture } from '../support/fixture-export';
 import { startHarness, type Harness } from '../support/harness';
+import { startTestReceiver, type TestReceiver } from '../support/webhook-receiver';
+import { webhookPayloadProblem } from '../support/webhook-schema';
 
 // Escalation ladders on waiting calls, with short timers, against a real worker, dev server, PostgreSQL and the API:
 // a reminder, then another group may decide, then (nobody deciding) the deadline's outcome as before; in a run that
@@ -30,15 +32,23 @@ const POLICY = approvalPolicy([
   },
 ]);
 
+const SECRET = 'w'.repeat(40);
+let receiver: TestReceiver;
 let h: Harness;
 let api: Awaited<ReturnType<typeof startApiServer>>;
 beforeAll(async () => {
-  h = await startHarness({ decisionTrust: { keys: [KEY] }, approvalPolicy: POLICY });
+  receiver = await startTestReceiver({ k1: SECRET });
+  h = await startHarness({
+    decisionTrust: { keys: [KEY] },
+    approvalPolicy: POLICY,
+    notifications: { endpoints: [{ name: 'ops', url: receiver.url, keyId: 'k1', secret: SECRET }], pollEveryMs: 200 },
+  });
   api = await startApiServer({ client: h.client, tokens: TOKENS, decisions: { signingKey: KEY } });
 });
 afterAll(async () => {
   await api?.stop();
   await h?.stop();
+  await receiver?.close();
 });
 
 const call = apiCaller(() => api.url);
@@ -90,6 +100,28 @@ describe('escalation', () => {
     await expect.poll(async () => (await h.client.state(id)).status).toBe('idle');
     expect(await refundedCents('ord_2001')).toBe(before + 9_000);
     h.expectOnlyValidModelRequests();
+    // Each step was announced, signed, between the call's waiting and its decision, with what it did.
+    await expect
+      .poll(() => receiver.handled.filter((e) => e.conversationId === id).map((e) => e.type))
+      .toEqual(['call.waiting', 'call.escalated', 'call.escalated', 'call.decided']);
+    const steps = receiver.handled.filter((e) => e.conversationId === id && e.type === 'call.escalated');
+    expect(steps.map((e) => e.escalation)).toEqual([
+      expect.objectContaining({
+        rule: 'refunds-escalate',
+        step: 1,
+        remind: true,
+        addedGroups: [],
+        groups: ['finance'],
+      }),
+      expect.objectContaining({
+        step: 2,
+        remind: false,
+        addedGroups: ['managers'],
+        groups: ['finance', 'managers'],
+        nextEscalationAt: null,
+      }),
+    ]);
+    for (const e of steps) expect(webhookPayloadProblem(e)).toBeUndefined();
     await exportHistoryFixture(h.temporal, id, 'escalation');
   });
 

@@ -70,21 +70,34 @@ describe('the HTTP API', () => {
       'post /v1/conversations/{id}/regenerate': 'requester',
       'get /v1/conversations/{id}/events': 'any',
       'post /v1/conversations/{id}/forks': 'any',
+      'post /v1/conversations/{id}/grants/{grantId}/revoke': 'approver',
       'get /v1/conversations/{id}/superseded': 'any',
       'get /v1/conversations/{id}/ui-messages': 'any',
+      'get /v1/audit': 'operator',
+      'get /v1/notifications': 'operator',
+      'post /v1/notifications/{eventId}/resend': 'operator',
     };
     let checked = 0;
     for (const [route, ops] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
       for (const method of Object.keys(ops)) {
         const key = `${method} ${route}`;
         expect(Object.keys(needs)).toContain(key);
-        const url = route.replace('{id}', 'no-such-conversation');
+        const url = route
+          .replace('{id}', 'no-such-conversation')
+          .replace('{eventId}', 'no-such-event')
+          .replace('{grantId}', 'no-such-grant');
         const none = await call(method.toUpperCase(), url);
         expect(none.status, key).toBe(401);
         expect(none.json.error.code).toBe('unauthorized');
         expect((await call(method.toUpperCase(), url, token('z'))).status, key).toBe(401);
-        // A token without the role: the approver cannot send messages, the requester cannot decide or list approvals.
-        const wrong = needs[key] === 'requester' ? token('b') : needs[key] === 'approver' ? token('a') : undefined;
+        // A token without the role: the approver cannot send messages or export the audit, the requester cannot decide
+        // or list approvals.
+        const wrongFor: Record<string, string | undefined> = {
+          requester: token('b'),
+          approver: token('a'),
+          operator: token('b'),
+        };
+        const wrong = wrongFor[needs[key]];
         if (wrong) {
           const refused = await call(method.toUpperCase(), url, wrong, method === 'post' ? {} : undefined);
           expect(refused.status, key).toBe(403);

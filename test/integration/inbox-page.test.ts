@@ -380,6 +380,132 @@ describe('the approval inbox', () => {
     await expect.poll(async () => (await h.client.state(waiting.id)).status, { timeout: 20_000 }).toBe('idle');
   });
 
+  it('approve and grant: an approval with a grant of one call lets the next call run without waiting, the page shows the grant used up; an approver revokes another grant there', async () => {
+    // An order of its own, with enough left to refund for every call here.
+    await h.pool.query(
+      `INSERT INTO public.orders (id, customer_id, description, total_cents) VALUES ('ord_grant', 'cus_alan', 'Grant test order', 100000)
+       ON CONFLICT (id) DO NOTHING`,
+    );
+    const refund = (callId: string) => ({
+      toolCalls: [
+        {
+          id: callId,
+          name: 'issue_refund',
+          arguments: { order_id: 'ord_grant', amount_cents: 11_000, reason: 'late' },
+        },
+      ],
+    });
+    const waiting = await refundWaiting('inbox-grant', {
+      text: 'Refund 110',
+      args: { order_id: 'ord_grant', amount_cents: 11_000, reason: 'late' },
+      answer: 'First refunded.',
+    });
+    const { context, page } = await signedIn(token('b'));
+    try {
+      await page.goto(`${api.url}/inbox/conversations/${waiting.id}`);
+      const item = page.locator(`[data-call-key="${waiting.callKey}"]`);
+      await item.locator('[data-testid=grant] summary').click();
+      expect(await item.locator('[data-testid=grant]').textContent()).toContain('later calls of issue_refund');
+      // The call's numeric arguments are offered for an amount limit.
+      expect(
+        await item
+          .locator('[data-testid=grant] datalist option')
+          .evaluateAll((o) => o.map((e) => e.getAttribute('value'))),
+      ).toEqual(['amount_cents']);
+      await item.locator('input[name=grantCalls]').fill('1');
+      await item.locator('button:has-text("Run it and grant")').click();
+      await page.waitForURL(`${api.url}/inbox/conversations/${waiting.id}`);
+      const flash = (await page.textContent('[data-flash]')) ?? '';
+      expect(flash).toContain(`You approved call ${waiting.toolCallId}.`);
+      expect(flash).toContain(
+        'granted later calls of issue_refund in this conversation to run without asking, up to 1 later call',
+      );
+      const grantId = /\(grant ([^)]+)\)/.exec(flash)?.[1];
+      expect(grantId, flash).toBeDefined();
+      expect((await h.client.waitForTurn(waiting.id, waiting.messageId)).outcome).toBe('answered');
+
+      // The next refund runs without waiting for anyone: the grant decides it, in bob's name.
+      h.model.enqueue(refund('call_inbox_grant_2'), { content: 'Second refunded.' });
+      const second = await call('POST', `/v1/conversations/${waiting.id}/messages`, token('a'), {
+        text: 'Refund 110 again',
+      });
+      expect((await h.client.waitForTurn(waiting.id, second.json.messageId)).outcome).toBe('answered');
+      const covered = await h.pool.query(
+        `SELECT decided_by, via, grant_id, authenticated FROM durable_agent.approval_decisions
+          WHERE conversation_id = $1 AND 'call_inbox_grant_2' = ANY (tool_call_ids)`,
+        [waiting.id],
+      );
+      expect(covered.rows).toEqual([
+        { decided_by: 'bob@example.com', via: 'grant', grant_id: grantId, authenticated: true },
+      ]);
+
+      await page.reload();
+      const used = page.locator(`[data-testid=grants] [data-grant-id="${grantId}"]`);
+      expect(await used.locator('[data-testid=grant-status]').textContent()).toBe('used up');
+      expect(await used.locator('[data-testid=grant-use]').textContent()).toBe('1 of 1 calls');
+      expect(await used.locator('[data-testid=grant-by]').textContent()).toContain('bob@example.com');
+      expect(await used.locator('button:has-text("Revoke")').count()).toBe(0);
+
+      // Spent, it covers no more: the third refund waits; approved through the API with a grant of an hour.
+      h.model.enqueue(refund('call_inbox_grant_3'), { content: 'Third refunded.' });
+      const third = await call('POST', `/v1/conversations/${waiting.id}/messages`, token('a'), {
+        text: 'Refund 110 once more',
+      });
+      await expect
+        .poll(async () => (await h.client.state(waiting.id)).pendingApprovals.map((p) => p.toolCallId), {
+          timeout: 20_000,
+        })
+        .toEqual(['call_inbox_grant_3']);
+      const [pending] = (await h.client.state(waiting.id)).pendingApprovals;
+      const hour = await call('POST', `/v1/conversations/${waiting.id}/decisions`, token('b'), {
+        decision: 'approve',
+        callKeys: [pending.callKey],
+        grant: { expiresInMs: 3_600_000 },
+      });
+      expect(hour.status).toBe(200);
+      const otherId = hour.json.results[0].grant.id;
+      expect((await h.client.waitForTurn(waiting.id, third.json.messageId)).outcome).toBe('answered');
+
+      await page.reload();
+      const other = page.locator(`[data-testid=grants] [data-grant-id="${otherId}"]`);
+      expect(await other.locator('[data-testid=grant-status]').textContent()).toBe('live');
+      expect(await other.locator('[data-testid=grant-use]').textContent()).toBe('0 calls');
+      // The Revoke form is CSRF-protected like the others.
+      const cookie = (await context.cookies(api.url)).find((c) => c.name === 'agent_session')!;
+      const forged = await fetch(`${api.url}/inbox/conversations/${waiting.id}/grants/${otherId}/revoke`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { cookie: `agent_session=${cookie.value}`, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ reason: 'forged' }).toString(),
+      });
+      expect(forged.status).toBe(403);
+      expect((await h.client.state(waiting.id)).grants?.find((g) => g.id === otherId)?.live).toBe(true);
+
+      await other.locator('input[name=reason]').fill('one hour is too long');
+      await other.locator('button:has-text("Revoke")').click();
+      await page.waitForURL(`${api.url}/inbox/conversations/${waiting.id}`);
+      expect(await page.textContent('[data-flash]')).toContain(`You revoked grant ${otherId}`);
+      const revoked = page.locator(`[data-testid=grants] [data-grant-id="${otherId}"]`);
+      expect(await revoked.locator('[data-testid=grant-status]').textContent()).toBe('revoked');
+      expect(await revoked.locator('[data-testid=grant-revoked]').textContent()).toContain('by bob@example.com');
+      expect((await h.client.state(waiting.id)).grants?.find((g) => g.id === otherId)).toMatchObject({
+        revokedBy: 'bob@example.com',
+        live: false,
+      });
+    } finally {
+      await context.close();
+    }
+    // Operators see the grants, read only.
+    const operator = await signedIn(token('c'));
+    try {
+      await operator.page.goto(`${api.url}/inbox/conversations/${waiting.id}`);
+      expect(await operator.page.locator('[data-testid=grants] [data-grant-id]').count()).toBe(2);
+      expect(await operator.page.locator('[data-testid=grants] button:has-text("Revoke")').count()).toBe(0);
+    } finally {
+      await operator.context.close();
+    }
+  });
+
   it('signs out: the session ends on the server, so its cookie no longer opens the inbox', async () => {
     const { context, page } = await signedIn(token('b'));
     try {

@@ -93,6 +93,8 @@ describe('replaying recorded histories', () => {
       'approval-policy-two-people',
       'approval-policy-allow-deny',
       'escalation',
+      // A standing grant given with an approval, covering the next two calls of its tool, then a call that waits.
+      'grant-two-calls',
     ]) {
       expect(names).toContain(expected);
     }

@@ -31,6 +31,7 @@ import type { Agent } from '../../src/tools/agents';
 import type { Guardrail } from '../../src/tools/guardrails';
 import type { SearchAttributeOptions } from '../../src/contract';
 import type { ModelApi } from '../../src/contract/model-api';
+import type { NotificationOptions } from '../../src/notifications/options';
 
 try {
   Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -85,6 +86,8 @@ export interface HarnessOptions {
   searchAttributes?: SearchAttributeOptions;
   /** The API the in-process worker's model calls speak when a conversation or agent does not choose (`model.api`). */
   modelApi?: ModelApi;
+  /** The in-process worker's webhooks (the plugin's `notifications`). */
+  notifications?: NotificationOptions;
 }
 
 /** What a test file works with. */
@@ -200,6 +203,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       decisionTrust: options.decisionTrust,
       mcp: options.mcpServers ? { servers: options.mcpServers } : undefined,
       searchAttributes: options.searchAttributes,
+      notifications: options.notifications,
     });
     running = worker.run();
   }

@@ -14,6 +14,8 @@ const SRC = path.join(__dirname, '..', '..', 'src');
 const LAYERS: Record<string, number> = {
   contract: 0,
   common: 1,
+  // What an audit record is and how its signature is checked: read by db, served by api, verified by the CLI.
+  audit: 1.5,
   core: 2,
   db: 2,
   codec: 2,
@@ -26,6 +28,8 @@ const LAYERS: Record<string, number> = {
   activities: 3,
   client: 3,
   demo: 3,
+  // Webhook deliveries: the dispatcher the worker's plugin runs, and the options it (and npm start) checks.
+  notifications: 3,
   worker: 4,
   api: 4,
   app: 5,
