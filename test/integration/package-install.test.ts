@@ -148,12 +148,16 @@ describe('the packed package in a project of its own', () => {
       expect(tables.rows.map((r) => r.name)).toEqual(
         [
           'approval_decisions',
+          'approval_grants',
           'budget_spend',
           'context_summaries',
           'conversation_messages',
           'mcp_toolsets',
           'message_files',
           'model_responses',
+          'notification_deliveries',
+          'notification_endpoints',
+          'notification_outbox',
           'pending_approvals',
           'schema_migrations',
           'stream_deltas',
