@@ -120,7 +120,9 @@ describe('the example chat page after a reload', () => {
     later.on('response', (r) => r.url().endsWith(`/v1/chat/${id}/stream`) && laterResumed.push(r.status()));
     await later.reload();
     await expectConversation(later, conversation);
-    expect(laterResumed).toEqual([204]);
+    // The reload's resume answers 204; so does the first load's, when its answer comes after the listener was added.
+    expect(laterResumed.length).toBeGreaterThan(0);
+    expect(laterResumed.filter((status) => status !== 204)).toEqual([]);
     await page.context().close();
     await later.context().close();
   });
