@@ -12,7 +12,8 @@ import { guardrailsByAgent, toolGuardrailsOf, toolVerdict, type ApplicableGuardr
 import { createModelActivity } from './model';
 import { editCheckContext } from './model/call-checks';
 import { createToolActivity } from './tools';
-import { recordDecision, recordGrantRevocation } from '../db/transcript-store';
+import { recordDecision } from '../db/transcript-store';
+import { recordGrantRevocation } from '../db/grants';
 import { appendMessagesListingWaits } from '../db/approval-store';
 import { recordEscalation, escalationPayload } from '../db/escalations';
 import { enqueueNotification } from '../db/outbox';

@@ -7,14 +7,8 @@ import type { Pool, PoolClient } from 'pg';
 import type { AgentTables } from './schema';
 import type { ChatMessage } from '../contract/messages';
 import type { GuardrailTrip, TokenUsage } from '../contract';
-import type {
-  AppendEntry,
-  AppendMessagesInput,
-  AssistantMessage,
-  DecisionRecord,
-  GrantRevocationRecord,
-} from '../contract/activities';
-import type { StandingGrant } from '../contract/grants';
+import type { AppendEntry, AppendMessagesInput, AssistantMessage, DecisionRecord } from '../contract/activities';
+import { recordGrant } from './grants';
 import { parseJsonOrText, toStorableText, toStorableValue } from '../contract/text';
 import { describeRefusal, isRefusedValue, ValuesRefusedError } from './errors';
 import { prepared } from './prepared';
@@ -278,49 +272,6 @@ export async function recordDecision(
     ],
   );
   if (record.grant) await recordGrant(pool, tables, record.conversationId, record.grant);
-}
-
-/** Records a standing grant an approval gave (`approval_grants`); the same grant twice is stored once. */
-async function recordGrant(
-  pool: Pool | PoolClient,
-  tables: AgentTables,
-  conversationId: string,
-  grant: StandingGrant,
-): Promise<void> {
-  await pool.query(
-    `INSERT INTO ${tables.approvalGrants}
-            (conversation_id, grant_id, tool_name, rule, granted_by, authenticated, call_key, granted_at, expires_at,
-             max_calls, amount_argument, max_amount)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, to_timestamp($8 / 1000.0), to_timestamp($9 / 1000.0), $10, $11, $12)
-     ON CONFLICT (conversation_id, grant_id) DO NOTHING`,
-    [
-      conversationId,
-      grant.id,
-      grant.toolName,
-      grant.rule ?? null,
-      grant.grantedBy ?? null,
-      grant.authenticated ?? null,
-      grant.callKey,
-      grant.grantedAt,
-      grant.expiresAt,
-      grant.maxCalls ?? null,
-      grant.amount?.argument ?? null,
-      grant.amount?.total ?? null,
-    ],
-  );
-}
-
-/** Records that a grant was revoked; the first revocation stays. */
-export async function recordGrantRevocation(
-  pool: Pool,
-  tables: AgentTables,
-  record: GrantRevocationRecord,
-): Promise<void> {
-  await pool.query(
-    `UPDATE ${tables.approvalGrants} SET revoked_at = to_timestamp($3 / 1000.0), revoked_by = $4, revoke_reason = $5
-      WHERE conversation_id = $1 AND grant_id = $2 AND revoked_at IS NULL`,
-    [record.conversationId, record.grantId, record.revokedAt, record.revokedBy ?? null, record.reason ?? null],
-  );
 }
 
 /**
