@@ -52,17 +52,26 @@ export async function startServices(config: WorkerConfig, signal?: AbortSignal):
       if (!cliPath) logger.warn('No temporal CLI found (run scripts/ensure-temporal-cli.sh); trying the SDK download');
       const dbFilename = path.join(config.dataDir, 'temporal.sqlite');
       // 7233 and the configured UI port, or free ones where those are taken (the banner says which).
-      const server = await startOnPreferredPorts([7233, config.temporal.uiPort], ([port, uiPort]) =>
-        startDevServer({
-          cliPath,
-          dbFilename,
-          uiPort,
-          uiCodecEndpoint: codecEndpoint(config),
-          port,
-          namespace: config.temporal.namespace,
-          // None at start: the worker registers those its configuration asks for (prefix, groups), within the limits.
-          searchAttributes: [],
-        }),
+      const server = await startOnPreferredPorts(
+        [7233, config.temporal.uiPort],
+        ([port, uiPort]) =>
+          startDevServer({
+            cliPath,
+            dbFilename,
+            uiPort,
+            uiCodecEndpoint: codecEndpoint(config),
+            port,
+            namespace: config.temporal.namespace,
+            // None at start: the worker registers those its configuration asks for (prefix, groups), within the limits.
+            searchAttributes: [],
+          }),
+        {
+          onRetry: (err, [port, uiPort]) =>
+            logger.warn(
+              { port, uiPort, err },
+              'the embedded Temporal server did not start; starting it again on ports probed again',
+            ),
+        },
       );
       stops.push(server.stop);
       temporalAddress = server.address;

@@ -32,6 +32,14 @@ export interface PreferredPortOptions {
   lockDir?: string;
   /** How long to wait for another start holding the lock before going on without it (30 s). */
   waitMs?: number;
+  /**
+   * How many more times to run `start` when it fails, with the ports probed
+   * again (2). A port found free can still be taken before the server binds
+   * it, by any process on the machine; the next try picks another.
+   */
+  retries?: number;
+  /** Called before each retry with the failure, to say why it starts again. */
+  onRetry?: (error: unknown, ports: readonly number[]) => void;
 }
 
 /**
@@ -42,7 +50,11 @@ export interface PreferredPortOptions {
  *
  * A probe alone leaves a gap between it and the server's bind: two `npm
  * start`s at once both found 7233 free, the second dev server could not
- * bind it, and its worker ran against the first one's server.
+ * bind it, and its worker ran against the first one's server. The lock
+ * covers only starts of this project; any other process may take a port
+ * in that gap (a test run saw the dev server's UI port taken), so a failed
+ * start runs again on ports probed again, up to `retries` times, and the
+ * last failure is thrown.
  */
 export async function startOnPreferredPorts<T>(
   ports: readonly number[],
@@ -53,9 +65,17 @@ export async function startOnPreferredPorts<T>(
   const lockFile = path.join(lockDir, `durable-agent-worker-port-${ports[0]}.lock`);
   const held = await takeLock(lockFile, options.waitMs ?? 30_000);
   try {
-    const chosen: number[] = [];
-    for (const port of ports) chosen.push(port === 0 ? 0 : (await isPortFree(port)) ? port : await freePort());
-    return await start(chosen);
+    const retries = options.retries ?? 2;
+    for (let attempt = 0; ; attempt++) {
+      const chosen: number[] = [];
+      for (const port of ports) chosen.push(port === 0 ? 0 : (await isPortFree(port)) ? port : await freePort());
+      try {
+        return await start(chosen);
+      } catch (err) {
+        if (attempt >= retries) throw err;
+        options.onRetry?.(err, chosen);
+      }
+    }
   } finally {
     if (held) fs.rmSync(lockFile, { force: true });
   }

@@ -71,4 +71,49 @@ describe('startOnPreferredPorts', () => {
     expect(port).toBe(preferred);
     expect(fs.readFileSync(lockFile, 'utf8')).toBe(String(process.pid));
   });
+
+  it('starts again on ports probed again when another process takes a chosen port before the server binds it', async () => {
+    const preferred = await freePort();
+    const tried: number[] = [];
+    const retried: string[] = [];
+    const port = await startOnPreferredPorts(
+      [preferred],
+      async ([chosen]) => {
+        tried.push(chosen);
+        // Another process takes the port between the probe and the first bind.
+        if (tried.length === 1) await listenOn(chosen);
+        return slowServer(chosen);
+      },
+      { lockDir, onRetry: (err) => retried.push((err as NodeJS.ErrnoException).code ?? String(err)) },
+    );
+    expect(tried[0]).toBe(preferred);
+    expect(retried).toEqual(['EADDRINUSE']);
+    expect(port).not.toBe(preferred);
+    expect(tried).toEqual([preferred, port]);
+  });
+
+  it('throws the last failure once its retries are spent, and frees the lock', async () => {
+    const preferred = await freePort();
+    let calls = 0;
+    const start = startOnPreferredPorts(
+      [preferred],
+      async () => {
+        calls++;
+        throw new Error(`bind failed (try ${calls})`);
+      },
+      { lockDir, retries: 2 },
+    );
+    await expect(start).rejects.toThrow('bind failed (try 3)');
+    expect(calls).toBe(3);
+    expect(fs.readdirSync(lockDir)).toEqual([]);
+  });
 });
+
+async function listenOn(port: number): Promise<void> {
+  const server = net.createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', resolve);
+  });
+  servers.push(server);
+}
