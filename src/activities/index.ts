@@ -17,6 +17,7 @@ import { recordGrantRevocation } from '../db/grants';
 import { appendMessagesListingWaits } from '../db/approval-store';
 import { recordEscalation, escalationPayload } from '../db/escalations';
 import { enqueueNotification } from '../db/outbox';
+import { announceTurnEnd } from '../db/turn-end-notices';
 import { agentTables } from '../db/schema';
 import { verifyDecision } from '../common/decision-signing';
 import { turnRegistry } from './mcp-tools';
@@ -48,6 +49,7 @@ export function createActivities(deps: ActivityDeps): ConversationActivities {
         });
       });
     },
+    announceTurnEnd: async (notice) => void (await announceTurnEnd(deps.pool, tables, notice)),
     verifyDecision: async ({ conversationId, decision, edit }) => {
       const verdict = verifyDecision(deps.decisionTrust ?? { keys: [] }, conversationId, decision);
       if (verdict.refusal || !edit) return verdict;

@@ -11,6 +11,10 @@ import type { WaitingCall } from './waiting-calls';
 import type { HandoffRecord } from './handoffs';
 import type { CallPolicy } from './policies';
 import type { StandingGrant } from './grants';
+import type { EscalationRecord } from './escalations';
+import type { TurnEndNotice } from './turn-ends';
+export type { EscalationRecord } from './escalations';
+export type { TurnEndNotice } from './turn-ends';
 
 /** An assistant message as returned by the model. */
 export type AssistantMessage = Extract<ChatMessage, { role: 'assistant' }>;
@@ -442,31 +446,6 @@ export interface GrantRevocationRecord {
   revokedAt: number;
 }
 
-/** A step of a waiting call's escalation ladder, taken: recorded for approvers' lists and announced to webhooks. */
-export interface EscalationRecord {
-  conversationId: string;
-  /** The effect key of the waiting call. */
-  callKey: string;
-  toolCallId: string;
-  toolName: string;
-  /** The approval policy's rule the call waits under. */
-  rule: string;
-  /** Which step of the ladder this is, from 1. */
-  step: number;
-  /** The step is a reminder. */
-  remind: boolean;
-  /** The groups this step added. */
-  addedGroups: string[];
-  /** Who may decide the call from now on (absent: any approver). */
-  groups?: string[];
-  /** Workflow time of the step, ms since the epoch. */
-  escalatedAt: number;
-  /** When the next step is due, workflow ms; absent when none is left (the deadline's outcome comes next). */
-  nextEscalationAt?: number;
-  /** The call's approval deadline, workflow ms. */
-  deadlineAt: number;
-}
-
 /** What `verifyDecision` found: whether the decider is authenticated, or why the decision is refused. */
 export interface DecisionVerification {
   authenticated: boolean;
@@ -519,6 +498,8 @@ export interface ConversationActivities {
   recordGrantRevocation(record: GrantRevocationRecord): Promise<void>;
   /** Records a step of a waiting call's escalation ladder (idempotent on the call and step). */
   recordEscalation(record: EscalationRecord): Promise<void>;
+  /** Announces the end of a turn that waited for a person (`turn.ended_after_wait`; idempotent on the turn's id). */
+  announceTurnEnd(notice: TurnEndNotice): Promise<void>;
   /** Checks a decision's signature against the worker's decision keys (`decision-signing.ts`); no I/O. */
   verifyDecision(input: VerifyDecisionInput): Promise<DecisionVerification>;
   /** Lists the tools of a conversation's MCP servers and stores the list by reference. */
@@ -537,6 +518,7 @@ export const CONVERSATION_ACTIVITY_NAMES = [
   'verifyDecision',
   'recordEscalation',
   'recordGrantRevocation',
+  'announceTurnEnd',
   'discoverTools',
 ] as const satisfies readonly ConversationActivityName[];
 

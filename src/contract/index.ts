@@ -8,7 +8,7 @@
  *   `conversation-input-checks`: what is wrong with an input;
  * - `limits`: the conversation's defaults and limits;
  * - `conversation-state`: the state it shows and the summary it ends with;
- *   `turn-records`: finished turns, tokens and cost; `waiting-calls`: calls
+ *   `turn-records`: finished turns, tokens and cost; `turn-ends`: the end of a turn that waited, announced; `waiting-calls`: calls
  *   waiting for a person; `carried-conversation`: what continue-as-new carries;
  * - `user-messages`, `decisions`, `regenerate`: what people send it, and the checks on each;
  *   `message-files`: the files a user message carries, by reference;
@@ -44,6 +44,7 @@ export * from './regenerate';
 export * from './search-attribute-names';
 export * from './text';
 export * from './tool-defaults';
+export * from './turn-ends';
 export * from './turn-records';
 export * from './user-messages';
 export * from './waiting-calls';

@@ -14,7 +14,9 @@ import type { WaitingPolicy } from './waiting-calls';
  * - `call.timed_out`: no decision came before its approval deadline;
  * - `call.cancelled`: it stopped waiting without a decision (its turn was cancelled or interrupted, or the
  *   conversation ended);
- * - `call.escalated`: a step of its rule's escalation ladder was taken.
+ * - `call.escalated`: a step of its rule's escalation ladder was taken;
+ * - `turn.ended_after_wait`: a turn some of whose calls waited for a person ended (answered, failed or stopped), with
+ *   what was decided on each and the start of its answer. It names no call (`turn.calls` lists them).
  */
 export const NOTIFICATION_TYPES = [
   'call.waiting',
@@ -22,6 +24,7 @@ export const NOTIFICATION_TYPES = [
   'call.timed_out',
   'call.cancelled',
   'call.escalated',
+  'turn.ended_after_wait',
 ] as const;
 
 /** One of {@link NOTIFICATION_TYPES}. */
@@ -90,6 +93,33 @@ export interface NotificationEvent {
   outcome?: { kind: 'approval_timeout' | 'cancelled' | 'interrupted'; message?: string };
   /** `call.escalated`: the step taken. */
   escalation?: Record<string, unknown>;
+  /** `turn.ended_after_wait`: the turn that ended. */
+  turn?: NotificationTurn;
+}
+
+/** A turn that waited for a person, as `turn.ended_after_wait` carries it. */
+export interface NotificationTurn {
+  /** The turn's id: one event per turn. */
+  id: string;
+  /** Its number in the conversation, from 1. */
+  number: number;
+  outcome:
+    'answered' | 'failed' | 'cancelled' | 'interrupted' | 'budget_exceeded' | 'invalid_output' | 'guardrail_tripped';
+  /** Why it did not answer. */
+  error?: string;
+  /** Who sent its messages. */
+  requestedBy?: string[];
+  /** The start of its final answer (at most 1,000 characters), when it answered. */
+  answer?: { seq: number; text: string; truncated: boolean };
+  /** ISO 8601. */
+  endedAt: string;
+  /** The calls that waited for a person, in the order asked, with the decisions recorded on each (none: it timed out or was stopped). */
+  calls: {
+    callKey: string;
+    toolCallId: string;
+    toolName: string;
+    decisions: { decisionId: string; decision: string; decidedBy?: string; decidedAt: string; via: string }[];
+  }[];
 }
 
 /** Where one event's delivery to one endpoint stands. */

@@ -79,6 +79,14 @@ export const WORKFLOW_PATCHES = [
     deprecateWhen:
       'once no run begun before this patch was deployed is still open (docs/changing-workflow-code.md, Retiring a patch)',
   },
+  {
+    id: 'turn-end-notification',
+    guards:
+      "A turn some of whose calls waited for a person announces its end with an announceTurnEnd activity (a turn.ended_after_wait notification), scheduled after its end is written and before its record shows. Before: a turn's end scheduled nothing of its own after a wait; a run begun before keeps that (the patch is asked only at the end of a turn that waited).",
+    fixture: 'approval-policy-two-people',
+    deprecateWhen:
+      'once no run begun before this patch was deployed is still open (docs/changing-workflow-code.md, Retiring a patch)',
+  },
 ] as const satisfies readonly WorkflowPatch[];
 
 /** The id of a patch in force: the only ids the core may ask about (`CoreEnvironment.allows`). */

@@ -29,6 +29,7 @@ import type { ConversationState, ConversationSummary } from '../contract/convers
 import type { ApprovalDecision } from '../contract/decisions';
 import type { ConversationSearchAttributes } from '../contract/search-attribute-names';
 import type { TurnRecord } from '../contract/turn-records';
+import type { TurnEndNotice } from '../contract/turn-ends';
 import type { CancelTurnRequest } from '../contract/user-messages';
 import type { SubAgentWaitingReport } from '../contract/waiting-calls';
 import * as agents from './agents';
@@ -46,6 +47,7 @@ import { carryOver, newState, type CoreState } from './state';
 import type { CallRun, CallStep, DecisionStep, PendingDecision, PendingWrite, TurnStep } from './steps';
 import * as transcript from './transcript';
 import * as turn from './turn';
+import { turnEndNotice } from './turn-end-notice';
 import * as views from './views';
 import { escalationRecordSummary } from './summaries';
 import * as visibility from './visibility';
@@ -183,6 +185,14 @@ export class ConversationCore {
   /** The turn was cancelled: what runs is interrupted, what waits cancelled. Its record; then close the batch. */
   turnStopped(workflowCancelled: boolean): TurnRecord {
     return turn.turnStopped(this.s, workflowCancelled);
+  }
+
+  /**
+   * The announcement of the turn's end when some of its calls waited for a person (`announceTurnEnd`, before
+   * {@link finishTurn}); undefined otherwise, and for runs begun before announcements.
+   */
+  turnEndNotice(record: TurnRecord): { notice: TurnEndNotice; summary: string } | undefined {
+    return turnEndNotice(this.s, record);
   }
 
   /** The turn is over, its end written: its record is kept and the status set. */

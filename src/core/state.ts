@@ -11,6 +11,7 @@ import type { ConversationInput } from '../contract/conversation-input';
 import type { DecisionResult } from '../contract/decisions';
 import type { ConversationSearchAttributes } from '../contract/search-attribute-names';
 import type { TokenUsage } from '../contract/turn-records';
+import type { WaitedCall } from '../contract/turn-ends';
 import type { GuardrailResult } from '../contract/guardrail-results';
 import type { PendingBelow } from '../contract/waiting-calls';
 import type { ConversationStatus } from '../contract/conversation-state';
@@ -92,6 +93,8 @@ export interface TurnState {
   answerAt: number | undefined;
   /** What the input and output guardrails said so far (from the model calls' results), for the turn's record. */
   guardrails?: GuardrailResult[];
+  /** The turn's calls that waited for a person, in the order they were asked for (its end is announced). */
+  waited?: WaitedCall[];
 }
 
 /** The settings of a conversation, from its input with the defaults filled in. */

@@ -23,6 +23,7 @@ import { modelCallSummary, toolDiscoverySummary, whoDecided } from './summaries'
 import { modelView, store } from './transcript';
 import { approvalRequests, ruledRecords } from './views';
 import { applyGrants } from './grants';
+import { noteWaiting } from './turn-end-notice';
 
 /** Takes every queued message into a new turn and stores them; false when none is queued (the conversation ends). */
 export function takeTurn(s: CoreState): boolean {
@@ -79,6 +80,7 @@ export function nextTurnStep(s: CoreState): TurnStep {
   if (t.stage === 'answered') {
     const waiting = approvalRequests(s);
     const ruled = ruledRecords(s);
+    noteWaiting(s, waiting);
     t.stage = 'calls';
     // Calls an approval policy's rule allowed or denied are recorded with the message that asked for them.
     if (ruled.length > 0) return { kind: 'write', waiting, ruled };

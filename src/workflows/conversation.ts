@@ -153,6 +153,8 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
       return stopped;
     });
     await flush();
+    const announcement = core.turnEndNotice(record);
+    if (announcement) await nonCancellable(() => act.store.announceTurnEnd(announcement.notice, announcement.summary));
     core.finishTurn(record);
     metrics.turnEnded(record.outcome);
     publish();

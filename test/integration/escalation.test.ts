@@ -103,7 +103,7 @@ describe('escalation', () => {
     // Each step was announced, signed, between the call's waiting and its decision, with what it did.
     await expect
       .poll(() => receiver.handled.filter((e) => e.conversationId === id).map((e) => e.type))
-      .toEqual(['call.waiting', 'call.escalated', 'call.escalated', 'call.decided']);
+      .toEqual(['call.waiting', 'call.escalated', 'call.escalated', 'call.decided', 'turn.ended_after_wait']);
     const steps = receiver.handled.filter((e) => e.conversationId === id && e.type === 'call.escalated');
     expect(steps.map((e) => e.escalation)).toEqual([
       expect.objectContaining({

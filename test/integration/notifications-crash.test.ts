@@ -96,7 +96,11 @@ describe('webhooks across crashes', () => {
     await h.client.decide(id, { decision: 'approve', decidedBy: 'ops' });
     expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('answered');
     await expect.poll(() => handledFor(id)).toEqual(await outboxOf(h.pool, id));
-    expect(handledFor(id).map((e) => e.split(' ')[0])).toEqual(['call.waiting', 'call.decided']);
+    expect(handledFor(id).map((e) => e.split(' ')[0])).toEqual([
+      'call.waiting',
+      'call.decided',
+      'turn.ended_after_wait',
+    ]);
 
     // The new worker counted its deliveries, and nothing waits for the endpoint.
     const metric = async (name: string, labels: Record<string, string>) =>
@@ -172,7 +176,11 @@ describe('webhooks across crashes', () => {
       await client.decide(id, { decision: 'approve', decidedBy: 'ops' });
       expect((await client.waitForTurn(id, messageId)).outcome).toBe('answered');
       await expect.poll(() => handledFor(id), { timeout: 30_000 }).toEqual(await outboxOf(pool, id));
-      expect(handledFor(id).map((e) => e.split(' ')[0])).toEqual(['call.waiting', 'call.decided']);
+      expect(handledFor(id).map((e) => e.split(' ')[0])).toEqual([
+        'call.waiting',
+        'call.decided',
+        'turn.ended_after_wait',
+      ]);
       expect(worker.output()).not.toMatch(/"level":50/);
       await worker.stop();
     });

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer } from '../../src/api/server';
 import { verifyWebhook } from '../../src/client';
-import type { NotificationEvent } from '../../src/contract/notifications';
+import { NOTIFICATION_TYPES, type NotificationEvent } from '../../src/contract/notifications';
 import { enqueueNotification } from '../../src/db/outbox';
 import { escalationPayload } from '../../src/db/escalations';
 import { inTransaction } from '../../src/db/transaction';
@@ -18,6 +18,7 @@ import { runCli } from '../support/cli';
 import { startHarness, type Harness } from '../support/harness';
 import { startTestReceiver, type TestReceiver } from '../support/webhook-receiver';
 import { webhookPayloadProblem } from '../support/webhook-schema';
+import { exportHistoryFixture } from '../support/fixture-export';
 
 // Webhooks about waiting calls against the real stack: a worker with two
 // endpoints (real node:http receivers here), PostgreSQL with the outbox and
@@ -84,11 +85,11 @@ const call = apiCaller(() => api.url);
 /** The events `receiver` handled for the conversation `id`, in the order it handled them. */
 const handledFor = (receiver: TestReceiver, id: string): NotificationEvent[] =>
   receiver.handled.filter((e) => e.conversationId === id);
-/** Their types, each with the index of its call in the assistant message (`call-N`). */
+/** Their types, each with the index of its call in the assistant message (`call-N`), or `turn N` for a turn's end. */
 const typesFor = (receiver: TestReceiver, id: string): string[] =>
-  handledFor(receiver, id).map((e) => `${e.type} ${e.call?.callKey.split('/').pop()}`);
+  handledFor(receiver, id).map((e) => `${e.type} ${e.call?.callKey.split('/').pop() ?? `turn ${e.turn?.number}`}`);
 
-/** Every event written for the conversation, by call, in the outbox's order. */
+/** Every event written for the conversation, by call (a turn's end by its conversation), in the outbox's order. */
 async function outboxOrder(id: string): Promise<Map<string, string[]>> {
   const { rows } = await h.pool.query<{ order_key: string; event_id: string }>(
     'SELECT order_key, event_id FROM durable_agent.notification_outbox WHERE conversation_id = $1 ORDER BY id',
@@ -102,7 +103,10 @@ async function outboxOrder(id: string): Promise<Map<string, string[]>> {
 /** Each call's events as `receiver` handled them, by call. */
 function handledOrder(receiver: TestReceiver, id: string): Map<string, string[]> {
   const byCall = new Map<string, string[]>();
-  for (const e of handledFor(receiver, id)) byCall.set(e.call!.callKey, [...(byCall.get(e.call!.callKey) ?? []), e.id]);
+  for (const e of handledFor(receiver, id)) {
+    const key = e.call?.callKey ?? e.conversationId;
+    byCall.set(key, [...(byCall.get(key) ?? []), e.id]);
+  }
   return byCall;
 }
 
@@ -164,7 +168,9 @@ describe('webhooks about waiting calls', () => {
 
     await h.client.decide(id, { decision: 'approve', decidedBy: 'ops-lead', reason: 'checked the order' });
     expect((await h.client.waitForTurn(id, messageId)).outcome).toBe('answered');
-    await expect.poll(() => typesFor(ops, id)).toEqual(['call.waiting call-0', 'call.decided call-0']);
+    await expect
+      .poll(() => typesFor(ops, id))
+      .toEqual(['call.waiting call-0', 'call.decided call-0', 'turn.ended_after_wait turn 1']);
     expect(handledFor(ops, id)[1]).toMatchObject({
       type: 'call.decided',
       call: { callKey: `${id}/msg-1/call-0`, toolName: 'issue_refund' },
@@ -193,8 +199,68 @@ describe('webhooks about waiting calls', () => {
           .map((n) => `${n.type} ${n.endpoint} ${n.status} ${n.attempts}`)
           .sort();
       })
-      .toEqual(['call.decided audit delivered 1', 'call.decided ops delivered 1', 'call.waiting ops delivered 1']);
+      .toEqual([
+        'call.decided audit delivered 1',
+        'call.decided ops delivered 1',
+        'call.waiting ops delivered 1',
+        'turn.ended_after_wait ops delivered 1',
+      ]);
     expect(await outboxOrder(id)).toEqual(handledOrder(ops, id));
+
+    // The turn's end, after its call's events: what was decided on the call, and the start of the answer.
+    const ended = handledFor(ops, id)[2];
+    expect(ended.call).toBeUndefined();
+    expect(ended.turn).toEqual({
+      id: expect.any(String),
+      number: 1,
+      outcome: 'answered',
+      requestedBy: ['alice@example.com'],
+      answer: { seq: expect.any(Number), text: 'Refunded.', truncated: false },
+      endedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      calls: [
+        {
+          callKey: `${id}/msg-1/call-0`,
+          toolCallId: 'call_refund',
+          toolName: 'issue_refund',
+          decisions: [
+            {
+              decisionId: expect.any(String),
+              decision: 'approve',
+              decidedBy: 'ops-lead',
+              decidedAt: handledFor(ops, id)[1].decision!.decidedAt,
+              via: 'update',
+            },
+          ],
+        },
+      ],
+    });
+    const transcript = await h.client.transcript(id);
+    expect(transcript.find((m) => m.seq === ended.turn!.answer!.seq)?.message).toMatchObject({
+      role: 'assistant',
+      content: 'Refunded.',
+    });
+    // A turn without a wait announces nothing.
+    h.model.enqueue({ content: 'Nothing to approve.' });
+    const plain = await h.client.sendMessage(id, 'Thanks');
+    expect((await h.client.waitForTurn(id, plain)).outcome).toBe('answered');
+    const { rows } = await h.pool.query(
+      "SELECT count(*)::int AS n FROM durable_agent.notification_outbox WHERE conversation_id = $1 AND type = 'turn.ended_after_wait'",
+      [id],
+    );
+    expect(rows[0].n).toBe(1);
+    // One announcement in the history, in the turn that waited, under its patch.
+    const history = await h.temporal.workflow.getHandle(id).fetchHistory();
+    const announced = history.events!.filter(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'durableAgent.announceTurnEnd',
+    );
+    expect(announced).toHaveLength(1);
+    const patches = history.events!.flatMap((e) =>
+      (e.markerRecordedEventAttributes?.details?.['patch-data']?.payloads ?? []).map((p) =>
+        Buffer.from(p.data ?? []).toString('utf8'),
+      ),
+    );
+    expect(patches.filter((p) => p.includes('turn-end-notification'))).toHaveLength(1);
+    await exportHistoryFixture(h.temporal, id, 'turn-ended-after-wait');
   });
 
   it('a receiver that refuses for a while gets every event once it recovers, each call in order; meanwhile they are listed failing', async () => {
@@ -228,7 +294,9 @@ describe('webhooks about waiting calls', () => {
         .poll(
           async () => {
             const { json } = await call('GET', '/v1/notifications?status=failing', token('c'));
-            return (json.notifications as any[]).filter((n) => n.conversationId === id && n.endpoint === 'ops');
+            return (json.notifications as any[]).filter(
+              (n) => n.conversationId === id && n.endpoint === 'ops' && n.type !== 'turn.ended_after_wait',
+            );
           },
           { timeout: 30_000 },
         )
@@ -243,7 +311,7 @@ describe('webhooks about waiting calls', () => {
     } finally {
       ops.mode = 'ok';
     }
-    await expect.poll(() => handledFor(ops, id).length, { timeout: 30_000 }).toBe(4);
+    await expect.poll(() => handledFor(ops, id).length, { timeout: 30_000 }).toBe(5);
     // Each call's decision came after its wait, never before: a call's next event waits for the one before it.
     expect(await outboxOrder(id)).toEqual(handledOrder(ops, id));
     for (const callKey of [`${id}/msg-1/call-0`, `${id}/msg-1/call-1`]) {
@@ -322,10 +390,18 @@ describe('webhooks about waiting calls', () => {
     );
     const late = await h.client.sendMessage(timedOut, 'Refund, quickly', { input: { approvalTimeoutMs: 1_000 } });
     expect((await h.client.waitForTurn(timedOut, late)).outcome).toBe('answered');
-    await expect.poll(() => typesFor(ops, timedOut)).toEqual(['call.waiting call-0', 'call.timed_out call-0']);
+    await expect
+      .poll(() => typesFor(ops, timedOut))
+      .toEqual(['call.waiting call-0', 'call.timed_out call-0', 'turn.ended_after_wait turn 1']);
     expect(handledFor(ops, timedOut)[1].outcome).toEqual({
       kind: 'approval_timeout',
       message: 'No decision arrived before the approval timeout; the call was not run.',
+    });
+    // The turn answered after its call timed out: the call had no decision.
+    expect(handledFor(ops, timedOut)[2].turn).toMatchObject({
+      outcome: 'answered',
+      answer: { text: 'Nobody approved it in time.' },
+      calls: [{ toolCallId: 'call_slow', toolName: 'issue_refund', decisions: [] }],
     });
 
     const cancelled = h.newConversationId('notify-cancel');
@@ -342,8 +418,14 @@ describe('webhooks about waiting calls', () => {
     await expect.poll(() => typesFor(ops, cancelled)).toEqual(['call.waiting call-0']);
     await h.client.cancelTurn(cancelled, 'never mind');
     expect((await h.client.waitForTurn(cancelled, stopped)).outcome).toBe('cancelled');
-    await expect.poll(() => typesFor(ops, cancelled)).toEqual(['call.waiting call-0', 'call.cancelled call-0']);
+    await expect
+      .poll(() => typesFor(ops, cancelled))
+      .toEqual(['call.waiting call-0', 'call.cancelled call-0', 'turn.ended_after_wait turn 1']);
     expect(handledFor(ops, cancelled)[1].outcome).toMatchObject({ kind: 'cancelled' });
+    // A stopped turn is announced too, with why it stopped and no answer.
+    const stoppedTurn = handledFor(ops, cancelled)[2].turn!;
+    expect(stoppedTurn).toMatchObject({ outcome: 'cancelled', error: expect.any(String), calls: [{ decisions: [] }] });
+    expect(stoppedTurn.answer).toBeUndefined();
     expect(handledFor(audit, timedOut)).toEqual([]);
   });
 
@@ -368,7 +450,7 @@ describe('webhooks about waiting calls', () => {
     expect((await approve(token('d'))).status).toBe(200);
     await expect
       .poll(() => typesFor(ops, id))
-      .toEqual(['call.waiting call-0', 'call.decided call-0', 'call.decided call-0']);
+      .toEqual(['call.waiting call-0', 'call.decided call-0', 'call.decided call-0', 'turn.ended_after_wait turn 1']);
     const [, firstApproval, secondApproval] = handledFor(ops, id);
     expect(firstApproval).toMatchObject({
       decision: { decidedBy: 'bob@example.com', callStillWaits: true, authenticated: true, rule: 'close-needs-two' },
@@ -379,6 +461,16 @@ describe('webhooks about waiting calls', () => {
       call: { policy: { approvedBy: ['bob@example.com'] } },
     });
     await expect.poll(() => closed).toEqual(['cus_grace']);
+    // The turn's end lists both approvals of its one call.
+    expect(handledFor(ops, id)[3].turn?.calls).toEqual([
+      expect.objectContaining({
+        toolName: 'close_account',
+        decisions: [
+          expect.objectContaining({ decision: 'approve', decidedBy: 'bob@example.com', via: 'update' }),
+          expect.objectContaining({ decision: 'approve', decidedBy: 'dave@example.com', via: 'update' }),
+        ],
+      }),
+    ]);
   });
 
   it("an event an activity writes (an escalation's) is announced if its transaction commits, and never if it rolls back", async () => {
@@ -431,8 +523,7 @@ describe('webhooks about waiting calls', () => {
     const bodies = [...ops.deliveries, ...audit.deliveries].map((d) => JSON.parse(d.body) as unknown);
     expect(bodies.length).toBeGreaterThan(10);
     expect(bodies.map(webhookPayloadProblem).filter(Boolean)).toEqual([]);
-    expect(new Set(bodies.map((b) => (b as NotificationEvent).type))).toEqual(
-      new Set(['call.waiting', 'call.decided', 'call.timed_out', 'call.cancelled', 'call.escalated']),
-    );
+    // Every type the worker writes was delivered here at least once.
+    expect(new Set(bodies.map((b) => (b as NotificationEvent).type))).toEqual(new Set(NOTIFICATION_TYPES));
   });
 });

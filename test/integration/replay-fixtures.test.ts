@@ -95,6 +95,8 @@ describe('replaying recorded histories', () => {
       'escalation',
       // A standing grant given with an approval, covering the next two calls of its tool, then a call that waits.
       'grant-two-calls',
+      // A turn that waited, then answered, announcing its end (patch turn-end-notification), and a turn without a wait.
+      'turn-ended-after-wait',
     ]) {
       expect(names).toContain(expected);
     }

@@ -105,7 +105,7 @@ describe('the webhook endpoints a worker is given', () => {
       'notifications.timeoutMs must be a whole number from 100 to 120000 (default 10000)',
       'notifications.endpoints[0] ("ops").url is plain http:// to hooks.example.com: the body and its signature would cross the network unencrypted. Use https://, or set allowHttp: true on the endpoint for a network you trust',
       'notifications.endpoints[0] ("ops").secret must be at least 32 characters (it has 5); make one with: openssl rand -hex 32',
-      'notifications.endpoints[0] ("ops").events names "call.waited", not an event type (call.waiting, call.decided, call.timed_out, call.cancelled, call.escalated)',
+      'notifications.endpoints[0] ("ops").events names "call.waited", not an event type (call.waiting, call.decided, call.timed_out, call.cancelled, call.escalated, turn.ended_after_wait)',
       'notifications.endpoints[1] ("ops"): two endpoints are named "ops"; give each its own name',
       'notifications.endpoints[1] ("ops").url must be https:// (or http:// to this machine), not ftp:',
       'notifications.endpoints[1] ("ops").keyId must be 1 to 64 letters, digits, "_", "." or "-" (not "t"), such as "k1": it names the secret in each signature',
