@@ -60,7 +60,12 @@ export function callBlock(
             <a href="${conversationPath(call.conversationId)}"><code>${visible(call.conversationId)}</code></a>
           </dd>`
       }
-      ${call.policy && policyFacts(call.policy)}
+      ${
+        call.policy
+          ? policyFacts(call.policy)
+          : html`<dt>Who decides</dt>
+            <dd data-testid="policy-deciders">any approver${ctx.fourEyes ? ' but whoever asked' : ''}, one is enough</dd>`
+      }
     </dl>
     <pre class="args" data-testid="arguments">${prettyArguments(call.arguments)}</pre>
     ${own && html`<div class="note">You sent the request that asked for this call: another approver has to approve it (four eyes). You may reject it.</div>`}

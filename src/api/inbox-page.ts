@@ -77,12 +77,22 @@ export interface InboxGroup {
 /** The inbox: every waiting call, grouped by conversation, oldest first. */
 export function inboxMain(
   groups: readonly InboxGroup[],
-  ctx: { viewer: Viewer; flash?: Flash; fourEyes: boolean; now: number },
+  ctx: { viewer: Viewer; flash?: Flash; fourEyes: boolean; now: number; yours?: number },
 ): Html {
   const count = groups.reduce((n, g) => n + g.calls.length, 0);
+  const yours = ctx.yours ?? 0;
   return html`${flashBox(ctx.flash)}
     <h1>Pending approvals <span class="badge">${count}</span></h1>
-    <p class="sub">Tool calls waiting for a person, oldest first, across all conversations. <span class="live">Updates every ${REFRESH_MS / 1000} s.</span></p>
+    <p class="sub">Tool calls waiting for a person across all conversations: first those you may decide, then the others, each oldest first. <span class="live">Updates every ${REFRESH_MS / 1000} s.</span></p>
+    ${
+      ctx.viewer.canDecide &&
+      count > 0 &&
+      html`<p class="queue" data-testid="yours">${
+        yours === 0
+          ? 'None of them is yours to decide: each names who may, below.'
+          : `${yours} of them ${yours === 1 ? 'is' : 'are'} yours to decide.`
+      }</p>`
+    }
     ${
       groups.length === 0
         ? html`<div class="card empty">Nothing is waiting for a decision.</div>`

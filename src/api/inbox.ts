@@ -51,6 +51,7 @@ import { grantRequestWords } from './inbox-grants';
 import { field, messagesBefore, PageRefusal, RECENT_MESSAGES, sendHtml } from './inbox-http';
 import { BrowserSessions, csrfMatches, foreignOrigin, sessionPrincipal, type BrowserSession } from './sessions';
 import { chatPage } from './chat-page';
+import { yoursFirst } from './who-decides';
 import type { ApiPrincipal, ApiRole } from './tokens';
 
 /** Options of {@link inboxRoutes}. */
@@ -189,7 +190,9 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
     const viewer = viewerOf(session);
     const flash = takeFlash(session);
     const now = Date.now();
-    const { calls } = await client.waitingCalls();
+    // The viewer's queue first: conversations with a call they may decide, and in each those calls first.
+    const principal = { subject: session.subject, roles: new Set(session.roles), groups: new Set(session.groups) };
+    const { calls, yours } = yoursFirst(principal, (await client.waitingCalls()).calls, policy);
     const groups = new Map<string, InboxGroup>();
     for (const c of calls) {
       const group = groups.get(c.conversationId) ?? { conversationId: c.conversationId, calls: [] };
@@ -205,7 +208,7 @@ export async function inboxRoutes(app: FastifyInstance, options: InboxOptions): 
       title: `${calls.length > 0 ? `(${calls.length}) ` : ''}Pending approvals · Approval inbox`,
       viewer,
       live: true,
-      main: inboxMain([...groups.values()], { viewer, flash, fourEyes: !policy.allowSelfApproval, now }),
+      main: inboxMain([...groups.values()], { viewer, flash, fourEyes: !policy.allowSelfApproval, now, yours }),
     });
   });
 

@@ -15,7 +15,7 @@ import { describeUnstorableText } from '../contract/text';
 import { ConfigError } from '../common/errors';
 import { auditRoutes } from './audit-routes';
 import { decideCalls, type DecisionPolicy } from './decisions';
-import { mayApprove } from './who-decides';
+import { yoursFirst } from './who-decides';
 import { chatRoutes } from './chat';
 import { codecRoutes, type CodecOptions } from './codec';
 import { forkRoutes } from './fork-routes';
@@ -314,14 +314,9 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
         requester,
         minAgeMs: minAgeSeconds === undefined ? undefined : minAgeSeconds * 1000,
       });
-      const principal = request.principal!;
-      const listed = calls.map((a) => ({
-        ...a,
-        requestedAt: a.requestedAt.toISOString(),
-        mayDecide: mayApprove(principal, a, policy),
-      }));
       // The caller's queue first: the calls they may decide, then the others, each part in the list's order.
-      return { approvals: [...listed.filter((a) => a.mayDecide), ...listed.filter((a) => !a.mayDecide)] };
+      const queue = yoursFirst(request.principal!, calls, policy).calls;
+      return { approvals: queue.map((a) => ({ ...a, requestedAt: a.requestedAt.toISOString() })) };
     },
   );
   refuseOtherMethods(app, '/v1/approvals', ['GET']);

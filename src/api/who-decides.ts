@@ -98,6 +98,20 @@ export function mayApprove(
   );
 }
 
+/**
+ * The caller's queue: the calls `principal` may approve ({@link mayApprove}) first, then the others, each part in the
+ * order given (oldest first), with how many are theirs.
+ */
+export function yoursFirst<T extends DecidedCall>(
+  principal: Pick<ApiPrincipal, 'subject' | 'roles' | 'groups'>,
+  calls: readonly T[],
+  options: { allowSelfApproval?: boolean },
+): { calls: (T & { mayDecide: boolean })[]; yours: number } {
+  const marked = calls.map((c) => ({ ...c, mayDecide: mayApprove(principal, c, options) }));
+  const yours = marked.filter((c) => c.mayDecide);
+  return { calls: [...yours, ...marked.filter((c) => !c.mayDecide)], yours: yours.length };
+}
+
 /** Who may decide a call under `policy`, in words: "members of finance or legal", or "any approver". */
 export function whoMayDecide(policy: WaitingPolicy): string {
   const groups = policy.groups;

@@ -8,23 +8,34 @@ import type { WaitingCall } from '../../contract';
 import { remoteApi, waitingThroughApi } from '../api-decisions';
 import { policyLine } from '../format';
 import { withClient } from '../connect';
+import { localApi } from '../decide';
 
 /** Adds `pending` and `unknown-effects` to the program. */
 export function addPendingCommands(program: Command): void {
   program
     .command('pending')
     .description(
-      'list every tool call waiting for a decision, oldest first (from PostgreSQL; no search attribute needed); through the HTTP API (AGENT_API_URL), those your token may decide first',
+      "list every tool call waiting for a decision, oldest first (from PostgreSQL; no search attribute needed); through the HTTP API (AGENT_API_URL, or the running npm start's), those your token may decide first",
     )
     .action(async () => {
-      const remote = remoteApi(process.env);
+      // AGENT_API_URL's API, else the running npm start's with its development approver: the caller's queue first.
+      const api = remoteApi(process.env) ?? localApi().api;
       // Through the API its time is ISO text, from the client a Date; neither is printed.
-      const waiting: (Omit<WaitingCall, 'requestedAt'> & { mayDecide?: boolean })[] = remote
-        ? await waitingThroughApi(remote)
+      const waiting: (Omit<WaitingCall, 'requestedAt'> & { mayDecide?: boolean })[] = api
+        ? await waitingThroughApi(api)
         : await withClient(async (client) => (await client.waitingCalls()).calls);
       if (waiting.length === 0) {
         process.stdout.write('No tool call is waiting for approval.\n');
         return;
+      }
+      if (api) {
+        const yours = waiting.filter((p) => p.mayDecide).length;
+        const who = api.subject ? ` (${api.subject})` : '';
+        process.stdout.write(
+          yours === 0
+            ? `None of the ${waiting.length} is yours to decide${who}: each names who may.\n`
+            : `${yours} of ${waiting.length} yours to decide${who}, listed first:\n`,
+        );
       }
       for (const p of waiting) {
         const by = p.requestedBy.length > 0 ? `  asked by ${p.requestedBy.join(', ')}` : '';
