@@ -65,6 +65,8 @@ describe('a history people can read', () => {
       'record: approve issue_refund (call_refund) by ops@example.com (unauthenticated)',
       'issue_refund, call 2 of turn 1, approved by ops@example.com (unauthenticated)',
       "model call 2 of turn 1 (the worker's default model)",
+      // A turn that waited for a person announces its end (turn.ended_after_wait).
+      'turn 1 answered after 1 call waited for a person',
     ]);
     const timers = (events ?? []).filter((e) => e.timerStartedEventAttributes).map(summaryOf);
     expect(timers).toContain('approval deadline: issue_refund (call_refund)');

@@ -153,16 +153,17 @@ describe('stream scripts: pacing', () => {
   it('pauses chunkDelayMs between chunks, keep-alive lines included, and records first byte and close times', async () => {
     // 2 keep-alives + role + 3 content pieces + finish + [DONE] = 8 writes, 7 pauses.
     server.enqueue({ content: 'one two three', stream: { keepAlive: 2, chunkDelayMs: 60 } });
-    const arrivals: number[] = [];
+    let chunks = 0;
     const stream = await client.chat.completions.create({ ...ask(), stream: true });
     let content = '';
     for await (const chunk of stream) {
-      arrivals.push(Date.now());
+      chunks++;
       content += chunk.choices[0]?.delta.content ?? '';
     }
     expect(content).toBe('one two three');
-    expect(arrivals).toHaveLength(5);
-    for (let k = 1; k < arrivals.length; k++) expect(arrivals[k] - arrivals[k - 1]).toBeGreaterThanOrEqual(45);
+    expect(chunks).toBe(5);
+    // The pauses are measured where they are made, at the server: the client's arrival times are not (a busy client
+    // reads a late chunk and the next one together; a loaded CI run saw a 40 ms gap there).
 
     const record = lastRequest();
     await waitFor(() => record.closedAt !== undefined);
