@@ -18,6 +18,7 @@ import { appendMessagesListingWaits } from '../db/approval-store';
 import { recordEscalation, escalationPayload } from '../db/escalations';
 import { enqueueNotification } from '../db/outbox';
 import { announceTurnEnd } from '../db/turn-end-notices';
+import { registerEventWait } from '../db/event-waits';
 import { agentTables } from '../db/schema';
 import { verifyDecision } from '../common/decision-signing';
 import { turnRegistry } from './mcp-tools';
@@ -50,6 +51,7 @@ export function createActivities(deps: ActivityDeps): ConversationActivities {
       });
     },
     announceTurnEnd: async (notice) => void (await announceTurnEnd(deps.pool, tables, notice)),
+    registerEventWait: (input) => registerEventWait(deps.pool, tables, input),
     verifyDecision: async ({ conversationId, decision, edit }) => {
       const verdict = verifyDecision(deps.decisionTrust ?? { keys: [] }, conversationId, decision);
       if (verdict.refusal || !edit) return verdict;

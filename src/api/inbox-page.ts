@@ -167,6 +167,16 @@ export function conversationMain(
               : html`<p class="muted">No turn has finished yet.</p>`
           }
           ${
+            !!state.eventWaits?.length &&
+            html`<div class="waiting-block" data-testid="event-waits">
+              <h3>Waiting for an event</h3>
+              ${state.eventWaits.map(
+                (w) =>
+                  html`<p data-testid="event-wait"><code>${visible(w.event)}</code> with key <code>${visible(w.key)}</code> · ${visible(w.toolName)} (<code>${visible(w.toolCallId)}</code>) · until ${w.deadlineAt.replace('T', ' ').slice(0, 19)} UTC</p>`,
+              )}
+            </div>`
+          }
+          ${
             view.calls.length > 0 &&
             html`<div class="waiting-block">
               <h3>Waiting for a decision</h3>

@@ -38,6 +38,7 @@ export const API_ERROR_CODES = {
   regenerate_refused: 409,
   conversation_exists: 409,
   fork_point_outside: 409,
+  event_id_conflict: 409,
   message_too_large: 413,
   uri_too_long: 414,
   unsupported_media_type: 415,
@@ -47,6 +48,7 @@ export const API_ERROR_CODES = {
   codec_off: 501,
   identity_provider_unavailable: 503,
   no_worker: 503,
+  event_undelivered: 503,
 } as const;
 /** One of {@link API_ERROR_CODES}. */
 export type ApiErrorCode = keyof typeof API_ERROR_CODES;
@@ -73,14 +75,14 @@ const REFUSAL_MEANING: Record<RefusalStatus, string> = {
   403: "The token's roles do not allow this (forbidden), whoever sent a turn's messages tries to approve its calls (four_eyes), or the approval policy's rule a call waits under does not let this person decide it (not_permitted: not a member of the rule's groups, or approved it already; the message names the rule, its groups and the caller's).",
   404: 'No such conversation (not_found), or no such notification kept.',
   405: 'The path takes other methods (listed in the Allow header).',
-  409: 'The conversation has ended (conversation_closed) or runs an agent called as a tool and takes no messages (child_conversation: the message names the conversation to write to), a named call no longer waits for a decision or cannot take it as asked, e.g. a grant on a call whose rule needs several people, or a grant revoked already (decision_refused), a fork names a conversation id in use (conversation_exists) or a place not in the transcript of its source (fork_point_outside), or the conversation cannot regenerate now (regenerate_refused: a turn runs, nothing to regenerate, it is ending).',
+  409: 'The conversation has ended (conversation_closed) or runs an agent called as a tool and takes no messages (child_conversation: the message names the conversation to write to), a named call no longer waits for a decision or cannot take it as asked, e.g. a grant on a call whose rule needs several people, or a grant revoked already (decision_refused), a fork names a conversation id in use (conversation_exists) or a place not in the transcript of its source (fork_point_outside), or the conversation cannot regenerate now (regenerate_refused: a turn runs, nothing to regenerate, it is ending), or an event id was sent before with another name, key or payload (event_id_conflict).',
   413: 'The body, or the message in it, is over its limit.',
   414: 'A path parameter is far over its documented length.',
   415: 'The body is not application/json.',
   422: 'A payload could not be decoded.',
   500: 'The request failed inside the server (see its log).',
   501: 'Not available in this configuration.',
-  503: "The identity provider or the conversation's worker did not answer in time; try again.",
+  503: "The identity provider or the conversation's worker did not answer in time, or an event was recorded but Temporal did not take its signals (event_undelivered: send it again with the same eventId); try again.",
 };
 
 /** Which codes a status carries, for the document. */

@@ -18,6 +18,7 @@ import { decideCalls, type DecisionPolicy } from './decisions';
 import { yoursFirst } from './who-decides';
 import { chatRoutes } from './chat';
 import { codecRoutes, type CodecOptions } from './codec';
+import { eventRoutes } from './event-routes';
 import { forkRoutes } from './fork-routes';
 import { grantRoutes } from './grant-routes';
 import { notificationRoutes } from './notification-routes';
@@ -443,6 +444,7 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
   grantRoutes(app, { client, policy, allow }); // revoking a standing grant, for approvers
   notificationRoutes(app, { client, allow }); // webhook deliveries, for operators
   auditRoutes(app, { client, allow }); // decisions in a time range, as JSON Lines, for operators
+  eventRoutes(app, { client, allow }); // events for the calls waiting for them, for the events role
   const sessions = options.inbox !== false ? new BrowserSessions() : undefined;
   // The AI SDK's chat transport (useChat): the turn as a UI message stream.
   chatRoutes(app, { ...options.chat, client, policy, allow, sessions });

@@ -9,8 +9,12 @@ import { ConfigError } from '../common/errors';
 import { readPrivateFile } from '../common/private-file';
 import { POLICY_GROUP_NAME } from '../contract/policies';
 
-/** What a caller may do: send messages and cancel (`requester`), decide (`approver`), read everything (`operator`). */
-export const API_ROLES = ['requester', 'approver', 'operator'] as const;
+/**
+ * What a caller may do: send messages and cancel (`requester`), decide (`approver`), read everything (`operator`),
+ * send the events waiting calls take as their result (`events`: the systems that report what happened, e.g. a
+ * payment provider's webhook bridge).
+ */
+export const API_ROLES = ['requester', 'approver', 'operator', 'events'] as const;
 /** One of {@link API_ROLES}. */
 export type ApiRole = (typeof API_ROLES)[number];
 

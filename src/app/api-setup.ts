@@ -58,6 +58,8 @@ export function resolveApiSecurity(config: WorkerConfig): ApiSecurity {
             token: randomBytes(32).toString('base64url'),
           },
           { subject: 'local-approver', roles: ['approver', 'operator'], token: randomBytes(32).toString('base64url') },
+          // Sends the events waiting calls take (POST /v1/events), as a payment provider's bridge would.
+          { subject: 'local-events', roles: ['events'], token: randomBytes(32).toString('base64url') },
         ],
         null,
         2,

@@ -1,7 +1,7 @@
 /**
  * The command line: `chat`, `say`, `retry`, `show`, `state`, `pending`,
  * `unknown-effects`, `approve`, `reject`, `respond`, `grants`, `revoke-grant`, `fork`, `cancel`, `end`,
- * `audit export`, `audit verify`.
+ * `audit export`, `audit verify`, `events send`.
  * Finds Temporal and PostgreSQL from the environment, or from the runtime
  * file a running `npm start` writes; decides through the HTTP API of
  * AGENT_API_URL, or of the `npm start` running here for the same target
@@ -12,6 +12,7 @@ import { Command } from 'commander';
 import { addAuditCommands } from './commands/audit';
 import { addChatCommand } from './commands/chat';
 import { addDecisionCommands } from './commands/decide';
+import { addEventCommands } from './commands/events';
 import { addForkCommand } from './commands/fork';
 import { addGrantCommands } from './commands/grants';
 import { addNotificationCommands } from './commands/notifications';
@@ -36,6 +37,7 @@ addGrantCommands(program);
 addForkCommand(program);
 addStopCommands(program);
 addNotificationCommands(program);
+addEventCommands(program);
 addAuditCommands(program);
 
 program.parseAsync().catch((err: Error) => {

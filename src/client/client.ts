@@ -27,6 +27,7 @@ import { readCallDecisions, type CallDecisionRecord } from '../db/call-decisions
 import { readNotifications, resendNotification, type NotificationFilter } from '../db/outbox';
 import type { NotificationDelivery } from '../contract/notifications';
 import { readAuditRecords } from '../db/audit';
+import { sendEvent, type EventToSend, type SendEventOptions, type SentEvent } from '../db/events';
 import type { AuditRecord } from '../audit/record';
 import type { AuditRange } from '../audit/range';
 import * as approvals from './approvals';
@@ -56,6 +57,8 @@ export { RegenerateRefusedError, type RegenerateOptions } from './regenerate';
 export type { MessageFileUpload } from './message-files';
 export type { MessageFile } from '../contract/message-files';
 export type { WaitingCall } from '../contract/waiting-calls';
+export { EventDeliveryError, EventIdConflictError, InvalidEventError } from '../db/events';
+export type { EventTarget, EventToSend, SendEventOptions, SentEvent } from '../db/events';
 
 /** Where the client connects. */
 export interface AgentClientOptions {
@@ -284,6 +287,18 @@ export class AgentClient {
    */
   async revokeGrant(conversationId: string, revocation: GrantRevocation): Promise<void> {
     await this.context.temporal.workflow.getHandle(conversationId).signal(revokeGrantSignal, revocation);
+  }
+
+  /**
+   * Sends an event (docs/waiting-for-events.md): the calls waiting for its name and key get its payload as their
+   * result; when none waits, it is kept for the first wait to come (`options.keepMs`, default 24 hours; 0: not kept).
+   * Sending the same `eventId` again is a retry: it is delivered again where it was routed, and nothing new is
+   * recorded. Throws `InvalidEventError` (what is wrong and the limit), `EventIdConflictError` (the id was sent with
+   * another name, key or payload) or `EventDeliveryError` (recorded, but a signal failed: send it again with the same
+   * id). Needs `databaseUrl`.
+   */
+  async sendEvent(event: EventToSend, options: SendEventOptions = {}): Promise<SentEvent> {
+    return sendEvent(await this.context.database(), this.context.temporal, this.context.tables, event, options);
   }
 
   /** The stored transcript (message bodies), through `throughSeq` when given. */

@@ -13,6 +13,7 @@ import type { CallPolicy } from './policies';
 import type { StandingGrant } from './grants';
 import type { EscalationRecord } from './escalations';
 import type { TurnEndNotice } from './turn-ends';
+import type { EventWaitPlan, RegisterEventWaitInput, RegisterEventWaitResult } from './events';
 export type { EscalationRecord } from './escalations';
 export type { TurnEndNotice } from './turn-ends';
 
@@ -145,6 +146,8 @@ export interface ToolCallPlan {
    * workers: approve or reject.
    */
   decisions?: DecisionKind[];
+  /** Set for a call of a `waitForEvent()` tool: the event it waits for (no activity runs it). */
+  wait?: EventWaitPlan;
   /**
    * Whether running the tool again is safe (it only reads, or writes through
    * `context.once`). A call of a tool that is not, whose run timed out or lost
@@ -500,6 +503,11 @@ export interface ConversationActivities {
   recordEscalation(record: EscalationRecord): Promise<void>;
   /** Announces the end of a turn that waited for a person (`turn.ended_after_wait`; idempotent on the turn's id). */
   announceTurnEnd(notice: TurnEndNotice): Promise<void>;
+  /**
+   * A call starts waiting for an event: takes an event kept for it or already delivered to it, or lists the call as
+   * waiting (idempotent on the call).
+   */
+  registerEventWait(input: RegisterEventWaitInput): Promise<RegisterEventWaitResult>;
   /** Checks a decision's signature against the worker's decision keys (`decision-signing.ts`); no I/O. */
   verifyDecision(input: VerifyDecisionInput): Promise<DecisionVerification>;
   /** Lists the tools of a conversation's MCP servers and stores the list by reference. */
@@ -519,6 +527,7 @@ export const CONVERSATION_ACTIVITY_NAMES = [
   'recordEscalation',
   'recordGrantRevocation',
   'announceTurnEnd',
+  'registerEventWait',
   'discoverTools',
 ] as const satisfies readonly ConversationActivityName[];
 

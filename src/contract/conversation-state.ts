@@ -5,6 +5,7 @@
  * turns are in `turn-records.ts`, calls waiting for a person in
  * `waiting-calls.ts`. Types only; workflow-safe.
  */
+import type { EventWaitView } from './events';
 import type { StandingGrant } from './grants';
 import type { ExtractedAgentResult } from './activities';
 import type { AgentCaller, ForkOrigin } from './conversation-input';
@@ -46,6 +47,8 @@ export interface ConversationState {
    * `awaiting_approval`). Each is decided in its own `conversationId`.
    */
   waitingBelow?: PendingBelow[];
+  /** Calls waiting for an event (`waitForEvent()` tools); absent when none waits. */
+  eventWaits?: EventWaitView[];
   /** Ids of tool calls whose activities are running. */
   runningToolCalls: string[];
   /** Decision ids applied so far (a decision is applied once per id). */

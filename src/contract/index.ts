@@ -30,6 +30,7 @@ export * from './conversation-input';
 export * from './conversation-input-checks';
 export * from './conversation-state';
 export * from './decisions';
+export * from './events';
 export * from './grants';
 export * from './guardrail-results';
 export * from './limits';

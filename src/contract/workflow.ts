@@ -5,6 +5,7 @@
  * workflow and by clients. Workflow-safe: no I/O, no Node imports.
  */
 import type { GrantRevocation } from './grants';
+import type { DeliveredEvent } from './events';
 import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributeUpdatePair } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { ConversationState } from './conversation-state';
@@ -41,6 +42,12 @@ export const regenerateUpdate = defineUpdate<RegenerateResult, [RegenerateReques
 
 /** Revokes a standing grant (`src/contract/grants.ts`): calls it would have covered wait for a person again. */
 export const revokeGrantSignal = defineSignal<[GrantRevocation]>('revokeGrant');
+
+/**
+ * An event (`src/contract/events.ts`): every call of the conversation waiting for its name and key (or the one its
+ * `callKey` names) gets its payload as its result. `POST /v1/events` and `AgentClient.sendEvent` route events here.
+ */
+export const eventSignal = defineSignal<[DeliveredEvent]>('event');
 
 /** Ends the conversation once the current turn and queued messages are done. */
 export const endConversationSignal = defineSignal<[]>('endConversation');

@@ -16,6 +16,7 @@ import {
   toolFailedContent,
   guardrailBlockedContent,
   ruleDeniedContent,
+  eventWaitStoppedContent,
   type OutcomeKind,
   type ToolFailureReason,
 } from './outcomes';
@@ -27,6 +28,7 @@ import { callInstanceKey } from './effect-keys';
 import { parseJsonOrText } from '../contract/text';
 import type { ToolCall } from '../contract/messages';
 import { approvalsNeeded, ruleDecider, ruleDecisionId, type CallPolicy } from '../contract/policies';
+import type { EventWaitPlan } from '../contract/events';
 
 /** Where a call stands. */
 export type CallPhase = 'awaiting_approval' | 'ready' | 'running' | 'settled';
@@ -107,6 +109,10 @@ export interface BatchCall {
   approvals?: CallDecision[];
   /** Steps of its rule's escalation ladder taken while it waited (their groups are in `policy.groups`). */
   escalated?: number;
+  /** Set for a call of a `waitForEvent()` tool: the event it waits for once it starts (no activity runs it). */
+  wait?: EventWaitPlan;
+  /** Workflow time such a call started waiting. */
+  waitStartedAt?: number;
 }
 
 /** What the model asked for, as the batch receives it. */
@@ -130,6 +136,7 @@ export interface RequestedCall {
   problem?: { reason: ToolFailureReason; message: string };
   blocked?: { guardrail: string; reason: string };
   policy?: CallPolicy;
+  wait?: EventWaitPlan;
 }
 
 /** Why a decision was refused, in words for its sender. */
@@ -164,6 +171,7 @@ export class ToolCallBatch {
       problem: r.problem,
       ...(r.blocked && !r.problem ? { blocked: { ...r.blocked } } : {}),
       ...(r.policy && !r.problem ? { policy: { ...r.policy } } : {}),
+      ...(r.wait ? { wait: { ...r.wait } } : {}),
     }));
     for (const call of this.calls) {
       if (call.problem)
@@ -379,7 +387,11 @@ export class ToolCallBatch {
    */
   interrupt(why: string): void {
     for (const call of this.calls) {
-      if (call.phase === 'running') this.settle(call.id, { kind: 'interrupted', content: interruptedContent(why) });
+      // A call waiting for an event ran nothing: it stopped waiting.
+      if (call.phase === 'running' && call.wait)
+        this.settle(call.id, { kind: 'cancelled', content: eventWaitStoppedContent(why, call.wait) });
+      else if (call.phase === 'running')
+        this.settle(call.id, { kind: 'interrupted', content: interruptedContent(why) });
       else if (call.phase !== 'settled') this.settle(call.id, { kind: 'cancelled', content: cancelledContent(why) });
     }
   }
@@ -426,6 +438,7 @@ export function requestedCalls(
       problem: notRun ?? (plan ? plan.problem : noPlan),
       ...(plan?.blocked ? { blocked: plan.blocked } : {}),
       ...(plan?.policy ? { policy: plan.policy } : {}),
+      ...(plan?.wait ? { wait: plan.wait } : {}),
     };
   });
 }

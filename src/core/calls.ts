@@ -8,11 +8,12 @@ import type { BatchCall } from './batch';
 import type { ToolFailure } from './edge';
 import { effectUnknownContent, toolFailedContent, type OutcomeKind } from './outcomes';
 import type { CoreState } from './state';
-import type { CallRun, CallStep } from './steps';
+import type { ActivityRun, CallRun, CallStep } from './steps';
 import { approvalTimerSummary, escalationTimerSummary } from './summaries';
 import { toolCallSummary } from './call-summary';
 import { UNKNOWN_EFFECTS_KEPT } from '../contract/limits';
 import { isOpen, subAgentStart } from './agents';
+import { eventWaitRun } from './event-waits';
 
 /** Why a run whose worker was lost, and whose attempt another worker failed, did not report back. */
 const WORKER_LOST = 'its worker stopped while it ran (lost, and its attempt failed by another worker)';
@@ -85,6 +86,10 @@ export function startCall(s: CoreState, call: BatchCall): CallRun {
   s.batch?.markRunning(call.id);
   s.turn.callNumbers.set(call.id, s.turn.callNumbers.size + 1);
   if (call.subAgent !== undefined) return { kind: 'startAgent', start: subAgentStart(s, call) };
+  if (call.wait) {
+    call.waitStartedAt = s.env.now();
+    return eventWaitRun(s, call, call.wait);
+  }
   return { kind: 'runTool', request: toolCallInput(s, call), summary: toolCallSummary(s, call) };
 }
 
@@ -133,7 +138,7 @@ export function callFailed(
   call: BatchCall,
   failure: ToolFailure,
   rerun: boolean,
-): CallRun | { kind: 'settled'; outcome?: OutcomeKind } {
+): ActivityRun | { kind: 'settled'; outcome?: OutcomeKind } {
   // Asked whenever the fact is there, as the run recorded before this rule moved here asked.
   const cutOff = failure.workerLost && s.env.allows('worker-lost-is-cut-off') ? WORKER_LOST : failure.cutOff;
   if (

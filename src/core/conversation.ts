@@ -44,9 +44,10 @@ import { refuse } from './problems';
 import type { GrantRevocation } from '../contract/grants';
 import type { OutcomeKind } from './outcomes';
 import { carryOver, newState, type CoreState } from './state';
-import type { CallRun, CallStep, DecisionStep, PendingDecision, PendingWrite, TurnStep } from './steps';
+import type { ActivityRun, CallRun, CallStep, DecisionStep, PendingDecision, PendingWrite, TurnStep } from './steps';
 import * as transcript from './transcript';
 import * as turn from './turn';
+import * as eventWaits from './event-waits';
 import { turnEndNotice } from './turn-end-notice';
 import * as views from './views';
 import { escalationRecordSummary } from './summaries';
@@ -226,6 +227,24 @@ export class ConversationCore {
   }
 
   /**
+   * An event arrived (the `event` signal, or taken when a wait was listed): the calls waiting for it are settled with
+   * it. A malformed one (a raw signal) is refused and logged. Returns whether some call took it.
+   */
+  receiveEvent(event: unknown): boolean {
+    return eventWaits.receiveCheckedEvent(this.s, event);
+  }
+
+  /** True while the call waits for its event. */
+  waitsForEvent(call: BatchCall): boolean {
+    return eventWaits.waitsForEvent(call);
+  }
+
+  /** The call's wait for its event ended without it: it settles as `event_timeout`. */
+  eventWaitTimedOut(call: BatchCall): boolean {
+    return eventWaits.eventWaitTimedOut(this.s, call);
+  }
+
+  /**
    * The call's next escalation step is due and nobody decided it: the step is taken. Returns what to record (and its
    * summary), or undefined when the call no longer waits.
    */
@@ -260,7 +279,7 @@ export class ConversationCore {
     call: BatchCall,
     failure: ToolFailure,
     rerun = false,
-  ): CallRun | { kind: 'settled'; outcome?: OutcomeKind } {
+  ): ActivityRun | { kind: 'settled'; outcome?: OutcomeKind } {
     return calls.callFailed(this.s, call, failure, rerun);
   }
 

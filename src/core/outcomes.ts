@@ -3,6 +3,7 @@
  * can end. Each is a JSON object the model can read, with a `kind`.
  */
 import { handoffResultContent, type HandoffRecord } from '../contract/handoffs';
+import type { DeliveredEvent, EventWaitPlan } from '../contract/events';
 
 /** How a tool call ended. */
 export type OutcomeKind =
@@ -15,7 +16,8 @@ export type OutcomeKind =
   | 'effect_unknown'
   | 'repaired'
   | 'responded'
-  | 'guardrail_blocked';
+  | 'guardrail_blocked'
+  | 'event_timeout';
 
 /** Why a tool failed, for the model and for people reading the transcript. */
 export type ToolFailureReason =
@@ -140,4 +142,44 @@ export function notStoredContent(role: string, error: string): string {
       kind: 'not_stored',
     });
   return `[This message could not be stored, so its text is lost: ${error}]`;
+}
+
+/** The result of a call its event settled: the event's name, key, id, when it was sent and its payload. */
+export function eventContent(event: DeliveredEvent): string {
+  return JSON.stringify({
+    kind: 'event',
+    event: event.name,
+    key: event.key,
+    eventId: event.eventId,
+    sentAt: event.sentAt,
+    ...(event.sentBy !== undefined ? { sentBy: event.sentBy } : {}),
+    payload: event.payload ?? null,
+  });
+}
+
+/** The result of a call whose event did not come in time. */
+export function eventTimeoutContent(wait: EventWaitPlan): string {
+  return JSON.stringify({
+    error: `The event ${wait.event} with key ${wait.key} did not arrive within ${humanMs(wait.timeoutMs)}; nothing was received.`,
+    kind: 'event_timeout',
+    event: wait.event,
+    key: wait.key,
+  });
+}
+
+/** The result of a call whose turn stopped while it waited for its event. */
+export function eventWaitStoppedContent(why: string, wait: EventWaitPlan): string {
+  return JSON.stringify({
+    error: `The call stopped waiting for the event ${wait.event} with key ${wait.key}: ${why}. Nothing was received.`,
+    kind: 'cancelled',
+    started: false,
+  });
+}
+
+/** A duration in words: "90 s", "2 h", "3 days". */
+function humanMs(ms: number): string {
+  if (ms < 120_000) return `${Math.round(ms / 1000)} s`;
+  if (ms < 7_200_000) return `${Math.round(ms / 60_000)} min`;
+  if (ms < 172_800_000) return `${Math.round(ms / 3_600_000)} h`;
+  return `${Math.round(ms / 86_400_000)} days`;
 }

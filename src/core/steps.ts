@@ -18,6 +18,7 @@ import type { ApprovalDecision, DecisionResult } from '../contract/decisions';
 import type { TurnRecord } from '../contract/turn-records';
 import type { BatchCall } from './batch';
 import type { SubAgentStart } from './edge';
+import type { EventWaitRun } from './event-waits';
 export type { PendingWrite } from './writes';
 
 /** The next step of a running turn ({@link ConversationCore.nextTurnStep}). */
@@ -61,7 +62,12 @@ export type CallRun =
    */
   | { kind: 'runTool'; request: ToolCallInput; summary: string; attempts?: number }
   /** Run an agent as a tool: its child conversation. */
-  | { kind: 'startAgent'; start: SubAgentStart };
+  | { kind: 'startAgent'; start: SubAgentStart }
+  /** Wait for an event (a `waitForEvent()` tool): list the wait, then wait until the event or the deadline. */
+  | EventWaitRun;
+
+/** A run of an activity or a child conversation: what a failed run may be followed by. */
+export type ActivityRun = Exclude<CallRun, EventWaitRun>;
 
 /** Where a decision goes next ({@link ConversationCore.receiveDecision}, {@link ConversationCore.decisionVerified}). */
 export type DecisionStep =

@@ -18,6 +18,8 @@ import { describePendingApproval, waitingPolicy, type BatchCall } from './batch'
 import { grantedRecord, isLive } from './grants';
 import type { ConversationUsage } from '../contract/turn-records';
 import type { CoreState } from './state';
+import { waitsForEvent } from './event-waits';
+import type { EventWaitView } from '../contract/events';
 import { currentDetails as describeDetails } from './summaries';
 
 /** Where the conversation stands. */
@@ -85,6 +87,7 @@ export function conversationState(s: CoreState): ConversationState {
   const below = waitingBelow(s);
   const k = s.kept;
   const calls = s.batch?.all() ?? [];
+  const waits = calls.filter(waitsForEvent);
   const now = s.env.now();
   return {
     conversationId: s.id,
@@ -106,7 +109,8 @@ export function conversationState(s: CoreState): ConversationState {
       : (s.batch?.awaitingApproval() ?? []).map((call) => describePendingApproval(call, now, s.turn.requesters)),
     ...(below.length > 0 ? { waitingBelow: below.map((b) => ({ ...b, ageMs: now - Date.parse(b.requestedAt) })) } : {}),
     ...(s.batch ? { openCalls: calls.map(describeOpenCall) } : {}),
-    runningToolCalls: calls.filter((c) => c.phase === 'running').map((c) => c.id),
+    ...(waits.length > 0 ? { eventWaits: waits.map(describeEventWait) } : {}),
+    runningToolCalls: calls.filter((c) => c.phase === 'running' && !c.wait).map((c) => c.id),
     decisionsApplied: s.decisions.size,
     refusedDecisions: k.refusedDecisions.map((r) => ({ ...r })),
     ...(k.grants && k.grants.length > 0 ? { grants: k.grants.map((g) => grantView(g, now)) } : {}),
@@ -122,6 +126,20 @@ export function conversationState(s: CoreState): ConversationState {
 
 function copyUsage(byAgent: Record<string, ConversationUsage>): Record<string, ConversationUsage> {
   return Object.fromEntries(Object.entries(byAgent).map(([agent, u]) => [agent, { ...u }]));
+}
+
+/** A call waiting for its event, as the state shows it. */
+function describeEventWait(call: BatchCall): EventWaitView {
+  const since = call.waitStartedAt ?? call.requestedAt;
+  return {
+    callKey: call.key,
+    toolCallId: call.id,
+    toolName: call.name,
+    event: call.wait!.event,
+    key: call.wait!.key,
+    since: new Date(since).toISOString(),
+    deadlineAt: new Date(since + call.wait!.timeoutMs).toISOString(),
+  };
 }
 
 /** A call of the open batch as the state shows it: settled ones with their outcome. */

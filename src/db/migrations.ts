@@ -8,6 +8,7 @@ import type { Pool } from 'pg';
 import { agentTables, type AgentTables } from './schema';
 import { inTransaction } from './transaction';
 import { notificationOutboxSql } from './notification-migration';
+import { eventWaitsSql } from './event-migration';
 
 interface Migration {
   version: number;
@@ -441,6 +442,11 @@ const MIGRATIONS: Migration[] = [
       CREATE INDEX approval_grants_by_time ON ${t.approvalGrants} (granted_at);
       ALTER TABLE ${t.approvalDecisions} ADD COLUMN grant_id text, ADD COLUMN grant_amount numeric;
     `,
+  },
+  {
+    version: 26,
+    name: 'events: calls waiting for an event by name and key, and events sent (routed, or kept for a wait to come)',
+    sql: (t) => eventWaitsSql(t),
   },
 ];
 

@@ -38,6 +38,8 @@ export const AGENT_TABLE_NAMES = [
   'notification_endpoints',
   'notification_deliveries',
   'approval_grants',
+  'event_waits',
+  'agent_events',
 ] as const;
 
 /** The name of one of the project's tables, unqualified. */
@@ -57,6 +59,10 @@ export interface AgentTables {
   readonly toolLedger: string;
   /** Standing grants given with approvals (`src/core/grants.ts`): who gave them, their limits, their revocation. */
   readonly approvalGrants: string;
+  /** Calls of `waitForEvent()` tools now waiting, by event name and key (`src/db/event-migration.ts`). */
+  readonly eventWaits: string;
+  /** Events sent: where each was routed, or kept for a wait to come (`src/db/event-migration.ts`). */
+  readonly agentEvents: string;
   readonly approvalDecisions: string;
   /** The MCP tool lists conversations were offered, by reference. */
   readonly mcpToolsets: string;
@@ -151,5 +157,7 @@ export function agentTables(schema: string = DEFAULT_DATABASE_SCHEMA): AgentTabl
     notificationEndpoints: table('notification_endpoints'),
     notificationDeliveries: table('notification_deliveries'),
     approvalGrants: table('approval_grants'),
+    eventWaits: table('event_waits'),
+    agentEvents: table('agent_events'),
   };
 }

@@ -90,9 +90,21 @@ export interface ToolDefinition<Schema extends z.ZodType = z.ZodType, Result = u
   guardrails?: readonly Guardrail[];
 }
 
+/** What a call of a `waitForEvent()` tool waits for (`src/tools/wait-for-event.ts`). */
+export interface ToolEventWait {
+  /** The event's name, e.g. `payment.settled`. */
+  event: string;
+  /** The key the call waits for, from its checked arguments (e.g. the order's id). */
+  key(args: unknown): string;
+  /** How long a call waits. */
+  timeoutMs: number;
+}
+
 /** A declared tool, ready for a {@link ToolRegistry}. */
 export interface Tool extends ToolDefinition<z.ZodType, unknown> {
   readonly kind: 'tool';
+  /** Set for a `waitForEvent()` tool: its calls wait for an event instead of running `execute`. */
+  readonly waitFor?: ToolEventWait;
 }
 
 /** Declares a tool. */

@@ -23,6 +23,7 @@ import type { ApprovalRequest, DecisionRecord, ModelCallResult } from '../contra
 import type { BatchCall } from '../core/batch';
 import { ConversationCore, type SubAgentStart, type TurnStep } from '../core/conversation';
 import type { PendingWrite } from '../core/steps';
+import type { EventWaitRun } from '../core/event-waits';
 import { storeSummary } from '../core/summaries';
 import {
   conversationSchedules,
@@ -96,6 +97,7 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
   wf.setHandler(api.endConversationSignal, () => core.end());
   wf.setHandler(api.revokeGrantSignal, (request) => revokeGrant(edge, request));
   wf.setHandler(api.subAgentWaitingSignal, (waiting) => void (core.subAgentWaiting(waiting) && publish()));
+  wf.setHandler(api.eventSignal, (event) => void (core.receiveEvent(event) && publish()));
   wf.setHandler(api.stateQuery, () => core.state());
 
   /** The steps of one turn, as the core says them, until its record. Cancellable. */
@@ -330,7 +332,9 @@ async function runCall(edge: Edge, call: BatchCall): Promise<void> {
   if (core.nextCallStep(call).kind !== 'start') return;
   // A call counts as possibly started only once its activity is really scheduled.
   if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('the turn was stopped');
-  let run = core.startCall(call);
+  const started = core.startCall(call);
+  if (started.kind === 'waitForEvent') return waitForEvent(edge, call, started);
+  let run = started;
   for (let rerun = false; ; rerun = true) {
     try {
       if (run.kind === 'startAgent') return core.subAgentEnded(call, await runSubAgent(edge, run.start));
@@ -350,6 +354,21 @@ async function runCall(edge: Edge, call: BatchCall): Promise<void> {
       run = next;
     }
   }
+}
+
+/**
+ * A call that waits for an event: its wait is listed (an event kept for it, or delivered to it before a reset, comes
+ * back at once), then the conversation waits for the event's signal until the deadline. A stop of the turn ends the
+ * wait (the turn's stop settles the call as cancelled).
+ */
+async function waitForEvent({ core, act, publish }: Edge, call: BatchCall, run: EventWaitRun): Promise<void> {
+  const { event } = await nonCancellable(() => act.store.registerEventWait(run.register, run.summary));
+  if (event) core.receiveEvent(event);
+  publish();
+  if (!core.waitsForEvent(call)) return;
+  if (!(await condition(() => !core.waitsForEvent(call), run.timeoutMs, { summary: run.summary })))
+    core.eventWaitTimedOut(call);
+  publish();
 }
 
 /**

@@ -22,6 +22,7 @@ const ROLES: [role: string, bearer: string][] = [
   ['requester', token('a')],
   ['approver', token('b')],
   ['operator', token('c')],
+  ['events', token('g')],
 ];
 
 let h: Harness;

@@ -76,6 +76,7 @@ describe('the HTTP API', () => {
       'get /v1/audit': 'operator',
       'get /v1/notifications': 'operator',
       'post /v1/notifications/{eventId}/resend': 'operator',
+      'post /v1/events': 'events',
     };
     let checked = 0;
     for (const [route, ops] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
@@ -91,11 +92,12 @@ describe('the HTTP API', () => {
         expect(none.json.error.code).toBe('unauthorized');
         expect((await call(method.toUpperCase(), url, token('z'))).status, key).toBe(401);
         // A token without the role: the approver cannot send messages or export the audit, the requester cannot decide
-        // or list approvals.
+        // or list approvals, the operator cannot send events.
         const wrongFor: Record<string, string | undefined> = {
           requester: token('b'),
           approver: token('a'),
           operator: token('b'),
+          events: token('c'),
         };
         const wrong = wrongFor[needs[key]];
         if (wrong) {
@@ -496,7 +498,7 @@ describe('API tokens', () => {
       /has no subject/,
     );
     expect(() => new TokenVerifier([{ subject: 'x', roles: ['root' as never], token: token('x') }])).toThrow(
-      /needs roles from requester, approver, operator/,
+      /needs roles from requester, approver, operator, events/,
     );
     expect(() => new TokenVerifier([TOKENS[0], { ...TOKENS[0], subject: 'other' }])).toThrow(/another entry uses/);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'api-tokens-'));

@@ -147,11 +147,13 @@ describe('the packed package in a project of its own', () => {
       );
       expect(tables.rows.map((r) => r.name)).toEqual(
         [
+          'agent_events',
           'approval_decisions',
           'approval_grants',
           'budget_spend',
           'context_summaries',
           'conversation_messages',
+          'event_waits',
           'mcp_toolsets',
           'message_files',
           'model_responses',

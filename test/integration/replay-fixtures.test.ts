@@ -97,6 +97,8 @@ describe('replaying recorded histories', () => {
       'grant-two-calls',
       // A turn that waited, then answered, announcing its end (patch turn-end-notification), and a turn without a wait.
       'turn-ended-after-wait',
+      // A call of a waitForEvent() tool: its wait registered, a malformed and an unrelated event signal, then its event.
+      'event-wait',
     ]) {
       expect(names).toContain(expected);
     }

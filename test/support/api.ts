@@ -1,12 +1,13 @@
 /**
  * What the HTTP API's tests share: four people's tokens (alice requests, bob
- * approves, carol operates, dave both requests and approves), the decision
- * key the API signs with and the worker verifies with, and a JSON caller.
+ * approves, carol operates, dave both requests and approves) and a system's
+ * (the gateway sends events), the decision key the API signs with and the
+ * worker verifies with, and a JSON caller.
  */
 import type { DecisionKey } from '../../src/common/decision-signing';
 import type { ApiTokenConfig } from '../../src/api/tokens';
 
-/** The token of a person: 40 times a letter (`a` alice, `b` bob, `c` carol, `d` dave; others are unknown). */
+/** The token of a caller: 40 times a letter (`a` alice, `b` bob, `c` carol, `d` dave, `g` the gateway; others unknown). */
 export const token = (c: string): string => c.repeat(40);
 
 /** The tokens the tests' API accepts. */
@@ -15,6 +16,7 @@ export const TEST_TOKENS: ApiTokenConfig[] = [
   { subject: 'bob@example.com', roles: ['approver'], token: token('b') },
   { subject: 'carol@example.com', roles: ['operator'], token: token('c') },
   { subject: 'dave@example.com', roles: ['requester', 'approver'], token: token('d') },
+  { subject: 'gateway@example.com', roles: ['events'], token: token('g') },
 ];
 
 /** The key the tests' API signs decisions with, and their worker verifies with. */

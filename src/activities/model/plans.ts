@@ -25,6 +25,7 @@ import { agentCallArguments } from './agent-calls';
 import { approvalAsked, type CallContexts } from './call-checks';
 import type { ToolOffer } from './offer';
 import { planHandoffCall } from './handoffs';
+import { planEventWait } from './event-wait-plan';
 import type { ApprovalPolicy } from '../../policies/approval-policy';
 import { evaluatePolicy } from '../../policies/evaluate';
 import type { CallPolicy } from '../../contract/policies';
@@ -91,6 +92,9 @@ async function planToolCall(
   const checked = checkToolCall(registry, allowed, call.function.name, call.function.arguments);
   if (!checked.ok) return unrunnable(call, { reason: checked.reason, message: checked.message });
   const { tool, args } = checked;
+  const waiting = planEventWait(tool, args);
+  if (waiting && 'problem' in waiting)
+    return unrunnable(call, { reason: 'invalid_arguments', message: waiting.problem });
   const ruled = await evaluatePolicy(policy, { toolName: tool.name, args, context });
   const asked = ruled ? ruled.outcome === 'ask' : await approvalAsked(tool.needsApproval, args, context, tool.name);
   const checks = guards(tool);
@@ -112,6 +116,7 @@ async function planToolCall(
     idempotent: tool.idempotent !== false,
     timeoutMs: tool.timeoutMs ?? TOOL_DEFAULTS.timeoutMs,
     maxAttempts: tool.idempotent === false ? 1 : (tool.maxAttempts ?? TOOL_DEFAULTS.maxAttempts),
+    ...(waiting ? { wait: waiting.wait } : {}),
   };
 }
 

@@ -9,6 +9,7 @@ import { withClient } from '../connect';
 import { formatTranscript } from '../format';
 import { formatGuardrailResults } from '../guardrail-lines';
 import { formatUsage } from '../usage-lines';
+import { formatWaiting } from '../waiting-lines';
 
 /** Adds `show` and `state` to the program. */
 export function addShowCommands(program: Command): void {
@@ -30,6 +31,7 @@ export function addShowCommands(program: Command): void {
       process.stdout.write(
         `${conversationId}: ${state.status}, ${state.steps} model calls${state.lastError ? `, last error: ${state.lastError}` : ''}\n`,
       );
+      for (const line of formatWaiting(state)) process.stdout.write(`${line}\n`);
       if (state.forkedFrom)
         process.stdout.write(`forked from ${state.forkedFrom.conversationId} at seq ${state.forkedFrom.seq}\n`);
       process.stdout.write(`${formatTranscript(transcript)}\n`);
