@@ -13,6 +13,7 @@ export { DurableAgentPlugin, WORKFLOW_INTERCEPTOR_MODULES } from './worker/plugi
 export type { DurableAgentModelOptions, DurableAgentPluginOptions } from './worker/plugin-options';
 export { tool, type Tool, type ToolContext } from './tools/tool';
 export { waitForEvent } from './tools/wait-for-event';
+export { comeBackLater } from './tools/come-back-later';
 export { agent, type Agent } from './tools/agents';
 // A standalone needsApproval or guardrail names its context; options of handoff() and asTool() are inferred.
 export type { ToolCallContext } from './tools/call-context';

@@ -19,12 +19,14 @@ import { yoursFirst } from './who-decides';
 import { chatRoutes } from './chat';
 import { codecRoutes, type CodecOptions } from './codec';
 import { eventRoutes } from './event-routes';
+import { comeBackRoutes } from './come-back-routes';
 import { forkRoutes } from './fork-routes';
 import { grantRoutes } from './grant-routes';
 import { notificationRoutes } from './notification-routes';
 import { inboxRoutes } from './inbox';
 import { registerOpenApi } from './openapi';
 import { regenerateRoutes } from './regenerate-routes';
+import { scheduleRoutes } from './schedule-routes';
 import { FILES_BODY_LIMIT_BYTES, filesOfBody } from './message-parts';
 import { messageWithFilesBody } from './message-files-schema';
 import {
@@ -445,6 +447,8 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
   notificationRoutes(app, { client, allow }); // webhook deliveries, for operators
   auditRoutes(app, { client, allow }); // decisions in a time range, as JSON Lines, for operators
   eventRoutes(app, { client, allow }); // events for the calls waiting for them, for the events role
+  comeBackRoutes(app, { client, allow }); // a conversation asked to come back later
+  scheduleRoutes(app, { client, allow }); // conversations on a schedule, for operators
   const sessions = options.inbox !== false ? new BrowserSessions() : undefined;
   // The AI SDK's chat transport (useChat): the turn as a UI message stream.
   chatRoutes(app, { ...options.chat, client, policy, allow, sessions });

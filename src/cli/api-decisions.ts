@@ -65,7 +65,7 @@ export interface ApiDecisionOutcome {
  */
 export async function callApi<T>(
   api: ApiDecider,
-  method: 'GET' | 'POST',
+  method: 'GET' | 'POST' | 'DELETE',
   route: string,
   body?: unknown,
   notDone = 'Nothing was decided.',

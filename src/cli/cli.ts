@@ -13,12 +13,14 @@ import { addAuditCommands } from './commands/audit';
 import { addChatCommand } from './commands/chat';
 import { addDecisionCommands } from './commands/decide';
 import { addEventCommands } from './commands/events';
+import { addComeBackCommands } from './commands/come-back';
 import { addForkCommand } from './commands/fork';
 import { addGrantCommands } from './commands/grants';
 import { addNotificationCommands } from './commands/notifications';
 import { addPendingCommands } from './commands/pending';
 import { addRetryCommand } from './commands/retry';
 import { addSayCommand } from './commands/say';
+import { addScheduleCommands } from './commands/schedules';
 import { addShowCommands } from './commands/show';
 import { addStopCommands } from './commands/stop';
 
@@ -38,7 +40,9 @@ addForkCommand(program);
 addStopCommands(program);
 addNotificationCommands(program);
 addEventCommands(program);
+addComeBackCommands(program);
 addAuditCommands(program);
+addScheduleCommands(program);
 
 program.parseAsync().catch((err: Error) => {
   process.stderr.write(`error: ${err.message}\n`);

@@ -6,6 +6,9 @@
  * Runs anywhere; talks to Temporal and, for message bodies and the list of
  * waiting calls, to PostgreSQL, loading `pg` only for the first such read.
  */
+import { randomUUID } from 'node:crypto';
+import { comeBackProblem, type ComeBackRequest } from '../contract/comebacks';
+import { cancelComeBackSignal, comeBackSignal } from '../contract/workflow';
 import { revokeGrantSignal } from '../contract/workflow';
 import type { GrantRevocation } from '../contract/grants';
 import { Client, Connection, type ClientPlugin, type ConnectionOptions } from '@temporalio/client';
@@ -46,6 +49,7 @@ import type { RegenerateOptions } from './regenerate';
 import { queryState } from './state-query';
 import type { Unsubscribe } from './stream-listener';
 import * as transcripts from './transcripts';
+import { AgentSchedules } from '../schedules/schedules';
 
 export { WORKFLOW_TASK_TIMEOUT, WORKFLOW_TASK_TIMEOUT_LIMITS_MS, SEARCH_ATTRIBUTE_LIST_TTL_MS } from './context';
 export { isWorkerOutage, NoWorkerAnsweredError } from './state-query';
@@ -119,6 +123,12 @@ export interface AgentClientOptions {
 export class AgentClient {
   /** What the client's parts share: the connection, the settings and the pool. */
   private readonly context: ClientContext;
+  /**
+   * Conversations on a schedule (docs/schedules.md): `create`, `list`, `describe`, `pause`, `resume`, `trigger`,
+   * `backfill`, `delete`. Each run starts a conversation of its own on this client's task queue, sent by
+   * `schedule:<id>`.
+   */
+  readonly schedules: AgentSchedules;
 
   private constructor(
     readonly temporal: Client,
@@ -128,6 +138,13 @@ export class AgentClient {
     tables: AgentTables,
   ) {
     this.context = new ClientContext(temporal, ownConnection, settings, tables);
+    const context = this.context;
+    this.schedules = new AgentSchedules({
+      temporal,
+      taskQueue: context.taskQueue,
+      workflowTaskTimeout: context.workflowTaskTimeout,
+      startInput: (input) => conversations.withSearchAttributeNames(context, input),
+    });
   }
 
   /**
@@ -299,6 +316,35 @@ export class AgentClient {
    */
   async sendEvent(event: EventToSend, options: SendEventOptions = {}): Promise<SentEvent> {
     return sendEvent(await this.context.database(), this.context.temporal, this.context.tables, event, options);
+  }
+
+  /**
+   * Asks a running conversation to come back at `at` with `note` (docs/coming-back-later.md): then (or when the turn
+   * running then ends) a turn starts with the note as its message, sent by the conversation itself. Throws
+   * `WorkflowNotFoundError` for a conversation that does not run, and a `TypeError` saying what is wrong with the
+   * request (the note's limit, a time not in ISO 8601 or over a year ahead). The state lists it once taken (`comeBacks`).
+   */
+  async comeBackLater(
+    conversationId: string,
+    request: { comeBackId?: string; at: string | Date; note: string; requestedBy?: string },
+  ): Promise<{ comeBackId: string; at: string; note: string }> {
+    const sent: ComeBackRequest = {
+      comeBackId: request.comeBackId ?? randomUUID(),
+      at: typeof request.at === 'string' ? request.at : request.at.toISOString(),
+      note: request.note,
+      ...(request.requestedBy !== undefined ? { requestedBy: request.requestedBy } : {}),
+    };
+    const problem = comeBackProblem(sent, Date.now());
+    if (problem) throw new TypeError(`${problem} Nothing was sent.`);
+    await this.context.temporal.workflow.getHandle(conversationId).signal(comeBackSignal, sent);
+    return { comeBackId: sent.comeBackId, at: new Date(sent.at).toISOString(), note: sent.note };
+  }
+
+  /** Cancels a come-back the conversation holds (by its id); one it does not hold changes nothing. */
+  async cancelComeBack(conversationId: string, comeBackId: string, cancelledBy?: string): Promise<void> {
+    await this.context.temporal.workflow
+      .getHandle(conversationId)
+      .signal(cancelComeBackSignal, { comeBackId, ...(cancelledBy !== undefined ? { cancelledBy } : {}) });
   }
 
   /** The stored transcript (message bodies), through `throughSeq` when given. */

@@ -258,7 +258,10 @@ export async function withUnknownEffects(context: ClientContext): Promise<Conver
  * namespace has). Left out when they are the seven under their own names,
  * which is what a conversation without them sets.
  */
-async function withSearchAttributeNames(context: ClientContext, input: ConversationInput): Promise<ConversationInput> {
+export async function withSearchAttributeNames(
+  context: ClientContext,
+  input: ConversationInput,
+): Promise<ConversationInput> {
   if (input.searchAttributes !== undefined) return input;
   const names = await context.searchAttributeNamesInUse();
   const everyOneUnderItsName = CONVERSATION_SEARCH_ATTRIBUTE_FIELDS.every(

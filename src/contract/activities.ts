@@ -14,6 +14,7 @@ import type { StandingGrant } from './grants';
 import type { EscalationRecord } from './escalations';
 import type { TurnEndNotice } from './turn-ends';
 import type { EventWaitPlan, RegisterEventWaitInput, RegisterEventWaitResult } from './events';
+import type { ComeBackPlan } from './comebacks';
 export type { EscalationRecord } from './escalations';
 export type { TurnEndNotice } from './turn-ends';
 
@@ -148,6 +149,8 @@ export interface ToolCallPlan {
   decisions?: DecisionKind[];
   /** Set for a call of a `waitForEvent()` tool: the event it waits for (no activity runs it). */
   wait?: EventWaitPlan;
+  /** Set for a call of the `comeBackLater()` tool: when the conversation comes back, and why (no activity runs it). */
+  comeBack?: ComeBackPlan;
   /**
    * Whether running the tool again is safe (it only reads, or writes through
    * `context.once`). A call of a tool that is not, whose run timed out or lost

@@ -5,6 +5,7 @@
  * Types only; workflow-safe.
  */
 import type { StandingGrant } from './grants';
+import type { ComeBack } from './comebacks';
 import type { DecisionResult, RefusedDecision } from './decisions';
 import type { ConversationUsage, TurnRecord } from './turn-records';
 import type { MessageFile } from './message-files';
@@ -27,6 +28,8 @@ export interface CarriedConversation {
   decisions: DecisionResult[];
   /** Standing grants given in this conversation, live or spent (absent when none was ever given). */
   grants?: StandingGrant[];
+  /** Come-backs asked for and not yet due (absent when none was ever asked for). */
+  comeBacks?: ComeBack[];
   /** The most recent refused decision signals (absent in runs started by older versions). */
   refusedDecisions?: RefusedDecision[];
   /** Messages received and not yet answered. */

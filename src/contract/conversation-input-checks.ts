@@ -4,7 +4,7 @@
  * `limits.ts`. Each returns a list of problems in words meant for the sender,
  * empty when the input is valid. Pure and workflow-safe.
  */
-import type { AgentCaller, ForkOrigin } from './conversation-input';
+import type { AgentCaller, ForkOrigin, ScheduledRun } from './conversation-input';
 import {
   AGENT_NAME_PATTERN,
   CONVERSATION_LIMITS,
@@ -17,6 +17,7 @@ import { describeBadSearchAttributeNames } from './search-attribute-names';
 import { MODEL_APIS, type ModelApi } from './model-api';
 import { describeRefusedByProviders } from './provider-rules';
 import { describeUnstorableFields } from './text';
+import { describeOversizedUserMessage } from './user-messages';
 
 /**
  * Lists what is wrong with a conversation's input, as the workflow checks it
@@ -84,6 +85,7 @@ export function describeInvalidInput(
   positiveInt(i.maxAgentDepth, 'maxAgentDepth');
   problems.push(...describeBadCaller(i.calledBy));
   problems.push(...describeBadForkOrigin(i.forkedFrom));
+  problems.push(...describeBadScheduledRun(i.scheduled));
   problems.push(...describeBadOutputSpec(i.output));
   if (i.agent !== undefined && !(typeof i.agent === 'string' && AGENT_NAME_PATTERN.test(i.agent))) {
     problems.push(
@@ -229,6 +231,26 @@ function describeBadForkOrigin(value: unknown): string[] {
     : [
         `forkedFrom must be {"conversationId": "<source id>", "seq": <integer >= 0>} (AgentClient.fork sets it), got ${JSON.stringify(value)}`,
       ];
+}
+
+/** What is wrong with {@link ConversationInput.scheduled} (set by a schedule's action). */
+function describeBadScheduledRun(value: unknown): string[] {
+  if (value === undefined) return [];
+  const r = value as Partial<Record<keyof ScheduledRun, unknown>>;
+  const ok =
+    typeof value === 'object' &&
+    value !== null &&
+    typeof r.scheduleId === 'string' &&
+    r.scheduleId !== '' &&
+    typeof r.text === 'string' &&
+    r.text.trim() !== '' &&
+    Object.keys(value).every((key) => key === 'scheduleId' || key === 'text');
+  if (!ok)
+    return [
+      `scheduled must be {"scheduleId": "<schedule id>", "text": "<the message of its turn>"} (a schedule's action sets it), got ${JSON.stringify(value)?.slice(0, 200)}`,
+    ];
+  const oversized = describeOversizedUserMessage(r.text as string);
+  return oversized ? [`scheduled.text: ${oversized}`] : [];
 }
 
 /** What is wrong with {@link ConversationInput.calledBy} (set by the workflow, never by people). */

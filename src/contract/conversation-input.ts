@@ -120,6 +120,26 @@ export interface ConversationInput {
    * "Fork"). Only data: shown in the state, kept across continue-as-new.
    */
   forkedFrom?: ForkOrigin;
+  /**
+   * Set on a conversation a schedule starts (each run of a schedule is a conversation of its own,
+   * docs/schedules.md): its first run takes `text` as its one message, sent by `schedule:<scheduleId>`, answers it
+   * in one turn (messages sent meanwhile are answered too), and ends. Calls of its turn need approval as a person's
+   * would, and the schedule, not a person, is their requester.
+   */
+  scheduled?: ScheduledRun;
+}
+
+/** What a schedule starts a conversation with (see {@link ConversationInput.scheduled}). */
+export interface ScheduledRun {
+  /** The Temporal Schedule's id. */
+  scheduleId: string;
+  /** The message of its one turn. */
+  text: string;
+}
+
+/** Who a scheduled conversation's message is from: `schedule:<scheduleId>`. */
+export function scheduleSender(scheduleId: string): string {
+  return `schedule:${scheduleId}`;
 }
 
 /** Where a forked conversation came from (see {@link ConversationInput.forkedFrom}). */

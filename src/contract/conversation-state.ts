@@ -6,6 +6,7 @@
  * `waiting-calls.ts`. Types only; workflow-safe.
  */
 import type { EventWaitView } from './events';
+import type { ComeBackView } from './comebacks';
 import type { StandingGrant } from './grants';
 import type { ExtractedAgentResult } from './activities';
 import type { AgentCaller, ForkOrigin } from './conversation-input';
@@ -49,6 +50,8 @@ export interface ConversationState {
   waitingBelow?: PendingBelow[];
   /** Calls waiting for an event (`waitForEvent()` tools); absent when none waits. */
   eventWaits?: EventWaitView[];
+  /** Come-backs the conversation holds, soonest first; absent when none. */
+  comeBacks?: ComeBackView[];
   /** Ids of tool calls whose activities are running. */
   runningToolCalls: string[];
   /** Decision ids applied so far (a decision is applied once per id). */

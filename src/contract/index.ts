@@ -26,6 +26,7 @@
  */
 export * from './activities';
 export * from './carried-conversation';
+export * from './comebacks';
 export * from './conversation-input';
 export * from './conversation-input-checks';
 export * from './conversation-state';

@@ -6,6 +6,7 @@
  */
 import type { GrantRevocation } from './grants';
 import type { DeliveredEvent } from './events';
+import type { ComeBackCancel, ComeBackRequest } from './comebacks';
 import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributeUpdatePair } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { ConversationState } from './conversation-state';
@@ -48,6 +49,12 @@ export const revokeGrantSignal = defineSignal<[GrantRevocation]>('revokeGrant');
  * `callKey` names) gets its payload as its result. `POST /v1/events` and `AgentClient.sendEvent` route events here.
  */
 export const eventSignal = defineSignal<[DeliveredEvent]>('event');
+
+/** Asks the conversation to come back at a time with a note (`src/contract/comebacks.ts`); a bad one is logged. */
+export const comeBackSignal = defineSignal<[ComeBackRequest]>('comeBack');
+
+/** Cancels a come-back by its id. */
+export const cancelComeBackSignal = defineSignal<[ComeBackCancel]>('cancelComeBack');
 
 /** Ends the conversation once the current turn and queued messages are done. */
 export const endConversationSignal = defineSignal<[]>('endConversation');

@@ -29,6 +29,7 @@ import { parseJsonOrText } from '../contract/text';
 import type { ToolCall } from '../contract/messages';
 import { approvalsNeeded, ruleDecider, ruleDecisionId, type CallPolicy } from '../contract/policies';
 import type { EventWaitPlan } from '../contract/events';
+import type { ComeBackPlan } from '../contract/comebacks';
 
 /** Where a call stands. */
 export type CallPhase = 'awaiting_approval' | 'ready' | 'running' | 'settled';
@@ -113,6 +114,8 @@ export interface BatchCall {
   wait?: EventWaitPlan;
   /** Workflow time such a call started waiting. */
   waitStartedAt?: number;
+  /** Set for a call of the `comeBackLater()` tool: when the conversation comes back (settled when it starts). */
+  comeBack?: ComeBackPlan;
 }
 
 /** What the model asked for, as the batch receives it. */
@@ -137,6 +140,7 @@ export interface RequestedCall {
   blocked?: { guardrail: string; reason: string };
   policy?: CallPolicy;
   wait?: EventWaitPlan;
+  comeBack?: ComeBackPlan;
 }
 
 /** Why a decision was refused, in words for its sender. */
@@ -172,6 +176,7 @@ export class ToolCallBatch {
       ...(r.blocked && !r.problem ? { blocked: { ...r.blocked } } : {}),
       ...(r.policy && !r.problem ? { policy: { ...r.policy } } : {}),
       ...(r.wait ? { wait: { ...r.wait } } : {}),
+      ...(r.comeBack ? { comeBack: { ...r.comeBack } } : {}),
     }));
     for (const call of this.calls) {
       if (call.problem)
@@ -439,6 +444,7 @@ export function requestedCalls(
       ...(plan?.blocked ? { blocked: plan.blocked } : {}),
       ...(plan?.policy ? { policy: plan.policy } : {}),
       ...(plan?.wait ? { wait: plan.wait } : {}),
+      ...(plan?.comeBack ? { comeBack: plan.comeBack } : {}),
     };
   });
 }

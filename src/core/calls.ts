@@ -14,6 +14,7 @@ import { toolCallSummary } from './call-summary';
 import { UNKNOWN_EFFECTS_KEPT } from '../contract/limits';
 import { isOpen, subAgentStart } from './agents';
 import { eventWaitRun } from './event-waits';
+import { settleComeBackCall } from './comebacks';
 
 /** Why a run whose worker was lost, and whose attempt another worker failed, did not report back. */
 const WORKER_LOST = 'its worker stopped while it ran (lost, and its attempt failed by another worker)';
@@ -89,6 +90,10 @@ export function startCall(s: CoreState, call: BatchCall): CallRun {
   if (call.wait) {
     call.waitStartedAt = s.env.now();
     return eventWaitRun(s, call, call.wait);
+  }
+  if (call.comeBack) {
+    settleComeBackCall(s, call, call.comeBack);
+    return { kind: 'done' };
   }
   return { kind: 'runTool', request: toolCallInput(s, call), summary: toolCallSummary(s, call) };
 }

@@ -48,6 +48,7 @@ import type { ActivityRun, CallRun, CallStep, DecisionStep, PendingDecision, Pen
 import * as transcript from './transcript';
 import * as turn from './turn';
 import * as eventWaits from './event-waits';
+import * as comeBacks from './comebacks';
 import { turnEndNotice } from './turn-end-notice';
 import * as views from './views';
 import { escalationRecordSummary } from './summaries';
@@ -68,6 +69,7 @@ export class ConversationCore {
   ) {
     this.s = newState(conversationId, input, env);
     messages.receiveTask(this.s);
+    messages.receiveScheduledMessage(this.s);
   }
 
   /** A user message arrived. Returns true when it stops the running turn: the edge then cancels the turn. */
@@ -131,6 +133,37 @@ export class ConversationCore {
   start(): void {
     const system = transcript.systemMessage(this.s);
     if (system) transcript.store(this.s, [system]);
+  }
+
+  /** A come-back was asked for (the `comeBack` signal). True when the conversation now holds it. */
+  requestComeBack(request: unknown): boolean {
+    return comeBacks.requestComeBack(this.s, request);
+  }
+
+  /** A come-back was cancelled (the `cancelComeBack` signal). True when the conversation held it. */
+  cancelComeBack(cancel: unknown): boolean {
+    return comeBacks.cancelComeBack(this.s, cancel);
+  }
+
+  /**
+   * Between turns: come-backs now due become the next turn's messages. Returns how the edge waits for more work: for
+   * ever, or until the next come-back (`inMs`); `version` changes when the come-backs do (wait again then).
+   */
+  waitBetweenTurns(): { taken: number; inMs?: number; version: number } {
+    const taken = comeBacks.takeDueComeBacks(this.s);
+    const inMs = comeBacks.nextComeBackInMs(this.s);
+    return { taken, ...(inMs !== undefined ? { inMs } : {}), version: this.s.comeBackVersion };
+  }
+
+  /** The timer's summary of the wait for the next come-back: `come back at <time>: <note>`. */
+  nextComeBackSummary(): string {
+    const next = this.s.kept.comeBacks?.[0];
+    return next ? `come back at ${new Date(next.at).toISOString()}: ${next.note.slice(0, 80)}` : 'come back';
+  }
+
+  /** Changes whenever the come-backs do. */
+  comeBackVersion(): number {
+    return this.s.comeBackVersion;
   }
 
   /** True when there is something to do: a message to answer, or the conversation to end. */

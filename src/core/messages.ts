@@ -13,6 +13,7 @@ import {
   type UserMessage,
 } from '../contract/user-messages';
 import { toStorableText } from '../contract/text';
+import { scheduleSender } from '../contract/conversation-input';
 import { STOP_REASONS } from './edge';
 import { refuse } from './problems';
 import type { CoreState } from './state';
@@ -22,6 +23,21 @@ export function receiveTask(s: CoreState): void {
   const caller = s.input.calledBy;
   if (!caller || s.input.carried) return;
   s.inbox.receive({ text: toStorableText(caller.task), messageId: `task-of-${caller.callKey}` });
+  s.kept.ending = true;
+}
+
+/**
+ * A conversation a schedule started: its first run takes the schedule's message, sent by the schedule, and the
+ * conversation ends once it is answered (with any sent meanwhile).
+ */
+export function receiveScheduledMessage(s: CoreState): void {
+  const run = s.input.scheduled;
+  if (!run || s.input.carried) return;
+  s.inbox.receive({
+    text: toStorableText(run.text),
+    messageId: `schedule-run-of-${s.id}`,
+    sentBy: scheduleSender(run.scheduleId),
+  });
   s.kept.ending = true;
 }
 

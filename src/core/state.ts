@@ -38,7 +38,7 @@ export type Kept = Required<Omit<CarriedConversation, KeptApart | KeptWhenSet | 
   Pick<CarriedConversation, KeptWhenSet> & { phase: Phase };
 
 /** Fields of {@link Kept} that have no value until something sets them. */
-type KeptWhenSet = 'lastError' | 'agent' | 'lastInput' | 'regenerate' | 'grants';
+type KeptWhenSet = 'lastError' | 'agent' | 'lastInput' | 'regenerate' | 'grants' | 'comeBacks';
 
 type KeptApart = 'nextSeq' | 'receivedMessageIds' | 'decisions' | 'inbox' | 'pendingCancel';
 
@@ -124,6 +124,8 @@ export interface CoreState {
   readonly messages: MessageMeta[];
   /** Seqs of notes stored in place of messages PostgreSQL refused. */
   readonly notes: Set<number>;
+  /** Changes with every come-back asked for, cancelled or taken: the wait between turns starts again on it. */
+  comeBackVersion: number;
   turn: TurnState;
   /** The calls of the last assistant message, until their results are stored. */
   batch: ToolCallBatch | undefined;
@@ -208,6 +210,7 @@ export function newState(id: string, input: ConversationInput, env: CoreEnvironm
     decisions: new Map((carried?.decisions ?? []).map((d) => [d.decisionId, d])),
     messages: [],
     notes: new Set(),
+    comeBackVersion: 0,
     turn: noTurn(),
     batch: undefined,
     batchOverLimit: false,
@@ -243,7 +246,14 @@ export function carryOver(s: CoreState): CarriedConversation {
  * The fields of {@link Kept} that the previous run carried with a value (a run begun by an older version lacks some).
  */
 function keptFields(carried: CarriedConversation | undefined): Partial<Kept> {
-  const names = new Set<string>([...Object.keys(FIRST_RUN), 'lastError', 'lastInput', 'regenerate', 'grants']);
+  const names = new Set<string>([
+    ...Object.keys(FIRST_RUN),
+    'lastError',
+    'lastInput',
+    'regenerate',
+    'grants',
+    'comeBacks',
+  ]);
   return Object.fromEntries(
     Object.entries(carried ?? {}).filter(([name, value]) => names.has(name) && value !== undefined),
   ) as Partial<Kept>;

@@ -64,10 +64,12 @@ export type CallRun =
   /** Run an agent as a tool: its child conversation. */
   | { kind: 'startAgent'; start: SubAgentStart }
   /** Wait for an event (a `waitForEvent()` tool): list the wait, then wait until the event or the deadline. */
-  | EventWaitRun;
+  | EventWaitRun
+  /** Nothing to run: the call settled as it started (a `comeBackLater()` call). */
+  | { kind: 'done' };
 
 /** A run of an activity or a child conversation: what a failed run may be followed by. */
-export type ActivityRun = Exclude<CallRun, EventWaitRun>;
+export type ActivityRun = Exclude<CallRun, EventWaitRun | { kind: 'done' }>;
 
 /** Where a decision goes next ({@link ConversationCore.receiveDecision}, {@link ConversationCore.decisionVerified}). */
 export type DecisionStep =

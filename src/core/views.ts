@@ -19,6 +19,7 @@ import { grantedRecord, isLive } from './grants';
 import type { ConversationUsage } from '../contract/turn-records';
 import type { CoreState } from './state';
 import { waitsForEvent } from './event-waits';
+import { comeBackViews } from './comebacks';
 import type { EventWaitView } from '../contract/events';
 import { currentDetails as describeDetails } from './summaries';
 
@@ -110,6 +111,7 @@ export function conversationState(s: CoreState): ConversationState {
     ...(below.length > 0 ? { waitingBelow: below.map((b) => ({ ...b, ageMs: now - Date.parse(b.requestedAt) })) } : {}),
     ...(s.batch ? { openCalls: calls.map(describeOpenCall) } : {}),
     ...(waits.length > 0 ? { eventWaits: waits.map(describeEventWait) } : {}),
+    ...(k.comeBacks?.length ? { comeBacks: comeBackViews(s) } : {}),
     runningToolCalls: calls.filter((c) => c.phase === 'running' && !c.wait).map((c) => c.id),
     decisionsApplied: s.decisions.size,
     refusedDecisions: k.refusedDecisions.map((r) => ({ ...r })),

@@ -105,6 +105,8 @@ export interface Tool extends ToolDefinition<z.ZodType, unknown> {
   readonly kind: 'tool';
   /** Set for a `waitForEvent()` tool: its calls wait for an event instead of running `execute`. */
   readonly waitFor?: ToolEventWait;
+  /** Set for the `comeBackLater()` tool: its calls ask the conversation to come back (the furthest ahead, in ms). */
+  readonly comeBack?: { maxDelayMs: number };
 }
 
 /** Declares a tool. */

@@ -97,7 +97,7 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
   wf.setHandler(api.endConversationSignal, () => core.end());
   wf.setHandler(api.revokeGrantSignal, (request) => revokeGrant(edge, request));
   wf.setHandler(api.subAgentWaitingSignal, (waiting) => void (core.subAgentWaiting(waiting) && publish()));
-  wf.setHandler(api.eventSignal, (event) => void (core.receiveEvent(event) && publish()));
+  setWaitHandlers(core, publish); // events for calls that wait, come-backs
   wf.setHandler(api.stateQuery, () => core.state());
 
   /** The steps of one turn, as the core says them, until its record. Cancellable. */
@@ -155,8 +155,7 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
       return stopped;
     });
     await flush();
-    const announcement = core.turnEndNotice(record);
-    if (announcement) await nonCancellable(() => act.store.announceTurnEnd(announcement.notice, announcement.summary));
+    await announceTurnEnd(edge, record);
     core.finishTurn(record);
     metrics.turnEnded(record.outcome);
     publish();
@@ -166,7 +165,7 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
   try {
     core.start();
     for (;;) {
-      await condition(() => core.hasWork());
+      await workBetweenTurns(core, publish);
       if (!core.takeTurn()) break;
       await runTurn();
       if (root.consideredCancelled) throw new CancelledFailure('the conversation was cancelled');
@@ -191,6 +190,34 @@ export async function agentConversation(input: ConversationInput = {}): Promise<
   core.close();
   publish();
   return core.summary();
+}
+
+/** Handlers of what a conversation waits for besides people: events for waiting calls, come-backs. */
+function setWaitHandlers(core: ConversationCore, publish: () => void): void {
+  wf.setHandler(api.eventSignal, (event) => void (core.receiveEvent(event) && publish()));
+  wf.setHandler(api.comeBackSignal, (request) => void (core.requestComeBack(request) && publish()));
+  wf.setHandler(api.cancelComeBackSignal, (cancel) => void (core.cancelComeBack(cancel) && publish()));
+}
+
+/** A turn some of whose calls waited for a person announces its end (turn.ended_after_wait), before its record shows. */
+async function announceTurnEnd({ core, act }: Edge, record: TurnRecord): Promise<void> {
+  const announcement = core.turnEndNotice(record);
+  if (announcement) await nonCancellable(() => act.store.announceTurnEnd(announcement.notice, announcement.summary));
+}
+
+/**
+ * Waits between turns for a message, the end, or the next come-back (a durable timer, only while one is held): a
+ * come-back that is due becomes the next turn's message.
+ */
+async function workBetweenTurns(core: ConversationCore, publish: () => void): Promise<void> {
+  for (;;) {
+    const { taken, inMs, version } = core.waitBetweenTurns();
+    if (taken > 0) publish();
+    if (core.hasWork()) return;
+    const woken = () => core.hasWork() || core.comeBackVersion() !== version;
+    if (inMs === undefined) await condition(woken);
+    else await condition(woken, inMs, { summary: core.nextComeBackSummary() });
+  }
 }
 
 /** What the workflow's helpers below work with. */
@@ -334,6 +361,7 @@ async function runCall(edge: Edge, call: BatchCall): Promise<void> {
   if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('the turn was stopped');
   const started = core.startCall(call);
   if (started.kind === 'waitForEvent') return waitForEvent(edge, call, started);
+  if (started.kind === 'done') return publish();
   let run = started;
   for (let rerun = false; ; rerun = true) {
     try {

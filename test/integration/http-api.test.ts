@@ -67,6 +67,8 @@ describe('the HTTP API', () => {
       'get /v1/approvals': 'approver',
       'post /v1/conversations/{id}/decisions': 'approver',
       'post /v1/conversations/{id}/cancel': 'requester',
+      'post /v1/conversations/{id}/come-backs': 'requester',
+      'post /v1/conversations/{id}/come-backs/{comeBackId}/cancel': 'requester',
       'post /v1/conversations/{id}/regenerate': 'requester',
       'get /v1/conversations/{id}/events': 'any',
       'post /v1/conversations/{id}/forks': 'any',
@@ -77,6 +79,14 @@ describe('the HTTP API', () => {
       'get /v1/notifications': 'operator',
       'post /v1/notifications/{eventId}/resend': 'operator',
       'post /v1/events': 'events',
+      'get /v1/schedules': 'operator',
+      'post /v1/schedules': 'operator',
+      'get /v1/schedules/{id}': 'operator',
+      'delete /v1/schedules/{id}': 'operator',
+      'post /v1/schedules/{id}/pause': 'operator',
+      'post /v1/schedules/{id}/resume': 'operator',
+      'post /v1/schedules/{id}/trigger': 'operator',
+      'post /v1/schedules/{id}/backfill': 'operator',
     };
     let checked = 0;
     for (const [route, ops] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
@@ -86,7 +96,8 @@ describe('the HTTP API', () => {
         const url = route
           .replace('{id}', 'no-such-conversation')
           .replace('{eventId}', 'no-such-event')
-          .replace('{grantId}', 'no-such-grant');
+          .replace('{grantId}', 'no-such-grant')
+          .replace('{comeBackId}', 'no-such-come-back');
         const none = await call(method.toUpperCase(), url);
         expect(none.status, key).toBe(401);
         expect(none.json.error.code).toBe('unauthorized');

@@ -13,10 +13,11 @@ const ROOT = path.join(__dirname, '..', '..');
  * Exported names over all entry points at most: 52 at 1.0, 60 after the features of 0.x, 63 with `handoff`, the
  * context a standalone needsApproval names (`ToolCallContext`) and the refusal of a message to a child conversation
  * (`ChildConversationError`), 64 with `approvalPolicy`, 65 with `verifyWebhook` (a webhook receiver's check, from
- * `durable-agent-worker/client`), 66 with `waitForEvent` (a tool whose calls wait for an event). Option types are
+ * `durable-agent-worker/client`), 66 with `waitForEvent` (a tool whose calls wait for an event), 67 with
+ * `comeBackLater` (the tool that asks a conversation to come back later). Option types are
  * inferred from the functions that take them.
  */
-const MAX_EXPORTED_NAMES = 66;
+const MAX_EXPORTED_NAMES = 67;
 
 interface EntryPoint {
   /** The subpath of package.json `exports`, e.g. `./client`. */

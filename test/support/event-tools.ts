@@ -1,11 +1,13 @@
 /**
  * Tools that wait for events, for tests (a worker process loads them through AGENT_TOOLS_MODULE; in-process harnesses
  * import them): `await_payment_settled` waits up to a minute for `payment.settled` with the order's id as its key,
- * `await_quick_reply` up to 2 s for `customer.replied`.
+ * `await_quick_reply` up to 2 s for `customer.replied`; `come_back_later` lets the model ask its conversation to come
+ * back.
  */
 import { z } from 'zod';
 import type { Tool } from '../../src/tools/tool';
 import { waitForEvent } from '../../src/tools/wait-for-event';
+import { comeBackLater } from '../../src/tools/come-back-later';
 
 export const tools: Tool[] = [
   waitForEvent({
@@ -24,4 +26,5 @@ export const tools: Tool[] = [
     key: ({ ticket }) => ticket,
     timeoutMs: 2_000,
   }),
+  comeBackLater(),
 ];

@@ -24,6 +24,8 @@ const LAYERS: Record<string, number> = {
   // Approval policies are declared beside tools and read their call context; activities evaluate them.
   policies: 2.5,
   testing: 2,
+  // Temporal Schedules whose runs start conversations: client side, below the client that exposes them.
+  schedules: 2,
   workflows: 3,
   activities: 3,
   client: 3,

@@ -25,7 +25,7 @@ import { agentCallArguments } from './agent-calls';
 import { approvalAsked, type CallContexts } from './call-checks';
 import type { ToolOffer } from './offer';
 import { planHandoffCall } from './handoffs';
-import { planEventWait } from './event-wait-plan';
+import { planComeBack, planEventWait } from './event-wait-plan';
 import type { ApprovalPolicy } from '../../policies/approval-policy';
 import { evaluatePolicy } from '../../policies/evaluate';
 import type { CallPolicy } from '../../contract/policies';
@@ -95,6 +95,8 @@ async function planToolCall(
   const waiting = planEventWait(tool, args);
   if (waiting && 'problem' in waiting)
     return unrunnable(call, { reason: 'invalid_arguments', message: waiting.problem });
+  const later = planComeBack(tool, args, Date.now());
+  if (later && 'problem' in later) return unrunnable(call, { reason: 'invalid_arguments', message: later.problem });
   const ruled = await evaluatePolicy(policy, { toolName: tool.name, args, context });
   const asked = ruled ? ruled.outcome === 'ask' : await approvalAsked(tool.needsApproval, args, context, tool.name);
   const checks = guards(tool);
@@ -117,6 +119,7 @@ async function planToolCall(
     timeoutMs: tool.timeoutMs ?? TOOL_DEFAULTS.timeoutMs,
     maxAttempts: tool.idempotent === false ? 1 : (tool.maxAttempts ?? TOOL_DEFAULTS.maxAttempts),
     ...(waiting ? { wait: waiting.wait } : {}),
+    ...(later ? { comeBack: later.comeBack } : {}),
   };
 }
 
