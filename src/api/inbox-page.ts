@@ -177,6 +177,16 @@ export function conversationMain(
             </div>`
           }
           ${
+            !!state.comeBacks?.length &&
+            html`<div class="waiting-block" data-testid="come-backs">
+              <h3>Coming back later</h3>
+              ${state.comeBacks.map(
+                (c) =>
+                  html`<p data-testid="come-back">${c.at.replace('T', ' ').slice(0, 19)} UTC · ${visible(clip(c.note, 500))}${c.requestedBy && html` <span class="muted">(asked by ${visible(c.requestedBy)})</span>`}</p>`,
+              )}
+            </div>`
+          }
+          ${
             view.calls.length > 0 &&
             html`<div class="waiting-block">
               <h3>Waiting for a decision</h3>

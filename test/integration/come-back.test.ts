@@ -2,6 +2,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer } from '../../src/api/server';
 import { apiCaller, TEST_TOKENS, token } from '../support/api';
+import { launchChromium } from '../support/browser';
 import { startHarness, type Harness } from '../support/harness';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
 
@@ -42,7 +43,7 @@ describe('coming back later', () => {
     const first = await h.client.sendMessage(id, 'Start', { sentBy: 'alice@example.com' });
     expect((await h.client.waitForTurn(id, first)).outcome).toBe('answered');
 
-    const at = new Date(Date.now() + 4_000).toISOString();
+    const at = new Date(Date.now() + 10_000).toISOString();
     const asked = await call('POST', `/v1/conversations/${id}/come-backs`, token('a'), {
       note: 'Check whether the parcel arrived.',
       at,
@@ -64,6 +65,21 @@ describe('coming back later', () => {
     await expect
       .poll(async () => (await h.client.state(id)).comeBacks?.map((c) => c.note))
       .toEqual(['Check whether the parcel arrived.']);
+    // The inbox's page of the conversation says when it comes back, and why.
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      await page.goto(`${api.url}/inbox`);
+      await page.fill('input[name=token]', token('c'));
+      await page.click('button:has-text("Sign in")');
+      await page.waitForSelector('[data-testid=subject]');
+      await page.goto(`${api.url}/inbox/conversations/${encodeURIComponent(id)}`);
+      expect(await page.textContent('[data-testid=come-back]')).toBe(
+        `${at.replace('T', ' ').slice(0, 19)} UTC · Check whether the parcel arrived. (asked by alice@example.com)`,
+      );
+    } finally {
+      await browser.close();
+    }
 
     h.model.enqueue({ content: 'The parcel arrived.' });
     await expect.poll(async () => (await h.client.state(id)).recentTurns.length, { timeout: 30_000 }).toBe(2);
