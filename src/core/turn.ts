@@ -85,6 +85,8 @@ export function nextTurnStep(s: CoreState): TurnStep {
     // Calls an approval policy's rule allowed or denied are recorded with the message that asked for them.
     if (ruled.length > 0) return { kind: 'write', waiting, ruled };
     if (waiting.length > 0) return { kind: 'write', waiting };
+    // Calls that wait for an event: the message asking for them is stored first, so the transcript shows them.
+    if (s.batch?.all().some((c) => c.wait !== undefined && c.phase !== 'settled')) return { kind: 'write', waiting };
   }
   if (t.stage === 'calls') {
     t.stage = 'running';

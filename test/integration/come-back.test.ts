@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer } from '../../src/api/server';
 import { apiCaller, TEST_TOKENS, token } from '../support/api';
 import { launchChromium } from '../support/browser';
+import { exportHistoryFixture } from '../support/fixture-export';
 import { startHarness, type Harness } from '../support/harness';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
 
@@ -90,6 +91,7 @@ describe('coming back later', () => {
     // Neither the cancelled one nor a second start of the first comes later.
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     expect((await h.client.state(id)).recentTurns).toHaveLength(2);
+    await exportHistoryFixture(h.temporal, id, 'come-back');
 
     // Bad requests: both times, none, a time past, an unknown conversation, a token of the wrong role.
     const bad = async (body: unknown, who = token('a'), conversation = id) =>

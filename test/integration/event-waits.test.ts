@@ -71,6 +71,8 @@ describe('a call that waits for an event', () => {
     });
     expect(Date.parse(state.eventWaits![0].deadlineAt) - Date.parse(state.eventWaits![0].since)).toBe(60_000);
     expect(state.runningToolCalls).toEqual([]);
+    // The message asking for the call is stored before it waits: the transcript shows what the conversation waits on.
+    expect((await h.client.transcript(id)).map((m) => m.message.role)).toEqual(['user', 'assistant']);
     expect(await waitRows(id)).toEqual([
       {
         call_key: state.eventWaits![0].callKey,

@@ -99,6 +99,8 @@ describe('replaying recorded histories', () => {
       'turn-ended-after-wait',
       // A call of a waitForEvent() tool: its wait registered, a malformed and an unrelated event signal, then its event.
       'event-wait',
+      // A come-back asked through the API, another cancelled, then the turn it started (timers between turns).
+      'come-back',
     ]) {
       expect(names).toContain(expected);
     }
