@@ -12,7 +12,7 @@ import { guardrailsByAgent, toolGuardrailsOf, toolVerdict, type ApplicableGuardr
 import { createModelActivity } from './model';
 import { editCheckContext } from './model/call-checks';
 import { createToolActivity } from './tools';
-import { recordDecision } from '../db/transcript-store';
+import { recordDecision } from '../db/decision-store';
 import { recordGrantRevocation } from '../db/grants';
 import { appendMessagesListingWaits } from '../db/approval-store';
 import { recordEscalation, escalationPayload } from '../db/escalations';

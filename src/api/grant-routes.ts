@@ -14,8 +14,22 @@ import type { ConversationState, GrantView } from '../contract';
 import { DECISION_WORKER_WAIT_MS, type DecisionPolicy } from './decisions';
 import { ApiError, refuseOtherMethods } from './refusals';
 import { grantRevokedReply, refusals } from './replies';
-import { grantParams, revokeGrantBody } from './schemas';
+import { z } from 'zod';
+import { conversationParams, idText, personText, REASON_MAX_CHARS } from './schemas';
 import type { ApiPrincipal, ApiRole } from './tokens';
+
+/** The path of `POST /v1/conversations/{id}/grants/{grantId}/revoke`. */
+export const grantParams = z.object({
+  id: conversationParams.shape.id,
+  grantId: idText('grantId', "The grant's id: the id of the decision that gave it (the state's grants list them)."),
+});
+
+/** `POST /v1/conversations/{id}/grants/{grantId}/revoke`: optional. */
+export const revokeGrantBody = z
+  .strictObject({
+    reason: personText('reason', { maxChars: REASON_MAX_CHARS, description: 'Why, for the records.' }).optional(),
+  })
+  .optional();
 
 /** What {@link revokeGrantAs} did. */
 export interface GrantRevocationOutcome {

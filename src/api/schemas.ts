@@ -488,18 +488,5 @@ export const decisionBody = z
     ],
   });
 
-/** The path of `POST /v1/conversations/{id}/grants/{grantId}/revoke`. */
-export const grantParams = z.object({
-  id: conversationParams.shape.id,
-  grantId: idText('grantId', "The grant's id: the id of the decision that gave it (the state's grants list them)."),
-});
-
-/** `POST /v1/conversations/{id}/grants/{grantId}/revoke`: optional. */
-export const revokeGrantBody = z
-  .strictObject({
-    reason: personText('reason', { maxChars: REASON_MAX_CHARS, description: 'Why, for the records.' }).optional(),
-  })
-  .optional();
-
 /** `POST /v1/conversations/{id}/cancel`. */
 export const cancelBody = z.strictObject({ reason: reason('reason').optional() }).optional();

@@ -15,7 +15,7 @@ import { describeUnstorableText } from '../contract/text';
 import { ConfigError } from '../common/errors';
 import { auditRoutes } from './audit-routes';
 import { decideCalls, type DecisionPolicy } from './decisions';
-import { yoursFirst } from './who-decides';
+import { approvalListRoute, decideLink } from './approval-list-route';
 import { chatRoutes } from './chat';
 import { codecRoutes, type CodecOptions } from './codec';
 import { eventRoutes } from './event-routes';
@@ -38,7 +38,6 @@ import {
   refuseUnknownRoute,
 } from './refusals';
 import {
-  approvalsReply,
   cancelAccepted,
   conversationStateReply,
   decisionOutcomeReply,
@@ -48,7 +47,6 @@ import {
   transcriptPageReply,
 } from './replies';
 import {
-  approvalsQuery,
   cancelBody,
   conversationParams,
   decisionBody,
@@ -176,13 +174,6 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
     },
     cancelTurn: { operationId: 'cancelTurn', parameters: { id }, description: 'Cancel its running turn.' },
   });
-  /** A link to a decision on one call of a conversation, named by its key. */
-  const decideLink = (id: string, callKey: string, decision: 'approve' | 'reject', description: string) => ({
-    operationId: 'decide',
-    parameters: { id },
-    requestBody: { decision, callKeys: [callKey] },
-    description,
-  });
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ ok: true }));
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
@@ -281,48 +272,7 @@ async function buildApiServer(options: ApiServerOptions): Promise<FastifyInstanc
   );
   refuseOtherMethods(app, '/v1/conversations/:id/transcript', ['GET']);
 
-  app.get(
-    '/v1/approvals',
-    {
-      onRequest: allow('approver', 'operator'),
-      schema: {
-        operationId: 'listApprovals',
-        summary:
-          "Tool calls waiting for a decision across conversations: first those the caller may decide (mayDecide: the approver role, four eyes and each call's approval policy rule allow it), then the others, each part oldest first (from PostgreSQL, one visibility query on system attributes; no query per conversation).",
-        security,
-        querystring: approvalsQuery,
-        response: { 200: approvalsReply, ...refusals(...always) },
-      },
-      links: {
-        200: {
-          decide: decideLink(
-            '$response.body#/approvals/0/conversationId',
-            '$response.body#/approvals/0/callKey',
-            'approve',
-            'Approve the first call listed (the oldest the caller may decide), named by its key.',
-          ),
-          getConversation: {
-            operationId: 'getConversation',
-            parameters: { id: '$response.body#/approvals/0/conversationId' },
-            description: "The call's conversation.",
-          },
-        },
-      },
-    },
-    async (request) => {
-      const { conversationId, tool, requester, minAgeSeconds } = request.query;
-      const { calls } = await client.waitingCalls({
-        conversationId,
-        tool,
-        requester,
-        minAgeMs: minAgeSeconds === undefined ? undefined : minAgeSeconds * 1000,
-      });
-      // The caller's queue first: the calls they may decide, then the others, each part in the list's order.
-      const queue = yoursFirst(request.principal!, calls, policy).calls;
-      return { approvals: queue.map((a) => ({ ...a, requestedAt: a.requestedAt.toISOString() })) };
-    },
-  );
-  refuseOtherMethods(app, '/v1/approvals', ['GET']);
+  approvalListRoute(app, { client, policy, allow }); // the calls waiting for a decision, the caller's first
 
   app.post(
     '/v1/conversations/:id/decisions',

@@ -10,7 +10,6 @@ import { z } from 'zod';
 import { ConfigError } from '../common/errors';
 import { LOG_LEVELS } from '../common/logger';
 import { DEFAULT_MAX_PARALLEL_TOOL_CALLS, MAX_PARALLEL_TOOL_CALLS_LIMIT } from '../contract/activities';
-import { loadTemporalConnection } from './temporal-connection';
 import { DEFAULT_DATABASE_SCHEMA, describeBadSchemaName } from '../db/schema';
 import { describeBadPrices, type ModelPrices } from '../core/pricing';
 import { parsePayloadKeys } from '../codec/aes-gcm';
@@ -36,9 +35,12 @@ import {
   type DeclaredVariable,
 } from './settings';
 import { traceSettings } from './trace-settings';
+import { DEFAULT_TEMPORAL_UI_PORT, temporalConnection, temporalUiPort } from './temporal-settings';
+import { expandVariables, isOrigin, localOrigins } from './setting-values';
 
 export { ConfigError };
 export type { TraceExportConfig } from './trace-settings';
+export { DEFAULT_TEMPORAL_UI_PORT };
 
 /**
  * Conversations a worker keeps in memory by default. A conversation waiting
@@ -52,9 +54,6 @@ export const DEFAULT_MAX_CACHED_CONVERSATIONS = 100;
 /** Where the standalone worker serves its metrics by default: this machine only. */
 export const DEFAULT_METRICS_ADDRESS = '127.0.0.1:9464';
 
-/** The embedded dev server's web UI port by default. */
-export const DEFAULT_TEMPORAL_UI_PORT = 8233;
-
 /** A log level's name, as pino and the SDK core take it. */
 const levelName = z.enum(LOG_LEVELS).optional();
 
@@ -65,33 +64,6 @@ const logLevelSetting = setting({
   default: 'info',
   deployment: false,
   doc: "what the worker logs: trace, debug, info, warn or error; at debug the start shows the workflow bundler's output",
-});
-
-const temporalUiPort = setting({
-  variable: 'TEMPORAL_UI_PORT',
-  parse: text.pipe(z.string().regex(/^\d+$/, 'must be a port number').transform(Number).optional()),
-  default: DEFAULT_TEMPORAL_UI_PORT,
-  deployment: false,
-  doc: "the embedded dev server's web UI port (a free one when it is taken)",
-});
-
-/**
- * The variables `@temporalio/envconfig` reads besides TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE (see
- * `temporal-connection.ts`).
- */
-const temporalConnection = group({
-  passedThrough: [
-    'TEMPORAL_API_KEY',
-    'TEMPORAL_TLS',
-    'TEMPORAL_TLS_CLIENT_CERT_PATH',
-    'TEMPORAL_TLS_CLIENT_KEY_PATH',
-    'TEMPORAL_TLS_SERVER_CA_CERT_PATH',
-    'TEMPORAL_TLS_SERVER_NAME',
-    'TEMPORAL_PROFILE',
-    'TEMPORAL_CONFIG_FILE',
-  ],
-  doc: "TLS, API key and metadata from Temporal's environment configuration (a profile of its config file, overridden by the variables)",
-  build: (_, { env }) => loadTemporalConnection(env),
 });
 
 /**
@@ -508,44 +480,4 @@ export const ENV_VARS: readonly string[] = deploymentVariables(SETTINGS);
  */
 export function declaredVariables(): DeclaredVariable[] {
   return variablesOf(SETTINGS);
-}
-
-/** The origins a browser gives a page of this machine on `port`, by either of its local names. */
-function localOrigins(port: number): string[] {
-  return [`http://127.0.0.1:${port}`, `http://localhost:${port}`];
-}
-
-/**
- * Replaces `${NAME}` in every string of the MCP configuration with the
- * variable's value, so secrets (an `Authorization` header, a server's key)
- * stay in the environment, never in the JSON. A missing variable is an error.
- */
-function expandVariables(servers: McpServers, env: NodeJS.ProcessEnv): McpServers {
-  const expand = (value: unknown): unknown => {
-    if (typeof value === 'string') {
-      return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => {
-        const found = env[name];
-        if (found === undefined)
-          throw new ConfigError(
-            `AGENT_MCP_SERVERS names \${${name}}, and ${name} is not set. Set it, or write the value in its place.`,
-          );
-        return found;
-      });
-    }
-    if (Array.isArray(value)) return value.map(expand);
-    if (value && typeof value === 'object')
-      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, expand(v)]));
-    return value;
-  };
-  return expand(servers) as McpServers;
-}
-
-/** True for `scheme://host[:port]`, as browsers send it in `Origin`. */
-function isOrigin(value: string): boolean {
-  try {
-    const url = new URL(value);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === value;
-  } catch {
-    return false;
-  }
 }

@@ -17,7 +17,8 @@ import type { AppendMessagesInput, ApprovalRequest } from '../contract/activitie
 import type { DecisionKind } from '../contract/decisions';
 import type { WaitingCall, WaitingPolicy } from '../contract/waiting-calls';
 import type { AgentTables } from './schema';
-import { appendMessages, insertMessages, recordDecision, writeScope } from './transcript-store';
+import { appendMessages, insertMessages, writeScope } from './transcript-store';
+import { recordDecision } from './decision-store';
 import { describeRefusal, isRefusedValue } from './errors';
 import { logger } from '../common/logger';
 import { inTransaction } from './transaction';

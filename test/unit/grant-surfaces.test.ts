@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { grantOfForm } from '../../src/api/inbox-grant-route';
 import { grantRequestWords, grantStatus } from '../../src/api/inbox-grants';
-import { decisionBody, revokeGrantBody } from '../../src/api/schemas';
+import { revokeGrantBody } from '../../src/api/grant-routes';
+import { decisionBody } from '../../src/api/schemas';
 import type { GrantView } from '../../src/contract';
 import { grantLimitsText, grantLine, grantOfOptions, parseGrantDuration } from '../../src/cli/grant-lines';
 
